@@ -1,0 +1,1 @@
+"""apps: the sample apps, each an AndroidManifest.xml and a main.py."""

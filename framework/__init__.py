@@ -1,0 +1,1 @@
+"""framework: the binder, system_server, and the app-side APIs."""

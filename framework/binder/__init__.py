@@ -1,0 +1,1 @@
+"""framework.binder: trio IPC with AIDL-defined interfaces and msgpack parcelables."""

@@ -1,0 +1,3 @@
+"""The `npuemu` command line."""
+
+from ._main import main as main
