@@ -9,7 +9,7 @@ CSRC   := $(shell find csrc -name '*.c' -o -name '*.h' -o -name '*.py' 2>/dev/nu
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip==26.0.1
+	$(PY) -m pip install --quiet --upgrade pip==26.0.1 setuptools==80.9.0 wheel==0.45.1
 
 $(STAMP): $(VENV)/bin/python pyproject.toml $(CSRC)
 	$(PY) -m pip install --quiet -e '.[test]'
