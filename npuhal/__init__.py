@@ -1,1 +1,72 @@
-"""npuhal: the vendor HAL process and the Python face of the C driver."""
+"""npuhal: the vendor HAL process and the Python face of the C driver.
+
+General layout (read bottom up; nothing imports a module above it):
+
+- ``_npu`` is the cffi extension built from ``csrc/`` (``make ext``): the
+  emulated hardware, the kernels, the reference driver and the loader that
+  dlopens any other driver ``.so``.
+- ``_lowlevel`` mirrors the C API call for call: sizes come from C, every
+  return code is checked at once and becomes an exception, and the ABI version
+  compiled into ``_npu`` is checked at import.  It is the only module that
+  touches cdata.
+- ``_errors``, ``_types`` and ``_model`` are pure Python: the exception
+  hierarchy, the enums and frozen dataclasses (devices, configs, work events),
+  and the shared NN HAL 1.2 model format.
+- ``_driver`` is the pythonic layer the HAL process uses: ``open_driver`` gives
+  a ``Driver`` that lists devices, loads models, submits and cancels work,
+  streams events into trio and steps the virtual clock.  No cdata escapes it.
+
+Everything public is re-exported here, exactly once; import from ``npuhal``.
+"""
+
+from ._errors import (
+    NpuAbiError as NpuAbiError,
+    NpuAttributionError as NpuAttributionError,
+    NpuCapacityError as NpuCapacityError,
+    NpuClosedError as NpuClosedError,
+    NpuDirectAccessError as NpuDirectAccessError,
+    NpuDriverError as NpuDriverError,
+    NpuDuplicateUidError as NpuDuplicateUidError,
+    NpuError as NpuError,
+    NpuInvalidPriorityError as NpuInvalidPriorityError,
+    NpuLookupError as NpuLookupError,
+    NpuModelError as NpuModelError,
+    NpuPermissionError as NpuPermissionError,
+    NpuStateError as NpuStateError,
+    NpuTimeoutError as NpuTimeoutError,
+    NpuUnsupportedOperationError as NpuUnsupportedOperationError,
+    NpuValueError as NpuValueError,
+)
+from ._model import (
+    DataLocation as DataLocation,
+    Model as Model,
+    ModelBuilder as ModelBuilder,
+    Operand as Operand,
+    Operation as Operation,
+)
+from ._types import (
+    MAX_EFFECTIVE_PRIORITY as MAX_EFFECTIVE_PRIORITY,
+    MAX_PRIORITY as MAX_PRIORITY,
+    MIN_PRIORITY as MIN_PRIORITY,
+    Device as Device,
+    DeviceStatus as DeviceStatus,
+    DeviceType as DeviceType,
+    DriverEvent as DriverEvent,
+    EndReason as EndReason,
+    FuseCode as FuseCode,
+    MemoryPressure as MemoryPressure,
+    OperandLifeTime as OperandLifeTime,
+    OperandType as OperandType,
+    OperationType as OperationType,
+    PerformanceInfo as PerformanceInfo,
+    PreemptionMode as PreemptionMode,
+    SchedulingConfig as SchedulingConfig,
+    SchedulingMode as SchedulingMode,
+    StartReason as StartReason,
+    ThermalChanged as ThermalChanged,
+    ThermalSeverity as ThermalSeverity,
+    WorkEnded as WorkEnded,
+    WorkInfo as WorkInfo,
+    WorkRequested as WorkRequested,
+    WorkStarted as WorkStarted,
+)

@@ -1,0 +1,295 @@
+"""Plain-data types of the driver binding: enums, devices, configs, work events.
+
+Every number here is Android's (NN HAL 1.2, ``android.hardware.npu``, the thermal
+HAL).  The C header uses the same numbers; ``npuhal._lowlevel`` checks at import
+that the compiled extension agrees, so a mismatch fails loudly instead of
+silently mislabelling events.
+
+All of these are frozen, slotted dataclasses: they are values, safe to hash,
+compare, log and hand across tasks; none holds any C memory.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass, field
+
+__all__ = [
+    "DeviceType",
+    "DeviceStatus",
+    "OperandType",
+    "OperandLifeTime",
+    "OperationType",
+    "FuseCode",
+    "StartReason",
+    "EndReason",
+    "ThermalSeverity",
+    "PreemptionMode",
+    "SchedulingMode",
+    "PerformanceInfo",
+    "Device",
+    "SchedulingConfig",
+    "WorkInfo",
+    "WorkRequested",
+    "WorkStarted",
+    "WorkEnded",
+    "ThermalChanged",
+    "MemoryPressure",
+    "DriverEvent",
+    "MIN_PRIORITY",
+    "MAX_PRIORITY",
+    "MAX_EFFECTIVE_PRIORITY",
+]
+
+#: ``IScheduling.MIN_PRIORITY``: the *highest* priority.
+MIN_PRIORITY = 0
+#: ``IScheduling.MAX_PRIORITY``: the lowest priority a uid or a job can have.
+MAX_PRIORITY = 1000
+#: uid priority + job priority never exceeds this.
+MAX_EFFECTIVE_PRIORITY = 2000
+
+
+class DeviceType(enum.IntEnum):
+    """NN HAL 1.2 ``DeviceType`` (AOSP numbering; 0 is not a valid type)."""
+
+    OTHER = 1
+    CPU = 2
+    GPU = 3
+    ACCELERATOR = 4
+
+
+class DeviceStatus(enum.IntEnum):
+    """NN HAL 1.0 ``DeviceStatus``."""
+
+    AVAILABLE = 0
+    BUSY = 1
+    OFFLINE = 2
+    UNKNOWN = 3
+
+
+class OperandType(enum.IntEnum):
+    FLOAT32 = 0
+    INT32 = 1
+    UINT32 = 2
+    TENSOR_FLOAT32 = 3
+    TENSOR_INT32 = 4
+    TENSOR_QUANT8_ASYMM = 5
+    BOOL = 6
+
+
+class OperandLifeTime(enum.IntEnum):
+    TEMPORARY_VARIABLE = 0
+    MODEL_INPUT = 1
+    MODEL_OUTPUT = 2
+    CONSTANT_COPY = 3
+    CONSTANT_REFERENCE = 4
+    NO_VALUE = 5
+
+
+class OperationType(enum.IntEnum):
+    ADD = 0
+    CONV_2D = 3
+    FULLY_CONNECTED = 9
+    MUL = 18
+    RELU = 19
+    SOFTMAX = 25
+    SUB = 36
+
+
+class FuseCode(enum.IntEnum):
+    NONE = 0
+    RELU = 1
+    RELU1 = 2
+    RELU6 = 3
+
+
+class StartReason(enum.IntEnum):
+    """``android.hardware.npu.StartReason`` (a byte enum in AIDL)."""
+
+    INITIAL = 0
+    RESUMED = 1
+
+
+class EndReason(enum.IntEnum):
+    """``android.hardware.npu.EndReason`` (a byte enum in AIDL)."""
+
+    CANCELLED_USER = 0
+    CANCELLED_SYSTEM = 1
+    PAUSED = 2
+    FAILED = 3
+    COMPLETED = 4
+
+    @property
+    def is_final(self) -> bool:
+        """True unless the work will start again (only ``PAUSED`` is not final)."""
+        return self is not EndReason.PAUSED
+
+
+class ThermalSeverity(enum.IntEnum):
+    """The thermal HAL's ``ThrottlingSeverity``."""
+
+    NONE = 0
+    LIGHT = 1
+    MODERATE = 2
+    SEVERE = 3
+    CRITICAL = 4
+    EMERGENCY = 5
+    SHUTDOWN = 6
+
+
+class PreemptionMode(enum.IntEnum):
+    """How the hardware makes room for higher-priority work on a busy channel.
+
+    ``NONE``: the running job finishes first.  ``CHECKPOINT``: at the next slice
+    boundary its context is saved to a preemption buffer (which costs emulated
+    time) and later restored; the results are the same as an unpreempted run.
+    ``KILL_RESTART``: its progress is thrown away and it starts over later.
+    The values are the C header's; ``npuhal._lowlevel`` checks them at import.
+    """
+
+    NONE = 0
+    CHECKPOINT = 1
+    KILL_RESTART = 2
+
+
+class SchedulingMode(enum.IntEnum):
+    """Which queued job a free channel takes: lowest effective priority, or oldest."""
+
+    PRIORITY = 0
+    FCFS = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PerformanceInfo:
+    """NN HAL ``PerformanceInfo``: ratios to the CPU, lower is better."""
+
+    exec_time: float
+    power_usage: float
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """One device a driver exposes, as ``IDevice`` describes it.
+
+    ``number`` is the driver's device number (``WorkInfo.deviceNumber``), counting
+    from 0.  ``capabilities`` maps each operand type the device reports to its
+    PerformanceInfo.  ``parts`` is empty except for a heterogeneous device (type
+    OTHER), where it lists the numbers of the devices it manages; those are also
+    exposed as devices of their own, so an app can pick among them.
+    """
+
+    number: int
+    name: str
+    type: DeviceType
+    version: str
+    feature_level: int
+    status: DeviceStatus
+    capabilities: dict[OperandType, PerformanceInfo] = field(hash=False)
+    weight_memory_bytes: int
+    sram_bytes: int
+    channels: int
+    parts: tuple[int, ...] = ()
+
+    @property
+    def vendor(self) -> str:
+        """The ``{VENDOR}`` half of ``{VENDOR}-{DEVICE_NAME}``."""
+        return self.name.partition("-")[0]
+
+    @property
+    def is_heterogeneous(self) -> bool:
+        return bool(self.parts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchedulingConfig:
+    """``android.hardware.npu.SchedulingConfig`` in the seed's form.
+
+    Fields in the seed's order.  The driver accepts a config iff
+    ``0 <= app_priority <= 1000`` and ``0 <= min_priority <= max_priority <= 2000``;
+    a job's effective priority is ``clamp(app_priority + job_priority,
+    min_priority, max_priority)`` and lower runs first.  The defaults are what a
+    uid without any config gets: the lowest priority, direct access allowed,
+    no attribution to other uids.
+
+    (AOSP's ``SchedulingConfig`` has a single ``priority``; the seed's
+    min/max/app triple is what npuemu implements.)
+    """
+
+    min_priority: int = MIN_PRIORITY
+    max_priority: int = MAX_EFFECTIVE_PRIORITY
+    uid: int
+    app_priority: int = MAX_PRIORITY
+    has_direct_access: bool = True
+    can_attribute_other_uid: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WorkInfo:
+    """``android.hardware.npu.WorkInfo``: who asked for a piece of work, and when.
+
+    ``id`` increases monotonically over the driver's life; ``timestamp_ms`` never
+    decreases (virtual milliseconds under the virtual clock, CLOCK_MONOTONIC
+    milliseconds under the real one); ``device_number`` counts from 0.
+    """
+
+    id: int
+    group_id: uuid.UUID | None
+    uid: int
+    debug_pid: int
+    original_uid: int
+    debug_feature_id: str | None
+    job_priority: int
+    effective_priority: int
+    timestamp_ms: int
+    device_number: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkRequested:
+    """The driver queued the work (``onWorkRequested``)."""
+
+    info: WorkInfo
+
+
+@dataclass(frozen=True, slots=True)
+class WorkStarted:
+    """The work got a channel (``onWorkStarted``): first time, or after a pause."""
+
+    info: WorkInfo
+    reason: StartReason
+
+
+@dataclass(frozen=True, slots=True)
+class WorkEnded:
+    """The work left its channel (``onWorkEnded``).
+
+    Every reason but ``PAUSED`` is final: the driver no longer touches the work's
+    buffers, and for ``COMPLETED`` its outputs hold the results.
+    """
+
+    info: WorkInfo
+    reason: EndReason
+
+
+@dataclass(frozen=True, slots=True)
+class ThermalChanged:
+    """A device's throttling severity changed."""
+
+    device_number: int
+    severity: ThermalSeverity
+    temperature_c: float
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPressure:
+    """A device's weight memory (or SRAM) crossed its pressure threshold."""
+
+    device_number: int
+    used_bytes: int
+    total_bytes: int
+    timestamp_ms: int
+
+
+DriverEvent = WorkRequested | WorkStarted | WorkEnded | ThermalChanged | MemoryPressure
