@@ -1,0 +1,11 @@
+// The subset of android.hardware.neuralnetworks (AIDL) that npuemu serves, in AOSP's names
+// and field order. Differences from AOSP are listed in README.md ("Where npuemu differs").
+package android.hardware.neuralnetworks;
+
+@VintfStability
+@Backing(type="int")
+enum ExecutionPreference {
+    LOW_POWER = 0,
+    FAST_SINGLE_ANSWER = 1,
+    SUSTAINED_SPEED = 2,
+}

@@ -1,0 +1,12 @@
+// The subset of android.hardware.neuralnetworks (AIDL) that npuemu serves, in AOSP's names
+// and field order. Differences from AOSP are listed in README.md ("Where npuemu differs").
+package android.hardware.neuralnetworks;
+
+import android.hardware.neuralnetworks.RequestArgument;
+
+@VintfStability
+parcelable Request {
+    RequestArgument[] inputs;
+    RequestArgument[] outputs;
+    SharedMemory[] pools;
+}

@@ -1,0 +1,12 @@
+// The subset of android.hardware.neuralnetworks (AIDL) that npuemu serves, in AOSP's names
+// and field order. Differences from AOSP are listed in README.md ("Where npuemu differs").
+package android.hardware.neuralnetworks;
+
+import android.hardware.neuralnetworks.DataLocation;
+
+@VintfStability
+parcelable RequestArgument {
+    boolean hasNoValue;
+    DataLocation location;
+    int[] dimensions;
+}

@@ -1,0 +1,14 @@
+// The subset of android.hardware.neuralnetworks (AIDL) that npuemu serves, in AOSP's names
+// and field order. Differences from AOSP are listed in README.md ("Where npuemu differs").
+package android.hardware.neuralnetworks;
+
+import android.hardware.neuralnetworks.Operand;
+import android.hardware.neuralnetworks.Operation;
+
+@VintfStability
+parcelable Subgraph {
+    Operand[] operands;
+    Operation[] operations;
+    int[] inputIndexes;
+    int[] outputIndexes;
+}
