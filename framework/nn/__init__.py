@@ -1,0 +1,64 @@
+"""framework.nn: the app-side NNAPI runtime (Android 10, NN HAL 1.2 semantics).
+
+General layout, the pure core first (no binder, no C, no I/O):
+
+- ``_errors``     NDK result codes as exceptions (``NeuralNetworksError`` and one
+                  subclass per code, each also the builtin it resembles).
+- ``_types``      the enums and small value types with Android's numbers:
+                  ``OperandType``, ``OperationType``, ``DeviceType``, ``PerformanceInfo``...
+- ``_hal``        the shared model format (``HalModel``), what the C driver ABI, the HAL
+                  and the runtime all exchange.
+- ``_validate``   the graph rules and shape inference of a HAL model.
+- ``_model``      the NDK-style builder (``Model``: addOperand ... finish, to_hal).
+- ``_partition``  the partitioner: ``DeviceDescriptor`` in, ``ExecutionPlan`` out,
+                  ``getSupportedOperationsForDevices``, CPU fallback.
+
+Device discovery (binder proxies to the HAL's IDevice instances, the in-process CPU
+device on the C kernels) and execution build on these modules and are wired in by
+the runtime layer above them. Everything public is re-exported here, once.
+"""
+
+from ._errors import BadDataError as BadDataError
+from ._errors import BadStateError as BadStateError
+from ._errors import DeadObjectError as DeadObjectError
+from ._errors import ErrorStatus as ErrorStatus
+from ._errors import IncompleteError as IncompleteError
+from ._errors import MissedDeadlinePersistentError as MissedDeadlinePersistentError
+from ._errors import MissedDeadlineTransientError as MissedDeadlineTransientError
+from ._errors import NeuralNetworksError as NeuralNetworksError
+from ._errors import OpFailedError as OpFailedError
+from ._errors import OutOfMemoryError as OutOfMemoryError
+from ._errors import OutputInsufficientSizeError as OutputInsufficientSizeError
+from ._errors import ResourceExhaustedPersistentError as ResourceExhaustedPersistentError
+from ._errors import ResourceExhaustedTransientError as ResourceExhaustedTransientError
+from ._errors import ResultCode as ResultCode
+from ._errors import UnavailableDeviceError as UnavailableDeviceError
+from ._errors import UnexpectedNullError as UnexpectedNullError
+from ._errors import UnmappableError as UnmappableError
+from ._errors import convertErrorStatusToResultCode as convertErrorStatusToResultCode
+from ._errors import error_for_result_code as error_for_result_code
+from ._hal import DataLocation as DataLocation
+from ._hal import HalModel as HalModel
+from ._hal import HalOperand as HalOperand
+from ._hal import HalOperation as HalOperation
+from ._model import Model as Model
+from ._partition import CPU_DEVICE_NAME as CPU_DEVICE_NAME
+from ._partition import DeviceDescriptor as DeviceDescriptor
+from ._partition import ExecutionPlan as ExecutionPlan
+from ._partition import ExecutionStep as ExecutionStep
+from ._partition import createPlan as createPlan
+from ._partition import createPlanForDevices as createPlanForDevices
+from ._partition import getSupportedOperationsForDevices as getSupportedOperationsForDevices
+from ._partition import referenceCpuDevice as referenceCpuDevice
+from ._types import FEATURE_LEVEL as FEATURE_LEVEL
+from ._types import MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES as MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES
+from ._types import Capabilities as Capabilities
+from ._types import DeviceStatus as DeviceStatus
+from ._types import DeviceType as DeviceType
+from ._types import ExecutionPreference as ExecutionPreference
+from ._types import FuseCode as FuseCode
+from ._types import OperandLifeTime as OperandLifeTime
+from ._types import OperandType as OperandType
+from ._types import OperationType as OperationType
+from ._types import PerformanceInfo as PerformanceInfo
+from ._validate import validateModel as validateModel

@@ -1,0 +1,393 @@
+"""``ANeuralNetworksModel``: the model builder an app uses.
+
+The calls are the NDK's, without the prefix, and in the same order an NDK app makes
+them::
+
+    model = Model()
+    x = model.addOperand(OperandType.TENSOR_FLOAT32, [1, 4])
+    w = model.addOperand(OperandType.TENSOR_FLOAT32, [3, 4])
+    b = model.addOperand(OperandType.TENSOR_FLOAT32, [3])
+    fuse = model.addOperand(OperandType.INT32)
+    y = model.addOperand(OperandType.TENSOR_FLOAT32, [1, 3])
+    model.setOperandValue(w, weights)          # numpy array, bytes, or a Python number
+    model.setOperandValue(b, bias)
+    model.setOperandValue(fuse, FuseCode.RELU)
+    model.addOperation(OperationType.FULLY_CONNECTED, [x, w, b, fuse], [y])
+    model.identifyInputsAndOutputs([x], [y])
+    model.finish()
+    hal = model.to_hal()                       # the shared format, see _hal.py
+
+What is checked when: indexes, counts and types at once (as the NDK does), so the error
+points at the call that caused it; whole-graph rules and shapes at ``finish()``, since
+an NDK app may set a constant after the operation that reads it. Errors are
+``BadDataError``; any change after ``finish()``, or use before it, is ``BadStateError``.
+
+Differences from the NDK, on purpose: ``setOperandValue`` always copies, also values
+over 128 bytes (the NDK keeps a pointer to the app's buffer; in Python that buffer's
+lifetime is not the app's to promise), and ``finish()`` lays the large values out in one
+pool, as Android's runtime does when it copies them into shared memory.
+``setOperandValueFromMemory`` keeps a reference to the app's buffer, as the NDK's
+``ANeuralNetworksMemory`` does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._errors import BadDataError, BadStateError
+from ._hal import NO_LOCATION, DataLocation, HalModel, HalOperand, HalOperation
+from ._types import MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES, OperandLifeTime, OperandType, OperationType
+from ._validate import SIGNATURES, checkSignature, expectedByteSize, validateModel
+
+# Android aligns each value in operandValues to 4 bytes and each large value in its
+# shared memory so a driver can read a float32 tensor in place; 64 also suits SIMD.
+_COPY_ALIGNMENT = 4
+_POOL_ALIGNMENT = 64
+
+
+@dataclasses.dataclass(slots=True)
+class _Operand:
+    type: OperandType
+    dimensions: tuple[int, ...]
+    lifetime: OperandLifeTime = OperandLifeTime.TEMPORARY_VARIABLE
+    value: bytes | None = None  # CONSTANT_COPY, or a large value that finish() pools
+    memory: Any = None  # setOperandValueFromMemory: (buffer, offset, length)
+
+
+class Model:
+    """A neural network model under construction, then finished and immutable."""
+
+    def __init__(self) -> None:
+        self._operands: list[_Operand] = []
+        self._operations: list[HalOperation] = []
+        self._writer: dict[int, int] = {}  # operand index -> the operation that writes it
+        self._inputs: tuple[int, ...] = ()
+        self._outputs: tuple[int, ...] = ()
+        self._hal: HalModel | None = None
+        self._sortedToApp: tuple[int, ...] = ()
+
+    # -- state -------------------------------------------------------------------
+
+    @property
+    def isFinished(self) -> bool:
+        return self._hal is not None
+
+    @property
+    def operandCount(self) -> int:
+        return len(self._hal.operands) if self._hal is not None else len(self._operands)
+
+    @property
+    def operationCount(self) -> int:
+        return len(self._hal.operations) if self._hal is not None else len(self._operations)
+
+    def _check_mutable(self, call: str) -> None:
+        if self._hal is not None:
+            raise BadStateError(f"{call}: the model is finished and can no longer change")
+
+    def _check_operand(self, call: str, index: Any) -> _Operand:
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise BadDataError(f"{call}: an operand index is an int, not {index!r}")
+        if not 0 <= index < len(self._operands):
+            raise BadDataError(f"{call}: operand {index} does not exist ({len(self._operands)} operands)")
+        return self._operands[index]
+
+    # -- building ----------------------------------------------------------------
+
+    def addOperand(self, type: OperandType | int, dimensions: Sequence[int] = ()) -> int:
+        """Add an operand and return its index (``ANeuralNetworksModel_addOperand``).
+
+        A scalar type takes no dimensions. A tensor's dimensions may contain 0 ("not
+        known", or ``()`` for an unknown rank) only if an operation writes it; shape
+        inference at ``finish()`` fills them in.
+        """
+        self._check_mutable("addOperand")
+        try:
+            operandType = OperandType(type)
+        except ValueError:
+            raise BadDataError(f"addOperand: unknown operand type {type!r}") from None
+        if operandType == OperandType.TENSOR_QUANT8_ASYMM:
+            raise BadDataError("addOperand: TENSOR_QUANT8_ASYMM needs a scale and zero point; npuemu models are float32")
+        if isinstance(dimensions, (str, bytes)) or not isinstance(dimensions, Sequence | np.ndarray):
+            raise BadDataError(f"addOperand: dimensions must be a sequence of ints, not {dimensions!r}")
+        dims = []
+        for d in dimensions:
+            if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
+                raise BadDataError(f"addOperand: dimensions must be ints >= 0, got {list(dimensions)!r}")
+            dims.append(int(d))
+        if operandType.isScalar and dims:
+            raise BadDataError(f"addOperand: a {operandType.name} scalar has no dimensions, got {dims}")
+        self._operands.append(_Operand(operandType, tuple(dims)))
+        return len(self._operands) - 1
+
+    def setOperandValue(self, index: int, value: Any) -> None:
+        """Make operand ``index`` a constant (``ANeuralNetworksModel_setOperandValue``).
+
+        ``value`` is a numpy array (or anything ``np.asarray`` takes: a list, a Python
+        number, a ``FuseCode``) of the operand's shape, converted to its element type
+        when that loses nothing but float precision; or a bytes-like object of exactly
+        the operand's size; or ``None`` for an omitted optional operand (NO_VALUE).
+        Values up to 128 bytes become CONSTANT_COPY, larger ones CONSTANT_REFERENCE.
+        """
+        self._check_mutable("setOperandValue")
+        operand = self._check_operand("setOperandValue", index)
+        self._check_can_be_constant("setOperandValue", index, operand)
+        if value is None:
+            operand.lifetime, operand.value, operand.memory = OperandLifeTime.NO_VALUE, None, None
+            return
+        size = self._constant_size("setOperandValue", index, operand)
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            data = memoryview(value).cast("B").tobytes()
+            if len(data) != size:
+                raise BadDataError(f"setOperandValue: operand {index} needs {size} bytes, got {len(data)}")
+        else:
+            data = _to_bytes(index, operand, value)
+        operand.value, operand.memory = data, None
+        operand.lifetime = (
+            OperandLifeTime.CONSTANT_COPY
+            if size <= MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES
+            else OperandLifeTime.CONSTANT_REFERENCE
+        )
+
+    def setOperandValueFromMemory(self, index: int, memory: Any, offset: int, length: int) -> None:
+        """Make operand ``index`` a constant read from an app buffer (a pool) in place.
+
+        ``memory`` is any bytes-like object (a shared-memory mapping, in the end); the
+        model keeps a reference to it and the app must not change it afterwards, as
+        with ``ANeuralNetworksModel_setOperandValueFromMemory``.
+        """
+        self._check_mutable("setOperandValueFromMemory")
+        operand = self._check_operand("setOperandValueFromMemory", index)
+        self._check_can_be_constant("setOperandValueFromMemory", index, operand)
+        try:
+            view = memoryview(memory).cast("B")
+        except TypeError:
+            raise BadDataError(f"setOperandValueFromMemory: {type(memory).__name__} is not a buffer") from None
+        size = self._constant_size("setOperandValueFromMemory", index, operand)
+        if length != size:
+            raise BadDataError(f"setOperandValueFromMemory: operand {index} needs {size} bytes, got length {length}")
+        if offset < 0 or offset + length > len(view):
+            raise BadDataError(
+                f"setOperandValueFromMemory: offset {offset} length {length} lies outside the {len(view)}-byte memory"
+            )
+        operand.lifetime, operand.value, operand.memory = OperandLifeTime.CONSTANT_REFERENCE, None, (memory, offset, length)
+
+    def _check_can_be_constant(self, call: str, index: int, operand: _Operand) -> None:
+        if operand.lifetime in (OperandLifeTime.MODEL_INPUT, OperandLifeTime.MODEL_OUTPUT):
+            raise BadDataError(f"{call}: operand {index} is a {operand.lifetime.name} and cannot have a value")
+        if index in self._writer:
+            raise BadDataError(f"{call}: operand {index} is written by operation {self._writer[index]}")
+
+    def _constant_size(self, call: str, index: int, operand: _Operand) -> int:
+        size = expectedByteSize(HalOperand(operand.type, operand.dimensions, operand.lifetime))
+        if size is None:
+            raise BadDataError(f"{call}: operand {index} needs fully specified dimensions, has {list(operand.dimensions)}")
+        return size
+
+    def addOperation(self, type: OperationType | int, inputs: Sequence[int], outputs: Sequence[int]) -> int:
+        """Add an operation and return its index (``ANeuralNetworksModel_addOperation``)."""
+        self._check_mutable("addOperation")
+        try:
+            opType = OperationType(type)
+        except ValueError:
+            raise BadDataError(
+                f"addOperation: unsupported operation type {type!r} (npuemu has {[t.name for t in SIGNATURES]})"
+            ) from None
+        where = f"addOperation({opType.name})"
+        ins = tuple(int(i) for i in _index_list(where, "inputs", inputs))
+        outs = tuple(int(i) for i in _index_list(where, "outputs", outputs))
+        for i in ins + outs:
+            self._check_operand(where, i)
+        checkSignature(where, opType, [self._operands[i].type for i in ins], [self._operands[i].type for i in outs])
+        if len(set(outs)) != len(outs):
+            raise BadDataError(f"{where}: output operands repeat: {list(outs)}")
+        for i in outs:
+            if i in self._writer:
+                raise BadDataError(f"{where}: operand {i} is already the output of operation {self._writer[i]}")
+            lifetime = self._operands[i].lifetime
+            if lifetime not in (OperandLifeTime.TEMPORARY_VARIABLE, OperandLifeTime.MODEL_OUTPUT):
+                raise BadDataError(f"{where}: operand {i} is a {lifetime.name} and cannot be an output")
+            if i in ins:
+                raise BadDataError(f"{where}: operand {i} is both an input and an output")
+        self._operations.append(HalOperation(opType, ins, outs))
+        for i in outs:
+            self._writer[i] = len(self._operations) - 1
+        return len(self._operations) - 1
+
+    def identifyInputsAndOutputs(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+        """Name the model's inputs and outputs, in the order an execution binds them.
+
+        A later call replaces an earlier one.
+        """
+        self._check_mutable("identifyInputsAndOutputs")
+        call = "identifyInputsAndOutputs"
+        ins = tuple(int(i) for i in _index_list(call, "inputs", inputs))
+        outs = tuple(int(i) for i in _index_list(call, "outputs", outputs))
+        for kind, indexes in (("inputs", ins), ("outputs", outs)):
+            if len(set(indexes)) != len(indexes):
+                raise BadDataError(f"{call}: {kind} list an operand twice: {list(indexes)}")
+            for i in indexes:
+                operand = self._check_operand(call, i)
+                if operand.lifetime in (
+                    OperandLifeTime.CONSTANT_COPY,
+                    OperandLifeTime.CONSTANT_REFERENCE,
+                    OperandLifeTime.NO_VALUE,
+                ):
+                    raise BadDataError(f"{call}: operand {i} has a value and cannot be one of the model's {kind}")
+        both = set(ins) & set(outs)
+        if both:
+            raise BadDataError(f"{call}: operand {min(both)} is both a model input and a model output")
+        for i in ins:
+            if i in self._writer:
+                raise BadDataError(f"{call}: input operand {i} is written by operation {self._writer[i]}")
+        for i in self._inputs + self._outputs:
+            self._operands[i].lifetime = OperandLifeTime.TEMPORARY_VARIABLE
+        for i in ins:
+            self._operands[i].lifetime = OperandLifeTime.MODEL_INPUT
+        for i in outs:
+            self._operands[i].lifetime = OperandLifeTime.MODEL_OUTPUT
+        self._inputs, self._outputs = ins, outs
+
+    def finish(self) -> None:
+        """Validate the whole graph, infer shapes, and freeze the model.
+
+        Operations are put in run order (a stable topological sort: a model built in
+        order keeps its numbering); ``getSupportedOperationsForDevices`` still answers
+        in the order the app added them. A model that fails to finish stays open, so
+        the app can correct it.
+        """
+        self._check_mutable("finish")
+        order = self._run_order()
+        operations = tuple(self._operations[k] for k in order)
+
+        # Large copied values share one pool, pool 0 when it exists (it becomes one
+        # shared-memory region); app memories from setOperandValueFromMemory follow it.
+        values = bytearray()
+        pool = bytearray()
+        own_pool = any(o.lifetime == OperandLifeTime.CONSTANT_REFERENCE and o.memory is None for o in self._operands)
+        app_pools: list[Any] = []
+        pool_of: dict[int, int] = {}
+        operands = []
+        for o in self._operands:
+            location = NO_LOCATION
+            if o.lifetime == OperandLifeTime.CONSTANT_COPY:
+                values.extend(bytes(-len(values) % _COPY_ALIGNMENT))
+                location = DataLocation(0, len(values), len(o.value))
+                values.extend(o.value)
+            elif o.lifetime == OperandLifeTime.CONSTANT_REFERENCE and o.memory is None:
+                pool.extend(bytes(-len(pool) % _POOL_ALIGNMENT))
+                location = DataLocation(0, len(pool), len(o.value))
+                pool.extend(o.value)
+            elif o.lifetime == OperandLifeTime.CONSTANT_REFERENCE:
+                memory, offset, length = o.memory
+                if id(memory) not in pool_of:
+                    pool_of[id(memory)] = len(app_pools) + own_pool
+                    app_pools.append(memory)
+                location = DataLocation(pool_of[id(memory)], offset, length)
+            operands.append(HalOperand(o.type, o.dimensions, o.lifetime, location))
+        pools = ((bytes(pool),) if own_pool else ()) + tuple(app_pools)
+        hal = HalModel(
+            operands=tuple(operands),
+            operations=operations,
+            inputIndexes=self._inputs,
+            outputIndexes=self._outputs,
+            operandValues=bytes(values),
+            pools=pools,
+        )
+        self._hal = validateModel(hal)
+        self._sortedToApp = tuple(order)
+
+    def _run_order(self) -> list[int]:
+        """Operation indexes in run order; the lowest ready index first, so it is stable.
+
+        Operations caught in a cycle, or reading a temporary nothing writes, are left
+        at the end in their own order: validation then names the first bad read.
+        """
+        _pending = (OperandLifeTime.TEMPORARY_VARIABLE, OperandLifeTime.MODEL_OUTPUT)
+        ready_operands = {i for i, o in enumerate(self._operands) if o.lifetime not in _pending}
+        waiting = []
+        readers: dict[int, list[int]] = {}
+        for k, op in enumerate(self._operations):
+            missing = {i for i in op.inputs if i not in ready_operands}
+            waiting.append(len(missing))
+            for i in missing:
+                readers.setdefault(i, []).append(k)
+        heap = [k for k, n in enumerate(waiting) if n == 0]
+        heapq.heapify(heap)
+        order = []
+        while heap:
+            k = heapq.heappop(heap)
+            order.append(k)
+            for i in self._operations[k].outputs:
+                for reader in readers.pop(i, ()):
+                    waiting[reader] -= 1
+                    if waiting[reader] == 0:
+                        heapq.heappush(heap, reader)
+        placed = set(order)
+        return order + [k for k in range(len(self._operations)) if k not in placed]
+
+    # -- the finished model ------------------------------------------------------
+
+    def to_hal(self) -> HalModel:
+        """The finished model in the shared HAL format (immutable; safe to share)."""
+        if self._hal is None:
+            raise BadStateError("to_hal: the model is not finished")
+        return self._hal
+
+    @classmethod
+    def from_hal(cls, hal: HalModel) -> Model:
+        """A finished model from the HAL format, after checking every rule of it."""
+        if not isinstance(hal, HalModel):
+            raise BadDataError(f"from_hal takes a HalModel, not {type(hal).__name__}")
+        model = cls()
+        model._hal = validateModel(hal)
+        model._sortedToApp = tuple(range(len(hal.operations)))
+        return model
+
+    def appOperationIndex(self, halIndex: int) -> int:
+        """The index the app's ``addOperation`` returned for HAL operation ``halIndex``."""
+        if self._hal is None:
+            raise BadStateError("appOperationIndex: the model is not finished")
+        return self._sortedToApp[halIndex]
+
+
+def _index_list(call: str, what: str, value: Any) -> Sequence[Any]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence | np.ndarray):
+        raise BadDataError(f"{call}: {what} must be a list of operand indexes, not {value!r}")
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise BadDataError(f"{call}: {what} must be operand indexes (ints), got {list(value)!r}")
+    return value
+
+
+def _to_bytes(index: int, operand: _Operand, value: Any) -> bytes:
+    target = operand.type.dtype
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as e:
+        raise BadDataError(f"setOperandValue: operand {index}: {value!r} is not an array ({e})") from None
+    shape = () if operand.type.isScalar else operand.dimensions
+    if array.shape != shape:
+        raise BadDataError(
+            f"setOperandValue: operand {index} is {operand.type.name} {list(shape)}, the value has shape {list(array.shape)}"
+        )
+    kind = array.dtype.kind
+    if target.kind == "f":
+        ok = kind in "fiu"
+    elif operand.type == OperandType.BOOL:
+        ok = kind == "b"
+    else:
+        ok = kind in "iub"
+        if ok and array.size and kind != "b":
+            info = np.iinfo(target)
+            ok = info.min <= array.min() and array.max() <= info.max
+    if not ok:
+        raise BadDataError(
+            f"setOperandValue: operand {index} is {operand.type.name}; a {array.dtype} value "
+            + ("is out of its range" if kind in "iu" else "would be converted with loss")
+        )
+    return np.ascontiguousarray(array, dtype=target).tobytes()
