@@ -1,0 +1,55 @@
+"""framework.server: system_server's services, starting with the ``npu`` service's core.
+
+Layout: ``_arbiter`` is the ``npu`` service's decision core (pure, sans-IO: inputs in,
+``_actions`` out), applying a ``_policies`` policy under the ``_thermal`` rules;
+``_priority`` maps app importance to the HAL's ``SchedulingConfig``. The binder-facing
+service, the activity manager and the package manager are thin layers over these.
+"""
+
+from ._actions import (
+    Action as Action,
+    CanLoad as CanLoad,
+    Log as Log,
+    RequestComplete as RequestComplete,
+    RequestUnload as RequestUnload,
+    Revoke as Revoke,
+)
+from ._arbiter import (
+    DEFAULT_UNLOAD_TIMEOUT_S as DEFAULT_UNLOAD_TIMEOUT_S,
+    NpuArbiter as NpuArbiter,
+    RequestState as RequestState,
+)
+from ._policies import (
+    DEFAULT_MAX_BUDGET as DEFAULT_MAX_BUDGET,
+    DEFAULT_MODEL_SIZE_WEIGHTS as DEFAULT_MODEL_SIZE_WEIGHTS,
+    DEFAULT_POLICIES as DEFAULT_POLICIES,
+    BudgetPolicy as BudgetPolicy,
+    NpuPolicy as NpuPolicy,
+    StatusQuoPolicy as StatusQuoPolicy,
+    TurnTakingPolicy as TurnTakingPolicy,
+)
+from ._priority import (
+    IMPORTANCE_CACHED as IMPORTANCE_CACHED,
+    IMPORTANCE_FOREGROUND as IMPORTANCE_FOREGROUND,
+    IMPORTANCE_FOREGROUND_SERVICE as IMPORTANCE_FOREGROUND_SERVICE,
+    IMPORTANCE_GONE as IMPORTANCE_GONE,
+    IMPORTANCE_PERCEPTIBLE as IMPORTANCE_PERCEPTIBLE,
+    IMPORTANCE_SERVICE as IMPORTANCE_SERVICE,
+    IMPORTANCE_TOP_SLEEPING as IMPORTANCE_TOP_SLEEPING,
+    IMPORTANCE_VISIBLE as IMPORTANCE_VISIBLE,
+    ROOT_UID as ROOT_UID,
+    SYSTEM_UID as SYSTEM_UID,
+    SchedulingConfig as SchedulingConfig,
+    priority_band as priority_band,
+    scheduling_config_for as scheduling_config_for,
+)
+from ._thermal import (
+    THERMAL_STATUS_CRITICAL as THERMAL_STATUS_CRITICAL,
+    THERMAL_STATUS_EMERGENCY as THERMAL_STATUS_EMERGENCY,
+    THERMAL_STATUS_LIGHT as THERMAL_STATUS_LIGHT,
+    THERMAL_STATUS_MODERATE as THERMAL_STATUS_MODERATE,
+    THERMAL_STATUS_NONE as THERMAL_STATUS_NONE,
+    THERMAL_STATUS_SEVERE as THERMAL_STATUS_SEVERE,
+    THERMAL_STATUS_SHUTDOWN as THERMAL_STATUS_SHUTDOWN,
+    thermal_allows as thermal_allows,
+)
