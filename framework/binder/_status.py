@@ -136,3 +136,19 @@ def exception_for(code: int, message: str, service_specific_code: int = 0) -> Re
         return ServiceSpecificException(service_specific_code, message)
     cls = _BY_CODE.get(code, TransactionFailedException)
     return cls(message)
+
+
+class ProtocolError(TransactionError, ValueError):
+    """A peer sent bytes that are not the binder protocol (bad length, garbage, a frame
+    out of turn). The connection to that peer is dropped; everyone else is served."""
+
+    status = FAILED_TRANSACTION
+
+
+def _pack_chars(a: str, b: str, c: str, d: str) -> int:
+    return (ord(a) << 24) | (ord(b) << 16) | (ord(c) << 8) | ord(d)
+
+
+# Transactions every binder answers, whatever its interface (IBinder.java).
+PING_TRANSACTION = _pack_chars("_", "P", "N", "G")
+INTERFACE_TRANSACTION = _pack_chars("_", "N", "T", "F")

@@ -1,0 +1,956 @@
+"""The per-process binder runtime (Android's ProcessState and IPCThreadState).
+
+One :class:`BinderRuntime` per process, opened with :func:`open_binder_runtime`. It
+listens on its own socket in the runtime directory and serves the local
+:class:`Binder` objects it has handed out; it keeps one outgoing connection per
+remote process it talks to, over which its :class:`BinderProxy` objects call.
+
+The node model. A binder reference in a parcel is ``[owner address, object id,
+descriptor]``. Whoever receives it (the process it was sent to, or a third one it
+is handed on to) connects to the owner directly; the object is always called in
+the process that made it. A reference to one of this process's own objects comes
+back as the object itself, as on Android, so local calls are plain Python calls.
+
+Lifetime. An object, once written into a parcel, stays exported until its runtime
+closes: remote references are not counted. That is simple and safe (a reference
+never dangles while the owner lives) at the price of holding per-request callbacks
+for the life of the process; a process that makes many short-lived callbacks can
+drop them with :meth:`BinderRuntime.unexport`.
+
+Death. The kernel closing the owner's socket is the death notice: every pending
+call on that connection fails with :class:`DeadObjectException`, and every
+:class:`DeathRecipient` linked to a proxy of that process fires at once.
+
+Identity. A handler runs in its own task with the caller's pid (the kernel's,
+``SO_PEERCRED``) and uid (what the servicemanager vouched for, resolved once per
+connection) in a context variable: :meth:`Binder.getCallingUid` and
+:meth:`Binder.getCallingPid` read it. Outside a handler they give the process's own
+identity. A local call does not change the identity (Android's rule; use
+:meth:`Binder.clearCallingIdentity` to act as yourself).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import itertools
+import logging
+import os
+import secrets
+import weakref
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from . import _status
+from ._status import (
+    DeadObjectException,
+    IllegalStateException,
+    ProtocolError,
+    RemoteException,
+    SecurityException,
+    TransactionError,
+    TransactionFailedException,
+    TransactionTooLargeException,
+    UnknownTransactionException,
+)
+from ._transport import MemoryNetwork, UnixNetwork
+from ._wire import (
+    CLIENT,
+    MAX_FDS_PER_FRAME,
+    NEED_DATA,
+    SERVER,
+    Connection,
+    Hello,
+    Refused,
+    Reply,
+    Transaction,
+    Welcome,
+)
+
+__all__ = [
+    "SERVICEMANAGER_ADDRESS",
+    "SHELL_TOKEN_FILE",
+    "Binder",
+    "BinderProxy",
+    "BinderRuntime",
+    "DeathRecipient",
+    "IBinder",
+    "open_binder_runtime",
+]
+
+log = logging.getLogger("binder")
+
+#: The servicemanager's well-known address; its registry is object 0 there.
+SERVICEMANAGER_ADDRESS = "servicemanager"
+CONTEXT_OBJECT_ID = 0
+#: The shell's secret, 0600 in the runtime directory (adb's key, in spirit).
+SHELL_TOKEN_FILE = "shell.token"
+RUNTIME_DIR_ENV = "NPUEMU_RUNTIME_DIR"
+
+_HANDSHAKE_TIMEOUT = 10.0
+
+# (pid, uid) of whoever the current handler serves; None outside any runtime.
+_calling: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar(
+    "binder_calling_identity", default=None
+)
+# The runtime whose code is running (its own identity is the default one).
+_current: contextvars.ContextVar[BinderRuntime | None] = contextvars.ContextVar(
+    "binder_runtime", default=None
+)
+
+#: How a runtime learns a caller's uid: (runtime, kernel pid, shell token) -> uid, or
+#: None to refuse. The default asks the servicemanager.
+Resolver = Callable[["BinderRuntime", int, "str | None"], Awaitable["int | None"]]
+
+
+def _close_fds(fds) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+# ---------------------------------------------------------------------------------
+# Objects
+
+
+class DeathRecipient:
+    """Subclass and override :meth:`binderDied`; link with ``proxy.linkToDeath(self)``.
+
+    ``binderDied`` is called once, in the runtime's own task, when the process that
+    owns the object is gone. It may be a plain or an ``async`` method.
+    """
+
+    def binderDied(self, who: IBinder) -> Any:  # noqa: N802 - Android's name
+        raise NotImplementedError
+
+
+class IBinder:
+    """What every binder, local or remote, answers (android.os.IBinder)."""
+
+    __slots__ = ()
+
+    def asBinder(self) -> IBinder:  # noqa: N802
+        return self
+
+    def linkToDeath(self, recipient: DeathRecipient, cookie: Any = None) -> None:  # noqa: N802
+        raise NotImplementedError
+
+    def unlinkToDeath(self, recipient: DeathRecipient) -> bool:  # noqa: N802
+        raise NotImplementedError
+
+    def isBinderAlive(self) -> bool:  # noqa: N802
+        raise NotImplementedError
+
+
+class Binder(IBinder):
+    """A local binder object. Subclass an interface's ``Stub`` rather than this.
+
+    A raw ``Binder`` answers ping and interface queries; override :meth:`onTransact`
+    to serve codes by hand.
+    """
+
+    __slots__ = ("_runtime", "_object_id", "__weakref__")
+
+    #: The interface descriptor; an interface's Stub sets it.
+    DESCRIPTOR: str = ""
+
+    def __init__(self) -> None:
+        self._runtime: BinderRuntime | None = None
+        self._object_id: int | None = None
+
+    async def onTransact(self, code: int, data: Any, ctx: Any) -> Any:  # noqa: N802
+        """Serve transaction ``code``; return the reply parcel (msgpack-able)."""
+        raise UnknownTransactionException(f"{type(self).__name__} has no transaction code {code}")
+
+    def getInterfaceDescriptor(self) -> str:  # noqa: N802
+        return self.DESCRIPTOR
+
+    def linkToDeath(self, recipient: DeathRecipient, cookie: Any = None) -> None:  # noqa: N802
+        """A local object cannot die under its own process: nothing to link."""
+
+    def unlinkToDeath(self, recipient: DeathRecipient) -> bool:  # noqa: N802
+        return False
+
+    def isBinderAlive(self) -> bool:  # noqa: N802
+        return self._runtime is None or not self._runtime._closed
+
+    async def pingBinder(self) -> bool:  # noqa: N802
+        await trio.lowlevel.checkpoint()
+        return self.isBinderAlive()
+
+    # Android's static identity calls, on the class as there.
+
+    @staticmethod
+    def getCallingPid() -> int:  # noqa: N802
+        """The pid of the process whose call is being served (or this process's own)."""
+        return _identity()[0]
+
+    @staticmethod
+    def getCallingUid() -> int:  # noqa: N802
+        """The uid of the process whose call is being served (or this process's own)."""
+        return _identity()[1]
+
+    @staticmethod
+    def clearCallingIdentity() -> contextvars.Token:  # noqa: N802
+        """Act as this process until :meth:`restoreCallingIdentity` gets the token back."""
+        runtime = _current.get()
+        if runtime is None:
+            raise IllegalStateException("no binder runtime in this context")
+        return _calling.set((runtime.pid, runtime.uid))
+
+    @staticmethod
+    def restoreCallingIdentity(token: contextvars.Token) -> None:  # noqa: N802
+        _calling.reset(token)
+
+
+def _identity() -> tuple[int, int]:
+    ident = _calling.get()
+    if ident is None:
+        raise IllegalStateException("no binder runtime in this context: open_binder_runtime first")
+    return ident
+
+
+class BinderProxy(IBinder):
+    """A reference to an object in another process. Obtain one from a parcel or
+    the servicemanager; wrap it with ``IFoo.asInterface(proxy)`` to call methods.
+
+    Proxies are unique per (process, object) within a runtime, so ``==`` and
+    ``is`` agree and a death link made through any copy of a reference holds.
+    """
+
+    __slots__ = ("_runtime", "_address", "_object_id", "_descriptor", "_recipients", "_dead", "__weakref__")
+
+    def __init__(self, runtime: BinderRuntime, address: str, object_id: int, descriptor: str) -> None:
+        self._runtime = runtime
+        self._address = address
+        self._object_id = object_id
+        self._descriptor = descriptor
+        self._recipients: list[tuple[DeathRecipient, Any]] = []
+        self._dead = False
+
+    def __repr__(self) -> str:
+        state = "dead" if self._dead else "alive"
+        return f"<BinderProxy {self._descriptor or 'IBinder'} {self._address}#{self._object_id} {state}>"
+
+    def getInterfaceDescriptor(self) -> str:  # noqa: N802
+        """The descriptor the owner declared when it sent the reference."""
+        return self._descriptor
+
+    def isBinderAlive(self) -> bool:  # noqa: N802
+        if self._dead:
+            return False
+        conn = self._runtime._clients.get(self._address)
+        return conn is None or conn.error is None
+
+    def linkToDeath(self, recipient: DeathRecipient, cookie: Any = None) -> None:  # noqa: N802
+        """Call ``recipient.binderDied(self)`` when the owning process dies.
+
+        Raises :class:`DeadObjectException` if it is already known to be dead.
+        """
+        if not callable(getattr(recipient, "binderDied", None)):
+            raise TypeError(f"{recipient!r} has no binderDied method")
+        if not self.isBinderAlive():
+            raise DeadObjectException(f"{self!r} is already dead")
+        self._recipients.append((recipient, cookie))
+        self._runtime._ensure_connection(self._address)
+
+    def unlinkToDeath(self, recipient: DeathRecipient) -> bool:  # noqa: N802
+        for i, (r, _) in enumerate(self._recipients):
+            if r is recipient:
+                del self._recipients[i]
+                return True
+        return False
+
+    async def pingBinder(self) -> bool:  # noqa: N802
+        try:
+            await self.transact(_status.PING_TRANSACTION, None)
+        except TransactionError:
+            return False
+        return True
+
+    async def transact(self, code: int, data: Any, fds: tuple[int, ...] = (), *, oneway: bool = False) -> Reply | None:
+        """Send a raw transaction; returns the :class:`Reply` (None when oneway).
+
+        ``fds`` are sent along (the caller keeps its own). Interface proxies use
+        the typed path instead; this is for tools and tests.
+        """
+        conn = await self._runtime._client_for(self._address)
+        return await conn.transact(self._object_id, code, data, fds, oneway)
+
+    async def _call(self, method: Any, args: tuple) -> Any:
+        runtime = self._runtime
+        ctx = _ParcelContext(runtime, ())
+        try:
+            data = method.encode_call(args, ctx)
+            conn = runtime._clients.get(self._address)
+            if conn is None or not conn.usable:
+                conn = await runtime._client_for(self._address)
+            reply = await conn.transact(self._object_id, method.code, data, ctx.out_fds, method.oneway)
+        finally:
+            ctx.close_out()
+        if reply is None:
+            return None
+        rctx = _ParcelContext(runtime, reply.fds)
+        try:
+            _raise_for_reply(reply)
+            return method.decode_reply(reply.data, rctx)
+        finally:
+            rctx.release_in()
+
+    def _die(self) -> None:
+        if self._dead:
+            return
+        self._dead = True
+        recipients, self._recipients = self._recipients, []
+        for recipient, _cookie in recipients:
+            try:
+                result = recipient.binderDied(self)
+                if inspect.isawaitable(result):
+                    self._runtime._nursery.start_soon(_await_logged, result, f"binderDied of {recipient!r}")
+            except Exception:
+                log.exception("binderDied of %r raised", recipient)
+
+
+async def _await_logged(awaitable: Awaitable, what: str) -> None:
+    try:
+        await awaitable
+    except Exception:
+        log.exception("%s raised", what)
+
+
+def _raise_for_reply(reply: Reply) -> None:
+    status = reply.status
+    if status != _status.OK:
+        if status == _status.UNKNOWN_TRANSACTION:
+            raise UnknownTransactionException(reply.message)
+        if status == _status.DEAD_OBJECT:
+            raise DeadObjectException(reply.message)
+        raise TransactionFailedException(reply.message or f"transaction failed with status {status}")
+    if reply.exception != _status.EX_NONE:
+        raise _status.exception_for(reply.exception, reply.message, reply.service_code)
+
+
+# ---------------------------------------------------------------------------------
+# Parcels: what the AIDL codec calls for binders and descriptors
+
+
+class _ParcelContext:
+    """The ``ctx`` of ``encode_call``/``decode_call`` and friends, for one parcel.
+
+    Written descriptors are ``dup``-ed (the caller keeps its own) and closed once
+    the frame has gone. Received ones belong to the parcel until ``read_fd`` hands
+    one over; the rest are closed when the parcel is done.
+    """
+
+    __slots__ = ("_runtime", "out_fds", "_in_fds", "_taken")
+
+    def __init__(self, runtime: BinderRuntime, in_fds: tuple[int, ...]) -> None:
+        self._runtime = runtime
+        self.out_fds: list[int] = []
+        self._in_fds = in_fds
+        self._taken: set[int] | None = None
+
+    def write_binder(self, obj: Any, interface: Any) -> Any:
+        if obj is None:
+            return None
+        as_binder = getattr(obj, "asBinder", None)
+        if as_binder is None:
+            raise TypeError(f"expected a binder or interface, got {type(obj).__name__}")
+        binder = as_binder()
+        want = interface.name if interface is not None else None
+        if isinstance(binder, Binder):
+            if want and binder.DESCRIPTOR != want:
+                raise TypeError(f"expected {want}, got a local {binder.DESCRIPTOR or 'IBinder'}")
+            runtime = self._runtime
+            return [runtime.address, runtime.export(binder), binder.DESCRIPTOR]
+        if isinstance(binder, BinderProxy):
+            if want and binder._descriptor and binder._descriptor != want:
+                raise TypeError(f"expected {want}, got a proxy of {binder._descriptor}")
+            return [binder._address, binder._object_id, binder._descriptor]
+        raise TypeError(f"expected a binder or interface, got {type(obj).__name__}")
+
+    def read_binder(self, handle: Any, interface: Any) -> Any:
+        if handle is None:
+            return None
+        if (
+            type(handle) is not list
+            or len(handle) != 3
+            or type(handle[0]) is not str
+            or type(handle[1]) is not int
+            or type(handle[2]) is not str
+        ):
+            raise _status.BadParcelableException(f"malformed binder reference {handle!r}")
+        address, object_id, descriptor = handle
+        if interface is not None and descriptor and descriptor != interface.name:
+            raise _status.BadParcelableException(f"expected a {interface.name}, got a {descriptor}")
+        binder = self._runtime._binder_for(address, object_id, descriptor)
+        if interface is None:
+            return binder
+        from ._interface import interface_class
+
+        return interface_class(interface).asInterface(binder)
+
+    def write_fd(self, fd: int) -> int:
+        if type(fd) is not int or fd < 0:
+            raise TypeError(f"a file descriptor must be a non-negative int, got {fd!r}")
+        if len(self.out_fds) >= MAX_FDS_PER_FRAME:
+            raise TransactionTooLargeException(f"more than {MAX_FDS_PER_FRAME} descriptors in one parcel")
+        try:
+            dup = os.dup(fd)
+        except OSError as exc:
+            raise ValueError(f"file descriptor {fd} is not open: {exc.strerror}") from None
+        self.out_fds.append(dup)
+        return len(self.out_fds) - 1
+
+    def read_fd(self, index: int) -> int:
+        if type(index) is not int or not 0 <= index < len(self._in_fds):
+            raise _status.BadParcelableException(
+                f"descriptor index {index!r} but the parcel carries {len(self._in_fds)}"
+            )
+        if self._taken is None:
+            self._taken = set()
+        if index in self._taken:
+            raise _status.BadParcelableException(f"descriptor {index} read twice")
+        self._taken.add(index)
+        return self._in_fds[index]
+
+    def close_out(self) -> None:
+        fds, self.out_fds = self.out_fds, []
+        _close_fds(fds)
+
+    def release_in(self) -> None:
+        taken = self._taken or ()
+        _close_fds(fd for i, fd in enumerate(self._in_fds) if i not in taken)
+        self._in_fds = ()
+
+
+# ---------------------------------------------------------------------------------
+# Connections
+
+
+class _Slot:
+    """Where a reply (or the news that none will come) meets the waiting caller."""
+
+    __slots__ = ("task", "reply", "error", "parked")
+
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task = task
+        self.reply: Reply | None = None
+        self.error: BaseException | None = None
+        self.parked = False
+
+    def deliver(self, reply: Reply | None, error: BaseException | None = None) -> None:
+        self.reply = reply
+        self.error = error
+        if self.parked:
+            self.parked = False
+            trio.lowlevel.reschedule(self.task)
+
+
+class _ClientConn:
+    """This process's connection to another one, over which its proxies call."""
+
+    def __init__(self, runtime: BinderRuntime, address: str) -> None:
+        self.runtime = runtime
+        self.address = address
+        self.stream: Any = None
+        self.wire = Connection(CLIENT)
+        self.ready = trio.Event()
+        self.usable = False
+        self.error: RemoteException | None = None
+        self.slots: dict[int, _Slot] = {}
+        self.remote_pid = -1
+        self.remote_uid = -1
+        self._peer_uid = -1
+
+    def fail(self) -> RemoteException:
+        err = self.error
+        assert err is not None
+        return type(err)(err.message)
+
+    async def run(self) -> None:
+        runtime = self.runtime
+        try:
+            self.stream = stream = await runtime.network.connect(self.address, runtime.pid)
+            await stream.send_frame(self.wire.send(Hello(token=runtime._token)))
+            with trio.fail_after(_HANDSHAKE_TIMEOUT):
+                event = await self._next_event()
+            if event is None:
+                raise DeadObjectException(f"{self.address} closed during the handshake")
+            if type(event) is Refused:
+                raise SecurityException(f"{self.address} refused this process: {event.reason}")
+            self.remote_pid, self.remote_uid = event.pid, event.uid
+            self._peer_uid = event.peer_uid
+            self.usable = True
+            self.ready.set()
+            while True:
+                event = await self._next_event()
+                if event is None:
+                    raise DeadObjectException(f"process at {self.address} died")
+                slot = self.slots.pop(event.txn_id, None)
+                if slot is None:
+                    _close_fds(event.fds)  # its caller was cancelled; nobody wants it
+                else:
+                    slot.deliver(event)
+        except RemoteException as exc:
+            if isinstance(exc, ProtocolError):
+                log.warning("dropping connection to %s: %s", self.address, exc)
+            self.error = exc if not isinstance(exc, ProtocolError) else DeadObjectException(
+                f"connection to {self.address} dropped: {exc}"
+            )
+        except trio.TooSlowError:
+            self.error = DeadObjectException(f"{self.address} did not answer the handshake")
+        except (trio.BrokenResourceError, OSError) as exc:
+            self.error = DeadObjectException(f"connection to {self.address} lost: {exc}")
+        finally:
+            if self.error is None:
+                self.error = DeadObjectException(f"connection to {self.address} closed")
+            self.usable = False
+            self.ready.set()
+            slots, self.slots = self.slots, {}
+            for slot in slots.values():
+                slot.deliver(None, self.fail())
+            _close_fds(self.wire.close())
+            if self.stream is not None:
+                with trio.CancelScope(shield=True):
+                    await self.stream.aclose()
+            if not runtime._closed:
+                runtime._on_connection_lost(self.address)
+
+    async def _next_event(self) -> Any:
+        wire, stream = self.wire, self.stream
+        while True:
+            event = wire.next_event()
+            if event is not NEED_DATA:
+                return event
+            data, fds = await stream.receive_some()
+            if not data:
+                _close_fds(fds)
+                return None
+            wire.receive_data(data, fds)
+
+    async def transact(self, target: int, code: int, data: Any, fds, oneway: bool) -> Reply | None:
+        if not self.usable:
+            raise self.fail() if self.error else DeadObjectException(f"{self.address} is not connected")
+        wire = self.wire
+        txn_id = wire.new_txn_id()
+        buffers = wire.send(Transaction(txn_id, target, code, oneway, data, len(fds)))
+        if oneway:
+            try:
+                await self.stream.send_frame(buffers, fds)
+            except trio.BrokenResourceError:
+                raise DeadObjectException(f"process at {self.address} died") from None
+            return None
+        slot = _Slot(trio.lowlevel.current_task())
+        self.slots[txn_id] = slot  # before sending: the reply may beat send_frame's return
+        try:
+            await self.stream.send_frame(buffers, fds)
+        except BaseException:
+            self.slots.pop(txn_id, None)
+            if not self.usable:
+                raise self.fail() from None
+            raise
+        if slot.reply is None and slot.error is None:
+            slot.parked = True
+
+            def abort(_raise_cancel: Any) -> trio.lowlevel.Abort:
+                slot.parked = False
+                self.slots.pop(txn_id, None)
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        if slot.error is not None:
+            raise slot.error
+        return slot.reply
+
+
+class _ServerConn:
+    """A connection another process opened to us: we read calls and send replies."""
+
+    __slots__ = ("runtime", "stream", "wire", "peer_pid", "peer_uid")
+
+    def __init__(self, runtime: BinderRuntime, stream: Any) -> None:
+        self.runtime = runtime
+        self.stream = stream
+        self.wire = Connection(SERVER)
+        self.peer_pid = stream.peer_pid
+        self.peer_uid = -1
+
+    async def run(self) -> None:
+        runtime, wire, stream = self.runtime, self.wire, self.stream
+        try:
+            with trio.fail_after(_HANDSHAKE_TIMEOUT):
+                hello = await self._next_event()
+                if hello is None:
+                    return
+                uid = await runtime._resolve(self.peer_pid, hello.token)
+            if uid is None:
+                log.warning("refusing pid %d: not a process this emulator launched", self.peer_pid)
+                await stream.send_frame(wire.send(Refused(f"pid {self.peer_pid} is not a known process")))
+                return
+            self.peer_uid = uid
+            await stream.send_frame(wire.send(Welcome(runtime.pid, runtime.uid, uid)))
+            nursery = runtime._nursery
+            while True:
+                event = await self._next_event()
+                if event is None:
+                    return
+                if event.oneway:
+                    runtime._enqueue_oneway(self, event)
+                else:
+                    nursery.start_soon(runtime._serve_call, self, event)
+        except ProtocolError as exc:
+            log.warning("dropping connection from pid %d: %s", self.peer_pid, exc)
+        except trio.TooSlowError:
+            log.warning("dropping connection from pid %d: no handshake", self.peer_pid)
+        except (trio.BrokenResourceError, OSError) as exc:
+            log.info("connection from pid %d lost: %s", self.peer_pid, exc)
+        finally:
+            _close_fds(wire.close())
+            runtime._server_conns.discard(self)
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+    async def _next_event(self) -> Any:
+        wire, stream = self.wire, self.stream
+        while True:
+            event = wire.next_event()
+            if event is not NEED_DATA:
+                return event
+            data, fds = await stream.receive_some()
+            if not data:
+                _close_fds(fds)
+                return None
+            wire.receive_data(data, fds)
+
+    async def send_reply(self, reply: Reply, fds) -> None:
+        try:
+            buffers = self.wire.send(reply)
+        except TransactionTooLargeException as exc:
+            log.warning("reply to pid %d too large: %s", self.peer_pid, exc)
+            buffers = self.wire.send(
+                Reply(reply.txn_id, status=_status.FAILED_TRANSACTION, message=f"reply refused: {exc}")
+            )
+            fds = ()
+        try:
+            await self.stream.send_frame(buffers, fds)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the caller is gone; nobody is waiting for this
+
+
+# ---------------------------------------------------------------------------------
+# The runtime
+
+
+class BinderRuntime:
+    """This process's binder state. Made by :func:`open_binder_runtime`.
+
+    ``pid``/``uid`` are this process's identity as the binder sees it; ``address``
+    is where it serves.
+    """
+
+    def __init__(
+        self,
+        network: Any,
+        nursery: trio.Nursery,
+        *,
+        pid: int,
+        uid: int,
+        address: str,
+        resolver: Resolver | None,
+        token: str | None,
+    ) -> None:
+        self.network = network
+        self.pid = pid
+        self.uid = uid
+        self.address = address
+        self._nursery = nursery
+        self._resolver = resolver
+        self._token = token
+        self._objects: dict[int, Binder] = {}
+        self._object_ids = itertools.count(CONTEXT_OBJECT_ID + 1)
+        self._clients: dict[str, _ClientConn] = {}
+        self._proxies: weakref.WeakValueDictionary[tuple[str, int], BinderProxy] = weakref.WeakValueDictionary()
+        self._server_conns: set[_ServerConn] = set()
+        self._oneway: dict[int, deque] = {}
+        self._listener: Any = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<BinderRuntime pid={self.pid} uid={self.uid} at {self.address}>"
+
+    # -- objects --------------------------------------------------------------------
+
+    def export(self, binder: Binder) -> int:
+        """The object id under which ``binder`` is served here (exported on first use)."""
+        if binder._runtime is self:
+            return binder._object_id  # type: ignore[return-value]
+        if binder._runtime is not None:
+            raise IllegalStateException(f"{binder!r} already belongs to {binder._runtime!r}")
+        if self._closed:
+            raise IllegalStateException("binder runtime is closed")
+        object_id = next(self._object_ids)
+        binder._runtime, binder._object_id = self, object_id
+        self._objects[object_id] = binder
+        return object_id
+
+    def unexport(self, binder: Binder) -> None:
+        """Stop serving ``binder``: later calls through old references fail as dead."""
+        if binder._runtime is self:
+            self._objects.pop(binder._object_id, None)  # type: ignore[arg-type]
+
+    def set_context_object(self, binder: Binder) -> None:
+        """Serve ``binder`` as object 0 (the servicemanager's registry)."""
+        if binder._runtime is not None:
+            raise IllegalStateException(f"{binder!r} is already exported")
+        binder._runtime, binder._object_id = self, CONTEXT_OBJECT_ID
+        self._objects[CONTEXT_OBJECT_ID] = binder
+
+    def proxy(self, address: str, object_id: int, descriptor: str = "") -> IBinder:
+        """The binder for object ``object_id`` of the process at ``address``."""
+        return self._binder_for(address, object_id, descriptor)
+
+    def context_object(self) -> IBinder:
+        """The servicemanager's registry, as a binder."""
+        return self._binder_for(SERVICEMANAGER_ADDRESS, CONTEXT_OBJECT_ID, "android.os.IServiceManager")
+
+    def _binder_for(self, address: str, object_id: int, descriptor: str) -> IBinder:
+        if address == self.address:
+            obj = self._objects.get(object_id)
+            if obj is None:
+                raise _status.BadParcelableException(f"no local object {object_id} in this process")
+            return obj
+        key = (address, object_id)
+        proxy = self._proxies.get(key)
+        if proxy is None:
+            proxy = BinderProxy(self, address, object_id, descriptor)
+            conn = self._clients.get(address)
+            if conn is not None and conn.error is not None:
+                proxy._dead = True
+            self._proxies[key] = proxy
+            # Connect now, not at the first call: a death link must see the owner die
+            # even if nobody ever calls.
+            self._ensure_connection(address)
+        elif descriptor and not proxy._descriptor:
+            proxy._descriptor = descriptor
+        return proxy
+
+    # -- outgoing -------------------------------------------------------------------
+
+    def _ensure_connection(self, address: str) -> _ClientConn:
+        conn = self._clients.get(address)
+        if conn is None:
+            if self._closed:
+                raise DeadObjectException("binder runtime is closed")
+            conn = _ClientConn(self, address)
+            self._clients[address] = conn
+            self._nursery.start_soon(conn.run)
+        return conn
+
+    async def _client_for(self, address: str) -> _ClientConn:
+        conn = self._ensure_connection(address)
+        if not conn.ready.is_set():
+            await conn.ready.wait()
+        if conn.error is not None:
+            raise conn.fail()
+        return conn
+
+    def _on_connection_lost(self, address: str) -> None:
+        for (addr, _), proxy in list(self._proxies.items()):
+            if addr == address:
+                proxy._die()
+
+    # -- incoming -------------------------------------------------------------------
+
+    async def _resolve(self, pid: int, token: str | None) -> int | None:
+        if self._resolver is None:
+            return None
+        return await self._resolver(self, pid, token)
+
+    async def _accept_loop(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            try:
+                stream = await self._listener.accept()
+            except (trio.ClosedResourceError, OSError):
+                return
+            conn = _ServerConn(self, stream)
+            self._server_conns.add(conn)
+            self._nursery.start_soon(conn.run)
+
+    def _enqueue_oneway(self, conn: _ServerConn, event: Transaction) -> None:
+        # Oneway calls to one object run one at a time, in arrival order (binder's
+        # async_todo list); calls to different objects do not wait for each other.
+        queue = self._oneway.get(event.target)
+        if queue is None:
+            queue = self._oneway[event.target] = deque()
+            queue.append((conn, event))
+            self._nursery.start_soon(self._drain_oneway, event.target, queue)
+        else:
+            queue.append((conn, event))
+
+    async def _drain_oneway(self, target: int, queue: deque) -> None:
+        try:
+            while queue:
+                conn, event = queue[0]
+                await self._serve_call(conn, event)
+                queue.popleft()
+        finally:
+            if self._oneway.get(target) is queue:
+                del self._oneway[target]
+
+    async def _serve_call(self, conn: _ServerConn, event: Transaction) -> None:
+        token = _calling.set((conn.peer_pid, conn.peer_uid))
+        ctx = _ParcelContext(self, event.fds)
+        reply: Reply
+        try:
+            obj = self._objects.get(event.target)
+            if obj is None:
+                reply = Reply(event.txn_id, status=_status.DEAD_OBJECT, message=f"no object {event.target} in pid {self.pid}")
+            else:
+                code = event.code
+                if code == _status.PING_TRANSACTION:
+                    data = None
+                elif code == _status.INTERFACE_TRANSACTION:
+                    data = obj.DESCRIPTOR
+                else:
+                    data = await obj.onTransact(code, event.data, ctx)
+                reply = Reply(event.txn_id, data=data, nfds=len(ctx.out_fds))
+        except UnknownTransactionException as exc:
+            reply = Reply(event.txn_id, status=_status.UNKNOWN_TRANSACTION, message=str(exc))
+        except TransactionError as exc:
+            # The handler's own outgoing call failed (a dead peer...): a failure status.
+            reply = Reply(event.txn_id, exception=_status.EX_TRANSACTION_FAILED, message=f"{type(exc).__name__}: {exc.message}")
+        except RemoteException as exc:
+            reply = Reply(
+                event.txn_id,
+                exception=exc.exception_code,
+                message=exc.message,
+                service_code=getattr(exc, "error_code", 0),
+            )
+        except Exception as exc:
+            log.exception(
+                "handler for code %d on %s failed (caller pid %d)",
+                event.code,
+                type(self._objects.get(event.target)).__name__,
+                conn.peer_pid,
+            )
+            reply = Reply(event.txn_id, exception=_status.EX_TRANSACTION_FAILED, message=f"{type(exc).__name__}: {exc}")
+        finally:
+            ctx.release_in()
+            _calling.reset(token)
+        try:
+            if not event.oneway:
+                if reply.nfds != len(ctx.out_fds):  # an error after fds were written
+                    reply = Reply(reply.txn_id, reply.status, reply.exception, reply.message, reply.service_code, reply.data, len(ctx.out_fds))
+                await conn.send_reply(reply, ctx.out_fds)
+            elif reply.status != _status.OK or reply.exception != _status.EX_NONE:
+                log.warning("oneway call code %d from pid %d failed: %s", event.code, conn.peer_pid, reply.message)
+        finally:
+            ctx.close_out()
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        self._listener = await self.network.listen(self.address, self.pid)
+        await self._nursery.start(self._accept_loop)
+
+    async def _learn_identity(self) -> None:
+        conn = await self._client_for(SERVICEMANAGER_ADDRESS)
+        self.uid = conn._peer_uid
+
+    async def _aclose(self) -> None:
+        self._closed = True
+        if self._listener is not None:
+            await self._listener.aclose()
+        self._objects.clear()
+        if isinstance(self.network, MemoryNetwork):
+            self.network.exit(self.pid)
+
+
+def _read_shell_token(runtime_dir: Path) -> str:
+    path = runtime_dir / SHELL_TOKEN_FILE
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        raise SecurityException(f"no shell token at {path}: is the emulator booted?") from None
+
+
+@asynccontextmanager
+async def open_binder_runtime(
+    runtime_dir: str | os.PathLike[str] | None = None,
+    *,
+    network: Any = None,
+    pid: int | None = None,
+    shell: bool = False,
+    uid: int | None = None,
+    resolver: Resolver | None = None,
+    address: str | None = None,
+) -> AsyncIterator[BinderRuntime]:
+    """Open this process's binder runtime; it serves until the block exits.
+
+    ``runtime_dir`` (default ``$NPUEMU_RUNTIME_DIR``) selects Unix sockets there;
+    or pass a ``network`` (a :class:`MemoryNetwork` and a fake ``pid`` for tests).
+    The process's uid is whatever the servicemanager vouches for; a process it
+    does not know is refused (:class:`SecurityException`) unless ``shell`` is set
+    and the shell token can be read, which makes it the shell, uid 2000.
+
+    ``uid`` and ``resolver`` are for the servicemanager itself (which knows the
+    uids without asking) and for tests that run without one.
+    """
+    if network is None:
+        if runtime_dir is None:
+            runtime_dir = os.environ.get(RUNTIME_DIR_ENV)
+            if not runtime_dir:
+                raise ValueError(f"no runtime directory: pass runtime_dir or set ${RUNTIME_DIR_ENV}")
+        network = UnixNetwork(runtime_dir)
+    if pid is None:
+        if isinstance(network, MemoryNetwork):
+            raise ValueError("a MemoryNetwork runtime needs an explicit fake pid")
+        pid = os.getpid()
+    token = None
+    if shell:
+        if not isinstance(network, UnixNetwork):
+            token = getattr(network, "shell_token", None)
+            if token is None:
+                raise SecurityException("this network has no shell token")
+        else:
+            token = _read_shell_token(network.runtime_dir)
+    if resolver is None:
+        from ._servicemanager import servicemanager_resolver
+
+        resolver = servicemanager_resolver
+    if address is None:
+        address = f"binder-{pid}-{secrets.token_hex(4)}"
+    async with trio.open_nursery() as nursery:
+        runtime = BinderRuntime(
+            network,
+            nursery,
+            pid=pid,
+            uid=-1 if uid is None else uid,
+            address=address,
+            resolver=None,
+            token=token,
+        )
+        runtime._resolver = resolver
+        rt_token = _current.set(runtime)
+        try:
+            await runtime._start()
+            if uid is None:
+                await runtime._learn_identity()
+            id_token = _calling.set((runtime.pid, runtime.uid))
+            try:
+                yield runtime
+            finally:
+                _calling.reset(id_token)
+        finally:
+            _current.reset(rt_token)
+            await runtime._aclose()
+            nursery.cancel_scope.cancel()

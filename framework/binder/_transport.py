@@ -1,0 +1,355 @@
+"""Transports: where the bytes of :mod:`._wire` actually travel.
+
+A *network* is how a runtime listens at an address and connects to another, and
+what it knows of processes (who is whose parent, when one exits), which the
+servicemanager needs to vouch for uids:
+
+- :class:`UnixNetwork`: the real thing. Every address is a Unix stream socket
+  (0600) in the runtime directory (0700); the peer pid is the kernel's
+  ``SO_PEERCRED``; descriptors cross with ``SCM_RIGHTS``; process facts come from
+  ``/proc`` and ``pidfd_open``.
+- :class:`MemoryNetwork`: the same contract inside one trio run, so a whole stack
+  of "processes" (each its own runtime with its own fake pid) can be tested under
+  the autojump mock clock. Descriptors are ``dup``-ed on the way, as the kernel
+  would, so ownership rules are exercised for real.
+
+A *stream* moves whole frames: ``send_frame(buffers, fds)`` writes one frame with
+its descriptors, ``receive_some()`` returns what arrived (``b""`` at end of
+stream) with any descriptors that came with it.
+"""
+
+from __future__ import annotations
+
+import array
+import errno
+import itertools
+import math
+import os
+import socket
+import stat
+import struct
+from collections.abc import Sequence
+from pathlib import Path
+
+import trio
+
+from ._status import DeadObjectException, ProtocolError
+from ._wire import MAX_FDS_PER_FRAME
+
+__all__ = [
+    "MemoryNetwork",
+    "UnixNetwork",
+]
+
+_RECV_SIZE = 256 * 1024
+_ANC_SIZE = socket.CMSG_SPACE(MAX_FDS_PER_FRAME * array.array("i").itemsize)
+_PEERCRED = struct.Struct("3i")
+
+
+def _close_fds(fds: Sequence[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+# ---------------------------------------------------------------------------------
+# Unix sockets
+
+
+class _UnixStream:
+    """A connected ``AF_UNIX``/``SOCK_STREAM`` socket carrying frames and fds."""
+
+    __slots__ = ("_sock", "_send_lock", "peer_pid", "_closed")
+
+    def __init__(self, sock: trio.socket.SocketType) -> None:
+        self._sock = sock
+        self._send_lock = trio.StrictFIFOLock()
+        pid, _uid, _gid = _PEERCRED.unpack(
+            sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+        )
+        self.peer_pid = pid
+        self._closed = False
+
+    async def send_frame(self, buffers: list[bytes], fds: Sequence[int] = ()) -> None:
+        # Frames from concurrent handlers must not interleave: one lock per stream.
+        async with self._send_lock:
+            try:
+                anc = (
+                    [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+                )
+                total = sum(len(b) for b in buffers)
+                sent = await self._sock.sendmsg(buffers, anc)
+                if sent < total:
+                    # A big frame may go out in pieces; the descriptors went with the first.
+                    rest = memoryview(b"".join(buffers))[sent:]
+                    while rest:
+                        n = await self._sock.send(rest)
+                        rest = rest[n:]
+            except OSError as exc:
+                raise trio.BrokenResourceError(f"send failed: {exc}") from exc
+
+    async def receive_some(self) -> tuple[bytes, list[int]]:
+        try:
+            data, ancdata, flags, _ = await self._sock.recvmsg(_RECV_SIZE, _ANC_SIZE)
+        except OSError as exc:
+            if exc.errno in (errno.ECONNRESET, errno.EPIPE):
+                return b"", []
+            raise trio.BrokenResourceError(f"receive failed: {exc}") from exc
+        fds: list[int] = []
+        for level, kind, payload in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                usable = len(payload) - len(payload) % array.array("i").itemsize
+                fds.extend(array.array("i", payload[:usable]))
+        if flags & socket.MSG_CTRUNC:
+            _close_fds(fds)
+            raise ProtocolError("peer sent more descriptors than a frame may carry")
+        return data, fds
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._sock.close()
+        await trio.lowlevel.checkpoint()
+
+
+class _UnixListener:
+    __slots__ = ("_sock", "path")
+
+    def __init__(self, sock: trio.socket.SocketType, path: Path) -> None:
+        self._sock = sock
+        self.path = path
+
+    async def accept(self) -> _UnixStream:
+        sock, _ = await self._sock.accept()
+        return _UnixStream(sock)
+
+    async def aclose(self) -> None:
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+        self._sock.close()
+        await trio.lowlevel.checkpoint()
+
+
+class UnixNetwork:
+    """Unix sockets in ``runtime_dir``, which is created 0700 if missing.
+
+    A runtime directory that exists with looser permissions, or that belongs to
+    another user, is refused: anyone who can write there could stand up a fake
+    servicemanager.
+    """
+
+    def __init__(self, runtime_dir: str | os.PathLike[str]) -> None:
+        self.runtime_dir = Path(runtime_dir)
+        self.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = self.runtime_dir.stat()
+        if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
+            raise PermissionError(
+                f"runtime directory {self.runtime_dir} must be owned by uid {os.getuid()} and 0700,"
+                f" is uid {st.st_uid} mode {stat.S_IMODE(st.st_mode):o}"
+            )
+
+    def own_pid(self) -> int:
+        return os.getpid()
+
+    def _path(self, address: str) -> Path:
+        if not address or "/" in address or address.startswith("."):
+            raise ValueError(f"bad binder address {address!r}")
+        return self.runtime_dir / address
+
+    async def listen(self, address: str, pid: int | None = None) -> _UnixListener:
+        path = self._path(address)
+        sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            try:
+                path.unlink()  # a stale socket from a killed process of the same name
+            except FileNotFoundError:
+                pass
+            # Bind under a restrictive umask so the socket is never briefly world-open.
+            old = os.umask(0o177)
+            try:
+                await sock.bind(os.fspath(path))
+            finally:
+                os.umask(old)
+            os.chmod(path, 0o600)
+            sock.listen(128)
+        except BaseException:
+            sock.close()
+            raise
+        return _UnixListener(sock, path)
+
+    async def connect(self, address: str, pid: int) -> _UnixStream:
+        path = self._path(address)
+        sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            await sock.connect(os.fspath(path))
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            sock.close()
+            raise DeadObjectException(f"no process serves {address} ({exc.strerror})") from None
+        except BaseException:
+            sock.close()
+            raise
+        return _UnixStream(sock)
+
+    # -- process facts, for the servicemanager --------------------------------------
+
+    def parent_of(self, pid: int) -> int | None:
+        """The parent pid of a live process, or None if there is no such process."""
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            return None
+        # The command name may hold spaces and parentheses: split after the last ')'.
+        fields = text[text.rindex(")") + 2 :].split()
+        return int(fields[1])
+
+    async def wait_exit(self, pid: int) -> None:
+        """Return when ``pid`` exits (at once if it does not exist)."""
+        try:
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            await trio.lowlevel.checkpoint()
+            return
+        try:
+            await trio.lowlevel.wait_readable(pidfd)
+        finally:
+            trio.lowlevel.notify_closing(pidfd)
+            os.close(pidfd)
+
+
+# ---------------------------------------------------------------------------------
+# In memory
+
+
+class _MemoryStream:
+    __slots__ = ("_send", "_recv", "peer_pid", "_closed")
+
+    def __init__(self, send: trio.MemorySendChannel, recv: trio.MemoryReceiveChannel, peer_pid: int):
+        self._send = send
+        self._recv = recv
+        self.peer_pid = peer_pid
+        self._closed = False
+
+    async def send_frame(self, buffers: list[bytes], fds: Sequence[int] = ()) -> None:
+        dup = [os.dup(fd) for fd in fds]  # what SCM_RIGHTS does: the receiver gets its own
+        try:
+            self._send.send_nowait((b"".join(buffers), dup))
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            _close_fds(dup)
+            raise trio.BrokenResourceError("peer closed") from exc
+        await trio.lowlevel.checkpoint()
+
+    async def receive_some(self) -> tuple[bytes, list[int]]:
+        try:
+            return await self._recv.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            return b"", []
+
+    async def aclose(self) -> None:
+        if self._closed:
+            await trio.lowlevel.checkpoint()
+            return
+        self._closed = True
+        self._send.close()
+        # Whatever the peer sent and we never read: close its descriptors, as the kernel does.
+        while True:
+            try:
+                _, fds = self._recv.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+            _close_fds(fds)
+        self._recv.close()
+        await trio.lowlevel.checkpoint()
+
+
+class _MemoryListener:
+    __slots__ = ("_network", "_address", "_pid", "_incoming", "_outgoing")
+
+    def __init__(self, network: MemoryNetwork, address: str, pid: int) -> None:
+        self._network = network
+        self._address = address
+        self._pid = pid
+        self._outgoing, self._incoming = trio.open_memory_channel(math.inf)
+
+    async def accept(self) -> _MemoryStream:
+        try:
+            return await self._incoming.receive()
+        except trio.EndOfChannel:
+            raise trio.ClosedResourceError("listener closed") from None
+
+    async def aclose(self) -> None:
+        self._network._listeners.pop(self._address, None)
+        self._outgoing.close()
+        while True:
+            try:
+                stream = self._incoming.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+            await stream.aclose()
+        self._incoming.close()
+        await trio.lowlevel.checkpoint()
+
+
+class MemoryNetwork:
+    """Addresses and processes inside one trio run (for whole-stack tests).
+
+    Fake pids come from :meth:`spawn`, which records the parent as ``fork`` would;
+    :meth:`exit` ends one (a runtime calls it when it closes, so a closed runtime
+    is a dead process to the servicemanager). ``init_pid`` is pid 1's stand-in.
+    """
+
+    def __init__(self, init_pid: int = 1) -> None:
+        self.init_pid = init_pid
+        self._listeners: dict[str, _MemoryListener] = {}
+        self._parents: dict[int, int] = {init_pid: 0}
+        self._exited: dict[int, trio.Event] = {init_pid: trio.Event()}
+        self._pids = itertools.count(init_pid + 99)
+
+    def spawn(self, parent: int | None = None) -> int:
+        """A new live pid whose parent is ``parent`` (default: init)."""
+        pid = next(self._pids)
+        self._parents[pid] = self.init_pid if parent is None else parent
+        self._exited[pid] = trio.Event()
+        return pid
+
+    def exit(self, pid: int) -> None:
+        self._parents.pop(pid, None)
+        event = self._exited.get(pid)
+        if event is not None:
+            event.set()
+
+    def parent_of(self, pid: int) -> int | None:
+        return self._parents.get(pid)
+
+    async def wait_exit(self, pid: int) -> None:
+        event = self._exited.get(pid)
+        if event is None or pid not in self._parents:
+            await trio.lowlevel.checkpoint()
+            return
+        await event.wait()
+
+    async def listen(self, address: str, pid: int) -> _MemoryListener:
+        if address in self._listeners:
+            raise OSError(errno.EADDRINUSE, f"address {address} in use")
+        listener = _MemoryListener(self, address, pid)
+        self._listeners[address] = listener
+        await trio.lowlevel.checkpoint()
+        return listener
+
+    async def connect(self, address: str, pid: int) -> _MemoryStream:
+        await trio.lowlevel.checkpoint()
+        listener = self._listeners.get(address)
+        if listener is None:
+            raise DeadObjectException(f"no process serves {address}")
+        a_send, b_recv = trio.open_memory_channel(math.inf)
+        b_send, a_recv = trio.open_memory_channel(math.inf)
+        client = _MemoryStream(a_send, a_recv, peer_pid=listener._pid)
+        server = _MemoryStream(b_send, b_recv, peer_pid=pid)
+        try:
+            listener._outgoing.send_nowait(server)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise DeadObjectException(f"no process serves {address}") from None
+        return client
