@@ -79,6 +79,7 @@ import enum
 import io
 import os
 import re
+import stat
 import xml.sax
 import xml.sax.handler
 from collections.abc import Iterable, Mapping
@@ -404,21 +405,41 @@ class _TreeBuilder(xml.sax.handler.ContentHandler):
 
 def _read_manifest_bytes(path: Path) -> bytes:
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_MANIFEST_BYTES + 1)
+        # O_NONBLOCK, then fstat: a FIFO or a device planted as the manifest must not
+        # hang system_server in open() or read(); only a regular file is read.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                kind = "a folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "not a regular file"
+                raise PackageParserException(
+                    INSTALL_PARSE_FAILED_NOT_APK, f"{path}: {kind}, not a manifest (INSTALL_PARSE_FAILED_NOT_APK)", path=path
+                )
+            chunks: list[bytes] = []
+            size = 0
+            while size <= MAX_MANIFEST_BYTES:
+                chunk = os.read(fd, MAX_MANIFEST_BYTES + 1 - size)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            data = b"".join(chunks)
+        finally:
+            os.close(fd)
+    except PackageParserException:
+        raise
     except FileNotFoundError:
         raise PackageParserException(
             INSTALL_PARSE_FAILED_NOT_APK, f"{path}: no such file (INSTALL_PARSE_FAILED_NOT_APK)", path=path
-        ) from None
-    except IsADirectoryError:
-        raise PackageParserException(
-            INSTALL_PARSE_FAILED_NOT_APK, f"{path}: is a folder, not a manifest (INSTALL_PARSE_FAILED_NOT_APK)", path=path
         ) from None
     except OSError as e:
         raise PackageParserException(
             INSTALL_PARSE_FAILED_NOT_APK,
             f"{path}: cannot be read: {e.strerror or e} (INSTALL_PARSE_FAILED_NOT_APK)",
             path=path,
+        ) from None
+    except ValueError as e:  # a NUL byte in the path
+        raise PackageParserException(
+            INSTALL_PARSE_FAILED_NOT_APK, f"{str(path)!r} is not a usable path: {e} (INSTALL_PARSE_FAILED_NOT_APK)"
         ) from None
     if len(data) > MAX_MANIFEST_BYTES:
         raise PackageParserException(
