@@ -893,6 +893,7 @@ async def open_binder_runtime(
     uid: int | None = None,
     resolver: Resolver | None = None,
     address: str | None = None,
+    context_object: Binder | None = None,
 ) -> AsyncIterator[BinderRuntime]:
     """Open this process's binder runtime; it serves until the block exits.
 
@@ -903,7 +904,8 @@ async def open_binder_runtime(
     and the shell token can be read, which makes it the shell, uid 2000.
 
     ``uid`` and ``resolver`` are for the servicemanager itself (which knows the
-    uids without asking) and for tests that run without one.
+    uids without asking) and for tests that run without one; ``context_object``
+    is served as object 0 from the first moment (the servicemanager's registry).
     """
     if network is None:
         if runtime_dir is None:
@@ -929,6 +931,9 @@ async def open_binder_runtime(
         resolver = servicemanager_resolver
     if address is None:
         address = f"binder-{pid}-{secrets.token_hex(4)}"
+    # The body's own exceptions are carried out of the nursery by hand, so that a
+    # caller catches SecurityException, not an ExceptionGroup around it.
+    escaped: BaseException | None = None
     async with trio.open_nursery() as nursery:
         runtime = BinderRuntime(
             network,
@@ -936,21 +941,34 @@ async def open_binder_runtime(
             pid=pid,
             uid=-1 if uid is None else uid,
             address=address,
-            resolver=None,
+            resolver=resolver,
             token=token,
         )
-        runtime._resolver = resolver
+        if context_object is not None:
+            runtime.set_context_object(context_object)
         rt_token = _current.set(runtime)
         try:
-            await runtime._start()
-            if uid is None:
-                await runtime._learn_identity()
-            id_token = _calling.set((runtime.pid, runtime.uid))
             try:
-                yield runtime
-            finally:
-                _calling.reset(id_token)
+                await runtime._start()
+                if uid is None:
+                    await runtime._learn_identity()
+            except BaseException as exc:
+                escaped = exc
+            else:
+                id_token = _calling.set((runtime.pid, runtime.uid))
+                try:
+                    yield runtime
+                except BaseException as exc:
+                    escaped = exc
+                finally:
+                    _calling.reset(id_token)
         finally:
             _current.reset(rt_token)
-            await runtime._aclose()
+            with trio.CancelScope(shield=True):
+                await runtime._aclose()
             nursery.cancel_scope.cancel()
+    if escaped is not None:
+        try:
+            raise escaped
+        finally:
+            escaped = None

@@ -303,6 +303,8 @@ class MemoryNetwork:
 
     def __init__(self, init_pid: int = 1) -> None:
         self.init_pid = init_pid
+        #: Set by the servicemanager serving on this network (the shell's secret).
+        self.shell_token: str | None = None
         self._listeners: dict[str, _MemoryListener] = {}
         self._parents: dict[int, int] = {init_pid: 0}
         self._exited: dict[int, trio.Event] = {init_pid: trio.Event()}
