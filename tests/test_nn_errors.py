@@ -1,0 +1,132 @@
+"""NNAPI result codes: Android's numbers, one exception class each, the public surface."""
+
+import pytest
+
+import framework.nn as nn
+from framework.nn import ErrorStatus, NeuralNetworksError, ResultCode
+
+# Android's numbers (NeuralNetworks.h), written out here on purpose rather than read
+# from the enum under test.
+ANDROID_RESULT_CODES = {
+    "NO_ERROR": 0,
+    "OUT_OF_MEMORY": 1,
+    "INCOMPLETE": 2,
+    "UNEXPECTED_NULL": 3,
+    "BAD_DATA": 4,
+    "OP_FAILED": 5,
+    "BAD_STATE": 6,
+    "UNMAPPABLE": 7,
+    "OUTPUT_INSUFFICIENT_SIZE": 8,
+    "UNAVAILABLE_DEVICE": 9,
+    "MISSED_DEADLINE_TRANSIENT": 10,
+    "MISSED_DEADLINE_PERSISTENT": 11,
+    "RESOURCE_EXHAUSTED_TRANSIENT": 12,
+    "RESOURCE_EXHAUSTED_PERSISTENT": 13,
+    "DEAD_OBJECT": 14,
+}
+
+
+def test_result_codes_are_androids():
+    assert {c.name: int(c) for c in ResultCode} == ANDROID_RESULT_CODES
+
+
+@pytest.mark.parametrize("code", [c for c in ResultCode if c != ResultCode.NO_ERROR], ids=lambda c: c.name)
+def test_every_error_code_has_its_own_exception_carrying_the_number(code):
+    error = nn.error_for_result_code(code, "why")
+    assert isinstance(error, NeuralNetworksError)
+    assert error.resultCode == code
+    assert str(error) == f"ANEURALNETWORKS_{code.name}: why"
+    with pytest.raises(type(error)) as info:
+        raise error
+    assert info.value.resultCode == int(code)
+
+
+def test_all_error_classes_are_distinct():
+    classes = {type(nn.error_for_result_code(c)) for c in ResultCode if c != ResultCode.NO_ERROR}
+    assert len(classes) == len(ResultCode) - 1
+
+
+@pytest.mark.parametrize(
+    ("cls", "builtin"),
+    [
+        (nn.BadDataError, ValueError),
+        (nn.BadStateError, RuntimeError),
+        (nn.OutOfMemoryError, MemoryError),
+        (nn.UnexpectedNullError, TypeError),
+        (nn.DeadObjectError, ConnectionError),
+        (nn.MissedDeadlineTransientError, TimeoutError),
+        (nn.OpFailedError, RuntimeError),
+    ],
+)
+def test_errors_are_also_the_builtin_they_resemble(cls, builtin):
+    with pytest.raises(builtin):
+        raise cls("x")
+    with pytest.raises(NeuralNetworksError):
+        raise cls("x")
+
+
+def test_no_error_is_not_an_exception_and_unknown_codes_become_op_failed():
+    with pytest.raises(ValueError, match="NO_ERROR is not an error"):
+        nn.error_for_result_code(0)
+    error = nn.error_for_result_code(99, "from a driver")
+    assert isinstance(error, nn.OpFailedError)
+    assert "99" in str(error)
+
+
+def test_hal_error_status_maps_as_androids_runtime_does():
+    assert nn.convertErrorStatusToResultCode(ErrorStatus.NONE) == ResultCode.NO_ERROR
+    assert nn.convertErrorStatusToResultCode(ErrorStatus.DEVICE_UNAVAILABLE) == ResultCode.UNAVAILABLE_DEVICE
+    assert nn.convertErrorStatusToResultCode(ErrorStatus.GENERAL_FAILURE) == ResultCode.OP_FAILED
+    assert nn.convertErrorStatusToResultCode(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE) == ResultCode.OUTPUT_INSUFFICIENT_SIZE
+    assert nn.convertErrorStatusToResultCode(ErrorStatus.INVALID_ARGUMENT) == ResultCode.BAD_DATA
+    assert nn.convertErrorStatusToResultCode(42) == ResultCode.OP_FAILED
+
+
+def test_enum_numbers_match_the_hal_and_ndk():
+    assert nn.FEATURE_LEVEL == 29
+    assert {t.name: int(t) for t in nn.DeviceType if t} == {"OTHER": 1, "CPU": 2, "GPU": 3, "ACCELERATOR": 4}
+    assert {p.name: int(p) for p in nn.ExecutionPreference} == {
+        "LOW_POWER": 0,
+        "FAST_SINGLE_ANSWER": 1,
+        "SUSTAINED_SPEED": 2,
+    }
+    assert [int(t) for t in nn.OperationType] == [0, 3, 9, 18, 19, 25, 36]
+    assert [int(f) for f in nn.FuseCode] == [0, 1, 2, 3]
+    assert nn.OperandType.TENSOR_FLOAT32 == 3 and nn.OperandType.BOOL == 6
+    assert nn.OperandLifeTime.CONSTANT_REFERENCE == 4 and nn.OperandLifeTime.NO_VALUE == 5
+    assert [s.name for s in nn.DeviceStatus] == ["AVAILABLE", "BUSY", "OFFLINE", "UNKNOWN"]
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "fast", True])
+def test_performance_info_refuses_what_vts_would(bad):
+    with pytest.raises(nn.BadDataError):
+        nn.PerformanceInfo(bad, 1.0)
+    with pytest.raises(nn.BadDataError):
+        nn.PerformanceInfo(1.0, bad)
+
+
+def test_capabilities_without_a_figure_cost_flt_max():
+    caps = nn.Capabilities({nn.OperandType.TENSOR_FLOAT32: nn.PerformanceInfo(0.5, 2)})
+    assert caps.getPerformance(nn.OperandType.TENSOR_FLOAT32) == nn.PerformanceInfo(0.5, 2.0)
+    assert caps.getPerformance(nn.OperandType.INT32).execTime == pytest.approx(3.4028234663852886e38)
+    with pytest.raises(TypeError):
+        caps.operandPerformance[nn.OperandType.INT32] = nn.PerformanceInfo(1, 1)  # read-only
+
+
+def test_every_public_name_is_exported_once_and_from_a_private_module():
+    import ast
+    import pathlib
+
+    source = pathlib.Path(nn.__file__).read_text()
+    names = [
+        alias.asname
+        for node in ast.parse(source).body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    ]
+    assert len(names) == len(set(names))
+    public = {n for n in dir(nn) if not n.startswith("_")}
+    assert public == set(names)
+    for name in names:
+        value = getattr(nn, name)
+        assert isinstance(value, (int, str)) or value.__module__.startswith("framework.nn._"), name
