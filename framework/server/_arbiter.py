@@ -580,7 +580,9 @@ class NpuArbiter:
         changed = True
         while changed:
             changed = False
-            for r in self._waiting():
+            # Reserved requests first: what their victims free is theirs (rule 6's last line).
+            order = sorted(self._waiting(), key=lambda q: q.state is not RequestState.WAIT_FOR_UNLOAD)
+            for r in order:
                 if self._requests.get(r.key) is not r or r.state not in _WAITING or not self._thermal_ok(r):
                     continue
                 if r.state is RequestState.WAIT_FOR_UNLOAD:
