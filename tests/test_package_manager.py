@@ -11,6 +11,8 @@ from pathlib import Path
 
 import msgpack
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from framework.binder._status import (
     EX_SERVICE_SPECIFIC,
@@ -669,3 +671,51 @@ def test_a_folder_named_like_the_manifest_is_refused(tmp_path):
         parse_manifest(tmp_path / "app")
     manifest = tmp_path / "app" / "AndroidManifest.xml"
     assert str(info.value) == f"{manifest}: a folder, not a manifest (INSTALL_PARSE_FAILED_NOT_APK)"
+
+
+# ------------------------------------------------------------------------ fuzzing
+
+_SEED = (APPS / "camera" / "AndroidManifest.xml").read_bytes()
+
+
+def _app_holding(tmp_path_factory, data: bytes) -> Path:
+    # One folder for every example: the manifest is rewritten each time.
+    folder = tmp_path_factory.getbasetemp() / "fuzz"
+    folder.mkdir(exist_ok=True)
+    (folder / "AndroidManifest.xml").write_bytes(data)
+    return folder
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.one_of(st.binary(max_size=2048), st.text(max_size=512).map(lambda t: t.encode("utf-8", "surrogatepass"))))
+def test_any_bytes_are_a_manifest_or_a_parser_exception(tmp_path_factory, data):
+    folder = _app_holding(tmp_path_factory, data)
+    try:
+        parsed = parse_manifest(folder)
+    except PackageParserException as e:
+        assert str(folder) in str(e) and "\n" not in str(e)
+    else:
+        validate_package_name(parsed.packageName)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    edits=st.lists(
+        st.tuples(st.integers(0, len(_SEED) - 1), st.sampled_from([b"", b"<", b">", b'"', b"&", b"=", b":", b"x", b"\x00", b"\xff", b"!"])),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_mutated_real_manifests_parse_or_fail_cleanly(tmp_path_factory, edits):
+    data = bytearray(_SEED)
+    for position, replacement in edits:
+        position = min(position, len(data) - 1)
+        data[position : position + 1] = replacement
+    folder = _app_holding(tmp_path_factory, bytes(data))
+    try:
+        parsed = parse_manifest(folder)
+    except PackageParserException as e:
+        assert str(folder) in str(e) and "\n" not in str(e)
+    else:
+        validate_package_name(parsed.packageName)
+        assert all(isinstance(p, str) for p in parsed.requestedPermissions)

@@ -46,7 +46,8 @@ Safety: the manifest is parsed with defusedxml's SAX reader with DTDs forbidden,
 ``<!DOCTYPE>`` of any kind, entity declarations (the "billion laughs") and external
 entities or DTDs (``file:///etc/passwd``, ``http://...``) are all refused before
 anything is expanded or fetched, with one ``UnsafeManifestException`` naming the file.
-Files over ``MAX_MANIFEST_BYTES`` are refused unread. Every other problem is a
+Only a regular file is read (a FIFO or a device planted as the manifest cannot hang
+system_server), and no more than ``MAX_MANIFEST_BYTES`` of it. Every other problem is a
 ``PackageParserException`` whose message starts with the file and, where known, the
 line: ``apps/x/AndroidManifest.xml:4: <uses-feature> has no android:name``.
 
@@ -123,6 +124,15 @@ __all__ = [
     "NameNotFoundException",
     "parse_manifest",
     "validate_package_name",
+    "INSTALL_FAILED_OLDER_SDK",
+    "INSTALL_FAILED_MISSING_FEATURE",
+    "INSTALL_FAILED_VERSION_DOWNGRADE",
+    "INSTALL_PARSE_FAILED_NOT_APK",
+    "INSTALL_PARSE_FAILED_BAD_MANIFEST",
+    "INSTALL_PARSE_FAILED_BAD_PACKAGE_NAME",
+    "INSTALL_PARSE_FAILED_MANIFEST_MALFORMED",
+    "INSTALL_PARSE_FAILED_MANIFEST_EMPTY",
+    "INSTALL_FAILED_INTERNAL_ERROR",
 ]
 
 ANDROID_NAMESPACE = "http://schemas.android.com/apk/res/android"
@@ -157,7 +167,6 @@ MAX_MANIFEST_BYTES = 1 << 20
 SHELL_PERMISSIONS = frozenset({PERMISSION_DUMP, PERMISSION_ACCESS_NPU_MODEL_MANAGER_API})
 
 # android.content.pm.PackageManager install and parse results.
-INSTALL_FAILED_INVALID_APK = -2
 INSTALL_FAILED_OLDER_SDK = -12
 INSTALL_FAILED_MISSING_FEATURE = -17
 INSTALL_FAILED_VERSION_DOWNGRADE = -25
@@ -169,7 +178,6 @@ INSTALL_PARSE_FAILED_MANIFEST_EMPTY = -109
 INSTALL_FAILED_INTERNAL_ERROR = -110
 
 _INSTALL_RESULT_NAMES = {
-    INSTALL_FAILED_INVALID_APK: "INSTALL_FAILED_INVALID_APK",
     INSTALL_FAILED_OLDER_SDK: "INSTALL_FAILED_OLDER_SDK",
     INSTALL_FAILED_MISSING_FEATURE: "INSTALL_FAILED_MISSING_FEATURE",
     INSTALL_FAILED_VERSION_DOWNGRADE: "INSTALL_FAILED_VERSION_DOWNGRADE",
@@ -444,7 +452,7 @@ def _read_manifest_bytes(path: Path) -> bytes:
     if len(data) > MAX_MANIFEST_BYTES:
         raise PackageParserException(
             INSTALL_PARSE_FAILED_BAD_MANIFEST,
-            f"{path}: larger than {MAX_MANIFEST_BYTES} bytes; refused unread (INSTALL_PARSE_FAILED_BAD_MANIFEST)",
+            f"{path}: larger than {MAX_MANIFEST_BYTES} bytes; refused before parsing (INSTALL_PARSE_FAILED_BAD_MANIFEST)",
             path=path,
         )
     if not data.strip():
