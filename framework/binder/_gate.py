@@ -1,0 +1,34 @@
+"""The gate a launched child waits at until its launcher has registered it.
+
+``python -m framework.binder._gate FD -- argv...``: read from pipe FD; on "go",
+``exec`` argv (keeping the pid the servicemanager now knows); on end of file (the
+launcher gave up, or died), exit 126 without running it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main(args: list[str]) -> int:
+    if len(args) < 3 or args[1] != "--":
+        print("usage: python -m framework.binder._gate FD -- argv...", file=sys.stderr)
+        return 2
+    fd = int(args[0])
+    try:
+        word = os.read(fd, 2)
+    finally:
+        os.close(fd)
+    if word != b"go":
+        return 126
+    argv = args[2:]
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:
+        print(f"cannot run {argv[0]}: {exc.strerror}", file=sys.stderr)
+    return 127
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,284 @@
+"""The sans-IO binder protocol: framing, events, and the connection state table."""
+
+from __future__ import annotations
+
+import struct
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from framework.binder import MAX_TRANSACTION_SIZE, ProtocolError, TransactionTooLargeException
+from framework.binder._wire import (
+    CLIENT,
+    MAX_FRAME_SIZE,
+    NEED_DATA,
+    SERVER,
+    Connection,
+    Hello,
+    LocalProtocolError,
+    Refused,
+    Reply,
+    State,
+    Transaction,
+    Welcome,
+    decode_frames,
+    encode_frame,
+)
+
+# msgpack-able parcel data, as the AIDL codec produces it.
+parcel_data = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=20)
+    | st.binary(max_size=64),
+    lambda children: st.lists(children, max_size=5),
+    max_leaves=20,
+)
+u32 = st.integers(min_value=0, max_value=2**32 - 1)
+txn_ids = st.integers(min_value=0, max_value=2**63 - 1)
+i32 = st.integers(min_value=-(2**31), max_value=2**31 - 1)
+
+events = st.one_of(
+    st.builds(Hello, version=st.integers(0, 2**31 - 1), token=st.none() | st.text(max_size=64)),
+    st.builds(Welcome, pid=st.integers(0, 2**31 - 1), uid=st.integers(0, 2**31 - 1), peer_uid=st.integers(0, 2**31 - 1)),
+    st.builds(Refused, reason=st.text(max_size=40)),
+    st.builds(
+        Transaction,
+        txn_id=txn_ids,
+        target=st.integers(0, 2**63 - 1),
+        code=u32,
+        oneway=st.booleans(),
+        data=parcel_data,
+        nfds=st.just(0),
+    ),
+    st.builds(
+        Reply,
+        txn_id=txn_ids,
+        status=i32,
+        exception=i32,
+        message=st.text(max_size=40),
+        service_code=i32,
+        data=parcel_data,
+        nfds=st.just(0),
+    ),
+)
+
+
+@given(st.lists(events, min_size=1, max_size=5))
+def test_encode_then_decode_is_identity(evs):
+    data = b"".join(b"".join(encode_frame(e)) for e in evs)
+    assert decode_frames(data) == evs
+
+
+@given(st.lists(events, min_size=1, max_size=4), st.integers(1, 7))
+def test_frames_split_anywhere_reassemble(evs, step):
+    """A stream socket may cut frames at any byte; the connection must not care."""
+    server = Connection(SERVER)
+    data = b"".join(b"".join(encode_frame(e)) for e in evs)
+    from framework.binder._wire import _Framer
+
+    framer = _Framer()
+    got = []
+    for i in range(0, len(data), step):
+        framer.feed(data[i : i + step], ())
+        while (ev := framer.next()) is not NEED_DATA:
+            got.append(ev)
+    assert got == evs
+    assert server.state is State.HANDSHAKE
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=200))
+def test_random_bytes_raise_only_protocol_error(blob):
+    conn = Connection(SERVER)
+    conn.receive_data(blob)
+    try:
+        while conn.next_event() is not NEED_DATA:
+            pass
+    except ProtocolError:
+        pass
+
+
+@settings(max_examples=200)
+@given(st.lists(parcel_data | st.integers(0, 6) | st.text(), max_size=8))
+def test_wellformed_msgpack_of_wrong_shape_raises_protocol_error(items):
+    body = msgpack.packb(items)
+    conn = Connection(CLIENT)
+    conn.receive_data(struct.pack(">I", len(body)) + body)
+    try:
+        conn.next_event()
+    except ProtocolError:
+        pass
+
+
+def test_huge_length_prefix_is_refused_before_waiting_for_the_body():
+    conn = Connection(SERVER)
+    conn.receive_data(struct.pack(">I", 0xFFFFFFF0) + b"abc")
+    with pytest.raises(ProtocolError, match="frame length"):
+        conn.next_event()
+
+
+def test_zero_length_frame_is_refused():
+    conn = Connection(SERVER)
+    conn.receive_data(b"\0\0\0\0")
+    with pytest.raises(ProtocolError):
+        conn.next_event()
+
+
+def test_truncated_msgpack_body_is_refused():
+    body = msgpack.packb([3, 1, 2, 3, False, [1, 2, 3], 0])[:-3]
+    conn = Connection(SERVER)
+    conn.receive_data(struct.pack(">I", len(body)) + body)
+    with pytest.raises(ProtocolError, match="undecodable"):
+        conn.next_event()
+
+
+def test_partial_frame_needs_data():
+    frame = b"".join(encode_frame(Hello()))
+    conn = Connection(SERVER)
+    conn.receive_data(frame[:-1])
+    assert conn.next_event() is NEED_DATA
+    conn.receive_data(frame[-1:])
+    assert conn.next_event() == Hello()
+
+
+def handshake() -> tuple[Connection, Connection]:
+    client, server = Connection(CLIENT), Connection(SERVER)
+    server.receive_data(b"".join(client.send(Hello(token="t"))))
+    assert server.next_event() == Hello(token="t")
+    client.receive_data(b"".join(server.send(Welcome(pid=7, uid=1000, peer_uid=10001))))
+    assert client.next_event() == Welcome(7, 1000, 10001)
+    assert client.state is server.state is State.READY
+    return client, server
+
+
+def test_calls_and_replies_pair_up_by_id():
+    client, server = handshake()
+    a = Transaction(client.new_txn_id(), 1, 1, False, [1])
+    b = Transaction(client.new_txn_id(), 1, 2, False, [2])
+    assert a.txn_id != b.txn_id
+    server.receive_data(b"".join(client.send(a)) + b"".join(client.send(b)))
+    assert [server.next_event(), server.next_event()] == [a, b]
+    assert client.pending_count() == 2
+    # Replies may come back in any order: each handler is its own task.
+    client.receive_data(b"".join(server.send(Reply(b.txn_id, data=[20]))))
+    assert client.next_event() == Reply(b.txn_id, data=[20])
+    client.receive_data(b"".join(server.send(Reply(a.txn_id, data=[10]))))
+    assert client.next_event().data == [10]
+    assert client.pending_count() == 0
+
+
+def test_reply_to_unknown_transaction_is_the_peers_fault():
+    client, server = handshake()
+    forged = Connection(SERVER)
+    forged.state = State.READY
+    forged._pending.add(99)
+    client.receive_data(b"".join(forged.send(Reply(99))))
+    with pytest.raises(ProtocolError, match="unknown transaction"):
+        client.next_event()
+
+
+def test_oneway_calls_get_no_reply():
+    client, server = handshake()
+    t = Transaction(client.new_txn_id(), 1, 1, True, [])
+    server.receive_data(b"".join(client.send(t)))
+    assert server.next_event() == t
+    with pytest.raises(LocalProtocolError):
+        server.send(Reply(t.txn_id))
+
+
+def test_reused_transaction_id_in_flight_is_refused():
+    client, server = handshake()
+    t = Transaction(5, 1, 1, False, [])
+    frame = b"".join(encode_frame(t))
+    server.receive_data(frame + frame)
+    server.next_event()
+    with pytest.raises(ProtocolError, match="reused"):
+        server.next_event()
+
+
+@pytest.mark.parametrize(
+    "event",
+    [Transaction(1, 1, 1, False, []), Reply(1), Welcome(1, 1, 1)],
+)
+def test_nothing_but_hello_before_the_handshake(event):
+    server = Connection(SERVER)
+    server.receive_data(b"".join(encode_frame(event)))
+    with pytest.raises(ProtocolError):
+        server.next_event()
+
+
+def test_refused_closes_the_connection():
+    client, server = Connection(CLIENT), Connection(SERVER)
+    server.receive_data(b"".join(client.send(Hello())))
+    server.next_event()
+    client.receive_data(b"".join(server.send(Refused("unknown pid"))))
+    assert client.next_event() == Refused("unknown pid")
+    assert client.state is server.state is State.CLOSED
+    with pytest.raises(LocalProtocolError):
+        client.send(Transaction(1, 1, 1, False, []))
+
+
+def test_server_cannot_speak_before_hello():
+    with pytest.raises(LocalProtocolError):
+        Connection(SERVER).send(Welcome(1, 1, 1))
+
+
+def test_wrong_protocol_version_is_refused():
+    server = Connection(SERVER)
+    server.receive_data(b"".join(encode_frame(Hello(version=99))))
+    with pytest.raises(ProtocolError, match="version"):
+        server.next_event()
+
+
+def test_oversize_transaction_is_refused_before_it_is_sent_and_leaves_no_trace():
+    client, _ = handshake()
+    big = Transaction(client.new_txn_id(), 1, 1, False, [b"\0" * (MAX_TRANSACTION_SIZE + 1)])
+    with pytest.raises(TransactionTooLargeException):
+        client.send(big)
+    assert client.pending_count() == 0
+    # The id is free again and the connection still works.
+    client.send(Transaction(big.txn_id, 1, 1, False, [b"small"]))
+
+
+def test_descriptors_are_matched_to_frames_in_order():
+    client, server = handshake()
+    t1 = Transaction(client.new_txn_id(), 1, 1, False, [0], nfds=2)
+    t2 = Transaction(client.new_txn_id(), 1, 1, False, [0], nfds=1)
+    server.receive_data(b"".join(client.send(t1)), [10, 11])
+    server.receive_data(b"".join(client.send(t2)), [12])
+    assert server.next_event().fds == (10, 11)
+    assert server.next_event().fds == (12,)
+
+
+def test_frame_announcing_missing_descriptors_is_refused():
+    client, server = handshake()
+    server.receive_data(b"".join(client.send(Transaction(client.new_txn_id(), 1, 1, False, [], nfds=3))), [10])
+    with pytest.raises(ProtocolError, match="descriptors"):
+        server.next_event()
+    assert server.close() == [10]  # the stray fd goes back to the transport to close
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Transaction(-1, 1, 1, False, []),
+        lambda: Transaction(1, 1, 2**32, False, []),
+        lambda: Transaction(1, 1, 1, "yes", []),
+        lambda: Reply(1, message=b"bytes"),
+        lambda: Hello(token=5),
+        lambda: Welcome(-1, 0, 0),
+        lambda: Transaction(1, 1, 1, False, [], nfds=254),
+    ],
+)
+def test_events_validate_themselves(make):
+    with pytest.raises(ProtocolError):
+        make()
+
+
+def test_frame_limit_leaves_room_for_the_envelope():
+    assert MAX_FRAME_SIZE > MAX_TRANSACTION_SIZE
