@@ -58,7 +58,7 @@ def test_importance_values_are_androids():
         "gone",
     ]
     # Lower is more important, and the levels sort that way.
-    assert sorted(Importance, reverse=True)[0] is IMPORTANCE_GONE
+    assert sorted(Importance, reverse=True)[0] is Importance.GONE
     # Formatting gives the number, so logs and HAL configs see plain integers.
     assert f"{IMPORTANCE_VISIBLE}" == "200"
 
@@ -82,10 +82,13 @@ def test_importance_values_are_androids():
         (125, IMPORTANCE_FOREGROUND_SERVICE),
         (1000, IMPORTANCE_GONE),
         (IMPORTANCE_SERVICE, IMPORTANCE_SERVICE),
+        (Importance.CACHED, IMPORTANCE_CACHED),
     ],
 )
 def test_parse_importance_reads_names_and_numbers(text, expected):
-    assert parse_importance(text) is expected
+    level = parse_importance(text)
+    assert level == expected
+    assert type(level) is int  # plain, as the arbiter and the wire want it
 
 
 @pytest.mark.parametrize("bad", ["forground", "background", "", "150", 150, -100, 3.5, True, None, "1e2", "+-5", "١٠٠"])
@@ -112,9 +115,9 @@ def test_importance_name_for_known_and_unknown_values():
 
 
 def test_launch_importance_reads_the_manifest_meta_data():
-    assert launch_importance({}) is IMPORTANCE_FOREGROUND
-    assert launch_importance({}, default=IMPORTANCE_CACHED) is IMPORTANCE_CACHED
-    assert launch_importance({"npuemu.launch.importance": "service"}) is IMPORTANCE_SERVICE
+    assert launch_importance({}) == IMPORTANCE_FOREGROUND
+    assert launch_importance({}, default=IMPORTANCE_CACHED) == IMPORTANCE_CACHED
+    assert launch_importance({"npuemu.launch.importance": "service"}) == IMPORTANCE_SERVICE
     with pytest.raises(IllegalArgumentException, match=r"<meta-data npuemu.launch.importance>: unknown importance 'backgrond'"):
         launch_importance({"npuemu.launch.importance": "backgrond"})
     with pytest.raises(IllegalArgumentException, match="cannot be launched as gone"):
@@ -127,7 +130,7 @@ def test_the_sample_apps_launch_at_the_importance_their_scenarios_need():
         name: launch_importance(pm.installPackage(APPS / name).metaData)
         for name in ("camera", "assistant", "photos", "legacy", "rogue")
     }
-    assert levels["camera"] is IMPORTANCE_FOREGROUND
+    assert levels["camera"] == IMPORTANCE_FOREGROUND
     # The assistant must outrank photos to displace it under the budget policy.
     assert levels["assistant"] < levels["photos"]
     assert levels["camera"] < levels["assistant"]
@@ -145,8 +148,8 @@ def test_process_start_is_a_change_from_gone():
     state = ActivityState()
     change = started(state, 10000, CAMERA, 4242, "foreground")
     assert change == UidImportanceChange(ChangeKind.STARTED, 10000, CAMERA, 4242, IMPORTANCE_GONE, IMPORTANCE_FOREGROUND)
-    assert state.getUidImportance(10000) is IMPORTANCE_FOREGROUND
-    assert state.getPackageImportance(CAMERA) is IMPORTANCE_FOREGROUND
+    assert state.getUidImportance(10000) == IMPORTANCE_FOREGROUND
+    assert state.getPackageImportance(CAMERA) == IMPORTANCE_FOREGROUND
     assert state.pid_of(10000) == state.pid_of(CAMERA) == 4242
     assert state.uid_of_pid(4242) == 10000
     assert state.is_running(CAMERA)
@@ -159,8 +162,8 @@ def test_set_importance_emits_one_change_and_none_for_a_repeat():
         UidImportanceChange(ChangeKind.IMPORTANCE, 10001, PHOTOS, 5000, IMPORTANCE_VISIBLE, IMPORTANCE_CACHED)
     ]
     assert state.set_importance(10001, 400) == []  # by uid, and already cached
-    assert state.set_importance(10001, "service")[0].old is IMPORTANCE_CACHED
-    assert state.getUidImportance(10001) is IMPORTANCE_SERVICE
+    assert state.set_importance(10001, "service")[0].old == IMPORTANCE_CACHED
+    assert state.getUidImportance(10001) == IMPORTANCE_SERVICE
 
 
 def test_death_is_a_change_to_gone_and_the_uid_may_start_again():
@@ -170,7 +173,7 @@ def test_death_is_a_change_to_gone_and_the_uid_may_start_again():
     assert state.process_died(4242) == [
         UidImportanceChange(ChangeKind.DIED, 10000, CAMERA, 4242, IMPORTANCE_TOP_SLEEPING, IMPORTANCE_GONE)
     ]
-    assert state.getUidImportance(10000) is IMPORTANCE_GONE
+    assert state.getUidImportance(10000) == IMPORTANCE_GONE
     assert state.pid_of(CAMERA) is None
     assert state.uid_of_pid(4242) is None
     # A second report of the same death (the kill and the death notice race) is quiet.
@@ -184,8 +187,8 @@ def test_death_is_a_change_to_gone_and_the_uid_may_start_again():
 
 def test_unknown_uids_and_packages_are_gone():
     state = ActivityState()
-    assert state.getUidImportance(10099) is IMPORTANCE_GONE
-    assert state.getPackageImportance("com.example.never") is IMPORTANCE_GONE
+    assert state.getUidImportance(10099) == IMPORTANCE_GONE
+    assert state.getPackageImportance("com.example.never") == IMPORTANCE_GONE
     assert state.pid_of("com.example.never") is None
     assert state.process_died(31337) == []
 
@@ -207,7 +210,7 @@ def test_a_running_app_cannot_be_declared_gone():
     started(state, 10000, CAMERA, 4242)
     with pytest.raises(IllegalArgumentException, match="npuemu am kill com.example.npuemu.camera"):
         state.set_importance(CAMERA, "gone")
-    assert state.getUidImportance(10000) is IMPORTANCE_FOREGROUND
+    assert state.getUidImportance(10000) == IMPORTANCE_FOREGROUND
 
 
 def test_a_bad_level_changes_nothing():
@@ -286,7 +289,7 @@ def test_a_follower_replaying_the_changes_agrees_with_the_state():
 def test_separate_states_share_nothing():
     a, b = ActivityState(), ActivityState()
     started(a, 10000, CAMERA, 4242)
-    assert b.getUidImportance(10000) is IMPORTANCE_GONE
+    assert b.getUidImportance(10000) == IMPORTANCE_GONE
     started(b, 10000, CAMERA, 4242)
 
 
@@ -321,6 +324,22 @@ def test_dump_is_plain_data_for_dumpsys():
         }
     ]
     assert type(data["processes"][0]["importance"]) is int
+
+
+def test_importances_given_out_are_what_the_npu_service_accepts():
+    """Every value this module hands on goes straight into the arbiter's checks."""
+    from framework.server import _priority
+
+    state = ActivityState()
+    changes = state.process_started(10000, CAMERA, 10, "visible")
+    changes += state.set_importance(CAMERA, Importance.CACHED)
+    changes += state.process_died(10)
+    values = [c.old for c in changes] + [c.new for c in changes]
+    values += [state.getUidImportance(10000), parse_importance("service"), launch_importance({})]
+    for value in values:
+        assert _priority.check_importance(value) == value
+    for level in Importance:
+        assert getattr(_priority, f"IMPORTANCE_{level.name}") == level.value
 
 
 def test_change_records_are_plain_data_too():

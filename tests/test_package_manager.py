@@ -719,3 +719,9 @@ def test_mutated_real_manifests_parse_or_fail_cleanly(tmp_path_factory, edits):
     else:
         validate_package_name(parsed.packageName)
         assert all(isinstance(p, str) for p in parsed.requestedPermissions)
+
+
+def test_the_npu_names_are_androids_exact_strings():
+    assert FEATURE_NEURAL_PROCESSING_UNIT == "android.hardware.npu"
+    assert PERMISSION_ACCESS_NPU_MODEL_MANAGER_API == "android.permission.ACCESS_NPU_MODEL_MANAGER_API"
+    assert PERMISSION_ATTRIBUTE_WORK_TO_OTHER_APPS == "android.permission.ATTRIBUTE_WORK_TO_OTHER_APPS"

@@ -28,6 +28,11 @@ name                        value  meaning
 without ``IMPORTANCE_``) or a number, as ``npuemu am set-importance`` and
 ``npuemu launch --importance`` take them.
 
+Importance values come out of this module as plain ``int``, as Android's do, so they
+go unchanged into the ``npu`` service's arbiter and priority mapping (which check for
+exactly ``int``) and onto the wire. ``Importance`` is the enum that names them:
+``Importance(200).label == "visible"``, or ``importance_name(200)``.
+
 The model
 =========
 
@@ -104,14 +109,14 @@ class Importance(enum.IntEnum):
         return self.name.lower()
 
 
-IMPORTANCE_FOREGROUND = Importance.FOREGROUND
-IMPORTANCE_FOREGROUND_SERVICE = Importance.FOREGROUND_SERVICE
-IMPORTANCE_VISIBLE = Importance.VISIBLE
-IMPORTANCE_PERCEPTIBLE = Importance.PERCEPTIBLE
-IMPORTANCE_SERVICE = Importance.SERVICE
-IMPORTANCE_TOP_SLEEPING = Importance.TOP_SLEEPING
-IMPORTANCE_CACHED = Importance.CACHED
-IMPORTANCE_GONE = Importance.GONE
+IMPORTANCE_FOREGROUND = int(Importance.FOREGROUND)
+IMPORTANCE_FOREGROUND_SERVICE = int(Importance.FOREGROUND_SERVICE)
+IMPORTANCE_VISIBLE = int(Importance.VISIBLE)
+IMPORTANCE_PERCEPTIBLE = int(Importance.PERCEPTIBLE)
+IMPORTANCE_SERVICE = int(Importance.SERVICE)
+IMPORTANCE_TOP_SLEEPING = int(Importance.TOP_SLEEPING)
+IMPORTANCE_CACHED = int(Importance.CACHED)
+IMPORTANCE_GONE = int(Importance.GONE)
 
 META_LAUNCH_IMPORTANCE = "npuemu.launch.importance"
 
@@ -120,20 +125,18 @@ def _valid_levels() -> str:
     return ", ".join(f"{level.label} ({level.value})" for level in Importance)
 
 
-def parse_importance(level: object) -> Importance:
-    """An ``Importance`` from a name (``"visible"``, ``"FOREGROUND_SERVICE"``,
+def parse_importance(level: object) -> int:
+    """An importance value (a plain int) from a name (``"visible"``, ``"FOREGROUND_SERVICE"``,
     ``"foreground-service"``, ``"IMPORTANCE_CACHED"``) or a number (``200``, ``"200"``).
 
     Anything else is an ``IllegalArgumentException`` (a ValueError) that lists the valid
     levels, and suggests the nearest name for a misspelling.
     """
-    if isinstance(level, Importance):
-        return level
     if isinstance(level, bool):
         raise IllegalArgumentException(f"{level!r} is not an importance; use one of {_valid_levels()}")
     if isinstance(level, int):
         try:
-            return Importance(level)
+            return int(Importance(level))
         except ValueError:
             raise IllegalArgumentException(
                 f"{level} is not an importance value; use one of {_valid_levels()}"
@@ -148,7 +151,7 @@ def parse_importance(level: object) -> Importance:
     key = text.upper().replace("-", "_").replace(" ", "_")
     key = key.removeprefix("IMPORTANCE_")
     try:
-        return Importance[key]
+        return int(Importance[key])
     except KeyError:
         pass
     labels = [member.label for member in Importance]
@@ -165,7 +168,7 @@ def importance_name(importance: int) -> str:
         return str(importance)
 
 
-def launch_importance(meta_data: Mapping[str, str], default: Importance = Importance.FOREGROUND) -> Importance:
+def launch_importance(meta_data: Mapping[str, str], default: int = IMPORTANCE_FOREGROUND) -> int:
     """The importance an app's manifest asks to be launched at (``npuemu.launch.importance``).
 
     A bad value is an ``IllegalArgumentException`` that names the key, so a typo in a
@@ -178,7 +181,7 @@ def launch_importance(meta_data: Mapping[str, str], default: Importance = Import
         importance = parse_importance(raw)
     except IllegalArgumentException as e:
         raise IllegalArgumentException(f"<meta-data {META_LAUNCH_IMPORTANCE}>: {e.message}") from None
-    if importance is Importance.GONE:
+    if importance == IMPORTANCE_GONE:
         raise IllegalArgumentException(f"<meta-data {META_LAUNCH_IMPORTANCE}>: an app cannot be launched as gone")
     return importance
 
@@ -203,8 +206,8 @@ class UidImportanceChange:
     uid: int
     package: str
     pid: int
-    old: Importance
-    new: Importance
+    old: int
+    new: int
 
     def to_dict(self) -> dict:
         return {
@@ -212,8 +215,8 @@ class UidImportanceChange:
             "uid": self.uid,
             "package": self.package,
             "pid": self.pid,
-            "old": int(self.old),
-            "new": int(self.new),
+            "old": self.old,
+            "new": self.new,
         }
 
 
@@ -224,7 +227,7 @@ class RunningAppProcessInfo:
     processName: str
     pid: int
     uid: int
-    importance: Importance
+    importance: int
 
 
 @dataclass(slots=True)
@@ -232,7 +235,7 @@ class _UidRecord:
     uid: int
     package: str
     pid: int | None = None
-    importance: Importance = Importance.GONE
+    importance: int = IMPORTANCE_GONE
     starts: int = 0
     deaths: int = 0
 
@@ -262,7 +265,7 @@ class ActivityState:
     # --- inputs
 
     def process_started(
-        self, uid: int, package: str, pid: int, importance: object = Importance.FOREGROUND
+        self, uid: int, package: str, pid: int, importance: object = IMPORTANCE_FOREGROUND
     ) -> list[UidImportanceChange]:
         """Record that ``package`` now runs as ``uid`` in process ``pid``.
 
@@ -277,7 +280,7 @@ class ActivityState:
             raise IllegalArgumentException(f"a package name is a non-empty string, not {package!r}")
         pid = _check_int(pid, "pid", 1)
         level = parse_importance(importance)
-        if level is Importance.GONE:
+        if level == IMPORTANCE_GONE:
             raise IllegalArgumentException("a process cannot start as gone; give the importance it starts at")
         record = self._uids.get(uid)
         if record is not None and record.package != package:
@@ -298,7 +301,7 @@ class ActivityState:
         record.importance = level
         record.starts += 1
         self._by_pid[pid] = uid
-        return [UidImportanceChange(ChangeKind.STARTED, uid, package, pid, Importance.GONE, level)]
+        return [UidImportanceChange(ChangeKind.STARTED, uid, package, pid, IMPORTANCE_GONE, level)]
 
     def set_importance(self, who: int | str, importance: object) -> list[UidImportanceChange]:
         """Set a running app's importance; ``who`` is its uid or package name.
@@ -308,11 +311,11 @@ class ActivityState:
         """
         level = parse_importance(importance)
         record = self._running(who)
-        if level is Importance.GONE:
+        if level == IMPORTANCE_GONE:
             raise IllegalArgumentException(
                 f"{record.package} cannot be set to gone while it runs; kill it instead (npuemu am kill {record.package})"
             )
-        if level is record.importance:
+        if level == record.importance:
             return []
         old, record.importance = record.importance, level
         return [UidImportanceChange(ChangeKind.IMPORTANCE, record.uid, record.package, record.pid, old, level)]
@@ -330,20 +333,20 @@ class ActivityState:
         record = self._uids[uid]
         old = record.importance
         record.pid = None
-        record.importance = Importance.GONE
+        record.importance = IMPORTANCE_GONE
         record.deaths += 1
-        return [UidImportanceChange(ChangeKind.DIED, uid, record.package, pid, old, Importance.GONE)]
+        return [UidImportanceChange(ChangeKind.DIED, uid, record.package, pid, old, IMPORTANCE_GONE)]
 
     # --- lookups (ActivityManager's names)
 
-    def getUidImportance(self, uid: int) -> Importance:
+    def getUidImportance(self, uid: int) -> int:
         """The uid's importance; ``gone`` for a uid not running or never seen."""
         record = self._uids.get(_check_int(uid, "uid", 0))
-        return Importance.GONE if record is None else record.importance
+        return IMPORTANCE_GONE if record is None else record.importance
 
-    def getPackageImportance(self, package: str) -> Importance:
+    def getPackageImportance(self, package: str) -> int:
         uid = self._by_package.get(package)
-        return Importance.GONE if uid is None else self._uids[uid].importance
+        return IMPORTANCE_GONE if uid is None else self._uids[uid].importance
 
     def getRunningAppProcesses(self) -> list[RunningAppProcessInfo]:
         """Running processes, most important first (then by uid)."""
@@ -373,8 +376,8 @@ class ActivityState:
                 "uid": r.uid,
                 "package": r.package,
                 "pid": r.pid,
-                "importance": int(r.importance),
-                "importance_name": r.importance.label,
+                "importance": r.importance,
+                "importance_name": importance_name(r.importance),
                 "starts": r.starts,
                 "deaths": r.deaths,
             }

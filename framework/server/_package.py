@@ -96,6 +96,11 @@ from framework.binder._status import (
     SecurityException,
     ServiceSpecificException,
 )
+from framework.npumanager import (
+    ACCESS_NPU_MODEL_MANAGER_API as _ACCESS_NPU_MODEL_MANAGER_API,
+    ATTRIBUTE_WORK_TO_OTHER_APPS as _ATTRIBUTE_WORK_TO_OTHER_APPS,
+    FEATURE_NEURAL_PROCESSING_UNIT as _FEATURE_NEURAL_PROCESSING_UNIT,
+)
 
 __all__ = [
     "ANDROID_NAMESPACE",
@@ -138,14 +143,13 @@ __all__ = [
 ANDROID_NAMESPACE = "http://schemas.android.com/apk/res/android"
 MANIFEST_FILENAME = "AndroidManifest.xml"
 
-# PackageManager.FEATURE_NEURAL_PROCESSING_UNIT (API 37).
-FEATURE_NEURAL_PROCESSING_UNIT = "android.hardware.npu"
-
-# The exact strings AOSP's NpuManager module checks (NpuManagerServiceImpl and
+# PackageManager.FEATURE_NEURAL_PROCESSING_UNIT (API 37, "android.hardware.npu") and the
+# exact permission strings AOSP's NpuManager module checks (NpuManagerServiceImpl and
 # PriorityManager use android.Manifest.permission.ACCESS_NPU_MODEL_MANAGER_API and
-# android.Manifest.permission.ATTRIBUTE_WORK_TO_OTHER_APPS).
-PERMISSION_ACCESS_NPU_MODEL_MANAGER_API = "android.permission.ACCESS_NPU_MODEL_MANAGER_API"
-PERMISSION_ATTRIBUTE_WORK_TO_OTHER_APPS = "android.permission.ATTRIBUTE_WORK_TO_OTHER_APPS"
+# ATTRIBUTE_WORK_TO_OTHER_APPS): defined once, with the app API's constants.
+FEATURE_NEURAL_PROCESSING_UNIT = _FEATURE_NEURAL_PROCESSING_UNIT
+PERMISSION_ACCESS_NPU_MODEL_MANAGER_API = _ACCESS_NPU_MODEL_MANAGER_API
+PERMISSION_ATTRIBUTE_WORK_TO_OTHER_APPS = _ATTRIBUTE_WORK_TO_OTHER_APPS
 PERMISSION_DUMP = "android.permission.DUMP"
 
 # android.os.Process.
