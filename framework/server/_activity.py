@@ -9,7 +9,8 @@ Importance
 ==========
 
 Android's ``ActivityManager.RunningAppProcessInfo`` importance values; lower is more
-important, and the ``npu`` service uses the number itself as a uid's priority:
+important. The ``npu`` service ranks uids by it (AOSP's PriorityManager takes a uid's
+priority from it) and maps it to the HAL's ``SchedulingConfig``:
 
 ==========================  =====  ===============================================
 name                        value  meaning
