@@ -1,16 +1,91 @@
-"""The cffi builder for npuemu's C layer (API mode, out of line).
+"""The cffi builder for npuemu's C layer: ``ffibuilder`` makes ``npuhal._npu``.
 
-Placeholder until the emulated hardware lands: it compiles only the version
-constant, so the whole build and install path is exercised from the first commit.
+API mode, out of line.  The extension holds the emulated hardware
+(csrc/hw), the float32 kernels (csrc/kernels) and the built-in reference
+driver (csrc/drivers/reference), plus the loader that dlopens any other
+driver .so by path.
+
+The cdef is not a second copy of the declarations: it is the public headers
+themselves, run through the C preprocessor with an empty stand-in for the
+libc headers (cffi already knows ``uint32_t``, ``size_t`` and ``bool``), so
+the X-macro error list expands into its enum and the include guards vanish.
+
+The build id baked into every driver's version string is a hash of the C
+sources, so each change of the C code yields a new getVersionString(), as
+NNAPI requires of a new driver build.
 """
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+import shlex
+import subprocess
+import sysconfig
+import tempfile
 
 from cffi import FFI
 
+HERE = pathlib.Path(__file__).resolve().parent
+INCLUDE = HERE / "include"
+# system.h includes every other public header.
+TOP_HEADER = "npu/system.h"
+SOURCE_DIRS = ("hw", "kernels", "drivers/reference")
+
+
+def sources() -> list[pathlib.Path]:
+    return sorted(p for d in SOURCE_DIRS for p in (HERE / d).glob("*.c"))
+
+
+def build_id() -> str:
+    """A short hash of every C source and header under csrc/."""
+    digest = hashlib.sha256()
+    for path in sorted(HERE.rglob("*")):
+        if path.suffix in (".c", ".h") and "tests" not in path.relative_to(HERE).parts:
+            digest.update(str(path.relative_to(HERE)).encode())
+            digest.update(b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _compiler() -> list[str]:
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    return shlex.split(cc)
+
+
+def cdef_text() -> str:
+    """The public headers, preprocessed into something cffi's parser reads."""
+    with tempfile.TemporaryDirectory() as fake:
+        for name in ("stdint.h", "stddef.h", "stdbool.h"):
+            pathlib.Path(fake, name).write_text("/* cffi knows these types */\n")
+        cmd = [*_compiler(), "-E", "-P", "-nostdinc", "-I", fake, "-I", str(INCLUDE),
+               "-DNPU_CDEF", "-x", "c", "-"]
+        result = subprocess.run(cmd, input=f'#include "{TOP_HEADER}"\n', text=True,
+                                capture_output=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"preprocessing the npu headers failed:\n{result.stderr}")
+    return result.stdout
+
+
+def _rel(path: pathlib.Path) -> str:
+    # setuptools places object files by source path; relative keeps them in build/.
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
 ffibuilder = FFI()
-ffibuilder.cdef("const char *npu_build_version(void);")
+ffibuilder.cdef(cdef_text())
 ffibuilder.set_source(
     "npuhal._npu",
-    'const char *npu_build_version(void) { return "0.1.0"; }',
+    f'#include "{TOP_HEADER}"\n',
+    sources=[_rel(p) for p in sources()],
+    include_dirs=[_rel(INCLUDE)],
+    define_macros=[("NPU_BUILD_ID", f'"{build_id()}"'), ("NPU_BUILTIN_REFERENCE", "1")],
+    extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Wextra"],
+    libraries=["m", "dl", "pthread"],
 )
 
 if __name__ == "__main__":

@@ -1,0 +1,1211 @@
+/*
+ * The emulated NPU: devices, channels, hardware queues, slices, preemption,
+ * weight memory and SRAM, the thermal model and the two clocks.
+ *
+ * One mutex (hw->lock) guards all of it.  The only work done outside the lock
+ * is computing a slice, because that is the part that takes real time; while
+ * it runs the channel is marked `computing` and nothing may free its job.
+ *
+ * Both clocks drive the same state machine: a channel that is not idle has a
+ * `busy_until` (emulated ns) at which its slice or context save ends, and
+ * channel_boundary() is what happens then.  The virtual clock calls it from
+ * npu_hw_advance() in time order; the real clock's worker threads call it
+ * when the wall clock reaches busy_until x speed_factor.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "npu/errors.h"
+#include "npu/hw.h"
+#include "../kernels/plan.h"
+#include "hw_internal.h"
+
+#define NEVER INT64_MAX
+
+enum ch_state { CH_IDLE, CH_RUNNING, CH_SAVING };
+enum job_state { JOB_QUEUED, JOB_ON_CHANNEL };
+
+/* Slowdown of every slice at each thermal severity, NONE..SHUTDOWN. */
+static const double THROTTLE[NPU_THERMAL_SEVERITY_COUNT] = {1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 8.0};
+
+struct model;
+struct channel;
+
+struct job {
+    struct job *next_all;
+    int32_t id, key;
+    uint64_t seq;                 /* arrival order: ties run in it, also after a pause */
+    struct npu_work_info info;
+    struct model *model;
+    struct npu_buffer *in, *out;
+    uint32_t n_in, n_out;
+    uint32_t next_slice;
+    bool started;
+    int32_t pending_end;          /* -1, or the end reason to apply at the next boundary */
+    unsigned char *arena;         /* live temporaries while on a channel */
+    unsigned char *saved;         /* the preemption buffer while checkpointed */
+    bool restore_pending;         /* the next slice pays for restoring `saved` */
+    int state;
+    struct channel *ch;
+};
+
+struct channel {
+    struct device *dev;
+    uint32_t index;
+    int state;
+    struct job *job;
+    struct job *claim;            /* the job this channel is saving a context for */
+    int64_t busy_until;
+    bool hung, computing;
+    pthread_t thread;
+    bool thread_started;
+    struct npu_hw *hw;
+    uint64_t slices, busy_ns;
+};
+
+struct device {
+    struct npu_hw_device_config cfg;
+    uint32_t index;
+    struct channel ch[NPU_HW_MAX_CHANNELS];
+    struct job **queue;
+    size_t qlen, qcap;
+    uint64_t weight_used, sram_used;
+    bool fail_next;
+    uint64_t completed, failed, cancelled, preemptions, restarts, models;
+};
+
+struct model {
+    bool live;
+    uint32_t dev;
+    struct npu_plan *plan;
+    uint64_t weight, sram;
+    double cost_scale;
+    uint32_t jobs;
+};
+
+struct npu_hw {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct npu_hw_options opt;
+    struct device dev[NPU_HW_MAX_DEVICES];
+    uint32_t ndev;
+    struct model *models;
+    uint32_t nmodels, models_cap;
+    struct job *jobs;
+    int32_t next_id;
+    uint64_t next_seq;
+    int32_t preempt_mode, sched_mode;
+    int64_t vnow;
+    struct timespec start;
+    double temp;
+    int32_t severity;
+    int64_t thermal_last;
+    int64_t last_ts_ms;
+    bool started, stop;
+    pthread_t thermal_thread;
+    bool thermal_started;
+    struct npu_ring ring;
+};
+
+/* ---- time ---- */
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t hw_now(struct npu_hw *hw)
+{
+    if (hw->opt.clock == NPU_CLOCK_VIRTUAL)
+        return hw->vnow;
+    int64_t wall = mono_ns() - ((int64_t)hw->start.tv_sec * 1000000000 + hw->start.tv_nsec);
+    return (int64_t)((double)wall / hw->opt.speed_factor);
+}
+
+static struct timespec wall_deadline(struct npu_hw *hw, int64_t emu_ns)
+{
+    double wall = (double)emu_ns * hw->opt.speed_factor;
+    int64_t abs_ns = (int64_t)hw->start.tv_sec * 1000000000 + hw->start.tv_nsec;
+    abs_ns = wall > 4e18 ? INT64_MAX / 2 : abs_ns + (int64_t)wall;
+    struct timespec ts = {.tv_sec = abs_ns / 1000000000, .tv_nsec = abs_ns % 1000000000};
+    return ts;
+}
+
+static int64_t timestamp_ms(struct npu_hw *hw)
+{
+    int64_t ms = hw->opt.clock == NPU_CLOCK_VIRTUAL ? hw->vnow / 1000000 : mono_ns() / 1000000;
+    if (ms < hw->last_ts_ms)
+        ms = hw->last_ts_ms;
+    hw->last_ts_ms = ms;
+    return ms;
+}
+
+/* ---- events ---- */
+
+static void emit_work(struct npu_hw *hw, int32_t type, int32_t reason, struct job *job)
+{
+    struct npu_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = type;
+    ev.reason = reason;
+    ev.time_ns = hw_now(hw);
+    ev.work = job->info;
+    ev.work.timestamp_ms = timestamp_ms(hw);
+    npu_ring_push(&hw->ring, &ev);
+}
+
+static void emit_memory(struct npu_hw *hw, struct device *d, int status)
+{
+    struct npu_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = NPU_EVENT_MEMORY;
+    ev.time_ns = hw_now(hw);
+    ev.memory_device = (int32_t)d->index;
+    ev.weight_memory_used = d->weight_used;
+    ev.weight_memory_total = d->cfg.weight_memory_bytes;
+    ev.sram_used = d->sram_used;
+    ev.sram_total = d->cfg.sram_bytes;
+    ev.memory_status = status;
+    npu_ring_push(&hw->ring, &ev);
+}
+
+/* ---- thermal ---- */
+
+static void thermal_set_severity(struct npu_hw *hw)
+{
+    int32_t sev = 0;
+    while (sev < 6 && hw->temp >= hw->opt.thresholds_c[sev])
+        sev++;
+    if (sev != hw->severity) {
+        hw->severity = sev;
+        struct npu_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = NPU_EVENT_THERMAL;
+        ev.time_ns = hw_now(hw);
+        ev.thermal_severity = sev;
+        ev.temperature_c = (float)hw->temp;
+        npu_ring_push(&hw->ring, &ev);
+    }
+}
+
+/* Integrates the temperature up to emulated time t with the channels' current
+ * load; call before anything changes which channels are busy. */
+static void thermal_update(struct npu_hw *hw, int64_t t)
+{
+    if (t <= hw->thermal_last)
+        return;
+    double rise = 0.0;
+    for (uint32_t d = 0; d < hw->ndev; d++)
+        for (uint32_t c = 0; c < hw->dev[d].cfg.channel_count; c++)
+            if (hw->dev[d].ch[c].state != CH_IDLE)
+                rise += hw->dev[d].cfg.heat_rise_c;
+    double eq = hw->opt.ambient_c + rise;
+    double dt_ms = (double)(t - hw->thermal_last) / 1e6;
+    hw->temp = eq + (hw->temp - eq) * exp(-dt_ms / hw->opt.time_constant_ms);
+    hw->thermal_last = t;
+    thermal_set_severity(hw);
+}
+
+/* ---- queues and jobs ---- */
+
+static int queue_push(struct device *d, struct job *j)
+{
+    if (d->qlen == d->qcap) {
+        size_t ncap = d->qcap ? d->qcap * 2 : 16;
+        struct job **nq = realloc(d->queue, ncap * sizeof *nq);
+        if (!nq)
+            return NPU_E_NO_MEMORY;
+        d->queue = nq;
+        d->qcap = ncap;
+    }
+    d->queue[d->qlen++] = j;
+    j->state = JOB_QUEUED;
+    j->ch = NULL;
+    return NPU_OK;
+}
+
+static void queue_remove(struct device *d, struct job *j)
+{
+    for (size_t i = 0; i < d->qlen; i++)
+        if (d->queue[i] == j) {
+            memmove(&d->queue[i], &d->queue[i + 1], (d->qlen - i - 1) * sizeof *d->queue);
+            d->qlen--;
+            return;
+        }
+}
+
+static bool better(struct npu_hw *hw, const struct job *a, const struct job *b)
+{
+    if (hw->sched_mode == NPU_SCHED_PRIORITY && a->key != b->key)
+        return a->key < b->key;
+    return a->seq < b->seq;
+}
+
+static struct job *queue_best(struct npu_hw *hw, struct device *d)
+{
+    struct job *best = NULL;
+    for (size_t i = 0; i < d->qlen; i++)
+        if (!best || better(hw, d->queue[i], best))
+            best = d->queue[i];
+    return best;
+}
+
+static struct device *job_device(struct npu_hw *hw, const struct job *j)
+{
+    return &hw->dev[j->model->dev];
+}
+
+/* Ends a job that is queued or already detached from its channel. */
+static void job_end(struct npu_hw *hw, struct job *j, int32_t reason)
+{
+    struct device *d = job_device(hw, j);
+    if (j->state == JOB_QUEUED)
+        queue_remove(d, j);
+    for (uint32_t c = 0; c < d->cfg.channel_count; c++)
+        if (d->ch[c].claim == j)
+            d->ch[c].claim = NULL;
+    emit_work(hw, NPU_EVENT_WORK_ENDED, reason, j);
+    if (reason == NPU_END_REASON_COMPLETED)
+        d->completed++;
+    else if (reason == NPU_END_REASON_FAILED)
+        d->failed++;
+    else
+        d->cancelled++;
+    for (struct job **pp = &hw->jobs; *pp; pp = &(*pp)->next_all)
+        if (*pp == j) {
+            *pp = j->next_all;
+            break;
+        }
+    j->model->jobs--;
+    free(j->arena);
+    free(j->saved);
+    free(j->in);
+    free(j->out);
+    free(j);
+}
+
+static int64_t save_cost(const struct device *d, const struct job *j)
+{
+    return d->cfg.context_save_fixed_ns + (int64_t)((double)j->model->sram / d->cfg.bytes_per_ns);
+}
+
+static int64_t slice_cost(struct npu_hw *hw, const struct device *d, const struct job *j)
+{
+    const struct npu_plan_slice *s = &j->model->plan->slices[j->next_slice];
+    double t = fmax(s->flops / d->cfg.flops_per_ns, s->bytes / d->cfg.bytes_per_ns) * j->model->cost_scale;
+    t = ((double)d->cfg.slice_overhead_ns + t) * THROTTLE[hw->severity];
+    if (j->restore_pending)
+        t += (double)save_cost(d, j);
+    int64_t ns = (int64_t)ceil(t);
+    return ns < 1 ? 1 : ns;
+}
+
+static void channel_schedule_slice(struct npu_hw *hw, struct channel *ch, int64_t t)
+{
+    int64_t cost = slice_cost(hw, ch->dev, ch->job);
+    ch->busy_until = ch->hung ? NEVER : t + cost;
+    ch->busy_ns += (uint64_t)cost;
+}
+
+/* Puts a queued job on an idle channel at time t. */
+static void channel_start(struct npu_hw *hw, struct channel *ch, struct job *j, int64_t t)
+{
+    struct device *d = ch->dev;
+    queue_remove(d, j);
+    for (uint32_t c = 0; c < d->cfg.channel_count; c++)
+        if (d->ch[c].claim == j)
+            d->ch[c].claim = NULL;
+    size_t arena_len = j->model->plan->temp_bytes ? j->model->plan->temp_bytes : 1;
+    if (!j->arena)
+        j->arena = calloc(1, arena_len);
+    if (!j->arena) {
+        j->state = JOB_ON_CHANNEL; /* not queued any more: job_end must not look there */
+        job_end(hw, j, NPU_END_REASON_FAILED);
+        return;
+    }
+    if (j->saved) {
+        memcpy(j->arena, j->saved, j->model->plan->temp_bytes);
+        free(j->saved);
+        j->saved = NULL;
+        j->restore_pending = true;
+    }
+    j->state = JOB_ON_CHANNEL;
+    j->ch = ch;
+    ch->job = j;
+    ch->state = CH_RUNNING;
+    emit_work(hw, NPU_EVENT_WORK_STARTED, j->started ? NPU_START_REASON_RESUMED : NPU_START_REASON_INITIAL, j);
+    j->started = true;
+    channel_schedule_slice(hw, ch, t);
+}
+
+static void device_dispatch(struct npu_hw *hw, struct device *d, int64_t t)
+{
+    for (uint32_t c = 0; c < d->cfg.channel_count; c++) {
+        struct channel *ch = &d->ch[c];
+        if (ch->state != CH_IDLE)
+            continue;
+        struct job *j = queue_best(hw, d);
+        if (!j)
+            return;
+        channel_start(hw, ch, j, t);
+    }
+}
+
+static void channel_release(struct channel *ch)
+{
+    ch->job = NULL;
+    ch->state = CH_IDLE;
+    ch->busy_until = 0;
+}
+
+/* The queued job, if any, that should take this channel's running job's place. */
+static struct job *preemptor(struct npu_hw *hw, struct channel *ch)
+{
+    if (hw->preempt_mode == NPU_PREEMPT_NONE || hw->sched_mode != NPU_SCHED_PRIORITY)
+        return NULL;
+    struct device *d = ch->dev;
+    struct job *best = NULL;
+    for (size_t i = 0; i < d->qlen; i++) {
+        struct job *q = d->queue[i];
+        bool claimed = false;
+        for (uint32_t c = 0; c < d->cfg.channel_count; c++)
+            claimed |= d->ch[c].claim == q;
+        if (!claimed && q->key < ch->job->key && (!best || better(hw, q, best)))
+            best = q;
+    }
+    return best;
+}
+
+static void channel_pause(struct npu_hw *hw, struct channel *ch, struct job *claim, int64_t t)
+{
+    struct device *d = ch->dev;
+    struct job *j = ch->job;
+    emit_work(hw, NPU_EVENT_WORK_ENDED, NPU_END_REASON_PAUSED, j);
+    d->preemptions++;
+    if (hw->preempt_mode == NPU_PREEMPT_CHECKPOINT) {
+        size_t n = j->model->plan->temp_bytes;
+        j->saved = malloc(n ? n : 1);
+        if (j->saved) {
+            memcpy(j->saved, j->arena, n);
+            /* The SRAM now belongs to the preemptor: drop it so a broken
+             * restore could never pass by reading stale memory. */
+            free(j->arena);
+            j->arena = NULL;
+            ch->state = CH_SAVING;
+            ch->claim = claim;
+            ch->busy_until = t + save_cost(d, j);
+            ch->busy_ns += (uint64_t)save_cost(d, j);
+            return;
+        }
+        /* no host memory for the preemption buffer: fall back to a restart */
+    }
+    d->restarts++;
+    free(j->arena);
+    j->arena = NULL;
+    j->next_slice = 0;
+    j->restore_pending = false;
+    channel_release(ch);
+    if (queue_push(d, j) != NPU_OK) {
+        job_end(hw, j, NPU_END_REASON_FAILED);
+    }
+    channel_start(hw, ch, claim, t);
+}
+
+/* What happens when a channel reaches busy_until == t. */
+static void channel_boundary(struct npu_hw *hw, struct channel *ch, int64_t t)
+{
+    struct device *d = ch->dev;
+    struct job *j = ch->job;
+    if (ch->state == CH_SAVING) {
+        struct job *claim = ch->claim;
+        ch->claim = NULL;
+        channel_release(ch);
+        if (j) {
+            if (j->pending_end >= 0) {
+                job_end(hw, j, j->pending_end);
+            } else if (queue_push(d, j) != NPU_OK) {
+                j->state = JOB_ON_CHANNEL;
+                job_end(hw, j, NPU_END_REASON_FAILED);
+            }
+        }
+        if (claim && claim->state == JOB_QUEUED)
+            channel_start(hw, ch, claim, t);
+        device_dispatch(hw, d, t);
+        return;
+    }
+    /* CH_RUNNING: the slice in flight is done (in emulated time); compute it */
+    if (d->fail_next) {
+        d->fail_next = false;
+        j->pending_end = NPU_END_REASON_FAILED;
+    }
+    if (j->pending_end < 0) {
+        ch->computing = true;
+        pthread_mutex_unlock(&hw->lock);
+        npu_plan_run_slice(j->model->plan, j->next_slice, j->arena, j->in, j->out);
+        pthread_mutex_lock(&hw->lock);
+        ch->computing = false;
+        pthread_cond_broadcast(&hw->cond);
+        j->next_slice++;
+        j->restore_pending = false;
+        ch->slices++;
+    }
+    if (hw->stop)
+        return;
+    if (ch->hung && j->pending_end < 0) {
+        ch->busy_until = NEVER;
+        return;
+    }
+    if (j->pending_end >= 0) {
+        channel_release(ch);
+        job_end(hw, j, j->pending_end);
+    } else if (j->next_slice == j->model->plan->slice_count) {
+        channel_release(ch);
+        job_end(hw, j, NPU_END_REASON_COMPLETED);
+    } else {
+        struct job *claim = preemptor(hw, ch);
+        if (claim)
+            channel_pause(hw, ch, claim, t);
+        else
+            channel_schedule_slice(hw, ch, t);
+    }
+    device_dispatch(hw, d, t);
+}
+
+/* ---- the virtual clock ---- */
+
+static int64_t next_boundary(struct npu_hw *hw)
+{
+    int64_t t = NEVER;
+    for (uint32_t d = 0; d < hw->ndev; d++)
+        for (uint32_t c = 0; c < hw->dev[d].cfg.channel_count; c++) {
+            struct channel *ch = &hw->dev[d].ch[c];
+            if (ch->state != CH_IDLE && ch->busy_until < t)
+                t = ch->busy_until;
+        }
+    return t;
+}
+
+static void advance_locked(struct npu_hw *hw, int64_t target)
+{
+    for (;;) {
+        int64_t t = next_boundary(hw);
+        if (t == NEVER || t > target)
+            break;
+        hw->vnow = t;
+        thermal_update(hw, t);
+        for (uint32_t d = 0; d < hw->ndev; d++)
+            for (uint32_t c = 0; c < hw->dev[d].cfg.channel_count; c++) {
+                struct channel *ch = &hw->dev[d].ch[c];
+                if (ch->state != CH_IDLE && ch->busy_until == t)
+                    channel_boundary(hw, ch, t);
+            }
+    }
+    if (target > hw->vnow)
+        hw->vnow = target;
+    thermal_update(hw, hw->vnow);
+}
+
+int npu_hw_advance(struct npu_hw *hw, int64_t ns)
+{
+    if (hw->opt.clock != NPU_CLOCK_VIRTUAL)
+        return NPU_E_WRONG_CLOCK;
+    if (ns < 0)
+        return NPU_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&hw->lock);
+    int64_t target = ns > NEVER - 1 - hw->vnow ? NEVER - 1 : hw->vnow + ns;
+    advance_locked(hw, target);
+    pthread_mutex_unlock(&hw->lock);
+    return NPU_OK;
+}
+
+int npu_hw_advance_to_next_event(struct npu_hw *hw, int64_t *now_ns)
+{
+    if (hw->opt.clock != NPU_CLOCK_VIRTUAL)
+        return NPU_E_WRONG_CLOCK;
+    pthread_mutex_lock(&hw->lock);
+    int64_t t = next_boundary(hw);
+    if (t != NEVER)
+        advance_locked(hw, t);
+    if (now_ns)
+        *now_ns = hw->vnow;
+    pthread_mutex_unlock(&hw->lock);
+    return NPU_OK;
+}
+
+int npu_hw_run_until_idle(struct npu_hw *hw, int64_t max_ns)
+{
+    if (hw->opt.clock != NPU_CLOCK_VIRTUAL)
+        return NPU_E_WRONG_CLOCK;
+    if (max_ns < 0)
+        return NPU_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&hw->lock);
+    int64_t limit = max_ns == 0 || max_ns > NEVER - 1 - hw->vnow ? NEVER - 1 : hw->vnow + max_ns;
+    for (;;) {
+        int64_t t = next_boundary(hw);
+        if (t == NEVER)
+            break;
+        if (t > limit) {
+            advance_locked(hw, limit);
+            break;
+        }
+        advance_locked(hw, t);
+    }
+    pthread_mutex_unlock(&hw->lock);
+    return NPU_OK;
+}
+
+/* ---- the real clock ---- */
+
+static void *channel_thread(void *arg)
+{
+    struct channel *ch = arg;
+    struct npu_hw *hw = ch->hw;
+    pthread_mutex_lock(&hw->lock);
+    while (!hw->stop) {
+        if (ch->state != CH_IDLE && ch->busy_until != NEVER) {
+            int64_t now = hw_now(hw);
+            if (now >= ch->busy_until) {
+                thermal_update(hw, now);
+                channel_boundary(hw, ch, ch->busy_until);
+                continue;
+            }
+            struct timespec ts = wall_deadline(hw, ch->busy_until);
+            pthread_cond_timedwait(&hw->cond, &hw->lock, &ts);
+        } else {
+            pthread_cond_wait(&hw->cond, &hw->lock);
+        }
+    }
+    pthread_mutex_unlock(&hw->lock);
+    return NULL;
+}
+
+/* Cooling is reported even when no channel has anything to do. */
+static void *thermal_thread(void *arg)
+{
+    struct npu_hw *hw = arg;
+    pthread_mutex_lock(&hw->lock);
+    while (!hw->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 20 * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&hw->cond, &hw->lock, &ts);
+        if (!hw->stop)
+            thermal_update(hw, hw_now(hw));
+    }
+    pthread_mutex_unlock(&hw->lock);
+    return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+int npu_hw_create(const struct npu_hw_options *in, struct npu_hw **out)
+{
+    if (!in || !out)
+        return NPU_E_INVALID_ARGUMENT;
+    *out = NULL;
+    struct npu_hw_options o = *in;
+    static const float default_thresholds[6] = {45, 55, 65, 75, 85, 95};
+    if (o.clock == 0)
+        o.clock = NPU_CLOCK_VIRTUAL;
+    if (o.clock != NPU_CLOCK_VIRTUAL && o.clock != NPU_CLOCK_REAL)
+        return NPU_E_INVALID_ARGUMENT;
+    if (o.speed_factor == 0)
+        o.speed_factor = 1.0;
+    if (!(o.speed_factor > 0) || !isfinite(o.speed_factor))
+        return NPU_E_INVALID_ARGUMENT;
+    bool all_zero = true;
+    for (int i = 0; i < 6; i++)
+        all_zero &= o.thresholds_c[i] == 0;
+    if (all_zero)
+        memcpy(o.thresholds_c, default_thresholds, sizeof default_thresholds);
+    if (o.ambient_c == 0)
+        o.ambient_c = 25;
+    for (int i = 0; i < 6; i++)
+        if (!isfinite(o.thresholds_c[i]) || (i > 0 && !(o.thresholds_c[i] > o.thresholds_c[i - 1])))
+            return NPU_E_INVALID_ARGUMENT;
+    if (!isfinite(o.ambient_c) || o.ambient_c >= o.thresholds_c[0])
+        return NPU_E_INVALID_ARGUMENT;
+    if (o.time_constant_ms == 0)
+        o.time_constant_ms = 2000;
+    if (!(o.time_constant_ms > 0) || !isfinite(o.time_constant_ms))
+        return NPU_E_INVALID_ARGUMENT;
+    if (o.slices_per_operation == 0)
+        o.slices_per_operation = 4;
+    if (o.slices_per_operation > 4096)
+        return NPU_E_INVALID_ARGUMENT;
+
+    struct npu_hw *hw = calloc(1, sizeof *hw);
+    if (!hw)
+        return NPU_E_NO_MEMORY;
+    hw->opt = o;
+    hw->next_id = 1;
+    hw->preempt_mode = NPU_PREEMPT_CHECKPOINT;
+    hw->sched_mode = NPU_SCHED_PRIORITY;
+    hw->temp = o.ambient_c;
+    int rc = npu_ring_init(&hw->ring);
+    if (rc != NPU_OK) {
+        free(hw);
+        return rc;
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    if (pthread_mutex_init(&hw->lock, NULL) != 0 || pthread_cond_init(&hw->cond, &ca) != 0) {
+        pthread_condattr_destroy(&ca);
+        npu_ring_fini(&hw->ring);
+        free(hw);
+        return NPU_E_SYSTEM_ERROR;
+    }
+    pthread_condattr_destroy(&ca);
+    clock_gettime(CLOCK_MONOTONIC, &hw->start);
+    *out = hw;
+    return NPU_OK;
+}
+
+static void stop_threads(struct npu_hw *hw)
+{
+    pthread_mutex_lock(&hw->lock);
+    hw->stop = true;
+    pthread_cond_broadcast(&hw->cond);
+    pthread_mutex_unlock(&hw->lock);
+    for (uint32_t d = 0; d < hw->ndev; d++)
+        for (uint32_t c = 0; c < hw->dev[d].cfg.channel_count; c++)
+            if (hw->dev[d].ch[c].thread_started) {
+                pthread_join(hw->dev[d].ch[c].thread, NULL);
+                hw->dev[d].ch[c].thread_started = false;
+            }
+    if (hw->thermal_started) {
+        pthread_join(hw->thermal_thread, NULL);
+        hw->thermal_started = false;
+    }
+}
+
+int npu_hw_start(struct npu_hw *hw)
+{
+    pthread_mutex_lock(&hw->lock);
+    hw->started = true;
+    pthread_mutex_unlock(&hw->lock);
+    if (hw->opt.clock != NPU_CLOCK_REAL)
+        return NPU_OK;
+    for (uint32_t d = 0; d < hw->ndev; d++)
+        for (uint32_t c = 0; c < hw->dev[d].cfg.channel_count; c++) {
+            struct channel *ch = &hw->dev[d].ch[c];
+            if (pthread_create(&ch->thread, NULL, channel_thread, ch) != 0) {
+                stop_threads(hw);
+                return NPU_E_SYSTEM_ERROR;
+            }
+            ch->thread_started = true;
+        }
+    if (pthread_create(&hw->thermal_thread, NULL, thermal_thread, hw) != 0) {
+        stop_threads(hw);
+        return NPU_E_SYSTEM_ERROR;
+    }
+    hw->thermal_started = true;
+    return NPU_OK;
+}
+
+void npu_hw_destroy(struct npu_hw *hw)
+{
+    if (!hw)
+        return;
+    stop_threads(hw);
+    pthread_mutex_lock(&hw->lock);
+    while (hw->jobs) {
+        struct job *j = hw->jobs;
+        if (j->ch)
+            channel_release(j->ch);
+        job_end(hw, j, NPU_END_REASON_CANCELLED_SYSTEM);
+    }
+    pthread_mutex_unlock(&hw->lock);
+    for (uint32_t i = 0; i < hw->nmodels; i++)
+        npu_plan_destroy(hw->models[i].plan);
+    free(hw->models);
+    for (uint32_t d = 0; d < hw->ndev; d++)
+        free(hw->dev[d].queue);
+    pthread_cond_destroy(&hw->cond);
+    pthread_mutex_destroy(&hw->lock);
+    npu_ring_fini(&hw->ring);
+    free(hw);
+}
+
+struct npu_ring *npu_hw_ring(struct npu_hw *hw) { return &hw->ring; }
+int32_t npu_hw_clock(struct npu_hw *hw) { return hw->opt.clock; }
+
+/* ---- the driver-facing API ---- */
+
+static int api_add_device(struct npu_hw *hw, const struct npu_hw_device_config *cfg, uint32_t *index)
+{
+    if (!hw || !cfg || !index)
+        return NPU_E_INVALID_ARGUMENT;
+    if (cfg->channel_count < 1 || cfg->channel_count > NPU_HW_MAX_CHANNELS || !(cfg->flops_per_ns > 0) ||
+        !(cfg->bytes_per_ns > 0) || cfg->slice_overhead_ns < 0 || cfg->context_save_fixed_ns < 0 ||
+        !isfinite(cfg->heat_rise_c) || cfg->heat_rise_c < 0)
+        return NPU_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&hw->lock);
+    int rc = NPU_OK;
+    if (hw->started)
+        rc = NPU_E_INVALID_ARGUMENT; /* devices are fixed once the driver's init returned */
+    else if (hw->ndev == NPU_HW_MAX_DEVICES)
+        rc = NPU_E_TOO_MANY;
+    if (rc == NPU_OK) {
+        struct device *d = &hw->dev[hw->ndev];
+        memset(d, 0, sizeof *d);
+        d->cfg = *cfg;
+        d->cfg.name[NPU_HW_NAME_MAX - 1] = '\0';
+        d->index = hw->ndev;
+        for (uint32_t c = 0; c < cfg->channel_count; c++) {
+            d->ch[c].dev = d;
+            d->ch[c].index = c;
+            d->ch[c].hw = hw;
+        }
+        *index = hw->ndev++;
+    }
+    pthread_mutex_unlock(&hw->lock);
+    return rc;
+}
+
+static struct model *find_model(struct npu_hw *hw, uint32_t handle)
+{
+    if (handle == 0 || handle > hw->nmodels || !hw->models[handle - 1].live)
+        return NULL;
+    return &hw->models[handle - 1];
+}
+
+static int api_load_model(struct npu_hw *hw, uint32_t dev, const struct npu_model *model,
+                          const struct npu_load_params *params, uint32_t *handle)
+{
+    if (!hw || !model || !handle)
+        return NPU_E_INVALID_ARGUMENT;
+    struct npu_load_params p = {0, 0, 0};
+    if (params)
+        p = *params;
+    if (p.cost_scale == 0)
+        p.cost_scale = 1.0;
+    if (!(p.cost_scale > 0) || !isfinite(p.cost_scale))
+        return NPU_E_INVALID_ARGUMENT;
+    struct npu_plan *plan;
+    int rc = npu_plan_create(model, hw->opt.slices_per_operation, &plan);
+    if (rc != NPU_OK)
+        return rc;
+    uint64_t weight = p.emulated_weight_bytes ? p.emulated_weight_bytes : plan->const_bytes;
+    uint64_t sram = p.emulated_sram_bytes ? p.emulated_sram_bytes : plan->temp_bytes;
+    pthread_mutex_lock(&hw->lock);
+    if (dev >= hw->ndev) {
+        rc = NPU_E_BAD_DEVICE;
+        goto fail;
+    }
+    struct device *d = &hw->dev[dev];
+    if (weight > d->cfg.weight_memory_bytes - d->weight_used) {
+        rc = NPU_E_WEIGHT_MEMORY_FULL;
+        emit_memory(hw, d, rc);
+        goto fail;
+    }
+    if (sram > d->cfg.sram_bytes - d->sram_used) {
+        rc = NPU_E_SRAM_FULL;
+        emit_memory(hw, d, rc);
+        goto fail;
+    }
+    if (hw->nmodels == hw->models_cap) {
+        uint32_t ncap = hw->models_cap ? hw->models_cap * 2 : 16;
+        struct model *nm = realloc(hw->models, ncap * sizeof *nm);
+        if (!nm) {
+            rc = NPU_E_NO_MEMORY;
+            goto fail;
+        }
+        hw->models = nm;
+        hw->models_cap = ncap;
+    }
+    struct model *m = &hw->models[hw->nmodels++];
+    m->live = true;
+    m->dev = dev;
+    m->plan = plan;
+    m->weight = weight;
+    m->sram = sram;
+    m->cost_scale = p.cost_scale;
+    m->jobs = 0;
+    d->weight_used += weight;
+    d->sram_used += sram;
+    d->models++;
+    *handle = hw->nmodels; /* index + 1: 0 is never a handle */
+    emit_memory(hw, d, NPU_OK);
+    pthread_mutex_unlock(&hw->lock);
+    return NPU_OK;
+fail:
+    pthread_mutex_unlock(&hw->lock);
+    npu_plan_destroy(plan);
+    return rc;
+}
+
+static int api_unload_model(struct npu_hw *hw, uint32_t handle)
+{
+    if (!hw)
+        return NPU_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&hw->lock);
+    struct model *m = find_model(hw, handle);
+    if (!m) {
+        pthread_mutex_unlock(&hw->lock);
+        return NPU_E_BAD_MODEL_ID;
+    }
+    int64_t now = hw_now(hw);
+    thermal_update(hw, now);
+    /* Mark first, so nobody starts this model's work while we wait. */
+    m->live = false;
+    for (;;) {
+        bool busy = false;
+        for (struct job *j = hw->jobs; j; j = j->next_all)
+            if (j->model == m && j->ch && j->ch->computing)
+                busy = true;
+        if (!busy)
+            break;
+        pthread_cond_wait(&hw->cond, &hw->lock);
+    }
+    struct device *d = &hw->dev[m->dev];
+    for (struct job *j = hw->jobs, *next; j; j = next) {
+        next = j->next_all;
+        if (j->model != m)
+            continue;
+        if (j->ch) {
+            struct channel *ch = j->ch;
+            if (ch->state == CH_SAVING)
+                ch->job = NULL; /* the save still takes its time */
+            else
+                channel_release(ch);
+        }
+        job_end(hw, j, NPU_END_REASON_CANCELLED_SYSTEM);
+    }
+    d->weight_used -= m->weight;
+    d->sram_used -= m->sram;
+    d->models--;
+    npu_plan_destroy(m->plan);
+    m->plan = NULL;
+    emit_memory(hw, d, NPU_OK);
+    device_dispatch(hw, d, now);
+    pthread_cond_broadcast(&hw->cond);
+    pthread_mutex_unlock(&hw->lock);
+    return NPU_OK;
+}
+
+static int api_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
+                      const struct npu_buffer *in, uint32_t n_in, const struct npu_buffer *out, uint32_t n_out,
+                      int32_t *work_id)
+{
+    if (!hw || !info || !work_id)
+        return NPU_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&hw->lock);
+    int rc = NPU_OK;
+    struct model *m = find_model(hw, handle);
+    struct job *j = NULL;
+    if (!m) {
+        rc = NPU_E_BAD_MODEL_ID;
+        goto out;
+    }
+    if (hw->severity == NPU_THERMAL_SHUTDOWN) {
+        rc = NPU_E_OFFLINE;
+        goto out;
+    }
+    rc = npu_plan_check_buffers(m->plan, in, n_in, out, n_out);
+    if (rc != NPU_OK)
+        goto out;
+    j = calloc(1, sizeof *j);
+    if (j) {
+        j->in = malloc((n_in ? n_in : 1) * sizeof *j->in);
+        j->out = malloc((n_out ? n_out : 1) * sizeof *j->out);
+    }
+    if (!j || !j->in || !j->out) {
+        if (j) {
+            free(j->in);
+            free(j->out);
+            free(j);
+        }
+        rc = NPU_E_NO_MEMORY;
+        goto out;
+    }
+    if (n_in)
+        memcpy(j->in, in, n_in * sizeof *in);
+    memcpy(j->out, out, n_out * sizeof *out);
+    j->n_in = n_in, j->n_out = n_out;
+    j->model = m;
+    j->key = key;
+    j->pending_end = -1;
+    j->info = *info;
+    j->info.debug_feature_id[NPU_FEATURE_ID_MAX - 1] = '\0';
+    j->info.id = hw->next_id++;
+    j->info.effective_priority = key;
+    j->seq = hw->next_seq++;
+    struct device *d = &hw->dev[m->dev];
+    if (queue_push(d, j) != NPU_OK) {
+        free(j->in);
+        free(j->out);
+        free(j);
+        rc = NPU_E_NO_MEMORY;
+        goto out;
+    }
+    m->jobs++;
+    j->next_all = hw->jobs;
+    hw->jobs = j;
+    *work_id = j->info.id;
+    int64_t now = hw_now(hw);
+    thermal_update(hw, now);
+    emit_work(hw, NPU_EVENT_WORK_REQUESTED, 0, j);
+    device_dispatch(hw, d, now);
+    pthread_cond_broadcast(&hw->cond);
+out:
+    pthread_mutex_unlock(&hw->lock);
+    return rc;
+}
+
+static int api_cancel(struct npu_hw *hw, int32_t id)
+{
+    if (!hw)
+        return NPU_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&hw->lock);
+    struct job *j = hw->jobs;
+    while (j && j->info.id != id)
+        j = j->next_all;
+    if (!j || j->pending_end >= 0) {
+        pthread_mutex_unlock(&hw->lock);
+        return NPU_E_BAD_WORK_ID;
+    }
+    int64_t now = hw_now(hw);
+    thermal_update(hw, now);
+    struct device *d = job_device(hw, j);
+    struct channel *ch = j->ch;
+    if (!ch) {
+        job_end(hw, j, NPU_END_REASON_CANCELLED_USER);
+    } else if (ch->computing) {
+        j->pending_end = NPU_END_REASON_CANCELLED_USER;
+    } else {
+        if (ch->state == CH_SAVING)
+            ch->job = NULL;
+        else
+            channel_release(ch);
+        job_end(hw, j, NPU_END_REASON_CANCELLED_USER);
+        device_dispatch(hw, d, now);
+    }
+    pthread_cond_broadcast(&hw->cond);
+    pthread_mutex_unlock(&hw->lock);
+    return NPU_OK;
+}
+
+static int api_set_preemption_mode(struct npu_hw *hw, int32_t mode)
+{
+    if (!hw || mode < NPU_PREEMPT_NONE || mode > NPU_PREEMPT_KILL_RESTART)
+        return NPU_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&hw->lock);
+    hw->preempt_mode = mode;
+    pthread_mutex_unlock(&hw->lock);
+    return NPU_OK;
+}
+
+static int api_set_scheduling_mode(struct npu_hw *hw, int32_t mode)
+{
+    if (!hw || (mode != NPU_SCHED_PRIORITY && mode != NPU_SCHED_FCFS))
+        return NPU_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&hw->lock);
+    hw->sched_mode = mode;
+    pthread_mutex_unlock(&hw->lock);
+    return NPU_OK;
+}
+
+static int api_inject_fault(struct npu_hw *hw, const struct npu_fault *f)
+{
+    if (!hw || !f)
+        return NPU_E_INVALID_ARGUMENT;
+    if (f->kind == NPU_FAULT_CRASH)
+        abort(); /* what a driver bug does to the HAL process; the framework must survive it */
+    pthread_mutex_lock(&hw->lock);
+    int rc = NPU_OK;
+    int64_t now = hw_now(hw);
+    thermal_update(hw, now);
+    if (f->kind == NPU_FAULT_HEAT_SPIKE) {
+        if (!isfinite(f->heat_c))
+            rc = NPU_E_INVALID_ARGUMENT;
+        else {
+            hw->temp += f->heat_c;
+            thermal_set_severity(hw);
+        }
+    } else if (f->device >= hw->ndev) {
+        rc = NPU_E_BAD_DEVICE;
+    } else if (f->kind == NPU_FAULT_FAIL_NEXT_WORK) {
+        hw->dev[f->device].fail_next = true;
+    } else if (f->kind == NPU_FAULT_HANG_CHANNEL) {
+        struct device *d = &hw->dev[f->device];
+        if (f->channel >= d->cfg.channel_count)
+            rc = NPU_E_BAD_CHANNEL;
+        else {
+            struct channel *ch = &d->ch[f->channel];
+            ch->hung = true;
+            if (ch->state == CH_RUNNING && !ch->computing)
+                ch->busy_until = NEVER;
+        }
+    } else {
+        rc = NPU_E_INVALID_ARGUMENT;
+    }
+    pthread_cond_broadcast(&hw->cond);
+    pthread_mutex_unlock(&hw->lock);
+    return rc;
+}
+
+static int api_reset_channel(struct npu_hw *hw, uint32_t dev, uint32_t channel)
+{
+    if (!hw)
+        return NPU_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&hw->lock);
+    int rc = NPU_OK;
+    if (dev >= hw->ndev)
+        rc = NPU_E_BAD_DEVICE;
+    else if (channel >= hw->dev[dev].cfg.channel_count)
+        rc = NPU_E_BAD_CHANNEL;
+    else if (!hw->dev[dev].ch[channel].hung)
+        rc = NPU_E_NOT_HUNG;
+    if (rc == NPU_OK) {
+        struct device *d = &hw->dev[dev];
+        struct channel *ch = &d->ch[channel];
+        int64_t now = hw_now(hw);
+        thermal_update(hw, now);
+        ch->hung = false;
+        struct job *j = ch->job;
+        if (j && ch->computing) {
+            j->pending_end = NPU_END_REASON_FAILED;
+        } else if (j && ch->state == CH_RUNNING) {
+            channel_release(ch);
+            job_end(hw, j, NPU_END_REASON_FAILED);
+        }
+        device_dispatch(hw, d, now);
+        pthread_cond_broadcast(&hw->cond);
+    }
+    pthread_mutex_unlock(&hw->lock);
+    return rc;
+}
+
+static int api_device_state(struct npu_hw *hw, uint32_t dev, struct npu_hw_device_state *out)
+{
+    if (!hw || !out)
+        return NPU_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&hw->lock);
+    int rc = NPU_OK;
+    if (dev >= hw->ndev) {
+        rc = NPU_E_BAD_DEVICE;
+    } else {
+        struct device *d = &hw->dev[dev];
+        memset(out, 0, sizeof *out);
+        out->weight_memory_used = d->weight_used;
+        out->weight_memory_total = d->cfg.weight_memory_bytes;
+        out->sram_used = d->sram_used;
+        out->sram_total = d->cfg.sram_bytes;
+        out->channel_count = d->cfg.channel_count;
+        out->queued_jobs = (uint32_t)d->qlen;
+        for (uint32_t c = 0; c < d->cfg.channel_count; c++) {
+            out->busy_channels += d->ch[c].state != CH_IDLE;
+            out->hung_channels += d->ch[c].hung;
+        }
+    }
+    pthread_mutex_unlock(&hw->lock);
+    return rc;
+}
+
+static int api_thermal_state(struct npu_hw *hw, int32_t *severity, float *temperature)
+{
+    if (!hw)
+        return NPU_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&hw->lock);
+    thermal_update(hw, hw_now(hw));
+    if (severity)
+        *severity = hw->severity;
+    if (temperature)
+        *temperature = (float)hw->temp;
+    pthread_mutex_unlock(&hw->lock);
+    return NPU_OK;
+}
+
+static int64_t api_now_ns(struct npu_hw *hw)
+{
+    pthread_mutex_lock(&hw->lock);
+    int64_t t = hw_now(hw);
+    pthread_mutex_unlock(&hw->lock);
+    return t;
+}
+
+static void appendf(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *dst = buf && *len < cap ? buf + *len : NULL;
+    size_t room = dst ? cap - *len : 0;
+    int n = vsnprintf(dst, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *len += (size_t)n;
+}
+
+static const char *const SEVERITY_NAMES[] = {"NONE", "LIGHT", "MODERATE", "SEVERE", "CRITICAL", "EMERGENCY", "SHUTDOWN"};
+static const char *const PREEMPT_NAMES[] = {"?", "none", "checkpoint", "kill-restart"};
+
+static void api_dump(struct npu_hw *hw, char *buf, size_t cap, size_t *len)
+{
+    if (!hw || !len)
+        return;
+    pthread_mutex_lock(&hw->lock);
+    int64_t now = hw_now(hw);
+    thermal_update(hw, now);
+    appendf(buf, cap, len, "Emulated hardware (%s clock, now %.3f ms, preemption %s, scheduling %s)\n",
+            hw->opt.clock == NPU_CLOCK_VIRTUAL ? "virtual" : "real", (double)now / 1e6,
+            PREEMPT_NAMES[hw->preempt_mode], hw->sched_mode == NPU_SCHED_PRIORITY ? "priority" : "fcfs");
+    appendf(buf, cap, len, "  Thermal: %.1f C, severity %s\n", hw->temp, SEVERITY_NAMES[hw->severity]);
+    for (uint32_t i = 0; i < hw->ndev; i++) {
+        struct device *d = &hw->dev[i];
+        appendf(buf, cap, len,
+                "  hw%u %-10s weights %llu/%llu B  sram %llu/%llu B  models %llu  queued %zu\n", i, d->cfg.name,
+                (unsigned long long)d->weight_used, (unsigned long long)d->cfg.weight_memory_bytes,
+                (unsigned long long)d->sram_used, (unsigned long long)d->cfg.sram_bytes,
+                (unsigned long long)d->models, d->qlen);
+        appendf(buf, cap, len, "      completed %llu  failed %llu  cancelled %llu  preemptions %llu  restarts %llu\n",
+                (unsigned long long)d->completed, (unsigned long long)d->failed,
+                (unsigned long long)d->cancelled, (unsigned long long)d->preemptions,
+                (unsigned long long)d->restarts);
+        for (uint32_t c = 0; c < d->cfg.channel_count; c++) {
+            struct channel *ch = &d->ch[c];
+            const char *st = ch->state == CH_IDLE ? "idle" : ch->state == CH_RUNNING ? "running" : "saving";
+            appendf(buf, cap, len, "      ch%u %-8s%s", c, st, ch->hung ? " HUNG" : "");
+            if (ch->job)
+                appendf(buf, cap, len, " work %d (uid %d, prio %d, slice %u/%u)", ch->job->info.id,
+                        ch->job->info.uid, ch->job->key, ch->job->next_slice, ch->job->model->plan->slice_count);
+            appendf(buf, cap, len, "  slices %llu\n", (unsigned long long)ch->slices);
+        }
+    }
+    pthread_mutex_unlock(&hw->lock);
+}
+
+static const struct npu_hw_api HW_API = {
+    .abi_version = NPU_ABI_VERSION,
+    .struct_size = sizeof(struct npu_hw_api),
+    .add_device = api_add_device,
+    .load_model = api_load_model,
+    .unload_model = api_unload_model,
+    .submit = api_submit,
+    .cancel = api_cancel,
+    .set_preemption_mode = api_set_preemption_mode,
+    .set_scheduling_mode = api_set_scheduling_mode,
+    .inject_fault = api_inject_fault,
+    .reset_channel = api_reset_channel,
+    .device_state = api_device_state,
+    .thermal_state = api_thermal_state,
+    .now_ns = api_now_ns,
+    .validate_model = npu_model_validate,
+    .dump = api_dump,
+};
+
+const struct npu_hw_api *npu_hw_api_table(void) { return &HW_API; }

@@ -1,0 +1,186 @@
+/*
+ * npu/model.h - the model format shared by every layer, and the float32 kernels.
+ *
+ * struct npu_model mirrors NNAPI HAL 1.2's Model (float32 only) with NNAPI's
+ * numbering everywhere, so the NNAPI runtime, the HAL process and a C driver
+ * all read the same graph.  Every pointer in it is *borrowed*: a call that
+ * takes a model reads it during the call and copies what it keeps; the caller
+ * may free or reuse its memory as soon as the call returns.
+ *
+ * Tensors are dense, row-major float32.  Operations (NNAPI inputs, in order):
+ *   ADD, SUB, MUL:   (a [..], b [same shape], fuse INT32)            -> out [same shape]
+ *   FULLY_CONNECTED: (input [batch,in], weights [units,in], bias [units], fuse)
+ *                                                                     -> [batch,units]
+ *   CONV_2D (explicit padding, 10 inputs):
+ *       (input NHWC [n,h,w,c], filter [out,fh,fw,c], bias [out], pad_left,
+ *        pad_right, pad_top, pad_bottom, stride_w, stride_h, fuse)   -> [n,oh,ow,out]
+ *       oh = (h + pad_top + pad_bottom - fh) / stride_h + 1, likewise ow.
+ *   RELU:            (input)                                         -> out
+ *   SOFTMAX:         (input [batch,n], beta FLOAT32)                 -> out (over the last axis)
+ * Scalars (fuse codes, paddings, strides, beta) must be CONSTANT_COPY or
+ * CONSTANT_REFERENCE operands with no dimensions.
+ */
+#ifndef NPU_MODEL_H
+#define NPU_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+/* NNAPI OperandType. */
+enum npu_operand_type {
+    NPU_OPERAND_FLOAT32 = 0,
+    NPU_OPERAND_INT32 = 1,
+    NPU_OPERAND_UINT32 = 2,
+    NPU_OPERAND_TENSOR_FLOAT32 = 3,
+    NPU_OPERAND_TENSOR_INT32 = 4,
+    NPU_OPERAND_TENSOR_QUANT8_ASYMM = 5,
+    NPU_OPERAND_BOOL = 6,
+    NPU_OPERAND_TYPE_COUNT = 7
+};
+
+/* NNAPI OperandLifeTime. */
+enum npu_operand_lifetime {
+    NPU_LIFETIME_TEMPORARY_VARIABLE = 0,
+    NPU_LIFETIME_MODEL_INPUT = 1,
+    NPU_LIFETIME_MODEL_OUTPUT = 2,
+    NPU_LIFETIME_CONSTANT_COPY = 3,
+    NPU_LIFETIME_CONSTANT_REFERENCE = 4,
+    NPU_LIFETIME_NO_VALUE = 5
+};
+
+/* NNAPI OperationType (the subset npuemu computes). */
+enum npu_operation_type {
+    NPU_OP_ADD = 0,
+    NPU_OP_CONV_2D = 3,
+    NPU_OP_FULLY_CONNECTED = 9,
+    NPU_OP_MUL = 18,
+    NPU_OP_RELU = 19,
+    NPU_OP_SOFTMAX = 25,
+    NPU_OP_SUB = 36
+};
+
+/* NNAPI FuseCode: the activation applied to an operation's output. */
+enum npu_fuse_code {
+    NPU_FUSE_NONE = 0,
+    NPU_FUSE_RELU = 1,
+    NPU_FUSE_RELU1 = 2,
+    NPU_FUSE_RELU6 = 3
+};
+
+enum { NPU_MAX_RANK = 6 };
+
+/* Where a constant operand's bytes are: in operand_values (CONSTANT_COPY,
+ * pool_index ignored) or in pools[pool_index] (CONSTANT_REFERENCE). */
+struct npu_data_location {
+    uint32_t pool_index;
+    uint32_t offset;
+    uint32_t length;
+};
+
+struct npu_operand {
+    int32_t type;                 /* enum npu_operand_type */
+    uint32_t dimension_count;     /* 0 for scalars; at most NPU_MAX_RANK */
+    const uint32_t *dimensions;   /* dimension_count entries, each > 0 */
+    int32_t lifetime;             /* enum npu_operand_lifetime */
+    struct npu_data_location location;
+};
+
+struct npu_operation {
+    int32_t type;                 /* enum npu_operation_type */
+    uint32_t input_count;
+    const uint32_t *inputs;       /* operand indexes */
+    uint32_t output_count;
+    const uint32_t *outputs;      /* operand indexes */
+};
+
+/* A memory pool (NNAPI's hidl_memory): shared memory the caller mapped. */
+struct npu_pool {
+    const void *data;
+    size_t length;
+};
+
+struct npu_model {
+    uint32_t operand_count;
+    const struct npu_operand *operands;
+    uint32_t operation_count;
+    const struct npu_operation *operations;  /* in execution (topological) order */
+    uint32_t input_count;
+    const uint32_t *input_indexes;           /* operands with lifetime MODEL_INPUT */
+    uint32_t output_count;
+    const uint32_t *output_indexes;          /* operands with lifetime MODEL_OUTPUT */
+    const void *operand_values;              /* CONSTANT_COPY bytes */
+    size_t operand_values_length;
+    uint32_t pool_count;
+    const struct npu_pool *pools;            /* CONSTANT_REFERENCE bytes */
+};
+
+/* One input or output tensor of an execution: length must equal the operand's
+ * size in bytes (4 x the product of its dimensions). */
+struct npu_buffer {
+    void *data;
+    size_t length;
+};
+
+/*
+ * Checks a model thoroughly: operand types, lifetimes and locations, operand
+ * indexes, shapes against each operation's rules, scalar parameters, fuse
+ * codes, that inputs and outputs match the lifetimes, and that every operand
+ * is written once before it is read.  Returns NPU_OK or the first problem's
+ * distinct code (NPU_E_BAD_OPERAND_INDEX, NPU_E_BAD_SHAPE, ...).  When
+ * bad_operation is not NULL it receives the index of the offending operation,
+ * or UINT32_MAX when the problem is not in an operation.
+ */
+int npu_model_validate(const struct npu_model *model, uint32_t *bad_operation);
+
+/*
+ * Runs a whole model on the calling thread with the same kernels the emulated
+ * hardware uses (this is what the NNAPI runtime's CPU device `nnapi-reference`
+ * calls).  inputs[i] is the tensor for model->input_indexes[i], outputs[i]
+ * the one for model->output_indexes[i]; both are borrowed for the call, and
+ * outputs are fully written when it returns NPU_OK.  Validates first.
+ */
+int npu_kernel_run_model(const struct npu_model *model,
+                         const struct npu_buffer *inputs, uint32_t input_count,
+                         const struct npu_buffer *outputs, uint32_t output_count);
+
+/* Size in bytes of one operand as stored (4 x element count for float32 and
+ * int32 tensors and scalars); 0 for an operand with an unknown type. */
+size_t npu_operand_byte_size(const struct npu_operand *operand);
+
+/*
+ * Per-operation kernels.  Each computes the part [begin, end) of its output
+ * in the operation's natural unit, which is how the hardware slices a job so
+ * it can be preempted between slices; to compute everything pass 0 and the
+ * unit count noted.  All pointers are borrowed; outputs must not alias inputs
+ * except for the element-wise kernels, where out may equal a or b.
+ */
+
+/* ADD/SUB/MUL/RELU: unit = one element; n elements in total. */
+void npu_kernel_add(const float *a, const float *b, float *out, size_t begin, size_t end, int32_t fuse);
+void npu_kernel_sub(const float *a, const float *b, float *out, size_t begin, size_t end, int32_t fuse);
+void npu_kernel_mul(const float *a, const float *b, float *out, size_t begin, size_t end, int32_t fuse);
+void npu_kernel_relu(const float *in, float *out, size_t begin, size_t end);
+
+/* FULLY_CONNECTED: unit = one output element; batch * units in total. */
+void npu_kernel_fully_connected(const float *input, const float *weights, const float *bias,
+                                float *out, uint32_t in_size, uint32_t units,
+                                size_t begin, size_t end, int32_t fuse);
+
+/* CONV_2D geometry, NHWC input and [out,fh,fw,c] filter. */
+struct npu_conv2d_params {
+    uint32_t batches, in_h, in_w, in_c;
+    uint32_t out_c, filter_h, filter_w;
+    uint32_t pad_left, pad_right, pad_top, pad_bottom;
+    uint32_t stride_w, stride_h;
+    uint32_t out_h, out_w;   /* as NNAPI computes them from the above */
+    int32_t fuse;
+};
+/* CONV_2D: unit = one output pixel (all out_c channels); batches*out_h*out_w in total. */
+void npu_kernel_conv2d(const float *input, const float *filter, const float *bias, float *out,
+                       const struct npu_conv2d_params *p, size_t begin, size_t end);
+
+/* SOFTMAX over rows of length n: unit = one row; batch in total. */
+void npu_kernel_softmax(const float *in, float *out, uint32_t n, float beta, size_t begin, size_t end);
+
+#endif /* NPU_MODEL_H */

@@ -1,0 +1,73 @@
+/*
+ * kernels/plan.h - a validated, self-contained copy of a model, cut into slices.
+ *
+ * Internal to the C layer (not part of the driver ABI).  A plan owns copies of
+ * everything it needs: operand shapes, operations with their scalar parameters
+ * decoded, and the constant tensors.  Running a plan needs an arena for its
+ * temporaries (temp_bytes) and the caller's input and output buffers.
+ */
+#ifndef NPU_KERNELS_PLAN_H
+#define NPU_KERNELS_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "npu/model.h"
+
+struct npu_plan_operand {
+    int32_t type;
+    int32_t lifetime;
+    uint32_t rank;
+    uint32_t dims[NPU_MAX_RANK];
+    size_t bytes;
+    size_t offset;      /* constants: into consts; temporaries: into the arena */
+    uint32_t io_index;  /* MODEL_INPUT / MODEL_OUTPUT: position in the buffer list */
+};
+
+struct npu_plan_op {
+    int32_t type;
+    uint32_t in[3];     /* tensor inputs (1..3 used) */
+    uint32_t out;
+    size_t units;       /* in the kernel's natural unit, see npu/model.h */
+    double flops_per_unit, bytes_per_unit;
+    int32_t fuse;
+    float beta;
+    uint32_t fc_in, fc_units, sm_n;
+    struct npu_conv2d_params conv;
+};
+
+struct npu_plan_slice {
+    uint32_t op;
+    size_t begin, end;
+    double flops, bytes;
+};
+
+struct npu_plan {
+    uint32_t operand_count;
+    struct npu_plan_operand *operands;
+    uint32_t op_count;
+    struct npu_plan_op *ops;
+    uint32_t slice_count;
+    struct npu_plan_slice *slices;
+    uint32_t input_count, output_count;
+    uint32_t *inputs, *outputs;   /* operand indexes */
+    unsigned char *consts;
+    size_t const_bytes;
+    size_t temp_bytes;
+};
+
+/* Validates (npu_model_validate) and builds a plan; each operation becomes
+ * at most slices_per_op slices (>= 1). */
+int npu_plan_create(const struct npu_model *model, uint32_t slices_per_op, struct npu_plan **out);
+void npu_plan_destroy(struct npu_plan *plan);
+
+/* NPU_OK, or NPU_E_BAD_BUFFER when counts or byte lengths do not match. */
+int npu_plan_check_buffers(const struct npu_plan *plan,
+                           const struct npu_buffer *inputs, uint32_t input_count,
+                           const struct npu_buffer *outputs, uint32_t output_count);
+
+/* Computes one slice.  arena holds temp_bytes bytes. */
+void npu_plan_run_slice(const struct npu_plan *plan, uint32_t slice, unsigned char *arena,
+                        const struct npu_buffer *inputs, const struct npu_buffer *outputs);
+
+#endif
