@@ -231,7 +231,7 @@ def test_dtds_entities_and_external_references_are_refused(fixture, detail):
     assert "root:" not in str(e)
 
 
-def test_an_entity_declared_without_a_doctype_name_check_is_still_refused(tmp_path):
+def test_a_parameter_entity_pulling_in_an_external_dtd_is_refused(tmp_path):
     # A parameter entity pulling in an external DTD: the classic blind-XXE opener.
     path = tmp_path / "AndroidManifest.xml"
     path.write_text(
