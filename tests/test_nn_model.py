@@ -281,6 +281,9 @@ def test_add_operand_refuses(args, match):
         ((T, [2, 0]), np.zeros((2, 0)), "fully specified"),
         ((T, []), 1.0, "fully specified"),
         ((F32, []), "one", "converted with loss"),
+        ((F32, []), 1e300, "overflows float32"),
+        ((T, [2]), [1.0, -1e39], "overflows float32"),
+        ((OperandType.BOOL, []), 1, "converted with loss"),
     ],
 )
 def test_set_operand_value_refuses_values_of_the_wrong_size_or_kind(operand, value, match):

@@ -382,12 +382,16 @@ def _to_bytes(index: int, operand: _Operand, value: Any) -> bytes:
         ok = kind == "b"
     else:
         ok = kind in "iub"
-        if ok and array.size and kind != "b":
-            info = np.iinfo(target)
-            ok = info.min <= array.min() and array.max() <= info.max
     if not ok:
         raise BadDataError(
-            f"setOperandValue: operand {index} is {operand.type.name}; a {array.dtype} value "
-            + ("is out of its range" if kind in "iu" else "would be converted with loss")
+            f"setOperandValue: operand {index} is {operand.type.name}; a {array.dtype} value would be converted with loss"
         )
-    return np.ascontiguousarray(array, dtype=target).tobytes()
+    if target.kind in "iu" and kind in "iu" and array.size:
+        info = np.iinfo(target)
+        if array.min() < info.min or array.max() > info.max:
+            raise BadDataError(f"setOperandValue: operand {index} is {operand.type.name}; a value is out of its range")
+    with np.errstate(over="ignore", invalid="ignore"):
+        converted = np.asarray(array, dtype=target)
+    if target.kind == "f" and kind == "f" and not np.array_equal(np.isinf(converted), np.isinf(array)):
+        raise BadDataError(f"setOperandValue: operand {index}: a value overflows float32")
+    return converted.tobytes()
