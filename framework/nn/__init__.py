@@ -12,6 +12,9 @@ General layout, the pure core first (no binder, no C, no I/O):
 - ``_model``      the NDK-style builder (``Model``: addOperand ... finish, to_hal).
 - ``_partition``  the partitioner: ``DeviceDescriptor`` in, ``ExecutionPlan`` out,
                   ``getSupportedOperationsForDevices``, CPU fallback.
+- ``_discovery``  the device list an app enumerates (drivers, then ``nnapi-reference``),
+                  the enabled-devices filter, ``getDevice(index)``.
+- ``_samples``    a small model using every operation, for ``npuemu nn plan`` and demos.
 
 Device discovery (binder proxies to the HAL's IDevice instances, the in-process CPU
 device on the C kernels) and execution build on these modules and are wired in by
@@ -37,6 +40,9 @@ from ._errors import UnexpectedNullError as UnexpectedNullError
 from ._errors import UnmappableError as UnmappableError
 from ._errors import convertErrorStatusToResultCode as convertErrorStatusToResultCode
 from ._errors import error_for_result_code as error_for_result_code
+from ._discovery import getDevice as getDevice
+from ._discovery import isValidDeviceName as isValidDeviceName
+from ._discovery import listDevices as listDevices
 from ._hal import DataLocation as DataLocation
 from ._hal import HalModel as HalModel
 from ._hal import HalOperand as HalOperand
@@ -50,6 +56,7 @@ from ._partition import createPlan as createPlan
 from ._partition import createPlanForDevices as createPlanForDevices
 from ._partition import getSupportedOperationsForDevices as getSupportedOperationsForDevices
 from ._partition import referenceCpuDevice as referenceCpuDevice
+from ._samples import sampleModel as sampleModel
 from ._types import FEATURE_LEVEL as FEATURE_LEVEL
 from ._types import MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES as MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES
 from ._types import Capabilities as Capabilities

@@ -84,6 +84,20 @@ class DeviceDescriptor:
                 ) from None
             object.__setattr__(self, "supportedOperations", ops)
 
+    # The NDK's ANeuralNetworksDevice_get* queries, so a descriptor serves as the
+    # app-visible device object too.
+    def getName(self) -> str:
+        return self.name
+
+    def getType(self) -> DeviceType:
+        return self.type
+
+    def getVersion(self) -> str:
+        return self.version
+
+    def getFeatureLevel(self) -> int:
+        return self.featureLevel
+
     def getSupportedOperations(self, model: HalModel) -> list[bool]:
         """One bool per operation of ``model``; a malformed answer is ``OP_FAILED``."""
         if not callable(self.supportedOperations):
