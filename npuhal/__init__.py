@@ -19,6 +19,12 @@ General layout (read bottom up; nothing imports a module above it):
 Everything public is re-exported here, exactly once; import from ``npuhal``.
 """
 
+from ._driver import (
+    Driver as Driver,
+    MemoryInfo as MemoryInfo,
+    ModelHandle as ModelHandle,
+    open_driver as open_driver,
+)
 from ._errors import (
     NpuAbiError as NpuAbiError,
     NpuAttributionError as NpuAttributionError,
@@ -31,6 +37,8 @@ from ._errors import (
     NpuInvalidPriorityError as NpuInvalidPriorityError,
     NpuLookupError as NpuLookupError,
     NpuModelError as NpuModelError,
+    NpuNotSupportedError as NpuNotSupportedError,
+    NpuOfflineError as NpuOfflineError,
     NpuPermissionError as NpuPermissionError,
     NpuStateError as NpuStateError,
     NpuTimeoutError as NpuTimeoutError,

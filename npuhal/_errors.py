@@ -2,7 +2,7 @@
 
 Every failure of the C layer arrives as a negative ``npu_status`` code.  The
 low-level layer turns it into an instance of one of the classes below at once,
-carrying the code, the C name of the code (``NPU_E_...``) and the text of
+carrying the code, the C name of the code (``npu_error_name``, e.g. ``"SRAM_FULL"``) and the text of
 ``npu_strerror``.  Each class also inherits the builtin exception it resembles,
 so callers may catch either the npuemu class or the builtin::
 
@@ -34,6 +34,8 @@ __all__ = [
     "NpuAttributionError",
     "NpuLookupError",
     "NpuStateError",
+    "NpuOfflineError",
+    "NpuNotSupportedError",
     "NpuTimeoutError",
     "NpuDriverError",
     "NpuAbiError",
@@ -47,7 +49,7 @@ class NpuError(Exception):
     Attributes:
         code: the C status code (negative), or ``None`` when the error was found
             on the Python side before C was called.
-        name: the C name of the code, e.g. ``"NPU_E_NO_WEIGHT_MEMORY"`` (``None``
+        name: the C name of the code, e.g. ``"WEIGHT_MEMORY_FULL"`` (``None``
             for Python-side errors).
         strerror: ``npu_strerror(code)``, the C layer's own one-line explanation.
     """
@@ -115,6 +117,14 @@ class NpuStateError(NpuError, RuntimeError):
     """The call is valid but not now (e.g. a virtual-clock call on a real clock)."""
 
 
+class NpuOfflineError(NpuStateError):
+    """The device is offline (it reached thermal SHUTDOWN)."""
+
+
+class NpuNotSupportedError(NpuError, NotImplementedError):
+    """The driver does not implement this optional callback at all."""
+
+
 class NpuTimeoutError(NpuError, TimeoutError):
     """The hardware did not answer in time (a hung channel)."""
 
@@ -135,65 +145,80 @@ class NpuClosedError(NpuError, trio.ClosedResourceError):
     """The driver was closed; nothing can be done with it or its handles any more."""
 
 
-# C code names, by their distinctive part, mapped to classes.  Checked in order:
-# the first fragment found in the code's name wins, so specific fragments come
-# before general ones.  A code no fragment matches becomes a plain NpuError, which
-# is still catchable and still carries the name and the C text.
+# The C codes (npu/errors.h, by npu_error_name) mapped to classes.  The numbers
+# stay in C; only the names are written here.
+_BY_NAME: dict[str, type[NpuError]] = {
+    "INVALID_ARGUMENT": NpuValueError,
+    "NO_MEMORY": NpuCapacityError,
+    "NOT_SUPPORTED": NpuNotSupportedError,
+    "BAD_DEVICE": NpuLookupError,
+    "BAD_CHANNEL": NpuLookupError,
+    "BAD_MODEL_ID": NpuLookupError,
+    "BAD_WORK_ID": NpuLookupError,
+    "INVALID_PRIORITY": NpuInvalidPriorityError,
+    "DUPLICATE_UID": NpuDuplicateUidError,
+    "INVALID_JOB_PRIORITY": NpuInvalidPriorityError,
+    "NO_DIRECT_ACCESS": NpuDirectAccessError,
+    "ATTRIBUTION_DENIED": NpuAttributionError,
+    "WEIGHT_MEMORY_FULL": NpuCapacityError,
+    "SRAM_FULL": NpuCapacityError,
+    "BAD_OPERAND_INDEX": NpuModelError,
+    "BAD_OPERAND_TYPE": NpuModelError,
+    "BAD_SHAPE": NpuModelError,
+    "BAD_LIFETIME": NpuModelError,
+    "BAD_OPERAND_LOCATION": NpuModelError,
+    "BAD_OPERATION": NpuModelError,
+    "UNSUPPORTED_OPERATION": NpuUnsupportedOperationError,
+    "BAD_FUSE_CODE": NpuModelError,
+    "BAD_SCALAR": NpuModelError,
+    "BAD_MODEL_IO": NpuModelError,
+    "BAD_BUFFER": NpuValueError,
+    "WRONG_CLOCK": NpuStateError,
+    "NOT_HUNG": NpuStateError,
+    "DRIVER_LOAD_FAILED": NpuDriverError,
+    "DRIVER_NO_ENTRY": NpuDriverError,
+    "DRIVER_ABI_MISMATCH": NpuAbiError,
+    "DRIVER_INCOMPLETE": NpuDriverError,
+    "DRIVER_INIT_FAILED": NpuDriverError,
+    "SYSTEM_ERROR": NpuDriverError,
+    "BUFFER_TOO_SMALL": NpuValueError,
+    "TOO_MANY": NpuCapacityError,
+    "OFFLINE": NpuOfflineError,
+}
+
+# A code added to C after this table was written still gets a fitting class
+# from the distinctive part of its name (first fragment found wins), and at
+# worst a plain NpuError, which still carries the name and the C text.
 _NAME_FRAGMENTS: tuple[tuple[str, type[NpuError]], ...] = (
     ("DUPLICATE", NpuDuplicateUidError),
-    ("DUP_UID", NpuDuplicateUidError),
     ("PRIORITY", NpuInvalidPriorityError),
     ("DIRECT_ACCESS", NpuDirectAccessError),
-    ("NO_DIRECT", NpuDirectAccessError),
     ("ATTRIBUT", NpuAttributionError),
-    ("PERMISSION", NpuPermissionError),
     ("UNSUPPORTED", NpuUnsupportedOperationError),
-    ("NOT_SUPPORTED", NpuUnsupportedOperationError),
     ("ABI", NpuAbiError),
-    ("MEMORY", NpuCapacityError),
-    ("NOMEM", NpuCapacityError),
-    ("SRAM", NpuCapacityError),
-    ("CAPACITY", NpuCapacityError),
     ("FULL", NpuCapacityError),
+    ("MEMORY", NpuCapacityError),
     ("TOO_MANY", NpuCapacityError),
     ("TIMEOUT", NpuTimeoutError),
-    ("TIMED_OUT", NpuTimeoutError),
     ("HUNG", NpuTimeoutError),
-    ("NO_DEVICE", NpuLookupError),
-    ("NO_SUCH", NpuLookupError),
-    ("NOT_FOUND", NpuLookupError),
-    ("UNKNOWN_", NpuLookupError),
+    ("_ID", NpuLookupError),
     ("BAD_DEVICE", NpuLookupError),
-    ("BAD_MODEL", NpuLookupError),
-    ("BAD_WORK", NpuLookupError),
     ("OPERAND", NpuModelError),
     ("OPERATION", NpuModelError),
     ("SHAPE", NpuModelError),
     ("MODEL", NpuModelError),
-    ("LOCATION", NpuModelError),
-    ("DLOPEN", NpuDriverError),
     ("DRIVER", NpuDriverError),
-    ("LOAD", NpuDriverError),
-    ("FAULT", NpuDriverError),
-    ("IO", NpuDriverError),
-    ("STATE", NpuStateError),
-    ("BUSY", NpuStateError),
     ("CLOCK", NpuStateError),
-    ("AGAIN", NpuStateError),
-    ("INVAL", NpuValueError),
-    ("ARG", NpuValueError),
-    ("CONFIG", NpuValueError),
-    ("BUFFER", NpuValueError),
-    ("SIZE", NpuValueError),
-    ("RANGE", NpuValueError),
-    ("NULL", NpuValueError),
-    ("UID", NpuValueError),
+    ("INVALID", NpuValueError),
+    ("BAD_", NpuValueError),
 )
 
 
 def error_class_for(name: str) -> type[NpuError]:
-    """The exception class for a C status code's name (``NPU_E_...``)."""
-    upper = name.upper()
+    """The exception class for a C status code's name (as ``npu_error_name`` gives it)."""
+    upper = name.upper().removeprefix("NPU_E_")
+    if upper in _BY_NAME:
+        return _BY_NAME[upper]
     for fragment, cls in _NAME_FRAGMENTS:
         if fragment in upper:
             return cls

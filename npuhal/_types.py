@@ -148,16 +148,16 @@ class PreemptionMode(enum.IntEnum):
     The values are the C header's; ``npuhal._lowlevel`` checks them at import.
     """
 
-    NONE = 0
-    CHECKPOINT = 1
-    KILL_RESTART = 2
+    NONE = 1
+    CHECKPOINT = 2
+    KILL_RESTART = 3
 
 
 class SchedulingMode(enum.IntEnum):
     """Which queued job a free channel takes: lowest effective priority, or oldest."""
 
-    PRIORITY = 0
-    FCFS = 1
+    PRIORITY = 1
+    FCFS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +190,8 @@ class Device:
     sram_bytes: int
     channels: int
     parts: tuple[int, ...] = ()
+    relaxed_float32_to_float16_scalar: PerformanceInfo | None = None
+    relaxed_float32_to_float16_tensor: PerformanceInfo | None = None
 
     @property
     def vendor(self) -> str:
@@ -274,22 +276,34 @@ class WorkEnded:
 
 @dataclass(frozen=True, slots=True)
 class ThermalChanged:
-    """A device's throttling severity changed."""
+    """The die's throttling severity changed (all devices share one die)."""
 
-    device_number: int
     severity: ThermalSeverity
     temperature_c: float
-    timestamp_ms: int
+    time_ns: int
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryPressure:
-    """A device's weight memory (or SRAM) crossed its pressure threshold."""
+    """A hardware device's memory changed: after a load, an unload, or a refused load.
 
-    device_number: int
-    used_bytes: int
-    total_bytes: int
-    timestamp_ms: int
+    ``hw_device`` is the *hardware* device index, which is not necessarily a
+    driver device number (a heterogeneous device shares its parts' silicon).
+    ``refused`` is the error a refused load got (an ``NpuCapacityError``
+    subclass name such as ``"WEIGHT_MEMORY_FULL"``), or ``None``.
+    """
+
+    hw_device: int
+    weight_memory_used: int
+    weight_memory_total: int
+    sram_used: int
+    sram_total: int
+    refused: str | None
+    time_ns: int
+
+    @property
+    def weight_memory_fraction(self) -> float:
+        return self.weight_memory_used / self.weight_memory_total if self.weight_memory_total else 0.0
 
 
 DriverEvent = WorkRequested | WorkStarted | WorkEnded | ThermalChanged | MemoryPressure

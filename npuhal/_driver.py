@@ -1,0 +1,748 @@
+"""The pythonic driver: ``open_driver`` and ``Driver``.
+
+This is what the HAL process (and tools, tests, benchmarks) use to talk to a
+vendor driver.  It wraps one ``npu_system`` of the C layer: the emulated
+hardware, the driver (the built-in reference driver, or any ``.so`` named by
+path) and the event ring.  Nothing it returns holds C memory.
+
+Life cycle::
+
+    async with npuhal.open_driver(clock="virtual") as driver:
+        npu = driver.device_by_name("emu-npu")
+        handle = driver.load_model(npu, model, emulated_size_bytes=2 << 30)
+        work = driver.submit(handle, [x], uid=10001, job_priority=500)
+        driver.run_until_idle()                      # virtual clock: time moves only here
+        for event in driver.drain_events():
+            ...                                      # WorkRequested, WorkStarted, WorkEnded...
+        y, = driver.outputs(work)
+
+Events and results.  The C layer queues every event in a ring and makes an
+eventfd readable.  Whoever drains (``drain_events``, ``wait_events``, the
+``events()`` stream) gets each event exactly once, oldest first; the driver
+also reads every event on its way past, to know when a work has *ended*: only
+then does it release the work's input and output buffers (C borrows them until
+the final ``WorkEnded``) and make ``outputs()`` and ``wait_work()`` answer.
+Under the virtual clock, ``advance``/``run_until_idle`` read the events they
+caused at once (they stay queued for the next ``drain_events``), so results are
+ready as soon as the call returns.
+
+Ended works are remembered for their results up to ``keep_ended`` of them
+(oldest forgotten first); ``forget(work_id)`` drops one sooner.  Events that a
+caller never drains are likewise kept up to ``max_backlog``, then the oldest are
+dropped and counted in ``events_dropped``: a HAL that forwards events must keep
+draining, as a real one must keep reading its driver's ring.
+
+Threads.  Everything here runs on the caller's thread; under the real clock the
+C layer's worker threads compute in the background and only ever signal the
+eventfd.  The driver is not thread-safe on the Python side: use it from one
+trio run (or one plain thread).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import os
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import trio
+
+from . import _lowlevel
+from ._errors import NpuClosedError, NpuLookupError, NpuStateError, NpuValueError
+from ._model import Model
+from ._types import (
+    Device,
+    DriverEvent,
+    EndReason,
+    PreemptionMode,
+    SchedulingConfig,
+    SchedulingMode,
+    ThermalSeverity,
+    WorkEnded,
+    WorkStarted,
+)
+
+__all__ = ["open_driver", "Driver", "ModelHandle", "MemoryInfo"]
+
+_CLOCKS = {"virtual": "NPU_CLOCK_VIRTUAL", "real": "NPU_CLOCK_REAL"}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryInfo:
+    """A device's memory right now, in emulated bytes."""
+
+    weight_memory_used: int
+    weight_memory_bytes: int
+    sram_used: int
+    sram_bytes: int
+
+
+class ModelHandle:
+    """A model loaded on one device.  Made by ``Driver.load_model``.
+
+    Attributes: ``id`` (the driver's model id), ``device`` (the ``Device`` it was
+    loaded on), ``model`` (the ``Model``, for shapes), ``emulated_size_bytes``.
+    """
+
+    __slots__ = ("_driver", "id", "device", "model", "emulated_size_bytes", "_loaded")
+
+    def __init__(self, driver: Driver, model_id: int, device: Device, model: Model, size: int) -> None:
+        self._driver = driver
+        self.id = model_id
+        self.device = device
+        self.model = model
+        self.emulated_size_bytes = size
+        self._loaded = True
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded and not self._driver.closed
+
+    def unload(self) -> None:
+        """Same as ``driver.unload_model(self)``."""
+        self._driver.unload_model(self)
+
+    def __repr__(self) -> str:
+        state = "loaded" if self.loaded else "unloaded"
+        return f"<ModelHandle {self.id} on {self.device.name} ({state})>"
+
+
+@dataclass(slots=True, eq=False)
+class _Work:
+    id: int
+    model: ModelHandle
+    outputs: list[Any]
+    keep: list[Any] | None  # the cdata and Python buffers C borrows until the final end
+    starts: int = 0
+    ended: WorkEnded | None = None
+
+
+def _as_input(obj: Any, shape: tuple[int, ...], position: int) -> Any:
+    count = math.prod(shape)
+    if isinstance(obj, np.ndarray):
+        if obj.size != count:
+            raise NpuValueError(f"input {position} has {obj.size} elements, the model's input {list(shape)} needs {count}")
+        # A non-float32 or strided array is copied; the copy is what C borrows.
+        return np.ascontiguousarray(obj, dtype=np.float32)
+    try:
+        nbytes = memoryview(obj).nbytes
+    except TypeError:
+        raise NpuValueError(f"input {position} must be a numpy array or bytes-like, got {type(obj).__name__}") from None
+    if nbytes != 4 * count:
+        raise NpuValueError(f"input {position} holds {nbytes} bytes, the model's input {list(shape)} needs {4 * count}")
+    return obj
+
+
+def _as_output(obj: Any, shape: tuple[int, ...], position: int) -> Any:
+    count = math.prod(shape)
+    if obj is None:
+        return np.zeros(shape, dtype=np.float32)
+    if isinstance(obj, np.ndarray):
+        if obj.dtype != np.float32 or not obj.flags.c_contiguous or not obj.flags.writeable:
+            raise NpuValueError(f"output {position} must be a writable, C-contiguous float32 array")
+        if obj.size != count:
+            raise NpuValueError(f"output {position} has {obj.size} elements, the model's output {list(shape)} needs {count}")
+        return obj
+    try:
+        view = memoryview(obj)
+    except TypeError:
+        raise NpuValueError(f"output {position} must be a numpy array or a writable buffer, got {type(obj).__name__}") from None
+    if view.readonly:
+        raise NpuValueError(f"output {position} is read-only")
+    if view.nbytes != 4 * count:
+        raise NpuValueError(f"output {position} holds {view.nbytes} bytes, the model's output {list(shape)} needs {4 * count}")
+    return obj
+
+
+class Driver:
+    """One vendor driver over one emulated NPU.  Use ``open_driver`` (or ``Driver.open``).
+
+    Closing (``aclose``, ``close``, leaving ``async with``/``with``) always
+    releases the C system: its worker threads stop, work still in flight ends,
+    the eventfd closes.  Closing twice is harmless; any other call afterwards,
+    on the driver or its model handles, raises ``NpuClosedError`` (a
+    ``trio.ClosedResourceError``).
+    """
+
+    def __init__(self, system: _lowlevel.System, *, keep_ended: int, max_backlog: int, clock: str) -> None:
+        self._sys = system
+        self._clock = clock
+        self._fd = system.event_fd()
+        self._works: dict[int, _Work] = {}
+        self._ended: collections.OrderedDict[int, _Work] = collections.OrderedDict()
+        self._keep_ended = keep_ended
+        self._backlog: collections.deque[DriverEvent] = collections.deque()
+        self._max_backlog = max_backlog
+        self._dropped = 0
+        self._models: dict[int, ModelHandle] = {}
+        # Only one task may wait_readable() on the fd; the others wait for it
+        # (or any other pull) on a broadcast event.
+        self._fd_scope: trio.CancelScope | None = None
+        self._pulled = trio.Event()
+        self._generation = 0
+        self._closed = False
+
+    # ---- opening and closing ----------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        clock: str = "virtual",
+        speed: float = 1.0,
+        preemption: PreemptionMode | None = None,
+        scheduling: SchedulingMode | None = None,
+        slices_per_operation: int | None = None,
+        thermal_thresholds_c: Sequence[float] | None = None,
+        ambient_c: float | None = None,
+        thermal_time_constant_ms: float | None = None,
+        keep_ended: int = 4096,
+        max_backlog: int = 1 << 16,
+    ) -> Driver:
+        """Open a driver synchronously (for tools).  See ``open_driver`` for the arguments."""
+        if clock not in _CLOCKS:
+            raise NpuValueError(f"clock must be 'virtual' or 'real', not {clock!r}")
+        if not (isinstance(speed, (int, float)) and speed > 0 and math.isfinite(speed)):
+            raise NpuValueError(f"speed must be a positive number, not {speed!r}")
+        if slices_per_operation is not None and not (isinstance(slices_per_operation, int) and slices_per_operation > 0):
+            raise NpuValueError(f"slices_per_operation must be a positive int, not {slices_per_operation!r}")
+        if path is not None:
+            path = os.fspath(path)
+            if not os.path.exists(path):
+                raise NpuValueError(f"no driver at {path!r}")
+        system = _lowlevel.System(
+            clock=getattr(_lowlevel.lib, _CLOCKS[clock]),
+            speed_factor=float(speed),
+            driver_path=path,
+            thermal_thresholds_c=thermal_thresholds_c,
+            ambient_c=0.0 if ambient_c is None else float(ambient_c),
+            thermal_time_constant_ms=0.0 if thermal_time_constant_ms is None else float(thermal_time_constant_ms),
+            preemption_mode=0 if preemption is None else int(PreemptionMode(preemption)),
+            scheduling_mode=0 if scheduling is None else int(SchedulingMode(scheduling)),
+            slices_per_operation=slices_per_operation or 0,
+        )
+        return cls(system, keep_ended=keep_ended, max_backlog=max_backlog, clock=clock)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Release everything now.  Safe to call twice, and outside trio."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            # Wake any task blocked in wait_readable on our fd before C closes it.
+            trio.lowlevel.notify_closing(self._fd)
+        except RuntimeError:
+            pass  # not inside a trio run: nobody can be waiting on it
+        self._sys.destroy()
+        for work in self._works.values():
+            work.keep = None
+        self._works.clear()
+        for handle in self._models.values():
+            handle._loaded = False
+        self._models.clear()
+        self._wake()
+
+    async def aclose(self) -> None:
+        """Close (see ``close``); a checkpoint, and releases even if cancelled."""
+        self.close()
+        await trio.lowlevel.checkpoint()
+
+    async def __aenter__(self) -> Driver:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> Driver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _live(self) -> _lowlevel.System:
+        if self._closed:
+            raise NpuClosedError("the driver is closed")
+        return self._sys
+
+    # ---- devices --------------------------------------------------------------
+
+    @property
+    def vendor(self) -> str:
+        return self._live().vendor()
+
+    @property
+    def devices(self) -> list[Device]:
+        """Every device, asked of the driver now (status can change, e.g. to OFFLINE)."""
+        sys = self._live()
+        return [sys.get_device_info(i) for i in range(sys.device_count())]
+
+    def device(self, number: int) -> Device:
+        return self._live().get_device_info(self._number(number))
+
+    def device_by_name(self, name: str) -> Device:
+        for device in self.devices:
+            if device.name == name:
+                return device
+        raise NpuLookupError(f"no device named {name!r}; the driver has {[d.name for d in self.devices]}")
+
+    def memory_info(self, device: Device | int) -> MemoryInfo:
+        return MemoryInfo(*self._live().device_memory(self._number(device)))
+
+    @staticmethod
+    def _number(device: Device | int) -> int:
+        number = device.number if isinstance(device, Device) else device
+        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+            raise NpuValueError(f"a device is a Device or a device number, not {device!r}")
+        return number
+
+    # ---- scheduling configs ---------------------------------------------------
+
+    def set_scheduling_configs(self, configs: Sequence[SchedulingConfig]) -> None:
+        """``IScheduling.setSchedulingConfigs``: replace every uid's config (all or nothing).
+
+        Raises ``NpuInvalidPriorityError`` for a config out of range and
+        ``NpuDuplicateUidError`` when one uid appears twice; either way nothing changes.
+        """
+        self._live().set_scheduling_configs(list(configs))
+
+    def update_scheduling_configs(self, configs: Sequence[SchedulingConfig]) -> None:
+        """``IScheduling.updateSchedulingConfigs``: replace or add the given uids' configs."""
+        self._live().update_scheduling_configs(list(configs))
+
+    # ---- models ---------------------------------------------------------------
+
+    def supported_operations(self, device: Device | int, model: Any) -> list[bool]:
+        """``getSupportedOperations_1_2``: one bool per operation of ``model``.
+
+        ``model`` is a ``Model`` or HAL plain data (see ``npuhal._model``).  A
+        malformed model raises ``NpuModelError`` rather than answering False.
+        """
+        m = Model.from_hal(model)
+        return self._live().get_supported_operations(self._number(device), m)
+
+    def load_model(
+        self,
+        device: Device | int,
+        model: Any,
+        *,
+        emulated_size_bytes: int = 0,
+        emulated_sram_bytes: int = 0,
+        cost_scale: float = 1.0,
+    ) -> ModelHandle:
+        """Load ``model`` into ``device``'s weight memory.
+
+        ``emulated_size_bytes`` is how much weight memory the model claims (a
+        "2 GB" model reserves 2 GB of emulated memory and allocates only its
+        real tensors); 0 means its real constant bytes.  ``cost_scale``
+        multiplies its FLOPs and bytes in the hardware's cost model, to emulate
+        a model bigger than the tensors it really computes.  The model's memory
+        is only read during the call.  Past capacity: ``NpuCapacityError``.
+        """
+        m = Model.from_hal(model)
+        sys = self._live()
+        number = self._number(device)
+        for name, value in (("emulated_size_bytes", emulated_size_bytes), ("emulated_sram_bytes", emulated_sram_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise NpuValueError(f"{name} must be a non-negative int, not {value!r}")
+        if not (isinstance(cost_scale, (int, float)) and cost_scale > 0 and math.isfinite(cost_scale)):
+            raise NpuValueError(f"cost_scale must be a positive number, not {cost_scale!r}")
+        dev = sys.get_device_info(number)
+        model_id = sys.load_model(
+            number,
+            m,
+            emulated_weight_bytes=emulated_size_bytes,
+            emulated_sram_bytes=emulated_sram_bytes,
+            cost_scale=float(cost_scale),
+        )
+        handle = ModelHandle(self, model_id, dev, m, emulated_size_bytes)
+        self._models[model_id] = handle
+        return handle
+
+    def unload_model(self, handle: ModelHandle) -> None:
+        """Free a model's memory; its work in flight ends ``CANCELLED_SYSTEM``."""
+        sys = self._live()
+        if self._models.get(handle.id) is not handle:
+            raise NpuLookupError(f"{handle!r} is not loaded in this driver")
+        sys.unload_model(handle.id)
+        handle._loaded = False
+        del self._models[handle.id]
+
+    # ---- work -----------------------------------------------------------------
+
+    def submit(
+        self,
+        model: ModelHandle,
+        inputs: Sequence[Any],
+        outputs: Sequence[Any] | None = None,
+        *,
+        uid: int,
+        original_uid: int | None = None,
+        debug_pid: int = 0,
+        job_priority: int,
+        group_id: uuid.UUID | bytes | None = None,
+        feature_id: str | None = None,
+    ) -> int:
+        """Queue one execution of ``model``; returns its work id (``WorkInfo.id``).
+
+        ``inputs``: one per model input, numpy arrays (any dtype, converted to
+        float32) or bytes-like objects of the right size.  ``outputs``: one per
+        model output, writable float32 numpy arrays or buffers written in place;
+        ``None`` (or a ``None`` entry) lets the driver allocate them, to read
+        with ``outputs(work_id)``.  The buffers are kept alive here until the
+        work's final end, as the C layer borrows them until then.
+
+        ``original_uid`` defaults to ``uid`` (no attribution).  Refusals:
+        ``NpuInvalidPriorityError`` (job priority outside 0..1000),
+        ``NpuDirectAccessError``, ``NpuAttributionError``; a refused submission
+        emits no event.
+        """
+        sys = self._live()
+        if not isinstance(model, ModelHandle) or self._models.get(model.id) is not model:
+            raise NpuLookupError(f"{model!r} is not a model loaded in this driver")
+        m = model.model
+        inputs = list(inputs)
+        if len(inputs) != len(m.input_indexes):
+            raise NpuValueError(f"the model takes {len(m.input_indexes)} inputs, got {len(inputs)}")
+        ins = [_as_input(x, m.input_shape(i), i) for i, x in enumerate(inputs)]
+        outs_given = [None] * len(m.output_indexes) if outputs is None else list(outputs)
+        if len(outs_given) != len(m.output_indexes):
+            raise NpuValueError(f"the model has {len(m.output_indexes)} outputs, got {len(outs_given)}")
+        outs = [_as_output(o, m.output_shape(i), i) for i, o in enumerate(outs_given)]
+        if isinstance(group_id, (bytes, bytearray)):
+            if len(group_id) != 16:
+                raise NpuValueError("group_id must be a UUID or 16 bytes")
+            group_id = uuid.UUID(bytes=bytes(group_id))
+        elif group_id is not None and not isinstance(group_id, uuid.UUID):
+            raise NpuValueError(f"group_id must be a UUID or 16 bytes, not {group_id!r}")
+        if feature_id is not None and not isinstance(feature_id, str):
+            raise NpuValueError(f"feature_id must be a str, not {feature_id!r}")
+        work_id, keep = sys.submit_work(
+            model_id=model.id,
+            uid=uid,
+            original_uid=uid if original_uid is None else original_uid,
+            debug_pid=debug_pid,
+            job_priority=job_priority,
+            group_id=group_id,
+            feature_id=feature_id,
+            inputs=ins,
+            outputs=outs,
+        )
+        self._works[work_id] = _Work(work_id, model, outs, keep + ins + outs)
+        return work_id
+
+    def cancel(self, work_id: int) -> None:
+        """End a work with ``CANCELLED_USER`` (at once if queued, else after its slice)."""
+        self._live().cancel_work(work_id)
+
+    def _record(self, work_id: int) -> _Work:
+        work = self._works.get(work_id) or self._ended.get(work_id)
+        if work is None:
+            raise NpuLookupError(f"no work {work_id} (never submitted here, or forgotten)")
+        return work
+
+    def work_ended(self, work_id: int) -> WorkEnded | None:
+        """The work's final ``WorkEnded`` if it has been seen, else None."""
+        self._live()
+        self._pull()
+        return self._record(work_id).ended
+
+    def outputs(self, work_id: int) -> list[np.ndarray]:
+        """The results of a work that ended ``COMPLETED``, shaped as the model's outputs.
+
+        The arrays are the very buffers the work wrote: the caller's own array
+        when it gave one of the output's shape, else a view over its buffer.  ``NpuStateError`` if the work has not
+        ended yet or ended otherwise (the message says how).
+        """
+        self._live()
+        self._pull()
+        work = self._record(work_id)
+        if work.ended is None:
+            raise NpuStateError(f"work {work_id} has not ended yet")
+        if work.ended.reason is not EndReason.COMPLETED:
+            raise NpuStateError(f"work {work_id} ended {work.ended.reason.name}, it has no results")
+        m = work.model.model
+        out = []
+        for i, buf in enumerate(work.outputs):
+            shape = m.output_shape(i)
+            arr = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.float32)
+            out.append(arr if arr.shape == shape else arr.reshape(shape))
+        return out
+
+    def forget(self, work_id: int) -> None:
+        """Drop an ended work's record (and its output buffers) now."""
+        self._ended.pop(work_id, None)
+
+    async def wait_work(self, work_id: int) -> WorkEnded:
+        """Wait until the work has ended for good (any reason but PAUSED).
+
+        Waits on the eventfd itself if no other task does; otherwise it is woken
+        by whoever drains.  Under the virtual clock something must advance time.
+        """
+        while True:
+            self._live()
+            self._pull()
+            work = self._record(work_id)
+            if work.ended is not None:
+                await trio.lowlevel.checkpoint()
+                return work.ended
+            await self._wait_for_more()
+
+    # ---- events ---------------------------------------------------------------
+
+    def _pull(self) -> None:
+        """Read every event C has queued: update works, then keep them for the drainers."""
+        if self._closed:
+            return
+        events = self._sys.drain_events()
+        if not events:
+            return
+        for event in events:
+            if isinstance(event, WorkEnded):
+                self._on_ended(event)
+            elif isinstance(event, WorkStarted):
+                work = self._works.get(event.info.id)
+                if work is not None:
+                    work.starts += 1
+        self._backlog.extend(events)
+        excess = len(self._backlog) - self._max_backlog
+        for _ in range(max(excess, 0)):
+            self._backlog.popleft()
+            self._dropped += 1
+        self._wake()
+
+    def _wake(self) -> None:
+        self._generation += 1
+        self._pulled.set()
+        self._pulled = trio.Event()
+        if self._fd_scope is not None:
+            self._fd_scope.cancel()
+
+    def _on_ended(self, event: WorkEnded) -> None:
+        if not event.reason.is_final:
+            return
+        work = self._works.pop(event.info.id, None)
+        if work is None:
+            return
+        work.ended = event
+        work.keep = None  # C no longer touches the buffers
+        self._ended[work.id] = work
+        while len(self._ended) > self._keep_ended:
+            self._ended.popitem(last=False)
+
+    async def _wait_for_more(self) -> None:
+        """Return once new events may have arrived (after a pull by anyone)."""
+        if self._fd_scope is not None:
+            await self._pulled.wait()
+            return
+        generation = self._generation
+        with trio.CancelScope() as scope:
+            self._fd_scope = scope
+            try:
+                await trio.lowlevel.wait_readable(self._fd)
+            except (trio.ClosedResourceError, OSError):
+                if self._closed:
+                    raise NpuClosedError("the driver was closed while waiting for events") from None
+                raise
+            finally:
+                self._fd_scope = None
+        if self._closed:
+            raise NpuClosedError("the driver was closed while waiting for events")
+        if generation == self._generation:
+            self._pull()
+
+    def drain_events(self) -> list[DriverEvent]:
+        """Every event not yet drained, oldest first; never blocks."""
+        self._live()
+        self._pull()
+        events = list(self._backlog)
+        self._backlog.clear()
+        return events
+
+    async def wait_events(self) -> list[DriverEvent]:
+        """Wait until at least one event is there, then drain them all.
+
+        A checkpoint even when events are already waiting.  Sleeps on the C
+        layer's eventfd (``trio.lowlevel.wait_readable``), so a real-clock work
+        finishing on a C worker thread wakes it.  Raises ``NpuClosedError`` if
+        the driver is closed meanwhile.
+        """
+        await trio.lowlevel.checkpoint()
+        while True:
+            events = self.drain_events()
+            if events:
+                return events
+            await self._wait_for_more()
+
+    def events(self) -> AsyncIterator[DriverEvent]:
+        """``async for event in driver.events():`` one event at a time, until closed."""
+        return _EventStream(self)
+
+    @property
+    def events_dropped(self) -> int:
+        """Events lost: to the C ring overflowing, or to an undrained backlog."""
+        return self._dropped + (0 if self._closed else self._sys.events_dropped())
+
+    # ---- the clock ------------------------------------------------------------
+
+    @property
+    def clock(self) -> str:
+        """``"virtual"`` or ``"real"``."""
+        return self._clock
+
+    @property
+    def now_ns(self) -> int:
+        """Emulated time since the driver opened, in nanoseconds."""
+        return self._live().now_ns()
+
+    @property
+    def now_ms(self) -> float:
+        return self.now_ns / 1e6
+
+    def _virtual(self) -> _lowlevel.System:
+        sys = self._live()
+        if self._clock != "virtual":
+            raise NpuStateError("this driver runs on the real clock: time cannot be stepped")
+        return sys
+
+    def advance(self, ms: float) -> None:
+        """Virtual clock: move time forward by ``ms`` milliseconds, doing what falls due."""
+        sys = self._virtual()
+        if not (isinstance(ms, (int, float)) and ms >= 0 and math.isfinite(ms)):
+            raise NpuValueError(f"advance needs a non-negative number of ms, not {ms!r}")
+        sys.advance(round(ms * 1e6))
+        self._pull()
+
+    def advance_to_next_event(self) -> float:
+        """Virtual clock: move to the next slice boundary; returns the new ``now_ms``."""
+        sys = self._virtual()
+        now = sys.advance_to_next_event()
+        self._pull()
+        return now / 1e6
+
+    def run_until_idle(self, max_ms: float | None = None) -> None:
+        """Virtual clock: run until no channel has work (hung ones aside), or ``max_ms`` pass."""
+        sys = self._virtual()
+        if max_ms is not None and not (isinstance(max_ms, (int, float)) and max_ms > 0 and math.isfinite(max_ms)):
+            raise NpuValueError(f"max_ms must be a positive number or None, not {max_ms!r}")
+        sys.run_until_idle(0 if max_ms is None else max(1, round(max_ms * 1e6)))
+        self._pull()
+
+    # ---- modes, thermal, faults, dump -----------------------------------------
+
+    def set_preemption_mode(self, mode: PreemptionMode) -> None:
+        """Override the driver's preemption mode (from the next slice boundary)."""
+        self._live().set_preemption_mode(int(PreemptionMode(mode)))
+
+    def set_scheduling_mode(self, mode: SchedulingMode) -> None:
+        self._live().set_scheduling_mode(int(SchedulingMode(mode)))
+
+    def thermal_state(self) -> tuple[ThermalSeverity, float]:
+        """(severity, die temperature in degrees C) now."""
+        return self._live().thermal_state()
+
+    def fail_next_work(self, device: Device | int) -> None:
+        """Fault: the next slice to finish on ``device`` fails its work (ENDED FAILED)."""
+        self._live().inject_fault(_lowlevel.lib.NPU_FAULT_FAIL_NEXT_WORK, device=self._number(device))
+
+    def hang_channel(self, device: Device | int, channel: int) -> None:
+        """Fault: a channel stops making progress until ``reset_channel``."""
+        self._live().inject_fault(_lowlevel.lib.NPU_FAULT_HANG_CHANNEL, device=self._number(device), channel=channel)
+
+    def reset_channel(self, device: Device | int, channel: int) -> None:
+        """Un-hang a channel; its stuck work ends FAILED.  ``NpuStateError`` if not hung."""
+        self._live().reset_channel(self._number(device), channel)
+
+    def heat_spike(self, celsius: float, device: Device | int = 0) -> None:
+        """Fault: the die temperature jumps by ``celsius`` degrees."""
+        self._live().inject_fault(_lowlevel.lib.NPU_FAULT_HEAT_SPIKE, device=self._number(device), heat_c=float(celsius))
+
+    def crash(self) -> None:
+        """Fault: the driver aborts the whole process, as a driver bug would.  Never returns."""
+        self._live().inject_fault(_lowlevel.lib.NPU_FAULT_CRASH)
+
+    def dump(self) -> str:
+        """The driver's and the hardware's state, for ``dumpsys``."""
+        return self._live().dump()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._models)} models, {len(self._works)} works in flight"
+        return f"<npuhal.Driver {self._clock} clock, {state}>"
+
+
+class _EventStream:
+    def __init__(self, driver: Driver) -> None:
+        self._driver = driver
+        self._pending: collections.deque[DriverEvent] = collections.deque()
+
+    def __aiter__(self) -> _EventStream:
+        return self
+
+    async def __anext__(self) -> DriverEvent:
+        if not self._pending:
+            try:
+                self._pending.extend(await self._driver.wait_events())
+            except NpuClosedError:
+                raise StopAsyncIteration from None
+        else:
+            await trio.lowlevel.checkpoint()
+        return self._pending.popleft()
+
+
+@asynccontextmanager
+async def open_driver(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    clock: str = "virtual",
+    speed: float = 1.0,
+    preemption: PreemptionMode | None = None,
+    scheduling: SchedulingMode | None = None,
+    slices_per_operation: int | None = None,
+    thermal_thresholds_c: Sequence[float] | None = None,
+    ambient_c: float | None = None,
+    thermal_time_constant_ms: float | None = None,
+    keep_ended: int = 4096,
+    max_backlog: int = 1 << 16,
+) -> AsyncIterator[Driver]:
+    """Open a vendor driver over a fresh emulated NPU; closes it on exit.
+
+    Arguments:
+        path: a driver ``.so`` to dlopen; ``None`` for the built-in reference driver.
+        clock: ``"virtual"`` (no threads; time moves only in ``advance`` and
+            ``run_until_idle``, so runs repeat exactly) or ``"real"`` (worker
+            threads; emulated durations take ``speed`` times as long in wall time).
+        preemption, scheduling: override the driver's modes (``None``: its choice).
+        slices_per_operation: how finely each operation is cut (preemption points).
+        thermal_thresholds_c: six temperatures at which LIGHT..SHUTDOWN begin.
+        ambient_c, thermal_time_constant_ms: the thermal model (``None``: C defaults).
+        keep_ended, max_backlog: bounds on remembered results and undrained events.
+
+    Errors: ``NpuDriverError`` when the ``.so`` cannot be loaded or its init
+    fails, ``NpuAbiError`` when it was built against other headers.
+    """
+    driver = Driver.open(
+        path,
+        clock=clock,
+        speed=speed,
+        preemption=preemption,
+        scheduling=scheduling,
+        slices_per_operation=slices_per_operation,
+        thermal_thresholds_c=thermal_thresholds_c,
+        ambient_c=ambient_c,
+        thermal_time_constant_ms=thermal_time_constant_ms,
+        keep_ended=keep_ended,
+        max_backlog=max_backlog,
+    )
+    try:
+        yield driver
+    finally:
+        await driver.aclose()

@@ -1,0 +1,556 @@
+"""The low layer of the binding: ``npu/system.h``, call for call.
+
+This is the only module that touches cdata.  Each method of ``System`` is one C
+call of ``npu/system.h``: its arguments are converted to C structs here, its
+return code is checked at once (``_check``) and turned into the exception class
+that ``npuhal._errors`` maps to the code's name, and what it returns is plain
+Python (ints, strings, dataclasses from ``npuhal._types``).  Struct sizes, array
+lengths and limits are all read from the compiled extension, never written here.
+
+At import the ABI version compiled into ``npuhal._npu`` is compared with the one
+this binding speaks and, in a source checkout, with the one in
+``csrc/include/npu/hw.h``: a stale build fails loudly with "run make ext"
+rather than strangely, later.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._errors import NpuAbiError, NpuError, NpuModelError, NpuStateError, NpuValueError, error_class_for
+from ._model import Model
+from ._types import (
+    Device,
+    DeviceStatus,
+    DeviceType,
+    EndReason,
+    MemoryPressure,
+    OperandType,
+    PerformanceInfo,
+    SchedulingConfig,
+    StartReason,
+    ThermalChanged,
+    ThermalSeverity,
+    WorkEnded,
+    WorkInfo,
+    WorkRequested,
+    WorkStarted,
+    DriverEvent,
+    PreemptionMode,
+    SchedulingMode,
+)
+
+try:
+    from . import _npu
+except ImportError as exc:  # pragma: no cover - depends on the build state
+    raise NpuAbiError(
+        f"the C extension npuhal._npu is missing or unloadable ({exc}); build it with `make ext`"
+    ) from exc
+
+ffi = _npu.ffi
+lib = _npu.lib
+
+#: The ABI version (``NPU_ABI_VERSION`` of hw.h) this binding was written for.
+BINDING_ABI_VERSION = 1
+
+
+def _check_abi() -> None:
+    try:
+        compiled = int(lib.npu_abi_version())
+        cdef = int(lib.NPU_ABI_VERSION)
+    except AttributeError as exc:
+        raise NpuAbiError(f"npuhal._npu predates the NPU ABI ({exc}): rebuild it with `make ext`") from None
+    if compiled != cdef or compiled != BINDING_ABI_VERSION:
+        raise NpuAbiError(
+            f"npuhal._npu speaks NPU ABI {compiled} (cdef {cdef}), this binding speaks "
+            f"{BINDING_ABI_VERSION}: rebuild the extension with `make ext`"
+        )
+    # In a source checkout the headers may have moved on since the last build.
+    header = pathlib.Path(__file__).resolve().parent.parent / "csrc" / "include" / "npu" / "hw.h"
+    try:
+        text = header.read_text()
+    except OSError:
+        return
+    found = re.search(r"NPU_ABI_VERSION\s*=\s*(\d+)", text)
+    if found and int(found.group(1)) != compiled:
+        raise NpuAbiError(
+            f"csrc/include/npu/hw.h declares NPU ABI {found.group(1)} but npuhal._npu was built "
+            f"for {compiled}: the build is stale, run `make ext`"
+        )
+
+
+def _check_enums() -> None:
+    # The Python enums carry Android's numbers; the header must agree, or every
+    # event and device would be silently mislabelled.
+    pairs = [
+        (DeviceType, "NPU_DEVICE_"),
+        (DeviceStatus, "NPU_STATUS_"),
+        (StartReason, "NPU_START_REASON_"),
+        (EndReason, "NPU_END_REASON_"),
+        (ThermalSeverity, "NPU_THERMAL_"),
+        (PreemptionMode, "NPU_PREEMPT_"),
+        (SchedulingMode, "NPU_SCHED_"),
+        (OperandType, "NPU_OPERAND_"),
+    ]
+    for enum_cls, prefix in pairs:
+        for member in enum_cls:
+            c_value = getattr(lib, prefix + member.name, None)
+            if c_value is not None and int(c_value) != int(member):
+                raise NpuAbiError(
+                    f"{prefix}{member.name} is {c_value} in C but {enum_cls.__name__}.{member.name} "
+                    f"is {int(member)} in npuhal: the headers changed, update the binding"
+                )
+
+
+_check_abi()
+_check_enums()
+
+
+def _c_str(cdata_chars) -> str:
+    return ffi.string(cdata_chars).decode("utf-8", "replace")
+
+
+def error_name(status: int) -> str:
+    return _c_str(lib.npu_error_name(status))
+
+
+def strerror(status: int) -> str:
+    return _c_str(lib.npu_strerror(status))
+
+
+def make_error(status: int, context: str) -> NpuError:
+    """The exception for a failed C call (``status`` < 0)."""
+    name = error_name(status)
+    text = strerror(status)
+    cls = error_class_for(name)
+    return cls(f"{context}: {text} [{name}]", code=status, name=name, strerror=text)
+
+
+def _check(status: int, context: str) -> None:
+    if status != lib.NPU_OK:
+        raise make_error(status, context)
+
+
+def _u32(value: Any, what: str) -> int:
+    number = int(value)
+    if not 0 <= number <= 0xFFFFFFFF:
+        raise NpuModelError(f"{what} {number} does not fit in 32 bits")
+    return number
+
+
+def _i32(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise NpuValueError(f"{what} must be an integer, got {value!r}")
+    number = int(value)
+    if not -(2**31) <= number < 2**31:
+        raise NpuValueError(f"{what} {number} does not fit in 32 bits")
+    return number
+
+
+class CModel:
+    """A ``struct npu_model`` built from a ``Model``, and everything it points to.
+
+    C borrows a model only for the call it is passed to; this object keeps the
+    arrays alive for as long as it lives, so build it, make the call, drop it.
+    """
+
+    __slots__ = ("ptr", "_keep")
+
+    def __init__(self, model: Model) -> None:
+        keep: list[Any] = []
+        m = ffi.new("struct npu_model *")
+        operands = ffi.new("struct npu_operand[]", max(len(model.operands), 1))
+        for i, operand in enumerate(model.operands):
+            c = operands[i]
+            c.type = _i32(int(operand.type), "operand type")
+            dims = ffi.new("uint32_t[]", [_u32(d, "dimension") for d in operand.dimensions] or [0])
+            keep.append(dims)
+            c.dimension_count = len(operand.dimensions)
+            c.dimensions = dims
+            c.lifetime = _i32(int(operand.lifetime), "operand lifetime")
+            c.location.pool_index = _u32(operand.location.pool_index, "pool index")
+            c.location.offset = _u32(operand.location.offset, "location offset")
+            c.location.length = _u32(operand.location.length, "location length")
+        operations = ffi.new("struct npu_operation[]", max(len(model.operations), 1))
+        for i, operation in enumerate(model.operations):
+            c = operations[i]
+            c.type = _i32(int(operation.type), "operation type")
+            ins = ffi.new("uint32_t[]", [_u32(x, "operand index") for x in operation.inputs] or [0])
+            outs = ffi.new("uint32_t[]", [_u32(x, "operand index") for x in operation.outputs] or [0])
+            keep += [ins, outs]
+            c.input_count, c.inputs = len(operation.inputs), ins
+            c.output_count, c.outputs = len(operation.outputs), outs
+        inputs = ffi.new("uint32_t[]", [_u32(x, "input index") for x in model.input_indexes] or [0])
+        outputs = ffi.new("uint32_t[]", [_u32(x, "output index") for x in model.output_indexes] or [0])
+        values = ffi.from_buffer("char[]", model.operand_values) if model.operand_values else ffi.NULL
+        pools = ffi.new("struct npu_pool[]", max(len(model.pools), 1))
+        for i, pool in enumerate(model.pools):
+            buf = ffi.from_buffer("char[]", pool)
+            keep.append(buf)
+            pools[i].data = buf
+            pools[i].length = len(buf)
+        keep += [operands, operations, inputs, outputs, values, pools, model]
+        m.operand_count, m.operands = len(model.operands), operands
+        m.operation_count, m.operations = len(model.operations), operations
+        m.input_count, m.input_indexes = len(model.input_indexes), inputs
+        m.output_count, m.output_indexes = len(model.output_indexes), outputs
+        m.operand_values = values
+        m.operand_values_length = len(model.operand_values)
+        m.pool_count, m.pools = len(model.pools), pools
+        self.ptr = m
+        self._keep = keep
+
+
+def validate_model(model: Model) -> tuple[int, int | None]:
+    """``npu_model_validate``: (status, index of the bad operation or None)."""
+    cm = CModel(model)
+    bad = ffi.new("uint32_t *")
+    status = lib.npu_model_validate(cm.ptr, bad)
+    return status, (None if bad[0] == 0xFFFFFFFF else int(bad[0]))
+
+
+def c_buffers(buffers: Sequence[Any], *, writable: bool) -> tuple[Any, list[Any]]:
+    """A ``struct npu_buffer[]`` over Python buffers, and the cdata keeping them alive."""
+    arr = ffi.new("struct npu_buffer[]", max(len(buffers), 1))
+    keep: list[Any] = [arr]
+    for i, buf in enumerate(buffers):
+        c = ffi.from_buffer("char[]", buf, require_writable=writable)
+        keep.append(c)
+        arr[i].data = c
+        arr[i].length = len(c)
+    return arr, keep
+
+
+def run_model(model: Model, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+    """``npu_kernel_run_model``: run a whole model on this thread, no device involved."""
+    cm = CModel(model)
+    cin, keep_in = c_buffers(inputs, writable=False)
+    cout, keep_out = c_buffers(outputs, writable=True)
+    _check(lib.npu_kernel_run_model(cm.ptr, cin, len(inputs), cout, len(outputs)), "npu_kernel_run_model")
+    del keep_in, keep_out
+
+
+def _work_info(w) -> WorkInfo:
+    return WorkInfo(
+        id=int(w.id),
+        group_id=uuid.UUID(bytes=bytes(ffi.buffer(w.group_id))) if w.has_group_id else None,
+        uid=int(w.uid),
+        debug_pid=int(w.debug_pid),
+        original_uid=int(w.original_uid),
+        debug_feature_id=_c_str(w.debug_feature_id) if w.has_debug_feature_id else None,
+        job_priority=int(w.job_priority),
+        effective_priority=int(w.effective_priority),
+        timestamp_ms=int(w.timestamp_ms),
+        device_number=int(w.device_number),
+    )
+
+
+def convert_event(ev) -> DriverEvent:
+    kind = ev.type
+    if kind == lib.NPU_EVENT_WORK_REQUESTED:
+        return WorkRequested(_work_info(ev.work))
+    if kind == lib.NPU_EVENT_WORK_STARTED:
+        return WorkStarted(_work_info(ev.work), StartReason(ev.reason))
+    if kind == lib.NPU_EVENT_WORK_ENDED:
+        return WorkEnded(_work_info(ev.work), EndReason(ev.reason))
+    if kind == lib.NPU_EVENT_THERMAL:
+        return ThermalChanged(
+            ThermalSeverity(ev.thermal_severity), round(float(ev.temperature_c), 3), int(ev.time_ns)
+        )
+    if kind == lib.NPU_EVENT_MEMORY:
+        return MemoryPressure(
+            hw_device=int(ev.memory_device),
+            weight_memory_used=int(ev.weight_memory_used),
+            weight_memory_total=int(ev.weight_memory_total),
+            sram_used=int(ev.sram_used),
+            sram_total=int(ev.sram_total),
+            refused=None if ev.memory_status == lib.NPU_OK else error_name(ev.memory_status),
+            time_ns=int(ev.time_ns),
+        )
+    raise NpuError(f"the C layer sent an event of unknown type {kind}")
+
+
+def _device(number: int, info) -> Device:
+    caps = {}
+    for t in OperandType:
+        if int(t) < lib.NPU_OPERAND_TYPE_COUNT:
+            p = info.operand_performance[int(t)]
+            caps[t] = PerformanceInfo(float(p.exec_time), float(p.power_usage))
+    return Device(
+        number=number,
+        name=_c_str(info.name),
+        type=DeviceType(info.type),
+        version=_c_str(info.version),
+        feature_level=int(info.feature_level),
+        status=DeviceStatus(info.status),
+        capabilities=caps,
+        weight_memory_bytes=int(info.weight_memory_bytes),
+        sram_bytes=int(info.sram_bytes),
+        channels=int(info.channel_count),
+        parts=tuple(int(info.parts[i]) for i in range(info.part_count)),
+        relaxed_float32_to_float16_scalar=PerformanceInfo(
+            float(info.relaxed_float32_to_float16_scalar.exec_time),
+            float(info.relaxed_float32_to_float16_scalar.power_usage),
+        ),
+        relaxed_float32_to_float16_tensor=PerformanceInfo(
+            float(info.relaxed_float32_to_float16_tensor.exec_time),
+            float(info.relaxed_float32_to_float16_tensor.power_usage),
+        ),
+    )
+
+
+def _c_configs(configs: Sequence[SchedulingConfig]):
+    arr = ffi.new("struct npu_scheduling_config[]", max(len(configs), 1))
+    for i, cfg in enumerate(configs):
+        if not isinstance(cfg, SchedulingConfig):
+            raise NpuValueError(f"configs[{i}] is a {type(cfg).__name__}, not a SchedulingConfig")
+        c = arr[i]
+        c.min_priority = _i32(cfg.min_priority, "minPriority")
+        c.max_priority = _i32(cfg.max_priority, "maxPriority")
+        c.uid = _i32(cfg.uid, "uid")
+        c.app_priority = _i32(cfg.app_priority, "appPriority")
+        c.has_direct_access = bool(cfg.has_direct_access)
+        c.can_attribute_other_uid = bool(cfg.can_attribute_other_uid)
+    return arr
+
+
+class System:
+    """One ``struct npu_system``: the emulated hardware, a driver and the event ring.
+
+    A thin owner of the C pointer.  ``destroy`` is idempotent; every other call
+    after it raises ``NpuStateError`` (the pythonic layer raises its own
+    ``NpuClosedError`` first, so users never see that).
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: int,
+        speed_factor: float = 0.0,
+        driver_path: str | None = None,
+        thermal_thresholds_c: Sequence[float] | None = None,
+        ambient_c: float = 0.0,
+        thermal_time_constant_ms: float = 0.0,
+        preemption_mode: int = 0,
+        scheduling_mode: int = 0,
+        slices_per_operation: int = 0,
+    ) -> None:
+        cfg = ffi.new("struct npu_system_config *")
+        cfg.clock = clock
+        cfg.speed_factor = speed_factor
+        n_thresholds = len(cfg.thermal_thresholds_c)
+        if thermal_thresholds_c is not None:
+            values = [float(t) for t in thermal_thresholds_c]
+            if len(values) != n_thresholds:
+                raise NpuValueError(
+                    f"thermal_thresholds_c needs {n_thresholds} temperatures (LIGHT..SHUTDOWN), got {len(values)}"
+                )
+            for i, t in enumerate(values):
+                cfg.thermal_thresholds_c[i] = t
+        cfg.ambient_c = ambient_c
+        cfg.thermal_time_constant_ms = thermal_time_constant_ms
+        path = ffi.new("char[]", driver_path.encode()) if driver_path else ffi.NULL
+        cfg.driver_path = path
+        cfg.preemption_mode = preemption_mode
+        cfg.scheduling_mode = scheduling_mode
+        cfg.slices_per_operation = slices_per_operation
+        out = ffi.new("struct npu_system **")
+        _check(lib.npu_system_create(cfg, out), f"npu_system_create({driver_path or 'reference driver'})")
+        self._ptr = out[0]
+        self._event_cap = 256
+        self._events = ffi.new("struct npu_event[]", self._event_cap)
+        self._count = ffi.new("uint32_t *")
+
+    @property
+    def ptr(self):
+        if self._ptr is None:
+            raise NpuStateError("the npu_system was destroyed")
+        return self._ptr
+
+    def destroy(self) -> None:
+        ptr, self._ptr = self._ptr, None
+        if ptr is not None:
+            lib.npu_system_destroy(ptr)
+
+    @property
+    def destroyed(self) -> bool:
+        return self._ptr is None
+
+    # ---- events ----
+
+    def event_fd(self) -> int:
+        return int(lib.npu_system_event_fd(self.ptr))
+
+    def drain_events(self) -> list[DriverEvent]:
+        """Every waiting event, oldest first (several C calls if the ring is long)."""
+        out: list[DriverEvent] = []
+        while True:
+            _check(
+                lib.npu_system_drain_events(self.ptr, self._events, self._event_cap, self._count),
+                "npu_system_drain_events",
+            )
+            n = self._count[0]
+            out.extend(convert_event(self._events[i]) for i in range(n))
+            if n < self._event_cap:
+                return out
+
+    def events_dropped(self) -> int:
+        return int(lib.npu_system_events_dropped(self.ptr))
+
+    # ---- clock ----
+
+    def clock(self) -> int:
+        return int(lib.npu_system_clock(self.ptr))
+
+    def now_ns(self) -> int:
+        return int(lib.npu_system_now_ns(self.ptr))
+
+    def advance(self, ns: int) -> None:
+        _check(lib.npu_system_advance(self.ptr, ns), "npu_system_advance")
+
+    def advance_to_next_event(self) -> int:
+        now = ffi.new("int64_t *")
+        _check(lib.npu_system_advance_to_next_event(self.ptr, now), "npu_system_advance_to_next_event")
+        return int(now[0])
+
+    def run_until_idle(self, max_ns: int = 0) -> None:
+        _check(lib.npu_system_run_until_idle(self.ptr, max_ns), "npu_system_run_until_idle")
+
+    # ---- driver ----
+
+    def vendor(self) -> str:
+        return _c_str(lib.npu_system_vendor(self.ptr))
+
+    def device_count(self) -> int:
+        return int(lib.npu_system_device_count(self.ptr))
+
+    def get_device_info(self, device: int) -> Device:
+        info = ffi.new("struct npu_device_info *")
+        _check(lib.npu_system_get_device_info(self.ptr, device, info), f"get_device_info({device})")
+        return _device(device, info)
+
+    def device_memory(self, device: int) -> tuple[int, int, int, int]:
+        """(weight used, weight total, sram used, sram total) of a driver device, now."""
+        info = ffi.new("struct npu_device_info *")
+        _check(lib.npu_system_get_device_info(self.ptr, device, info), f"get_device_info({device})")
+        return (
+            int(info.weight_memory_used),
+            int(info.weight_memory_bytes),
+            int(info.sram_used),
+            int(info.sram_bytes),
+        )
+
+    def get_supported_operations(self, device: int, model: Model) -> list[bool]:
+        cm = CModel(model)
+        supported = ffi.new("bool[]", max(len(model.operations), 1))
+        _check(
+            lib.npu_system_get_supported_operations(self.ptr, device, cm.ptr, supported),
+            f"get_supported_operations(device {device})",
+        )
+        return [bool(supported[i]) for i in range(len(model.operations))]
+
+    def set_scheduling_configs(self, configs: Sequence[SchedulingConfig]) -> None:
+        arr = _c_configs(configs)
+        _check(lib.npu_system_set_scheduling_configs(self.ptr, arr, len(configs)), "setSchedulingConfigs")
+
+    def update_scheduling_configs(self, configs: Sequence[SchedulingConfig]) -> None:
+        arr = _c_configs(configs)
+        _check(lib.npu_system_update_scheduling_configs(self.ptr, arr, len(configs)), "updateSchedulingConfigs")
+
+    def load_model(
+        self,
+        device: int,
+        model: Model,
+        *,
+        emulated_weight_bytes: int = 0,
+        emulated_sram_bytes: int = 0,
+        cost_scale: float = 0.0,
+    ) -> int:
+        cm = CModel(model)
+        params = ffi.new("struct npu_load_params *")
+        params.emulated_weight_bytes = emulated_weight_bytes
+        params.emulated_sram_bytes = emulated_sram_bytes
+        params.cost_scale = cost_scale
+        model_id = ffi.new("uint32_t *")
+        _check(lib.npu_system_load_model(self.ptr, device, cm.ptr, params, model_id), f"load_model(device {device})")
+        return int(model_id[0])
+
+    def unload_model(self, model_id: int) -> None:
+        _check(lib.npu_system_unload_model(self.ptr, model_id), f"unload_model({model_id})")
+
+    def submit_work(
+        self,
+        *,
+        model_id: int,
+        uid: int,
+        original_uid: int,
+        debug_pid: int,
+        job_priority: int,
+        group_id: uuid.UUID | None,
+        feature_id: str | None,
+        inputs: Sequence[Any],
+        outputs: Sequence[Any],
+    ) -> tuple[int, list[Any]]:
+        """Submit; returns (work id, the cdata that must outlive the work's final ENDED)."""
+        req = ffi.new("struct npu_work_request *")
+        req.model_id = model_id
+        req.uid = _i32(uid, "uid")
+        req.original_uid = _i32(original_uid, "originalUid")
+        req.debug_pid = _i32(debug_pid, "debugPid")
+        req.job_priority = _i32(job_priority, "jobPriority")
+        if group_id is not None:
+            req.has_group_id = True
+            ffi.memmove(req.group_id, group_id.bytes, len(group_id.bytes))
+        feature = ffi.new("char[]", feature_id.encode()) if feature_id is not None else ffi.NULL
+        req.debug_feature_id = feature
+        cin, keep_in = c_buffers(inputs, writable=False)
+        cout, keep_out = c_buffers(outputs, writable=True)
+        req.input_count, req.inputs = len(inputs), cin
+        req.output_count, req.outputs = len(outputs), cout
+        work_id = ffi.new("int32_t *")
+        _check(lib.npu_system_submit_work(self.ptr, req, work_id), "submit_work")
+        return int(work_id[0]), keep_in + keep_out
+
+    def cancel_work(self, work_id: int) -> None:
+        _check(lib.npu_system_cancel_work(self.ptr, _i32(work_id, "work id")), f"cancel_work({work_id})")
+
+    def inject_fault(self, kind: int, *, device: int = 0, channel: int = 0, heat_c: float = 0.0) -> None:
+        fault = ffi.new("struct npu_fault *")
+        fault.kind = kind
+        fault.device = device
+        fault.channel = channel
+        fault.heat_c = heat_c
+        _check(lib.npu_system_inject_fault(self.ptr, fault), "inject_fault")
+
+    def reset_channel(self, device: int, channel: int) -> None:
+        _check(lib.npu_system_reset_channel(self.ptr, device, channel), f"reset_channel({device}, {channel})")
+
+    def set_preemption_mode(self, mode: int) -> None:
+        _check(lib.npu_system_set_preemption_mode(self.ptr, mode), "set_preemption_mode")
+
+    def set_scheduling_mode(self, mode: int) -> None:
+        _check(lib.npu_system_set_scheduling_mode(self.ptr, mode), "set_scheduling_mode")
+
+    def thermal_state(self) -> tuple[ThermalSeverity, float]:
+        sev = ffi.new("int32_t *")
+        temp = ffi.new("float *")
+        _check(lib.npu_system_thermal_state(self.ptr, sev, temp), "thermal_state")
+        return ThermalSeverity(sev[0]), float(temp[0])
+
+    def dump(self) -> str:
+        length = ffi.new("size_t *")
+        cap = 4096
+        while True:
+            buf = ffi.new("char[]", cap)
+            status = lib.npu_system_dump(self.ptr, buf, cap, length)
+            if status == lib.NPU_E_BUFFER_TOO_SMALL:
+                cap = int(length[0]) + 1
+                continue
+            _check(status, "dump")
+            return _c_str(buf)

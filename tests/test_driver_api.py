@@ -1,0 +1,254 @@
+"""The binding's public face: exports, devices, errors, open/close, events into trio."""
+
+import ast
+import pathlib
+
+import numpy as np
+import pytest
+import trio
+import trio.testing
+
+import npuhal
+from npuhal import DeviceStatus, DeviceType, FuseCode, ModelBuilder, OperandType, OperationType
+
+NPUHAL = pathlib.Path(npuhal.__file__).parent
+
+
+def small_model():
+    m = ModelBuilder()
+    x = m.input((2, 4))
+    m.output(m.operation(OperationType.ADD, [x, m.constant(np.ones((2, 4), np.float32)), m.int32(FuseCode.NONE)], (2, 4)))
+    return m.build()
+
+
+def test_every_public_name_is_exported_once_from_a_private_module():
+    tree = ast.parse((NPUHAL / "__init__.py").read_text())
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            assert node.module.startswith("_"), node.module
+            for alias in node.names:
+                assert alias.asname == alias.name, f"{alias.name} must be re-exported as itself"
+                names.append(alias.name)
+    assert len(names) == len(set(names))
+    # Exactly what the private modules declare public: nothing missing, nothing extra.
+    import importlib
+
+    declared = set()
+    for module in {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}:
+        declared |= set(importlib.import_module(f"npuhal.{module}").__all__)
+    assert set(names) == declared
+    for required in ("open_driver", "Driver", "Device", "NpuError", "SchedulingConfig", "WorkInfo", "Model"):
+        assert required in names
+
+
+def test_nothing_but_lowlevel_touches_cffi():
+    for path in NPUHAL.glob("_*.py"):
+        if path.name == "_lowlevel.py":
+            continue
+        text = path.read_text()
+        assert "ffi." not in text and "import _npu" not in text and "from . import _npu" not in text, path.name
+
+
+def test_error_hierarchy_has_builtin_flavours():
+    assert issubclass(npuhal.NpuValueError, ValueError)
+    assert issubclass(npuhal.NpuCapacityError, MemoryError)
+    assert issubclass(npuhal.NpuPermissionError, PermissionError)
+    assert issubclass(npuhal.NpuClosedError, trio.ClosedResourceError)
+    assert issubclass(npuhal.NpuLookupError, LookupError)
+    for cls in (npuhal.NpuInvalidPriorityError, npuhal.NpuDuplicateUidError, npuhal.NpuAttributionError, npuhal.NpuAbiError):
+        assert issubclass(cls, npuhal.NpuError)
+    e = npuhal.NpuCapacityError("full", code=-13, name="WEIGHT_MEMORY_FULL", strerror="no room")
+    assert (e.code, e.name, e.strerror, str(e)) == (-13, "WEIGHT_MEMORY_FULL", "no room", "full")
+
+
+def test_every_c_error_code_maps_to_a_specific_class():
+    from npuhal import _lowlevel
+    from npuhal._errors import NpuError, error_class_for
+
+    seen = 0
+    for code in range(-1, -200, -1):
+        name = _lowlevel.error_name(code)
+        if name == "UNKNOWN":
+            break
+        seen += 1
+        assert error_class_for(name) is not NpuError, f"{name} has no class"
+        assert _lowlevel.strerror(code)
+    assert seen >= 30
+
+
+async def test_devices_describe_the_reference_driver():
+    async with npuhal.open_driver() as driver:
+        devices = driver.devices
+        names = [d.name for d in devices]
+        assert len(set(names)) == len(names) >= 4
+        assert [d.number for d in devices] == list(range(len(devices)))
+        for d in devices:
+            vendor, _, rest = d.name.partition("-")
+            assert vendor == driver.vendor and rest and "-" not in rest
+            assert d.version and d.feature_level == 29 and d.status is DeviceStatus.AVAILABLE
+            assert d.capabilities[OperandType.TENSOR_FLOAT32].exec_time > 0
+            assert d.capabilities[OperandType.TENSOR_FLOAT32].power_usage > 0
+            assert d.channels >= 1 and d.weight_memory_bytes > 0
+        assert {DeviceType.ACCELERATOR, DeviceType.GPU, DeviceType.OTHER} <= {d.type for d in devices}
+        npu = next(d for d in devices if d.type is DeviceType.ACCELERATOR)
+        assert npu.channels == 2
+        hetero = next(d for d in devices if d.parts)
+        assert hetero.type is DeviceType.OTHER and len(hetero.parts) == 2
+        assert all(p in range(len(devices)) and devices[p].name != hetero.name for p in hetero.parts)
+        assert driver.device_by_name(npu.name) == npu
+        with pytest.raises(npuhal.NpuLookupError):
+            driver.device_by_name("emu-nothing")
+        assert "emu" in driver.dump() or driver.vendor in driver.dump()
+
+
+async def test_use_after_close_raises_closed_and_close_twice_is_harmless():
+    driver = npuhal.Driver.open()
+    handle = driver.load_model(0, small_model())
+    work = driver.submit(handle, [np.zeros((2, 4), np.float32)], uid=1, job_priority=0)
+    await driver.aclose()
+    await driver.aclose()
+    driver.close()
+    assert driver.closed and not handle.loaded
+    for call in (
+        lambda: driver.devices,
+        lambda: driver.drain_events(),
+        lambda: driver.submit(handle, [np.zeros((2, 4), np.float32)], uid=1, job_priority=0),
+        lambda: driver.outputs(work),
+        lambda: driver.advance(1),
+        lambda: handle.unload(),
+        lambda: driver.dump(),
+    ):
+        with pytest.raises(npuhal.NpuClosedError):
+            call()
+    with pytest.raises(trio.ClosedResourceError):
+        await driver.wait_events()
+
+
+async def test_open_driver_closes_even_when_the_body_raises():
+    with pytest.raises(KeyError):
+        async with npuhal.open_driver() as driver:
+            raise KeyError("boom")
+    assert driver.closed
+
+
+def test_sync_open_for_tools():
+    with npuhal.Driver.open() as driver:
+        assert driver.clock == "virtual" and driver.devices
+    assert driver.closed
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"clock": "wall"}, {"speed": 0}, {"speed": float("nan")}, {"slices_per_operation": 0}, {"preemption": 9}],
+)
+def test_open_refuses_bad_options(kwargs):
+    with pytest.raises(ValueError):
+        npuhal.Driver.open(**kwargs)
+
+
+def test_open_refuses_a_missing_or_bogus_driver(tmp_path):
+    with pytest.raises(npuhal.NpuValueError, match="no driver"):
+        npuhal.Driver.open(tmp_path / "absent.so")
+    bogus = tmp_path / "bogus.so"
+    bogus.write_bytes(b"not an ELF file")
+    with pytest.raises(npuhal.NpuDriverError) as info:
+        npuhal.Driver.open(bogus)
+    assert info.value.name == "DRIVER_LOAD_FAILED"
+
+
+async def test_closing_wakes_a_task_waiting_for_events(autojump_clock):
+    driver = npuhal.Driver.open()
+    got = []
+
+    async def waiter():
+        with pytest.raises(npuhal.NpuClosedError):
+            await driver.wait_events()
+        got.append("woken")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(waiter)
+        await trio.sleep(1)
+        await driver.aclose()
+    assert got == ["woken"]
+
+
+async def test_event_stream_ends_when_the_driver_closes(autojump_clock):
+    driver = npuhal.Driver.open()
+    handle = driver.load_model(0, small_model())
+    seen = []
+
+    async def consume():
+        async for event in driver.events():
+            if isinstance(event, (npuhal.WorkRequested, npuhal.WorkStarted, npuhal.WorkEnded)):
+                seen.append(type(event).__name__)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(consume)
+        await trio.sleep(1)
+        driver.submit(handle, [np.zeros((2, 4), np.float32)], uid=1, job_priority=0)
+        driver.run_until_idle()  # pulls the events; the waiting consumer is woken
+        await trio.sleep(1)
+        await driver.aclose()
+    assert seen == ["WorkRequested", "WorkStarted", "WorkEnded"]
+
+
+async def test_wait_work_and_a_pump_can_share_the_event_fd(autojump_clock):
+    async with npuhal.open_driver() as driver:
+        handle = driver.load_model(0, small_model())
+        work = driver.submit(handle, [np.ones((2, 4), np.float32)], uid=1, job_priority=0)
+        pumped = []
+
+        async def pump():
+            while not any(isinstance(e, npuhal.WorkEnded) for e in pumped):
+                pumped.extend(await driver.wait_events())
+
+        async def stepper():
+            await trio.sleep(1)
+            driver.run_until_idle()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump)
+            nursery.start_soon(stepper)
+            ended = await driver.wait_work(work)
+        assert ended.reason is npuhal.EndReason.COMPLETED
+        assert [type(e).__name__ for e in pumped if hasattr(e, "info")] == ["WorkRequested", "WorkStarted", "WorkEnded"]
+        np.testing.assert_array_equal(driver.outputs(work)[0], np.full((2, 4), 2, np.float32))
+
+
+async def test_the_raw_eventfd_becomes_readable_when_events_wait(autojump_clock):
+    # Wait on the C eventfd directly: nothing but C's signal can wake this task.
+    async with npuhal.open_driver() as driver:
+        handle = driver.load_model(0, small_model())
+        fd = driver._sys.event_fd()
+        driver.drain_events()
+        woke = trio.Event()
+
+        async def sleeper():
+            await trio.lowlevel.wait_readable(fd)
+            woke.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sleeper)
+            await trio.sleep(1)
+            assert not woke.is_set()
+            # submit() queues WorkRequested in C and does not read it back.
+            driver.submit(handle, [np.zeros((2, 4), np.float32)], uid=1, job_priority=0)
+            with trio.fail_after(5):
+                await woke.wait()
+
+
+def test_the_compiled_abi_is_checked():
+    from npuhal import _lowlevel
+
+    assert _lowlevel.lib.npu_abi_version() == _lowlevel.BINDING_ABI_VERSION
+    assert _lowlevel._check_abi() is None
+
+
+async def test_run_model_without_a_device_uses_the_same_kernels():
+    from npuhal import _lowlevel
+
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    out = np.zeros((2, 4), np.float32)
+    _lowlevel.run_model(small_model(), [x], [out])
+    np.testing.assert_array_equal(out, x + 1)
