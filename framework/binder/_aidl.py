@@ -653,12 +653,20 @@ _TYPE_ANNOTATIONS = frozenset({"nullable", "utf8InCpp"})
 def _syntax_error(e: lark.exceptions.UnexpectedInput, filename: str, text: str) -> AidlSyntaxError:
     line, column = getattr(e, "line", -1), getattr(e, "column", -1)
     if isinstance(e, lark.exceptions.UnexpectedCharacters):
-        ch = text[e.pos_in_stream] if 0 <= e.pos_in_stream < len(text) else "?"
-        msg = f"unexpected character {ch!r}"
+        rest = text[e.pos_in_stream :] if 0 <= e.pos_in_stream < len(text) else ""
+        if rest.startswith("/*"):
+            msg = "unterminated /* comment"
+        elif rest[:1] in ("\"", "'"):
+            msg = f"unterminated {'string' if rest[0] == chr(34) else 'char'} literal"
+        else:
+            msg = f"unexpected character {rest[:1] or '?'!r}"
     elif isinstance(e, lark.exceptions.UnexpectedToken):
         tok = e.token
         if tok.type == "$END":
             msg = "unexpected end of file"
+            line = None  # lark puts $END on the last token; point past it instead
+        elif text.startswith("/*", tok.start_pos or 0):
+            return AidlSyntaxError("unterminated /* comment", filename, line, column)
         else:
             msg = f"unexpected {str(tok)!r}"
         words = []
