@@ -32,6 +32,10 @@ from npuhal import (
 )
 
 UID = 10001
+# The reference hardware computes these small models in about 0.1 ms; a cost
+# scale stretches a work to tens of emulated milliseconds, so that others can
+# arrive while it runs.
+LONG = 100_000
 
 
 def fc_model(n_in=64, units=32, seed=0):
@@ -50,7 +54,10 @@ def by_type(driver, device_type):
 
 
 def single_channel_device(driver):
-    return next(d for d in driver.devices if d.channels == 1 and not d.parts and d.type is not DeviceType.OTHER)
+    # The GPU: one channel, and every operation these tests use.
+    dev = by_type(driver, DeviceType.GPU)
+    assert dev.channels == 1
+    return dev
 
 
 def kinds(events, work_id):
@@ -58,7 +65,8 @@ def kinds(events, work_id):
     out = []
     for e in events:
         if isinstance(e, (WorkRequested, WorkStarted, WorkEnded)) and e.info.id == work_id:
-            out.append((type(e).__name__, getattr(e, "reason", None) and e.reason.name))
+            reason = getattr(e, "reason", None)
+            out.append((type(e).__name__, None if reason is None else reason.name))
     return out
 
 
@@ -70,7 +78,7 @@ async def test_one_inference_yields_requested_started_ended_with_its_work_info()
     async with npuhal.open_driver() as driver:
         driver.set_scheduling_configs([SchedulingConfig(uid=1001, app_priority=500)])
         npu = by_type(driver, DeviceType.ACCELERATOR)
-        handle = driver.load_model(npu, fc_model())
+        handle = driver.load_model(npu, fc_model(), cost_scale=LONG)
         group = uuid.uuid4()
         work = driver.submit(
             handle, [x_input()], uid=1001, debug_pid=4242, job_priority=250, group_id=group, feature_id="camera.hdr"
@@ -108,7 +116,7 @@ async def test_effective_priority_is_clamped_and_job_priority_orders_it():
 async def test_a_free_channel_takes_the_lowest_effective_priority_first_ties_in_arrival_order():
     async with npuhal.open_driver(preemption=PreemptionMode.NONE) as driver:
         dev = single_channel_device(driver)
-        handle = driver.load_model(dev, fc_model(), cost_scale=50)
+        handle = driver.load_model(dev, fc_model(), cost_scale=LONG)
         blocker = driver.submit(handle, [x_input()], uid=UID, job_priority=1000)
         # All of these queue behind the blocker, in this arrival order.
         prios = [700, 100, 400, 100, 0, 999]
@@ -123,7 +131,7 @@ async def _preempted_run(mode):
     """A low-priority work preempted mid-run by a high-priority one; its events and result."""
     async with npuhal.open_driver(preemption=mode, slices_per_operation=8) as driver:
         dev = single_channel_device(driver)
-        handle = driver.load_model(dev, fc_model(), cost_scale=200)
+        handle = driver.load_model(dev, fc_model(), cost_scale=LONG)
         low = driver.submit(handle, [x_input(3)], uid=UID, job_priority=900)
         driver.advance_to_next_event()
         driver.advance_to_next_event()  # a few slices in
@@ -137,7 +145,7 @@ async def _preempted_run(mode):
 
 async def _plain_result(seed):
     async with npuhal.open_driver(preemption=PreemptionMode.NONE, slices_per_operation=8) as driver:
-        handle = driver.load_model(single_channel_device(driver), fc_model(), cost_scale=200)
+        handle = driver.load_model(single_channel_device(driver), fc_model(), cost_scale=LONG)
         w = driver.submit(handle, [x_input(seed)], uid=UID, job_priority=500)
         driver.run_until_idle()
         return driver.outputs(w)[0].copy()
@@ -180,7 +188,7 @@ async def test_without_preemption_the_high_priority_work_waits():
 
 async def test_cancel_a_queued_and_a_running_work_gives_cancelled_user():
     async with npuhal.open_driver(preemption=PreemptionMode.NONE) as driver:
-        handle = driver.load_model(single_channel_device(driver), fc_model(), cost_scale=50)
+        handle = driver.load_model(single_channel_device(driver), fc_model(), cost_scale=LONG)
         running = driver.submit(handle, [x_input()], uid=UID, job_priority=0)
         queued = driver.submit(handle, [x_input()], uid=UID, job_priority=0)
         driver.advance_to_next_event()
@@ -199,7 +207,7 @@ async def test_cancel_a_queued_and_a_running_work_gives_cancelled_user():
 
 async def test_unloading_a_model_ends_its_work_cancelled_system():
     async with npuhal.open_driver() as driver:
-        handle = driver.load_model(single_channel_device(driver), fc_model(), cost_scale=50)
+        handle = driver.load_model(single_channel_device(driver), fc_model(), cost_scale=LONG)
         w = driver.submit(handle, [x_input()], uid=UID, job_priority=0)
         handle.unload()
         assert not handle.loaded
@@ -253,9 +261,8 @@ async def test_work_without_direct_access_or_with_unauthorised_attribution_is_re
         assert direct.value.code != attribution.value.code
         with pytest.raises(npuhal.NpuInvalidPriorityError):
             driver.submit(handle, [x_input()], uid=2002, job_priority=1001)
-        assert driver.drain_events() == [] or all(
-            not isinstance(e, WorkRequested) for e in driver.drain_events()
-        )  # refused submissions emit nothing
+        # Refused submissions emit nothing (loading the model did: a MemoryPressure).
+        assert not [e for e in driver.drain_events() if hasattr(e, "info")]
         ok = driver.submit(handle, [x_input()], uid=1000, original_uid=42, job_priority=0)
         driver.run_until_idle()
         requested = [e for e in driver.drain_events() if isinstance(e, WorkRequested)]
@@ -326,7 +333,7 @@ async def test_throttling_lengthens_work_and_severities_are_reported():
     async def duration(spike):
         async with npuhal.open_driver(thermal_time_constant_ms=1e9) as driver:
             dev = single_channel_device(driver)
-            handle = driver.load_model(dev, fc_model(), cost_scale=50)
+            handle = driver.load_model(dev, fc_model(), cost_scale=LONG)
             if spike:
                 driver.heat_spike(spike)
             severity = driver.thermal_state()[0]
@@ -349,7 +356,7 @@ async def test_throttling_lengthens_work_and_severities_are_reported():
 async def test_the_die_heats_with_load_and_cools_at_rest():
     thresholds = [26, 27, 28, 29, 30, 200]
     async with npuhal.open_driver(thermal_thresholds_c=thresholds, thermal_time_constant_ms=50) as driver:
-        handle = driver.load_model(by_type(driver, DeviceType.ACCELERATOR), fc_model(), cost_scale=500)
+        handle = driver.load_model(by_type(driver, DeviceType.ACCELERATOR), fc_model(), cost_scale=LONG)
         for _ in range(8):
             driver.submit(handle, [x_input()], uid=UID, job_priority=0)
         driver.run_until_idle()
@@ -367,7 +374,7 @@ async def test_the_die_heats_with_load_and_cools_at_rest():
 async def test_fault_injection_fail_hang_and_reset():
     async with npuhal.open_driver() as driver:
         dev = single_channel_device(driver)
-        handle = driver.load_model(dev, fc_model(), cost_scale=20)
+        handle = driver.load_model(dev, fc_model(), cost_scale=LONG)
         driver.fail_next_work(dev)
         failed = driver.submit(handle, [x_input()], uid=UID, job_priority=0)
         driver.run_until_idle()
@@ -396,7 +403,7 @@ def test_crash_fault_aborts_the_process():
 async def test_virtual_clock_is_exactly_repeatable():
     async def trace():
         async with npuhal.open_driver(preemption=PreemptionMode.CHECKPOINT) as driver:
-            handle = driver.load_model(by_type(driver, DeviceType.ACCELERATOR), fc_model(), cost_scale=30)
+            handle = driver.load_model(by_type(driver, DeviceType.ACCELERATOR), fc_model(), cost_scale=LONG)
             for i in range(6):
                 driver.submit(handle, [x_input(i)], uid=UID + i % 2, job_priority=(i * 373) % 1000)
                 driver.advance(0.05)
