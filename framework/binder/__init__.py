@@ -1,1 +1,84 @@
-"""framework.binder: trio IPC with AIDL-defined interfaces and msgpack parcelables."""
+"""framework.binder: trio IPC with AIDL-defined interfaces and msgpack parcelables.
+
+General layout (everything lives in private modules; this file only re-exports):
+
+- ``_status``: Android's exception codes and status_t values, and the exceptions
+  (``RemoteException`` and its builtin-flavoured subclasses) a caller sees.
+- ``_wire``: the sans-IO protocol, as h11: length-prefixed msgpack frames, the
+  events, and the one table of connection state transitions. Bytes in, events out.
+- ``_transport``: where the bytes travel. ``UnixNetwork`` (sockets 0600 in a 0700
+  runtime directory, ``SO_PEERCRED``, ``SCM_RIGHTS``) and ``MemoryNetwork`` (a
+  whole stack inside one trio run, for tests under the mock clock).
+- ``_aidl`` and ``_parcel``: the AIDL loader and the typed codec of parcelables;
+  ``_fd``: ``ParcelFileDescriptor`` and ``SharedMemory``.
+- ``_runtime``: the per-process runtime (``open_binder_runtime``), ``Binder`` and
+  ``BinderProxy``, death notices, calling identity.
+- ``_interface``: ``interface_class``: stubs and proxies from an ``InterfaceDef``.
+- ``_servicemanager``: the registry and pid -> uid records; ``servicemanager`` is
+  its ``python -m`` entry point. ``_launch`` and ``_gate``: starting a child under
+  a uid.
+
+The layering is one way: ``_wire`` knows only ``_status``; ``_transport`` knows
+``_wire``; ``_runtime`` builds on both; the servicemanager is an ordinary user of
+the runtime. Nothing here knows anything about NPUs.
+"""
+
+from ._aidl import AidlRegistry as AidlRegistry
+from ._aidl import AidlSyntaxError as AidlSyntaxError
+from ._fd import ParcelFileDescriptor as ParcelFileDescriptor
+from ._fd import SharedMemory as SharedMemory
+from ._interface import InterfaceProxy as InterfaceProxy
+from ._interface import interface_class as interface_class
+from ._launch import launch_process as launch_process
+from ._runtime import RUNTIME_DIR_ENV as RUNTIME_DIR_ENV
+from ._runtime import SERVICEMANAGER_ADDRESS as SERVICEMANAGER_ADDRESS
+from ._runtime import SHELL_TOKEN_FILE as SHELL_TOKEN_FILE
+from ._runtime import Binder as Binder
+from ._runtime import BinderProxy as BinderProxy
+from ._runtime import BinderRuntime as BinderRuntime
+from ._runtime import DeathRecipient as DeathRecipient
+from ._runtime import IBinder as IBinder
+from ._runtime import open_binder_runtime as open_binder_runtime
+from ._servicemanager import AID_ROOT as AID_ROOT
+from ._servicemanager import AID_SHELL as AID_SHELL
+from ._servicemanager import AID_SYSTEM as AID_SYSTEM
+from ._servicemanager import FIRST_APPLICATION_UID as FIRST_APPLICATION_UID
+from ._servicemanager import defaultServiceManager as defaultServiceManager
+from ._servicemanager import serve_servicemanager as serve_servicemanager
+from ._servicemanager import servicemanager_interfaces as servicemanager_interfaces
+from ._status import DEAD_OBJECT as DEAD_OBJECT
+from ._status import EX_BAD_PARCELABLE as EX_BAD_PARCELABLE
+from ._status import EX_ILLEGAL_ARGUMENT as EX_ILLEGAL_ARGUMENT
+from ._status import EX_ILLEGAL_STATE as EX_ILLEGAL_STATE
+from ._status import EX_NETWORK_MAIN_THREAD as EX_NETWORK_MAIN_THREAD
+from ._status import EX_NONE as EX_NONE
+from ._status import EX_NULL_POINTER as EX_NULL_POINTER
+from ._status import EX_PARCELABLE as EX_PARCELABLE
+from ._status import EX_SECURITY as EX_SECURITY
+from ._status import EX_SERVICE_SPECIFIC as EX_SERVICE_SPECIFIC
+from ._status import EX_TRANSACTION_FAILED as EX_TRANSACTION_FAILED
+from ._status import EX_UNSUPPORTED_OPERATION as EX_UNSUPPORTED_OPERATION
+from ._status import FAILED_TRANSACTION as FAILED_TRANSACTION
+from ._status import FIRST_CALL_TRANSACTION as FIRST_CALL_TRANSACTION
+from ._status import INTERFACE_TRANSACTION as INTERFACE_TRANSACTION
+from ._status import LAST_CALL_TRANSACTION as LAST_CALL_TRANSACTION
+from ._status import MAX_TRANSACTION_SIZE as MAX_TRANSACTION_SIZE
+from ._status import OK as OK
+from ._status import PING_TRANSACTION as PING_TRANSACTION
+from ._status import UNKNOWN_TRANSACTION as UNKNOWN_TRANSACTION
+from ._status import BadParcelableException as BadParcelableException
+from ._status import DeadObjectException as DeadObjectException
+from ._status import IllegalArgumentException as IllegalArgumentException
+from ._status import IllegalStateException as IllegalStateException
+from ._status import NullPointerException as NullPointerException
+from ._status import ProtocolError as ProtocolError
+from ._status import RemoteException as RemoteException
+from ._status import SecurityException as SecurityException
+from ._status import ServiceSpecificException as ServiceSpecificException
+from ._status import TransactionError as TransactionError
+from ._status import TransactionFailedException as TransactionFailedException
+from ._status import TransactionTooLargeException as TransactionTooLargeException
+from ._status import UnknownTransactionException as UnknownTransactionException
+from ._status import UnsupportedOperationException as UnsupportedOperationException
+from ._transport import MemoryNetwork as MemoryNetwork
+from ._transport import UnixNetwork as UnixNetwork

@@ -68,6 +68,7 @@ from ._wire import (
     Hello,
     Refused,
     Reply,
+    State,
     Transaction,
     Welcome,
 )
@@ -590,7 +591,13 @@ class _ServerConn:
                 hello = await self._next_event()
                 if hello is None:
                     return
-                uid = await runtime._resolve(self.peer_pid, hello.token)
+                try:
+                    uid = await runtime._resolve(self.peer_pid, hello.token)
+                except RemoteException as exc:
+                    # No servicemanager to vouch (it died, or we are shutting down):
+                    # nobody unknown gets in.
+                    log.warning("cannot resolve pid %d: %s", self.peer_pid, exc)
+                    uid = None
             if uid is None:
                 log.warning("refusing pid %d: not a process this emulator launched", self.peer_pid)
                 await stream.send_frame(wire.send(Refused(f"pid {self.peer_pid} is not a known process")))
@@ -631,6 +638,8 @@ class _ServerConn:
             wire.receive_data(data, fds)
 
     async def send_reply(self, reply: Reply, fds) -> None:
+        if self.wire.state is State.CLOSED:
+            return  # the caller hung up (or died) while we worked; nobody is waiting
         try:
             buffers = self.wire.send(reply)
         except TransactionTooLargeException as exc:
