@@ -130,3 +130,16 @@ def test_every_public_name_is_exported_once_and_from_a_private_module():
     for name in names:
         value = getattr(nn, name)
         assert isinstance(value, (int, str)) or value.__module__.startswith("framework.nn._"), name
+
+
+def test_the_runtime_core_imports_nothing_above_it():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, framework.nn; "
+        "print(sorted(m for m in sys.modules if m.startswith(('npuhal', 'framework.server', "
+        "'framework.cli', 'framework.npumanager', 'trio', 'cffi'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

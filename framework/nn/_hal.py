@@ -39,11 +39,38 @@ from ._errors import BadDataError
 from ._types import OperandLifeTime, OperandType, OperationType
 
 
+def _seq(value: Any, what: str) -> Sequence[Any]:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise BadDataError(f"{what} must be a list, not {type(value).__name__}")
+    return value
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise BadDataError(f"{what} must be an int, not {value!r}")
+    return int(value)
+
+
+def _ints(value: Any, what: str) -> tuple[int, ...]:
+    return tuple(_int(v, what) for v in _seq(value, what))
+
+
+def _enum(cls: type, value: Any, what: str) -> Any:
+    try:
+        return cls(_int(value, what))
+    except ValueError:
+        raise BadDataError(f"unknown {what} {value!r}") from None
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class DataLocation:
     poolIndex: int = 0
     offset: int = 0
     length: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("poolIndex", "offset", "length"):
+            object.__setattr__(self, name, _int(getattr(self, name), name))
 
 
 NO_LOCATION = DataLocation()
@@ -56,12 +83,24 @@ class HalOperand:
     lifetime: OperandLifeTime
     location: DataLocation = NO_LOCATION
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "type", _enum(OperandType, self.type, "operand type"))
+        object.__setattr__(self, "dimensions", _ints(self.dimensions, "dimensions"))
+        object.__setattr__(self, "lifetime", _enum(OperandLifeTime, self.lifetime, "operand lifetime"))
+        if not isinstance(self.location, DataLocation):
+            raise BadDataError(f"an operand's location is a DataLocation, not {self.location!r}")
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class HalOperation:
     type: OperationType
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "type", _enum(OperationType, self.type, "operation type"))
+        object.__setattr__(self, "inputs", _ints(self.inputs, "operation inputs"))
+        object.__setattr__(self, "outputs", _ints(self.outputs, "operation outputs"))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -72,6 +111,26 @@ class HalModel:
     outputIndexes: tuple[int, ...]
     operandValues: bytes = b""
     pools: tuple[Any, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, cls in (("operands", HalOperand), ("operations", HalOperation)):
+            items = tuple(_seq(getattr(self, name), name))
+            for item in items:
+                if not isinstance(item, cls):
+                    raise BadDataError(f"{name} holds {cls.__name__} values, not {item!r}")
+            object.__setattr__(self, name, items)
+        object.__setattr__(self, "inputIndexes", _ints(self.inputIndexes, "inputIndexes"))
+        object.__setattr__(self, "outputIndexes", _ints(self.outputIndexes, "outputIndexes"))
+        if not isinstance(self.operandValues, (bytes, bytearray, memoryview)):
+            raise BadDataError(f"operandValues must be bytes, not {type(self.operandValues).__name__}")
+        object.__setattr__(self, "operandValues", bytes(self.operandValues))
+        pools = tuple(_seq(self.pools, "pools"))
+        for i, pool in enumerate(pools):
+            try:
+                memoryview(pool)
+            except TypeError:
+                raise BadDataError(f"pool {i} is not a buffer ({type(pool).__name__})") from None
+        object.__setattr__(self, "pools", pools)
 
     def constantBytes(self, index: int) -> memoryview:
         """The bytes of constant operand ``index`` (CONSTANT_COPY or CONSTANT_REFERENCE)."""
@@ -136,66 +195,27 @@ class HalModel:
         try:
             operands = tuple(
                 HalOperand(
-                    type=_enum(OperandType, o["type"], "operand type"),
-                    dimensions=_ints(o["dimensions"], "dimensions"),
-                    lifetime=_enum(OperandLifeTime, o["lifetime"], "operand lifetime"),
+                    type=o["type"],
+                    dimensions=o["dimensions"],
+                    lifetime=o["lifetime"],
                     location=DataLocation(
-                        _int(o["location"]["poolIndex"], "poolIndex"),
-                        _int(o["location"]["offset"], "offset"),
-                        _int(o["location"]["length"], "length"),
+                        o["location"]["poolIndex"], o["location"]["offset"], o["location"]["length"]
                     ),
                 )
                 for o in _seq(data["operands"], "operands")
             )
             operations = tuple(
-                HalOperation(
-                    type=_enum(OperationType, op["type"], "operation type"),
-                    inputs=_ints(op["inputs"], "operation inputs"),
-                    outputs=_ints(op["outputs"], "operation outputs"),
-                )
-                for op in _seq(data["operations"], "operations")
+                HalOperation(op["type"], op["inputs"], op["outputs"]) for op in _seq(data["operations"], "operations")
             )
-            values = data.get("operandValues", b"")
-            if not isinstance(values, (bytes, bytearray, memoryview)):
-                raise BadDataError(f"operandValues must be bytes, not {type(values).__name__}")
-            pools = tuple(_seq(data.get("pools", ()), "pools"))
-            for i, pool in enumerate(pools):
-                try:
-                    memoryview(pool)
-                except TypeError:
-                    raise BadDataError(f"pool {i} is not a buffer ({type(pool).__name__})") from None
             return cls(
                 operands=operands,
                 operations=operations,
-                inputIndexes=_ints(data["inputIndexes"], "inputIndexes"),
-                outputIndexes=_ints(data["outputIndexes"], "outputIndexes"),
-                operandValues=bytes(values),
-                pools=pools,
+                inputIndexes=data["inputIndexes"],
+                outputIndexes=data["outputIndexes"],
+                operandValues=data.get("operandValues", b""),
+                pools=data.get("pools", ()),
             )
         except KeyError as e:
             raise BadDataError(f"HAL model field {e.args[0]!r} is missing") from None
         except TypeError as e:
             raise BadDataError(f"malformed HAL model: {e}") from None
-
-
-def _seq(value: Any, what: str) -> Sequence[Any]:
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
-        raise BadDataError(f"{what} must be a list, not {type(value).__name__}")
-    return value
-
-
-def _int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise BadDataError(f"{what} must be an int, not {value!r}")
-    return int(value)
-
-
-def _ints(value: Any, what: str) -> tuple[int, ...]:
-    return tuple(_int(v, what) for v in _seq(value, what))
-
-
-def _enum(cls: type, value: Any, what: str) -> Any:
-    try:
-        return cls(_int(value, what))
-    except ValueError:
-        raise BadDataError(f"unknown {what} {value!r}") from None

@@ -139,7 +139,9 @@ def _hal_of(model: Model | HalModel, call: str) -> HalModel:
     raise BadDataError(f"{call}: expected a Model or HalModel, not {type(model).__name__}")
 
 
-def _check_devices(call: str, devices: Sequence[DeviceDescriptor], *, allowEmpty: bool = False) -> list[DeviceDescriptor]:
+def _check_devices(
+    call: str, devices: Sequence[DeviceDescriptor], *, allowEmpty: bool = False
+) -> list[DeviceDescriptor]:
     if isinstance(devices, DeviceDescriptor) or not isinstance(devices, Sequence | Collection):
         raise BadDataError(f"{call}: devices must be a list of devices, not {devices!r}")
     devices = list(devices)
@@ -201,7 +203,8 @@ class ExecutionPlan:
 
     ``assignment[k]`` is the device of the original model's operation ``k``.
     ``allowsCpuFallback`` is true for plain compilation and false for
-    ``createForDevices``.
+    ``createForDevices``. Operation indexes here are the HAL model's (run order);
+    for a model an app built out of order, ``Model.appOperationIndex`` maps them back.
     """
 
     model: HalModel
