@@ -630,3 +630,27 @@ def test_reference_fused_activations_and_fully_connected():
     assert ref.fully_connected(x, w, np.array([1, -10], np.float32), FuseCode.RELU).tolist() == [[0, 0]]
     s = ref.softmax(np.array([[0.0, np.log(3.0)]], np.float32), 1.0)
     assert np.allclose(s, [[0.25, 0.75]])
+
+
+def test_hal_values_check_their_own_fields():
+    from framework.nn import DataLocation, HalOperand, HalOperation
+
+    operand = HalOperand(3, [2, 2], 1)  # plain ints, as a decoded parcel gives them
+    assert operand.type is OperandType.TENSOR_FLOAT32 and operand.dimensions == (2, 2)
+    assert operand.lifetime is OperandLifeTime.MODEL_INPUT
+    for bad, match in [
+        (lambda: HalOperand(3, [2], 1, location=(0, 0, 0)), "location is a DataLocation"),
+        (lambda: HalOperand(3, [2.5], 1), "dimensions must be an int"),
+        (lambda: HalOperand(3, [2], 9), "unknown operand lifetime 9"),
+        (lambda: HalOperation(2, [0], [1]), "unknown operation type 2"),
+        (lambda: DataLocation(0, "8", 4), "offset must be an int"),
+        (lambda: HalModel((operand,), ({"type": 19},), (0,), ()), "operations holds HalOperation"),
+        (lambda: HalModel((operand,), (), (0,), (), pools=(object(),)), "pool 0 is not a buffer"),
+    ]:
+        with pytest.raises(BadDataError, match=match):
+            bad()
+    hal = HalModel((operand,), (), (0,), ())
+    with pytest.raises(BadDataError, match="MODEL_INPUT, not a constant"):
+        hal.constantBytes(0)
+    with pytest.raises(BadDataError, match="takes a HalModel"):
+        Model.from_hal(hal.to_dict())
