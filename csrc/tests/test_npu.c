@@ -1,0 +1,1184 @@
+/*
+ * The C layer's tests.  Virtual-clock tests pin behaviour exactly (event
+ * order, reasons, times); the real-clock stress test is what `make tsan` runs.
+ *
+ *   npu_tests [--only SUBSTR] [--skip SUBSTR] [--driver-so PATH]
+ */
+#define _GNU_SOURCE
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+static const char *g_driver_so;
+
+/* ---- helpers ---- */
+
+static float frand(unsigned *seed)
+{
+    *seed = *seed * 1103515245u + 12345u;
+    return (float)((*seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* A single elementwise op model: out = a OP b, n elements. */
+static struct mb *binary_model(int32_t op, uint32_t n, int32_t fuse)
+{
+    struct mb *b = mb_new();
+    uint32_t d[1] = {n};
+    uint32_t a = mb_tensor(b, NPU_LIFETIME_MODEL_INPUT, 1, d);
+    uint32_t c = mb_tensor(b, NPU_LIFETIME_MODEL_INPUT, 1, d);
+    uint32_t f = mb_i32(b, fuse);
+    uint32_t o = mb_tensor(b, NPU_LIFETIME_MODEL_OUTPUT, 1, d);
+    uint32_t ins[3] = {a, c, f};
+    mb_op(b, op, 3, ins, o);
+    return b;
+}
+
+/* FC(in->hidden) -> RELU -> FC(hidden->units): temporaries that a checkpoint
+ * must save, and enough slices to preempt between. */
+static struct mb *mlp_model(uint32_t in, uint32_t hidden, uint32_t units, unsigned seed)
+{
+    struct mb *b = mb_new();
+    uint32_t din[2] = {1, in}, dw1[2] = {hidden, in}, db1[1] = {hidden}, dh[2] = {1, hidden};
+    uint32_t dw2[2] = {units, hidden}, db2[1] = {units}, dout[2] = {1, units};
+    float *w1 = malloc(sizeof(float) * hidden * in), *b1 = malloc(sizeof(float) * hidden);
+    float *w2 = malloc(sizeof(float) * units * hidden), *b2 = malloc(sizeof(float) * units);
+    for (uint32_t i = 0; i < hidden * in; i++)
+        w1[i] = frand(&seed) * 0.1f;
+    for (uint32_t i = 0; i < hidden; i++)
+        b1[i] = frand(&seed);
+    for (uint32_t i = 0; i < units * hidden; i++)
+        w2[i] = frand(&seed) * 0.1f;
+    for (uint32_t i = 0; i < units; i++)
+        b2[i] = frand(&seed);
+    uint32_t x = mb_tensor(b, NPU_LIFETIME_MODEL_INPUT, 2, din);
+    uint32_t W1 = mb_const(b, 2, dw1, w1), B1 = mb_const(b, 1, db1, b1);
+    uint32_t none = mb_i32(b, NPU_FUSE_NONE);
+    uint32_t h = mb_tensor(b, NPU_LIFETIME_TEMPORARY_VARIABLE, 2, dh);
+    uint32_t r = mb_tensor(b, NPU_LIFETIME_TEMPORARY_VARIABLE, 2, dh);
+    uint32_t W2 = mb_const(b, 2, dw2, w2), B2 = mb_const(b, 1, db2, b2);
+    uint32_t y = mb_tensor(b, NPU_LIFETIME_MODEL_OUTPUT, 2, dout);
+    uint32_t i1[4] = {x, W1, B1, none}, i2[1] = {h}, i3[4] = {r, W2, B2, none};
+    mb_op(b, NPU_OP_FULLY_CONNECTED, 4, i1, h);
+    mb_op(b, NPU_OP_RELU, 1, i2, r);
+    mb_op(b, NPU_OP_FULLY_CONNECTED, 4, i3, y);
+    free(w1), free(b1), free(w2), free(b2);
+    return b;
+}
+
+static struct npu_work_request req(uint32_t model, int32_t uid, int32_t prio, struct npu_buffer *in,
+                                   struct npu_buffer *out)
+{
+    return (struct npu_work_request){.model_id = model, .uid = uid, .original_uid = uid, .debug_pid = 4242,
+                                     .job_priority = prio, .input_count = 1, .inputs = in,
+                                     .output_count = 1, .outputs = out};
+}
+
+/* Finds the index of the first event of (type, work id[, reason]) at or after `from`. */
+static int find_ev(struct npu_event *ev, uint32_t n, int32_t type, int32_t id, int32_t reason, uint32_t from)
+{
+    for (uint32_t i = from; i < n; i++)
+        if (ev[i].type == type && ev[i].work.id == id && (reason < 0 || ev[i].reason == reason))
+            return (int)i;
+    return -1;
+}
+
+/* ---- kernels ---- */
+
+static void test_kernels_elementwise(void)
+{
+    float a[4] = {1, -2, 3, 0.5f}, b[4] = {2, 1, -7, 0.25f}, o[4];
+    npu_kernel_add(a, b, o, 0, 4, NPU_FUSE_NONE);
+    CHECK(o[0] == 3 && o[1] == -1 && o[2] == -4 && o[3] == 0.75f);
+    npu_kernel_sub(a, b, o, 0, 4, NPU_FUSE_RELU);
+    CHECK(o[0] == 0 && o[1] == 0 && o[2] == 10 && o[3] == 0.25f);
+    npu_kernel_mul(a, b, o, 0, 4, NPU_FUSE_RELU1);
+    CHECK(o[0] == 1 && o[1] == -1 && o[2] == -1 && o[3] == 0.125f);
+    npu_kernel_add(a, b, o, 0, 4, NPU_FUSE_RELU6);
+    CHECK(o[0] == 3 && o[1] == 0 && o[2] == 0);
+    float big[2] = {5, 9}, z[2] = {3, 0}, o2[2];
+    npu_kernel_add(big, z, o2, 0, 2, NPU_FUSE_RELU6);
+    CHECK(o2[0] == 6 && o2[1] == 6);
+    npu_kernel_relu(a, o, 0, 4);
+    CHECK(o[0] == 1 && o[1] == 0 && o[2] == 3 && o[3] == 0.5f);
+    /* a range computes only its part */
+    float p[4] = {-9, -9, -9, -9};
+    npu_kernel_add(a, b, p, 1, 3, NPU_FUSE_NONE);
+    CHECK(p[0] == -9 && p[1] == -1 && p[2] == -4 && p[3] == -9);
+}
+
+static void test_kernels_fully_connected(void)
+{
+    /* batch 2, in 3, units 2 */
+    float x[6] = {1, 2, 3, -1, 0, 1}, w[6] = {1, 0, -1, 0.5f, 0.5f, 0.5f}, bias[2] = {0.5f, -1}, o[4];
+    npu_kernel_fully_connected(x, w, bias, o, 3, 2, 0, 4, NPU_FUSE_NONE);
+    CHECK(o[0] == -1.5f && o[1] == 2.0f && o[2] == -1.5f && o[3] == -1.0f);
+    npu_kernel_fully_connected(x, w, bias, o, 3, 2, 0, 4, NPU_FUSE_RELU);
+    CHECK(o[0] == 0 && o[1] == 2.0f && o[2] == 0 && o[3] == 0);
+}
+
+static void test_kernels_conv2d(void)
+{
+    /* 1x3x3x1 input, one 2x2 filter, pad 1 on the right and bottom, stride 1 -> 1x3x3x1 */
+    float in[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, f[4] = {1, 0, 0, 1}, bias[1] = {10}, o[9];
+    struct npu_conv2d_params p = {.batches = 1, .in_h = 3, .in_w = 3, .in_c = 1, .out_c = 1, .filter_h = 2,
+                                  .filter_w = 2, .pad_right = 1, .pad_bottom = 1, .stride_w = 1, .stride_h = 1,
+                                  .out_h = 3, .out_w = 3};
+    npu_kernel_conv2d(in, f, bias, o, &p, 0, 9);
+    float want[9] = {16, 18, 13, 22, 24, 16, 17, 18, 19};
+    for (int i = 0; i < 9; i++)
+        CHECK(o[i] == want[i]);
+    /* two output channels, stride 2, pad 0: 1x3x3x1 -> 1x1x1x2 */
+    float f2[8] = {1, 1, 1, 1, -1, 0, 0, 0}, b2[2] = {0, 0}, o2[2];
+    struct npu_conv2d_params q = {.batches = 1, .in_h = 3, .in_w = 3, .in_c = 1, .out_c = 2, .filter_h = 2,
+                                  .filter_w = 2, .stride_w = 2, .stride_h = 2, .out_h = 1, .out_w = 1,
+                                  .fuse = NPU_FUSE_RELU};
+    npu_kernel_conv2d(in, f2, b2, o2, &q, 0, 1);
+    CHECK(o2[0] == 12 && o2[1] == 0);
+}
+
+static void test_kernels_softmax(void)
+{
+    float in[6] = {1, 2, 3, 1000, 1000, 1000}, o[6];
+    npu_kernel_softmax(in, o, 3, 1.0f, 0, 2);
+    float e1 = expf(-2), e2 = expf(-1), s = e1 + e2 + 1;
+    CHECK(fabsf(o[0] - e1 / s) < 1e-6f && fabsf(o[1] - e2 / s) < 1e-6f && fabsf(o[2] - 1 / s) < 1e-6f);
+    /* large inputs do not overflow */
+    CHECK(fabsf(o[3] - 1.0f / 3) < 1e-6f && fabsf(o[5] - 1.0f / 3) < 1e-6f);
+}
+
+static void test_run_model_matches_kernels(void)
+{
+    struct mb *b = binary_model(NPU_OP_MUL, 5, NPU_FUSE_NONE);
+    float x[5] = {1, 2, 3, 4, 5}, y[5] = {2, 2, 2, 2, -1}, o[5] = {0};
+    struct npu_buffer in[2] = {{x, sizeof x}, {y, sizeof y}}, out[1] = {{o, sizeof o}};
+    int rc = npu_kernel_run_model(mb_model(b), in, 2, out, 1);
+    free(b);
+    OK(rc);
+    CHECK(o[0] == 2 && o[3] == 8 && o[4] == -5);
+    /* wrong buffer size is refused, not read past */
+    struct mb *b2 = binary_model(NPU_OP_ADD, 5, NPU_FUSE_NONE);
+    struct npu_buffer small[2] = {{x, 8}, {y, sizeof y}};
+    rc = npu_kernel_run_model(mb_model(b2), small, 2, out, 1);
+    free(b2);
+    CHECK_RC(rc, NPU_E_BAD_BUFFER);
+}
+
+/* ---- validation ---- */
+
+static void test_validation_errors(void)
+{
+    uint32_t bad;
+    struct mb *b = binary_model(NPU_OP_ADD, 4, NPU_FUSE_NONE);
+    struct npu_model *m = mb_model(b);
+    OK(npu_model_validate(m, &bad));
+    CHECK(bad == UINT32_MAX);
+    b->opin[0][1] = 99; /* operand index out of range */
+    CHECK_RC(npu_model_validate(m, &bad), NPU_E_BAD_OPERAND_INDEX);
+    CHECK(bad == 0);
+    b->opin[0][1] = 1;
+    b->dims[1][0] = 5; /* shapes differ */
+    CHECK_RC(npu_model_validate(m, &bad), NPU_E_BAD_SHAPE);
+    b->dims[1][0] = 4;
+    b->ops[0].type = 77; /* unknown operation */
+    CHECK_RC(npu_model_validate(m, &bad), NPU_E_BAD_OPERATION);
+    b->ops[0].type = NPU_OP_ADD;
+    memcpy(b->values + b->opnd[2].location.offset, &(int32_t){9}, 4); /* bad fuse code */
+    CHECK_RC(npu_model_validate(m, &bad), NPU_E_BAD_FUSE_CODE);
+    memcpy(b->values + b->opnd[2].location.offset, &(int32_t){0}, 4);
+    b->opnd[2].location.length = 8; /* wrong constant size */
+    CHECK_RC(npu_model_validate(m, &bad), NPU_E_BAD_OPERAND_LOCATION);
+    b->opnd[2].location.length = 4;
+    b->opnd[2].location.offset = 1u << 30; /* out of range */
+    CHECK_RC(npu_model_validate(m, &bad), NPU_E_BAD_OPERAND_LOCATION);
+    b->opnd[2].location.offset = 0;
+    b->opnd[0].type = NPU_OPERAND_TENSOR_QUANT8_ASYMM; /* float32 only */
+    CHECK_RC(npu_model_validate(m, &bad), NPU_E_BAD_OPERAND_TYPE);
+    b->opnd[0].type = NPU_OPERAND_TENSOR_FLOAT32;
+    b->opnd[0].lifetime = 42;
+    CHECK_RC(npu_model_validate(m, &bad), NPU_E_BAD_LIFETIME);
+    b->opnd[0].lifetime = NPU_LIFETIME_TEMPORARY_VARIABLE; /* read before written */
+    b->nin = 1;
+    b->ins[0] = 1;
+    CHECK_RC(npu_model_validate(mb_model(b), &bad), NPU_E_BAD_MODEL_IO);
+    CHECK_RC(npu_model_validate(NULL, &bad), NPU_E_INVALID_ARGUMENT);
+    free(b);
+    /* a zero dimension */
+    struct mb *z = binary_model(NPU_OP_ADD, 0, NPU_FUSE_NONE);
+    CHECK_RC(npu_model_validate(mb_model(z), NULL), NPU_E_BAD_SHAPE);
+    free(z);
+}
+
+static void test_validation_conv_and_fc_shapes(void)
+{
+    struct mb *b = mb_new();
+    uint32_t din[4] = {1, 4, 4, 2}, df[4] = {3, 3, 3, 2}, db[1] = {3}, dout[4] = {1, 2, 2, 3};
+    float fz[54] = {0}, bz[3] = {0};
+    uint32_t x = mb_tensor(b, NPU_LIFETIME_MODEL_INPUT, 4, din);
+    uint32_t f = mb_const(b, 4, df, fz), bb = mb_const(b, 1, db, bz);
+    uint32_t p0 = mb_i32(b, 0), s1 = mb_i32(b, 1), fuse = mb_i32(b, 0);
+    uint32_t y = mb_tensor(b, NPU_LIFETIME_MODEL_OUTPUT, 4, dout);
+    uint32_t ins[10] = {x, f, bb, p0, p0, p0, p0, s1, s1, fuse};
+    mb_op(b, NPU_OP_CONV_2D, 10, ins, y);
+    OK(npu_model_validate(mb_model(b), NULL));
+    b->dims[y][1] = 3; /* oh must be (4 - 3) / 1 + 1 = 2 */
+    CHECK_RC(npu_model_validate(mb_model(b), NULL), NPU_E_BAD_SHAPE);
+    b->dims[y][1] = 2;
+    b->opin[0][7] = p0; /* stride 0 */
+    CHECK_RC(npu_model_validate(mb_model(b), NULL), NPU_E_BAD_SCALAR);
+    b->opin[0][7] = s1;
+    b->ops[0].input_count = 9;
+    CHECK_RC(npu_model_validate(mb_model(b), NULL), NPU_E_BAD_OPERATION);
+    free(b);
+}
+
+/* ---- devices ---- */
+
+static void test_devices(void)
+{
+    struct npu_system *s = sys_new(NPU_CLOCK_VIRTUAL, 0);
+    CHECK(s);
+    CHECK(npu_system_device_count(s) == 4);
+    CHECK(strcmp(npu_system_vendor(s), "emu") == 0);
+    const char *names[4] = {"emu-npu", "emu-gpu", "emu-dsp", "emu-hetero"};
+    int32_t types[4] = {NPU_DEVICE_ACCELERATOR, NPU_DEVICE_GPU, NPU_DEVICE_ACCELERATOR, NPU_DEVICE_OTHER};
+    uint32_t channels[4] = {2, 1, 1, 3};
+    struct npu_device_info info;
+    int fail = 0;
+    for (uint32_t i = 0; i < 4; i++) {
+        if (npu_system_get_device_info(s, i, &info) != NPU_OK || strcmp(info.name, names[i]) ||
+            info.type != types[i] || info.channel_count != channels[i] || info.feature_level != 29 ||
+            info.status != NPU_STATUS_AVAILABLE || !strstr(info.version, npu_build_id()) ||
+            !(info.operand_performance[NPU_OPERAND_TENSOR_FLOAT32].exec_time > 0))
+            fail = 1;
+    }
+    npu_system_get_device_info(s, 3, &info);
+    int parts_ok = info.part_count == 2 && info.parts[0] == 0 && info.parts[1] == 2;
+    struct npu_device_info npu;
+    npu_system_get_device_info(s, 0, &npu);
+    struct npu_device_info gpu;
+    npu_system_get_device_info(s, 1, &gpu);
+    int fastest = npu.operand_performance[3].exec_time < gpu.operand_performance[3].exec_time;
+    int bad = npu_system_get_device_info(s, 4, &info);
+    npu_system_destroy(s);
+    CHECK(!fail);
+    CHECK(parts_ok);
+    CHECK(fastest);
+    CHECK_RC(bad, NPU_E_BAD_DEVICE);
+}
+
+static void test_supported_operations(void)
+{
+    struct npu_system *s = sys_new(NPU_CLOCK_VIRTUAL, 0);
+    CHECK(s);
+    struct mb *b = binary_model(NPU_OP_SUB, 4, NPU_FUSE_NONE);
+    bool sup[1];
+    int r_npu = npu_system_get_supported_operations(s, 0, mb_model(b), sup);
+    bool npu = sup[0];
+    int r_dsp = npu_system_get_supported_operations(s, 2, mb_model(b), sup);
+    bool dsp = sup[0];
+    int r_het = npu_system_get_supported_operations(s, 3, mb_model(b), sup);
+    bool het = sup[0];
+    uint32_t id;
+    int load_dsp = npu_system_load_model(s, 2, mb_model(b), NULL, &id);
+    b->opin[0][0] = 50;
+    int invalid = npu_system_get_supported_operations(s, 0, mb_model(b), sup);
+    npu_system_destroy(s);
+    free(b);
+    OK(r_npu);
+    OK(r_dsp);
+    OK(r_het);
+    CHECK(npu && !dsp && het);
+    CHECK_RC(load_dsp, NPU_E_UNSUPPORTED_OPERATION);
+    CHECK_RC(invalid, NPU_E_BAD_OPERAND_INDEX);
+}
+
+/* ---- scheduling configs and admission ---- */
+
+static void test_configs_refused_and_atomic(void)
+{
+    struct npu_system *s = sys_new(NPU_CLOCK_VIRTUAL, 0);
+    CHECK(s);
+    struct npu_scheduling_config good[2] = {{0, 2000, 1001, 500, true, false}, {0, 2000, 1002, 100, false, false}};
+    int r1 = npu_system_set_scheduling_configs(s, good, 2);
+    struct npu_scheduling_config neg[1] = {{0, 2000, 1001, -1, true, false}};
+    int r2 = npu_system_set_scheduling_configs(s, neg, 1);
+    struct npu_scheduling_config dup[2] = {{0, 2000, 7, 5, true, false}, {0, 2000, 7, 6, true, false}};
+    int r3 = npu_system_set_scheduling_configs(s, dup, 2);
+    int r4 = npu_system_update_scheduling_configs(s, dup, 2);
+    struct npu_scheduling_config minmax[1] = {{900, 800, 3, 5, true, false}};
+    int r5 = npu_system_update_scheduling_configs(s, minmax, 1);
+    struct npu_scheduling_config over[1] = {{0, 2001, 3, 5, true, false}};
+    int r6 = npu_system_set_scheduling_configs(s, over, 1);
+    struct npu_scheduling_config app_over[1] = {{0, 2000, 3, 1001, true, false}};
+    int r7 = npu_system_set_scheduling_configs(s, app_over, 1);
+    /* after all those failures, uid 1002 must still lack direct access */
+    struct mb *b = binary_model(NPU_OP_ADD, 4, NPU_FUSE_NONE);
+    uint32_t model;
+    int rl = npu_system_load_model(s, 0, mb_model(b), NULL, &model);
+    float x[4] = {0}, y[4] = {0}, o[4];
+    struct npu_buffer in[2] = {{x, 16}, {y, 16}}, out[1] = {{o, 16}};
+    struct npu_work_request q = req(model, 1002, 0, in, out);
+    q.input_count = 2;
+    int32_t wid;
+    int r8 = npu_system_submit_work(s, &q, &wid);
+    /* update adds and replaces per uid; leaves the others */
+    struct npu_scheduling_config upd[1] = {{0, 2000, 1002, 100, true, false}};
+    int r9 = npu_system_update_scheduling_configs(s, upd, 1);
+    int r10 = npu_system_submit_work(s, &q, &wid);
+    char dump[8192];
+    size_t len;
+    npu_system_dump(s, dump, sizeof dump, &len);
+    int has_1001 = strstr(dump, "uid 1001") != NULL;
+    npu_system_run_until_idle(s, 0);
+    npu_system_destroy(s);
+    free(b);
+    OK(r1);
+    CHECK_RC(r2, NPU_E_INVALID_PRIORITY);
+    CHECK_RC(r3, NPU_E_DUPLICATE_UID);
+    CHECK_RC(r4, NPU_E_DUPLICATE_UID);
+    CHECK_RC(r5, NPU_E_INVALID_PRIORITY);
+    CHECK_RC(r6, NPU_E_INVALID_PRIORITY);
+    CHECK_RC(r7, NPU_E_INVALID_PRIORITY);
+    OK(rl);
+    CHECK_RC(r8, NPU_E_NO_DIRECT_ACCESS);
+    OK(r9);
+    OK(r10);
+    CHECK(has_1001);
+}
+
+static void test_admission_refusals(void)
+{
+    struct npu_system *s = sys_new(NPU_CLOCK_VIRTUAL, 0);
+    CHECK(s);
+    struct npu_scheduling_config c[2] = {{0, 2000, 1000, 100, true, true}, {0, 2000, 10001, 200, true, false}};
+    OK(npu_system_set_scheduling_configs(s, c, 2));
+    struct mb *b = binary_model(NPU_OP_ADD, 4, NPU_FUSE_NONE);
+    uint32_t model;
+    int rl = npu_system_load_model(s, 0, mb_model(b), NULL, &model);
+    free(b);
+    OK(rl);
+    float x[4] = {1, 2, 3, 4}, o[4];
+    struct npu_buffer in[2] = {{x, 16}, {x, 16}}, out[1] = {{o, 16}};
+    struct npu_work_request q = req(model, 10001, 0, in, out);
+    q.input_count = 2;
+    int32_t wid;
+    q.original_uid = 42;
+    int attr = npu_system_submit_work(s, &q, &wid);
+    q.uid = 1000; /* system may attribute */
+    int sys_attr = npu_system_submit_work(s, &q, &wid);
+    q.uid = 10001, q.original_uid = 10001, q.job_priority = 1001;
+    int jp_hi = npu_system_submit_work(s, &q, &wid);
+    q.job_priority = -1;
+    int jp_lo = npu_system_submit_work(s, &q, &wid);
+    q.job_priority = 0, q.model_id = 999;
+    int bad_model = npu_system_submit_work(s, &q, &wid);
+    q.model_id = model, q.input_count = 1;
+    int bad_buf = npu_system_submit_work(s, &q, &wid);
+    struct npu_event *ev;
+    npu_system_run_until_idle(s, 0);
+    uint32_t n = drain(s, &ev);
+    int requested = 0;
+    for (uint32_t i = 0; i < n; i++)
+        requested += ev[i].type == NPU_EVENT_WORK_REQUESTED;
+    npu_system_destroy(s);
+    CHECK_RC(attr, NPU_E_ATTRIBUTION_DENIED);
+    OK(sys_attr);
+    CHECK_RC(jp_hi, NPU_E_INVALID_JOB_PRIORITY);
+    CHECK_RC(jp_lo, NPU_E_INVALID_JOB_PRIORITY);
+    CHECK_RC(bad_model, NPU_E_BAD_MODEL_ID);
+    CHECK_RC(bad_buf, NPU_E_BAD_BUFFER);
+    CHECK(requested == 1); /* refused submissions emit nothing */
+    CHECK(o[3] == 8);
+}
+
+/* ---- scheduling ---- */
+
+struct run {
+    struct npu_system *s;
+    struct mb *b;
+    uint32_t model;
+    float in[64][256];
+    float out[64][256];
+    struct npu_buffer ib[64], ob[64];
+};
+
+static int run_setup(struct run *r, int32_t preempt, uint32_t device, double cost_scale)
+{
+    r->s = sys_new(NPU_CLOCK_VIRTUAL, preempt);
+    if (!r->s)
+        return -1;
+    r->b = mlp_model(256, 256, 256, 7);
+    struct npu_load_params p = {0, 0, cost_scale};
+    int rc = npu_system_load_model(r->s, device, mb_model(r->b), &p, &r->model);
+    unsigned seed = 99;
+    for (int i = 0; i < 64; i++) {
+        for (int k = 0; k < 256; k++)
+            r->in[i][k] = frand(&seed);
+        r->ib[i] = (struct npu_buffer){r->in[i], sizeof r->in[i]};
+        r->ob[i] = (struct npu_buffer){r->out[i], sizeof r->out[i]};
+    }
+    return rc;
+}
+
+static void run_teardown(struct run *r)
+{
+    npu_system_destroy(r->s);
+    free(r->b);
+}
+
+static int32_t submit(struct run *r, int i, int32_t uid, int32_t prio)
+{
+    struct npu_work_request q = req(r->model, uid, prio, &r->ib[i], &r->ob[i]);
+    int32_t id = -1;
+    if (npu_system_submit_work(r->s, &q, &id) != NPU_OK)
+        return -1;
+    return id;
+}
+
+static void test_priority_order_and_effective_priority(void)
+{
+    static struct run r;
+    OK(run_setup(&r, NPU_PREEMPT_NONE, 1, 1.0)); /* emu-gpu: one channel */
+    struct npu_scheduling_config c[2] = {{0, 2000, 10001, 100, true, false}, {300, 400, 10002, 0, true, false}};
+    OK(npu_system_set_scheduling_configs(r.s, c, 2));
+    int32_t a = submit(&r, 0, 10001, 900);  /* starts at once: the channel is free */
+    int32_t b = submit(&r, 1, 10001, 500);  /* 600 */
+    int32_t d = submit(&r, 2, 10002, 0);    /* clamped up to 300 */
+    int32_t e = submit(&r, 3, 10001, 500);  /* 600, ties with b: after it */
+    int32_t f = submit(&r, 4, 10003, 1000); /* no config: 1000 + 1000 = 2000 */
+    OK(npu_system_run_until_idle(r.s, 0));
+    struct npu_event *ev;
+    uint32_t n = drain(r.s, &ev);
+    run_teardown(&r);
+    CHECK(a > 0 && b == a + 1 && d == b + 1 && e == d + 1 && f == e + 1);
+    int32_t want[5] = {a, d, b, e, f};
+    int32_t eff[5] = {1000, 300, 600, 600, 2000};
+    uint32_t k = 0;
+    int64_t last_ts = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        CHECK(ev[i].work.timestamp_ms >= last_ts);
+        last_ts = ev[i].work.timestamp_ms;
+        if (ev[i].type == NPU_EVENT_WORK_ENDED) {
+            CHECK(k < 5 && ev[i].work.id == want[k]);
+            CHECK(ev[i].reason == NPU_END_REASON_COMPLETED);
+            CHECK(ev[i].work.effective_priority == eff[k]);
+            CHECK(ev[i].work.device_number == 1);
+            CHECK(ev[i].work.debug_pid == 4242);
+            k++;
+        }
+    }
+    CHECK(k == 5);
+}
+
+/* A low-priority job is running when a high-priority one arrives: pause,
+ * run the high one, resume; the low job's result equals an unpreempted run. */
+static void preempt_scenario(int32_t mode, int32_t *reasons, uint32_t *nreasons, float *low_out,
+                             int64_t *low_end_ns, int64_t *high_wait_ns, uint64_t *dump_ok)
+{
+    static struct run r;
+    if (run_setup(&r, mode, 1, 50.0) != NPU_OK)
+        return;
+    struct npu_scheduling_config c[2] = {{0, 2000, 10001, 900, true, false}, {0, 2000, 10002, 0, true, false}};
+    npu_system_set_scheduling_configs(r.s, c, 2);
+    int32_t low = submit(&r, 0, 10001, 100);
+    npu_system_advance(r.s, 1000000); /* 1 ms: a few slices in */
+    int64_t t_high = npu_system_now_ns(r.s);
+    int32_t high = submit(&r, 1, 10002, 0);
+    npu_system_run_until_idle(r.s, 0);
+    struct npu_event *ev;
+    uint32_t n = drain(r.s, &ev);
+    *nreasons = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (ev[i].type != NPU_EVENT_WORK_STARTED && ev[i].type != NPU_EVENT_WORK_ENDED)
+            continue;
+        /* encode: id*100 + type*10 + reason */
+        int32_t who = ev[i].work.id == low ? 1 : ev[i].work.id == high ? 2 : 9;
+        reasons[(*nreasons)++] = who * 100 + ev[i].type * 10 + ev[i].reason;
+        if (ev[i].type == NPU_EVENT_WORK_ENDED && ev[i].work.id == low && ev[i].reason == NPU_END_REASON_COMPLETED)
+            *low_end_ns = ev[i].time_ns;
+        if (ev[i].type == NPU_EVENT_WORK_STARTED && ev[i].work.id == high)
+            *high_wait_ns = ev[i].time_ns - t_high;
+    }
+    memcpy(low_out, r.out[0], sizeof r.out[0]);
+    char dump[8192];
+    size_t len;
+    *dump_ok = npu_system_dump(r.s, dump, sizeof dump, &len) == NPU_OK && strstr(dump, "preemptions 1");
+    run_teardown(&r);
+}
+
+static void expected_mlp_output(float *out)
+{
+    static struct run r;
+    r.b = mlp_model(256, 256, 256, 7);
+    unsigned seed = 99;
+    float in[256];
+    for (int k = 0; k < 256; k++)
+        in[k] = frand(&seed);
+    struct npu_buffer ib = {in, sizeof in}, ob = {out, 256 * sizeof(float)};
+    npu_kernel_run_model(mb_model(r.b), &ib, 1, &ob, 1);
+    free(r.b);
+}
+
+static void test_checkpoint_pause_resume_identical(void)
+{
+    int32_t got[16];
+    uint32_t n = 0;
+    float out[256], want[256];
+    int64_t end_ckpt = 0, wait_ckpt = 0, end_none = 0, wait_none = 0;
+    uint64_t dump_ok = 0, dump_none = 0;
+    preempt_scenario(NPU_PREEMPT_CHECKPOINT, got, &n, out, &end_ckpt, &wait_ckpt, &dump_ok);
+    expected_mlp_output(want);
+    int32_t expect[] = {130 + NPU_START_REASON_INITIAL, 100 + 30 + NPU_END_REASON_PAUSED,
+                        200 + 20 + NPU_START_REASON_INITIAL, 200 + 30 + NPU_END_REASON_COMPLETED,
+                        100 + 20 + NPU_START_REASON_RESUMED, 100 + 30 + NPU_END_REASON_COMPLETED};
+    expect[0] = 100 + 20 + NPU_START_REASON_INITIAL;
+    CHECK(n == 6);
+    for (int i = 0; i < 6; i++)
+        CHECK(got[i] == expect[i]);
+    CHECK(memcmp(out, want, sizeof out) == 0);
+    CHECK(dump_ok);
+    /* without preemption the high job waits for the whole low job */
+    int32_t got2[16];
+    preempt_scenario(NPU_PREEMPT_NONE, got2, &n, out, &end_none, &wait_none, &dump_none);
+    CHECK(n == 4 && got2[1] == 130 + NPU_END_REASON_COMPLETED);
+    CHECK(memcmp(out, want, sizeof out) == 0);
+    CHECK(wait_ckpt < wait_none);
+    /* the low job pays for the save and restore */
+    CHECK(end_ckpt > end_none);
+}
+
+static void test_kill_restart(void)
+{
+    int32_t got[16];
+    uint32_t n = 0;
+    float out[256], want[256];
+    int64_t end_kill = 0, wait_kill = 0, end_ckpt = 0, wait_ckpt = 0;
+    uint64_t d1, d2;
+    preempt_scenario(NPU_PREEMPT_KILL_RESTART, got, &n, out, &end_kill, &wait_kill, &d1);
+    expected_mlp_output(want);
+    CHECK(n == 6);
+    CHECK(got[1] == 130 + NPU_END_REASON_PAUSED && got[4] == 120 + NPU_START_REASON_RESUMED);
+    CHECK(memcmp(out, want, sizeof out) == 0);
+    preempt_scenario(NPU_PREEMPT_CHECKPOINT, got, &n, out, &end_ckpt, &wait_ckpt, &d2);
+    /* a restart redoes the slices already done: later than resuming from a checkpoint */
+    CHECK(end_kill > end_ckpt);
+    /* and the preemptor does not wait for a context save */
+    CHECK(wait_kill < wait_ckpt);
+}
+
+static void test_vts_later_higher_priority_finishes_first(void)
+{
+    static struct run r;
+    OK(run_setup(&r, 0, 1, 2500.0)); /* emu-gpu, driver default (checkpoint); ~120 ms a job */
+    struct npu_scheduling_config c[1] = {{0, 2000, 1001, 500, true, false}};
+    OK(npu_system_set_scheduling_configs(r.s, c, 1));
+    /* keep the channel busy so the two jobs under test meet in the queue */
+    int32_t bg1 = submit(&r, 0, 1001, 1000), bg2 = bg1;
+    int32_t j500 = submit(&r, 2, 1001, 500);
+    OK(npu_system_advance(r.s, 50 * 1000000));
+    int32_t j250 = submit(&r, 3, 1001, 250);
+    OK(npu_system_run_until_idle(r.s, 0));
+    struct npu_event *ev;
+    uint32_t n = drain(r.s, &ev);
+    run_teardown(&r);
+    CHECK(bg1 > 0 && bg2 > 0 && j500 > 0 && j250 > 0);
+    int e500 = find_ev(ev, n, NPU_EVENT_WORK_ENDED, j500, NPU_END_REASON_COMPLETED, 0);
+    int e250 = find_ev(ev, n, NPU_EVENT_WORK_ENDED, j250, NPU_END_REASON_COMPLETED, 0);
+    CHECK(e500 >= 0 && e250 >= 0 && e250 < e500);
+    int s250 = find_ev(ev, n, NPU_EVENT_WORK_STARTED, j250, -1, 0);
+    CHECK(ev[s250].work.effective_priority == 750 && ev[s250].work.job_priority == 250);
+}
+
+static void test_fcfs_ignores_priority(void)
+{
+    static struct run r;
+    OK(run_setup(&r, NPU_PREEMPT_CHECKPOINT, 1, 1.0));
+    OK(npu_system_set_scheduling_mode(r.s, NPU_SCHED_FCFS));
+    int32_t a = submit(&r, 0, 1, 1000), b = submit(&r, 1, 1, 900), c = submit(&r, 2, 1, 0);
+    OK(npu_system_run_until_idle(r.s, 0));
+    struct npu_event *ev;
+    uint32_t n = drain(r.s, &ev);
+    run_teardown(&r);
+    int ea = find_ev(ev, n, NPU_EVENT_WORK_ENDED, a, -1, 0), eb = find_ev(ev, n, NPU_EVENT_WORK_ENDED, b, -1, 0),
+        ec = find_ev(ev, n, NPU_EVENT_WORK_ENDED, c, -1, 0);
+    CHECK(ea >= 0 && ea < eb && eb < ec);
+    CHECK(ev[ea].reason == NPU_END_REASON_COMPLETED); /* FCFS never preempts */
+}
+
+static void test_cancel(void)
+{
+    static struct run r;
+    OK(run_setup(&r, 0, 1, 10.0));
+    int32_t a = submit(&r, 0, 1, 0), b = submit(&r, 1, 1, 0);
+    OK(npu_system_advance(r.s, 100000));
+    OK(npu_system_cancel_work(r.s, b)); /* queued */
+    OK(npu_system_cancel_work(r.s, a)); /* running */
+    int again = npu_system_cancel_work(r.s, a);
+    int unknown = npu_system_cancel_work(r.s, 12345);
+    int32_t c = submit(&r, 2, 1, 0); /* the channel is free again at once */
+    int64_t now = npu_system_now_ns(r.s);
+    OK(npu_system_run_until_idle(r.s, 0));
+    struct npu_event *ev;
+    uint32_t n = drain(r.s, &ev);
+    run_teardown(&r);
+    CHECK_RC(again, NPU_E_BAD_WORK_ID);
+    CHECK_RC(unknown, NPU_E_BAD_WORK_ID);
+    int ea = find_ev(ev, n, NPU_EVENT_WORK_ENDED, a, -1, 0), eb = find_ev(ev, n, NPU_EVENT_WORK_ENDED, b, -1, 0);
+    CHECK(ea >= 0 && eb >= 0);
+    CHECK(ev[ea].reason == NPU_END_REASON_CANCELLED_USER && ev[eb].reason == NPU_END_REASON_CANCELLED_USER);
+    CHECK(find_ev(ev, n, NPU_EVENT_WORK_STARTED, b, -1, 0) < 0);
+    int sc = find_ev(ev, n, NPU_EVENT_WORK_STARTED, c, -1, 0);
+    CHECK(sc >= 0 && ev[sc].time_ns == now);
+}
+
+/* ---- thermal ---- */
+
+static int64_t job_duration(struct run *r, int i)
+{
+    int32_t id = submit(r, i, 1, 0);
+    npu_system_run_until_idle(r->s, 0);
+    struct npu_event *ev;
+    uint32_t n = drain(r->s, &ev);
+    int s = find_ev(ev, n, NPU_EVENT_WORK_STARTED, id, -1, 0), e = find_ev(ev, n, NPU_EVENT_WORK_ENDED, id, -1, 0);
+    return s >= 0 && e >= 0 ? ev[e].time_ns - ev[s].time_ns : -1;
+}
+
+static void test_thermal_throttling_and_severities(void)
+{
+    static struct run r;
+    OK(run_setup(&r, 0, 1, 1.0));
+    int64_t cool = job_duration(&r, 0);
+    struct npu_fault spike = {.kind = NPU_FAULT_HEAT_SPIKE, .heat_c = 42.0f}; /* 25 + 42 = 67: SEVERE */
+    OK(npu_system_inject_fault(r.s, &spike));
+    struct npu_event *ev;
+    uint32_t n = drain(r.s, &ev);
+    int saw_severe = n == 1 && ev[0].type == NPU_EVENT_THERMAL && ev[0].thermal_severity == NPU_THERMAL_SEVERE;
+    int32_t sev;
+    float temp;
+    OK(npu_system_thermal_state(r.s, &sev, &temp));
+    int64_t hot = job_duration(&r, 1);
+    /* at rest it cools down, through every severity back to NONE */
+    OK(npu_system_advance(r.s, 20LL * 1000000000));
+    n = drain(r.s, &ev);
+    int last_sev = n ? ev[n - 1].thermal_severity : -1;
+    int32_t sev2;
+    float temp2;
+    OK(npu_system_thermal_state(r.s, &sev2, &temp2));
+    int64_t cooled = job_duration(&r, 2);
+    run_teardown(&r);
+    CHECK(saw_severe);
+    CHECK(sev == NPU_THERMAL_SEVERE && temp > 66.9f);
+    CHECK(cool > 0 && hot > cool);
+    /* SEVERE throttles by 2x: the job takes twice as long, up to rounding */
+    CHECK(hot >= 2 * cool - 64 && hot <= 2 * cool + 64);
+    CHECK(last_sev == NPU_THERMAL_NONE && sev2 == NPU_THERMAL_NONE && temp2 < 30.0f);
+    CHECK(cooled == cool);
+}
+
+static void test_thermal_rises_with_load(void)
+{
+    static struct run r;
+    struct npu_system_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.thermal_thresholds_c[0] = 30; /* low thresholds so a few seconds of load cross them */
+    cfg.thermal_thresholds_c[1] = 33;
+    cfg.thermal_thresholds_c[2] = 60;
+    cfg.thermal_thresholds_c[3] = 70;
+    cfg.thermal_thresholds_c[4] = 80;
+    cfg.thermal_thresholds_c[5] = 90;
+    r.b = mlp_model(256, 256, 256, 1);
+    OK(npu_system_create(&cfg, &r.s));
+    struct npu_load_params p = {0, 0, 4000.0};
+    OK(npu_system_load_model(r.s, 0, mb_model(r.b), &p, &r.model));
+    for (int i = 0; i < 64; i++) {
+        r.ib[i] = (struct npu_buffer){r.in[i], sizeof r.in[i]};
+        r.ob[i] = (struct npu_buffer){r.out[i], sizeof r.out[i]};
+    }
+    for (int i = 0; i < 64; i++)
+        submit(&r, i, 1, 0);
+    OK(npu_system_run_until_idle(r.s, 0));
+    struct npu_event *ev;
+    uint32_t n = drain(r.s, &ev);
+    int first_light = -1, first_mod = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (ev[i].type == NPU_EVENT_THERMAL && ev[i].thermal_severity == 1 && first_light < 0)
+            first_light = (int)i;
+        if (ev[i].type == NPU_EVENT_THERMAL && ev[i].thermal_severity == 2 && first_mod < 0)
+            first_mod = (int)i;
+    }
+    int32_t sev;
+    float temp;
+    npu_system_thermal_state(r.s, &sev, &temp);
+    run_teardown(&r);
+    CHECK(first_light >= 0 && first_mod > first_light);
+    CHECK(ev[first_mod].temperature_c >= 33.0f);
+    CHECK(temp > 30.0f); /* 2 channels x 12 C: heading for 49 C */
+}
+
+/* ---- memory ---- */
+
+static void test_capacity_errors(void)
+{
+    struct npu_system *s = sys_new(NPU_CLOCK_VIRTUAL, 0);
+    CHECK(s);
+    struct mb *b = binary_model(NPU_OP_ADD, 4, NPU_FUSE_NONE);
+    struct npu_load_params two_gb = {2ULL << 30, 0, 0};
+    uint32_t m1, m2, m3, m4;
+    int r1 = npu_system_load_model(s, 0, mb_model(b), &two_gb, &m1);
+    int r2 = npu_system_load_model(s, 0, mb_model(b), &two_gb, &m2);
+    int r3 = npu_system_load_model(s, 0, mb_model(b), &two_gb, &m3); /* 6 GB > 4 GB */
+    struct npu_device_info info;
+    npu_system_get_device_info(s, 0, &info);
+    uint64_t used = info.weight_memory_used;
+    int ru = npu_system_unload_model(s, m1);
+    int ru2 = npu_system_unload_model(s, m1);
+    int r4 = npu_system_load_model(s, 0, mb_model(b), &two_gb, &m3);
+    struct npu_load_params big_sram = {0, 5ULL << 20, 0}; /* 5 MiB > the GPU's 4 MiB */
+    int r5 = npu_system_load_model(s, 1, mb_model(b), &big_sram, &m4);
+    int r6 = npu_system_load_model(s, 1, mb_model(b), &two_gb, &m4); /* gpu has exactly 2 GB */
+    struct npu_event *ev;
+    uint32_t n = drain(s, &ev);
+    int full_events = 0;
+    for (uint32_t i = 0; i < n; i++)
+        full_events += ev[i].type == NPU_EVENT_MEMORY && ev[i].memory_status == NPU_E_WEIGHT_MEMORY_FULL;
+    npu_system_destroy(s);
+    free(b);
+    OK(r1);
+    OK(r2);
+    CHECK_RC(r3, NPU_E_WEIGHT_MEMORY_FULL);
+    CHECK(used == 4ULL << 30);
+    OK(ru);
+    CHECK_RC(ru2, NPU_E_BAD_MODEL_ID);
+    OK(r4);
+    CHECK_RC(r5, NPU_E_SRAM_FULL);
+    OK(r6);
+    CHECK(full_events == 1);
+}
+
+static void test_hetero_places_on_a_part(void)
+{
+    struct npu_system *s = sys_new(NPU_CLOCK_VIRTUAL, 0);
+    CHECK(s);
+    /* SUB: only the NPU part of emu-hetero supports it */
+    struct mb *b = binary_model(NPU_OP_SUB, 4, NPU_FUSE_NONE);
+    uint32_t m;
+    int rl = npu_system_load_model(s, 3, mb_model(b), NULL, &m);
+    float x[4] = {5, 6, 7, 8}, y[4] = {1, 1, 1, 1}, o[4];
+    struct npu_buffer in[2] = {{x, 16}, {y, 16}}, out[1] = {{o, 16}};
+    struct npu_work_request q = req(m, 1, 0, in, out);
+    q.input_count = 2;
+    int32_t id;
+    int rs = npu_system_submit_work(s, &q, &id);
+    npu_system_run_until_idle(s, 0);
+    struct npu_event *ev;
+    uint32_t n = drain(s, &ev);
+    struct npu_device_info npu;
+    npu_system_get_device_info(s, 0, &npu);
+    npu_system_destroy(s);
+    free(b);
+    OK(rl);
+    OK(rs);
+    int e = find_ev(ev, n, NPU_EVENT_WORK_ENDED, id, NPU_END_REASON_COMPLETED, 0);
+    CHECK(e >= 0 && ev[e].work.device_number == 3);
+    CHECK(o[0] == 4 && o[3] == 7);
+    CHECK(npu.weight_memory_used > 0); /* placed on the NPU */
+}
+
+/* ---- faults ---- */
+
+static void test_faults_fail_hang_reset(void)
+{
+    static struct run r;
+    OK(run_setup(&r, 0, 1, 1.0));
+    struct npu_fault fail = {.kind = NPU_FAULT_FAIL_NEXT_WORK, .device = 1};
+    OK(npu_system_inject_fault(r.s, &fail));
+    int32_t a = submit(&r, 0, 1, 0);
+    OK(npu_system_run_until_idle(r.s, 0));
+    struct npu_fault hang = {.kind = NPU_FAULT_HANG_CHANNEL, .device = 1, .channel = 0};
+    OK(npu_system_inject_fault(r.s, &hang));
+    int32_t b = submit(&r, 1, 1, 0);
+    OK(npu_system_run_until_idle(r.s, 0)); /* returns: a hung channel never finishes */
+    OK(npu_system_advance(r.s, 10LL * 1000000000));
+    struct npu_device_info info;
+    npu_system_get_device_info(r.s, 1, &info);
+    int32_t offline = info.status;
+    int not_hung = npu_system_reset_channel(r.s, 0, 0);
+    int bad_ch = npu_system_reset_channel(r.s, 1, 5);
+    OK(npu_system_reset_channel(r.s, 1, 0));
+    int32_t c = submit(&r, 2, 1, 0);
+    OK(npu_system_run_until_idle(r.s, 0));
+    struct npu_event *ev;
+    uint32_t n = drain(r.s, &ev);
+    run_teardown(&r);
+    int ea = find_ev(ev, n, NPU_EVENT_WORK_ENDED, a, -1, 0), eb = find_ev(ev, n, NPU_EVENT_WORK_ENDED, b, -1, 0),
+        ec = find_ev(ev, n, NPU_EVENT_WORK_ENDED, c, -1, 0);
+    CHECK(ea >= 0 && ev[ea].reason == NPU_END_REASON_FAILED);
+    CHECK(eb >= 0 && ev[eb].reason == NPU_END_REASON_FAILED && ev[eb].time_ns >= 10LL * 1000000000);
+    CHECK(ec >= 0 && ev[ec].reason == NPU_END_REASON_COMPLETED);
+    CHECK(offline == NPU_STATUS_OFFLINE);
+    CHECK_RC(not_hung, NPU_E_NOT_HUNG);
+    CHECK_RC(bad_ch, NPU_E_BAD_CHANNEL);
+}
+
+static void test_crash_aborts(void)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct npu_system *s = sys_new(NPU_CLOCK_VIRTUAL, 0);
+        struct npu_fault crash = {.kind = NPU_FAULT_CRASH};
+        signal(SIGABRT, SIG_DFL);
+        npu_system_inject_fault(s, &crash);
+        _exit(0);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+}
+
+static void test_unload_cancels_system(void)
+{
+    static struct run r;
+    OK(run_setup(&r, 0, 1, 10.0));
+    int32_t a = submit(&r, 0, 1, 0), b = submit(&r, 1, 1, 0);
+    OK(npu_system_advance(r.s, 100000));
+    OK(npu_system_unload_model(r.s, r.model));
+    int after = submit(&r, 2, 1, 0);
+    struct npu_event *ev;
+    uint32_t n = drain(r.s, &ev);
+    run_teardown(&r);
+    int ea = find_ev(ev, n, NPU_EVENT_WORK_ENDED, a, -1, 0), eb = find_ev(ev, n, NPU_EVENT_WORK_ENDED, b, -1, 0);
+    CHECK(ea >= 0 && ev[ea].reason == NPU_END_REASON_CANCELLED_SYSTEM);
+    CHECK(eb >= 0 && ev[eb].reason == NPU_END_REASON_CANCELLED_SYSTEM);
+    CHECK(after == -1);
+}
+
+/* ---- events, clock, determinism ---- */
+
+static void test_eventfd_and_ids(void)
+{
+    static struct run r;
+    OK(run_setup(&r, 0, 0, 1.0));
+    int fd = npu_system_event_fd(r.s);
+    struct npu_event *ev;
+    drain(r.s, &ev); /* the load's MEMORY event */
+    struct pollfd p = {fd, POLLIN, 0};
+    int idle = poll(&p, 1, 0);
+    int32_t ids[10];
+    for (int i = 0; i < 10; i++)
+        ids[i] = submit(&r, i, 1, i * 100);
+    p.revents = 0;
+    int ready = poll(&p, 1, 0);
+    OK(npu_system_run_until_idle(r.s, 0));
+    uint32_t n = drain(r.s, &ev);
+    p.revents = 0;
+    int after = poll(&p, 1, 0);
+    int64_t t = 0;
+    int mono = 1, ended = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        mono &= ev[i].time_ns >= t;
+        t = ev[i].time_ns;
+        ended += ev[i].type == NPU_EVENT_WORK_ENDED;
+    }
+    int wrong = npu_system_advance(r.s, -1);
+    run_teardown(&r);
+    CHECK(idle == 0);
+    CHECK(ready == 1 && (p.revents & POLLIN) == 0);
+    CHECK(after == 0);
+    for (int i = 1; i < 10; i++)
+        CHECK(ids[i] == ids[i - 1] + 1);
+    CHECK(mono && ended == 10);
+    CHECK_RC(wrong, NPU_E_INVALID_ARGUMENT);
+}
+
+static uint32_t scenario_events(struct npu_event *copy, uint32_t cap, float *out)
+{
+    static struct run r;
+    if (run_setup(&r, NPU_PREEMPT_CHECKPOINT, 0, 200.0) != NPU_OK)
+        return 0;
+    for (int i = 0; i < 12; i++) {
+        submit(&r, i, 10000 + i % 3, (i * 337) % 1001);
+        npu_system_advance(r.s, 700000);
+    }
+    npu_system_run_until_idle(r.s, 0);
+    struct npu_event *ev;
+    uint32_t n = drain(r.s, &ev);
+    n = n < cap ? n : cap;
+    memcpy(copy, ev, n * sizeof *ev);
+    memcpy(out, r.out, sizeof(float) * 256 * 12);
+    run_teardown(&r);
+    return n;
+}
+
+static void test_virtual_clock_is_repeatable(void)
+{
+    static struct npu_event a[1024], b[1024];
+    static float oa[12 * 256], ob[12 * 256];
+    uint32_t na = scenario_events(a, 1024, oa), nb = scenario_events(b, 1024, ob);
+    CHECK(na > 36 && na == nb);
+    for (uint32_t i = 0; i < na; i++) {
+        CHECK(a[i].type == b[i].type && a[i].reason == b[i].reason && a[i].time_ns == b[i].time_ns);
+        CHECK(a[i].work.id == b[i].work.id && a[i].work.effective_priority == b[i].work.effective_priority);
+    }
+    CHECK(memcmp(oa, ob, sizeof oa) == 0);
+    int paused = 0;
+    for (uint32_t i = 0; i < na; i++)
+        paused += a[i].type == NPU_EVENT_WORK_ENDED && a[i].reason == NPU_END_REASON_PAUSED;
+    CHECK(paused > 0);
+}
+
+static void test_real_clock_refuses_advance_and_runs(void)
+{
+    static struct run r;
+    struct npu_system_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.clock = NPU_CLOCK_REAL;
+    cfg.speed_factor = 0.01;
+    OK(npu_system_create(&cfg, &r.s));
+    r.b = mlp_model(256, 256, 256, 7);
+    OK(npu_system_load_model(r.s, 0, mb_model(r.b), NULL, &r.model));
+    unsigned seed = 99;
+    for (int k = 0; k < 256; k++)
+        r.in[0][k] = frand(&seed);
+    for (int i = 0; i < 4; i++) {
+        r.ib[i] = (struct npu_buffer){r.in[i], sizeof r.in[i]};
+        r.ob[i] = (struct npu_buffer){r.out[i], sizeof r.out[i]};
+    }
+    int wrong = npu_system_advance(r.s, 1000);
+    int32_t id = submit(&r, 0, 1, 0);
+    int fd = npu_system_event_fd(r.s);
+    int done = 0;
+    struct npu_event evs[64];
+    for (int spins = 0; spins < 500 && !done; spins++) {
+        struct pollfd p = {fd, POLLIN, 0};
+        poll(&p, 1, 10);
+        uint32_t n;
+        npu_system_drain_events(r.s, evs, 64, &n);
+        for (uint32_t i = 0; i < n; i++)
+            done |= evs[i].type == NPU_EVENT_WORK_ENDED && evs[i].work.id == id &&
+                    evs[i].reason == NPU_END_REASON_COMPLETED;
+    }
+    float want[256];
+    expected_mlp_output(want);
+    int same = memcmp(r.out[0], want, sizeof want) == 0;
+    run_teardown(&r);
+    CHECK_RC(wrong, NPU_E_WRONG_CLOCK);
+    CHECK(done);
+    CHECK(same);
+}
+
+/* Several threads submit, cancel and drain at once on the real clock: what
+ * `make tsan` runs. */
+struct stress {
+    struct npu_system *s;
+    uint32_t model;
+    int thread;
+    int32_t submitted, ended;
+    float in[32][64], out[32][64];
+};
+
+static void *stress_submitter(void *arg)
+{
+    struct stress *st = arg;
+    for (int i = 0; i < 32; i++) {
+        struct npu_buffer ib = {st->in[i], sizeof st->in[i]}, ob = {st->out[i], sizeof st->out[i]};
+        struct npu_work_request q = req(st->model, 10000 + st->thread, (i * 131) % 1001, &ib, &ob);
+        int32_t id;
+        if (npu_system_submit_work(st->s, &q, &id) == NPU_OK) {
+            __atomic_add_fetch(&st->submitted, 1, __ATOMIC_SEQ_CST);
+            if (i % 5 == 4)
+                npu_system_cancel_work(st->s, id);
+        }
+        if (i % 7 == 0) {
+            struct npu_scheduling_config c = {0, 2000, 10000 + st->thread, (i * 17) % 1001, true, false};
+            npu_system_update_scheduling_configs(st->s, &c, 1);
+        }
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void test_real_clock_stress(void)
+{
+    struct npu_system_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.clock = NPU_CLOCK_REAL;
+    cfg.speed_factor = 0.05;
+    struct npu_system *s;
+    OK(npu_system_create(&cfg, &s));
+    struct mb *b = mlp_model(64, 64, 64, 3);
+    uint32_t model;
+    int rl = npu_system_load_model(s, 0, mb_model(b), NULL, &model);
+    free(b);
+    OK(rl);
+    enum { T = 4 };
+    static struct stress st[T];
+    pthread_t th[T];
+    for (int t = 0; t < T; t++) {
+        memset(&st[t], 0, sizeof st[t]);
+        st[t].s = s, st[t].model = model, st[t].thread = t;
+        pthread_create(&th[t], NULL, stress_submitter, &st[t]);
+    }
+    int32_t ended = 0, submitted = 0, pending_threads = T;
+    struct npu_event evs[256];
+    char dump[16384];
+    size_t len;
+    for (int spins = 0; spins < 4000; spins++) {
+        uint32_t n;
+        npu_system_drain_events(s, evs, 256, &n);
+        for (uint32_t i = 0; i < n; i++)
+            ended += evs[i].type == NPU_EVENT_WORK_ENDED && evs[i].reason != NPU_END_REASON_PAUSED;
+        if (spins % 50 == 0)
+            npu_system_dump(s, dump, sizeof dump, &len);
+        if (pending_threads) {
+            pending_threads = 0;
+            for (int t = 0; t < T; t++)
+                pending_threads += __atomic_load_n(&st[t].submitted, __ATOMIC_SEQ_CST) < 32;
+        }
+        submitted = 0;
+        for (int t = 0; t < T; t++)
+            submitted += __atomic_load_n(&st[t].submitted, __ATOMIC_SEQ_CST);
+        if (!pending_threads && ended == submitted)
+            break;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    for (int t = 0; t < T; t++)
+        pthread_join(th[t], NULL);
+    npu_system_destroy(s);
+    CHECK(submitted == T * 32);
+    CHECK(ended == submitted);
+}
+
+/* ---- the loader, errors, dump ---- */
+
+static void test_loader(void)
+{
+    struct npu_system_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    struct npu_system *s = NULL;
+    cfg.driver_path = "/nonexistent/driver.so";
+    CHECK_RC(npu_system_create(&cfg, &s), NPU_E_DRIVER_LOAD_FAILED);
+    CHECK(s == NULL);
+    cfg.driver_path = "libm.so.6"; /* loads, but is no driver */
+    CHECK_RC(npu_system_create(&cfg, &s), NPU_E_DRIVER_NO_ENTRY);
+    cfg.driver_path = NULL;
+    cfg.preemption_mode = 9;
+    CHECK_RC(npu_system_create(&cfg, &s), NPU_E_INVALID_ARGUMENT);
+    cfg.preemption_mode = 0;
+    cfg.thermal_thresholds_c[0] = 50, cfg.thermal_thresholds_c[1] = 40;
+    CHECK_RC(npu_system_create(&cfg, &s), NPU_E_INVALID_ARGUMENT);
+    if (!g_driver_so)
+        return;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.driver_path = g_driver_so;
+    OK(npu_system_create(&cfg, &s));
+    struct npu_device_info info;
+    int ri = npu_system_get_device_info(s, 0, &info);
+    struct mb *b = binary_model(NPU_OP_ADD, 3, NPU_FUSE_RELU);
+    uint32_t m;
+    int rl = npu_system_load_model(s, 0, mb_model(b), NULL, &m);
+    float x[3] = {1, -5, 2}, y[3] = {1, 1, 1}, o[3];
+    struct npu_buffer in[2] = {{x, 12}, {y, 12}}, out[1] = {{o, 12}};
+    struct npu_work_request q = req(m, 1, 0, in, out);
+    q.input_count = 2;
+    int32_t id;
+    int rs = npu_system_submit_work(s, &q, &id);
+    npu_system_run_until_idle(s, 0);
+    struct npu_scheduling_config bad = {0, 2000, 1, -1, true, false};
+    int rc_bad = npu_system_set_scheduling_configs(s, &bad, 1);
+    uint32_t count = npu_system_device_count(s);
+    npu_system_destroy(s);
+    free(b);
+    OK(ri);
+    CHECK(count >= 1 && strchr(info.name, '-') && info.name[0] != '-');
+    OK(rl);
+    OK(rs);
+    CHECK(o[0] == 2 && o[1] == 0 && o[2] == 3);
+    CHECK_RC(rc_bad, NPU_E_INVALID_PRIORITY);
+}
+
+static void test_errors_and_dump(void)
+{
+    CHECK(strcmp(npu_error_name(NPU_E_WEIGHT_MEMORY_FULL), "WEIGHT_MEMORY_FULL") == 0);
+    CHECK(strcmp(npu_error_name(NPU_OK), "OK") == 0);
+    CHECK(strcmp(npu_error_name(12345), "UNKNOWN") == 0);
+    for (int c = -1; c >= NPU_E_OFFLINE; c--)
+        CHECK(strcmp(npu_error_name(c), "UNKNOWN") != 0 && strlen(npu_strerror(c)) > 5);
+    struct npu_system *s = sys_new(NPU_CLOCK_VIRTUAL, 0);
+    CHECK(s);
+    char small[16];
+    size_t len = 0;
+    int rc = npu_system_dump(s, small, sizeof small, &len);
+    char *big = malloc(len + 1);
+    size_t len2 = 0;
+    int rc2 = npu_system_dump(s, big, len + 1, &len2);
+    int has = strstr(big, "emu-hetero") && strstr(big, "Thermal");
+    free(big);
+    npu_system_destroy(s);
+    CHECK_RC(rc, NPU_E_BUFFER_TOO_SMALL);
+    CHECK(strlen(small) == 15);
+    OK(rc2);
+    CHECK(len2 == len && has);
+}
+
+/* ---- the runner ---- */
+
+struct test {
+    const char *name;
+    void (*fn)(void);
+};
+#define T(f) {#f, f}
+static const struct test TESTS[] = {
+    T(test_kernels_elementwise), T(test_kernels_fully_connected), T(test_kernels_conv2d),
+    T(test_kernels_softmax), T(test_run_model_matches_kernels), T(test_validation_errors),
+    T(test_validation_conv_and_fc_shapes), T(test_devices), T(test_supported_operations),
+    T(test_configs_refused_and_atomic), T(test_admission_refusals),
+    T(test_priority_order_and_effective_priority), T(test_checkpoint_pause_resume_identical),
+    T(test_kill_restart), T(test_vts_later_higher_priority_finishes_first), T(test_fcfs_ignores_priority),
+    T(test_cancel), T(test_thermal_throttling_and_severities), T(test_thermal_rises_with_load),
+    T(test_capacity_errors), T(test_hetero_places_on_a_part), T(test_faults_fail_hang_reset),
+    T(test_crash_aborts), T(test_unload_cancels_system), T(test_eventfd_and_ids),
+    T(test_virtual_clock_is_repeatable), T(test_real_clock_refuses_advance_and_runs),
+    T(test_real_clock_stress), T(test_loader), T(test_errors_and_dump),
+};
+
+int main(int argc, char **argv)
+{
+    const char *only = NULL, *skip = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--only"))
+            only = argv[i + 1];
+        else if (!strcmp(argv[i], "--skip"))
+            skip = argv[i + 1];
+        else if (!strcmp(argv[i], "--driver-so"))
+            g_driver_so = argv[i + 1];
+        else {
+            fprintf(stderr, "usage: %s [--only SUBSTR] [--skip SUBSTR] [--driver-so PATH]\n", argv[0]);
+            return 2;
+        }
+    }
+    int passed = 0, failed = 0;
+    for (size_t i = 0; i < sizeof TESTS / sizeof *TESTS; i++) {
+        if ((only && !strstr(TESTS[i].name, only)) || (skip && strstr(TESTS[i].name, skip)))
+            continue;
+        t_failure = NULL;
+        TESTS[i].fn();
+        if (t_failure) {
+            printf("FAIL %s: %s\n", TESTS[i].name, t_failure);
+            failed++;
+        } else {
+            printf("PASS %s\n", TESTS[i].name);
+            passed++;
+        }
+        fflush(stdout);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
