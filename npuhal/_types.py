@@ -249,9 +249,14 @@ class WorkInfo:
 
 @dataclass(frozen=True, slots=True)
 class WorkRequested:
-    """The driver queued the work (``onWorkRequested``)."""
+    """The driver queued the work (``onWorkRequested``).
+
+    ``time_ns`` (on every work event) is the emulated time of the event in
+    nanoseconds, finer than ``info.timestamp_ms``: what traces and benchmarks use.
+    """
 
     info: WorkInfo
+    time_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +265,7 @@ class WorkStarted:
 
     info: WorkInfo
     reason: StartReason
+    time_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +278,7 @@ class WorkEnded:
 
     info: WorkInfo
     reason: EndReason
+    time_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
