@@ -85,15 +85,26 @@ def times(events, work_id):
     return req, start, end
 
 
-def solo_ns(setup: Setup, which: str) -> int:
-    """One job alone on an idle channel (virtual clock: exact)."""
+def solo_ns(setup: Setup, which: str) -> tuple[int, int]:
+    """One job alone on an idle channel, virtual clock: (its wait, its run time)."""
     driver, low, high = setup.open(PreemptionMode.NONE, "virtual")
     with driver:
         handle, x = (low, setup.low_x) if which == "low" else (high, setup.high_x)
         w = driver.submit(handle, [x], uid=UID, job_priority=LOW)
         driver.run_until_idle()
         req, start, end = times(driver.drain_events(), w)
-        return end - start
+        return start - req, end - start
+
+
+async def real_idle_wait_ns(setup: Setup) -> int:
+    """The high job alone on an idle channel, real clock: its wait (thread wake-up)."""
+    driver, _, high = setup.open(PreemptionMode.NONE, "real")
+    async with driver:
+        w = driver.submit(high, [setup.high_x], uid=UID, job_priority=HIGH)
+        with trio.fail_after(60):
+            await driver.wait_work(w)
+        req, start, _ = times(driver.drain_events(), w)
+        return start - req
 
 
 def virtual_trial(setup: Setup, mode: PreemptionMode, offset_ns: int) -> tuple[int, int, np.ndarray]:
@@ -147,7 +158,11 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     setup = Setup(args)
-    low_ns, high_ns = solo_ns(setup, "low"), solo_ns(setup, "high")
+    _, low_ns = solo_ns(setup, "low")
+    idle_wait = {"virtual": [solo_ns(setup, "high")[0] / 1e6]}
+    high_ns = solo_ns(setup, "high")[1]
+    if args.real_trials:
+        idle_wait["real"] = [trio.run(real_idle_wait_ns, setup) / 1e6 for _ in range(min(args.real_trials, 10))]
     n_slices = args.layers * args.slices
     slice_ns = low_ns / n_slices
     ideal_ns = 2 * low_ns + high_ns  # two low jobs and the high one back to back
@@ -185,8 +200,10 @@ def main(argv: list[str] | None = None) -> int:
     print("Preemption: a high-priority job arriving on a channel saturated with low-priority work")
     print(f"device emu-gpu (1 channel); low job {low_ns / 1e6:.3f} ms = {n_slices} slices of {slice_ns / 1e6:.3f} ms; "
           f"high job {high_ns / 1e6:.3f} ms alone")
-    print(f"baseline: a high job on an idle channel waits 0 ms; budget (DESIGN.md) = one slice + a context save "
-          f"= {budget_ms:.3f} ms; trials per mode: {args.trials} virtual, {args.real_trials} real")
+    idle = ", ".join(f"{statistics.median(v):.3f} ms ({k})" for k, v in idle_wait.items())
+    print(f"baseline: the high job on an idle channel waits {idle} (median)")
+    print(f"budget (DESIGN.md): one slice + a context save = {budget_ms:.3f} ms; "
+          f"trials per mode: {args.trials} virtual, {args.real_trials} real")
     print()
     header = f"{'clock':8} {'preemption':13} {'wait med ms':>11} {'wait p99 ms':>11} {'p99/budget':>10} {'med vs none':>11} " \
              f"{'low cost med ms':>15} {'low cost p99 ms':>15} {'cost % low job':>14}"

@@ -144,12 +144,12 @@ def _u32(value: Any, what: str) -> int:
     return number
 
 
-def _i32(value: Any, what: str) -> int:
+def _i32(value: Any, what: str, error: type[NpuValueError] = NpuValueError) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise NpuValueError(f"{what} must be an integer, got {value!r}")
+        raise error(f"{what} must be an integer, got {value!r}")
     number = int(value)
     if not -(2**31) <= number < 2**31:
-        raise NpuValueError(f"{what} {number} does not fit in 32 bits")
+        raise error(f"{what} {number} does not fit in 32 bits")
     return number
 
 
@@ -168,19 +168,19 @@ class CModel:
         operands = ffi.new("struct npu_operand[]", max(len(model.operands), 1))
         for i, operand in enumerate(model.operands):
             c = operands[i]
-            c.type = _i32(int(operand.type), "operand type")
+            c.type = _i32(int(operand.type), "operand type", NpuModelError)
             dims = ffi.new("uint32_t[]", [_u32(d, "dimension") for d in operand.dimensions] or [0])
             keep.append(dims)
             c.dimension_count = len(operand.dimensions)
             c.dimensions = dims
-            c.lifetime = _i32(int(operand.lifetime), "operand lifetime")
+            c.lifetime = _i32(int(operand.lifetime), "operand lifetime", NpuModelError)
             c.location.pool_index = _u32(operand.location.pool_index, "pool index")
             c.location.offset = _u32(operand.location.offset, "location offset")
             c.location.length = _u32(operand.location.length, "location length")
         operations = ffi.new("struct npu_operation[]", max(len(model.operations), 1))
         for i, operation in enumerate(model.operations):
             c = operations[i]
-            c.type = _i32(int(operation.type), "operation type")
+            c.type = _i32(int(operation.type), "operation type", NpuModelError)
             ins = ffi.new("uint32_t[]", [_u32(x, "operand index") for x in operation.inputs] or [0])
             outs = ffi.new("uint32_t[]", [_u32(x, "operand index") for x in operation.outputs] or [0])
             keep += [ins, outs]
