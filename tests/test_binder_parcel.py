@@ -689,3 +689,23 @@ def test_evolution_properties(evolution: tuple[AidlRegistry, AidlRegistry], data
     assert Old.from_wire(wire_trip(new.to_wire())) == Old(a=new.a, b=new.b)
     old = data.draw(values_for(old_reg, TypeRef("evo.Msg")))
     assert New.from_wire(wire_trip(old.to_wire())) == New(a=old.a, b=old.b)
+
+
+def test_field_names_that_look_like_generated_locals_work() -> None:
+    reg = AidlRegistry.from_text("package a; parcelable P { int self; String data; int e; long ctx; int n; }")
+    P = reg.parcelable("a.P")
+    p = P(self=1, data="d", e=2, ctx=3, n=4)
+    assert P.from_wire(wire_trip(p.to_wire())) == p and p.self == 1 and p.ctx == 3
+    with pytest.raises(TypeError, match=r"P\.e: expected int"):
+        P(e="x")
+
+
+def test_a_list_mutated_after_construction_is_caught_when_written(demo: AidlRegistry) -> None:
+    import copy
+
+    Holder, Inner = demo.parcelable("demo.Holder"), demo.parcelable("demo.Inner")
+    h = Holder(token=FakeBinder("t"), inners=[Inner(a=1)])
+    assert copy.deepcopy(h).inners == h.inners and copy.deepcopy(h).inners is not h.inners
+    h.inners.append("not an Inner")  # lists inside a frozen parcelable are still lists
+    with pytest.raises(TypeError, match=r"expected demo\.Inner, got str"):
+        h.to_wire(FakeContext())

@@ -527,7 +527,10 @@ def parcelable_codec(cls: type[Parcelable], qualified: str) -> Codec:
         raise TypeError(f"expected {qualified}, got {_describe(v)}")
 
     def encode(v: Parcelable, ctx: Any) -> list:
-        return v.to_wire(ctx)
+        if v.__class__ is cls:
+            return v.to_wire(ctx)
+        # Only reachable through a list mutated after construction: check it now.
+        return check(v).to_wire(ctx)
 
     def decode(w: Any, ctx: Any) -> Any:
         return cls._aidl_decode(w, ctx)
@@ -641,7 +644,7 @@ def array_codec(elem: Codec, fixed: int | None, kind: str) -> Codec:
 
     if ok_elem is not None and not elem.needs_ctx:
         # Primitive elements: validate with one generator and keep the list as is.
-        ok_fn = eval(f"lambda v: {ok_elem.format(v='v')}", {})  # noqa: S307 - our own template
+        ok_fn = eval(f"lambda v: {ok_elem.format(v='v')}", dict(elem.env))  # noqa: S307 - our own template
         slow_decode = decode
 
         def decode(w: Any, ctx: Any) -> list:  # noqa: F811
@@ -708,6 +711,19 @@ class Parcelable:
 
     def __copy__(self) -> Parcelable:
         return self
+
+    def __deepcopy__(self, memo: dict) -> Parcelable:
+        import copy
+
+        return type(self)(**{f: copy.deepcopy(getattr(self, f), memo) for f in self._aidl_fields})
+
+    def __reduce__(self) -> Any:
+        # Generated classes are not importable by name, so pickle cannot find them;
+        # say so plainly rather than failing inside copyreg.
+        raise TypeError(
+            f"{type(self).__name__} is an AIDL parcelable: send it through a binder "
+            "(to_wire / from_wire), not pickle"
+        )
 
     def to_wire(self, ctx: Any = None) -> list:  # replaced in every generated class
         raise NotImplementedError
