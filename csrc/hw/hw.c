@@ -84,6 +84,7 @@ struct device {
 struct model {
     bool live;
     uint32_t dev;
+    int32_t device_number;
     struct npu_plan *plan;
     uint64_t weight, sram;
     double cost_scale;
@@ -160,10 +161,11 @@ static void emit_work(struct npu_hw *hw, int32_t type, int32_t reason, struct jo
     ev.time_ns = hw_now(hw);
     ev.work = job->info;
     ev.work.timestamp_ms = timestamp_ms(hw);
+    ev.device_number = job->info.device_number;
     npu_ring_push(&hw->ring, &ev);
 }
 
-static void emit_memory(struct npu_hw *hw, struct device *d, int status)
+static void emit_memory(struct npu_hw *hw, struct device *d, int32_t device_number, int status)
 {
     struct npu_event ev;
     memset(&ev, 0, sizeof ev);
@@ -175,6 +177,7 @@ static void emit_memory(struct npu_hw *hw, struct device *d, int status)
     ev.sram_used = d->sram_used;
     ev.sram_total = d->cfg.sram_bytes;
     ev.memory_status = status;
+    ev.device_number = device_number;
     npu_ring_push(&hw->ring, &ev);
 }
 
@@ -784,7 +787,7 @@ static struct model *find_model(struct npu_hw *hw, uint32_t handle)
     return &hw->models[handle - 1];
 }
 
-static int api_load_model(struct npu_hw *hw, uint32_t dev, const struct npu_model *model,
+static int api_load_model(struct npu_hw *hw, uint32_t dev, int32_t device_number, const struct npu_model *model,
                           const struct npu_load_params *params, uint32_t *handle)
 {
     if (!hw || !model || !handle)
@@ -810,12 +813,12 @@ static int api_load_model(struct npu_hw *hw, uint32_t dev, const struct npu_mode
     struct device *d = &hw->dev[dev];
     if (weight > d->cfg.weight_memory_bytes - d->weight_used) {
         rc = NPU_E_WEIGHT_MEMORY_FULL;
-        emit_memory(hw, d, rc);
+        emit_memory(hw, d, device_number, rc);
         goto fail;
     }
     if (sram > d->cfg.sram_bytes - d->sram_used) {
         rc = NPU_E_SRAM_FULL;
-        emit_memory(hw, d, rc);
+        emit_memory(hw, d, device_number, rc);
         goto fail;
     }
     if (hw->nmodels == hw->models_cap) {
@@ -831,6 +834,7 @@ static int api_load_model(struct npu_hw *hw, uint32_t dev, const struct npu_mode
     struct model *m = &hw->models[hw->nmodels++];
     m->live = true;
     m->dev = dev;
+    m->device_number = device_number;
     m->plan = plan;
     m->weight = weight;
     m->sram = sram;
@@ -840,7 +844,7 @@ static int api_load_model(struct npu_hw *hw, uint32_t dev, const struct npu_mode
     d->sram_used += sram;
     d->models++;
     *handle = hw->nmodels; /* index + 1: 0 is never a handle */
-    emit_memory(hw, d, NPU_OK);
+    emit_memory(hw, d, device_number, NPU_OK);
     pthread_mutex_unlock(&hw->lock);
     return NPU_OK;
 fail:
@@ -891,7 +895,7 @@ static int api_unload_model(struct npu_hw *hw, uint32_t handle)
     d->models--;
     npu_plan_destroy(m->plan);
     m->plan = NULL;
-    emit_memory(hw, d, NPU_OK);
+    emit_memory(hw, d, m->device_number, NPU_OK);
     device_dispatch(hw, d, now);
     pthread_cond_broadcast(&hw->cond);
     pthread_mutex_unlock(&hw->lock);
@@ -1205,6 +1209,7 @@ static const struct npu_hw_api HW_API = {
     .thermal_state = api_thermal_state,
     .now_ns = api_now_ns,
     .validate_model = npu_model_validate,
+    .check_support = npu_model_check_support,
     .dump = api_dump,
 };
 

@@ -63,12 +63,13 @@ static bool same_shape(const struct npu_operand *a, const struct npu_operand *b)
     return true;
 }
 
-static int check_operand(const struct npu_model *m, const struct npu_operand *op)
+static int check_operand(const struct npu_model *m, const struct npu_operand *op, bool lenient)
 {
     if (op->type < 0 || op->type >= NPU_OPERAND_TYPE_COUNT)
         return NPU_E_BAD_OPERAND_TYPE;
-    /* float32 only: the other tensor types are NNAPI's but not npuemu's */
-    if (is_tensor(op->type) && op->type != NPU_OPERAND_TENSOR_FLOAT32)
+    /* float32 only: the other tensor types are NNAPI's but not npuemu's; a
+     * support query accepts them and answers "not computable" per operation */
+    if (!lenient && is_tensor(op->type) && op->type != NPU_OPERAND_TENSOR_FLOAT32)
         return NPU_E_BAD_OPERAND_TYPE;
     if (op->lifetime < NPU_LIFETIME_TEMPORARY_VARIABLE || op->lifetime > NPU_LIFETIME_NO_VALUE)
         return NPU_E_BAD_LIFETIME;
@@ -273,9 +274,11 @@ static int expected_inputs(int32_t type)
     }
 }
 
-/* The whole-model checks; fills ops[] when it is not NULL. */
-static int validate(const struct npu_model *m, uint32_t *bad_op, struct npu_plan_op *ops)
+/* The whole-model checks; fills ops[] when it is not NULL.  With computable
+ * not NULL it is the lenient support check (npu_model_check_support). */
+static int validate(const struct npu_model *m, uint32_t *bad_op, struct npu_plan_op *ops, bool *computable)
 {
+    bool lenient = computable != NULL;
     *bad_op = UINT32_MAX;
     if (m == NULL)
         return NPU_E_INVALID_ARGUMENT;
@@ -286,7 +289,7 @@ static int validate(const struct npu_model *m, uint32_t *bad_op, struct npu_plan
     if (m->operation_count == 0 || m->output_count == 0)
         return NPU_E_BAD_MODEL_IO;
     for (uint32_t i = 0; i < m->operand_count; i++)
-        TRY(check_operand(m, &m->operands[i]));
+        TRY(check_operand(m, &m->operands[i], lenient));
 
     unsigned char *defined = calloc(m->operand_count, 1);
     unsigned char *listed = calloc(m->operand_count, 1);
@@ -323,11 +326,12 @@ static int validate(const struct npu_model *m, uint32_t *bad_op, struct npu_plan
         const struct npu_operation *o = &m->operations[k];
         *bad_op = k;
         int want = expected_inputs(o->type);
-        if (want < 0 || o->input_count != (uint32_t)want || o->output_count != 1) {
+        bool known = want >= 0 && o->input_count == (uint32_t)want && o->output_count == 1;
+        if ((!known && !lenient) || o->output_count == 0) {
             rc = NPU_E_BAD_OPERATION;
             break;
         }
-        if (!o->inputs || !o->outputs) {
+        if ((o->input_count && !o->inputs) || !o->outputs) {
             rc = NPU_E_INVALID_ARGUMENT;
             break;
         }
@@ -339,18 +343,27 @@ static int validate(const struct npu_model *m, uint32_t *bad_op, struct npu_plan
         }
         if (rc != NPU_OK)
             break;
-        uint32_t out = o->outputs[0];
-        if (out >= m->operand_count) {
-            rc = NPU_E_BAD_OPERAND_INDEX;
-            break;
+        for (uint32_t i = 0; i < o->output_count && rc == NPU_OK; i++) {
+            uint32_t out = o->outputs[i];
+            if (out >= m->operand_count) {
+                rc = NPU_E_BAD_OPERAND_INDEX;
+                break;
+            }
+            int32_t lt = m->operands[out].lifetime;
+            if (defined[out] || (lt != NPU_LIFETIME_TEMPORARY_VARIABLE && lt != NPU_LIFETIME_MODEL_OUTPUT))
+                rc = NPU_E_BAD_MODEL_IO;
         }
-        int32_t lt = m->operands[out].lifetime;
-        if (defined[out] || (lt != NPU_LIFETIME_TEMPORARY_VARIABLE && lt != NPU_LIFETIME_MODEL_OUTPUT)) {
-            rc = NPU_E_BAD_MODEL_IO;
+        if (rc != NPU_OK)
             break;
+        if (known)
+            rc = check_operation(m, o, ops ? &ops[k] : NULL);
+        if (lenient) {
+            computable[k] = known && rc == NPU_OK;
+            if (rc == NPU_E_BAD_OPERAND_TYPE)
+                rc = NPU_OK; /* e.g. a quantized ADD: valid NNAPI, not ours to run */
         }
-        rc = check_operation(m, o, ops ? &ops[k] : NULL);
-        defined[out] = 1;
+        for (uint32_t i = 0; i < o->output_count; i++)
+            defined[o->outputs[i]] = 1;
     }
     if (rc == NPU_OK) {
         *bad_op = UINT32_MAX;
@@ -367,7 +380,15 @@ out:
 int npu_model_validate(const struct npu_model *model, uint32_t *bad_operation)
 {
     uint32_t dummy;
-    return validate(model, bad_operation ? bad_operation : &dummy, NULL);
+    return validate(model, bad_operation ? bad_operation : &dummy, NULL, NULL);
+}
+
+int npu_model_check_support(const struct npu_model *model, bool *computable, uint32_t *bad_operation)
+{
+    uint32_t dummy;
+    if (model && model->operation_count && !computable)
+        return NPU_E_INVALID_ARGUMENT;
+    return validate(model, bad_operation ? bad_operation : &dummy, NULL, computable);
 }
 
 void npu_plan_destroy(struct npu_plan *p)
@@ -399,7 +420,7 @@ int npu_plan_create(const struct npu_model *m, uint32_t slices_per_op, struct np
         return NPU_E_NO_MEMORY;
     }
     uint32_t bad;
-    int rc = validate(m, &bad, p->ops);
+    int rc = validate(m, &bad, p->ops, NULL);
     if (rc != NPU_OK) {
         npu_plan_destroy(p);
         return rc;

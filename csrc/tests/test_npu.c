@@ -297,6 +297,50 @@ static void test_supported_operations(void)
     CHECK_RC(invalid, NPU_E_BAD_OPERAND_INDEX);
 }
 
+/* An NNAPI operation npuemu does not compute (AVERAGE_POOL_2D = 1) is
+ * "unsupported" in a support query, not an invalid model. */
+static void test_unknown_operation_is_unsupported_not_invalid(void)
+{
+    struct mb *b = binary_model(NPU_OP_ADD, 4, NPU_FUSE_NONE);
+    /* ADD's output feeds an op of unknown type that writes the model output */
+    b->opnd[3].lifetime = NPU_LIFETIME_TEMPORARY_VARIABLE;
+    b->nout = 0;
+    uint32_t d[1] = {4};
+    uint32_t y = mb_tensor(b, NPU_LIFETIME_MODEL_OUTPUT, 1, d);
+    uint32_t ins[2] = {3, 2};
+    mb_op(b, 1 /* AVERAGE_POOL_2D */, 2, ins, y);
+    struct npu_system *s = sys_new(NPU_CLOCK_VIRTUAL, 0);
+    CHECK(s);
+    bool sup[2] = {false, true};
+    int rq = npu_system_get_supported_operations(s, 0, mb_model(b), sup);
+    uint32_t id;
+    int rl = npu_system_load_model(s, 0, mb_model(b), NULL, &id);
+    bool comp[2];
+    int rv = npu_model_check_support(mb_model(b), comp, NULL);
+    b->opin[1][0] = 60; /* still an index error */
+    int rbad = npu_system_get_supported_operations(s, 0, mb_model(b), sup);
+    npu_system_destroy(s);
+    free(b);
+    OK(rq);
+    CHECK(sup[0] && !sup[1]);
+    CHECK_RC(rl, NPU_E_BAD_OPERATION);
+    OK(rv);
+    CHECK(comp[0] && !comp[1]);
+    CHECK_RC(rbad, NPU_E_BAD_OPERAND_INDEX);
+    /* a quantized ADD is valid NNAPI but not computable */
+    struct mb *q = binary_model(NPU_OP_ADD, 4, NPU_FUSE_NONE);
+    for (int i = 0; i < 2; i++)
+        q->opnd[i].type = NPU_OPERAND_TENSOR_QUANT8_ASYMM;
+    q->opnd[3].type = NPU_OPERAND_TENSOR_QUANT8_ASYMM;
+    bool qc[1] = {true};
+    int rqq = npu_model_check_support(mb_model(q), qc, NULL);
+    int rqs = npu_model_validate(mb_model(q), NULL);
+    free(q);
+    OK(rqq);
+    CHECK(!qc[0]);
+    CHECK_RC(rqs, NPU_E_BAD_OPERAND_TYPE);
+}
+
 /* ---- scheduling configs and admission ---- */
 
 static void test_configs_refused_and_atomic(void)
@@ -743,9 +787,11 @@ static void test_capacity_errors(void)
     int r6 = npu_system_load_model(s, 1, mb_model(b), &two_gb, &m4); /* gpu has exactly 2 GB */
     struct npu_event *ev;
     uint32_t n = drain(s, &ev);
-    int full_events = 0;
-    for (uint32_t i = 0; i < n; i++)
+    int full_events = 0, gpu_events = 0;
+    for (uint32_t i = 0; i < n; i++) {
         full_events += ev[i].type == NPU_EVENT_MEMORY && ev[i].memory_status == NPU_E_WEIGHT_MEMORY_FULL;
+        gpu_events += ev[i].type == NPU_EVENT_MEMORY && ev[i].device_number == 1 && ev[i].memory_device == 1;
+    }
     npu_system_destroy(s);
     free(b);
     OK(r1);
@@ -758,6 +804,7 @@ static void test_capacity_errors(void)
     CHECK_RC(r5, NPU_E_SRAM_FULL);
     OK(r6);
     CHECK(full_events == 1);
+    CHECK(gpu_events == 2); /* the refused SRAM load and the 2 GB load on emu-gpu */
 }
 
 static void test_hetero_places_on_a_part(void)
@@ -1139,6 +1186,7 @@ static const struct test TESTS[] = {
     T(test_kernels_elementwise), T(test_kernels_fully_connected), T(test_kernels_conv2d),
     T(test_kernels_softmax), T(test_run_model_matches_kernels), T(test_validation_errors),
     T(test_validation_conv_and_fc_shapes), T(test_devices), T(test_supported_operations),
+    T(test_unknown_operation_is_unsupported_not_invalid),
     T(test_configs_refused_and_atomic), T(test_admission_refusals),
     T(test_priority_order_and_effective_priority), T(test_checkpoint_pause_resume_identical),
     T(test_kill_restart), T(test_vts_later_higher_priority_finishes_first), T(test_fcfs_ignores_priority),

@@ -183,12 +183,13 @@ static int ref_get_supported_operations(void *d, uint32_t dev, const struct npu_
     struct ref *r = d;
     if (dev >= N_DEVICES)
         return NPU_E_BAD_DEVICE;
-    int rc = r->hw->validate_model(m, NULL);
+    /* supported[] first holds "npuemu can compute it", then the device's own say */
+    int rc = r->hw->check_support(m, supported, NULL);
     if (rc != NPU_OK)
         return rc;
     for (uint32_t i = 0; i < m->operation_count; i++) {
         int32_t t = m->operations[i].type;
-        supported[i] = t >= 0 && t < 64 && (DEVICES[dev].ops & OP(t));
+        supported[i] = supported[i] && t >= 0 && t < 64 && (DEVICES[dev].ops & OP(t));
     }
     return NPU_OK;
 }
@@ -327,7 +328,7 @@ static int ref_load_model(void *d, uint32_t dev, const struct npu_model *m, cons
         r->cap = ncap;
     }
     uint32_t handle;
-    rc = r->hw->load_model(r->h, r->silicon[silicon], m, p, &handle);
+    rc = r->hw->load_model(r->h, r->silicon[silicon], (int32_t)dev, m, p, &handle);
     if (rc != NPU_OK)
         return rc;
     r->models[r->nmodels] = (struct loaded){.live = true, .device = dev, .handle = handle};

@@ -121,13 +121,10 @@ static int tmpl_get_supported_operations(void *d, uint32_t dev, const struct npu
     struct tmpl *t = d;
     if (dev != 0)
         return NPU_E_BAD_DEVICE;
-    /* an invalid model is an error, not "nothing supported" */
-    int rc = t->hw->validate_model(m, NULL);
-    if (rc != NPU_OK)
-        return rc;
-    for (uint32_t i = 0; i < m->operation_count; i++)
-        supported[i] = true;   /* validation already refused unknown operations */
-    return NPU_OK;
+    /* An invalid model is an error, not "nothing supported".  check_support
+     * sets false for operations npuemu's hardware cannot compute; a device
+     * with a smaller op set would also clear the ones it lacks. */
+    return t->hw->check_support(m, supported, NULL);
 }
 
 /* Valid iff 0 <= app <= 1000 and 0 <= min <= max <= 2000, uids distinct. */
@@ -197,7 +194,7 @@ static int tmpl_load_model(void *d, uint32_t dev, const struct npu_model *m, con
         return NPU_E_NO_MEMORY;
     t->models = grown;
     uint32_t handle;
-    int rc = t->hw->load_model(t->h, t->silicon, m, p, &handle);   /* validates and accounts memory */
+    int rc = t->hw->load_model(t->h, t->silicon, 0, m, p, &handle);   /* validates and accounts memory */
     if (rc != NPU_OK)
         return rc;
     t->models[t->nmodels] = handle;

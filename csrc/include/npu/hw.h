@@ -56,7 +56,7 @@
 
 /* The ABI version of hw.h + driver.h together.  A driver's entry point is
  * called with it and the loader refuses an ops table that carries another. */
-enum { NPU_ABI_VERSION = 1 };
+enum { NPU_ABI_VERSION = 2 };
 
 enum npu_clock {
     NPU_CLOCK_VIRTUAL = 1,
@@ -144,6 +144,8 @@ struct npu_event {
     uint64_t sram_used;
     uint64_t sram_total;
     int32_t memory_status;       /* NPU_OK, or the error a refused load got */
+    int32_t device_number;       /* MEMORY: the driver device of that load or unload
+                                    (-1 if unknown); WORK_*: work.device_number */
 };
 
 /* ---- devices, loads, faults --------------------------------------------- */
@@ -212,9 +214,11 @@ struct npu_hw_api {
     /* Validates (npu_model_validate) and copies a model into the device:
      * reserves weight memory and SRAM or fails with NPU_E_WEIGHT_MEMORY_FULL /
      * NPU_E_SRAM_FULL and changes nothing.  The model is borrowed for the
-     * call.  params may be NULL. */
-    int (*load_model)(struct npu_hw *hw, uint32_t hw_device, const struct npu_model *model,
-                      const struct npu_load_params *params, uint32_t *handle);
+     * call.  params may be NULL.  device_number is the driver's device number
+     * the MEMORY events of this model report. */
+    int (*load_model)(struct npu_hw *hw, uint32_t hw_device, int32_t device_number,
+                      const struct npu_model *model, const struct npu_load_params *params,
+                      uint32_t *handle);
 
     /* Frees a model; its queued and running jobs end CANCELLED_SYSTEM first
      * (waiting, in real-clock mode, for a slice being computed). */
@@ -250,8 +254,11 @@ struct npu_hw_api {
     /* Emulated time now, in ns since the system was created. */
     int64_t (*now_ns)(struct npu_hw *hw);
 
-    /* Validates a model without loading it (for getSupportedOperations). */
+    /* Validates a model without loading it (npu_model_validate). */
     int (*validate_model)(const struct npu_model *model, uint32_t *bad_operation);
+
+    /* npu_model_check_support, for getSupportedOperations. */
+    int (*check_support)(const struct npu_model *model, bool *computable, uint32_t *bad_operation);
 
     /* Appends the hardware's human-readable state (channels, queues, memory,
      * thermal) to buf at offset *len, snprintf-style: *len always grows by

@@ -134,6 +134,18 @@ struct npu_buffer {
 int npu_model_validate(const struct npu_model *model, uint32_t *bad_operation);
 
 /*
+ * The getSupportedOperations check: like npu_model_validate, but a valid
+ * NNAPI operation that npuemu cannot compute (an unknown operation type, an
+ * input count npuemu does not implement such as CONV_2D's implicit-padding
+ * form, or non-float32 tensors) is not an error: computable[i] (one per
+ * operation, the caller's array) is set false for it and true for the
+ * others.  Structural errors (bad operand index, bad location, wrong shapes
+ * of a computable operation, an operand read before it is written) are
+ * still errors.
+ */
+int npu_model_check_support(const struct npu_model *model, bool *computable, uint32_t *bad_operation);
+
+/*
  * Runs a whole model on the calling thread with the same kernels the emulated
  * hardware uses (this is what the NNAPI runtime's CPU device `nnapi-reference`
  * calls).  inputs[i] is the tensor for model->input_indexes[i], outputs[i]
