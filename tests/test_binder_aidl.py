@@ -568,3 +568,41 @@ def test_parcelables_are_parcelable_subclasses(hal: AidlRegistry) -> None:
     for d in hal:
         if isinstance(d, ParcelableDef):
             assert issubclass(d.cls, Parcelable) and d.cls.__aidl__ is d
+
+
+def test_hex_literals_are_bit_patterns_as_in_the_aidl_compiler() -> None:
+    reg = AidlRegistry.from_text(
+        """
+        package a;
+        interface I {
+            const int ALL = 0xFFFFFFFF;
+            const int TOP = 0x80000000;
+            const long WIDE = 0xFFFFFFFFFFFFFFFFL;
+            const long SMALL = 0x7fL;
+            const int MASK = ~0x0F & 0xFF;
+        }
+        """
+    )
+    assert dict(reg.interface("a.I").constants) == {"ALL": -1, "TOP": -(2**31), "WIDE": -1, "SMALL": 127, "MASK": 0xF0}
+
+
+def test_constants_can_name_other_types_constants_and_enumerators() -> None:
+    reg = AidlRegistry.from_text(
+        "package a; interface IBase { const int BASE = 100; }",
+        "package a; enum Level { LOW = IBase.BASE, HIGH = LOW + 1 }",
+        "package b; import a.IBase; import a.Level; parcelable P { int x = IBase.BASE * 2; Level l = Level.HIGH; }",
+    )
+    assert reg.definition("a.Level").enumerators == (("LOW", 100), ("HIGH", 101))
+    P = reg.parcelable("b.P")
+    assert P().x == 200 and P().l is reg.enum("a.Level").HIGH
+    with pytest.raises(AidlResolutionError, match=r"a\.IBase has no constant or enumerator NOPE"):
+        AidlRegistry.from_text(
+            "package a; interface IBase { const int BASE = 100; }",
+            "package a; parcelable Q { int x = IBase.NOPE; }",
+        )
+    with pytest.raises(AidlResolutionError, match=r"field l: a\.Other\.X is not a a\.Level"):
+        AidlRegistry.from_text(
+            "package a; enum Level { LOW }",
+            "package a; enum Other { X }",
+            "package a; parcelable Q { Level l = Other.X; }",
+        )

@@ -709,3 +709,18 @@ def test_a_list_mutated_after_construction_is_caught_when_written(demo: AidlRegi
     h.inners.append("not an Inner")  # lists inside a frozen parcelable are still lists
     with pytest.raises(TypeError, match=r"expected demo\.Inner, got str"):
         h.to_wire(FakeContext())
+
+
+def test_lists_and_arrays_of_binders(ctx: FakeContext) -> None:
+    reg = AidlRegistry.from_text(
+        "package a; interface IThing { void take(in IBinder[] binders, in List<IThing> things); }"
+    )
+    take = reg.interface("a.IThing").method("take")
+    b1, b2, t1 = FakeBinder("b1"), FakeBinder("b2"), FakeBinder("t1")
+    data = wire_trip(take.encode_call(([b1, b2], [t1]), ctx))
+    assert ctx.interfaces == [None, None, reg.interface("a.IThing")]
+    assert take.decode_call(data, ctx) == ([b1, b2], [t1])
+    with pytest.raises(TypeError, match=r"argument binders: a non-@nullable IBinder cannot be null"):
+        take.encode_call(([None], []), ctx)
+    with pytest.raises(BadParcelableException, match=r"argument things\[0\]: null a\.IThing"):
+        take.decode_call([[], [None]], ctx)

@@ -245,7 +245,9 @@ class InterfaceDef:
 class FieldDef:
     name: str
     type: TypeRef
-    default: Any  # the value a constructor gives when the field is not passed
+    # The declared default (or the type's zero) when it is one shared immutable value or
+    # a declared list; None where each instance builds its own (a nested parcelable).
+    default: Any
     annotations: tuple[Annotation, ...] = ()
     line: int | None = field(default=None, repr=False)
 
@@ -540,8 +542,19 @@ class _Builder:
         pos = _pos_of(t.meta)
         d = t.data
         if d == "int_lit":
-            s = str(t.children[0]).rstrip("lL")
-            return ("lit", int(s, 16) if s[:2].lower() == "0x" else int(s), pos)
+            text = str(t.children[0])
+            s = text.rstrip("lL")
+            if s[:2].lower() != "0x":
+                return ("lit", int(s), pos)
+            # As the AIDL compiler does, a hex literal is a bit pattern: one that fits in
+            # 32 bits is an int (0xFFFFFFFF is -1), one with an L suffix a long.
+            v = int(s, 16)
+            if text[-1] in "lL":
+                if v < (1 << 64) and v >= (1 << 63):
+                    v -= 1 << 64
+            elif (1 << 31) <= v < (1 << 32):
+                v -= 1 << 32
+            return ("lit", v, pos)
         if d == "float_lit":
             return ("lit", float(str(t.children[0]).rstrip("fFdD")), pos)
         if d == "string_lit":
@@ -834,7 +847,6 @@ class _Loader:
         self.const_values: dict[tuple[str, str], Any] = {}
         self.evaluating: set[tuple[str, str]] = set()
         self.codecs: dict[TypeRef, Codec] = {}
-        self.typerefs: dict[int, TypeRef] = {}
 
     def err(self, msg: str, f: _RawFile | None, pos: _Pos | None) -> AidlResolutionError:
         return AidlResolutionError(msg, f.filename if f else None, *(pos or (None, None)))

@@ -38,7 +38,7 @@ SharedMemory           ``[ctx.write_fd index, size]``
 =====================  ===================================================
 
 Evolution follows stable AIDL: fields are only ever appended, so a decoder ignores
-trailing fields it does not know and fills defaults for the trailing fields a
+trailing fields it does not know and fills defaults for the trailing fields an
 older writer did not send.
 """
 
@@ -182,11 +182,6 @@ class Codec:
 
     def make_default(self) -> Any:
         return self.default_factory() if self.default_factory is not None else self.default
-
-    def encode_value(self, v: Any, ctx: Any) -> Any:
-        """Check then encode a value that did not come through a constructor."""
-        v = self.check(v)
-        return v if self.encode is None else self.encode(v, ctx)
 
     def __repr__(self) -> str:
         return f"<Codec {self.name}>"
