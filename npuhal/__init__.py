@@ -34,6 +34,7 @@ from ._errors import (
     NpuDriverError as NpuDriverError,
     NpuDuplicateUidError as NpuDuplicateUidError,
     NpuError as NpuError,
+    NpuExecutionError as NpuExecutionError,
     NpuInvalidPriorityError as NpuInvalidPriorityError,
     NpuLookupError as NpuLookupError,
     NpuModelError as NpuModelError,

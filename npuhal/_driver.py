@@ -53,7 +53,7 @@ import numpy as np
 import trio
 
 from . import _lowlevel
-from ._errors import NpuClosedError, NpuLookupError, NpuStateError, NpuValueError
+from ._errors import NpuClosedError, NpuExecutionError, NpuLookupError, NpuStateError, NpuValueError
 from ._model import Model
 from ._types import (
     Device,
@@ -70,6 +70,14 @@ from ._types import (
 __all__ = ["open_driver", "Driver", "ModelHandle", "MemoryInfo"]
 
 _CLOCKS = {"virtual": "NPU_CLOCK_VIRTUAL", "real": "NPU_CLOCK_REAL"}
+
+
+def _mode(enum_cls, value: Any) -> int:
+    try:
+        return int(enum_cls(value))
+    except ValueError:
+        names = ", ".join(m.name for m in enum_cls)
+        raise NpuValueError(f"{value!r} is not a {enum_cls.__name__} ({names})") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,8 +231,8 @@ class Driver:
             thermal_thresholds_c=thermal_thresholds_c,
             ambient_c=0.0 if ambient_c is None else float(ambient_c),
             thermal_time_constant_ms=0.0 if thermal_time_constant_ms is None else float(thermal_time_constant_ms),
-            preemption_mode=0 if preemption is None else int(PreemptionMode(preemption)),
-            scheduling_mode=0 if scheduling is None else int(SchedulingMode(scheduling)),
+            preemption_mode=0 if preemption is None else _mode(PreemptionMode, preemption),
+            scheduling_mode=0 if scheduling is None else _mode(SchedulingMode, scheduling),
             slices_per_operation=slices_per_operation or 0,
         )
         return cls(system, keep_ended=keep_ended, max_backlog=max_backlog, clock=clock)
@@ -262,6 +270,14 @@ class Driver:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    def __del__(self) -> None:
+        # A driver dropped without closing still stops its C threads before its
+        # buffers go; close() first, while the work records are intact.
+        try:
+            self.close()
+        except Exception:
+            pass
 
     def __enter__(self) -> Driver:
         return self
@@ -497,6 +513,33 @@ class Driver:
                 return work.ended
             await self._wait_for_more()
 
+    async def execute(
+        self,
+        model: ModelHandle,
+        inputs: Sequence[Any],
+        outputs: Sequence[Any] | None = None,
+        **work: Any,
+    ) -> list[np.ndarray]:
+        """Submit, wait for the end, return the outputs: one synchronous execution.
+
+        Takes ``submit``'s arguments.  A work that ends other than COMPLETED
+        raises ``NpuExecutionError`` carrying the ``WorkEnded``.  If the caller
+        is cancelled while waiting, the work is cancelled too.
+        """
+        work_id = self.submit(model, inputs, outputs, **work)
+        try:
+            ended = await self.wait_work(work_id)
+        except trio.Cancelled:
+            if not self._closed:
+                try:
+                    self.cancel(work_id)
+                except NpuLookupError:
+                    pass  # it ended meanwhile
+            raise
+        if ended.reason is not EndReason.COMPLETED:
+            raise NpuExecutionError(f"work {work_id} ended {ended.reason.name}", ended=ended)
+        return self.outputs(work_id)
+
     # ---- events ---------------------------------------------------------------
 
     def _pull(self) -> None:
@@ -641,10 +684,10 @@ class Driver:
 
     def set_preemption_mode(self, mode: PreemptionMode) -> None:
         """Override the driver's preemption mode (from the next slice boundary)."""
-        self._live().set_preemption_mode(int(PreemptionMode(mode)))
+        self._live().set_preemption_mode(_mode(PreemptionMode, mode))
 
     def set_scheduling_mode(self, mode: SchedulingMode) -> None:
-        self._live().set_scheduling_mode(int(SchedulingMode(mode)))
+        self._live().set_scheduling_mode(_mode(SchedulingMode, mode))
 
     def thermal_state(self) -> tuple[ThermalSeverity, float]:
         """(severity, die temperature in degrees C) now."""

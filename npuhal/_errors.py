@@ -39,6 +39,7 @@ __all__ = [
     "NpuTimeoutError",
     "NpuDriverError",
     "NpuAbiError",
+    "NpuExecutionError",
     "NpuClosedError",
 ]
 
@@ -139,6 +140,18 @@ class NpuAbiError(NpuError, ImportError):
     Raised at import time when ``npuhal._npu`` is stale (rebuild it with
     ``make ext``), and by ``open_driver`` for a driver built against other headers.
     """
+
+
+class NpuExecutionError(NpuError, RuntimeError):
+    """A work ended without results (``Driver.execute``): failed, cancelled, or unloaded.
+
+    ``ended`` is the final ``WorkEnded`` event; ``reason`` its ``EndReason``.
+    """
+
+    def __init__(self, message: str, *, ended) -> None:
+        super().__init__(message)
+        self.ended = ended
+        self.reason = ended.reason
 
 
 class NpuClosedError(NpuError, trio.ClosedResourceError):

@@ -57,7 +57,7 @@ ffi = _npu.ffi
 lib = _npu.lib
 
 #: The ABI version (``NPU_ABI_VERSION`` of hw.h) this binding was written for.
-BINDING_ABI_VERSION = 1
+BINDING_ABI_VERSION = 2
 
 
 def _check_abi() -> None:
@@ -137,11 +137,26 @@ def _check(status: int, context: str) -> None:
         raise make_error(status, context)
 
 
-def _u32(value: Any, what: str) -> int:
+def _int(value: Any, what: str, lo: int, hi: int, error: type[NpuValueError] = NpuValueError) -> int:
+    """An int within [lo, hi], so that cffi never raises OverflowError at a caller."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise error(f"{what} must be an integer, got {value!r}")
     number = int(value)
-    if not 0 <= number <= 0xFFFFFFFF:
-        raise NpuModelError(f"{what} {number} does not fit in 32 bits")
+    if not lo <= number <= hi:
+        raise error(f"{what} {number} is out of range ({lo}..{hi})")
     return number
+
+
+def _u32(value: Any, what: str, error: type[NpuValueError] = NpuModelError) -> int:
+    return _int(value, what, 0, 0xFFFFFFFF, error)
+
+
+def _u64(value: Any, what: str) -> int:
+    return _int(value, what, 0, 2**64 - 1)
+
+
+def _i64(value: Any, what: str) -> int:
+    return _int(value, what, 0, 2**63 - 1)
 
 
 def _i32(value: Any, what: str, error: type[NpuValueError] = NpuValueError) -> int:
@@ -265,6 +280,7 @@ def convert_event(ev) -> DriverEvent:
         )
     if kind == lib.NPU_EVENT_MEMORY:
         return MemoryPressure(
+            device_number=None if ev.device_number < 0 else int(ev.device_number),
             hw_device=int(ev.memory_device),
             weight_memory_used=int(ev.weight_memory_used),
             weight_memory_total=int(ev.weight_memory_total),
@@ -341,6 +357,7 @@ class System:
         scheduling_mode: int = 0,
         slices_per_operation: int = 0,
     ) -> None:
+        self._ptr = None
         cfg = ffi.new("struct npu_system_config *")
         cfg.clock = clock
         cfg.speed_factor = speed_factor
@@ -378,6 +395,14 @@ class System:
         if ptr is not None:
             lib.npu_system_destroy(ptr)
 
+    def __del__(self) -> None:
+        # A forgotten system must not keep its worker threads running; the
+        # pythonic layer closes explicitly first, so this is only a backstop.
+        try:
+            self.destroy()
+        except Exception:
+            pass
+
     @property
     def destroyed(self) -> bool:
         return self._ptr is None
@@ -412,7 +437,7 @@ class System:
         return int(lib.npu_system_now_ns(self.ptr))
 
     def advance(self, ns: int) -> None:
-        _check(lib.npu_system_advance(self.ptr, ns), "npu_system_advance")
+        _check(lib.npu_system_advance(self.ptr, _i64(ns, "ns")), "npu_system_advance")
 
     def advance_to_next_event(self) -> int:
         now = ffi.new("int64_t *")
@@ -420,7 +445,7 @@ class System:
         return int(now[0])
 
     def run_until_idle(self, max_ns: int = 0) -> None:
-        _check(lib.npu_system_run_until_idle(self.ptr, max_ns), "npu_system_run_until_idle")
+        _check(lib.npu_system_run_until_idle(self.ptr, _i64(max_ns, "max_ns")), "npu_system_run_until_idle")
 
     # ---- driver ----
 
@@ -431,12 +456,14 @@ class System:
         return int(lib.npu_system_device_count(self.ptr))
 
     def get_device_info(self, device: int) -> Device:
+        device = _u32(device, "device number", NpuValueError)
         info = ffi.new("struct npu_device_info *")
         _check(lib.npu_system_get_device_info(self.ptr, device, info), f"get_device_info({device})")
         return _device(device, info)
 
     def device_memory(self, device: int) -> tuple[int, int, int, int]:
         """(weight used, weight total, sram used, sram total) of a driver device, now."""
+        device = _u32(device, "device number", NpuValueError)
         info = ffi.new("struct npu_device_info *")
         _check(lib.npu_system_get_device_info(self.ptr, device, info), f"get_device_info({device})")
         return (
@@ -447,6 +474,7 @@ class System:
         )
 
     def get_supported_operations(self, device: int, model: Model) -> list[bool]:
+        device = _u32(device, "device number", NpuValueError)
         cm = CModel(model)
         supported = ffi.new("bool[]", max(len(model.operations), 1))
         _check(
@@ -472,17 +500,18 @@ class System:
         emulated_sram_bytes: int = 0,
         cost_scale: float = 0.0,
     ) -> int:
+        device = _u32(device, "device number", NpuValueError)
         cm = CModel(model)
         params = ffi.new("struct npu_load_params *")
-        params.emulated_weight_bytes = emulated_weight_bytes
-        params.emulated_sram_bytes = emulated_sram_bytes
+        params.emulated_weight_bytes = _u64(emulated_weight_bytes, "emulated_weight_bytes")
+        params.emulated_sram_bytes = _u64(emulated_sram_bytes, "emulated_sram_bytes")
         params.cost_scale = cost_scale
         model_id = ffi.new("uint32_t *")
         _check(lib.npu_system_load_model(self.ptr, device, cm.ptr, params, model_id), f"load_model(device {device})")
         return int(model_id[0])
 
     def unload_model(self, model_id: int) -> None:
-        _check(lib.npu_system_unload_model(self.ptr, model_id), f"unload_model({model_id})")
+        _check(lib.npu_system_unload_model(self.ptr, _u32(model_id, "model id", NpuValueError)), f"unload_model({model_id})")
 
     def submit_work(
         self,
@@ -499,7 +528,7 @@ class System:
     ) -> tuple[int, list[Any]]:
         """Submit; returns (work id, the cdata that must outlive the work's final ENDED)."""
         req = ffi.new("struct npu_work_request *")
-        req.model_id = model_id
+        req.model_id = _u32(model_id, "model id", NpuValueError)
         req.uid = _i32(uid, "uid")
         req.original_uid = _i32(original_uid, "originalUid")
         req.debug_pid = _i32(debug_pid, "debugPid")
@@ -507,7 +536,10 @@ class System:
         if group_id is not None:
             req.has_group_id = True
             ffi.memmove(req.group_id, group_id.bytes, len(group_id.bytes))
-        feature = ffi.new("char[]", feature_id.encode()) if feature_id is not None else ffi.NULL
+        try:
+            feature = ffi.new("char[]", feature_id.encode()) if feature_id is not None else ffi.NULL
+        except UnicodeEncodeError:
+            raise NpuValueError(f"feature id {feature_id!r} is not encodable as UTF-8") from None
         req.debug_feature_id = feature
         cin, keep_in = c_buffers(inputs, writable=False)
         cout, keep_out = c_buffers(outputs, writable=True)
@@ -523,13 +555,20 @@ class System:
     def inject_fault(self, kind: int, *, device: int = 0, channel: int = 0, heat_c: float = 0.0) -> None:
         fault = ffi.new("struct npu_fault *")
         fault.kind = kind
-        fault.device = device
-        fault.channel = channel
+        fault.device = _u32(device, "device number", NpuValueError)
+        fault.channel = _u32(channel, "channel", NpuValueError)
+        if not np.isfinite(heat_c):
+            raise NpuValueError(f"heat_c must be finite, not {heat_c!r}")
         fault.heat_c = heat_c
         _check(lib.npu_system_inject_fault(self.ptr, fault), "inject_fault")
 
     def reset_channel(self, device: int, channel: int) -> None:
-        _check(lib.npu_system_reset_channel(self.ptr, device, channel), f"reset_channel({device}, {channel})")
+        _check(
+            lib.npu_system_reset_channel(
+                self.ptr, _u32(device, "device number", NpuValueError), _u32(channel, "channel", NpuValueError)
+            ),
+            f"reset_channel({device}, {channel})",
+        )
 
     def set_preemption_mode(self, mode: int) -> None:
         _check(lib.npu_system_set_preemption_mode(self.ptr, mode), "set_preemption_mode")

@@ -292,14 +292,17 @@ class ThermalChanged:
 
 @dataclass(frozen=True, slots=True)
 class MemoryPressure:
-    """A hardware device's memory changed: after a load, an unload, or a refused load.
+    """A device's memory changed: after a load, an unload, or a refused load.
 
-    ``hw_device`` is the *hardware* device index, which is not necessarily a
-    driver device number (a heterogeneous device shares its parts' silicon).
-    ``refused`` is the error a refused load got (an ``NpuCapacityError``
-    subclass name such as ``"WEIGHT_MEMORY_FULL"``), or ``None``.
+    ``device_number`` is the driver device whose load or unload caused it
+    (``None`` if the driver did not say).  ``hw_device`` is the *hardware*
+    device index whose memory it is, which is not necessarily the same (a
+    heterogeneous device shares its parts' silicon), and the used/total
+    figures are that hardware device's.  ``refused`` is the C name of the
+    error a refused load got (e.g. ``"WEIGHT_MEMORY_FULL"``), or ``None``.
     """
 
+    device_number: int | None
     hw_device: int
     weight_memory_used: int
     weight_memory_total: int

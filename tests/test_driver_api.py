@@ -252,3 +252,75 @@ async def test_run_model_without_a_device_uses_the_same_kernels():
     out = np.zeros((2, 4), np.float32)
     _lowlevel.run_model(small_model(), [x], [out])
     np.testing.assert_array_equal(out, x + 1)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda d, h: d.hang_channel(0, -1),
+        lambda d, h: d.reset_channel(2**40, 0),
+        lambda d, h: d.device(-3),
+        lambda d, h: d.memory_info(2**33),
+        lambda d, h: d.heat_spike(float("nan")),
+        lambda d, h: d.advance(1e30),
+        lambda d, h: d.cancel("7"),
+        lambda d, h: d.set_preemption_mode(42),
+        lambda d, h: d.load_model(0, small_model(), emulated_size_bytes=2**70),
+        lambda d, h: d.load_model(0, small_model(), cost_scale=0),
+        lambda d, h: d.submit(h, [np.zeros((2, 4), np.float32)], uid=2**40, job_priority=0),
+        lambda d, h: d.submit(h, [np.zeros((2, 4), np.float32)], uid=1, job_priority=0, group_id=b"short"),
+        lambda d, h: d.submit(h, [np.zeros((2, 4), np.float32)], uid=1, job_priority=0, feature_id=b"bytes"),
+        lambda d, h: d.submit(h, [object()], uid=1, job_priority=0),
+        lambda d, h: d.supported_operations(0, {"operands": []}),
+    ],
+)
+def test_bad_arguments_are_value_errors_never_crashes(call):
+    with npuhal.Driver.open() as driver:
+        handle = driver.load_model(0, small_model())
+        with pytest.raises(npuhal.NpuValueError):
+            call(driver, handle)
+        # The driver is still fine afterwards.
+        work = driver.submit(handle, [np.ones((2, 4), np.float32)], uid=1, job_priority=0)
+        driver.run_until_idle()
+        np.testing.assert_array_equal(driver.outputs(work)[0], np.full((2, 4), 2, np.float32))
+
+
+async def test_execute_returns_outputs_or_raises_with_the_end(autojump_clock):
+    async with npuhal.open_driver() as driver:
+        handle = driver.load_model(0, small_model())
+
+        async def step():
+            while True:
+                await trio.sleep(0.001)
+                driver.run_until_idle()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(step)
+            (out,) = await driver.execute(handle, [np.ones((2, 4), np.float32)], uid=1, job_priority=0)
+            np.testing.assert_array_equal(out, np.full((2, 4), 2, np.float32))
+            driver.fail_next_work(0)
+            with pytest.raises(npuhal.NpuExecutionError) as info:
+                await driver.execute(handle, [np.ones((2, 4), np.float32)], uid=1, job_priority=0)
+            assert info.value.reason is npuhal.EndReason.FAILED and isinstance(info.value, RuntimeError)
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_cancelled_execute_cancels_its_work(autojump_clock):
+    async with npuhal.open_driver() as driver:
+        handle = driver.load_model(0, small_model(), cost_scale=100_000)
+        with trio.move_on_after(1):
+            await driver.execute(handle, [np.ones((2, 4), np.float32)], uid=1, job_priority=0)
+        driver.run_until_idle()
+        ended = [e for e in driver.drain_events() if isinstance(e, npuhal.WorkEnded)]
+        assert [e.reason for e in ended] == [npuhal.EndReason.CANCELLED_USER]
+
+
+def test_a_forgotten_driver_is_closed_by_the_garbage_collector():
+    import gc
+    import weakref
+
+    driver = npuhal.Driver.open(clock="real")
+    system = weakref.ref(driver._sys)
+    del driver
+    gc.collect()
+    assert system() is None

@@ -281,7 +281,9 @@ async def test_loading_past_weight_memory_is_a_capacity_error_and_unload_frees_i
         with pytest.raises(npuhal.NpuCapacityError):
             driver.load_model(npu, fc_model(), emulated_size_bytes=total + 1)
         pressure = [e for e in driver.drain_events() if isinstance(e, npuhal.MemoryPressure)]
-        assert any(e.refused == "WEIGHT_MEMORY_FULL" for e in pressure)
+        assert pressure[0].refused is None and pressure[0].device_number == npu.number
+        assert pressure[0].weight_memory_used >= total * 6 // 10 and pressure[0].weight_memory_total == total
+        assert [e.refused for e in pressure[1:]] == ["WEIGHT_MEMORY_FULL"] * 2
         big.unload()
         again = driver.load_model(npu, fc_model(), emulated_size_bytes=total * 6 // 10)
         assert again.loaded
@@ -327,6 +329,23 @@ async def test_supported_operations_reflects_each_devices_op_set():
         small = next(d for d in driver.devices if answers[d.name] == [False, True])
         with pytest.raises(npuhal.NpuUnsupportedOperationError):
             driver.load_model(small, model)
+
+
+async def test_an_nnapi_operation_npuemu_cannot_compute_is_unsupported_not_an_error():
+    async with npuhal.open_driver() as driver:
+        m = ModelBuilder()
+        x = m.input((1, 4))
+        y = m.operation(1, [x], (1, 4))  # AVERAGE_POOL_2D: NNAPI has it, npuemu does not compute it
+        m.output(m.operation(OperationType.RELU, [y], (1, 4)))
+        model = m.build()
+        npu = by_type(driver, DeviceType.ACCELERATOR)
+        assert driver.supported_operations(npu, model) == [False, True]
+        with pytest.raises(npuhal.NpuModelError):
+            driver.load_model(npu, model)
+        hal = model.to_hal()
+        hal["operations"][1]["inputs"] = [77]  # but a structural error stays an error
+        with pytest.raises(npuhal.NpuModelError, match="BAD_OPERAND_INDEX"):
+            driver.supported_operations(npu, hal)
 
 
 async def test_throttling_lengthens_work_and_severities_are_reported():
