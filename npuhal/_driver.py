@@ -564,11 +564,15 @@ class Driver:
         self._wake()
 
     def _wake(self) -> None:
+        """New events were read: wake every waiter, the fd-waiter included."""
         self._generation += 1
-        self._pulled.set()
-        self._pulled = trio.Event()
+        self._broadcast()
         if self._fd_scope is not None:
             self._fd_scope.cancel()
+
+    def _broadcast(self) -> None:
+        self._pulled.set()
+        self._pulled = trio.Event()
 
     def _on_ended(self, event: WorkEnded) -> None:
         if not event.reason.is_final:
@@ -583,25 +587,34 @@ class Driver:
             self._ended.popitem(last=False)
 
     async def _wait_for_more(self) -> None:
-        """Return once new events may have arrived (after a pull by anyone)."""
+        """Return once new events may have arrived (after a pull by anyone).
+
+        One task at a time sleeps on the eventfd (trio allows no more); the
+        others sleep on a broadcast that every pull sets.  However the fd-waiter
+        leaves (woken, cancelled, closed) it broadcasts, so that if events are
+        still to come another waiter takes the fd over.
+        """
         if self._fd_scope is not None:
             await self._pulled.wait()
             return
         generation = self._generation
-        with trio.CancelScope() as scope:
-            self._fd_scope = scope
-            try:
-                await trio.lowlevel.wait_readable(self._fd)
-            except (trio.ClosedResourceError, OSError):
-                if self._closed:
-                    raise NpuClosedError("the driver was closed while waiting for events") from None
-                raise
-            finally:
-                self._fd_scope = None
-        if self._closed:
-            raise NpuClosedError("the driver was closed while waiting for events")
-        if generation == self._generation:
-            self._pull()
+        try:
+            with trio.CancelScope() as scope:
+                self._fd_scope = scope
+                try:
+                    await trio.lowlevel.wait_readable(self._fd)
+                except (trio.ClosedResourceError, OSError):
+                    if self._closed:
+                        raise NpuClosedError("the driver was closed while waiting for events") from None
+                    raise
+                finally:
+                    self._fd_scope = None
+            if self._closed:
+                raise NpuClosedError("the driver was closed while waiting for events")
+            if generation == self._generation:
+                self._pull()
+        finally:
+            self._broadcast()
 
     def drain_events(self) -> list[DriverEvent]:
         """Every event not yet drained, oldest first; never blocks."""

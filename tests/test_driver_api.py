@@ -324,3 +324,33 @@ def test_a_forgotten_driver_is_closed_by_the_garbage_collector():
     del driver
     gc.collect()
     assert system() is None
+
+
+async def test_when_the_task_on_the_fd_is_cancelled_another_waiter_takes_over(autojump_clock):
+    async with npuhal.open_driver() as driver:
+        handle = driver.load_model(0, small_model())
+        work = driver.submit(handle, [np.ones((2, 4), np.float32)], uid=1, job_priority=0)
+        driver.drain_events()
+        results = []
+        impatient = trio.CancelScope()
+
+        async def fd_waiter():
+            with impatient:
+                await driver.wait_events()
+
+        async def patient():
+            results.append(await driver.wait_work(work))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(fd_waiter)
+            await trio.sleep(1)  # fd_waiter now sleeps on the eventfd
+            nursery.start_soon(patient)
+            await trio.sleep(1)  # patient sleeps behind it
+            impatient.cancel()  # the task on the fd leaves...
+            await trio.sleep(1)
+            # ...then C signals the eventfd, with no pull by anyone in Python.
+            driver._sys.advance(10**9)
+            with trio.fail_after(5):
+                while not results:
+                    await trio.sleep(0.01)
+        assert results[0].reason is npuhal.EndReason.COMPLETED
