@@ -379,7 +379,7 @@ def test_binder_fields_go_through_the_context(demo: AidlRegistry, ctx: FakeConte
 
 def test_a_non_nullable_binder_cannot_be_written_as_null(demo: AidlRegistry, ctx: FakeContext) -> None:
     Holder = demo.parcelable("demo.Holder")
-    with pytest.raises(TypeError, match="a non-@nullable IBinder cannot be null"):
+    with pytest.raises(TypeError, match=r"^Holder\.token: a non-@nullable IBinder cannot be null"):
         Holder().to_wire(ctx)
     with pytest.raises(TypeError, match=r"Holder\.token: expected a binder object for IBinder, got int"):
         Holder(token=5)
@@ -707,7 +707,7 @@ def test_a_list_mutated_after_construction_is_caught_when_written(demo: AidlRegi
     h = Holder(token=FakeBinder("t"), inners=[Inner(a=1)])
     assert copy.deepcopy(h).inners == h.inners and copy.deepcopy(h).inners is not h.inners
     h.inners.append("not an Inner")  # lists inside a frozen parcelable are still lists
-    with pytest.raises(TypeError, match=r"expected demo\.Inner, got str"):
+    with pytest.raises(TypeError, match=r"^Holder\.inners: expected demo\.Inner, got str"):
         h.to_wire(FakeContext())
 
 

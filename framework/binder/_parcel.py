@@ -783,7 +783,8 @@ def finish_parcelable_class(cls: type[Parcelable], pdef: ParcelableDef, codecs: 
     # called ``self``, ``data`` or ``e`` cannot shadow anything.
     params = ", ".join(f"{n}=_aidl_MISSING" for n in names)
     init = [f"def __init__(_aidl_self, *, {params}):" if names else "def __init__(_aidl_self):"]
-    enc = ["def to_wire(_aidl_self, _aidl_ctx=None):", "    return ["]
+    enc = ["def to_wire(_aidl_self, _aidl_ctx=None):"]
+    enc_items: list[str] = []
     # The common case, a writer of the same version: one unpacking, no length tests.
     fast = [
         f"    if _aidl_data.__class__ is list and len(_aidl_data) == {len(names)}:",
@@ -818,11 +819,15 @@ def finish_parcelable_class(cls: type[Parcelable], pdef: ParcelableDef, codecs: 
         init.append(f"            raise _aidl_rewrap(_aidl_e, {simple + '.' + name!r}) from None")
         init.append(f"    _aidl_s{i}(_aidl_self, {name})")
         # to_wire: checked values of most types are their own wire form
-        enc.append(
-            f"        _aidl_self.{name},"
-            if codec.encode is None
-            else f"        _aidl_e{i}(_aidl_self.{name}, _aidl_ctx),"
-        )
+        # (the others may still fail: a null non-@nullable binder, a closed descriptor)
+        if codec.encode is None:
+            enc_items.append(f"_aidl_self.{name}")
+        else:
+            enc.append("    try:")
+            enc.append(f"        _aidl_x{i} = _aidl_e{i}(_aidl_self.{name}, _aidl_ctx)")
+            enc.append("    except (TypeError, ValueError) as _aidl_e:")
+            enc.append(f"        raise _aidl_rewrap(_aidl_e, {simple + '.' + name!r}) from None")
+            enc_items.append(f"_aidl_x{i}")
         # decoder: a field the writer did not send (an older writer) takes its default
         dec.append(f"    if _aidl_n > {i}:")
         dec.append(f"        _aidl_w = _aidl_data[{i}]")
@@ -852,7 +857,7 @@ def finish_parcelable_class(cls: type[Parcelable], pdef: ParcelableDef, codecs: 
         fast_set.append(f"        _aidl_s{i}(_aidl_self, _aidl_w{i})")
     if not names:
         init.append("    pass")
-    enc.append("    ]")
+    enc.append(f"    return [{', '.join(enc_items)}]")
     dec.append("    return _aidl_self")
     if names:
         dec[1:1] = fast + fast_set + ["        return _aidl_self"]
