@@ -1,6 +1,7 @@
 """The binding's public face: exports, devices, errors, open/close, events into trio."""
 
 import ast
+import os
 import pathlib
 
 import numpy as np
@@ -221,6 +222,7 @@ async def test_the_raw_eventfd_becomes_readable_when_events_wait(autojump_clock)
     async with npuhal.open_driver() as driver:
         handle = driver.load_model(0, small_model())
         fd = driver._sys.event_fd()
+        assert not os.get_blocking(fd)  # C made it non-blocking, as trio needs
         driver.drain_events()
         woke = trio.Event()
 
