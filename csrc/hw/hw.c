@@ -257,7 +257,8 @@ static struct job *queue_best(struct npu_hw *hw, struct device *d)
 {
     struct job *best = NULL;
     for (size_t i = 0; i < d->qlen; i++)
-        if (!best || better(hw, d->queue[i], best))
+        /* a model being unloaded starts nothing new: its jobs are about to end */
+        if (d->queue[i]->model->live && (!best || better(hw, d->queue[i], best)))
             best = d->queue[i];
     return best;
 }
@@ -382,7 +383,7 @@ static struct job *preemptor(struct npu_hw *hw, struct channel *ch)
         bool claimed = false;
         for (uint32_t c = 0; c < d->cfg.channel_count; c++)
             claimed |= d->ch[c].claim == q;
-        if (!claimed && q->key < ch->job->key && (!best || better(hw, q, best)))
+        if (!claimed && q->model->live && q->key < ch->job->key && (!best || better(hw, q, best)))
             best = q;
     }
     return best;
@@ -445,8 +446,11 @@ static void channel_boundary(struct npu_hw *hw, struct channel *ch, int64_t t)
         device_dispatch(hw, d, t);
         return;
     }
-    /* CH_RUNNING: the slice in flight is done (in emulated time); compute it */
-    if (d->fail_next) {
+    /* CH_RUNNING: the slice in flight is done (in emulated time); compute it,
+     * unless its model is being unloaded (the unloader waits for us) */
+    if (!j->model->live && j->pending_end < 0)
+        j->pending_end = NPU_END_REASON_CANCELLED_SYSTEM;
+    if (d->fail_next && j->pending_end < 0) {
         d->fail_next = false;
         j->pending_end = NPU_END_REASON_FAILED;
     }

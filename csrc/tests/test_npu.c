@@ -1051,6 +1051,46 @@ static void *stress_submitter(void *arg)
     return NULL;
 }
 
+/* Loads, uses and unloads a model over and over while others run. */
+struct churn {
+    struct npu_system *s;
+    int32_t submitted;
+    int rc;
+    float in[64], out[4][64];
+};
+
+static void *stress_churn(void *arg)
+{
+    struct churn *c = arg;
+    struct mb *b = mlp_model(64, 64, 64, 5);
+    for (int round = 0; round < 8; round++) {
+        uint32_t model;
+        struct npu_load_params p = {0, 0, 20.0};
+        int rc = npu_system_load_model(c->s, round % 2 ? 3 : 0, mb_model(b), &p, &model);
+        if (rc != NPU_OK) {
+            c->rc = rc;
+            break;
+        }
+        for (int i = 0; i < 4; i++) {
+            struct npu_buffer ib = {c->in, sizeof c->in}, ob = {c->out[i], sizeof c->out[i]};
+            struct npu_work_request q = req(model, 20000, i * 250, &ib, &ob);
+            int32_t id;
+            if (npu_system_submit_work(c->s, &q, &id) == NPU_OK)
+                __atomic_add_fetch(&c->submitted, 1, __ATOMIC_SEQ_CST);
+        }
+        struct timespec ts = {0, 300000 * (round % 3)};
+        nanosleep(&ts, NULL);
+        /* unloading ends whatever is still queued or running: CANCELLED_SYSTEM */
+        rc = npu_system_unload_model(c->s, model);
+        if (rc != NPU_OK) {
+            c->rc = rc;
+            break;
+        }
+    }
+    free(b);
+    return NULL;
+}
+
 static void test_real_clock_stress(void)
 {
     struct npu_system_config cfg;
@@ -1072,6 +1112,12 @@ static void test_real_clock_stress(void)
         st[t].s = s, st[t].model = model, st[t].thread = t;
         pthread_create(&th[t], NULL, stress_submitter, &st[t]);
     }
+    static struct churn churn;
+    memset(&churn, 0, sizeof churn);
+    churn.s = s;
+    pthread_t churner;
+    pthread_create(&churner, NULL, stress_churn, &churn);
+    pthread_join(churner, NULL);
     int32_t ended = 0, submitted = 0, pending_threads = T;
     struct npu_event evs[256];
     char dump[16384];
@@ -1088,7 +1134,7 @@ static void test_real_clock_stress(void)
             for (int t = 0; t < T; t++)
                 pending_threads += __atomic_load_n(&st[t].submitted, __ATOMIC_SEQ_CST) < 32;
         }
-        submitted = 0;
+        submitted = churn.submitted;
         for (int t = 0; t < T; t++)
             submitted += __atomic_load_n(&st[t].submitted, __ATOMIC_SEQ_CST);
         if (!pending_threads && ended == submitted)
@@ -1099,7 +1145,9 @@ static void test_real_clock_stress(void)
     for (int t = 0; t < T; t++)
         pthread_join(th[t], NULL);
     npu_system_destroy(s);
-    CHECK(submitted == T * 32);
+    CHECK_RC(churn.rc, NPU_OK);
+    CHECK(churn.submitted == 32);
+    CHECK(submitted == T * 32 + 32);
     CHECK(ended == submitted);
 }
 
