@@ -15,6 +15,10 @@ General layout (read bottom up; nothing imports a module above it):
 - ``_driver`` is the pythonic layer the HAL process uses: ``open_driver`` gives
   a ``Driver`` that lists devices, loads models, submits and cancels work,
   streams events into trio and steps the virtual clock.  No cdata escapes it.
+  ``run_model`` runs a model on the calling thread with the same kernels, for
+  a CPU device.
+- The HAL process itself (the AIDL services over a ``Driver``) builds on
+  ``_driver`` and never reaches below it.
 
 Everything public is re-exported here, exactly once; import from ``npuhal``.
 """
@@ -24,6 +28,7 @@ from ._driver import (
     MemoryInfo as MemoryInfo,
     ModelHandle as ModelHandle,
     open_driver as open_driver,
+    run_model as run_model,
 )
 from ._errors import (
     NpuAbiError as NpuAbiError,

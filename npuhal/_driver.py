@@ -67,7 +67,7 @@ from ._types import (
     WorkStarted,
 )
 
-__all__ = ["open_driver", "Driver", "ModelHandle", "MemoryInfo"]
+__all__ = ["open_driver", "Driver", "ModelHandle", "MemoryInfo", "run_model"]
 
 _CLOCKS = {"virtual": "NPU_CLOCK_VIRTUAL", "real": "NPU_CLOCK_REAL"}
 
@@ -165,6 +165,33 @@ def _as_output(obj: Any, shape: tuple[int, ...], position: int) -> Any:
     if view.nbytes != 4 * count:
         raise NpuValueError(f"output {position} holds {view.nbytes} bytes, the model's output {list(shape)} needs {4 * count}")
     return obj
+
+
+def run_model(model: Any, inputs: Sequence[Any], outputs: Sequence[Any] | None = None) -> list[np.ndarray]:
+    """Run a whole model on the calling thread with the hardware's own kernels.
+
+    No driver, no device, no emulated time: this is what a CPU device such as
+    NNAPI's ``nnapi-reference`` needs, computing exactly what the emulated NPU
+    computes.  Arguments as for ``Driver.submit``; returns the outputs, shaped.
+    The GIL is released while C computes.  A malformed model raises
+    ``NpuModelError``; a wrong buffer ``NpuValueError``.
+    """
+    m = Model.from_hal(model)
+    inputs = list(inputs)
+    if len(inputs) != len(m.input_indexes):
+        raise NpuValueError(f"the model takes {len(m.input_indexes)} inputs, got {len(inputs)}")
+    ins = [_as_input(x, m.input_shape(i), i) for i, x in enumerate(inputs)]
+    given = [None] * len(m.output_indexes) if outputs is None else list(outputs)
+    if len(given) != len(m.output_indexes):
+        raise NpuValueError(f"the model has {len(m.output_indexes)} outputs, got {len(given)}")
+    outs = [_as_output(o, m.output_shape(i), i) for i, o in enumerate(given)]
+    _lowlevel.run_model(m, ins, outs)
+    result = []
+    for i, buf in enumerate(outs):
+        shape = m.output_shape(i)
+        arr = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.float32)
+        result.append(arr if arr.shape == shape else arr.reshape(shape))
+    return result
 
 
 class Driver:

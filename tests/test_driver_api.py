@@ -247,13 +247,19 @@ def test_the_compiled_abi_is_checked():
     assert _lowlevel._check_abi() is None
 
 
-async def test_run_model_without_a_device_uses_the_same_kernels():
-    from npuhal import _lowlevel
-
+def test_run_model_without_a_device_uses_the_same_kernels():
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
-    out = np.zeros((2, 4), np.float32)
-    _lowlevel.run_model(small_model(), [x], [out])
+    (out,) = npuhal.run_model(small_model(), [x])
     np.testing.assert_array_equal(out, x + 1)
+    mine = np.zeros((2, 4), np.float32)
+    assert npuhal.run_model(small_model().to_hal(), [x.tobytes()], [mine])[0] is mine
+    np.testing.assert_array_equal(mine, x + 1)
+    with pytest.raises(npuhal.NpuValueError):
+        npuhal.run_model(small_model(), [x, x])
+    hal = small_model().to_hal()
+    hal["operations"][0]["inputs"] = [0, 9, 2]
+    with pytest.raises(npuhal.NpuModelError, match="BAD_OPERAND_INDEX"):
+        npuhal.run_model(hal, [x])
 
 
 @pytest.mark.parametrize(
