@@ -40,6 +40,9 @@ from __future__ import annotations
 
 import enum
 import functools
+import hashlib
+import os
+import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -372,8 +375,34 @@ _TERMINAL_WORDS = {
 
 @functools.cache
 def _parser() -> lark.Lark:
-    # Built once per process: a lark parser is immutable and reentrant once constructed.
-    return lark.Lark(_GRAMMAR, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    """The LALR parser, built once per process (a lark parser is reentrant).
+
+    Computing the LALR tables takes ~0.4 s on a small machine, paid by every process
+    that loads AIDL at boot, so the built parser is kept beside this module's bytecode
+    in ``__pycache__``, named by a hash of the grammar and the lark and Python
+    versions: the same trust and staleness rules as the ``.pyc`` files next to it, and
+    not written under PYTHONDONTWRITEBYTECODE either. A cache that cannot be read or
+    written is simply rebuilt.
+    """
+    key = hashlib.sha256(f"{_GRAMMAR}|{lark.__version__}|{sys.version_info[:2]}".encode()).hexdigest()[:16]
+    cache = Path(__file__).with_name("__pycache__") / f"_aidl_grammar.{key}.lark"
+    try:
+        with open(cache, "rb") as f:
+            return lark.Lark.load(f)
+    except Exception:  # missing, half-written by a racing process, or unreadable
+        pass
+    parser = lark.Lark(_GRAMMAR, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    if sys.dont_write_bytecode:  # PYTHONDONTWRITEBYTECODE: no .pyc, so no cache either
+        return parser
+    try:
+        cache.parent.mkdir(exist_ok=True)
+        tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            parser.save(f)
+        os.replace(tmp, cache)  # atomic: a concurrent reader sees all of it or nothing
+    except OSError:
+        pass
+    return parser
 
 
 # --------------------------------------------------------------------------- raw syntax tree
