@@ -49,6 +49,8 @@ struct npu_system;
  * hash of the C sources, computed by the builder. */
 uint32_t npu_abi_version(void);
 const char *npu_build_id(void);
+/* "0.1.0 (ABI 2, build <id>)": what `npuemu version` prints.  Static. */
+const char *npu_build_version(void);
 
 /* Creates a system.  cfg may be NULL (all defaults).  On success *out
  * receives it; on failure nothing is left allocated. */
