@@ -606,3 +606,27 @@ def test_constants_can_name_other_types_constants_and_enumerators() -> None:
             "package a; enum Other { X }",
             "package a; parcelable Q { Level l = Other.X; }",
         )
+
+
+def test_the_parser_cache_is_written_reused_and_survives_corruption(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from framework.binder import _aidl
+
+    monkeypatch.setattr(_aidl, "__file__", str(tmp_path / "_aidl.py"))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    text = (FIXTURES / "android/hardware/npu/WorkInfo.aidl").read_text()
+    built = _aidl._parser.__wrapped__()
+    (cache,) = (tmp_path / "__pycache__").glob("_aidl_grammar.*.lark")
+    loaded = _aidl._parser.__wrapped__()
+    assert loaded.parse(text) == built.parse(text)
+    cache.write_bytes(b"half-written by a racing process")
+    rebuilt = _aidl._parser.__wrapped__()
+    assert rebuilt.parse(text) == built.parse(text)
+    assert cache.stat().st_size > 1000  # rewritten whole
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    cache.unlink()
+    _aidl._parser.__wrapped__()
+    assert not cache.exists()
