@@ -54,6 +54,7 @@ events = st.one_of(
         oneway=st.booleans(),
         data=parcel_data,
         nfds=st.just(0),
+        fds=st.just(()),
     ),
     st.builds(
         Reply,
@@ -64,6 +65,7 @@ events = st.one_of(
         service_code=i32,
         data=parcel_data,
         nfds=st.just(0),
+        fds=st.just(()),
     ),
 )
 

@@ -94,6 +94,8 @@ SHELL_TOKEN_FILE = "shell.token"
 RUNTIME_DIR_ENV = "NPUEMU_RUNTIME_DIR"
 
 _HANDSHAKE_TIMEOUT = 10.0
+# Codes at or above this are IBinder's own (ping, interface...), not an interface's.
+_SPECIAL_CODES = _status.LAST_CALL_TRANSACTION + 1
 
 # (pid, uid) of whoever the current handler serves; None outside any runtime.
 _calling: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar(
@@ -546,8 +548,10 @@ class _ClientConn:
         if oneway:
             try:
                 await self.stream.send_frame(buffers, fds)
-            except trio.BrokenResourceError:
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
                 raise DeadObjectException(f"process at {self.address} died") from None
+            # The send itself need not yield; a caller looping on oneway calls must.
+            await trio.lowlevel.checkpoint()
             return None
         slot = _Slot(trio.lowlevel.current_task())
         self.slots[txn_id] = slot  # before sending: the reply may beat send_frame's return
@@ -575,7 +579,7 @@ class _ClientConn:
 class _ServerConn:
     """A connection another process opened to us: we read calls and send replies."""
 
-    __slots__ = ("runtime", "stream", "wire", "peer_pid", "peer_uid")
+    __slots__ = ("runtime", "stream", "wire", "peer_pid", "peer_uid", "identity")
 
     def __init__(self, runtime: BinderRuntime, stream: Any) -> None:
         self.runtime = runtime
@@ -583,6 +587,7 @@ class _ServerConn:
         self.wire = Connection(SERVER)
         self.peer_pid = stream.peer_pid
         self.peer_uid = -1
+        self.identity = (self.peer_pid, -1)
 
     async def run(self) -> None:
         runtime, wire, stream = self.runtime, self.wire, self.stream
@@ -603,6 +608,7 @@ class _ServerConn:
                 await stream.send_frame(wire.send(Refused(f"pid {self.peer_pid} is not a known process")))
                 return
             self.peer_uid = uid
+            self.identity = (self.peer_pid, uid)
             await stream.send_frame(wire.send(Welcome(runtime.pid, runtime.uid, uid)))
             nursery = runtime._nursery
             while True:
@@ -816,54 +822,67 @@ class BinderRuntime:
                 del self._oneway[target]
 
     async def _serve_call(self, conn: _ServerConn, event: Transaction) -> None:
-        token = _calling.set((conn.peer_pid, conn.peer_uid))
+        token = _calling.set(conn.identity)
         ctx = _ParcelContext(self, event.fds)
-        reply: Reply
         try:
-            obj = self._objects.get(event.target)
-            if obj is None:
-                reply = Reply(event.txn_id, status=_status.DEAD_OBJECT, message=f"no object {event.target} in pid {self.pid}")
-            else:
+            try:
+                obj = self._objects.get(event.target)
+                if obj is None:
+                    raise DeadObjectException(f"no object {event.target} in pid {self.pid}")
                 code = event.code
-                if code == _status.PING_TRANSACTION:
+                if code < _SPECIAL_CODES:
+                    data = await obj.onTransact(code, event.data, ctx)
+                elif code == _status.PING_TRANSACTION:
                     data = None
                 elif code == _status.INTERFACE_TRANSACTION:
                     data = obj.DESCRIPTOR
                 else:
                     data = await obj.onTransact(code, event.data, ctx)
-                reply = Reply(event.txn_id, data=data, nfds=len(ctx.out_fds))
-        except UnknownTransactionException as exc:
-            reply = Reply(event.txn_id, status=_status.UNKNOWN_TRANSACTION, message=str(exc))
-        except TransactionError as exc:
+            except Exception as exc:
+                reply = self._error_reply(conn, event, exc)
+                ctx.close_out()  # whatever the handler wrote before failing stays here
+            else:
+                if event.oneway:
+                    return
+                reply = Reply(event.txn_id, 0, 0, "", 0, data, len(ctx.out_fds))
+            finally:
+                ctx.release_in()
+                _calling.reset(token)
+            if event.oneway:
+                log.warning("oneway call code %d from pid %d failed: %s", event.code, conn.peer_pid, reply.message)
+                return
+            await conn.send_reply(reply, ctx.out_fds)
+        finally:
+            ctx.close_out()
+
+    def _error_reply(self, conn: _ServerConn, event: Transaction, exc: Exception) -> Reply:
+        """The status a failed handler sends back (binder::Status from an exception)."""
+        if isinstance(exc, UnknownTransactionException):
+            return Reply(event.txn_id, status=_status.UNKNOWN_TRANSACTION, message=str(exc))
+        if isinstance(exc, DeadObjectException) and event.target not in self._objects:
+            return Reply(event.txn_id, status=_status.DEAD_OBJECT, message=exc.message)
+        if isinstance(exc, TransactionError):
             # The handler's own outgoing call failed (a dead peer...): a failure status.
-            reply = Reply(event.txn_id, exception=_status.EX_TRANSACTION_FAILED, message=f"{type(exc).__name__}: {exc.message}")
-        except RemoteException as exc:
-            reply = Reply(
+            return Reply(
+                event.txn_id,
+                exception=_status.EX_TRANSACTION_FAILED,
+                message=f"{type(exc).__name__}: {exc.message}",
+            )
+        if isinstance(exc, RemoteException):
+            return Reply(
                 event.txn_id,
                 exception=exc.exception_code,
                 message=exc.message,
                 service_code=getattr(exc, "error_code", 0),
             )
-        except Exception as exc:
-            log.exception(
-                "handler for code %d on %s failed (caller pid %d)",
-                event.code,
-                type(self._objects.get(event.target)).__name__,
-                conn.peer_pid,
-            )
-            reply = Reply(event.txn_id, exception=_status.EX_TRANSACTION_FAILED, message=f"{type(exc).__name__}: {exc}")
-        finally:
-            ctx.release_in()
-            _calling.reset(token)
-        try:
-            if not event.oneway:
-                if reply.nfds != len(ctx.out_fds):  # an error after fds were written
-                    reply = Reply(reply.txn_id, reply.status, reply.exception, reply.message, reply.service_code, reply.data, len(ctx.out_fds))
-                await conn.send_reply(reply, ctx.out_fds)
-            elif reply.status != _status.OK or reply.exception != _status.EX_NONE:
-                log.warning("oneway call code %d from pid %d failed: %s", event.code, conn.peer_pid, reply.message)
-        finally:
-            ctx.close_out()
+        log.error(
+            "handler for code %d on %s failed (caller pid %d)",
+            event.code,
+            type(self._objects.get(event.target)).__name__,
+            conn.peer_pid,
+            exc_info=exc,
+        )
+        return Reply(event.txn_id, exception=_status.EX_TRANSACTION_FAILED, message=f"{type(exc).__name__}: {exc}")
 
     # -- lifecycle ------------------------------------------------------------------
 

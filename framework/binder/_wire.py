@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import enum
 import struct
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 
@@ -90,6 +89,8 @@ class Role(enum.Enum):
     CLIENT = "client"
     SERVER = "server"
 
+    __hash__ = object.__hash__  # members are singletons; Enum's own hash is Python code
+
 
 CLIENT = Role.CLIENT
 SERVER = Role.SERVER
@@ -100,9 +101,15 @@ class State(enum.Enum):
     READY = "ready"
     CLOSED = "closed"  # refused, or torn down; nothing more may pass
 
+    __hash__ = object.__hash__
+
 
 # ---------------------------------------------------------------------------------
-# Events: frozen, slotted, and validating, so a bad frame is caught at one place.
+# Events: immutable, slotted, and validating, so a bad frame is caught at one place.
+#
+# They are NamedTuples rather than frozen dataclasses because they are made twice
+# per call on the hot path: a tuple is built in one step, and each class checks all
+# its fields in one expression, working out which field is wrong only when one is.
 
 
 def _check_int(name: str, value: Any, lo: int, hi: int) -> None:
@@ -117,102 +124,124 @@ def _check_str(name: str, value: Any, *, nullable: bool = False) -> None:
         raise ProtocolError(f"{name} must be a str, got {type(value).__name__}")
 
 
-def _check_nfds(nfds: Any) -> None:
-    _check_int("nfds", nfds, 0, MAX_FDS_PER_FRAME)
+def _is_int(value: Any, lo: int, hi: int) -> bool:
+    return type(value) is int and lo <= value <= hi
 
 
 class Event:
-    """Base of every protocol event. ``KIND`` is its tag on the wire."""
+    """Base of every protocol event. ``KIND`` is its tag on the wire; the first
+    ``NWIRE`` fields travel (``fds`` rides beside the frame, not in it)."""
 
     __slots__ = ()
     KIND: int = -1
+    NWIRE: int = 0
 
-    def _fields(self) -> list:  # pragma: no cover - every subclass overrides
-        raise NotImplementedError
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and tuple.__eq__(self, other)  # type: ignore[arg-type]
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, tuple.__hash__(self)))  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True, slots=True)
-class Hello(Event):
-    """First frame from a client. ``token`` is the shell token, if the peer has one."""
-
+class _HelloFields(NamedTuple):
     version: int = PROTOCOL_VERSION
     token: str | None = None
+
+
+class Hello(Event, _HelloFields):
+    """First frame from a client. ``token`` is the shell token, if the peer has one."""
+
+    __slots__ = ()
     KIND = 0
+    NWIRE = 2
 
-    def __post_init__(self) -> None:
-        _check_int("version", self.version, 0, _INT32[1])
-        _check_str("token", self.token, nullable=True)
-
-    def _fields(self) -> list:
-        return [self.version, self.token]
+    def __new__(cls, version: int = PROTOCOL_VERSION, token: str | None = None) -> Hello:
+        _check_int("version", version, 0, _INT32[1])
+        _check_str("token", token, nullable=True)
+        return tuple.__new__(cls, (version, token))
 
 
-@dataclass(frozen=True, slots=True)
-class Welcome(Event):
-    """The server accepted: who it is, and the uid it resolved for the client."""
-
+class _WelcomeFields(NamedTuple):
     pid: int
     uid: int
     peer_uid: int
+
+
+class Welcome(Event, _WelcomeFields):
+    """The server accepted: who it is, and the uid it resolved for the client."""
+
+    __slots__ = ()
     KIND = 1
+    NWIRE = 3
 
-    def __post_init__(self) -> None:
-        _check_int("pid", self.pid, 0, _INT32[1])
-        _check_int("uid", self.uid, 0, _INT32[1])
-        _check_int("peer_uid", self.peer_uid, 0, _INT32[1])
-
-    def _fields(self) -> list:
-        return [self.pid, self.uid, self.peer_uid]
+    def __new__(cls, pid: int, uid: int, peer_uid: int) -> Welcome:
+        _check_int("pid", pid, 0, _INT32[1])
+        _check_int("uid", uid, 0, _INT32[1])
+        _check_int("peer_uid", peer_uid, 0, _INT32[1])
+        return tuple.__new__(cls, (pid, uid, peer_uid))
 
 
-@dataclass(frozen=True, slots=True)
-class Refused(Event):
+class _RefusedFields(NamedTuple):
+    reason: str
+
+
+class Refused(Event, _RefusedFields):
     """The server will not serve this peer (unknown process, bad version...)."""
 
-    reason: str
+    __slots__ = ()
     KIND = 2
+    NWIRE = 1
 
-    def __post_init__(self) -> None:
-        _check_str("reason", self.reason)
-
-    def _fields(self) -> list:
-        return [self.reason]
+    def __new__(cls, reason: str) -> Refused:
+        _check_str("reason", reason)
+        return tuple.__new__(cls, (reason,))
 
 
-@dataclass(frozen=True, slots=True)
-class Transaction(Event):
-    """A call: ``data`` is the parcel (a msgpack-able list from the AIDL codec)."""
-
+class _TransactionFields(NamedTuple):
     txn_id: int
     target: int
     code: int
     oneway: bool
     data: Any
     nfds: int = 0
-    fds: tuple[int, ...] = field(default=(), compare=False)
+    fds: tuple[int, ...] = ()
+
+
+class Transaction(Event, _TransactionFields):
+    """A call: ``data`` is the parcel (a msgpack-able list from the AIDL codec);
+    ``nfds`` descriptors travel with it and arrive as ``fds``."""
+
+    __slots__ = ()
     KIND = 3
+    NWIRE = 6
 
-    def __post_init__(self) -> None:
-        _check_int("txn_id", self.txn_id, 0, _MAX_TXN_ID)
-        _check_int("target", self.target, 0, _MAX_OBJECT_ID)
-        _check_int("code", self.code, 0, _MAX_CODE)
-        if type(self.oneway) is not bool:
-            raise ProtocolError(f"oneway must be a bool, got {self.oneway!r}")
-        _check_nfds(self.nfds)
+    def __new__(
+        cls, txn_id: int, target: int, code: int, oneway: bool, data: Any, nfds: int = 0, fds: tuple[int, ...] = ()
+    ) -> Transaction:
+        if not (
+            type(txn_id) is int
+            and 0 <= txn_id <= _MAX_TXN_ID
+            and type(target) is int
+            and 0 <= target <= _MAX_OBJECT_ID
+            and type(code) is int
+            and 0 <= code <= _MAX_CODE
+            and type(oneway) is bool
+            and type(nfds) is int
+            and 0 <= nfds <= MAX_FDS_PER_FRAME
+        ):
+            _check_int("txn_id", txn_id, 0, _MAX_TXN_ID)
+            _check_int("target", target, 0, _MAX_OBJECT_ID)
+            _check_int("code", code, 0, _MAX_CODE)
+            if type(oneway) is not bool:
+                raise ProtocolError(f"oneway must be a bool, got {oneway!r}")
+            _check_int("nfds", nfds, 0, MAX_FDS_PER_FRAME)
+        return tuple.__new__(cls, (txn_id, target, code, oneway, data, nfds, fds))
 
-    def _fields(self) -> list:
-        return [self.txn_id, self.target, self.code, self.oneway, self.data, self.nfds]
 
-
-@dataclass(frozen=True, slots=True)
-class Reply(Event):
-    """The answer to a two-way :class:`Transaction`.
-
-    ``status`` is the transport status (``OK``, ``UNKNOWN_TRANSACTION``,
-    ``FAILED_TRANSACTION``); with ``OK``, ``exception`` is the binder exception code
-    (``EX_NONE`` for success) and ``message``/``service_code`` go with it.
-    """
-
+class _ReplyFields(NamedTuple):
     txn_id: int
     status: int = 0
     exception: int = 0
@@ -220,27 +249,54 @@ class Reply(Event):
     service_code: int = 0
     data: Any = None
     nfds: int = 0
-    fds: tuple[int, ...] = field(default=(), compare=False)
+    fds: tuple[int, ...] = ()
+
+
+class Reply(Event, _ReplyFields):
+    """The answer to a two-way :class:`Transaction`.
+
+    ``status`` is the transport status (``OK``, ``UNKNOWN_TRANSACTION``,
+    ``FAILED_TRANSACTION``, ``DEAD_OBJECT``); with ``OK``, ``exception`` is the
+    binder exception code (``EX_NONE`` for success) and ``message`` and
+    ``service_code`` go with it.
+    """
+
+    __slots__ = ()
     KIND = 4
+    NWIRE = 7
 
-    def __post_init__(self) -> None:
-        _check_int("txn_id", self.txn_id, 0, _MAX_TXN_ID)
-        _check_int("status", self.status, *_INT32)
-        _check_int("exception", self.exception, *_INT32)
-        _check_str("message", self.message)
-        _check_int("service_code", self.service_code, *_INT32)
-        _check_nfds(self.nfds)
-
-    def _fields(self) -> list:
-        return [
-            self.txn_id,
-            self.status,
-            self.exception,
-            self.message,
-            self.service_code,
-            self.data,
-            self.nfds,
-        ]
+    def __new__(
+        cls,
+        txn_id: int,
+        status: int = 0,
+        exception: int = 0,
+        message: str = "",
+        service_code: int = 0,
+        data: Any = None,
+        nfds: int = 0,
+        fds: tuple[int, ...] = (),
+    ) -> Reply:
+        lo, hi = _INT32
+        if not (
+            type(txn_id) is int
+            and 0 <= txn_id <= _MAX_TXN_ID
+            and type(status) is int
+            and lo <= status <= hi
+            and type(exception) is int
+            and lo <= exception <= hi
+            and type(message) is str
+            and type(service_code) is int
+            and lo <= service_code <= hi
+            and type(nfds) is int
+            and 0 <= nfds <= MAX_FDS_PER_FRAME
+        ):
+            _check_int("txn_id", txn_id, 0, _MAX_TXN_ID)
+            _check_int("status", status, lo, hi)
+            _check_int("exception", exception, lo, hi)
+            _check_str("message", message)
+            _check_int("service_code", service_code, lo, hi)
+            _check_int("nfds", nfds, 0, MAX_FDS_PER_FRAME)
+        return tuple.__new__(cls, (txn_id, status, exception, message, service_code, data, nfds, fds))
 
 
 _EVENT_TYPES: dict[int, type[Event]] = {
@@ -260,7 +316,7 @@ def encode_frame(event: Event) -> list[bytes]:
     data is not msgpack-able.
     """
     try:
-        body = msgpack.packb([event.KIND, *event._fields()], use_bin_type=True)
+        body = _packb([event.KIND, *event[: event.NWIRE]])
     except (TypeError, ValueError, OverflowError) as exc:
         raise ProtocolError(f"cannot encode {type(event).__name__}: {exc}") from None
     if len(body) > MAX_TRANSACTION_SIZE:
@@ -271,7 +327,11 @@ def encode_frame(event: Event) -> list[bytes]:
     return [_HEADER.pack(len(body)), body]
 
 
-def _decode_body(body: bytes | memoryview, fds: tuple[int, ...]) -> Event:
+def _packb(obj: Any) -> bytes:
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def _decode_body(body: Any, take_fds: Any) -> Event:
     try:
         items = msgpack.unpackb(body, raw=False, use_list=True, strict_map_key=False)
     except Exception as exc:  # msgpack raises a zoo of types; all mean "garbage"
@@ -282,83 +342,86 @@ def _decode_body(body: bytes | memoryview, fds: tuple[int, ...]) -> Event:
     cls = _EVENT_TYPES.get(kind) if type(kind) is int else None
     if cls is None:
         raise ProtocolError(f"unknown frame kind {kind!r}")
-    args = items[1:]
-    if cls is Transaction:
-        if len(args) != 6:
-            raise ProtocolError(f"Transaction frame has {len(args)} fields, expected 6")
-        return Transaction(*args, fds=fds)
-    if cls is Reply:
-        if len(args) != 7:
-            raise ProtocolError(f"Reply frame has {len(args)} fields, expected 7")
-        return Reply(*args, fds=fds)
-    try:
-        return cls(*args)
-    except TypeError:
-        raise ProtocolError(f"{cls.__name__} frame has {len(args)} fields") from None
+    if len(items) != cls.NWIRE + 1:
+        raise ProtocolError(f"{cls.__name__} frame has {len(items) - 1} fields, expected {cls.NWIRE}")
+    if cls is Transaction or cls is Reply:
+        nfds = items[-1]
+        fds = take_fds(nfds) if type(nfds) is int and 0 < nfds <= MAX_FDS_PER_FRAME else ()
+        return cls(*items[1:], fds=fds)
+    return cls(*items[1:])
 
 
 def decode_frames(data: bytes) -> list[Event]:
     """Every event in ``data``, which must hold whole frames only (for tests and tools)."""
-    conn = _Framer()
-    conn.feed(data, ())
+    framer = _Framer()
+    framer.feed(data, ())
     events = []
-    while (event := conn.next()) is not NEED_DATA:
+    while (event := framer.next()) is not NEED_DATA:
         events.append(event)
-    if conn.buffered:
-        raise ProtocolError(f"{conn.buffered} trailing bytes after the last frame")
+    if framer.buffered:
+        raise ProtocolError(f"{framer.buffered} trailing bytes after the last frame")
     return events
 
 
 class _Framer:
-    """Cuts a byte stream into frames and pairs them with the descriptors that came."""
+    """Cuts a byte stream into frames and pairs them with the descriptors that came.
 
-    __slots__ = ("_buf", "_fds")
+    The common case, one read holding whole frames, is parsed straight out of the
+    bytes the transport read, without copying them into a buffer first.
+    """
+
+    __slots__ = ("_buf", "_pos", "_fds")
 
     def __init__(self) -> None:
-        self._buf = bytearray()
+        self._buf: bytes | bytearray = b""
+        self._pos = 0
         self._fds: list[int] = []
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        return len(self._buf) - self._pos
 
     def feed(self, data: bytes, fds: tuple[int, ...] | list[int]) -> None:
-        self._buf += data
-        self._fds.extend(fds)
+        if self._pos >= len(self._buf):
+            self._buf, self._pos = data, 0
+        else:
+            buf = self._buf
+            if type(buf) is not bytearray:
+                buf = bytearray(memoryview(buf)[self._pos :])
+            elif self._pos:
+                del buf[: self._pos]
+            buf += data
+            self._buf, self._pos = buf, 0
+        if fds:
+            self._fds.extend(fds)
 
     def next(self) -> Event | _NeedData:
-        buf = self._buf
-        if len(buf) < _HEADER_SIZE:
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < _HEADER_SIZE:
             return NEED_DATA
-        (length,) = _HEADER.unpack_from(buf)
+        (length,) = _HEADER.unpack_from(buf, pos)
         # Refuse a huge prefix at once: waiting for 4 GiB that will never come would
         # pin the peer's memory and hide the fault.
         if length == 0 or length > MAX_FRAME_SIZE:
             raise ProtocolError(f"frame length {length} outside 1..{MAX_FRAME_SIZE}")
-        end = _HEADER_SIZE + length
+        end = pos + _HEADER_SIZE + length
         if len(buf) < end:
             return NEED_DATA
-        body = bytes(memoryview(buf)[_HEADER_SIZE:end])
-        del buf[:end]
-        event = _decode_body(body, ())
-        nfds = getattr(event, "nfds", 0)
-        if nfds:
-            if len(self._fds) < nfds:
-                raise ProtocolError(f"frame announces {nfds} descriptors, {len(self._fds)} arrived")
-            fds = tuple(self._fds[:nfds])
-            del self._fds[:nfds]
-            event = _with_fds(event, fds)
-        return event
+        self._pos = end
+        with memoryview(buf) as view:  # released before the buffer can change
+            return _decode_body(view[pos + _HEADER_SIZE : end], self._take_fds)
+
+    def _take_fds(self, nfds: int) -> tuple[int, ...]:
+        if len(self._fds) < nfds:
+            raise ProtocolError(f"frame announces {nfds} descriptors, {len(self._fds)} arrived")
+        fds = tuple(self._fds[:nfds])
+        del self._fds[:nfds]
+        return fds
 
     def take_stray_fds(self) -> list[int]:
         """Descriptors no frame claimed (the caller closes them)."""
         fds, self._fds = self._fds, []
         return fds
-
-
-def _with_fds(event: Event, fds: tuple[int, ...]) -> Event:
-    object.__setattr__(event, "fds", fds)
-    return event
 
 
 # ---------------------------------------------------------------------------------
