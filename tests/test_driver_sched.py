@@ -287,6 +287,9 @@ async def test_loading_past_weight_memory_is_a_capacity_error_and_unload_frees_i
         big.unload()
         again = driver.load_model(npu, fc_model(), emulated_size_bytes=total * 6 // 10)
         assert again.loaded
+        with pytest.raises(npuhal.NpuCapacityError) as info:
+            driver.load_model(npu, fc_model(), emulated_sram_bytes=npu.sram_bytes + 1)
+        assert info.value.name == "SRAM_FULL"
 
 
 async def test_bad_models_and_buffers_get_clear_errors():
