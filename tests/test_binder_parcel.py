@@ -507,7 +507,7 @@ def test_method_encoding_errors_name_the_method_and_argument(demo: AidlRegistry)
         cb.method("describe").encode_call(("1", None), None)
     with pytest.raises(ValueError, match=r"demo\.ICallback\.fill: argument key: expected 4 bytes"):
         cb.method("fill").encode_call((cb and demo.parcelable("demo.Inner")(), b"abc"), None)
-    with pytest.raises(TypeError, match=r"demo\.ICallback\.fill: return value: expected int, got nil"):
+    with pytest.raises(TypeError, match=r"demo\.ICallback\.fill: return value: expected int, got None"):
         cb.method("fill").encode_reply(None, ([], demo.parcelable("demo.Inner")()), None)
     with pytest.raises(TypeError, match=r"demo\.ICallback\.nothing returns void, not int 1"):
         cb.method("nothing").encode_reply(1, (), None)

@@ -110,8 +110,13 @@ def bad_parcelable(where: str, err: DecodeError) -> BadParcelableException:
     return BadParcelableException(f"{where}{err.where()}: {err.message}")
 
 
+def _what(v: Any) -> str:
+    """A short description of a value a caller passed, for TypeError messages."""
+    return "None" if v is None else _describe(v)
+
+
 def _describe(w: Any) -> str:
-    """A short, safe description of a wire or user value for error messages."""
+    """A short, safe description of wire data (never its whole repr) for error messages."""
     if w is None:
         return "nil"
     if w is True or w is False:
@@ -204,11 +209,11 @@ def _int_codec(tname: str) -> Codec:
             if isinstance(v, (bool, float, enum.Flag)) or (
                 isinstance(v, enum.Enum) and not isinstance(v, int)
             ):
-                raise TypeError(f"expected {tname}, got {_describe(v)}")
+                raise TypeError(f"expected {tname}, got {_what(v)}")
             try:
                 v = operator.index(v)
             except TypeError:
-                raise TypeError(f"expected {tname}, got {_describe(v)}") from None
+                raise TypeError(f"expected {tname}, got {_what(v)}") from None
         if not lo <= v <= hi:
             raise ValueError(f"{v} is out of range for {tname} ({lo}..{hi})")
         return v
@@ -227,7 +232,7 @@ def _int_codec(tname: str) -> Codec:
 def _bool_check(v: Any) -> bool:
     if v is True or v is False:
         return v
-    raise TypeError(f"expected boolean, got {_describe(v)}")
+    raise TypeError(f"expected boolean, got {_what(v)}")
 
 
 def _bool_decode(w: Any, ctx: Any) -> bool:
@@ -254,7 +259,7 @@ def _float_codec(tname: str) -> Codec:
     def check(v: Any) -> float:
         if type(v) is not float:
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise TypeError(f"expected {tname}, got {_describe(v)}")
+                raise TypeError(f"expected {tname}, got {_what(v)}")
             try:
                 v = float(v)
             except OverflowError:
@@ -294,7 +299,7 @@ def _char_check(v: Any) -> str:
         return v
     if isinstance(v, str) and len(v) == 1 and ord(v) <= 0xFFFF:
         return str(v)
-    raise TypeError(f"expected char (a str of one UTF-16 code unit), got {_describe(v)}")
+    raise TypeError(f"expected char (a str of one UTF-16 code unit), got {_what(v)}")
 
 
 def _char_encode(v: str, ctx: Any) -> int:
@@ -320,7 +325,7 @@ def _utf8_ok(s: str) -> bool:
 def _string_check(v: Any) -> str:
     if type(v) is not str:
         if not isinstance(v, str):
-            raise TypeError(f"expected String, got {_describe(v)}")
+            raise TypeError(f"expected String, got {_what(v)}")
         v = str(v)
     if not _utf8_ok(v):
         raise ValueError("String holds a lone surrogate and cannot be encoded as UTF-8")
@@ -340,7 +345,7 @@ def _bytes_codec(fixed: int | None) -> Codec:
     def check(v: Any) -> bytes:
         if type(v) is not bytes:
             if not isinstance(v, (bytes, bytearray, memoryview)):
-                raise TypeError(f"expected {shape} (bytes), got {_describe(v)}")
+                raise TypeError(f"expected {shape} (bytes), got {_what(v)}")
             v = bytes(v)
         if fixed is not None and len(v) != fixed:
             raise ValueError(f"expected {fixed} bytes for {shape}, got {len(v)}")
@@ -399,7 +404,7 @@ def binder_codec(interface: InterfaceDef | None) -> Codec:
 
     def check(v: Any) -> Any:
         if v is not None and (isinstance(v, _NOT_A_BINDER) or isinstance(v, Parcelable)):
-            raise TypeError(f"expected a binder object for {name}, got {_describe(v)}")
+            raise TypeError(f"expected a binder object for {name}, got {_what(v)}")
         return v
 
     def encode(v: Any, ctx: Any) -> Any:
@@ -439,7 +444,7 @@ def _read_fd(ctx: Any, w: Any, name: str) -> int:
 def pfd_codec() -> Codec:
     def check(v: Any) -> Any:
         if v is not None and not isinstance(v, ParcelFileDescriptor):
-            raise TypeError(f"expected ParcelFileDescriptor, got {_describe(v)}")
+            raise TypeError(f"expected ParcelFileDescriptor, got {_what(v)}")
         return v
 
     def encode(v: ParcelFileDescriptor, ctx: Any) -> int:
@@ -456,7 +461,7 @@ def pfd_codec() -> Codec:
 def shared_memory_codec() -> Codec:
     def check(v: Any) -> Any:
         if v is not None and not isinstance(v, SharedMemory):
-            raise TypeError(f"expected SharedMemory, got {_describe(v)}")
+            raise TypeError(f"expected SharedMemory, got {_what(v)}")
         return v
 
     def encode(v: SharedMemory, ctx: Any) -> list:
@@ -490,7 +495,7 @@ def enum_codec(cls: type[enum.IntEnum], qualified: str) -> Codec:
         if type(v) is cls:
             return v
         if isinstance(v, (bool, enum.Enum)) or not isinstance(v, int):
-            raise TypeError(f"expected {qualified}, got {_describe(v)}")
+            raise TypeError(f"expected {qualified}, got {_what(v)}")
         m = by_value.get(int(v))
         if m is None:
             raise ValueError(f"{v} is not a value of {qualified}")
@@ -519,7 +524,7 @@ def parcelable_codec(cls: type[Parcelable], qualified: str) -> Codec:
     def check(v: Any) -> Any:
         if type(v) is cls or isinstance(v, cls):
             return v
-        raise TypeError(f"expected {qualified}, got {_describe(v)}")
+        raise TypeError(f"expected {qualified}, got {_what(v)}")
 
     def encode(v: Parcelable, ctx: Any) -> list:
         if v.__class__ is cls:
@@ -603,7 +608,7 @@ def array_codec(elem: Codec, fixed: int | None, kind: str) -> Codec:
 
     def check(v: Any) -> list:
         if type(v) is not list and not isinstance(v, (list, tuple)):
-            raise TypeError(f"expected {shape} (a list), got {_describe(v)}")
+            raise TypeError(f"expected {shape} (a list), got {_what(v)}")
         if fixed is not None and len(v) != fixed:
             raise ValueError(f"expected {fixed} elements for {shape}, got {len(v)}")
         out = []
@@ -912,6 +917,7 @@ class MethodCodec:
             "DecodeError": DecodeError,
             "BadParcelableException": BadParcelableException,
             "_describe": _describe,
+            "_what": _what,
             "_bad": bad_parcelable,
             "_rewrap": _rewrap,
             "_where": where,
@@ -1004,7 +1010,7 @@ class MethodCodec:
             src.append(f"    {''.join(f'{a[i]}, ' for i in out_idx)}= outs")
         if ret is None:
             src.append("    if result is not None:")
-            src.append("        raise TypeError(_where + ' returns void, not ' + _describe(result))")
+            src.append("        raise TypeError(_where + ' returns void, not ' + _what(result))")
         else:
             check_encode("result", "r", ": return value", src, "    ")
         for i in out_idx:
