@@ -444,7 +444,10 @@ class Driver:
         with ``outputs(work_id)``.  The buffers are kept alive here until the
         work's final end, as the C layer borrows them until then.
 
-        ``original_uid`` defaults to ``uid`` (no attribution).  Refusals:
+        ``group_id`` is the execution group's NpuUuid (a ``uuid.UUID`` or 16
+        bytes); ``feature_id`` the ``debugFeatureId``, which the C layer keeps
+        to its first 63 bytes.  ``original_uid`` defaults to ``uid`` (no
+        attribution).  Refusals:
         ``NpuInvalidPriorityError`` (job priority outside 0..1000),
         ``NpuDirectAccessError``, ``NpuAttributionError``; a refused submission
         emits no event.

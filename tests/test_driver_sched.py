@@ -5,7 +5,7 @@ configs and their refusals, admission refusals, capacity, thermal throttling
 and faults, all as the HAL sees them: events and results.
 """
 
-import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -419,7 +419,7 @@ async def test_fault_injection_fail_hang_and_reset():
 def test_crash_fault_aborts_the_process():
     code = "import npuhal; d = npuhal.Driver.open(); d.crash(); print('survived')"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode < 0 and "survived" not in proc.stdout
+    assert proc.returncode == -signal.SIGABRT and "survived" not in proc.stdout
 
 
 async def test_virtual_clock_is_exactly_repeatable():
