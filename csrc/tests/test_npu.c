@@ -168,6 +168,70 @@ static void test_run_model_matches_kernels(void)
     CHECK_RC(rc, NPU_E_BAD_BUFFER);
 }
 
+/* CONV_2D -> SOFTMAX -> SUB, cut into many slices by the hardware, gives the
+ * same bits as one unsliced run on the calling thread. */
+static void test_sliced_run_equals_whole_run(void)
+{
+    unsigned seed = 11;
+    struct mb *b = mb_new();
+    uint32_t din[4] = {2, 5, 6, 3}, df[4] = {4, 3, 2, 3}, db[1] = {4}, dout[4] = {2, 3, 3, 4};
+    float filt[72], bias[4], k[72];
+    for (int i = 0; i < 72; i++)
+        filt[i] = frand(&seed);
+    for (int i = 0; i < 4; i++)
+        bias[i] = frand(&seed);
+    for (int i = 0; i < 72; i++)
+        k[i] = frand(&seed);
+    uint32_t x = mb_tensor(b, NPU_LIFETIME_MODEL_INPUT, 4, din);
+    uint32_t f = mb_const(b, 4, df, filt), bb = mb_const(b, 1, db, bias);
+    uint32_t p1 = mb_i32(b, 1), p0 = mb_i32(b, 0), s2 = mb_i32(b, 2), s1 = mb_i32(b, 1);
+    uint32_t relu = mb_i32(b, NPU_FUSE_RELU6), none = mb_i32(b, NPU_FUSE_NONE);
+    uint32_t c = mb_tensor(b, NPU_LIFETIME_TEMPORARY_VARIABLE, 4, dout);
+    uint32_t beta = mb_f32(b, 0.7f);
+    uint32_t sm = mb_tensor(b, NPU_LIFETIME_TEMPORARY_VARIABLE, 4, dout);
+    uint32_t kk = mb_const(b, 4, dout, k);
+    uint32_t y = mb_tensor(b, NPU_LIFETIME_MODEL_OUTPUT, 4, dout);
+    /* pads l=1 r=0 t=0 b=0, stride_w 2, stride_h 1: ow = (6+1-2)/2+1 = 3, oh = (5-3)/1+1 = 3 */
+    uint32_t ci[10] = {x, f, bb, p1, p0, p0, p0, s2, s1, relu};
+    mb_op(b, NPU_OP_CONV_2D, 10, ci, c);
+    uint32_t si[2] = {c, beta};
+    mb_op(b, NPU_OP_SOFTMAX, 2, si, sm);
+    uint32_t ui[3] = {sm, kk, none};
+    mb_op(b, NPU_OP_SUB, 3, ui, y);
+    float in[180], whole[72], sliced[72];
+    for (int i = 0; i < 180; i++)
+        in[i] = frand(&seed) * 3;
+    struct npu_buffer ib = {in, sizeof in}, wb = {whole, sizeof whole}, sb = {sliced, sizeof sliced};
+    int rw = npu_kernel_run_model(mb_model(b), &ib, 1, &wb, 1);
+    struct npu_system_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.slices_per_operation = 7;
+    struct npu_system *s;
+    OK(npu_system_create(&cfg, &s));
+    uint32_t model;
+    int rl = npu_system_load_model(s, 0, mb_model(b), NULL, &model);
+    struct npu_work_request q = req(model, 1, 0, &ib, &sb);
+    int32_t id;
+    int rs = npu_system_submit_work(s, &q, &id);
+    npu_system_run_until_idle(s, 0);
+    char dump[8192];
+    size_t len;
+    npu_system_dump(s, dump, sizeof dump, &len);
+    /* each of the three operations has at least 7 units: 3 x 7 slices on channel 0 */
+    int slices = strstr(dump, "ch0 idle      slices 21") != NULL;
+    npu_system_destroy(s);
+    free(b);
+    OK(rw);
+    OK(rl);
+    OK(rs);
+    CHECK(memcmp(whole, sliced, sizeof whole) == 0);
+    CHECK(slices);
+    float rowsum = 0;
+    for (int i = 0; i < 4; i++)
+        rowsum += whole[i] + k[i];
+    CHECK(fabsf(rowsum - 1.0f) < 1e-5f);
+}
+
 /* ---- validation ---- */
 
 static void test_validation_errors(void)
@@ -1232,7 +1296,8 @@ struct test {
 #define T(f) {#f, f}
 static const struct test TESTS[] = {
     T(test_kernels_elementwise), T(test_kernels_fully_connected), T(test_kernels_conv2d),
-    T(test_kernels_softmax), T(test_run_model_matches_kernels), T(test_validation_errors),
+    T(test_kernels_softmax), T(test_run_model_matches_kernels),
+    T(test_sliced_run_equals_whole_run), T(test_validation_errors),
     T(test_validation_conv_and_fc_shapes), T(test_devices), T(test_supported_operations),
     T(test_unknown_operation_is_unsupported_not_invalid),
     T(test_configs_refused_and_atomic), T(test_admission_refusals),
