@@ -12,7 +12,6 @@ import uuid
 
 import numpy as np
 import pytest
-import trio
 
 import npuhal
 from npuhal import (
