@@ -49,8 +49,8 @@ void npu_ring_push(struct npu_ring *r, const struct npu_event *ev)
         size_t ncap = r->cap * 2;
         struct npu_event *nb = ncap <= RING_MAX ? malloc(ncap * sizeof *nb) : NULL;
         if (!nb) {
-            /* Better to count a loss than to block the hardware: the HAL
-             * reports the number in its dump. */
+            /* Better to count a loss than to block the hardware: the
+             * system's dump reports the number. */
             r->dropped++;
             pthread_mutex_unlock(&r->lock);
             return;

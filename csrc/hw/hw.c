@@ -1159,6 +1159,21 @@ static void appendf(char *buf, size_t cap, size_t *len, const char *fmt, ...)
         *len += (size_t)n;
 }
 
+/* "512 B", "3.5 KiB", "2.0 GiB": sizes for people. */
+static const char *human(char *buf, size_t cap, uint64_t bytes)
+{
+    static const char *const UNITS[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 4)
+        v /= 1024.0, u++;
+    if (u == 0)
+        snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
+    else
+        snprintf(buf, cap, "%.1f %s", v, UNITS[u]);
+    return buf;
+}
+
 static const char *const SEVERITY_NAMES[] = {"NONE", "LIGHT", "MODERATE", "SEVERE", "CRITICAL", "EMERGENCY", "SHUTDOWN"};
 static const char *const PREEMPT_NAMES[] = {"?", "none", "checkpoint", "kill-restart"};
 
@@ -1175,10 +1190,10 @@ static void api_dump(struct npu_hw *hw, char *buf, size_t cap, size_t *len)
     appendf(buf, cap, len, "  Thermal: %.1f C, severity %s\n", hw->temp, SEVERITY_NAMES[hw->severity]);
     for (uint32_t i = 0; i < hw->ndev; i++) {
         struct device *d = &hw->dev[i];
-        appendf(buf, cap, len,
-                "  hw%u %-10s weights %llu/%llu B  sram %llu/%llu B  models %llu  queued %zu\n", i, d->cfg.name,
-                (unsigned long long)d->weight_used, (unsigned long long)d->cfg.weight_memory_bytes,
-                (unsigned long long)d->sram_used, (unsigned long long)d->cfg.sram_bytes,
+        char wu[32], wt[32], su[32], stt[32];
+        appendf(buf, cap, len, "  hw%u %-8s weights %s / %s  sram %s / %s  models %llu  queued %zu\n", i,
+                d->cfg.name, human(wu, sizeof wu, d->weight_used), human(wt, sizeof wt, d->cfg.weight_memory_bytes),
+                human(su, sizeof su, d->sram_used), human(stt, sizeof stt, d->cfg.sram_bytes),
                 (unsigned long long)d->models, d->qlen);
         appendf(buf, cap, len, "      completed %llu  failed %llu  cancelled %llu  preemptions %llu  restarts %llu\n",
                 (unsigned long long)d->completed, (unsigned long long)d->failed,

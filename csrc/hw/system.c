@@ -287,6 +287,13 @@ int npu_system_dump(struct npu_system *sys, char *buf, size_t cap, size_t *len)
         sys->ops->dump(sys->driver, buf, cap, len);
     sys->hw_api->dump(sys->hw, buf, cap, len);
     pthread_mutex_unlock(&sys->api);
+    uint64_t dropped = npu_ring_dropped(npu_hw_ring(sys->hw));
+    if (dropped) {
+        int n = snprintf(*len < cap ? buf + *len : NULL, *len < cap ? cap - *len : 0,
+                         "  Events dropped (ring full): %llu\n", (unsigned long long)dropped);
+        if (n > 0)
+            *len += (size_t)n;
+    }
     if (cap && *len >= cap) {
         buf[cap - 1] = '\0';
         return NPU_E_BUFFER_TOO_SMALL;
