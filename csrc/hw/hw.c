@@ -218,6 +218,30 @@ static void thermal_update(struct npu_hw *hw, int64_t t)
     thermal_set_severity(hw);
 }
 
+/* The emulated time at which the severity next changes if no channel
+ * changes state, or NEVER.  The virtual clock steps there, so THERMAL events
+ * carry the exact time of the crossing, not the time someone next looked. */
+static int64_t next_thermal_crossing(struct npu_hw *hw)
+{
+    double rise = 0.0;
+    for (uint32_t d = 0; d < hw->ndev; d++)
+        for (uint32_t c = 0; c < hw->dev[d].cfg.channel_count; c++)
+            if (hw->dev[d].ch[c].state != CH_IDLE)
+                rise += hw->dev[d].cfg.heat_rise_c;
+    double eq = hw->opt.ambient_c + rise, t0 = hw->temp, theta;
+    if (eq > t0 && hw->severity < 6 && hw->opt.thresholds_c[hw->severity] < eq)
+        theta = hw->opt.thresholds_c[hw->severity];            /* heating past the next threshold */
+    else if (eq < t0 && hw->severity > 0 && hw->opt.thresholds_c[hw->severity - 1] > eq)
+        theta = hw->opt.thresholds_c[hw->severity - 1];        /* cooling below the current one */
+    else
+        return NEVER;
+    double dt_ms = -hw->opt.time_constant_ms * log((theta - eq) / (t0 - eq));
+    if (!(dt_ms >= 0) || dt_ms > 1e12)
+        return NEVER;
+    /* one ns late rather than early, so the step really crosses */
+    return hw->thermal_last + (int64_t)ceil(dt_ms * 1e6) + 1;
+}
+
 /* ---- queues and jobs ---- */
 
 static int queue_push(struct device *d, struct job *j)
@@ -501,10 +525,16 @@ static int64_t next_boundary(struct npu_hw *hw)
     return t;
 }
 
+static int64_t next_step(struct npu_hw *hw)
+{
+    int64_t t = next_boundary(hw), tc = next_thermal_crossing(hw);
+    return tc < t ? tc : t;
+}
+
 static void advance_locked(struct npu_hw *hw, int64_t target)
 {
     for (;;) {
-        int64_t t = next_boundary(hw);
+        int64_t t = next_step(hw);
         if (t == NEVER || t > target)
             break;
         hw->vnow = t;
@@ -539,7 +569,7 @@ int npu_hw_advance_to_next_event(struct npu_hw *hw, int64_t *now_ns)
     if (hw->opt.clock != NPU_CLOCK_VIRTUAL)
         return NPU_E_WRONG_CLOCK;
     pthread_mutex_lock(&hw->lock);
-    int64_t t = next_boundary(hw);
+    int64_t t = next_step(hw);
     if (t != NEVER)
         advance_locked(hw, t);
     if (now_ns)

@@ -771,9 +771,18 @@ static void test_thermal_throttling_and_severities(void)
     OK(npu_system_thermal_state(r.s, &sev, &temp));
     int64_t hot = job_duration(&r, 1);
     /* at rest it cools down, through every severity back to NONE */
+    int64_t t_hot_end = npu_system_now_ns(r.s);
+    int32_t sev_hot_end;
+    npu_system_thermal_state(r.s, &sev_hot_end, &temp);
+    double t0 = temp;
     OK(npu_system_advance(r.s, 20LL * 1000000000));
     n = drain(r.s, &ev);
     int last_sev = n ? ev[n - 1].thermal_severity : -1;
+    /* the first drop (below 65 C) happens when 25 + (t0 - 25) e^(-t / 2 s) = 65, not at the end */
+    double want_ms = -2000.0 * log(40.0 / (t0 - 25.0));
+    double got_ms = n ? (double)(ev[0].time_ns - t_hot_end) / 1e6 : -1;
+    int exact = sev_hot_end == NPU_THERMAL_SEVERE && n >= 3 && ev[0].thermal_severity == NPU_THERMAL_MODERATE &&
+                fabs(got_ms - want_ms) < 0.01;
     int32_t sev2;
     float temp2;
     OK(npu_system_thermal_state(r.s, &sev2, &temp2));
@@ -785,6 +794,7 @@ static void test_thermal_throttling_and_severities(void)
     /* SEVERE throttles by 2x: the job takes twice as long, up to rounding */
     CHECK(hot >= 2 * cool - 64 && hot <= 2 * cool + 64);
     CHECK(last_sev == NPU_THERMAL_NONE && sev2 == NPU_THERMAL_NONE && temp2 < 30.0f);
+    CHECK(exact);
     CHECK(cooled == cool);
 }
 

@@ -83,8 +83,9 @@ int64_t npu_system_now_ns(struct npu_system *sys);
  * completing every slice that ends on the way, in time order. */
 int npu_system_advance(struct npu_system *sys, int64_t ns);
 
-/* VIRTUAL only: move to the next slice boundary (or context-save end), if
- * any; *now_ns receives the new time (unchanged if nothing is running). */
+/* VIRTUAL only: move to the next slice boundary, context-save end or
+ * thermal severity change, if any; *now_ns receives the new time (unchanged
+ * if nothing is left to happen). */
 int npu_system_advance_to_next_event(struct npu_system *sys, int64_t *now_ns);
 
 /* VIRTUAL only: advance until no channel has anything to do (hung channels
