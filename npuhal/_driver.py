@@ -54,7 +54,7 @@ import trio
 
 from . import _lowlevel
 from ._errors import NpuClosedError, NpuExecutionError, NpuLookupError, NpuStateError, NpuValueError
-from ._model import Model
+from ._model import Model, mapped
 from ._types import (
     Device,
     DriverEvent,
@@ -132,6 +132,7 @@ class _Work:
 
 def _as_input(obj: Any, shape: tuple[int, ...], position: int) -> Any:
     count = math.prod(shape)
+    obj = mapped(obj, writable=False)
     if isinstance(obj, np.ndarray):
         if obj.size != count:
             raise NpuValueError(f"input {position} has {obj.size} elements, the model's input {list(shape)} needs {count}")
@@ -150,6 +151,7 @@ def _as_output(obj: Any, shape: tuple[int, ...], position: int) -> Any:
     count = math.prod(shape)
     if obj is None:
         return np.zeros(shape, dtype=np.float32)
+    obj = mapped(obj, writable=True)
     if isinstance(obj, np.ndarray):
         if obj.dtype != np.float32 or not obj.flags.c_contiguous or not obj.flags.writeable:
             raise NpuValueError(f"output {position} must be a writable, C-contiguous float32 array")
@@ -438,8 +440,9 @@ class Driver:
         """Queue one execution of ``model``; returns its work id (``WorkInfo.id``).
 
         ``inputs``: one per model input, numpy arrays (any dtype, converted to
-        float32) or bytes-like objects of the right size.  ``outputs``: one per
-        model output, writable float32 numpy arrays or buffers written in place;
+        float32), bytes-like objects or ``SharedMemory`` regions of the right
+        size.  ``outputs``: one per model output, writable float32 numpy
+        arrays, buffers or ``SharedMemory`` regions, written in place;
         ``None`` (or a ``None`` entry) lets the driver allocate them, to read
         with ``outputs(work_id)``.  The buffers are kept alive here until the
         work's final end, as the C layer borrows them until then.

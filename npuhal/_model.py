@@ -165,11 +165,31 @@ class Operation:
         return {"type": int(self.type), "inputs": list(self.inputs), "outputs": list(self.outputs)}
 
 
+def mapped(obj: Any, *, writable: bool) -> Any:
+    """A buffer-protocol object for ``obj``.
+
+    Anything with the buffer protocol is returned as is.  An Android-style
+    ``SharedMemory`` (``framework.binder``'s, which a HAL receives tensors and
+    weights in) has no buffer protocol of its own: its ``mapReadWrite()`` or
+    ``mapReadOnly()`` mapping is returned instead, and the caller must keep
+    that mapping alive for as long as C may read or write it.
+    """
+    try:
+        memoryview(obj)
+        return obj
+    except TypeError:
+        pass
+    method = getattr(obj, "mapReadWrite" if writable else "mapReadOnly", None)
+    if callable(method):
+        return method()
+    return obj
+
+
 def _as_bytes_like(obj: Any, what: str) -> memoryview:
     try:
         view = memoryview(obj)
     except TypeError:
-        raise NpuValueError(f"{what} must be bytes-like (bytes, memoryview, numpy array), got {type(obj).__name__}") from None
+        raise NpuValueError(f"{what} must be bytes-like (bytes, memoryview, numpy array, SharedMemory), got {type(obj).__name__}") from None
     if not view.c_contiguous:
         raise NpuValueError(f"{what} must be C-contiguous")
     return view.cast("B") if view.format != "B" or view.ndim != 1 else view
@@ -177,7 +197,12 @@ def _as_bytes_like(obj: Any, what: str) -> memoryview:
 
 @dataclass(frozen=True, slots=True)
 class Model:
-    """An NN HAL 1.2 ``Model``.  ``pools`` hold any buffer-protocol objects."""
+    """An NN HAL 1.2 ``Model``.
+
+    ``pools`` hold buffer-protocol objects (bytes, memoryviews, numpy arrays,
+    mmaps); a ``SharedMemory`` given to ``from_hal`` is kept as its read-only
+    mapping.
+    """
 
     operands: tuple[Operand, ...]
     operations: tuple[Operation, ...]
@@ -206,7 +231,7 @@ class Model:
         pools = _get(data, "pools", "pools", ())
         if isinstance(pools, (bytes, bytearray, memoryview)) or not isinstance(pools, Iterable):
             raise NpuModelError("pools must be a sequence of buffers")
-        pools = tuple(pools)
+        pools = tuple(mapped(pool, writable=False) for pool in pools)
         for i, pool in enumerate(pools):
             _as_bytes_like(pool, f"pools[{i}]")
         return cls(

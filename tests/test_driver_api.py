@@ -362,3 +362,28 @@ async def test_when_the_task_on_the_fd_is_cancelled_another_waiter_takes_over(au
                 while not results:
                     await trio.sleep(0.01)
         assert results[0].reason is npuhal.EndReason.COMPLETED
+
+
+def test_shared_memory_carries_weights_inputs_and_outputs():
+    binder = pytest.importorskip("framework.binder._fd", reason="framework.binder's SharedMemory is not there")
+    SharedMemory = binder.SharedMemory
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((2, 4), dtype=np.float32)
+    x = rng.standard_normal((2, 4), dtype=np.float32)
+    hal = small_model().to_hal()
+    # Move the constant into a shared-memory pool, as an app's runtime would send it.
+    weights = SharedMemory.create("weights", w.nbytes)
+    weights.mapReadWrite()[:] = w.tobytes()
+    const = hal["operations"][0]["inputs"][1]
+    hal["operands"][const]["lifetime"] = npuhal.OperandLifeTime.CONSTANT_REFERENCE
+    hal["operands"][const]["location"] = {"poolIndex": 0, "offset": 0, "length": w.nbytes}
+    hal["pools"] = [weights]
+    shm_in, shm_out = SharedMemory.create("in", x.nbytes), SharedMemory.create("out", x.nbytes)
+    shm_in.mapReadWrite()[:] = x.tobytes()
+    with npuhal.Driver.open() as driver:
+        handle = driver.load_model(0, hal)
+        work = driver.submit(handle, [shm_in], [shm_out], uid=1, job_priority=0)
+        driver.run_until_idle()
+        np.testing.assert_array_equal(driver.outputs(work)[0], x + w)
+    # The results are in the region itself, visible through a fresh mapping.
+    np.testing.assert_array_equal(np.frombuffer(shm_out.mapReadOnly(), np.float32).reshape(2, 4), x + w)
