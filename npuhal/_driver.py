@@ -250,8 +250,10 @@ class Driver:
         if slices_per_operation is not None and not (isinstance(slices_per_operation, int) and slices_per_operation > 0):
             raise NpuValueError(f"slices_per_operation must be a positive int, not {slices_per_operation!r}")
         if path is not None:
-            path = os.fspath(path)
-            if not os.path.exists(path):
+            # Absolute, because dlopen() of a bare "x.so" searches the library
+            # path, not the current directory the caller meant.
+            path = os.path.abspath(os.fspath(path))
+            if not os.path.isfile(path):
                 raise NpuValueError(f"no driver at {path!r}")
         system = _lowlevel.System(
             clock=getattr(_lowlevel.lib, _CLOCKS[clock]),

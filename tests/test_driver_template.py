@@ -61,6 +61,12 @@ async def test_the_template_driver_loads_by_path_and_computes(template_so):
         np.testing.assert_allclose(driver.outputs(work)[0], np.maximum(x + y, 0), rtol=1e-6)
 
 
+def test_a_bare_file_name_means_the_current_directory(template_so, monkeypatch):
+    monkeypatch.chdir(template_so.parent)
+    with npuhal.Driver.open(template_so.name) as driver:
+        assert driver.devices
+
+
 async def test_the_template_driver_keeps_the_scheduling_rules(template_so):
     async with npuhal.open_driver(template_so) as driver:
         with pytest.raises(npuhal.NpuInvalidPriorityError):
