@@ -656,6 +656,11 @@ static void test_checkpoint_pause_resume_identical(void)
     CHECK(n == 4 && got2[1] == 130 + NPU_END_REASON_COMPLETED);
     CHECK(memcmp(out, want, sizeof out) == 0);
     CHECK(wait_ckpt < wait_none);
+    /* SPEC budget: at most one slice plus a context save.  On emu-gpu at cost
+     * scale 50 the longest slice (a quarter of a 256x256 FULLY_CONNECTED) is
+     * 30 us + 131584 B / 25 B/ns x 50 = 293168 ns; the save 20 us + 2 KiB of
+     * live temporaries / 25 B/ns = 20082 ns. */
+    CHECK(wait_ckpt > 0 && wait_ckpt <= 293168 + 20082);
     /* the low job pays for the save and restore */
     CHECK(end_ckpt > end_none);
 }
@@ -677,6 +682,7 @@ static void test_kill_restart(void)
     CHECK(end_kill > end_ckpt);
     /* and the preemptor does not wait for a context save */
     CHECK(wait_kill < wait_ckpt);
+    CHECK(wait_kill <= 293168);
 }
 
 static void test_vts_later_higher_priority_finishes_first(void)
