@@ -156,6 +156,8 @@ static void emit_work(struct npu_hw *hw, int32_t type, int32_t reason, struct jo
 {
     struct npu_event ev;
     memset(&ev, 0, sizeof ev);
+    ev.hw_device = (int32_t)job->model->dev;
+    ev.channel = job->ch && job->state == JOB_ON_CHANNEL ? (int32_t)job->ch->index : -1;
     ev.type = type;
     ev.reason = reason;
     ev.time_ns = hw_now(hw);
@@ -172,6 +174,8 @@ static void emit_memory(struct npu_hw *hw, struct device *d, int32_t device_numb
     ev.type = NPU_EVENT_MEMORY;
     ev.time_ns = hw_now(hw);
     ev.memory_device = (int32_t)d->index;
+    ev.hw_device = (int32_t)d->index;
+    ev.channel = -1;
     ev.weight_memory_used = d->weight_used;
     ev.weight_memory_total = d->cfg.weight_memory_bytes;
     ev.sram_used = d->sram_used;
@@ -194,6 +198,8 @@ static void thermal_set_severity(struct npu_hw *hw)
         memset(&ev, 0, sizeof ev);
         ev.type = NPU_EVENT_THERMAL;
         ev.time_ns = hw_now(hw);
+        ev.hw_device = -1;
+        ev.channel = -1;
         ev.thermal_severity = sev;
         ev.temperature_c = (float)hw->temp;
         npu_ring_push(&hw->ring, &ev);

@@ -1006,11 +1006,18 @@ static void test_eventfd_and_ids(void)
     p.revents = 0;
     int after = poll(&p, 1, 0);
     int64_t t = 0;
-    int mono = 1, ended = 0;
+    int mono = 1, ended = 0, on_ch[2] = {0, 0}, where_ok = 1;
     for (uint32_t i = 0; i < n; i++) {
         mono &= ev[i].time_ns >= t;
         t = ev[i].time_ns;
         ended += ev[i].type == NPU_EVENT_WORK_ENDED;
+        where_ok &= ev[i].hw_device == 0;
+        if (ev[i].type == NPU_EVENT_WORK_REQUESTED)
+            where_ok &= ev[i].channel == -1;
+        else if (ev[i].channel >= 0 && ev[i].channel < 2)
+            on_ch[ev[i].channel]++;
+        else
+            where_ok = 0;
     }
     int wrong = npu_system_advance(r.s, -1);
     run_teardown(&r);
@@ -1020,6 +1027,7 @@ static void test_eventfd_and_ids(void)
     for (int i = 1; i < 10; i++)
         CHECK(ids[i] == ids[i - 1] + 1);
     CHECK(mono && ended == 10);
+    CHECK(where_ok && on_ch[0] > 0 && on_ch[1] > 0); /* both of emu-npu's channels ran work */
     CHECK_RC(wrong, NPU_E_INVALID_ARGUMENT);
 }
 

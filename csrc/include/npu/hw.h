@@ -146,6 +146,12 @@ struct npu_event {
     int32_t memory_status;       /* NPU_OK, or the error a refused load got */
     int32_t device_number;       /* MEMORY: the driver device of that load or unload
                                     (-1 if unknown); WORK_*: work.device_number */
+    /* Where it happened, for traces with one track per execution channel:
+     * the hardware device index (MEMORY and WORK_*; -1 for THERMAL) and the
+     * channel (STARTED and ENDED; -1 otherwise, also for an ENDED of queued
+     * work). */
+    int32_t hw_device;
+    int32_t channel;
 };
 
 /* ---- devices, loads, faults --------------------------------------------- */
