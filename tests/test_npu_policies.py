@@ -404,15 +404,26 @@ def test_rule9_lowering_the_maximum_keeps_what_is_approved_but_grants_nothing_ne
     assert calls(a.notify_unloaded(PIP, 1, 4.0))[-1] == CanLoad(FG, 2, NOW)
 
 
-def test_rule9_set_policy_drops_reservations_under_the_new_rules():
+def test_rule9_a_reservation_that_still_adds_up_survives_set_policy():
     a = make()
     load(a, CACHED, 1, L)
     a.request_can_load(FG, 1, M, NORMAL, 1.0)  # WAIT_FOR_UNLOAD on CACHED
-    acts = calls(a.set_policy(TURN_TAKING, {}, 2.0))
-    # Under turn taking the one slot is taken by CACHED's unloading model.
-    assert acts == [CanLoad(FG, 1, NOT_PRIORITIZED)]
+    # The same policy again, then turn taking (CACHED's unloading model frees the one slot).
+    assert calls(a.set_policy(BUDGET, None, 1.5)) == []
+    assert calls(a.set_policy(TURN_TAKING, {}, 2.0)) == []
+    assert states(a)[(FG, 1)] == "wait_for_unload"
+    assert calls(a.notify_unloaded(CACHED, 1, 3.0)) == [RequestComplete(CACHED, 1, COMPLETE), CanLoad(FG, 1, NOW)]
+
+
+def test_rule9_a_reservation_that_no_longer_adds_up_is_given_up():
+    a = make()
+    load(a, CACHED, 1, M)
+    a.request_can_load(FG, 1, L, NORMAL, 1.0)  # 2 free + CACHED's 2, reserved
+    assert calls(a.set_policy(BUDGET, {"maxBudget": 3}, 2.0)) == [CanLoad(FG, 1, NOT_PRIORITIZED)]
     assert a.budget()["reserved"] == 0
-    assert calls(a.notify_unloaded(CACHED, 1, 3.0))[-1] == CanLoad(FG, 1, NOW)
+    # Back to a maximum of 4 after CACHED is gone: FG fits and is granted.
+    a.notify_unloaded(CACHED, 1, 3.0)
+    assert calls(a.set_policy(BUDGET, None, 4.0)) == [CanLoad(FG, 1, NOW)]
 
 
 @pytest.mark.parametrize(

@@ -41,10 +41,12 @@ SPEC leaves open, decided here:
   nobody. A WAIT_FOR_UNLOAD request is granted as soon as its reservation is complete,
   whatever waits above it: rule 1 keeps that budget for it, and a more important
   requester can always cancel it (rule 4).
-- setPolicy drops the reservations of WAIT_FOR_UNLOAD requests (their victims keep
-  unloading) and re-examines every waiting request under the new policy, so no
-  reservation ever rests on the old policy's numbers. A request whose told status
-  changes is told again (WAIT_FOR_UNLOAD -> NOT_PRIORITIZED included).
+- setPolicy re-examines every waiting request under the new numbers. A WAIT_FOR_UNLOAD
+  request keeps its reservation while it still adds up (what is free for it plus what
+  its victims are freeing covers its new weight); one that no longer does walks again,
+  and if nothing more can be freed it gives the reservation up and is told
+  NOT_PRIORITIZED (its victims keep unloading; what they free goes back to the pool).
+  So running the same ``cmd npu set-budget-policy`` twice changes nothing.
 - An app's death ends its requests with no callback (the app is gone) and frees their
   budget at once; the HAL frees the dead client's models through its own death notice.
 - AOSP quirks not reproduced: a refused request holds no budget, and no callback is
@@ -313,9 +315,6 @@ class NpuArbiter:
         self._policy = new
         self._counters["policy_changes"] += 1
         actions: list[Action] = [Log("I", f"policy {old.name} {old.params()} -> {new.name} {new.params()}")]
-        for r in self._waiting():
-            self._release_claims(r)
-            r.state = RequestState.NOT_PRIORITIZED
         self._settle(now, actions)
         return actions
 
