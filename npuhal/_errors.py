@@ -2,8 +2,10 @@
 
 Every failure of the C layer arrives as a negative ``npu_status`` code.  The
 low-level layer turns it into an instance of one of the classes below at once,
-carrying the code, the C name of the code (``npu_error_name``, e.g. ``"SRAM_FULL"``) and the text of
-``npu_strerror``.  Each class also inherits the builtin exception it resembles,
+carrying the code, its C name (``npu_error_name``, e.g. ``"SRAM_FULL"``) and
+the text of ``npu_strerror``.  Errors found in Python before C is called (a
+buffer of the wrong size, a negative dimension) use the same classes with
+``code`` None.  Each class also inherits the builtin exception it resembles,
 so callers may catch either the npuemu class or the builtin::
 
     try:
