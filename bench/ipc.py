@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import mmap
 import os
 import socket
 import statistics
@@ -106,7 +107,7 @@ class FramedSocket:
                     obj = msgpack.unpackb(memoryview(buf)[4 : 4 + n])
                     del buf[: 4 + n]
                     return obj
-            chunk = await self.sock.recv(1 << 20)
+            chunk = await self.sock.recv(65536)
             if not chunk:
                 raise EOFError
             buf += chunk
@@ -178,8 +179,10 @@ async def serve(aidl_dir: str, floor_path: str) -> None:
 
         async def tensor(self, input, output):
             with input, output:
-                src = input.map(writable=False)
-                dst = output.map(writable=True)
+                # MAP_POPULATE: fault the pages in one go rather than 2048 faults each.
+                flags = mmap.MAP_SHARED | mmap.MAP_POPULATE
+                src = mmap.mmap(input.fd, input.size, flags=flags, prot=mmap.PROT_READ)
+                dst = mmap.mmap(output.fd, output.size, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
                 with memoryview(src) as a, memoryview(dst) as b:
                     b[:] = a  # one copy, page to page: the work a real kernel would read
                 src.close()

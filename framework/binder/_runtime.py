@@ -425,13 +425,15 @@ class _ParcelContext:
         return self._in_fds[index]
 
     def close_out(self) -> None:
-        fds, self.out_fds = self.out_fds, []
-        _close_fds(fds)
+        if self.out_fds:
+            fds, self.out_fds = self.out_fds, []
+            _close_fds(fds)
 
     def release_in(self) -> None:
-        taken = self._taken or ()
-        _close_fds(fd for i, fd in enumerate(self._in_fds) if i not in taken)
-        self._in_fds = ()
+        if self._in_fds:
+            taken = self._taken or ()
+            _close_fds([fd for i, fd in enumerate(self._in_fds) if i not in taken])
+            self._in_fds = ()
 
 
 # ---------------------------------------------------------------------------------

@@ -308,15 +308,18 @@ _EVENT_TYPES: dict[int, type[Event]] = {
 # Framing
 
 
-def encode_frame(event: Event) -> list[bytes]:
+def encode_frame(event: Event, pack: Any = None) -> list[bytes]:
     """The buffers of one frame (header, body), ready for one ``sendmsg``.
+
+    ``pack`` is a reusable ``msgpack.Packer(...).pack`` (a connection keeps one);
+    by default a fresh one is made.
 
     Raises :class:`TransactionTooLargeException` if a transaction's or reply's body
     is over :data:`MAX_TRANSACTION_SIZE`, and :class:`ProtocolError` if the event's
     data is not msgpack-able.
     """
     try:
-        body = _packb([event.KIND, *event[: event.NWIRE]])
+        body = (pack or _packb)([event.KIND, *event[: event.NWIRE]])
     except (TypeError, ValueError, OverflowError) as exc:
         raise ProtocolError(f"cannot encode {type(event).__name__}: {exc}") from None
     if len(body) > MAX_TRANSACTION_SIZE:
@@ -464,7 +467,7 @@ class Connection:
     one. A reply for a call that was never made is the peer's protocol error.
     """
 
-    __slots__ = ("role", "state", "_framer", "_hello_seen", "_pending", "_next_txn_id")
+    __slots__ = ("role", "state", "_framer", "_hello_seen", "_pending", "_next_txn_id", "_pack")
 
     def __init__(self, role: Role) -> None:
         self.role = role
@@ -473,6 +476,8 @@ class Connection:
         self._hello_seen = False
         self._pending: set[int] = set()  # two-way txn ids awaiting a reply
         self._next_txn_id = 1
+        # One Packer per connection: packb would build (and free) one per frame.
+        self._pack = msgpack.Packer(use_bin_type=True).pack
 
     # -- sending -------------------------------------------------------------------
 
@@ -498,7 +503,7 @@ class Connection:
                 raise LocalProtocolError("Hello sent twice")
             self._hello_seen = True
         try:
-            return encode_frame(event)
+            return encode_frame(event, self._pack)
         except (ProtocolError, TransactionTooLargeException):
             # Undo the bookkeeping: the frame never left, the call can fail cleanly.
             if type(event) is Transaction and not event.oneway:
