@@ -51,6 +51,10 @@ from ._errors import (
     NpuUnsupportedOperationError as NpuUnsupportedOperationError,
     NpuValueError as NpuValueError,
 )
+from ._lowlevel import (
+    ABI_VERSION as ABI_VERSION,
+    BUILD_ID as BUILD_ID,
+)
 from ._model import (
     DataLocation as DataLocation,
     Model as Model,

@@ -88,6 +88,7 @@ async def test_devices_describe_the_reference_driver():
             vendor, _, rest = d.name.partition("-")
             assert vendor == driver.vendor and rest and "-" not in rest
             assert d.version and d.feature_level == 29 and d.status is DeviceStatus.AVAILABLE
+            assert npuhal.BUILD_ID in d.version  # a new C build is a new getVersionString()
             assert d.capabilities[OperandType.TENSOR_FLOAT32].exec_time > 0
             assert d.capabilities[OperandType.TENSOR_FLOAT32].power_usage > 0
             assert d.channels >= 1 and d.weight_memory_bytes > 0
