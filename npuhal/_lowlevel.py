@@ -60,29 +60,39 @@ lib = _npu.lib
 BINDING_ABI_VERSION = 2
 
 
+_HEADER = pathlib.Path(__file__).resolve().parent.parent / "csrc" / "include" / "npu" / "hw.h"
+
+
+def _abi_problem(compiled: int, cdef: int, header_text: str | None) -> str | None:
+    """Why this extension must not be used, or None.  (Pure, for the tests.)"""
+    if compiled != cdef or compiled != BINDING_ABI_VERSION:
+        return (
+            f"npuhal._npu speaks NPU ABI {compiled} (cdef {cdef}), this binding speaks "
+            f"{BINDING_ABI_VERSION}: rebuild the extension with `make ext`"
+        )
+    # In a source checkout the headers may have moved on since the last build.
+    found = re.search(r"NPU_ABI_VERSION\s*=\s*(\d+)", header_text or "")
+    if found and int(found.group(1)) != compiled:
+        return (
+            f"csrc/include/npu/hw.h declares NPU ABI {found.group(1)} but npuhal._npu was built "
+            f"for {compiled}: the build is stale, run `make ext`"
+        )
+    return None
+
+
 def _check_abi() -> None:
     try:
         compiled = int(lib.npu_abi_version())
         cdef = int(lib.NPU_ABI_VERSION)
     except AttributeError as exc:
         raise NpuAbiError(f"npuhal._npu predates the NPU ABI ({exc}): rebuild it with `make ext`") from None
-    if compiled != cdef or compiled != BINDING_ABI_VERSION:
-        raise NpuAbiError(
-            f"npuhal._npu speaks NPU ABI {compiled} (cdef {cdef}), this binding speaks "
-            f"{BINDING_ABI_VERSION}: rebuild the extension with `make ext`"
-        )
-    # In a source checkout the headers may have moved on since the last build.
-    header = pathlib.Path(__file__).resolve().parent.parent / "csrc" / "include" / "npu" / "hw.h"
     try:
-        text = header.read_text()
+        text = _HEADER.read_text()
     except OSError:
-        return
-    found = re.search(r"NPU_ABI_VERSION\s*=\s*(\d+)", text)
-    if found and int(found.group(1)) != compiled:
-        raise NpuAbiError(
-            f"csrc/include/npu/hw.h declares NPU ABI {found.group(1)} but npuhal._npu was built "
-            f"for {compiled}: the build is stale, run `make ext`"
-        )
+        text = None  # an installed package: no sources to compare with
+    problem = _abi_problem(compiled, cdef, text)
+    if problem:
+        raise NpuAbiError(problem)
 
 
 def _check_enums() -> None:

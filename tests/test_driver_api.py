@@ -244,8 +244,14 @@ async def test_the_raw_eventfd_becomes_readable_when_events_wait(autojump_clock)
 def test_the_compiled_abi_is_checked():
     from npuhal import _lowlevel
 
-    assert _lowlevel.lib.npu_abi_version() == _lowlevel.BINDING_ABI_VERSION
-    assert _lowlevel._check_abi() is None
+    v = _lowlevel.BINDING_ABI_VERSION
+    assert npuhal.ABI_VERSION == v and _lowlevel._check_abi() is None
+    header = f"enum {{ NPU_ABI_VERSION = {v} }};"
+    assert _lowlevel._abi_problem(v, v, header) is None
+    assert _lowlevel._abi_problem(v, v, None) is None  # installed: no sources
+    # A stale build: the sources moved on, or the .so is older than the binding.
+    assert "make ext" in _lowlevel._abi_problem(v, v, f"enum {{ NPU_ABI_VERSION = {v + 1} }};")
+    assert "make ext" in _lowlevel._abi_problem(v - 1, v - 1, header)
 
 
 def test_run_model_without_a_device_uses_the_same_kernels():
