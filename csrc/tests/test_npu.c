@@ -300,6 +300,61 @@ static void test_validation_conv_and_fc_shapes(void)
     free(b);
 }
 
+/* Random corruption of a valid model's fields never crashes validation or a
+ * run (ASan and valgrind watch this one): it is either refused with a code or
+ * runs within the buffers its own shapes ask for. */
+static void test_validation_survives_random_mutation(void)
+{
+    static const uint32_t EDGE[] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 63, 64, 1u << 20, 0x7fffffff, 0xffffffffu};
+    unsigned seed = 2024;
+    int refused = 0, ran = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        struct mb *b = iter % 2 ? mlp_model(8, 6, 4, 1) : binary_model(NPU_OP_ADD, 5, NPU_FUSE_RELU);
+        int edits = 1 + (int)((seed >> 4) % 3);
+        for (int e = 0; e < edits; e++) {
+            seed = seed * 1103515245u + 12345u;
+            uint32_t v = EDGE[(seed >> 8) % (sizeof EDGE / sizeof *EDGE)];
+            uint32_t which = (seed >> 16) % b->n, op = (seed >> 20) % b->nops;
+            switch ((seed >> 24) % 9) {
+            case 0: b->opnd[which].type = (int32_t)v; break;
+            case 1: b->opnd[which].lifetime = (int32_t)v; break;
+            case 2: b->opnd[which].dimension_count = v % 8; break;
+            case 3: if (b->opnd[which].dimension_count) b->dims[which][0] = v; break;
+            case 4: b->opnd[which].location.offset = v; break;
+            case 5: b->opnd[which].location.length = v; break;
+            case 6: b->opin[op][(seed >> 12) % b->ops[op].input_count] = v; break;
+            case 7: b->opout[op][0] = v; break;
+            default: b->ops[op].type = (int32_t)(v % 40); break;
+            }
+        }
+        struct npu_model *m = mb_model(b);
+        bool comp[16];
+        npu_model_check_support(m, comp, NULL);
+        if (npu_model_validate(m, NULL) != NPU_OK) {
+            refused++;
+            free(b);
+            continue;
+        }
+        struct npu_buffer in[8], out[8];
+        for (uint32_t i = 0; i < m->input_count; i++) {
+            in[i].length = npu_operand_byte_size(&m->operands[m->input_indexes[i]]);
+            in[i].data = calloc(1, in[i].length);
+        }
+        for (uint32_t i = 0; i < m->output_count; i++) {
+            out[i].length = npu_operand_byte_size(&m->operands[m->output_indexes[i]]);
+            out[i].data = calloc(1, out[i].length);
+        }
+        ran += npu_kernel_run_model(m, in, m->input_count, out, m->output_count) == NPU_OK;
+        for (uint32_t i = 0; i < m->input_count; i++)
+            free(in[i].data);
+        for (uint32_t i = 0; i < m->output_count; i++)
+            free(out[i].data);
+        free(b);
+    }
+    CHECK(refused > 1000);
+    CHECK(ran > 50);
+}
+
 /* ---- devices ---- */
 
 static void test_devices(void)
@@ -1322,7 +1377,7 @@ static const struct test TESTS[] = {
     T(test_kernels_elementwise), T(test_kernels_fully_connected), T(test_kernels_conv2d),
     T(test_kernels_softmax), T(test_run_model_matches_kernels),
     T(test_sliced_run_equals_whole_run), T(test_validation_errors),
-    T(test_validation_conv_and_fc_shapes), T(test_devices), T(test_supported_operations),
+    T(test_validation_conv_and_fc_shapes), T(test_validation_survives_random_mutation), T(test_devices), T(test_supported_operations),
     T(test_unknown_operation_is_unsupported_not_invalid),
     T(test_configs_refused_and_atomic), T(test_admission_refusals),
     T(test_priority_order_and_effective_priority), T(test_checkpoint_pause_resume_identical),
