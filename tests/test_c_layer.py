@@ -8,6 +8,7 @@ virtual clock and stresses the real clock's threads; it closes with the line
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 import shutil
@@ -26,9 +27,11 @@ pytestmark = pytest.mark.skipif(
 
 
 def make(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    # Under `make test` the parent's jobserver flags would leak in; this make is its own.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     return subprocess.run(
         ["make", "--no-print-directory", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False,
     )
 
 
