@@ -28,6 +28,13 @@
  *   NPU_PREEMPT_KILL_RESTART: discards the job's progress, requeues it, and
  *                             later restarts it from its first slice.
  * Either way the job reports ENDED(PAUSED) and later STARTED(RESUMED).
+ * PAUSED is the only ENDED reason that is not final.
+ *
+ * Memory: a load reserves, for as long as the model stays loaded, its
+ * emulated weight bytes in the device's weight memory and its emulated SRAM
+ * working set in the device's SRAM (struct npu_load_params; by default the
+ * real sizes of its constants and temporaries), and copies only the real
+ * tensors.  A load past either capacity fails and changes nothing.
  *
  * Thermal: the die temperature T relaxes exponentially (time constant
  * thermal_time_constant_ms) towards ambient + the sum of heat_rise_c over
