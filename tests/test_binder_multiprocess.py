@@ -271,6 +271,13 @@ async def test_oversize_refused_and_service_unharmed(world, echo):
 
 
 async def test_descriptor_passing(echo):
+    from framework.binder import ParcelFileDescriptor
+
+    r, w = os.pipe()
+    os.write(w, b"across processes")
+    os.close(w)
+    with ParcelFileDescriptor(r) as pfd:
+        assert await echo.readAll(pfd) == b"across processes"
     size = 4 << 20
     with SharedMemory.create("tensor", size) as mem:
         view = mem.map(writable=True)

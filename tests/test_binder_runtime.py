@@ -76,6 +76,7 @@ AIDL = {
             void divide(int a, int b, out int[] q);
             byte[] big(int n);
             void notImplemented();
+            byte[] readAll(in ParcelFileDescriptor pfd);
         }
     """,
 }
@@ -182,6 +183,13 @@ def make_echo(aidl, IEcho, ICallback):
         async def big(self, n):
             return b"\x01" * n
 
+        async def readAll(self, pfd):
+            with pfd:
+                chunks = []
+                while chunk := os.read(pfd.fileno(), 65536):
+                    chunks.append(chunk)
+                return b"".join(chunks)
+
     return Echo
 
 
@@ -240,14 +248,14 @@ async def echo_world(stack, aidl, IEcho, ICallback):
     return dict(impl=impl, echo=echo, server=server_rt, server_scope=server_scope, app=app_rt, app_scope=app_scope)
 
 
-async def test_two_way_call_with_parcelables(echo_world, aidl, IEcho):
+async def test_two_way_call_with_parcelables(autojump_clock, echo_world, aidl, IEcho):
     Payload = aidl.parcelable("test.binder.Payload")
     result = await echo_world["echo"].echo(Payload(n=41, blob=b"\x00\xff"))
     assert (result.n, result.tag) == (42, "00ff")
     assert IEcho.MAGIC == 42 and IEcho.DESCRIPTOR == "test.binder.IEcho"
 
 
-async def test_calling_identity_is_the_callers(echo_world, stack):
+async def test_calling_identity_is_the_callers(autojump_clock, echo_world, stack):
     echo, app = echo_world["echo"], echo_world["app"]
     assert await echo.whoami() == 10001
     assert await echo.callerPid() == app.pid
@@ -256,7 +264,7 @@ async def test_calling_identity_is_the_callers(echo_world, stack):
     assert app.uid == 10001 and echo_world["server"].uid == 1000
 
 
-async def test_local_call_keeps_own_identity(stack, aidl, IEcho, ICallback):
+async def test_local_call_keeps_own_identity(autojump_clock, stack, aidl, IEcho, ICallback):
     impl = make_echo(aidl, IEcho, ICallback)()
     # A binder that comes back to its own process is the object itself.
     stack.init.export(impl)
@@ -264,7 +272,7 @@ async def test_local_call_keeps_own_identity(stack, aidl, IEcho, ICallback):
     assert await impl.whoami() == 0
 
 
-async def test_oneway_calls_arrive_in_order_one_at_a_time(echo_world):
+async def test_oneway_calls_arrive_in_order_one_at_a_time(autojump_clock, echo_world):
     echo, impl = echo_world["echo"], echo_world["impl"]
     for seq in range(40):
         assert await echo.push(seq) is None
@@ -276,7 +284,7 @@ async def test_oneway_calls_arrive_in_order_one_at_a_time(echo_world):
     assert impl.max_active == 1
 
 
-async def test_many_concurrent_calls_on_one_connection(echo_world):
+async def test_many_concurrent_calls_on_one_connection(autojump_clock, echo_world):
     echo = echo_world["echo"]
     start = trio.current_time()
     async with trio.open_nursery() as nursery:
@@ -286,7 +294,7 @@ async def test_many_concurrent_calls_on_one_connection(echo_world):
     assert trio.current_time() - start < 0.2
 
 
-async def test_nested_calls_back_into_the_caller(echo_world, ICallback):
+async def test_nested_calls_back_into_the_caller(autojump_clock, echo_world, ICallback):
     echo = echo_world["echo"]
     seen = []
 
@@ -305,7 +313,7 @@ async def test_nested_calls_back_into_the_caller(echo_world, ICallback):
     assert seen == [1000]
 
 
-async def test_callback_handed_to_a_third_process(echo_world, stack, IEcho, ICallback):
+async def test_callback_handed_to_a_third_process(autojump_clock, echo_world, stack, IEcho, ICallback):
     events = []
 
     class Cb(ICallback.Stub):
@@ -333,7 +341,7 @@ async def test_callback_handed_to_a_third_process(echo_world, stack, IEcho, ICal
     assert await echo_world["echo"].getCallback() is cb
 
 
-async def test_binder_round_trips_to_the_same_proxy(echo_world, stack):
+async def test_binder_round_trips_to_the_same_proxy(autojump_clock, echo_world, stack):
     echo, server = echo_world["echo"], echo_world["server"]
     token = Binder()
     back = await echo.passThrough(token)
@@ -341,7 +349,7 @@ async def test_binder_round_trips_to_the_same_proxy(echo_world, stack):
     assert await echo.passThrough(None) is None
 
 
-async def test_statuses_cross_as_exceptions(echo_world):
+async def test_statuses_cross_as_exceptions(autojump_clock, echo_world):
     echo = echo_world["echo"]
     for kind, (cls, msg) in FAIL_KINDS.items():
         with pytest.raises(cls, match=msg):
@@ -355,7 +363,7 @@ async def test_statuses_cross_as_exceptions(echo_world):
         await echo.notImplemented()
 
 
-async def test_unexpected_handler_error_is_logged_and_the_server_goes_on(echo_world, caplog):
+async def test_unexpected_handler_error_is_logged_and_the_server_goes_on(autojump_clock, echo_world, caplog):
     echo = echo_world["echo"]
     with caplog.at_level(logging.ERROR, logger="binder"):
         with pytest.raises(TransactionFailedException, match="RuntimeError: handler bug"):
@@ -364,17 +372,17 @@ async def test_unexpected_handler_error_is_logged_and_the_server_goes_on(echo_wo
     assert await echo.whoami() == 10001
 
 
-async def test_out_arguments(echo_world):
+async def test_out_arguments(autojump_clock, echo_world):
     assert await echo_world["echo"].divide(17, 5) == (None, [3, 2])
 
 
-async def test_unknown_transaction_code(echo_world):
+async def test_unknown_transaction_code(autojump_clock, echo_world):
     with pytest.raises(UnknownTransactionException):
         reply = await echo_world["echo"].asBinder().transact(999, [])
         binder._runtime._raise_for_reply(reply)
 
 
-async def test_bad_parcel_is_an_error_reply_and_the_connection_stays(echo_world, IEcho):
+async def test_bad_parcel_is_an_error_reply_and_the_connection_stays(autojump_clock, echo_world, IEcho):
     echo = echo_world["echo"]
     code = next(m.code for m in IEcho.definition.methods if m.name == "echo")
     reply = await echo.asBinder().transact(code, [["not", "a", "payload"]])
@@ -383,7 +391,7 @@ async def test_bad_parcel_is_an_error_reply_and_the_connection_stays(echo_world,
     assert await echo.whoami() == 10001
 
 
-async def test_oversize_transaction_refused_before_sending(echo_world, aidl):
+async def test_oversize_transaction_refused_before_sending(autojump_clock, echo_world, aidl):
     Payload = aidl.parcelable("test.binder.Payload")
     echo = echo_world["echo"]
     with pytest.raises(TransactionTooLargeException):
@@ -393,7 +401,7 @@ async def test_oversize_transaction_refused_before_sending(echo_world, aidl):
     assert len(await echo.big(1000)) == 1000
 
 
-async def test_shared_memory_crosses_as_a_descriptor(echo_world):
+async def test_shared_memory_crosses_as_a_descriptor(autojump_clock, echo_world):
     echo = echo_world["echo"]
     size = 3 * 1024 * 1024  # far over the transaction limit: only the fd travels
     with SharedMemory.create("tensor", size) as mem:
@@ -405,7 +413,18 @@ async def test_shared_memory_crosses_as_a_descriptor(echo_world):
         assert await echo.checksum(mem) == expected  # the caller's fd is still its own
 
 
-async def test_death_recipient_fires_when_owner_dies(echo_world):
+async def test_file_descriptor_crosses_and_stays_the_callers(autojump_clock, echo_world):
+    from framework.binder import ParcelFileDescriptor
+
+    r, w = os.pipe()
+    os.write(w, b"weights")
+    os.close(w)
+    with ParcelFileDescriptor(r) as pfd:
+        assert await echo_world["echo"].readAll(pfd) == b"weights"
+        os.fstat(pfd.fileno())  # still open here: the receiver got its own copy
+
+
+async def test_death_recipient_fires_when_owner_dies(autojump_clock, echo_world):
     echo, scope = echo_world["echo"], echo_world["server_scope"]
     died = []
 
@@ -441,7 +460,7 @@ async def test_death_recipient_fires_when_owner_dies(echo_world):
         echo.asBinder().linkToDeath(Recipient())
 
 
-async def test_service_of_a_dead_process_leaves_the_registry(echo_world, stack):
+async def test_service_of_a_dead_process_leaves_the_registry(autojump_clock, echo_world, stack):
     sm = defaultServiceManager(stack.init)
     assert "echo" in await sm.listServices(15)
     echo_world["server_scope"].cancel()
@@ -450,7 +469,7 @@ async def test_service_of_a_dead_process_leaves_the_registry(echo_world, stack):
     assert "echo" not in await sm.listServices(15)
 
 
-async def test_wait_for_service_blocks_until_registered(stack, aidl, IEcho, ICallback):
+async def test_wait_for_service_blocks_until_registered(autojump_clock, stack, aidl, IEcho, ICallback):
     sm = defaultServiceManager(stack.init)
     assert await sm.waitForService("late", 1000) is None  # times out (virtual second)
     Echo = make_echo(aidl, IEcho, ICallback)
@@ -472,7 +491,7 @@ async def test_wait_for_service_blocks_until_registered(stack, aidl, IEcho, ICal
     assert await IEcho.asInterface(got[0]).whoami() == 0
 
 
-async def test_registration_notifications(stack, aidl, IEcho, ICallback):
+async def test_registration_notifications(autojump_clock, stack, aidl, IEcho, ICallback):
     from framework.binder import servicemanager_interfaces
 
     _, IServiceCallback = servicemanager_interfaces()
@@ -498,7 +517,7 @@ async def test_registration_notifications(stack, aidl, IEcho, ICallback):
         await sm.unregisterForNotifications("svc", listener)
 
 
-async def test_apps_may_not_add_services(stack, aidl, IEcho, ICallback):
+async def test_apps_may_not_add_services(autojump_clock, stack, aidl, IEcho, ICallback):
     Echo = make_echo(aidl, IEcho, ICallback)
     app, _ = await stack.start(10001)
     with pytest.raises(SecurityException):
@@ -507,7 +526,7 @@ async def test_apps_may_not_add_services(stack, aidl, IEcho, ICallback):
         await defaultServiceManager(stack.init).addService("bad name!", Echo(), False, 15)
 
 
-async def test_service_name_belongs_to_its_uid(stack, aidl, IEcho, ICallback):
+async def test_service_name_belongs_to_its_uid(autojump_clock, stack, aidl, IEcho, ICallback):
     Echo = make_echo(aidl, IEcho, ICallback)
 
     async def register(rt):
@@ -519,13 +538,13 @@ async def test_service_name_belongs_to_its_uid(stack, aidl, IEcho, ICallback):
         await defaultServiceManager(other).addService("owned", Echo(), False, 15)
 
 
-async def test_unregistered_process_is_refused(stack):
+async def test_unregistered_process_is_refused(autojump_clock, stack):
     with pytest.raises(SecurityException, match="not a known process"):
         async with open_binder_runtime(network=stack.net, pid=stack.net.spawn()):
             pass  # pragma: no cover
 
 
-async def test_shell_token_gives_the_shell_uid_only(stack):
+async def test_shell_token_gives_the_shell_uid_only(autojump_clock, stack):
     async with open_binder_runtime(network=stack.net, pid=stack.net.spawn(), shell=True) as sh:
         assert sh.uid == binder.AID_SHELL
         sm = defaultServiceManager(sh)
@@ -535,7 +554,7 @@ async def test_shell_token_gives_the_shell_uid_only(stack):
             await sm.addService("shellsvc", Binder(), False, 15)
 
 
-async def test_forged_shell_token_is_refused(stack):
+async def test_forged_shell_token_is_refused(autojump_clock, stack):
     pid = stack.net.spawn()
     stream = await stack.net.connect(binder.SERVICEMANAGER_ADDRESS, pid)
     await stream.send_frame(encode_frame(Hello(token="0" * 64)))
@@ -544,7 +563,7 @@ async def test_forged_shell_token_is_refused(stack):
     await stream.aclose()
 
 
-async def test_register_process_rules(stack):
+async def test_register_process_rules(autojump_clock, stack):
     sm = defaultServiceManager(stack.init)
     system, _ = await stack.start(1000)
     app, _ = await stack.start(10001)
@@ -570,7 +589,7 @@ async def test_register_process_rules(stack):
     assert await sm.getUidForPid(child, None) == -1
 
 
-async def test_garbage_from_one_peer_drops_only_that_peer(echo_world, stack, caplog):
+async def test_garbage_from_one_peer_drops_only_that_peer(autojump_clock, echo_world, stack, caplog):
     echo, server = echo_world["echo"], echo_world["server"]
     # Another launched process that speaks garbage after a valid handshake.
     pid = await stack.spawn(10003)
@@ -591,19 +610,19 @@ async def test_garbage_from_one_peer_drops_only_that_peer(echo_world, stack, cap
     assert sum("dropping connection" in r.message for r in caplog.records) == len(garbage)
 
 
-async def test_runtime_without_a_directory_is_a_clear_error(monkeypatch):
+async def test_runtime_without_a_directory_is_a_clear_error(autojump_clock, monkeypatch):
     monkeypatch.delenv(binder.RUNTIME_DIR_ENV, raising=False)
     with pytest.raises(ValueError, match="runtime directory"):
         async with open_binder_runtime():
             pass  # pragma: no cover
 
 
-async def test_identity_outside_any_runtime_is_a_clear_error():
+async def test_identity_outside_any_runtime_is_a_clear_error(autojump_clock):
     with pytest.raises(IllegalStateException):
         Binder.getCallingUid()
 
 
-async def test_public_names_are_exported_exactly_once():
+async def test_public_names_are_exported_exactly_once(autojump_clock):
     import framework.binder as pkg
 
     public = {n: v for n, v in vars(pkg).items() if not n.startswith("_") and not isinstance(v, type(pkg))}

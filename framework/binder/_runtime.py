@@ -44,6 +44,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import outcome
 import trio
 
 from . import _status
@@ -96,6 +97,8 @@ RUNTIME_DIR_ENV = "NPUEMU_RUNTIME_DIR"
 _HANDSHAKE_TIMEOUT = 10.0
 # Codes at or above this are IBinder's own (ping, interface...), not an interface's.
 _SPECIAL_CODES = _status.LAST_CALL_TRANSACTION + 1
+# Idle handler tasks kept per connection (more concurrent calls spawn more).
+_MAX_IDLE_WORKERS = 4
 
 # (pid, uid) of whoever the current handler serves; None outside any runtime.
 _calling: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar(
@@ -581,7 +584,7 @@ class _ClientConn:
 class _ServerConn:
     """A connection another process opened to us: we read calls and send replies."""
 
-    __slots__ = ("runtime", "stream", "wire", "peer_pid", "peer_uid", "identity")
+    __slots__ = ("runtime", "stream", "wire", "peer_pid", "peer_uid", "identity", "idle")
 
     def __init__(self, runtime: BinderRuntime, stream: Any) -> None:
         self.runtime = runtime
@@ -590,6 +593,7 @@ class _ServerConn:
         self.peer_pid = stream.peer_pid
         self.peer_uid = -1
         self.identity = (self.peer_pid, -1)
+        self.idle: list[trio.lowlevel.Task] = []  # parked workers, see _worker
 
     async def run(self) -> None:
         runtime, wire, stream = self.runtime, self.wire, self.stream
@@ -619,8 +623,10 @@ class _ServerConn:
                     return
                 if event.oneway:
                     runtime._enqueue_oneway(self, event)
+                elif self.idle:
+                    trio.lowlevel.reschedule(self.idle.pop(), outcome.Value(event))
                 else:
-                    nursery.start_soon(runtime._serve_call, self, event)
+                    nursery.start_soon(self._worker, event)
         except ProtocolError as exc:
             log.warning("dropping connection from pid %d: %s", self.peer_pid, exc)
         except trio.TooSlowError:
@@ -630,8 +636,35 @@ class _ServerConn:
         finally:
             _close_fds(wire.close())
             runtime._server_conns.discard(self)
+            idle, self.idle = self.idle, []
+            for task in idle:
+                trio.lowlevel.reschedule(task, outcome.Value(None))
             with trio.CancelScope(shield=True):
                 await stream.aclose()
+
+    async def _worker(self, event: Transaction) -> None:
+        """Serve two-way calls of this connection, each in its own task.
+
+        A worker that finishes parks as idle, and the reader hands the next call
+        to it rather than spawning a task: a wakeup is cheaper than a new task,
+        and the caller's identity is set once per worker, not once per call.
+        """
+        _calling.set(self.identity)
+        serve = self.runtime._serve_call
+        idle = self.idle
+        task = trio.lowlevel.current_task()
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            if task in idle:
+                idle.remove(task)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        while event is not None:
+            await serve(self, event, set_identity=False)
+            if len(idle) >= _MAX_IDLE_WORKERS or self.wire.state is State.CLOSED:
+                return
+            idle.append(task)
+            event = await trio.lowlevel.wait_task_rescheduled(abort)
 
     async def _next_event(self) -> Any:
         wire, stream = self.wire, self.stream
@@ -823,8 +856,8 @@ class BinderRuntime:
             if self._oneway.get(target) is queue:
                 del self._oneway[target]
 
-    async def _serve_call(self, conn: _ServerConn, event: Transaction) -> None:
-        token = _calling.set(conn.identity)
+    async def _serve_call(self, conn: _ServerConn, event: Transaction, set_identity: bool = True) -> None:
+        token = _calling.set(conn.identity) if set_identity else None
         ctx = _ParcelContext(self, event.fds)
         try:
             try:
@@ -849,7 +882,8 @@ class BinderRuntime:
                 reply = Reply(event.txn_id, 0, 0, "", 0, data, len(ctx.out_fds))
             finally:
                 ctx.release_in()
-                _calling.reset(token)
+                if token is not None:
+                    _calling.reset(token)
             if event.oneway:
                 log.warning("oneway call code %d from pid %d failed: %s", event.code, conn.peer_pid, reply.message)
                 return
