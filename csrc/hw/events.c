@@ -13,7 +13,9 @@
 #include "npu/errors.h"
 #include "hw_internal.h"
 
-enum { RING_INITIAL = 256, RING_MAX = 1 << 20 };
+/* 65536 events are about 13 MB: a stalled reader costs memory, bounded well
+ * inside the HAL's RSS budget. */
+enum { RING_INITIAL = 256, RING_MAX = 1 << 16 };
 
 int npu_ring_init(struct npu_ring *r)
 {

@@ -71,7 +71,7 @@ int npu_system_event_fd(struct npu_system *sys);
 int npu_system_drain_events(struct npu_system *sys, struct npu_event *out, uint32_t max,
                             uint32_t *count);
 
-/* Events lost because the ring was full (it holds 1 << 20). */
+/* Events lost because the ring was full (it holds 65536; drain it). */
 uint64_t npu_system_events_dropped(struct npu_system *sys);
 
 /* ---- the clock ---- */
