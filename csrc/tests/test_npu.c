@@ -1086,6 +1086,35 @@ static void test_eventfd_and_ids(void)
     CHECK_RC(wrong, NPU_E_INVALID_ARGUMENT);
 }
 
+/* Nobody drains: the ring keeps the oldest 65536 events and counts the rest. */
+static void test_ring_full_counts_drops(void)
+{
+    static struct run r;
+    OK(run_setup(&r, 0, 1, 1.0));
+    struct npu_event *ev;
+    drain(r.s, &ev);
+    for (int i = 0; i < 33000; i++) {
+        int32_t id = submit(&r, 0, 1, 0);   /* REQUESTED, STARTED */
+        if (id < 0 || npu_system_cancel_work(r.s, id) != NPU_OK)   /* ENDED */
+            break;
+    }
+    uint64_t dropped = npu_system_events_dropped(r.s);
+    char dump[8192];
+    size_t len;
+    npu_system_dump(r.s, dump, sizeof dump, &len);
+    int said = strstr(dump, "Events dropped (ring full): 33464") != NULL;
+    uint32_t total = 0, got;
+    static struct npu_event buf[1024];
+    do {
+        npu_system_drain_events(r.s, buf, 1024, &got);
+        total += got;
+    } while (got);
+    run_teardown(&r);
+    CHECK(dropped == 3 * 33000 - 65536);
+    CHECK(said);
+    CHECK(total == 65536);
+}
+
 static uint32_t scenario_events(struct npu_event *copy, uint32_t cap, float *out)
 {
     static struct run r;
@@ -1384,7 +1413,7 @@ static const struct test TESTS[] = {
     T(test_kill_restart), T(test_vts_later_higher_priority_finishes_first), T(test_fcfs_ignores_priority),
     T(test_cancel), T(test_thermal_throttling_and_severities), T(test_thermal_rises_with_load),
     T(test_capacity_errors), T(test_hetero_places_on_a_part), T(test_faults_fail_hang_reset),
-    T(test_crash_aborts), T(test_unload_cancels_system), T(test_eventfd_and_ids),
+    T(test_crash_aborts), T(test_unload_cancels_system), T(test_eventfd_and_ids), T(test_ring_full_counts_drops),
     T(test_virtual_clock_is_repeatable), T(test_real_clock_refuses_advance_and_runs),
     T(test_real_clock_stress), T(test_loader), T(test_errors_and_dump),
 };
