@@ -18,7 +18,7 @@ $(STAMP): $(VENV)/bin/python pyproject.toml $(CSRC)
 install: $(STAMP)
 
 # Rebuild only the C extension, in place (fast, for work on csrc/).
-ext: $(STAMP)
+ext: | $(STAMP)
 	$(PY) setup.py -q build_ext --inplace
 
 demo: $(STAMP)
