@@ -263,6 +263,16 @@ async def test_identity_spoofing_is_refused(world, rt):
     assert out.decode().split("\n")[:3] == ["SecurityException", "SecurityException", "uid 10001"]
 
 
+async def test_refused_launch_never_runs_the_program(world, rt, tmp_path):
+    from framework.binder import IllegalArgumentException
+
+    marker = tmp_path / "ran"
+    with pytest.raises(IllegalArgumentException, match="bad uid"):
+        await launch_process(["sh", "-c", f"touch {marker}"], uid=-5)
+    await trio.sleep(0.2)
+    assert not marker.exists()  # held at the gate, then killed: not one line of it ran
+
+
 async def test_oversize_refused_and_service_unharmed(world, echo):
     Payload = world.reg.parcelable("test.binder.Payload")
     with pytest.raises(TransactionTooLargeException):
