@@ -1,0 +1,167 @@
+"""``nnapi-reference`` computes here: the C kernels of ``framework.nn._cpu``, in-process.
+
+The extension is built by ``csrc/build_nn_cpu.py`` from the very kernel sources the
+emulated NPU runs, so the CPU device and every driver device agree to the last bit
+on the same sub-model (the tests hold them to float tolerance only because a
+partition may change the order in which a driver and the CPU sum). This module is
+the only one that touches its cdata: a :class:`HalModel` goes in, plain bools and
+filled buffers come out, and every C status becomes a :class:`NeuralNetworksError`.
+
+The C layer reads the model only during a call, so a ``struct npu_model`` is built
+per call and its keep-alive list dies with it. The GIL is released while C computes
+(cffi API mode), so a long CPU step does not stall a trio program's other threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ._errors import BadDataError, NeuralNetworksError, OpFailedError, OutOfMemoryError
+from ._hal import HalModel
+
+try:
+    from ._cpu import ffi, lib
+except ImportError as e:  # pragma: no cover - a broken checkout, not a test case
+    raise ImportError(
+        "framework.nn._cpu (the CPU device's C kernels) is not built: run "
+        "`.venv/bin/python setup.py -q build_ext --inplace`"
+    ) from e
+
+__all__ = ["checkSupport", "runModel"]
+
+# C status names that mean "the model or the buffers are wrong" (the caller's data),
+# as opposed to the host running out of memory or an internal failure.
+_DATA_ERRORS = frozenset(
+    {
+        "INVALID_ARGUMENT",
+        "BAD_OPERAND_INDEX",
+        "BAD_OPERAND_TYPE",
+        "BAD_SHAPE",
+        "BAD_LIFETIME",
+        "BAD_OPERAND_LOCATION",
+        "BAD_OPERATION",
+        "UNSUPPORTED_OPERATION",
+        "BAD_FUSE_CODE",
+        "BAD_SCALAR",
+        "BAD_MODEL_IO",
+        "BAD_BUFFER",
+        "TOO_MANY",
+    }
+)
+_UINT32_MAX = 0xFFFFFFFF
+
+
+def _error(call: str, status: int, bad_operation: int | None = None) -> NeuralNetworksError:
+    name = ffi.string(lib.npu_error_name(status)).decode()
+    message = f"{call}: {ffi.string(lib.npu_strerror(status)).decode()} (NPU_E_{name})"
+    if bad_operation is not None and bad_operation != _UINT32_MAX:
+        message += f" at operation {bad_operation}"
+    if name == "NO_MEMORY":
+        return OutOfMemoryError(message)
+    if name in _DATA_ERRORS:
+        return BadDataError(message)
+    return OpFailedError(message)
+
+
+def _u32(value: int, what: str) -> int:
+    if not 0 <= value <= _UINT32_MAX:
+        raise BadDataError(f"{what} {value} does not fit the C model format (uint32)")
+    return value
+
+
+class _CModel:
+    """A ``struct npu_model`` over a HalModel, and the cdata it points into."""
+
+    __slots__ = ("ptr", "_keep")
+
+    def __init__(self, model: HalModel) -> None:
+        keep: list[Any] = []
+        m = ffi.new("struct npu_model *")
+        operands = ffi.new("struct npu_operand[]", max(len(model.operands), 1))
+        for i, o in enumerate(model.operands):
+            dims = ffi.new("uint32_t[]", [_u32(d, "dimension") for d in o.dimensions] or [0])
+            keep.append(dims)
+            c = operands[i]
+            c.type = int(o.type)
+            c.dimension_count = len(o.dimensions)
+            c.dimensions = dims
+            c.lifetime = int(o.lifetime)
+            c.location.pool_index = _u32(o.location.poolIndex, "pool index")
+            c.location.offset = _u32(o.location.offset, "offset")
+            c.location.length = _u32(o.location.length, "length")
+        operations = ffi.new("struct npu_operation[]", max(len(model.operations), 1))
+        for k, op in enumerate(model.operations):
+            ins = ffi.new("uint32_t[]", [_u32(x, "operand index") for x in op.inputs] or [0])
+            outs = ffi.new("uint32_t[]", [_u32(x, "operand index") for x in op.outputs] or [0])
+            keep += (ins, outs)
+            c = operations[k]
+            c.type = int(op.type)
+            c.input_count, c.inputs = len(op.inputs), ins
+            c.output_count, c.outputs = len(op.outputs), outs
+        inputs = ffi.new("uint32_t[]", [_u32(x, "input index") for x in model.inputIndexes] or [0])
+        outputs = ffi.new("uint32_t[]", [_u32(x, "output index") for x in model.outputIndexes] or [0])
+        pools = ffi.new("struct npu_pool[]", max(len(model.pools), 1))
+        for p, pool in enumerate(model.pools):
+            view = memoryview(pool).cast("B")
+            buf = ffi.from_buffer("char[]", view) if len(view) else ffi.NULL
+            keep.append(buf)
+            pools[p].data, pools[p].length = buf, len(view)
+        values = ffi.from_buffer("char[]", model.operandValues) if model.operandValues else ffi.NULL
+        m.operand_count, m.operands = len(model.operands), operands
+        m.operation_count, m.operations = len(model.operations), operations
+        m.input_count, m.input_indexes = len(model.inputIndexes), inputs
+        m.output_count, m.output_indexes = len(model.outputIndexes), outputs
+        m.operand_values, m.operand_values_length = values, len(model.operandValues)
+        m.pool_count, m.pools = len(model.pools), pools
+        keep += (operands, operations, inputs, outputs, pools, values)
+        self.ptr = m
+        self._keep = keep
+
+
+def checkSupport(model: HalModel) -> list[bool]:
+    """The CPU device's ``getSupportedOperations``: what the C kernels can compute.
+
+    A valid NNAPI operation the kernels do not implement answers False (so the
+    partitioner places it elsewhere, or refuses the model); a structurally broken
+    model is ``BAD_DATA``.
+    """
+    cmodel = _CModel(model)
+    computable = ffi.new("bool[]", max(len(model.operations), 1))
+    bad = ffi.new("uint32_t *", _UINT32_MAX)
+    status = lib.npu_model_check_support(cmodel.ptr, computable, bad)
+    if status != 0:
+        raise _error("getSupportedOperations", status, bad[0])
+    return [bool(computable[k]) for k in range(len(model.operations))]
+
+
+def _buffers(call: str, what: str, buffers: Sequence[Any], writable: bool) -> tuple[Any, list[Any]]:
+    arr = ffi.new("struct npu_buffer[]", max(len(buffers), 1))
+    keep: list[Any] = [arr]
+    for i, buf in enumerate(buffers):
+        try:
+            view = memoryview(buf).cast("B")
+        except TypeError:
+            raise BadDataError(f"{call}: {what} {i} is not a buffer ({type(buf).__name__})") from None
+        if writable and view.readonly:
+            raise BadDataError(f"{call}: {what} {i} is read-only")
+        data = ffi.from_buffer("char[]", view, require_writable=writable) if len(view) else ffi.NULL
+        keep.append(data)
+        arr[i].data, arr[i].length = data, len(view)
+    return arr, keep
+
+
+def runModel(model: HalModel, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+    """Run ``model`` whole on the calling thread: outputs are written in place.
+
+    ``inputs[i]`` holds the bytes of ``model.inputIndexes[i]`` and ``outputs[i]`` is a
+    writable buffer for ``model.outputIndexes[i]``, each exactly the operand's size
+    (a C-contiguous float32 numpy array, a memoryview into shared memory...).
+    """
+    cmodel = _CModel(model)
+    ins, keep_in = _buffers("execute", "input", inputs, False)
+    outs, keep_out = _buffers("execute", "output", outputs, True)
+    status = lib.npu_kernel_run_model(cmodel.ptr, ins, len(inputs), outs, len(outputs))
+    del keep_in, keep_out
+    if status != 0:
+        raise _error("execute on nnapi-reference", status)
