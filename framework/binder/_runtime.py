@@ -17,6 +17,11 @@ never dangles while the owner lives) at the price of holding per-request callbac
 for the life of the process; a process that makes many short-lived callbacks can
 drop them with :meth:`BinderRuntime.unexport`.
 
+Calls. Each two-way call is served in its own task (a finished handler task
+waits, idle, for the connection's next call, which is cheaper than spawning one),
+so many calls on one connection run at once and a handler may call back into its
+caller. Oneway calls to one object run one at a time, in the order they arrived.
+
 Death. The kernel closing the owner's socket is the death notice: every pending
 call on that connection fails with :class:`DeadObjectException`, and every
 :class:`DeathRecipient` linked to a proxy of that process fires at once.
