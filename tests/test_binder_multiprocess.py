@@ -184,6 +184,23 @@ async def test_registry_and_calls(world, rt, echo):
     assert await echo.callerPid() == os.getpid()
 
 
+async def test_runtime_directory_and_sockets_are_private(world, rt, tmp_path):
+    import stat
+
+    from framework.binder import SHELL_TOKEN_FILE, UnixNetwork
+
+    assert stat.S_IMODE(world.rtdir.stat().st_mode) == 0o700
+    sockets = [p for p in world.rtdir.iterdir() if stat.S_ISSOCK(p.stat().st_mode)]
+    assert any(p.name == "servicemanager" for p in sockets) and len(sockets) >= 3
+    for path in [*sockets, world.rtdir / SHELL_TOKEN_FILE]:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    loose = tmp_path / "loose"
+    loose.mkdir(mode=0o755)
+    loose.chmod(0o755)
+    with pytest.raises(PermissionError, match="0700"):
+        UnixNetwork(loose)
+
+
 async def test_identity_and_callbacks_across_three_processes(world, rt, echo):
     cb = await echo.getCallback()  # the app's object, handed on by the service
     assert await cb.ask(-1) == 10001  # the service saw the app as uid 10001
