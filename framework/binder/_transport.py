@@ -73,7 +73,7 @@ class _UnixStream:
     its reply; a oneway call checkpoints) and by a checkpoint every few reads.
     """
 
-    __slots__ = ("_sock", "_sending", "_lot", "peer_pid", "_closed", "_streak", "_rbuf")
+    __slots__ = ("_sock", "_sending", "_lot", "peer_pid", "_closed", "_streak", "_rbuf", "_drained")
 
     def __init__(self, sock: socket.socket) -> None:
         sock.setblocking(False)
@@ -87,6 +87,7 @@ class _UnixStream:
         self._closed = False
         self._streak = 0
         self._rbuf = memoryview(bytearray(_RECV_SIZE))
+        self._drained = False
 
     async def send_frame(self, buffers: list[bytes], fds: Sequence[int] = ()) -> None:
         if self._closed:
@@ -138,13 +139,20 @@ class _UnixStream:
 
     async def receive_some(self) -> tuple[bytes, list[int]]:
         sock = self._sock
-        self._streak += 1
-        if self._streak >= 32:  # a peer that never lets the socket drain must not starve us
-            self._streak = 0
-            await trio.lowlevel.checkpoint()
+        if self._drained:
+            # The last read left the socket empty: a recv now would only say EAGAIN,
+            # a syscall spent between a reply arriving and its caller running.
+            self._drained = False
+            await trio.lowlevel.wait_readable(sock)
+        else:
+            self._streak += 1
+            if self._streak >= 32:  # a peer that never lets the socket drain must not starve us
+                self._streak = 0
+                await trio.lowlevel.checkpoint()
         while True:
             try:
                 nbytes, ancdata, flags, _ = sock.recvmsg_into((self._rbuf,), _ANC_SIZE)
+                self._drained = nbytes < _RECV_SIZE
                 break
             except BlockingIOError:
                 self._streak = 0
