@@ -7,6 +7,8 @@ arbiter has no clock of its own.
 
 from __future__ import annotations
 
+import ast
+import pathlib
 import copy
 
 import pytest
@@ -344,3 +346,26 @@ def test_dump_shows_policy_budget_requests_and_counters():
     assert second["state"] == "wait_for_unload" and second["age_s"] == 1.0
     assert d["counters"]["requests"] == 2 and d["counters"]["unload_requests"] == 1
     assert d["counters"]["wait_for_unload"] == 1 and d["counters"]["can_load_now"] == 1
+
+
+# ---------------------------------------------------------------- public modules
+
+
+@pytest.mark.parametrize("package", ["framework.npumanager", "framework.server"])
+def test_public_modules_re_export_each_name_exactly_once(package):
+    import importlib
+
+    mod = importlib.import_module(package)
+    tree = ast.parse(pathlib.Path(mod.__file__).read_text())
+    names = [a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names]
+    assert len(names) == len(set(names))
+    assert all(not n.startswith("_") and hasattr(mod, n) for n in names)
+
+
+def test_every_constant_reaches_the_public_module():
+    import framework.npumanager as public
+    from framework.npumanager import _constants
+
+    for name, value in vars(_constants).items():
+        if name.isupper():
+            assert getattr(public, name) is value, name

@@ -51,6 +51,17 @@ SPEC leaves open, decided here:
   budget at once; the HAL frees the dead client's models through its own death notice.
 - AOSP quirks not reproduced: a refused request holds no budget, and no callback is
   ever sent twice.
+
+Wiring it (the thin layer this module leaves to the service)::
+
+    uid = get_calling_uid()                      # from the binder, never from the request
+    actions = arbiter.request_can_load(uid, req.id, req.size, req.priority, trio.current_time())
+    await carry_out(actions)   # CanLoad -> onCanLoadModel, RequestUnload -> onRequestUnloadModel,
+                               # RequestComplete -> onModelLoadRequestComplete, Revoke -> the HAL
+
+and one timer task that sleeps until ``next_deadline()`` (re-reading it after every
+input) and carries out ``tick(now)``. Callbacks to one app should go out in the order
+given: a request's WAIT_FOR_UNLOAD always precedes its CAN_LOAD_NOW.
 """
 
 from __future__ import annotations
