@@ -15,3 +15,9 @@ def version() -> None:
     from npuhal import _npu
 
     click.echo(f"npuemu 0.1.0, C layer {_npu.ffi.string(_npu.lib.npu_build_version()).decode()}")
+
+
+from ._vts import run_test_inference, vts  # noqa: E402 - commands register after the group
+
+main.add_command(vts)
+main.add_command(run_test_inference)

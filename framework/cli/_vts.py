@@ -1,0 +1,179 @@
+"""``npuemu vts`` and ``npuemu run-test-inference``: the driver author's two tools.
+
+Both are thin: parse, call the library (``npuhal.vts.run_vts``; the HAL's
+``npuemu.hal.IHalControl.runTestInference``), print, and map failures to an exit
+code with one clear line on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+import trio
+
+__all__ = ["run_test_inference", "vts"]
+
+_EXIT_FAILED = 1
+_EXIT_USAGE = 2
+
+
+def _die(message: str, code: int = _EXIT_FAILED) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+@click.command("vts")
+@click.option(
+    "--driver",
+    "driver",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The driver to test: a .so, or its .c source (built twice, so the version check can compare "
+    "two builds). Default: the built-in reference driver.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
+@click.option(
+    "--check-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds one check may take before it fails as a hang (default 10).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds for the whole run (default 240).",
+)
+@click.option(
+    "--version-record",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Where earlier builds' version strings are remembered (default ~/.local/state/npuemu/vts-versions.json).",
+)
+@click.option("--check", "only", multiple=True, help="Run only this check (repeatable); see the names vts prints.")
+def vts(driver, as_json, check_timeout, timeout, version_record, only) -> None:
+    """Run the conformance suite (VTS) on a driver, on a private emulator.
+
+    Boots a servicemanager and the HAL on the driver, runs every check of
+    VtsHalNpuSchedulingTargetTest, the NN HAL 1.2 IDevice tests and the seeds'
+    rules, and prints a line per check (PASS name / FAIL name: why) and then
+    "N passed, M failed". Exit status 0 only when every check passed. A driver
+    that crashes or hangs fails the checks it breaks, within a bounded time.
+
+    Example: npuemu vts --driver build/drivers/mydriver.so
+    """
+    from npuhal import NpuError
+    from npuhal.vts import DEFAULT_CHECK_TIMEOUT_S, DEFAULT_TIMEOUT_S, run_vts
+
+    async def main():
+        return await run_vts(
+            driver,
+            check_timeout=check_timeout or DEFAULT_CHECK_TIMEOUT_S,
+            timeout=timeout or DEFAULT_TIMEOUT_S,
+            version_record=version_record,
+            only=list(only) or None,
+        )
+
+    try:
+        report = trio.run(main)
+    except NpuError as exc:
+        _die(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, _EXIT_USAGE)
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        for line in report.lines():
+            click.echo(line)
+    sys.exit(0 if report.ok else _EXIT_FAILED)
+
+
+_KINDS = {0: "requested", 1: "started", 2: "ended"}
+_START = {0: "INITIAL", 1: "RESUMED"}
+_END = {0: "CANCELLED_USER", 1: "CANCELLED_SYSTEM", 2: "PAUSED", 3: "FAILED", 4: "COMPLETED"}
+
+
+def format_work_event(event) -> str:
+    """One ``npuemu.hal.WorkEvent`` as one aligned line, for people."""
+    kind = _KINDS.get(event.kind, str(event.kind))
+    if event.kind == 1:
+        reason = _START.get(event.reason, str(event.reason))
+    elif event.kind == 2:
+        reason = _END.get(event.reason, str(event.reason))
+    else:
+        reason = ""
+    info = event.info
+    where = event.deviceName + (f" ch{event.channel}" if event.channel >= 0 else "")
+    return (
+        f"{event.timeNs / 1e6:12.3f} ms  {kind:<9} {reason:<16} work {event.workId:<5} id {info.id:<5} "
+        f"uid {info.uid} originalUid {info.originalUid} jobPriority {info.jobPriority} "
+        f"effectivePriority {info.effectivePriority} {where}"
+    )
+
+
+@click.command("run-test-inference")
+@click.option("--job-priority", "job_priority", type=int, required=True, help="0..1000; 0 is the most important.")
+@click.option("--device", default="", help="The IDevice instance to run on (default: the HAL's first accelerator).")
+@click.option("--uid", type=int, default=None, help="Run as this uid (the shell may, as su on an eng build).")
+@click.option("--original-uid", "original_uid", type=int, default=None, help="Attribute the work to this uid.")
+@click.option(
+    "--runtime-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The emulator's runtime directory (default: $NPUEMU_RUNTIME_DIR).",
+)
+def run_test_inference(job_priority, device, uid, original_uid, runtime_dir) -> None:
+    """Run one inference through the running HAL and print the work events it caused.
+
+    The vendor's run-test-inference tool that AOSP's VTS calls: one small fixed
+    inference (a few hundred emulated ms), as the shell unless --uid says otherwise.
+    Each event is printed as one line: emulated time, kind, reason, the driver's
+    work id, the WorkInfo id, uids, priorities, device and channel.
+
+    Example: npuemu run-test-inference --job-priority 250 --device emu-npu
+    """
+    from framework.binder import RUNTIME_DIR_ENV, RemoteException, defaultServiceManager, open_binder_runtime
+    from npuhal._hal import CONTROL_INSTANCE, hal_interfaces
+
+    if not 0 <= job_priority <= 1000:
+        _die(f"--job-priority must be 0..1000 (0 is the most important), not {job_priority}", _EXIT_USAGE)
+    for label, value in (("--uid", uid), ("--original-uid", original_uid)):
+        if value is not None and value < 0:
+            _die(f"{label} must be a uid (0 or more), not {value}", _EXIT_USAGE)
+    runtime_dir = runtime_dir or os.environ.get(RUNTIME_DIR_ENV)
+    if not runtime_dir:
+        _die(f"no emulator: pass --runtime-dir or set ${RUNTIME_DIR_ENV} (is `npuemu boot` running?)")
+    if not os.path.isdir(runtime_dir):
+        _die(f"no emulator: the runtime directory {runtime_dir} does not exist")
+
+    connected = False
+
+    async def main():
+        nonlocal connected
+        async with open_binder_runtime(runtime_dir, shell=True) as runtime:
+            connected = True
+            binder = await defaultServiceManager(runtime).checkService(CONTROL_INSTANCE)
+            if binder is None:
+                raise LookupError(f"the HAL is not running ({CONTROL_INSTANCE} is not registered)")
+            control = hal_interfaces().IHalControl.asInterface(binder)
+            return await control.runTestInference(
+                job_priority, -1 if original_uid is None else original_uid, device, -1 if uid is None else uid
+            )
+
+    try:
+        events = trio.run(main)
+    except (RemoteException, OSError) as exc:
+        if not connected:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else _first_line(exc)
+            _die(f"no emulator at {runtime_dir}: {why}")
+        _die(f"the inference failed: {type(exc).__name__}: {_first_line(exc)}")
+    except LookupError as exc:
+        _die(str(exc))
+    for event in events:
+        click.echo(format_work_event(event))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

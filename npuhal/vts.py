@@ -1,0 +1,19 @@
+"""npuemu's driver conformance suite (``npuemu vts``), public face.
+
+::
+
+    report = await npuhal.vts.run_vts("build/drivers/mydriver.so")
+    print("\\n".join(report.lines()))      # PASS/FAIL per check, then "N passed, M failed"
+
+See ``npuhal._vts`` for every check and the rules it enforces.
+"""
+
+from ._vts import (
+    CHECK_NAMES as CHECK_NAMES,
+    DEFAULT_CHECK_TIMEOUT_S as DEFAULT_CHECK_TIMEOUT_S,
+    DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S,
+    VtsCheckResult as VtsCheckResult,
+    VtsReport as VtsReport,
+    default_version_record as default_version_record,
+    run_vts as run_vts,
+)
