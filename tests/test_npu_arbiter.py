@@ -341,6 +341,7 @@ def test_dump_shows_policy_budget_requests_and_counters():
     assert first | {"unload_deadline_in_s": None} == {
         "uid": CACHED, "id": 1, "size": L, "priority": BG, "weight": 4, "state": "unloading",
         "age_s": 2.0, "importance": 400, "unload_deadline_in_s": None, "unload_for": [CAMERA, 4],
+        "unload_reason": PRESSURE,
     }
     assert first["unload_deadline_in_s"] == 1.0
     assert second["state"] == "wait_for_unload" and second["age_s"] == 1.0

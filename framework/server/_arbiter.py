@@ -101,6 +101,8 @@ _NEVER = -math.inf
 
 
 class RequestState(enum.Enum):
+    """Where a live request stands (the module docstring's diagram); ``value`` is dumpsys's word."""
+
     NOT_PRIORITIZED = "not_prioritized"
     WAIT_FOR_UNLOAD = "wait_for_unload"
     APPROVED = "approved"
@@ -397,6 +399,7 @@ class NpuArbiter:
                     "importance": self._imp(r.uid),
                     "unload_deadline_in_s": None if r.unload_deadline is None else r.unload_deadline - now,
                     "unload_for": None if r.claimant is None else list(r.claimant),
+                    "unload_reason": r.unload_reason,
                 }
             )
         return {
