@@ -11,7 +11,12 @@ package android.hardware.npu;
 @VintfStability
 parcelable SchedulingConfig {
     int minPriority;
-    int maxPriority;
+    /*
+     * npuemu gives the band's top a default of MAX_PRIORITY + MAX_PRIORITY (2000, the
+     * largest effective priority), so that a config naming only uid and appPriority
+     * does not clamp every job to 0. The wire form is the seed's six fields unchanged.
+     */
+    int maxPriority = 2000;
     int uid;
     int appPriority;
     boolean hasDirectAccess;

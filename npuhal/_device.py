@@ -1,0 +1,425 @@
+"""``android.hardware.neuralnetworks.IDevice/<name>`` and the ``IPreparedModel`` it makes.
+
+Errors follow AOSP's AIDL HAL: a ``ServiceSpecificException`` whose code is the
+``ErrorStatus`` (``INVALID_ARGUMENT`` for a malformed model or request,
+``RESOURCE_EXHAUSTED_PERSISTENT`` when device memory is full, ``GENERAL_FAILURE`` when
+the work failed, ``DEVICE_UNAVAILABLE`` when the device is offline), and a
+``SecurityException`` when the scheduling config of the calling uid refuses the work
+(no direct access, or an ``originalUid`` it may not attribute to).
+
+Data path.  Model pools and request pools are ``SharedMemory``.  The HAL maps each pool
+once per call and hands the driver ``memoryview`` slices of the mappings: inputs are
+read and outputs written by the hardware in place, in the client's pages, with no
+copy on either side.  After the work's final end the slices are released and the
+mappings unmapped.
+
+Ownership.  A prepared model belongs to the process that called ``prepareModel``
+(its pid, from the kernel): when that process exits the HAL frees the model
+(``Hal._reap``), as it does on ``release()`` and on ``IHalControl.revokeUidModels``.
+Work of the model's execution carries the binder calling uid and pid, never a uid
+from the request.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import mmap
+import time
+from typing import Any
+
+import numpy as np
+import trio
+
+from framework.binder import (
+    Binder,
+    IllegalArgumentException,
+    SecurityException,
+    ServiceSpecificException,
+)
+
+from ._errors import (
+    NpuCapacityError,
+    NpuError,
+    NpuInvalidPriorityError,
+    NpuLookupError,
+    NpuModelError,
+    NpuOfflineError,
+    NpuPermissionError,
+    NpuValueError,
+)
+from ._hal import Hal, hal_interfaces
+from ._types import DeviceStatus, EndReason, OperandType
+
+__all__ = ["NnDevice", "PreparedModel", "ErrorStatus", "model_from_aidl"]
+
+log = logging.getLogger("android.hardware.npu")
+
+_I = hal_interfaces()
+ErrorStatus = _I.enum("android.hardware.neuralnetworks.ErrorStatus")
+_Capabilities = _I.parcelable("android.hardware.neuralnetworks.Capabilities")
+_OperandPerformance = _I.parcelable("android.hardware.neuralnetworks.OperandPerformance")
+_PerformanceInfo = _I.parcelable("android.hardware.neuralnetworks.PerformanceInfo")
+_NumberOfCacheFiles = _I.parcelable("android.hardware.neuralnetworks.NumberOfCacheFiles")
+_ExecutionResult = _I.parcelable("android.hardware.neuralnetworks.ExecutionResult")
+_ExecutionHints = _I.parcelable("android.hardware.neuralnetworks.ExecutionHints")
+_OutputShape = _I.parcelable("android.hardware.neuralnetworks.OutputShape")
+_Timing = _I.parcelable("android.hardware.neuralnetworks.Timing")
+_DeviceType = _I.enum("android.hardware.neuralnetworks.DeviceType")
+_DeviceStatus = _I.enum("android.hardware.neuralnetworks.DeviceStatus")
+_ExecutionPreference = _I.enum("android.hardware.neuralnetworks.ExecutionPreference")
+_Priority = _I.enum("android.hardware.neuralnetworks.Priority")
+_OperandTypeAidl = _I.enum("android.hardware.neuralnetworks.OperandType")
+
+#: What NN HAL reports for a performance it does not have (FLT_MAX: "never use me").
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def service_error(status: Any, message: str) -> ServiceSpecificException:
+    return ServiceSpecificException(int(status), f"{ErrorStatus(status).name}: {message}")
+
+
+def model_from_aidl(model: Any) -> dict:
+    """An AIDL ``Model`` as the driver's model data (``npuhal._model`` plain form).
+
+    Pools stay ``SharedMemory`` objects (the driver maps them read-only).  Referenced
+    subgraphs (IF/WHILE bodies) are refused: the emulated hardware has no control flow.
+    """
+    if model is None:
+        raise service_error(ErrorStatus.INVALID_ARGUMENT, "model must not be null")
+    if model.referenced:
+        raise service_error(ErrorStatus.INVALID_ARGUMENT, "referenced subgraphs (control flow) are not supported")
+    main = model.main
+    operands = []
+    for o in main.operands:
+        loc = o.location
+        operands.append(
+            {
+                "type": int(o.type),
+                "dimensions": list(o.dimensions),
+                "lifetime": int(o.lifetime),
+                "location": {"poolIndex": loc.poolIndex, "offset": loc.offset, "length": loc.length},
+            }
+        )
+    return {
+        "operands": operands,
+        "operations": [{"type": int(op.type), "inputs": list(op.inputs), "outputs": list(op.outputs)} for op in main.operations],
+        "inputIndexes": list(main.inputIndexes),
+        "outputIndexes": list(main.outputIndexes),
+        "operandValues": bytes(model.operandValues),
+        "pools": list(model.pools),
+    }
+
+
+def _close_all(objs: Any) -> None:
+    for obj in objs or ():
+        close = getattr(obj, "close", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:
+                pass
+
+
+def _perf(p: Any) -> Any:
+    return _PerformanceInfo(execTime=float(p.exec_time), powerUsage=float(p.power_usage))
+
+
+class NnDevice(_I.IDevice.Stub):
+    """One driver device as an NN HAL ``IDevice``."""
+
+    def __init__(self, hal: Hal, device: Any) -> None:
+        super().__init__()
+        self._hal = hal
+        self.number = device.number
+        self.name = device.name
+
+    def _device(self) -> Any:
+        return self._hal.driver.device(self.number)
+
+    async def getCapabilities(self) -> Any:  # noqa: N802
+        dev = self._device()
+        caps = dev.capabilities
+        unsupported = _PerformanceInfo(execTime=FLT_MAX, powerUsage=FLT_MAX)
+        scalar = dev.relaxed_float32_to_float16_scalar or caps.get(OperandType.FLOAT32)
+        tensor = dev.relaxed_float32_to_float16_tensor or caps.get(OperandType.TENSOR_FLOAT32)
+        # Sorted by operand type: NNAPI VTS checks the order (binary search in the runtime).
+        performance = [
+            _OperandPerformance(type=_OperandTypeAidl(int(t)), info=_perf(caps[t]))
+            for t in sorted(caps, key=int)
+            if int(t) in _OperandTypeAidl._value2member_map_
+        ]
+        return _Capabilities(
+            relaxedFloat32toFloat16PerformanceScalar=_perf(scalar) if scalar else unsupported,
+            relaxedFloat32toFloat16PerformanceTensor=_perf(tensor) if tensor else unsupported,
+            operandPerformance=performance,
+            ifPerformance=unsupported,
+            whilePerformance=unsupported,
+        )
+
+    async def getNumberOfCacheFilesNeeded(self) -> Any:  # noqa: N802
+        # The driver keeps no compilation cache: nothing to hand back to the runtime.
+        return _NumberOfCacheFiles(numModelCache=0, numDataCache=0)
+
+    async def getSupportedExtensions(self) -> list:  # noqa: N802
+        return []
+
+    async def getSupportedOperations(self, model: Any) -> list[bool]:  # noqa: N802
+        data = model_from_aidl(model)
+        try:
+            return [bool(b) for b in self._hal.driver.supported_operations(self.number, data)]
+        except NpuModelError as exc:
+            raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None
+        except NpuValueError as exc:
+            raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None
+        finally:
+            _close_all(model.pools)
+
+    async def getType(self) -> Any:  # noqa: N802
+        return _DeviceType(int(self._device().type))
+
+    async def getVersionString(self) -> str:  # noqa: N802
+        return self._device().version
+
+    async def getStatus(self) -> Any:  # noqa: N802
+        return _DeviceStatus(int(self._device().status))
+
+    async def prepareModel(  # noqa: N802
+        self, model: Any, preference: Any, priority: Any, deadlineNs: int, modelSizeBytes: int  # noqa: N803
+    ) -> Any:
+        try:
+            try:
+                _ExecutionPreference(int(preference))
+                _Priority(int(priority))
+            except ValueError:
+                raise service_error(
+                    ErrorStatus.INVALID_ARGUMENT, f"bad preference {preference!r} or priority {priority!r}"
+                ) from None
+            if deadlineNs < -1:
+                raise service_error(ErrorStatus.INVALID_ARGUMENT, f"deadlineNs {deadlineNs} (use -1 for none)")
+            if modelSizeBytes < 0:
+                raise service_error(ErrorStatus.INVALID_ARGUMENT, f"modelSizeBytes {modelSizeBytes} is negative")
+            if self._device().status == DeviceStatus.OFFLINE:
+                raise service_error(ErrorStatus.DEVICE_UNAVAILABLE, f"{self.name} is offline")
+            data = model_from_aidl(model)
+            try:
+                handle = self._hal.driver.load_model(self.number, data, emulated_size_bytes=modelSizeBytes)
+            except NpuCapacityError as exc:
+                raise service_error(ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, str(exc)) from None
+            except NpuOfflineError as exc:
+                raise service_error(ErrorStatus.DEVICE_UNAVAILABLE, str(exc)) from None
+            except NpuValueError as exc:
+                raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None
+            except NpuError as exc:
+                raise service_error(ErrorStatus.GENERAL_FAILURE, str(exc)) from None
+        finally:
+            if model is not None:
+                _close_all(model.pools)
+        uid, pid = Binder.getCallingUid(), Binder.getCallingPid()
+        prepared = PreparedModel(self._hal, handle, self.name, uid, pid)
+        self._hal.track_client(pid, prepared)
+        log.info(
+            "prepared model %d on %s for uid %d pid %d (%d emulated bytes)", handle.id, self.name, uid, pid, modelSizeBytes
+        )
+        return prepared
+
+
+class _Pools:
+    """A request's SharedMemory pools mapped for one execution; unmapped on close."""
+
+    def __init__(self, pools: list, writable: set[int]) -> None:
+        self._shm = pools
+        self._maps: dict[int, Any] = {}
+        self._views: list[memoryview] = []
+        self._writable = writable
+
+    def region(self, index: int, offset: int, length: int, needed: int, what: str) -> memoryview:
+        if not 0 <= index < len(self._shm):
+            raise service_error(ErrorStatus.INVALID_ARGUMENT, f"{what}: pool {index} of {len(self._shm)}")
+        shm = self._shm[index]
+        if shm is None:
+            raise service_error(ErrorStatus.INVALID_ARGUMENT, f"{what}: pool {index} is null")
+        if length == 0:
+            length = needed  # NNAPI: 0 means "as long as the operand is"
+        if length != needed:
+            raise service_error(ErrorStatus.INVALID_ARGUMENT, f"{what} is {length} bytes, the operand needs {needed}")
+        if offset < 0 or offset + length > shm.size:
+            raise service_error(
+                ErrorStatus.INVALID_ARGUMENT, f"{what}: bytes {offset}..{offset + length} outside pool {index} ({shm.size} bytes)"
+            )
+        mapping = self._maps.get(index)
+        if mapping is None:
+            try:
+                mapping = shm.map(writable=index in self._writable)
+            except (OSError, ValueError) as exc:
+                raise service_error(ErrorStatus.INVALID_ARGUMENT, f"{what}: pool {index} cannot be mapped: {exc}") from None
+            self._maps[index] = mapping
+        view = memoryview(mapping)[offset : offset + length]
+        self._views.append(view)
+        return view
+
+    def close(self) -> None:
+        for view in self._views:
+            view.release()
+        self._views.clear()
+        for mapping in self._maps.values():
+            if isinstance(mapping, mmap.mmap):
+                try:
+                    mapping.close()
+                except BufferError:
+                    pass  # a view still exported somewhere: the GC unmaps it later
+        self._maps.clear()
+        _close_all(self._shm)
+
+
+class PreparedModel(_I.IPreparedModel.Stub):
+    """A model loaded in driver memory, owned by one client process."""
+
+    def __init__(self, hal: Hal, handle: Any, device_name: str, owner_uid: int, owner_pid: int) -> None:
+        super().__init__()
+        self._hal = hal
+        self.handle = handle
+        self.device_name = device_name
+        self.owner_uid = owner_uid
+        self.owner_pid = owner_pid
+        self._gone: str | None = None
+        self._revoked = False
+        self._running: set[int] = set()
+
+    def __repr__(self) -> str:
+        return f"<PreparedModel {self.handle.id} on {self.device_name} of uid {self.owner_uid} pid {self.owner_pid}>"
+
+    def free(self, why: str, *, revoked: bool = False) -> None:
+        """Unload now (idempotent).  Work in flight ends CANCELLED_SYSTEM."""
+        if self._gone is not None:
+            return
+        self._gone = why
+        self._revoked = revoked
+        self._hal.untrack(self)
+        try:
+            if self.handle.loaded:
+                self.handle.unload()
+        except NpuError as exc:
+            log.warning("unloading %r: %s", self, exc)
+        if not revoked:
+            # A released or orphaned model is gone for good: later calls see a dead object.
+            runtime = self._hal.runtime
+            runtime.unexport(self)
+
+    async def release(self) -> None:
+        self.free(f"released by pid {Binder.getCallingPid()}")
+
+    async def executeSynchronously(  # noqa: N802
+        self, request: Any, measureTiming: bool, deadlineNs: int, loopTimeoutDurationNs: int  # noqa: N803
+    ) -> Any:
+        return await self.executeWithHints(request, measureTiming, deadlineNs, _ExecutionHints())
+
+    async def executeWithHints(self, request: Any, measureTiming: bool, deadlineNs: int, hints: Any) -> Any:  # noqa: N802,N803
+        if request is None:
+            raise service_error(ErrorStatus.INVALID_ARGUMENT, "request must not be null")
+        if hints is None:
+            hints = _ExecutionHints()
+        pools = _Pools(list(request.pools), {a.location.poolIndex for a in request.outputs})
+        try:
+            return await self._execute(request, pools, measureTiming, deadlineNs, hints)
+        finally:
+            pools.close()
+
+    def _buffers(self, args: list, shapes: list, pools: _Pools, what: str) -> list:
+        if len(args) != len(shapes):
+            raise service_error(ErrorStatus.INVALID_ARGUMENT, f"the model has {len(shapes)} {what}s, the request {len(args)}")
+        out = []
+        for i, (arg, shape) in enumerate(zip(args, shapes)):
+            if arg is None or arg.hasNoValue:
+                raise service_error(ErrorStatus.INVALID_ARGUMENT, f"{what} {i} has no value (optional operands unsupported)")
+            if arg.dimensions and tuple(arg.dimensions) != tuple(shape):
+                raise service_error(
+                    ErrorStatus.INVALID_ARGUMENT, f"{what} {i} has dimensions {list(arg.dimensions)}, the model's are {list(shape)}"
+                )
+            loc = arg.location
+            out.append(pools.region(loc.poolIndex, loc.offset, loc.length, 4 * math.prod(shape), f"{what} {i}"))
+        return out
+
+    async def _execute(self, request: Any, pools: _Pools, measure: bool, deadline_ns: int, hints: Any) -> Any:
+        if self._gone is not None:
+            status = ErrorStatus.GENERAL_FAILURE if self._revoked else ErrorStatus.DEVICE_UNAVAILABLE
+            raise service_error(status, f"the prepared model is gone: {self._gone}")
+        if deadline_ns < -1:
+            raise service_error(ErrorStatus.INVALID_ARGUMENT, f"deadlineNs {deadline_ns} (use -1 for none)")
+        model = self.handle.model
+        ins = self._buffers(
+            list(request.inputs), [model.input_shape(i) for i in range(len(model.input_indexes))], pools, "input"
+        )
+        outs = self._buffers(
+            list(request.outputs), [model.output_shape(i) for i in range(len(model.output_indexes))], pools, "output"
+        )
+        uid, pid = Binder.getCallingUid(), Binder.getCallingPid()
+        original = uid if hints.originalUid < 0 else hints.originalUid
+        group = None if hints.groupId is None else bytes(hints.groupId.uuid)
+        driver = self._hal.driver
+        self._hal.sync_clock()
+        try:
+            work_id = driver.submit(
+                self.handle,
+                ins,
+                outs,
+                uid=uid,
+                original_uid=original,
+                debug_pid=pid,
+                job_priority=hints.jobPriority,
+                group_id=group,
+                feature_id=hints.debugFeatureId,
+            )
+        except NpuPermissionError as exc:
+            raise SecurityException(str(exc)) from None
+        except NpuInvalidPriorityError as exc:
+            raise IllegalArgumentException(str(exc)) from None
+        except NpuOfflineError as exc:
+            raise service_error(ErrorStatus.DEVICE_UNAVAILABLE, str(exc)) from None
+        except NpuCapacityError as exc:
+            raise service_error(ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, str(exc)) from None
+        except NpuLookupError as exc:
+            raise service_error(ErrorStatus.DEVICE_UNAVAILABLE, f"the prepared model is gone: {exc}") from None
+        except NpuValueError as exc:
+            raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None
+        self._hal.work_submitted(work_id)
+        self._running.add(work_id)
+        try:
+            ended = await self._wait(work_id, deadline_ns)
+            await self._hal.wait_recorded(work_id)
+        finally:
+            self._running.discard(work_id)
+            timing = self._hal.timing_of(work_id)
+            if not driver.closed:
+                driver.forget(work_id)  # drops its references to the request's pages
+        if ended.reason is EndReason.COMPLETED:
+            shapes = [_OutputShape(dimensions=list(model.output_shape(i)), isSufficient=True) for i in range(len(outs))]
+            t = _Timing()
+            if measure and timing is not None and timing.started_ns is not None and timing.ended_ns is not None:
+                t = _Timing(
+                    timeOnDeviceNs=timing.ended_ns - timing.started_ns, timeInDriverNs=timing.ended_ns - timing.submitted_ns
+                )
+            return _ExecutionResult(outputSufficientSize=True, outputShapes=shapes, timing=t)
+        if ended.reason is EndReason.FAILED:
+            raise service_error(ErrorStatus.GENERAL_FAILURE, f"work {work_id} failed on {self.device_name}")
+        if self._gone is not None:
+            status = ErrorStatus.GENERAL_FAILURE if self._revoked else ErrorStatus.DEVICE_UNAVAILABLE
+            raise service_error(status, f"work {work_id} was cancelled: {self._gone}")
+        raise service_error(ErrorStatus.GENERAL_FAILURE, f"work {work_id} ended {ended.reason.name}")
+
+    async def _wait(self, work_id: int, deadline_ns: int) -> Any:
+        driver = self._hal.driver
+        if deadline_ns < 0:
+            return await driver.wait_work(work_id)
+        # deadlineNs is CLOCK_MONOTONIC (AOSP's "time since boot" in the AIDL HAL).
+        remaining = (deadline_ns - time.monotonic_ns()) / 1e9
+        with trio.move_on_after(max(0.0, remaining)):
+            return await driver.wait_work(work_id)
+        try:
+            driver.cancel(work_id)
+        except NpuError:
+            pass
+        with trio.CancelScope(shield=True):
+            await driver.wait_work(work_id)
+        raise service_error(ErrorStatus.MISSED_DEADLINE_TRANSIENT, f"work {work_id} missed its deadline")
+

@@ -1,0 +1,596 @@
+"""The vendor HAL process's core: ``serve_hal`` and the state its services share.
+
+One :class:`Hal` per process sits between one :class:`~npuhal.Driver` and one binder
+runtime, and serves:
+
+- ``android.hardware.npu.IScheduling/default`` (``_scheduling``): configs down to the
+  driver, debounced work events up to the framework's ``ISchedulingCallback``;
+- ``android.hardware.neuralnetworks.IDevice/<vendor>-<device>`` for every driver device
+  whose name is valid, each ``prepareModel`` giving an ``IPreparedModel`` (``_device``);
+- ``npuemu.hal.IHalControl/default`` (``_control``), the emulator's private knobs.
+
+Tasks (all in the nursery ``serve_hal`` opens, so they end with it):
+
+- the *pump* waits on the driver's eventfd (``Driver.wait_events``) and gives each work
+  event a fresh HAL-wide ``WorkInfo.id`` as it reads it, records it (undebounced) for
+  ``recentWorkEvents``, and feeds the debouncer; thermal and memory events go to the
+  control listeners;
+- the *flusher* sends the debouncer's held ``onWorkEnded`` when its window passes;
+- the *sender* makes the oneway callback calls in order, so a slow or dead framework
+  never stalls the pump;
+- under a virtual-clock driver, the *clock follower* advances emulated time with trio's
+  clock while HAL work is in flight (so tests run under trio's MockClock and emulated
+  milliseconds are trio milliseconds);
+- one *reaper* per client pid that holds prepared models: when the process exits
+  (``network.wait_exit``: a pidfd on Unix sockets), its models are freed.
+
+Nothing here imports the framework: the HAL knows binder and the driver, no service.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import logging
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from framework.binder import (
+    AID_ROOT,
+    AID_SHELL,
+    AID_SYSTEM,
+    AidlRegistry,
+    Binder,
+    DeadObjectException,
+    DeathRecipient,
+    RemoteException,
+    SecurityException,
+    TransactionError,
+    defaultServiceManager,
+    interface_class,
+)
+
+from ._debounce import Debouncer, Emit, Kind
+from ._errors import NpuClosedError, NpuError
+from ._types import (
+    EndReason,
+    MemoryPressure,
+    ThermalChanged,
+    WorkEnded,
+    WorkRequested,
+    WorkStarted,
+)
+
+__all__ = ["serve_hal", "hal_interfaces", "HalInterfaces", "valid_instance_name", "DEFAULT_THERMAL_THRESHOLDS_C"]
+
+log = logging.getLogger("android.hardware.npu")
+
+AIDL_ROOT = Path(__file__).with_name("aidl")
+
+SCHEDULING_INSTANCE = "android.hardware.npu.IScheduling/default"
+CONTROL_INSTANCE = "npuemu.hal.IHalControl/default"
+DEVICE_PREFIX = "android.hardware.neuralnetworks.IDevice/"
+
+#: The C layer's defaults (``struct npu_system_config``): where LIGHT..SHUTDOWN begin.
+DEFAULT_THERMAL_THRESHOLDS_C = (45.0, 55.0, 65.0, 75.0, 85.0, 95.0)
+
+# How many undebounced work events recentWorkEvents can look back on.
+_RECENT_EVENTS = 4096
+# The clock follower's step while HAL work is in flight, in trio seconds.
+_FOLLOW_TICK_S = 0.001
+# Oneway callback calls queued for the sender before new ones are dropped (counted).
+_SEND_QUEUE = 65536
+
+_INSTANCE_NAME = re.compile(r"[^-]+-[^-]+")
+
+
+def valid_instance_name(name: str) -> bool:
+    """NNAPI VTS's rule for an IDevice instance: ``{VENDOR}-{DEVICE_NAME}``, exactly one
+    '-', neither first nor last."""
+    return isinstance(name, str) and _INSTANCE_NAME.fullmatch(name) is not None
+
+
+@dataclass(frozen=True)
+class HalInterfaces:
+    """The HAL's AIDL, loaded once per process: interface classes and parcelables."""
+
+    registry: AidlRegistry
+    IScheduling: type
+    ISchedulingCallback: type
+    IDevice: type
+    IPreparedModel: type
+    IHalControl: type
+    IHalListener: type
+
+    def parcelable(self, name: str) -> type:
+        return self.registry.parcelable(name)
+
+    def enum(self, name: str) -> type:
+        return self.registry.enum(name)
+
+
+@functools.cache
+def hal_interfaces() -> HalInterfaces:
+    """The interfaces of ``npuhal/aidl`` (a memo of a pure function, as the servicemanager's)."""
+    registry = AidlRegistry.load(AIDL_ROOT)
+
+    def cls(name: str) -> type:
+        return interface_class(registry.interface(name))
+
+    return HalInterfaces(
+        registry=registry,
+        IScheduling=cls("android.hardware.npu.IScheduling"),
+        ISchedulingCallback=cls("android.hardware.npu.ISchedulingCallback"),
+        IDevice=cls("android.hardware.neuralnetworks.IDevice"),
+        IPreparedModel=cls("android.hardware.neuralnetworks.IPreparedModel"),
+        IHalControl=cls("npuemu.hal.IHalControl"),
+        IHalListener=cls("npuemu.hal.IHalListener"),
+    )
+
+
+def require_system(what: str) -> int:
+    """The calling uid, if it is root or system; else ``SecurityException``."""
+    uid = Binder.getCallingUid()
+    if uid not in (AID_ROOT, AID_SYSTEM):
+        raise SecurityException(f"{what}: uid {uid} is neither system (1000) nor root (0)")
+    return uid
+
+
+def require_shell_or_system(what: str) -> int:
+    uid = Binder.getCallingUid()
+    if uid not in (AID_ROOT, AID_SYSTEM, AID_SHELL):
+        raise SecurityException(f"{what}: uid {uid} is not system, root or the shell")
+    return uid
+
+
+@dataclass(slots=True)
+class _Recorded:
+    """One undebounced work event, with what traces need."""
+
+    kind: int  # WorkEvent.KIND_*
+    reason: int
+    info: Any  # the AIDL WorkInfo, id already the HAL's
+    work_id: int
+    time_ns: int
+    channel: int
+    hw_device: int
+
+
+@dataclass(slots=True)
+class _Timing:
+    submitted_ns: int
+    started_ns: int | None = None
+    ended_ns: int | None = None
+
+
+@dataclass
+class HalStats:
+    """Counters for dump(): what reached the callback and what did not."""
+
+    sent: collections.Counter = field(default_factory=collections.Counter)
+    dropped_no_callback: int = 0
+    dropped_queue_full: int = 0
+    read: int = 0  # work events read from the driver
+    emitted: int = 0  # callbacks the debouncer let through (sent, dropped or queued)
+    callback_deaths: int = 0
+
+
+class _CallbackDied(DeathRecipient):
+    __slots__ = ("hal", "callback")
+
+    def __init__(self, hal: Hal, callback: Any) -> None:
+        self.hal = hal
+        self.callback = callback
+
+    def binderDied(self, who: Any) -> None:  # noqa: N802 - Android's name
+        self.hal.callback_died(self.callback, "its process died")
+
+
+class Hal:
+    """The state the HAL's services share.  Made by :func:`serve_hal`; not thread-safe
+    (everything runs in one trio run, like the driver)."""
+
+    def __init__(self, driver: Any, runtime: Any, nursery: trio.Nursery, *, thermal_thresholds_c: Any) -> None:
+        self.driver = driver
+        self.runtime = runtime
+        self.nursery = nursery
+        self.ifaces = hal_interfaces()
+        self.thresholds = tuple(float(t) for t in thermal_thresholds_c)
+        self._WorkInfo = self.ifaces.parcelable("android.hardware.npu.WorkInfo")
+        self._NpuUuid = self.ifaces.parcelable("android.hardware.npu.NpuUuid")
+        self._StartReason = self.ifaces.enum("android.hardware.npu.StartReason")
+        self._EndReason = self.ifaces.enum("android.hardware.npu.EndReason")
+        self.callback: Any = None
+        self._callback_link: tuple[Any, DeathRecipient] | None = None
+        self.debouncer = Debouncer(paused_reason=int(EndReason.PAUSED))
+        self.stats = HalStats()
+        self._next_event_id = 1
+        self.recent: collections.deque[_Recorded] = collections.deque(maxlen=_RECENT_EVENTS)
+        self._send, self._send_recv = trio.open_memory_channel(_SEND_QUEUE)
+        self._debounce_changed = trio.Event()
+        # Driver work ids this HAL submitted and that have not ended for good.
+        self.in_flight: dict[int, _Timing] = {}
+        self._end_recorded: dict[int, trio.Event] = {}
+        self._finished: collections.OrderedDict[int, _Timing] = collections.OrderedDict()
+        self._work_submitted = trio.Event()
+        # (trio time, driver ns) at which a virtual driver's clock was tied to trio's.
+        self._clock_origin: tuple[float, int] | None = None
+        # IDevice services by driver device number (valid names only) and their names.
+        self.devices: dict[int, Any] = {}
+        self.device_names: dict[int, str] = {}
+        # Prepared models: all live ones, and by owning client pid.
+        self.prepared: set[Any] = set()
+        self.by_pid: dict[int, set[Any]] = {}
+        self.listeners: list[Any] = []
+        self.thermal_last: ThermalChanged | None = None
+
+    # ---- ids, time -----------------------------------------------------------
+
+    def new_event_id(self) -> int:
+        event_id = self._next_event_id
+        # WorkInfo.id is an AIDL int; wrap long before that (never within one run).
+        self._next_event_id = event_id + 1 if event_id < 2**31 - 1 else 1
+        return event_id
+
+    def work_submitted(self, work_id: int) -> None:
+        """A HAL service queued work: track it, and wake the virtual clock follower."""
+        self.in_flight[work_id] = _Timing(self.driver.now_ns)
+        self._end_recorded[work_id] = trio.Event()
+        self._work_submitted.set()
+
+    async def wait_recorded(self, work_id: int) -> None:
+        """Until the pump has read ``work_id``'s final end (its timing and events are in)."""
+        event = self._end_recorded.get(work_id)
+        if event is not None:
+            await event.wait()
+        else:
+            await trio.lowlevel.checkpoint()
+
+    # ---- driver events -> WorkInfo -------------------------------------------
+
+    def aidl_work_info(self, info: Any, event_id: int) -> Any:
+        group = None if info.group_id is None else self._NpuUuid(uuid=info.group_id.bytes)
+        return self._WorkInfo(
+            id=event_id,
+            groupId=group,
+            uid=info.uid,
+            debugPid=info.debug_pid,
+            originalUid=info.original_uid,
+            debugFeatureId=info.debug_feature_id,
+            jobPriority=info.job_priority,
+            effectivePriority=info.effective_priority,
+            timestampMs=info.timestamp_ms,
+            deviceNumber=info.device_number,
+        )
+
+    def on_event(self, event: Any) -> None:
+        now = trio.current_time()
+        if isinstance(event, WorkRequested | WorkStarted | WorkEnded):
+            self._on_work_event(event, now)
+        elif isinstance(event, ThermalChanged):
+            self.thermal_last = event
+            log.info("thermal severity %s at %.1f C", event.severity.name, event.temperature_c)
+            self._notify_listeners("onThermalSeverityChanged", int(event.severity), float(event.temperature_c))
+        elif isinstance(event, MemoryPressure):
+            self._notify_listeners("onMemoryPressure", self._aidl_memory(event))
+
+    def _on_work_event(self, event: Any, now: float) -> None:
+        info = self.aidl_work_info(event.info, self.new_event_id())
+        work = event.info.id
+        uid = event.info.uid
+        timing = self.in_flight.get(work)
+        channel = getattr(event, "channel", -1)
+        hw_device = getattr(event, "hw_device", -1)
+        if isinstance(event, WorkRequested):
+            kind, reason = 0, -1
+            emits = self.debouncer.requested(work, uid, info, now)
+        elif isinstance(event, WorkStarted):
+            kind, reason = 1, int(event.reason)
+            if timing is not None and timing.started_ns is None:
+                timing.started_ns = event.time_ns
+            emits = self.debouncer.started(work, uid, info, reason, now)
+        else:
+            kind, reason = 2, int(event.reason)
+            if event.reason.is_final and timing is not None:
+                timing.ended_ns = event.time_ns
+                del self.in_flight[work]
+                recorded = self._end_recorded.pop(work, None)
+                if recorded is not None:
+                    # Waiters run only after this function returns, when the event is
+                    # in self.recent too.
+                    recorded.set()
+                self._finished[work] = timing
+                while len(self._finished) > _RECENT_EVENTS:
+                    self._finished.popitem(last=False)
+            emits = self.debouncer.ended(work, uid, info, reason, now)
+        self.recent.append(_Recorded(kind, reason, info, work, event.time_ns, channel, hw_device))
+        self.stats.read += 1
+        for emit in emits:
+            self.deliver(emit)
+        self._debounce_changed.set()
+
+    def timing_of(self, work_id: int) -> _Timing | None:
+        return self.in_flight.get(work_id) or self._finished.get(work_id)
+
+    def deliver(self, emit: Emit) -> None:
+        """Hand one debounced callback to the sender, or count it dropped."""
+        self.stats.emitted += 1
+        callback = self.callback
+        if callback is None:
+            self.stats.dropped_no_callback += 1
+            return
+        try:
+            self._send.send_nowait((callback, emit))
+        except trio.WouldBlock:
+            self.stats.dropped_queue_full += 1
+
+    # ---- the callback ----------------------------------------------------------
+
+    def set_callback(self, callback: Any) -> None:
+        if self._callback_link is not None:
+            binder, recipient = self._callback_link
+            self._callback_link = None
+            try:
+                binder.unlinkToDeath(recipient)
+            except Exception:
+                pass
+        self.callback = callback
+        if callback is not None:
+            binder = callback.asBinder()
+            recipient = _CallbackDied(self, callback)
+            try:
+                binder.linkToDeath(recipient)
+            except RemoteException:
+                # Already dead: the first send will find out and clear it.
+                pass
+            else:
+                self._callback_link = (binder, recipient)
+            log.info("scheduling callback set (pid %d)", Binder.getCallingPid())
+        else:
+            log.info("scheduling callback cleared")
+
+    def callback_died(self, callback: Any, why: str) -> None:
+        if self.callback is not callback:
+            return
+        self.stats.callback_deaths += 1
+        log.warning("scheduling callback dropped: %s", why)
+        self._callback_link = None
+        self.callback = None
+
+    async def _sender(self) -> None:
+        async for callback, emit in self._send_recv:
+            if self.callback is not callback:
+                continue  # replaced or dead meanwhile: the new one starts fresh
+            args = (emit.info,) if emit.kind is Kind.REQUESTED else (
+                emit.info,
+                (self._StartReason if emit.kind is Kind.STARTED else self._EndReason)(emit.reason),
+            )
+            try:
+                await getattr(callback, emit.kind.value)(*args)
+            except (DeadObjectException, TransactionError) as exc:
+                self.callback_died(callback, f"{type(exc).__name__}: {exc}")
+                continue
+            except RemoteException as exc:
+                log.warning("%s to the scheduling callback failed: %s", emit.kind.value, exc)
+                continue
+            self.stats.sent[emit.kind.value] += 1
+
+    async def _flusher(self) -> None:
+        while True:
+            due = self.debouncer.next_due()
+            changed = self._debounce_changed
+            if due is None:
+                await changed.wait()
+            else:
+                with trio.move_on_at(due):
+                    await changed.wait()
+            if changed.is_set():
+                self._debounce_changed = trio.Event()
+            for emit in self.debouncer.flush(trio.current_time()):
+                self.deliver(emit)
+
+    # ---- listeners (IHalControl) -----------------------------------------------
+
+    def _aidl_memory(self, event: MemoryPressure) -> Any:
+        return self.ifaces.parcelable("npuemu.hal.MemoryPressure")(
+            deviceNumber=-1 if event.device_number is None else event.device_number,
+            hwDevice=event.hw_device,
+            weightMemoryUsed=event.weight_memory_used,
+            weightMemoryTotal=event.weight_memory_total,
+            sramUsed=event.sram_used,
+            sramTotal=event.sram_total,
+            refused=event.refused,
+            timeNs=event.time_ns,
+        )
+
+    def _notify_listeners(self, method: str, *args: Any) -> None:
+        for listener in list(self.listeners):
+            self.nursery.start_soon(self._notify_one, listener, method, args)
+
+    async def _notify_one(self, listener: Any, method: str, args: tuple) -> None:
+        try:
+            await getattr(listener, method)(*args)
+        except (DeadObjectException, TransactionError):
+            if listener in self.listeners:
+                self.listeners.remove(listener)
+                log.info("a HAL listener died and was dropped")
+        except RemoteException as exc:
+            log.warning("HAL listener %s failed: %s", method, exc)
+
+    # ---- the pump and the clock --------------------------------------------------
+
+    async def _pump(self) -> None:
+        while True:
+            try:
+                events = await self.driver.wait_events()
+            except NpuClosedError:
+                return
+            for event in events:
+                try:
+                    self.on_event(event)
+                except Exception:  # one bad event must not stop the HAL's events
+                    log.exception("could not handle driver event %r", event)
+
+    def sync_clock(self) -> None:
+        """Under a virtual-clock driver, bring emulated time up to trio's now.
+
+        Called before every submission, so that a job submitted 50 trio-ms after
+        another is 50 emulated ms later too, however long the HAL was idle (idle
+        time passes for the hardware as well: it cools).
+        """
+        if self._clock_origin is None or self.driver.closed:
+            return
+        trio_origin, driver_origin = self._clock_origin
+        target_ns = driver_origin + round((trio.current_time() - trio_origin) * 1e9)
+        behind_ns = target_ns - self.driver.now_ns
+        if behind_ns > 0:
+            self.driver.advance(behind_ns / 1e6)
+
+    async def _follow_virtual_clock(self) -> None:
+        """Emulated time follows trio time while this HAL has work in flight."""
+        self._clock_origin = (trio.current_time(), self.driver.now_ns)
+        while not self.driver.closed:
+            if not self.in_flight:
+                self._work_submitted = trio.Event()
+                await self._work_submitted.wait()
+            await trio.sleep(_FOLLOW_TICK_S)
+            self.sync_clock()
+
+    # ---- prepared models by client -------------------------------------------------
+
+    def track_client(self, pid: int, prepared: Any) -> None:
+        models = self.by_pid.get(pid)
+        if models is None:
+            models = self.by_pid[pid] = set()
+            self.nursery.start_soon(self._reap, pid)
+        models.add(prepared)
+        self.prepared.add(prepared)
+
+    def untrack(self, prepared: Any) -> None:
+        self.prepared.discard(prepared)
+        models = self.by_pid.get(prepared.owner_pid)
+        if models is not None:
+            models.discard(prepared)
+
+    async def _reap(self, pid: int) -> None:
+        await self.runtime.network.wait_exit(pid)
+        models = self.by_pid.pop(pid, set())
+        for prepared in list(models):
+            prepared.free(f"client pid {pid} died")
+        if models:
+            log.info("client pid %d died: freed %d prepared model(s)", pid, len(models))
+
+    def revoke_uid(self, uid: int) -> int:
+        count = 0
+        for prepared in list(self.prepared):
+            if prepared.owner_uid == uid:
+                prepared.free(f"models of uid {uid} were revoked", revoked=True)
+                count += 1
+        self.debouncer.forget_uid(uid)
+        return count
+
+    # ---- dump -------------------------------------------------------------------------
+
+    def dump(self) -> str:
+        lines = ["HAL android.hardware.npu (npuemu)"]
+        cb = "set" if self.callback is not None else "none"
+        sent = ", ".join(f"{k} {v}" for k, v in sorted(self.stats.sent.items())) or "none"
+        lines.append(f"  scheduling callback: {cb} (deaths {self.stats.callback_deaths})")
+        lines.append(f"  events sent:         {sent}")
+        lines.append(
+            f"  events dropped:      {self.stats.dropped_no_callback} (no callback), "
+            f"{self.stats.dropped_queue_full} (queue full)"
+        )
+        lines.append(
+            f"  debounce:            {self.stats.read} work events read, {self.stats.emitted} let through, "
+            f"{self.stats.read - self.stats.emitted} suppressed or held"
+        )
+        lines.append(f"  work in flight:      {len(self.in_flight)}; next event id {self._next_event_id}")
+        lines.append(f"  devices:             {', '.join(self.device_names[n] for n in sorted(self.device_names))}")
+        lines.append(f"  listeners:           {len(self.listeners)}")
+        lines.append(f"  prepared models:     {len(self.prepared)}")
+        by_owner: dict[tuple[int, int], list[Any]] = collections.defaultdict(list)
+        for p in self.prepared:
+            by_owner[(p.owner_uid, p.owner_pid)].append(p)
+        for (uid, pid), models in sorted(by_owner.items()):
+            sizes = sum(p.handle.emulated_size_bytes for p in models)
+            names = ", ".join(sorted({p.device_name for p in models}))
+            lines.append(f"    uid {uid:<6} pid {pid:<7} {len(models)} model(s), {_size(sizes)} on {names}")
+        lines.append("")
+        try:
+            lines.append(self.driver.dump().rstrip("\n"))
+        except NpuError as exc:
+            lines.append(f"driver: {exc}")
+        return "\n".join(lines) + "\n"
+
+
+def _size(n: int) -> str:
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= div:
+            return f"{n / div:.1f} {unit}"
+    return f"{n} B"
+
+
+async def serve_hal(
+    driver: Any,
+    runtime: Any,
+    *,
+    thermal_thresholds_c: Any = None,
+    task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the vendor HAL over ``driver`` in ``runtime`` until cancelled.
+
+    Registers ``IScheduling/default``, one ``IDevice/<name>`` per validly named driver
+    device (a bad name is logged and skipped), and ``npuemu.hal.IHalControl/default``
+    with the runtime's servicemanager, then ``task_status.started(hal)`` with the
+    :class:`Hal`.  ``thermal_thresholds_c`` are the ones the driver was opened with
+    (default: the C layer's), for ``setThermalSeverity``.
+
+    The servicemanager has no removeService: the services leave its registry when
+    this process's runtime closes (binder death), which is what a clean shutdown
+    does.  Leaving this function does not close the driver; its owner does.
+    """
+    from ._control import HalControl
+    from ._device import NnDevice
+    from ._scheduling import Scheduling
+
+    thresholds = thermal_thresholds_c or getattr(driver, "thermal_thresholds_c", None) or DEFAULT_THERMAL_THRESHOLDS_C
+    if len(thresholds) != 6 or any(not math.isfinite(t) for t in thresholds):
+        raise ValueError(f"thermal_thresholds_c needs six finite temperatures, got {thresholds!r}")
+    sm = defaultServiceManager(runtime)
+    async with trio.open_nursery() as nursery:
+        hal = Hal(driver, runtime, nursery, thermal_thresholds_c=thresholds)
+        nursery.start_soon(hal._pump)
+        nursery.start_soon(hal._flusher)
+        nursery.start_soon(hal._sender)
+        if driver.clock == "virtual":
+            nursery.start_soon(hal._follow_virtual_clock)
+        for device in driver.devices:
+            if not valid_instance_name(device.name):
+                log.error(
+                    "driver device %d is named %r, not {VENDOR}-{DEVICE_NAME} with exactly one '-': not registered",
+                    device.number,
+                    device.name,
+                )
+                continue
+            service = NnDevice(hal, device)
+            hal.devices[device.number] = service
+            hal.device_names[device.number] = device.name
+        for number, service in hal.devices.items():
+            await sm.addService(DEVICE_PREFIX + hal.device_names[number], service, False, 0)
+        await sm.addService(CONTROL_INSTANCE, HalControl(hal), False, 0)
+        # IScheduling last: whoever waits for it (open_private_hal, the npu service)
+        # then finds every other service already there.
+        await sm.addService(SCHEDULING_INSTANCE, Scheduling(hal), False, 0)
+        log.info(
+            "serving IScheduling/default, IHalControl/default and %d IDevice(s): %s",
+            len(hal.devices),
+            ", ".join(hal.device_names.values()),
+        )
+        task_status.started(hal)
+        await trio.sleep_forever()

@@ -1,0 +1,400 @@
+"""The vendor HAL in one trio run: servicemanager, HAL and clients on a MemoryNetwork,
+a virtual-clock driver whose emulated time follows trio's autojump MockClock."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pytest
+import trio
+
+from framework.binder import (
+    DeadObjectException,
+    IllegalArgumentException,
+    MemoryNetwork,
+    SecurityException,
+    ServiceSpecificException,
+    SharedMemory,
+    defaultServiceManager,
+    open_binder_runtime,
+    serve_servicemanager,
+)
+from npuhal import FuseCode, ModelBuilder, OperationType, open_driver
+from npuhal._control import test_inference_model
+from npuhal._hal import hal_interfaces, serve_hal, valid_instance_name
+
+I = hal_interfaces()
+P = I.parcelable
+SchedulingConfig = P("android.hardware.npu.SchedulingConfig")
+WorkInfo = P("android.hardware.npu.WorkInfo")
+AModel = P("android.hardware.neuralnetworks.Model")
+Subgraph = P("android.hardware.neuralnetworks.Subgraph")
+AOperand = P("android.hardware.neuralnetworks.Operand")
+AOperation = P("android.hardware.neuralnetworks.Operation")
+ADataLocation = P("android.hardware.neuralnetworks.DataLocation")
+Request = P("android.hardware.neuralnetworks.Request")
+RequestArgument = P("android.hardware.neuralnetworks.RequestArgument")
+ExecutionHints = P("android.hardware.neuralnetworks.ExecutionHints")
+ErrorStatus = I.enum("android.hardware.neuralnetworks.ErrorStatus")
+StartReason = I.enum("android.hardware.npu.StartReason")
+EndReason = I.enum("android.hardware.npu.EndReason")
+ExecutionPreference = I.enum("android.hardware.neuralnetworks.ExecutionPreference")
+Priority = I.enum("android.hardware.neuralnetworks.Priority")
+
+APP = 10001
+OTHER_APP = 10002
+LONG = 100_000  # cost scale: a job of tens of emulated ms on one channel
+
+
+# ---- client-side helpers ------------------------------------------------------
+
+
+def aidl_model(model) -> AModel:
+    """An npuhal Model as the AIDL Model a client sends (constant pools as SharedMemory)."""
+    pools = []
+    for i, pool in enumerate(model.pools):
+        data = bytes(pool)
+        shm = SharedMemory.create(f"model-pool-{i}", len(data))
+        with shm.map() as m:
+            m[:] = data
+        pools.append(shm)
+    operands = [
+        AOperand(
+            type=int(o.type),
+            dimensions=list(o.dimensions),
+            lifetime=int(o.lifetime),
+            location=ADataLocation(poolIndex=o.location.pool_index, offset=o.location.offset, length=o.location.length),
+        )
+        for o in model.operands
+    ]
+    operations = [AOperation(type=int(op.type), inputs=list(op.inputs), outputs=list(op.outputs)) for op in model.operations]
+    return AModel(
+        main=Subgraph(
+            operands=operands,
+            operations=operations,
+            inputIndexes=list(model.input_indexes),
+            outputIndexes=list(model.output_indexes),
+        ),
+        operandValues=model.operand_values,
+        pools=pools,
+    )
+
+
+def fc_model(n_in=16, units=8, seed=0):
+    rng = np.random.default_rng(seed)
+    m = ModelBuilder()
+    x = m.input((1, n_in))
+    w = rng.standard_normal((units, n_in), dtype=np.float32)
+    b = rng.standard_normal(units, dtype=np.float32)
+    y = m.operation(OperationType.FULLY_CONNECTED, [x, m.constant(w), m.constant(b), m.int32(FuseCode.RELU)], (1, units))
+    m.output(y)
+    return m.build(), w, b
+
+
+class Execution:
+    """One request: inputs and outputs in one SharedMemory pool (zero copy in the HAL)."""
+
+    def __init__(self, inputs, output_shapes):
+        self.inputs = [np.ascontiguousarray(x, np.float32) for x in inputs]
+        self.output_shapes = output_shapes
+        sizes = [x.nbytes for x in self.inputs] + [4 * math.prod(s) for s in output_shapes]
+        self.offsets = list(np.cumsum([0] + sizes[:-1]))
+        self.shm = SharedMemory.create("request", sum(sizes))
+        self.map = self.shm.map()
+        for x, off in zip(self.inputs, self.offsets):
+            self.map[off : off + x.nbytes] = x.tobytes()
+
+    def request(self):
+        n = len(self.inputs)
+        args = [
+            RequestArgument(location=ADataLocation(poolIndex=0, offset=int(off), length=int(x.nbytes)))
+            for x, off in zip(self.inputs, self.offsets)
+        ]
+        outs = [
+            RequestArgument(location=ADataLocation(poolIndex=0, offset=int(off), length=4 * math.prod(s)))
+            for s, off in zip(self.output_shapes, self.offsets[n:])
+        ]
+        return Request(inputs=args, outputs=outs, pools=[self.shm])
+
+    def output(self, i):
+        off = int(self.offsets[len(self.inputs) + i])
+        shape = self.output_shapes[i]
+        return np.frombuffer(self.map, np.float32, math.prod(shape), off).reshape(shape).copy()
+
+
+class Recorder(I.ISchedulingCallback.Stub):
+    def __init__(self):
+        super().__init__()
+        self.events = []
+        self.changed = trio.Event()
+
+    def _add(self, item):
+        self.events.append(item)
+        self.changed.set()
+        self.changed = trio.Event()
+
+    async def onWorkRequested(self, info):
+        self._add(("requested", info, None))
+
+    async def onWorkStarted(self, info, reason):
+        self._add(("started", info, StartReason(reason)))
+
+    async def onWorkEnded(self, info, reason):
+        self._add(("ended", info, EndReason(reason)))
+
+    def kinds(self):
+        return [k for k, _, _ in self.events]
+
+
+class World:
+    def __init__(self, net, nursery, init, driver, hal):
+        self.net = net
+        self.nursery = nursery
+        self.init = init
+        self.driver = driver
+        self.hal = hal
+
+    async def process(self, uid):
+        """A client 'process' with its own runtime; returns (runtime, kill)."""
+        pid = self.net.spawn(self.net.init_pid)
+        await defaultServiceManager(self.init).registerProcess(pid, uid)
+
+        async def proc(task_status):
+            with trio.CancelScope() as scope:
+                async with open_binder_runtime(network=self.net, pid=pid) as rt:
+                    task_status.started((rt, scope))
+                    await trio.sleep_forever()
+
+        return await self.nursery.start(proc)
+
+    async def service(self, rt, name, iface):
+        return iface.asInterface(await defaultServiceManager(rt).checkService(name))
+
+    async def scheduling(self, rt):
+        return await self.service(rt, "android.hardware.npu.IScheduling/default", I.IScheduling)
+
+    async def device(self, rt, name):
+        return await self.service(rt, f"android.hardware.neuralnetworks.IDevice/{name}", I.IDevice)
+
+    async def control(self, rt):
+        return await self.service(rt, "npuemu.hal.IHalControl/default", I.IHalControl)
+
+
+@pytest.fixture
+async def world(autojump_clock):
+    net = MemoryNetwork()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(serve_servicemanager, network=net))
+        async with open_binder_runtime(network=net, pid=net.init_pid) as init:
+            async with open_driver(clock="virtual") as driver:
+                hal_pid = net.spawn(net.init_pid)
+                await defaultServiceManager(init).registerProcess(hal_pid, 1000)
+
+                async def hal_proc(task_status):
+                    async with open_binder_runtime(network=net, pid=hal_pid) as rt:
+                        await serve_hal(driver, rt, task_status=task_status)
+
+                hal = await nursery.start(hal_proc)
+                yield World(net, nursery, init, driver, hal)
+                nursery.cancel_scope.cancel()
+
+
+@pytest.fixture
+async def system(world):
+    rt, _ = await world.process(1000)
+    return rt
+
+
+async def configure(world, system, *configs):
+    sched = await world.scheduling(system)
+    await sched.setSchedulingConfigs(list(configs))
+    return sched
+
+
+def app_config(uid=APP, priority=500, **kw):
+    kw.setdefault("hasDirectAccess", True)
+    return SchedulingConfig(uid=uid, appPriority=priority, minPriority=0, maxPriority=2000, **kw)
+
+
+async def prepare(world, rt, device="emu-npu", model=None, size=0):
+    model = model or fc_model()[0]
+    dev = await world.device(rt, device)
+    return await dev.prepareModel(aidl_model(model), ExecutionPreference.FAST_SINGLE_ANSWER, Priority.MEDIUM, -1, size)
+
+
+async def wait_for(recorder, predicate):
+    while not predicate(recorder):
+        await recorder.changed.wait()
+
+
+# ---- registration, names ------------------------------------------------------
+
+
+async def test_every_device_and_the_private_interface_are_registered(world, system):
+    names = await defaultServiceManager(system).listServices(15)
+    assert "android.hardware.npu.IScheduling/default" in names
+    assert "npuemu.hal.IHalControl/default" in names
+    devices = sorted(n.split("/", 1)[1] for n in names if n.startswith("android.hardware.neuralnetworks.IDevice/"))
+    assert devices == ["emu-dsp", "emu-gpu", "emu-hetero", "emu-npu"]
+
+
+def test_instance_names_follow_vendor_dash_device():
+    assert valid_instance_name("emu-npu") and valid_instance_name("qti-hta")
+    for bad in ("emunpu", "-npu", "emu-", "emu-n-pu", "", "-"):
+        assert not valid_instance_name(bad), bad
+
+
+async def test_idevice_describes_the_driver_device(world, system):
+    npu = await world.device(system, "emu-npu")
+    hetero = await world.device(system, "emu-hetero")
+    assert int(await npu.getType()) == 4 and int(await hetero.getType()) == 1  # ACCELERATOR, OTHER
+    version = await npu.getVersionString()
+    assert version == world.driver.device_by_name("emu-npu").version and version
+    assert int(await npu.getStatus()) == 0  # AVAILABLE
+    caps = await npu.getCapabilities()
+    types = [int(p.type) for p in caps.operandPerformance]
+    assert types == sorted(types) and types
+    assert all(p.info.execTime > 0 and p.info.powerUsage > 0 for p in caps.operandPerformance)
+    cache = await npu.getNumberOfCacheFilesNeeded()
+    assert cache.numModelCache <= 32 and cache.numDataCache <= 32
+    assert await npu.getSupportedExtensions() == []
+
+
+async def test_supported_operations_answers_per_operation(world, system):
+    model, _, _ = fc_model()
+    npu = await world.device(system, "emu-npu")
+    assert await npu.getSupportedOperations(aidl_model(model)) == [True]
+    broken = aidl_model(model)
+    broken = broken.replace(main=broken.main.replace(operations=[AOperation(type=9, inputs=[0, 99], outputs=[1])]))
+    with pytest.raises(ServiceSpecificException) as info:
+        await npu.getSupportedOperations(broken)
+    assert info.value.error_code == ErrorStatus.INVALID_ARGUMENT
+
+
+# ---- IScheduling ----------------------------------------------------------------
+
+
+async def test_configs_are_validated_and_refusals_change_nothing(world, system):
+    sched = await world.scheduling(system)
+    await sched.setSchedulingConfigs([app_config(1001, 500)])
+    for bad in ([app_config(1001, -1)], [app_config(1001, 500), app_config(1001, 400)], [app_config(1002, 1001)]):
+        with pytest.raises(IllegalArgumentException):
+            await sched.setSchedulingConfigs(bad)
+        with pytest.raises(IllegalArgumentException):
+            await sched.updateSchedulingConfigs(bad)
+    await sched.updateSchedulingConfigs([app_config(1002, 100)])
+    await sched.setCallback(Recorder())
+    await sched.setCallback(None)
+    # The valid config of 1001 is still the one in force: 500 + job 0 = 500.
+    assert await effective_priority(world, system, 1001, 0) == 500
+    assert await effective_priority(world, system, 1002, 10) == 110
+
+
+async def effective_priority(world, system, uid, job_priority):
+    control = await world.control(system)
+    events = await control.runTestInference(job_priority, -1, "emu-npu", uid)
+    assert events, "the test inference caused no work events"
+    return events[0].info.effectivePriority
+
+
+async def test_only_system_and_root_may_call_ischeduling(world, system):
+    for uid in (APP, 2000):
+        rt, _ = await world.process(uid)
+        sched = await world.scheduling(rt)
+        for call in (
+            sched.setSchedulingConfigs([app_config()]),
+            sched.updateSchedulingConfigs([app_config()]),
+            sched.setCallback(None),
+        ):
+            with pytest.raises(SecurityException):
+                await call
+    root = world.init
+    await (await world.scheduling(root)).setSchedulingConfigs([app_config()])
+
+
+# ---- events -----------------------------------------------------------------------
+
+
+async def test_one_inference_yields_exactly_requested_started_ended(world, system):
+    sched = await configure(world, system, app_config(priority=500))
+    recorder = Recorder()
+    await sched.setCallback(recorder)
+    app, _ = await world.process(APP)
+    model, w, b = fc_model()
+    prepared = await prepare(world, app, model=model)
+    x = np.arange(16, dtype=np.float32).reshape(1, 16) / 8
+    ex = Execution([x], [(1, 8)])
+    await prepared.executeWithHints(ex.request(), False, -1, ExecutionHints(jobPriority=300))
+    await wait_for(recorder, lambda r: len(r.events) == 3)
+    await trio.sleep(0.2)  # nothing more comes after the debounce window
+    assert recorder.kinds() == ["requested", "started", "ended"]
+    infos = [info for _, info, _ in recorder.events]
+    assert [i.jobPriority for i in infos] == [300] * 3
+    assert all(i.effectivePriority >= 500 for i in infos)
+    assert all(i.uid == APP and i.originalUid == APP and i.debugPid == app.pid for i in infos)
+    assert infos[0].id < infos[1].id < infos[2].id
+    assert infos[0].timestampMs <= infos[1].timestampMs <= infos[2].timestampMs
+    assert all(i.deviceNumber == world.driver.device_by_name("emu-npu").number for i in infos)
+    assert recorder.events[1][2] == StartReason.INITIAL and recorder.events[2][2] == EndReason.COMPLETED
+
+
+async def test_a_burst_is_debounced_to_one_triple(world, system):
+    sched = await configure(world, system, app_config())
+    recorder = Recorder()
+    await sched.setCallback(recorder)
+    app, _ = await world.process(APP)
+    prepared = await prepare(world, app)
+    for _ in range(5):
+        ex = Execution([np.ones((1, 16))], [(1, 8)])
+        await prepared.executeSynchronously(ex.request(), False, -1, 0)
+    await trio.sleep(0.2)
+    assert recorder.kinds() == ["requested", "started", "ended"]
+
+
+async def test_execute_results_equal_the_numpy_reference_and_are_written_in_place(world, system):
+    await configure(world, system, app_config())
+    app, _ = await world.process(APP)
+    model, w, b = fc_model(seed=3)
+    prepared = await prepare(world, app, model=model)
+    x = np.random.default_rng(1).standard_normal((1, 16)).astype(np.float32)
+    ex = Execution([x], [(1, 8)])
+    result = await prepared.executeSynchronously(ex.request(), True, -1, 0)
+    expected = np.maximum(x @ w.T + b, 0)
+    np.testing.assert_allclose(ex.output(0), expected, rtol=1e-5, atol=1e-6)
+    assert result.outputSufficientSize and list(result.outputShapes[0].dimensions) == [1, 8]
+    assert result.timing.timeOnDeviceNs > 0 and result.timing.timeInDriverNs >= result.timing.timeOnDeviceNs
+
+
+async def test_events_without_a_callback_are_dropped_and_counted(world, system):
+    await configure(world, system, app_config())
+    app, _ = await world.process(APP)
+    prepared = await prepare(world, app)
+    await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, 0)
+    await trio.sleep(0.2)
+    assert world.hal.stats.dropped_no_callback == 3
+    dump = await (await world.control(system)).dump()
+    assert "scheduling callback: none" in dump and "3 (no callback)" in dump
+
+
+async def test_priority_order_later_higher_priority_job_finishes_first(world, system):
+    await configure(world, system, app_config(APP, 0), app_config(OTHER_APP, 0))
+    control = await world.control(system)
+    finished = []
+
+    async def run(uid, priority, delay):
+        await trio.sleep(delay)
+        events = await control.runTestInference(priority, -1, "emu-gpu", uid)  # one channel
+        assert [e.kind for e in events][-1] == 2 and events[-1].reason == EndReason.COMPLETED
+        finished.append(priority)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run, APP, 500, 0)
+        nursery.start_soon(run, OTHER_APP, 250, 0.05)
+    assert finished == [250, 500]
+
+
+async def test_job_priority_raises_effective_priority(world, system):
+    await configure(world, system, app_config(APP, 100))
+    assert await effective_priority(world, system, APP, 1000) > await effective_priority(world, system, APP, 0)
