@@ -85,7 +85,7 @@ PROFILE = os.environ.get("NPUEMU_HYPOTHESIS_PROFILE", "default")
 SETTINGS = {
     "default": settings(max_examples=250, stateful_step_count=40, deadline=None),
     "soak": settings(
-        max_examples=5000, stateful_step_count=120, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+        max_examples=2000, stateful_step_count=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
     ),
 }[PROFILE]
 
@@ -337,6 +337,15 @@ class NpuArbiterMachine(RuleBasedStateMachine):
             )
         )
         self.refused(IllegalArgumentException, call)
+
+    def teardown(self):
+        # "Exactly once": cancel whatever is left; each must end now, and only once.
+        while self.live:
+            uid, rid = next(iter(self.live))
+            self.step_kind = "cancel"
+            self.apply(self.a.cancel(uid, rid, self.now))
+        assert self.a.dump(self.now)["requests"] == []
+        assert self.a.budget()["in_use"] == 0 and self.a.next_deadline() is None
 
     # ------------------------------------------------------------ invariants
 
