@@ -1,0 +1,29 @@
+/*
+ * Broken: work events missing and out of order.  Each submission is first
+ * queued, then cancelled at once, then queued again for real: the framework
+ * hears the work end (CANCELLED_USER) before it ever starts, and the debounce
+ * then swallows the real run's requested and started.  vts must fail
+ * NpuSchedulingAidl.RunInferenceStatusCallbacks.
+ */
+#include "broken.h"
+
+static int stuttering_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
+                             const struct npu_buffer *inputs, uint32_t input_count,
+                             const struct npu_buffer *outputs, uint32_t output_count, int32_t *work_id);
+BROKEN_HW_INIT(broken_hw.submit = stuttering_submit)
+
+static int stuttering_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
+                             const struct npu_buffer *inputs, uint32_t input_count,
+                             const struct npu_buffer *outputs, uint32_t output_count, int32_t *work_id)
+{
+    int32_t first;
+    int rc = real_hw->submit(hw, handle, key, info, inputs, input_count, outputs, output_count, &first);
+    if (rc != NPU_OK)
+        return rc;
+    rc = real_hw->cancel(hw, first);
+    if (rc != NPU_OK)
+        return rc;
+    return real_hw->submit(hw, handle, key, info, inputs, input_count, outputs, output_count, work_id);
+}
+
+BROKEN_DRIVER(ops.init = broken_init)
