@@ -1,7 +1,10 @@
 """framework.npumanager: the app-side NPU Manager API (``android.npumanager``).
 
-For now this exports the constants an app and the ``npu`` service share; the
-``NpuManager`` class, ``ModelLoadRequest`` and the callbacks are added beside them.
+``_constants`` holds the numbers an app and the ``npu`` service share (AOSP's names
+and values); ``_manager`` the app's face of the service: ``NpuManager`` (obtained with
+``context.getSystemService(Context.NPU_SERVICE)``), ``ModelLoadRequest`` and its
+``Builder``, ``ModelLoadRequestCallback``, ``ModelLoadStatusListener``, and two
+executors (``TrioExecutor`` for an app's nursery, ``SynchronousExecutor``).
 """
 
 from ._constants import (
@@ -30,4 +33,12 @@ from ._constants import (
     FEATURE_NEURAL_PROCESSING_UNIT as FEATURE_NEURAL_PROCESSING_UNIT,
     ACCESS_NPU_MODEL_MANAGER_API as ACCESS_NPU_MODEL_MANAGER_API,
     ATTRIBUTE_WORK_TO_OTHER_APPS as ATTRIBUTE_WORK_TO_OTHER_APPS,
+)
+from ._manager import (
+    ModelLoadRequest as ModelLoadRequest,
+    ModelLoadRequestCallback as ModelLoadRequestCallback,
+    ModelLoadStatusListener as ModelLoadStatusListener,
+    NpuManager as NpuManager,
+    SynchronousExecutor as SynchronousExecutor,
+    TrioExecutor as TrioExecutor,
 )

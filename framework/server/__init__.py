@@ -2,8 +2,13 @@
 
 Layout: ``_arbiter`` is the ``npu`` service's decision core (pure, sans-IO: inputs in,
 ``_actions`` out), applying a ``_policies`` policy under the ``_thermal`` rules;
-``_priority`` maps app importance to the HAL's ``SchedulingConfig``. The binder-facing
-service, the activity manager and the package manager are thin layers over these.
+``_priority`` maps app importance to the HAL's ``SchedulingConfig``. ``_package`` and
+``_activity`` are the pure package and activity managers.
+
+The I/O halves: ``_npu_service`` (``NpuService``: the arbiter over the binder, the HAL
+connection, deadlines, deaths, ``dumpsys npu``, ``cmd npu``) and ``_system_server``
+(the ``package``, ``activity`` and ``thermal`` services and ``serve_system_server``,
+the whole process; ``python -m framework.server`` runs it).
 """
 
 from ._actions import (
@@ -52,4 +57,17 @@ from ._thermal import (
     THERMAL_STATUS_SEVERE as THERMAL_STATUS_SEVERE,
     THERMAL_STATUS_SHUTDOWN as THERMAL_STATUS_SHUTDOWN,
     thermal_allows as thermal_allows,
+)
+from ._npu_service import (
+    HAL_CONTROL_SERVICE as HAL_CONTROL_SERVICE,
+    HAL_SCHEDULING_SERVICE as HAL_SCHEDULING_SERVICE,
+    NpuService as NpuService,
+)
+from ._system_server import (
+    ActivityManagerService as ActivityManagerService,
+    PackageManagerService as PackageManagerService,
+    SystemServer as SystemServer,
+    ThermalService as ThermalService,
+    launch_app_process as launch_app_process,
+    serve_system_server as serve_system_server,
 )

@@ -1,0 +1,488 @@
+"""system_server: the package, activity, thermal and npu services in one process.
+
+``serve_system_server(runtime, ...)`` is the whole process minus its ``main``: it
+installs the apps it is pointed at, starts the four services and registers them with
+servicemanager (``package``, ``activity``, ``thermal``, ``npu``), then serves until
+cancelled. ``python -m framework.server`` runs it as a real process (``npuemu boot``
+starts that as uid 1000); tests run it in-process over a ``MemoryNetwork``.
+
+How the services talk: through plain method calls, since they share a process (as
+Android's do). The activity manager tells the npu service of every importance change
+and death; the thermal service of every severity change the HAL reports; the package
+manager answers permission and feature questions synchronously. Only the HAL and the
+apps are reached over the binder.
+
+Who may call what (the binder calling uid decides):
+
+================================  ==========================================
+``activity``: startApp, setImportance, killApp     system, root, shell
+``activity``: getUidImportance                     anyone
+``package``: installPackage                        system, root, shell
+``package``: lookups                               anyone
+``*.dump``                                         holders of DUMP (system, root, shell)
+================================  ==========================================
+
+Launching. The activity manager starts an app through a *launcher*: by default
+``launch_process([python, -m, framework.app, CODE_PATH], uid=...)``, which registers
+the child's pid with the servicemanager before it runs a line, so the app is its uid
+from its first binder call. Tests pass an in-process launcher
+(``framework.app.InProcessLauncher``) instead. A launcher is
+``async launcher(info, runtime) -> process`` where the process has ``pid``,
+``async wait()`` and ``kill()``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import trio
+
+from framework.aidl import framework_interface
+from framework.binder import (
+    AID_ROOT,
+    AID_SHELL,
+    AID_SYSTEM,
+    Binder,
+    IllegalArgumentException,
+    IllegalStateException,
+    RemoteException,
+    SecurityException,
+    defaultServiceManager,
+    interface_class,
+    launch_process,
+)
+
+from ._activity import (
+    ActivityState,
+    ChangeKind,
+    UidImportanceChange,
+    importance_name,
+    launch_importance,
+)
+from ._arbiter import DEFAULT_UNLOAD_TIMEOUT_S
+from ._npu_service import NpuService, hal_aidl
+from ._package import (
+    FEATURE_NEURAL_PROCESSING_UNIT,
+    MANIFEST_FILENAME,
+    PERMISSION_DUMP,
+    PackageManager,
+    PackageManagerException,
+)
+from ._thermal import THERMAL_STATUS_NAMES, THERMAL_STATUS_NONE
+
+__all__ = [
+    "ActivityManagerService",
+    "AppProcess",
+    "Launcher",
+    "PackageManagerService",
+    "SystemServer",
+    "ThermalService",
+    "launch_app_process",
+    "serve_system_server",
+]
+
+_PRIVILEGED = (AID_ROOT, AID_SYSTEM, AID_SHELL)
+
+
+class AppProcess(Protocol):
+    """What a launcher returns: a started app process."""
+
+    pid: int
+
+    async def wait(self) -> Any: ...
+
+    def kill(self) -> None: ...
+
+
+Launcher = Callable[[Any, Any], Awaitable[AppProcess]]
+
+
+def _enforce_privileged(what: str) -> int:
+    uid = Binder.getCallingUid()
+    if uid not in _PRIVILEGED:
+        raise SecurityException(f"{what}: uid {uid} is not system, root or the shell")
+    return uid
+
+
+def _wants_json(args: Iterable[str]) -> bool:
+    return "--json" in list(args)
+
+
+# --------------------------------------------------------------------------- package
+
+
+class PackageManagerService:
+    """The ``package`` service over a ``PackageManager``."""
+
+    log = logging.getLogger("PackageManager")
+
+    def __init__(self, packages: PackageManager) -> None:
+        self.packages = packages
+        self.listeners: list[Callable[[], None]] = []
+        self.refused: list[dict[str, str]] = []
+        self.stub = self._make_stub()
+
+    def install(self, location: str | os.PathLike) -> Any:
+        """Install one app folder; a refusal is logged, remembered for dumpsys, and raised."""
+        try:
+            info = self.packages.installPackage(location)
+        except PackageManagerException as exc:
+            self.refused.append({"path": str(location), "error": exc.error_name, "message": exc.message})
+            self.log.warning("install of %s refused: %s", location, exc.message)
+            raise
+        self.log.info("installed %s as uid %d (%s)", info.packageName, info.uid, info.codePath)
+        for fn in self.listeners:
+            fn()
+        return info
+
+    def scan(self, apps_dir: str | os.PathLike) -> list[Any]:
+        """Install every ``*/AndroidManifest.xml`` under ``apps_dir``, in name order.
+
+        A refused app (malformed or malicious manifest, a missing required feature) is
+        logged and skipped: one bad app must not keep the device from booting.
+        """
+        root = Path(apps_dir)
+        if not root.is_dir():
+            raise IllegalArgumentException(f"apps directory {root} does not exist")
+        installed = []
+        for manifest in sorted(root.glob(f"*/{MANIFEST_FILENAME}")):
+            try:
+                installed.append(self.install(manifest.parent))
+            except PackageManagerException:
+                pass
+        return installed
+
+    def dump_data(self) -> dict[str, Any]:
+        return {**self.packages.dump(), "refused": list(self.refused)}
+
+    def dump_text(self, args: Iterable[str]) -> str:
+        data = self.dump_data()
+        if _wants_json(args):
+            return json.dumps(data, indent=2, sort_keys=True) + "\n"
+        out = [f"Device: SDK {data['sdk_int']}, features: {', '.join(data['system_features']) or 'none'}", "",
+               f"Packages: {len(data['packages'])}"]
+        for p in data["packages"]:
+            npu = "npu" if any(f["name"] == FEATURE_NEURAL_PROCESSING_UNIT for f in p["reqFeatures"]) else "no npu feature"
+            out.append(f"    {p['uid']:>6} {p['packageName']:<32} v{p['versionCode']} target {p['targetSdkVersion']}  {npu}")
+            for perm in p["grantedPermissions"]:
+                out.append(f"           granted {perm}")
+        if data["refused"]:
+            out += ["", f"Refused installs: {len(data['refused'])}"]
+            out += [f"    {r['path']}: {r['error']}: {r['message']}" for r in data["refused"]]
+        return "\n".join(out) + "\n"
+
+    def _make_stub(self) -> Binder:
+        IPackageManager = framework_interface("npuemu.server.IPackageManager")
+        svc = self
+
+        class PackageManagerStub(IPackageManager.Stub):
+            async def installPackage(self, dir: str) -> int:  # noqa: N802,A002
+                _enforce_privileged("installPackage")
+                return svc.install(dir).uid
+
+            async def getPackagesForUid(self, uid: int) -> list[str]:  # noqa: N802
+                return svc.packages.getPackagesForUid(uid)
+
+            async def checkPermission(self, permission: str, uid: int) -> int:  # noqa: N802
+                return int(svc.packages.checkPermission(permission, uid))
+
+            async def getCodePath(self, packageName: str) -> str:  # noqa: N802,N803
+                return svc.packages.getPackageInfo(packageName).codePath
+
+            async def dump(self, args: list[str]) -> str:
+                svc.packages.enforcePermission(PERMISSION_DUMP, Binder.getCallingUid(), "dumpsys package")
+                return svc.dump_text(args)
+
+        return PackageManagerStub()
+
+
+# --------------------------------------------------------------------------- activity
+
+
+@dataclass
+class _RealApp:
+    proc: trio.Process
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    async def wait(self) -> int:
+        return await self.proc.wait()
+
+    def kill(self) -> None:
+        self.proc.kill()
+
+
+async def launch_app_process(info: Any, runtime: Any) -> AppProcess:
+    """The default launcher: ``python -m framework.app CODE_PATH`` as the app's uid."""
+    proc = await launch_process([sys.executable, "-m", "framework.app", info.codePath], uid=info.uid, runtime=runtime)
+    return _RealApp(proc)
+
+
+class ActivityManagerService:
+    """The ``activity`` service: launches apps, tracks importance, notices deaths."""
+
+    log = logging.getLogger("ActivityManager")
+
+    def __init__(self, runtime: Any, packages: PackageManager, npu: NpuService, launcher: Launcher | None) -> None:
+        self.runtime = runtime
+        self.packages = packages
+        self.npu = npu
+        self.launcher = launcher or launch_app_process
+        self.state = ActivityState()
+        self._procs: dict[int, AppProcess] = {}
+        self._nursery: trio.Nursery | None = None
+        self._events: list[dict[str, Any]] = []
+        self.stub = self._make_stub()
+
+    async def serve(self, *, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started(self)
+            try:
+                await trio.sleep_forever()
+            finally:
+                for proc in self._procs.values():  # system_server going down takes its apps with it
+                    try:
+                        proc.kill()
+                    except (ProcessLookupError, OSError):
+                        pass
+
+    async def start_app(self, package: str, importance: int | str | None = None) -> int:
+        """Start ``package`` (installed) and return its pid."""
+        info = self.packages.getPackageInfo(package)
+        level = launch_importance(info.metaData) if importance in (None, 0) else importance
+        if self.state.is_running(info.uid):
+            raise IllegalStateException(f"{package} is already running as pid {self.state.pid_of(info.uid)}")
+        if self._nursery is None:
+            raise IllegalStateException("the activity manager is not serving")
+        proc = await self.launcher(info, self.runtime)
+        try:
+            changes = self.state.process_started(info.uid, package, proc.pid, level)
+        except RemoteException:
+            proc.kill()
+            raise
+        self._procs[proc.pid] = proc
+        self._nursery.start_soon(self._watch, proc)
+        self.log.info("Start proc %d:%s/u0a%d for npuemu.launch (importance %s)",
+                      proc.pid, package, info.uid - 10000, importance_name(changes[0].new))
+        self._forward(changes)
+        return proc.pid
+
+    def set_importance(self, package: str, importance: int | str) -> None:
+        changes = self.state.set_importance(package, importance)
+        for c in changes:
+            self.log.info("%s (uid %d): importance %s -> %s", c.package, c.uid, importance_name(c.old), importance_name(c.new))
+        self._forward(changes)
+
+    def kill(self, package: str) -> None:
+        pid = self.state.pid_of(package)
+        if pid is None:
+            info = self.packages.getPackageInfo(package)  # unknown package: NameNotFoundException
+            raise IllegalStateException(f"{info.packageName} is not running")
+        self.log.info("Killing %d:%s: am kill", pid, package)
+        self._procs[pid].kill()
+
+    async def _watch(self, proc: AppProcess) -> None:
+        status = await proc.wait()
+        self._procs.pop(proc.pid, None)
+        uid = self.state.uid_of_pid(proc.pid)
+        changes = self.state.process_died(proc.pid)
+        if uid is not None:
+            self.log.info("Process %s (pid %d) has died (%s)", self.packages.getNameForUid(uid), proc.pid, status)
+            self.npu.app_died(uid, f"process {proc.pid} died")
+        self._forward(changes)
+
+    def _forward(self, changes: list[UidImportanceChange]) -> None:
+        for c in changes:
+            self._events.append(c.to_dict())
+            del self._events[:-64]
+            self.npu.importance_changed(c.uid, c.new)
+            if c.kind is ChangeKind.DIED:
+                self.npu.app_died(c.uid, "the activity manager saw its process die")
+
+    def dump_text(self, args: Iterable[str]) -> str:
+        data = {**self.state.dump(), "recent_changes": list(self._events)}
+        if _wants_json(args):
+            return json.dumps(data, indent=2, sort_keys=True) + "\n"
+        out = [f"Running processes: {len(data['processes'])} (most important first)"]
+        for p in data["processes"]:
+            out.append(f"    {p['importance']:>5} {p['importance_name']:<19} pid {p['pid']:<7} uid {p['uid']:<6} {p['package']}")
+        if data["gone"]:
+            out += ["", "Gone:"]
+            out += [f"    uid {p['uid']:<6} {p['package']:<32} starts {p['starts']} deaths {p['deaths']}" for p in data["gone"]]
+        return "\n".join(out) + "\n"
+
+    def _make_stub(self) -> Binder:
+        IActivityManager = framework_interface("npuemu.server.IActivityManager")
+        svc = self
+
+        class ActivityManagerStub(IActivityManager.Stub):
+            async def startApp(self, packageName: str, importance: int) -> int:  # noqa: N802,N803
+                _enforce_privileged("startApp")
+                return await svc.start_app(packageName, importance or None)
+
+            async def setImportance(self, packageName: str, importance: int) -> None:  # noqa: N802,N803
+                _enforce_privileged("setImportance")
+                svc.set_importance(packageName, importance)
+
+            async def killApp(self, packageName: str) -> None:  # noqa: N802,N803
+                _enforce_privileged("killApp")
+                svc.kill(packageName)
+
+            async def getUidImportance(self, uid: int) -> int:  # noqa: N802
+                return svc.state.getUidImportance(uid)
+
+            async def dump(self, args: list[str]) -> str:
+                svc.packages.enforcePermission(PERMISSION_DUMP, Binder.getCallingUid(), "dumpsys activity")
+                return svc.dump_text(args)
+
+        return ActivityManagerStub()
+
+
+# --------------------------------------------------------------------------- thermal
+
+
+class ThermalService:
+    """The ``thermal`` service: follows the HAL die's severity, tells the npu service."""
+
+    log = logging.getLogger("ThermalService")
+
+    def __init__(self, npu: NpuService, packages: PackageManager, hal_aidl_root: Any = None) -> None:
+        self.npu = npu
+        self.packages = packages
+        self.severity = THERMAL_STATUS_NONE
+        self.temperature: float | None = None
+        self.changes: list[dict[str, Any]] = []
+        self.memory: dict[int, dict[str, Any]] = {}
+        IHalListener = interface_class(hal_aidl(hal_aidl_root).interface("npuemu.hal.IHalListener"))
+        svc = self
+
+        class Listener(IHalListener.Stub):
+            async def onThermalSeverityChanged(self, severity: int, temperatureC: float) -> None:  # noqa: N802,N803
+                svc.follow(severity, temperatureC)
+
+            async def onMemoryPressure(self, pressure: Any) -> None:  # noqa: N802
+                svc.memory[pressure.hwDevice] = {
+                    "deviceNumber": pressure.deviceNumber, "weightMemoryUsed": pressure.weightMemoryUsed,
+                    "weightMemoryTotal": pressure.weightMemoryTotal, "sramUsed": pressure.sramUsed,
+                    "sramTotal": pressure.sramTotal, "refused": pressure.refused,
+                }
+                if pressure.refused:
+                    svc.log.warning("device %d refused a load: %s", pressure.deviceNumber, pressure.refused)
+
+        self.listener = Listener()
+        self.stub = self._make_stub()
+        npu.add_hal_listener(self.hal_connected)
+
+    async def hal_connected(self, control: Any) -> None:
+        await control.registerListener(self.listener)
+        status = await control.thermalStatus()
+        self.follow(status.severity, status.temperatureC)
+
+    def follow(self, severity: int, temperature: float | None = None) -> None:
+        if not isinstance(severity, int) or not 0 <= severity < len(THERMAL_STATUS_NAMES):
+            self.log.error("the HAL reported an impossible severity %r; ignored", severity)
+            return
+        self.temperature = temperature
+        if severity != self.severity:
+            self.log.info("thermal status %s -> %s (%.1f C)", THERMAL_STATUS_NAMES[self.severity],
+                          THERMAL_STATUS_NAMES[severity], temperature if temperature is not None else float("nan"))
+            self.changes.append({"from": self.severity, "to": severity, "temperatureC": temperature, "at": trio.current_time()})
+            del self.changes[:-32]
+            self.severity = severity
+        self.npu.thermal_changed(severity)
+
+    def dump_text(self, args: Iterable[str]) -> str:
+        data = {"severity": self.severity, "name": THERMAL_STATUS_NAMES[self.severity],
+                "temperatureC": self.temperature, "changes": self.changes, "memory": self.memory}
+        if _wants_json(args):
+            return json.dumps(data, indent=2, sort_keys=True) + "\n"
+        temp = "unknown" if self.temperature is None else f"{self.temperature:.1f} C"
+        out = [f"Thermal status: {data['name']} ({self.severity}), die {temp}", f"Changes: {len(self.changes)}"]
+        out += [f"    {THERMAL_STATUS_NAMES[c['from']]} -> {THERMAL_STATUS_NAMES[c['to']]} at t={c['at']:.3f}" for c in self.changes]
+        for hw, m in sorted(self.memory.items()):
+            out.append(f"Memory hw {hw}: weights {m['weightMemoryUsed']}/{m['weightMemoryTotal']}  sram {m['sramUsed']}/{m['sramTotal']}")
+        return "\n".join(out) + "\n"
+
+    def _make_stub(self) -> Binder:
+        IThermalService = framework_interface("npuemu.server.IThermalService")
+        svc = self
+
+        class ThermalStub(IThermalService.Stub):
+            async def getCurrentThermalStatus(self) -> int:  # noqa: N802
+                return svc.severity
+
+            async def dump(self, args: list[str]) -> str:
+                svc.packages.enforcePermission(PERMISSION_DUMP, Binder.getCallingUid(), "dumpsys thermal")
+                return svc.dump_text(args)
+
+        return ThermalStub()
+
+
+# --------------------------------------------------------------------------- the process
+
+
+@dataclass
+class SystemServer:
+    """What ``serve_system_server`` hands its starter: the services, for tests and tools."""
+
+    runtime: Any
+    packages: PackageManagerService
+    activity: ActivityManagerService
+    thermal: ThermalService
+    npu: NpuService
+
+
+async def serve_system_server(
+    runtime: Any,
+    *,
+    hal_timeout: float = 10.0,
+    unload_timeout: float = DEFAULT_UNLOAD_TIMEOUT_S,
+    block_missing_feature: bool = False,
+    apps_dir: str | os.PathLike | None = None,
+    system_features: Iterable[str] = (FEATURE_NEURAL_PROCESSING_UNIT,),
+    launcher: Launcher | None = None,
+    hal_aidl_root: str | os.PathLike | None = None,
+    task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve system_server's services on ``runtime`` (uid 1000) until cancelled.
+
+    ``apps_dir``: install every app folder in it first (refusals are logged).
+    ``hal_timeout``: how long the npu service waits for the HAL before logging that it
+    still waits. ``task_status.started()`` gets the :class:`SystemServer` once every
+    service is registered.
+    """
+    packages = PackageManager(system_features)
+    pms = PackageManagerService(packages)
+    if apps_dir is not None:
+        pms.scan(apps_dir)
+    npu = NpuService(
+        runtime, packages, unload_timeout=unload_timeout, block_missing_feature=block_missing_feature,
+        hal_timeout=hal_timeout, hal_aidl_root=hal_aidl_root,
+    )
+    pms.listeners.append(npu.packages_changed)
+    thermal = ThermalService(npu, packages, hal_aidl_root)
+    async with trio.open_nursery() as nursery:
+        activity = ActivityManagerService(runtime, packages, npu, launcher)
+        await nursery.start(activity.serve)
+        sm = defaultServiceManager(runtime)
+        await sm.addService("package", pms.stub, False, 8)
+        await sm.addService("activity", activity.stub, False, 8)
+        await sm.addService("thermal", thermal.stub, False, 8)
+        await nursery.start(npu.serve)
+        logging.getLogger("SystemServer").info(
+            "system_server pid %d: package, activity, thermal, npu registered (%d apps installed)",
+            runtime.pid, len(packages.getInstalledPackages()),
+        )
+        task_status.started(SystemServer(runtime, pms, activity, thermal, npu))
+        await trio.sleep_forever()
+
