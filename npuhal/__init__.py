@@ -17,12 +17,24 @@ General layout (read bottom up; nothing imports a module above it):
   streams events into trio and steps the virtual clock.  No cdata escapes it.
   ``run_model`` runs a model on the calling thread with the same kernels, for
   a CPU device.
-- The HAL process itself (the AIDL services over a ``Driver``) builds on
-  ``_driver`` and never reaches below it.
+- The HAL process itself builds on ``_driver`` and never reaches below it:
+  ``_hal`` (``serve_hal`` and the state the services share: the event pump,
+  the debounce, ``WorkInfo`` ids, client tracking), ``_scheduling``
+  (``IScheduling``), ``_device`` (``IDevice`` and ``IPreparedModel``),
+  ``_control`` (the emulator-private ``npuemu.hal.IHalControl``), ``_debounce``
+  (the sans-IO debounce rules), ``_logcat`` (the log format) and ``__main__``
+  (``python -m npuhal``).  ``_boot`` (``open_private_hal``) starts a
+  servicemanager and a HAL process of one's own, for tests and ``npuemu vts``.
+  The AIDL files are in ``aidl/``.
 
 Everything public is re-exported here, exactly once; import from ``npuhal``.
 """
 
+from ._boot import (
+    PrivateHal as PrivateHal,
+    PrivateHalError as PrivateHalError,
+    open_private_hal as open_private_hal,
+)
 from ._driver import (
     Driver as Driver,
     MemoryInfo as MemoryInfo,
@@ -50,6 +62,13 @@ from ._errors import (
     NpuTimeoutError as NpuTimeoutError,
     NpuUnsupportedOperationError as NpuUnsupportedOperationError,
     NpuValueError as NpuValueError,
+)
+from ._hal import (
+    Hal as Hal,
+    HalInterfaces as HalInterfaces,
+    hal_interfaces as hal_interfaces,
+    serve_hal as serve_hal,
+    valid_instance_name as valid_instance_name,
 )
 from ._lowlevel import (
     ABI_VERSION as ABI_VERSION,
