@@ -1,9 +1,52 @@
+"""The root ``npuemu`` group. Commands live in their own modules and register at the end."""
+
+from __future__ import annotations
+
+import os
+
 import click
 
+from framework.binder import RUNTIME_DIR_ENV
 
-@click.group()
-def main() -> None:
-    """npuemu: Android's NPU stack, emulated on one Linux machine."""
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--runtime-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The emulator every subcommand talks to (as if $NPUEMU_RUNTIME_DIR were set).",
+)
+@click.pass_context
+def main(ctx: click.Context, runtime_dir: str | None) -> None:
+    """npuemu: Android's NPU stack, emulated on one Linux machine.
+
+    Every layer is its own process, as on a phone: servicemanager, the vendor HAL
+    over a C driver, system_server (npu, package, activity, thermal) and the apps.
+
+    \b
+    Quick start:
+      npuemu boot --detach        # start an emulator, print its runtime dir
+      npuemu launch camera photos # run two sample apps
+      npuemu dumpsys npu          # what the NPU Manager decided
+      npuemu shutdown
+      npuemu demo                 # the whole scenario, with a trace and a plot
+
+    Several emulators run side by side: give each its own --runtime-dir (or
+    $NPUEMU_RUNTIME_DIR); the default is /tmp/npuemu-<uid>/default.
+    """
+    if runtime_dir:
+        # Subcommands (also those that read only the environment) see this emulator;
+        # the old value comes back when the command is done (CliRunner reuses a process).
+        old = os.environ.get(RUNTIME_DIR_ENV)
+        os.environ[RUNTIME_DIR_ENV] = os.path.abspath(runtime_dir)
+
+        def restore() -> None:
+            if old is None:
+                os.environ.pop(RUNTIME_DIR_ENV, None)
+            else:
+                os.environ[RUNTIME_DIR_ENV] = old
+
+        ctx.call_on_close(restore)
 
 
 @main.command()
@@ -16,6 +59,19 @@ def version() -> None:
 
     click.echo(f"npuemu 0.1.0, C layer {_npu.ffi.string(_npu.lib.npu_build_version()).decode()}")
 
+
+from ._boot import boot, devices, service, shutdown  # noqa: E402 - commands register after the group
+from ._launch import launch  # noqa: E402
+from ._logcat import logcat  # noqa: E402
+from ._thermal import thermal  # noqa: E402
+
+main.add_command(boot)
+main.add_command(shutdown)
+main.add_command(service)
+main.add_command(devices)
+main.add_command(launch)
+main.add_command(logcat)
+main.add_command(thermal)
 
 from ._vts import run_test_inference, vts  # noqa: E402 - commands register after the group
 

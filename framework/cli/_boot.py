@@ -1,0 +1,199 @@
+"""``npuemu boot``, ``shutdown``, ``service list`` and ``devices``."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import click
+import trio
+
+from framework.emulator import BootConfig, RuntimeFiles, open_emulator
+from framework.emulator import _control
+from framework.emulator._services import open_shell
+
+from ._common import CliError, run, runtime_dir_option
+
+__all__ = ["boot", "devices", "service", "shutdown"]
+
+
+def _config(driver: str | None, speed: float, clock: str, boot_timeout: float) -> BootConfig:
+    try:
+        return BootConfig(driver=driver, speed=speed, clock=clock, boot_timeout=boot_timeout)
+    except (ValueError, OSError) as exc:
+        raise CliError(str(exc), 2) from None
+
+
+@click.command()
+@click.option("--driver", type=click.Path(dir_okay=False), default=None,
+              help="A driver .so to boot on (default: the built-in reference driver).")
+@click.option("--speed", type=float, default=1.0, show_default=True,
+              help="Emulated time per wall-clock time (2.0: the NPU runs twice as fast).")
+@click.option("--clock", type=click.Choice(["real", "virtual"]), default="real", show_default=True,
+              help="The hardware's clock.")
+@click.option("--detach", is_flag=True, help="Return once every service is registered; print the runtime dir.")
+@click.option("--boot-timeout", type=float, default=15.0, show_default=True,
+              help="Seconds each stage may take to register its services.")
+@runtime_dir_option
+def boot(driver: str | None, speed: float, clock: str, detach: bool, boot_timeout: float, runtime_dir: Path) -> None:
+    """Boot an emulator: servicemanager, the HAL and system_server, each its own process.
+
+    This process plays init. In the foreground it streams the log until Ctrl-C, then
+    shuts everything down cleanly. With --detach a background init holds the stack,
+    and this returns once every service is registered, printing the runtime dir
+    (stop it with `npuemu shutdown`).
+
+    \b
+    Examples:
+      npuemu boot                                  # foreground, Ctrl-C to stop
+      npuemu boot --detach --runtime-dir /tmp/emu2 # a second emulator, in the background
+      npuemu boot --driver build/drivers/mydriver.so --speed 4
+    """
+    config = _config(driver, speed, clock, boot_timeout)
+    if RuntimeFiles(runtime_dir).read_state() is not None:
+        raise CliError(f"an emulator already runs in {runtime_dir} (stop it with `npuemu shutdown`)")
+    if detach:
+        state = _boot_detached(runtime_dir, config)
+        click.echo(str(runtime_dir))
+        click.echo(
+            f"booted in {state.get('boot_seconds', float('nan')):.2f} s: init pid {state['init_pid']},"
+            f" " + ", ".join(f"{k} {v}" for k, v in state.get("pids", {}).items()),
+            err=True,
+        )
+        return
+    run(_boot_foreground, runtime_dir, config)
+
+
+async def _boot_foreground(runtime_dir: Path, config: BootConfig) -> None:
+    log_path = RuntimeFiles(runtime_dir).log
+    offset = log_path.stat().st_size if log_path.exists() else 0
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with open_emulator(runtime_dir, config) as emu:
+            click.echo(f"npuemu: booted in {emu.boot_seconds:.2f} s in {runtime_dir}; Ctrl-C shuts down", err=True)
+            async with trio.open_nursery() as nursery:
+
+                async def stream() -> None:
+                    async for line in _control.follow_log(log_path, offset=offset):
+                        click.echo(str(line))
+
+                nursery.start_soon(stream)
+                async for sig in signals:
+                    emu.log("I", f"{signal.Signals(sig).name} received at the terminal")
+                    break
+                nursery.cancel_scope.cancel()
+    click.echo("npuemu: shut down", err=True)
+
+
+def _boot_detached(runtime_dir: Path, config: BootConfig) -> dict:
+    runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    err_path = runtime_dir / "init.err"
+    argv = [sys.executable, "-m", "framework.emulator", "--runtime-dir", os.fspath(runtime_dir),
+            "--speed", repr(config.speed), "--clock", config.clock, "--boot-timeout", repr(config.boot_timeout)]
+    if config.driver:
+        argv += ["--driver", config.driver]
+    read_end, write_end = os.pipe()
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen(
+            [*argv, "--ready-fd", str(write_end)],
+            pass_fds=(write_end,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,  # a Ctrl-C or a closed terminal here does not reach it
+            close_fds=True,
+        )
+    os.close(write_end)
+    data = b""
+    deadline = time.monotonic() + 3 * config.boot_timeout + 10
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([read_end], [], [], 0.2)
+            if ready:
+                chunk = os.read(read_end, 65536)
+                if not chunk:
+                    break
+                data += chunk
+            elif proc.poll() is not None and not data:
+                break
+    finally:
+        os.close(read_end)
+    text = data.decode("utf-8", "replace").strip()
+    if text.startswith("ok "):
+        return json.loads(text[3:])
+    if proc.poll() is None:
+        proc.terminate()
+    if text.startswith("error "):
+        raise CliError(f"boot failed: {text[6:]}")
+    tail = err_path.read_text(errors="replace").strip().splitlines()[-5:] if err_path.exists() else []
+    raise CliError(f"boot failed: init exited with status {proc.poll()} without a word" + (
+        f"; its stderr ends: {' | '.join(tail)}" if tail else ""))
+
+
+@click.command()
+@click.option("--timeout", type=float, default=15.0, show_default=True, help="Seconds to wait for init to exit.")
+@runtime_dir_option
+def shutdown(timeout: float, runtime_dir: Path) -> None:
+    """Shut down the emulator: apps, system_server, the HAL, servicemanager, init.
+
+    Example: npuemu shutdown --runtime-dir /tmp/emu2
+    """
+    pid = run(lambda: _control.shutdown(runtime_dir, timeout=timeout))
+    click.echo(f"emulator in {runtime_dir} shut down (init pid {pid})")
+
+
+@click.group()
+def service() -> None:
+    """The servicemanager's registry.
+
+    Example: npuemu service list
+    """
+
+
+@service.command("list")
+@runtime_dir_option
+def service_list(runtime_dir: Path) -> None:
+    """List every registered service, as `adb shell service list` does.
+
+    Example: npuemu service list
+    """
+
+    async def go() -> list[str]:
+        from framework.binder import defaultServiceManager
+
+        async with open_shell(runtime_dir) as runtime:
+            return list(await defaultServiceManager(runtime).listServices(15))
+
+    names = run(go)
+    click.echo(f"Found {len(names)} services:")
+    for i, name in enumerate(names):
+        click.echo(f"{i}\t{name}")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the devices as a JSON array.")
+@runtime_dir_option
+def devices(as_json: bool, runtime_dir: Path) -> None:
+    """List the NNAPI devices an app enumerates: the driver's, then nnapi-reference.
+
+    Example: npuemu devices
+    """
+
+    async def go() -> list[_control.DeviceRow]:
+        async with open_shell(runtime_dir) as runtime:
+            return await _control.list_devices(runtime)
+
+    rows = run(go)
+    if as_json:
+        click.echo(json.dumps([r.__dict__ for r in rows], indent=1))
+        return
+    width = max(len(r.name) for r in rows)
+    click.echo(f"{'#':>2}  {'NAME':<{width}}  {'TYPE':<11}  {'LEVEL':>5}  {'STATUS':<9}  VERSION")
+    for i, r in enumerate(rows):
+        click.echo(f"{i:>2}  {r.name:<{width}}  {r.type:<11}  {r.feature_level:>5}  {r.status:<9}  {r.version}")
+

@@ -1,0 +1,79 @@
+"""``npuemu thermal set SEVERITY | status``: the die's heat, as the thermal HAL sees it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from framework.emulator import _control
+from framework.emulator._services import open_shell
+
+from ._common import CliError, run, runtime_dir_option
+
+__all__ = ["thermal"]
+
+
+def _print(status: dict, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(status, indent=1))
+        return
+    click.echo(f"severity     {status['severity_name']} ({status['severity']})")
+    click.echo(f"temperature  {status['temperature_c']:.1f} C")
+    if "thermal_service_status" in status:
+        sev = status["thermal_service_status"]
+        names = _control.THERMAL_SEVERITIES
+        click.echo(f"service      {names[sev] if 0 <= sev < len(names) else sev} (what system_server follows)")
+    bands = ", ".join(f"{name.lower()} {t:.1f}" for name, t in status["thresholds_c"].items())
+    click.echo(f"thresholds   {bands}")
+
+
+@click.group()
+def thermal() -> None:
+    """The NPU die's thermal state.
+
+    \b
+    Examples:
+      npuemu thermal status
+      npuemu thermal set severe
+    """
+
+
+@thermal.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@runtime_dir_option
+def thermal_status(as_json: bool, runtime_dir: Path) -> None:
+    """Print the die's severity, temperature and thresholds.
+
+    Example: npuemu thermal status --json
+    """
+
+    async def go() -> dict:
+        async with open_shell(runtime_dir) as runtime:
+            return await _control.thermal_status(runtime)
+
+    _print(run(go), as_json)
+
+
+@thermal.command("set")
+@click.argument("severity")
+@click.option("--json", "as_json", is_flag=True, help="Print the new state as JSON.")
+@runtime_dir_option
+def thermal_set(severity: str, as_json: bool, runtime_dir: Path) -> None:
+    """Move the die into SEVERITY's band (none light moderate severe critical emergency shutdown, or 0-6).
+
+    The die then heats with load and cools at rest from there, as the thermal model says.
+
+    Example: npuemu thermal set critical
+    """
+    try:
+        value = _control.parse_severity(severity)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+    async def go() -> dict:
+        async with open_shell(runtime_dir) as runtime:
+            return await _control.set_thermal_severity(runtime, value)
+
+    _print(run(go), as_json)

@@ -1,0 +1,40 @@
+"""framework.emulator: booting and watching a whole emulator (init's library).
+
+This is the library home of what ``npuemu boot``, ``shutdown``, ``trace``, ``plot``
+and ``demo`` do, so that tests and tools can do the same without the command line.
+It sits above everything else (it starts the other layers as processes and talks to
+them only through the binder) and below ``framework.cli``, which is a thin face of it.
+
+Layout:
+
+- ``_paths``: which runtime directory a command means, and the files init keeps
+  there (``logcat``, ``init.json``, ``trace.jsonl``, ``apps/``).
+- ``_errors``: ``EmulatorError`` and its builtin-flavoured subclasses.
+- ``_logcat``: writing, adopting and parsing logcat lines, and ``-s`` filters.
+- ``_boot``: ``open_emulator``, init itself: servicemanager, HAL, system_server.
+- ``_daemon``: ``python -m framework.emulator``, the detached init of ``boot --detach``.
+- ``_services``: the AIDL interfaces a client uses, and ``open_shell`` (uid 2000).
+- ``_recorder``: init's trace recorder (``trace.jsonl``).
+- ``_trace``: the recorded run as a Chrome/Perfetto trace, and its summary numbers.
+- ``_plot``: the same timeline as a PNG.
+- ``_control``: what the shell commands do (launch, thermal, devices, shutdown).
+- ``_demo``: the scenario of ``npuemu demo``.
+"""
+
+from ._boot import HAL_SERVICES as HAL_SERVICES
+from ._boot import SYSTEM_SERVER_SERVICES as SYSTEM_SERVER_SERVICES
+from ._boot import BootConfig as BootConfig
+from ._boot import Emulator as Emulator
+from ._boot import open_emulator as open_emulator
+from ._errors import BootError as BootError
+from ._errors import EmulatorAlreadyRunningError as EmulatorAlreadyRunningError
+from ._errors import EmulatorError as EmulatorError
+from ._errors import EmulatorNotRunningError as EmulatorNotRunningError
+from ._errors import NoSuchAppError as NoSuchAppError
+from ._logcat import LogFilter as LogFilter
+from ._logcat import LogLine as LogLine
+from ._logcat import parse_lines as parse_lines
+from ._paths import RuntimeFiles as RuntimeFiles
+from ._paths import resolve_runtime_dir as resolve_runtime_dir
+from ._services import emulator_interfaces as emulator_interfaces
+from ._services import open_shell as open_shell

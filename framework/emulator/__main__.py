@@ -1,0 +1,5 @@
+"""``python -m framework.emulator``: the detached init (see ``_daemon``)."""
+
+from ._daemon import main
+
+main()

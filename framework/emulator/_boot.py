@@ -1,0 +1,465 @@
+"""Booting the stack: init's job.
+
+:func:`open_emulator` plays init, as ``npuemu boot`` does. In order:
+
+1. It takes the runtime directory (0700) and refuses one where a live init already
+   runs (two emulators never share a directory).
+2. It starts the servicemanager. The servicemanager counts its parent as init, uid 0,
+   so this process becomes init.
+3. It launches the vendor HAL (``python -m npuhal``) and then system_server
+   (``python -m framework.server``) as uid 1000 with ``launch_process``, so each is
+   registered with the servicemanager before it runs a line, and waits until each
+   has registered every service it owns. A child that dies first, or that does not
+   register within ``boot_timeout``, fails the boot with a :class:`BootError`
+   quoting the last lines it printed.
+4. It writes ``init.json`` (pids, driver, speed) so that ``npuemu shutdown`` and
+   the shell commands find it, and yields an :class:`Emulator`.
+
+Every child's output is read by init and appended to the runtime directory's
+``logcat`` file, adopted into logcat form where it is not already (see
+``_logcat``). Children run in their own process groups, so a Ctrl-C at the
+terminal reaches only init, which then shuts the stack down in order: system_server
+(and, in its process group, the apps the activity manager launched), the HAL, the
+servicemanager; each gets SIGTERM, then SIGKILL after a grace period. Each child also
+has init as its parent-death signal, so a SIGKILLed init leaves no orphans.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import dataclasses
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from framework.binder import (
+    AID_SYSTEM,
+    RUNTIME_DIR_ENV,
+    BinderRuntime,
+    defaultServiceManager,
+    launch_process,
+    open_binder_runtime,
+)
+
+from ._errors import BootError, EmulatorAlreadyRunningError
+from ._logcat import adopt_line, format_line
+from ._paths import RuntimeFiles, resolve_runtime_dir
+
+__all__ = [
+    "HAL_SERVICES",
+    "SYSTEM_SERVER_SERVICES",
+    "BootConfig",
+    "Emulator",
+    "open_emulator",
+]
+
+#: What the HAL registers before the stack counts as up (its IDevice instances follow
+#: from the driver and are not waited for by name).
+HAL_SERVICES = ("android.hardware.npu.IScheduling/default", "npuemu.hal.IHalControl/default")
+#: What system_server registers.
+SYSTEM_SERVER_SERVICES = ("npu", "package", "activity", "thermal")
+
+_PR_SET_PDEATHSIG = 1
+_DUMP_FLAG_PRIORITY_ALL = 15  # IServiceManager's CRITICAL | HIGH | NORMAL | DEFAULT
+_TAIL_LINES = 30
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
+    # A SIGKILLed init cannot clean up: the kernel then sends each child SIGTERM.
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+@dataclasses.dataclass(frozen=True)
+class BootConfig:
+    """How to boot. Every field has the default ``npuemu boot`` uses.
+
+    ``driver`` is a driver ``.so`` (None: the reference driver built into the HAL);
+    ``speed`` scales emulated time against wall time on the real clock; ``clock`` is
+    ``real`` or ``virtual``; ``boot_timeout`` bounds each stage's registration;
+    ``extra_env`` is added to every child's environment; ``record`` starts the trace
+    recorder in init (``npuemu trace`` / ``plot`` read what it writes).
+    """
+
+    driver: str | None = None
+    speed: float = 1.0
+    clock: str = "real"
+    boot_timeout: float = 15.0
+    log_level: str = "INFO"
+    extra_env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    record: bool = True
+    #: Replace a stage's command line (``"hal"`` or ``"system_server"``): a test's
+    #: stand-in, or a HAL built elsewhere. The runtime directory is in the environment.
+    commands: Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.speed, (int, float)) and math.isfinite(self.speed) and self.speed > 0):
+            raise ValueError(f"speed must be a positive number, not {self.speed!r}")
+        if self.clock not in ("real", "virtual"):
+            raise ValueError(f"clock must be 'real' or 'virtual', not {self.clock!r}")
+        if self.boot_timeout <= 0:
+            raise ValueError(f"boot_timeout must be positive, not {self.boot_timeout!r}")
+        if self.driver is not None:
+            path = Path(self.driver)
+            if not path.is_file():
+                raise FileNotFoundError(f"no driver at {self.driver}")
+            object.__setattr__(self, "driver", os.fspath(path.absolute()))
+
+    def hal_argv(self, runtime_dir: Path) -> list[str]:
+        if "hal" in self.commands:
+            return list(self.commands["hal"])
+        argv = [sys.executable, "-m", "npuhal", "--runtime-dir", os.fspath(runtime_dir), "--speed", repr(float(self.speed))]
+        if self.clock != "real":
+            argv += ["--clock", self.clock]
+        if self.driver:
+            argv += ["--driver", self.driver]
+        return argv
+
+    def system_server_argv(self, runtime_dir: Path) -> list[str]:
+        if "system_server" in self.commands:
+            return list(self.commands["system_server"])
+        return [sys.executable, "-m", "framework.server", "--runtime-dir", os.fspath(runtime_dir)]
+
+
+class _Log:
+    """init's end of the log file: its own lines and its children's, one write each."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        # O_APPEND: the HAL or system_server may also write here themselves.
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+    def write_raw(self, line: str) -> None:
+        if self._fd >= 0:
+            os.write(self._fd, (line + "\n").encode("utf-8", "replace"))
+
+    def __call__(self, level: str, message: str, tag: str = "init") -> None:
+        self.write_raw(format_line(os.getpid(), os.getpid(), level, tag, message))
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+@dataclasses.dataclass
+class _Child:
+    name: str
+    process: trio.Process
+    tail: collections.deque[str] = dataclasses.field(default_factory=lambda: collections.deque(maxlen=_TAIL_LINES))
+
+    def describe_exit(self) -> str:
+        rc = self.process.returncode
+        if rc is None:
+            return "is still running"
+        if rc < 0:
+            try:
+                return f"was killed by {signal.Signals(-rc).name}"
+            except ValueError:
+                return f"was killed by signal {-rc}"
+        return f"exited with status {rc}"
+
+    def tail_text(self) -> str:
+        return "\n".join(f"    {line}" for line in self.tail) or "    (it printed nothing)"
+
+
+class Emulator:
+    """A booted stack, as :func:`open_emulator` yields it.
+
+    ``runtime`` is init's binder runtime (uid 0): what init may do, this may do
+    (launch processes, call system-only HAL methods). ``pids`` maps
+    ``servicemanager``, ``hal`` and ``system_server`` to their pids.
+    """
+
+    def __init__(self, runtime_dir: Path, config: BootConfig, log: _Log) -> None:
+        self.runtime_dir = runtime_dir
+        self.files = RuntimeFiles(runtime_dir)
+        self.config = config
+        self.runtime: BinderRuntime | None = None
+        self.boot_seconds: float = math.nan
+        self._log = log
+        self._children: dict[str, _Child] = {}
+
+    def __repr__(self) -> str:
+        return f"<Emulator {self.runtime_dir} pids={self.pids}>"
+
+    @property
+    def pids(self) -> dict[str, int]:
+        return {name: child.process.pid for name, child in self._children.items()}
+
+    def log(self, level: str, message: str, tag: str = "init") -> None:
+        """Append one of init's own lines to the emulator's log."""
+        self._log(level, message, tag)
+
+    def process(self, name: str) -> trio.Process:
+        """The trio.Process of ``servicemanager``, ``hal`` or ``system_server``."""
+        return self._children[name].process
+
+    async def list_services(self) -> list[str]:
+        assert self.runtime is not None
+        return list(await defaultServiceManager(self.runtime).listServices(_DUMP_FLAG_PRIORITY_ALL))
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "init_pid": os.getpid(),
+            "pids": self.pids,
+            "driver": self.config.driver,
+            "speed": self.config.speed,
+            "clock": self.config.clock,
+            "booted_at": time.time(),
+            "boot_seconds": round(self.boot_seconds, 3),
+        }
+
+    # -- children -------------------------------------------------------------------
+
+    async def _pump(self, child: _Child, stream: Any) -> None:
+        """Copy a child's output into the log, line by line, adopting foreign lines."""
+        buf = b""
+        while True:
+            try:
+                chunk = await stream.receive_some(65536)
+            except (trio.ClosedResourceError, trio.BrokenResourceError, OSError):
+                chunk = b""
+            if not chunk:
+                break
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for raw in lines:
+                self._emit(child, raw)
+        if buf:
+            self._emit(child, buf)
+
+    def _emit(self, child: _Child, raw: bytes) -> None:
+        text = raw.decode("utf-8", "replace").rstrip("\r")
+        if not text.strip():
+            return
+        child.tail.append(text)
+        self._log.write_raw(adopt_line(text, child.process.pid, child.name))
+
+    async def _wait_registered(self, child: _Child, services: Sequence[str], timeout: float) -> None:
+        """Until ``child`` registered ``services``; BootError if it dies or is late."""
+        assert self.runtime is not None
+        sm = defaultServiceManager(self.runtime)
+        missing = list(services)
+        deadline = trio.current_time() + timeout
+        with trio.CancelScope() as outer:
+
+            async def watch() -> None:
+                await child.process.wait()
+                outer.cancel()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watch)
+                while missing:
+                    left = deadline - trio.current_time()
+                    if left <= 0:
+                        break
+                    if await sm.waitForService(missing[0], max(1, int(left * 1000))) is not None:
+                        missing.pop(0)
+                nursery.cancel_scope.cancel()
+        if child.process.returncode is not None:
+            await trio.sleep(0.05)  # let the pump catch the last lines it printed
+            raise BootError(
+                f"{child.name} (pid {child.process.pid}) {child.describe_exit()} before registering"
+                f" {', '.join(missing)}; its last output:\n{child.tail_text()}"
+            )
+        if missing:
+            raise BootError(
+                f"{child.name} (pid {child.process.pid}) did not register {', '.join(missing)}"
+                f" within {timeout:g} s; its last output:\n{child.tail_text()}"
+            )
+
+    async def _stop(self, child: _Child, grace: float) -> None:
+        proc = child.process
+        if proc.returncode is None:
+            self.log("I", f"stopping {child.name} (pid {proc.pid})")
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                # The whole process group: system_server's takes the apps it launched.
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                proc.send_signal(sig)
+            with trio.move_on_after(grace):
+                await proc.wait()
+            if proc.returncode is not None:
+                try:  # stragglers of the group (an app that ignored SIGTERM)
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                break
+        await proc.wait()
+        self.log("I", f"{child.name} (pid {proc.pid}) {child.describe_exit()}")
+
+
+def _child_env(runtime_dir: Path, extra: Mapping[str, str]) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(extra)
+    env[RUNTIME_DIR_ENV] = os.fspath(runtime_dir)
+    env["PYTHONUNBUFFERED"] = "1"  # lines reach the log as they are written
+    return env
+
+
+@asynccontextmanager
+async def open_emulator(
+    runtime_dir: str | os.PathLike[str] | None = None,
+    config: BootConfig | None = None,
+    *,
+    grace: float = 3.0,
+) -> AsyncIterator[Emulator]:
+    """Boot servicemanager, HAL and system_server in ``runtime_dir``; shut them down on exit.
+
+    ``runtime_dir`` defaults as for every command (``_paths.resolve_runtime_dir``).
+    Raises :class:`EmulatorAlreadyRunningError` if a live init owns the directory and
+    :class:`BootError` if a stage fails (everything started so far is stopped first).
+    """
+    config = config or BootConfig()
+    root = resolve_runtime_dir(runtime_dir)
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    files = RuntimeFiles(root)
+    existing = files.read_state()
+    if existing is not None:
+        raise EmulatorAlreadyRunningError(f"an emulator already runs in {root} (init pid {existing['init_pid']})")
+    for stale in (files.state, files.trace_events):
+        stale.unlink(missing_ok=True)
+    files.app_reports.mkdir(mode=0o700, exist_ok=True)
+    log = _Log(files.log)
+    emu = Emulator(root, config, log)
+    env = _child_env(root, config.extra_env)
+    t0 = trio.current_time()
+    log("I", f"init pid {os.getpid()} booting in {root} (driver {config.driver or 'reference'}, speed {config.speed:g})")
+    try:
+        async with trio.open_nursery() as nursery:
+            try:
+                sm = _Child(
+                    "servicemanager",
+                    await trio.lowlevel.open_process(
+                        [sys.executable, "-m", "framework.binder.servicemanager", "--runtime-dir", os.fspath(root)],
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        env=env,
+                        start_new_session=True,
+                        preexec_fn=_die_with_parent,
+                    ),
+                )
+                emu._children["servicemanager"] = sm
+                await _wait_ready(sm, nursery, emu, config.boot_timeout)
+                async with open_binder_runtime(root) as runtime:
+                    emu.runtime = runtime
+                    # Both at once: system_server waits for the HAL's IScheduling
+                    # itself, and two Python start-ups in parallel halve the boot.
+                    stages = (
+                        ("hal", config.hal_argv(root), HAL_SERVICES),
+                        ("system_server", config.system_server_argv(root), SYSTEM_SERVER_SERVICES),
+                    )
+                    for name, argv, _ in stages:
+                        proc = await launch_process(
+                            argv,
+                            uid=AID_SYSTEM,
+                            env=env,
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT,
+                            start_new_session=True,
+                            preexec_fn=_die_with_parent,
+                        )
+                        child = emu._children[name] = _Child(name, proc)
+                        nursery.start_soon(emu._pump, child, proc.stdout)
+                    failures: list[BootError] = []
+
+                    async def wait_stage(name: str, services: Sequence[str]) -> None:
+                        try:
+                            await emu._wait_registered(emu._children[name], services, config.boot_timeout)
+                        except BootError as exc:
+                            failures.append(exc)
+                            waiting.cancel_scope.cancel()
+                        else:
+                            log("I", f"{name} (pid {emu._children[name].process.pid}) registered {', '.join(services)}")
+
+                    async with trio.open_nursery() as waiting:
+                        for name, _, services in stages:
+                            waiting.start_soon(wait_stage, name, services)
+                    if failures:
+                        raise failures[0]
+                    emu.boot_seconds = trio.current_time() - t0
+                    async with trio.open_nursery() as helpers:
+                        if config.record:
+                            from ._recorder import serve_recorder
+
+                            await helpers.start(serve_recorder, emu)
+                        files.write_state(emu.state())
+                        log("I", f"boot complete in {emu.boot_seconds:.2f} s: {emu.pids}")
+                        try:
+                            yield emu
+                        finally:
+                            files.state.unlink(missing_ok=True)
+                            helpers.cancel_scope.cancel()
+            finally:
+                with trio.CancelScope(shield=True):
+                    log("I", "shutting down")
+                    for name in ("system_server", "hal", "servicemanager"):
+                        if name in emu._children:
+                            await emu._stop(emu._children[name], grace)
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # One failure is the common case: surface it as itself, not as a group.
+        raise _single(group) from None
+    finally:
+        log("I", "init exiting")
+        log.close()
+
+
+def _single(exc: BaseException) -> BaseException:
+    """The one exception inside nested single-member groups, else the group itself."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+async def _wait_ready(sm: _Child, nursery: trio.Nursery, emu: Emulator, timeout: float) -> None:
+    """The servicemanager prints ``ready`` on stdout once it serves."""
+    proc = sm.process
+    nursery.start_soon(emu._pump, sm, proc.stderr)
+    ready = trio.Event()
+
+    async def read_stdout() -> None:
+        buf = b""
+        while True:
+            chunk = await proc.stdout.receive_some(4096)
+            if not chunk:
+                break
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for raw in lines:
+                if raw.strip() == b"ready":
+                    ready.set()
+                else:
+                    emu._emit(sm, raw)
+
+    nursery.start_soon(read_stdout)
+    with trio.move_on_after(timeout):
+        async with trio.open_nursery() as inner:
+
+            async def died() -> None:
+                await proc.wait()
+                inner.cancel_scope.cancel()
+
+            inner.start_soon(died)
+            await ready.wait()
+            inner.cancel_scope.cancel()
+    if not ready.is_set():
+        await trio.sleep(0.05)
+        why = sm.describe_exit() if proc.returncode is not None else f"did not become ready within {timeout:g} s"
+        raise BootError(f"servicemanager (pid {proc.pid}) {why}; its last output:\n{sm.tail_text()}")

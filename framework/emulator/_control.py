@@ -1,0 +1,269 @@
+"""What the shell commands do, as library calls: shutdown, launch, thermal, devices, logs.
+
+Each takes a binder runtime opened as the shell (``open_shell``) where it talks to
+the system, so that a test, a script and ``npuemu`` do exactly the same thing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import signal
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from framework.binder import BinderRuntime, defaultServiceManager
+
+from ._errors import EmulatorError, EmulatorNotRunningError, NoSuchAppError
+from ._logcat import LogFilter, LogLine, parse_line, parse_lines
+from ._paths import RuntimeFiles, pid_alive
+from ._services import HAL_CONTROL, IDEVICE_PREFIX, emulator_interfaces, get_service
+
+__all__ = [
+    "THERMAL_SEVERITIES",
+    "DeviceRow",
+    "LaunchedApp",
+    "apps_root",
+    "follow_log",
+    "launch_apps",
+    "list_devices",
+    "parse_severity",
+    "read_log",
+    "resolve_app",
+    "shutdown",
+    "thermal_status",
+]
+
+#: The thermal HAL's ThrottlingSeverity, NONE = 0 .. SHUTDOWN = 6.
+THERMAL_SEVERITIES = ("NONE", "LIGHT", "MODERATE", "SEVERE", "CRITICAL", "EMERGENCY", "SHUTDOWN")
+
+#: NNAPI's DeviceType numbers.
+_DEVICE_TYPES = {1: "OTHER", 2: "CPU", 3: "GPU", 4: "ACCELERATOR"}
+_DEVICE_STATUS = {0: "AVAILABLE", 1: "BUSY", 2: "OFFLINE", 3: "UNKNOWN"}
+_FEATURE_LEVEL_Q = 29
+
+
+# -- shutdown ---------------------------------------------------------------------------
+
+
+async def shutdown(runtime_dir: Path, *, timeout: float = 15.0) -> int:
+    """SIGTERM to the emulator's init, then wait until it has exited. Returns init's pid.
+
+    init stops system_server (and its apps), the HAL and the servicemanager in
+    order before it exits; if it has not exited after ``timeout`` it is SIGKILLed,
+    and its children, which have init as their parent-death signal, follow.
+    """
+    files = RuntimeFiles(runtime_dir)
+    state = files.read_state()
+    if state is None:
+        raise EmulatorNotRunningError(f"no emulator is running in {runtime_dir}")
+    pid = int(state["init_pid"])
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return pid
+    with trio.move_on_after(timeout):
+        while pid_alive(pid):
+            await trio.sleep(0.05)
+        return pid
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return pid
+    raise EmulatorError(f"init (pid {pid}) did not shut down within {timeout:g} s and was killed")
+
+
+# -- apps -------------------------------------------------------------------------------
+
+
+def apps_root() -> Path:
+    """The sample apps' folder (the ``apps`` package: ``apps/<name>/AndroidManifest.xml``)."""
+    spec = importlib.util.find_spec("apps")
+    if spec is None or not spec.submodule_search_locations:
+        raise NoSuchAppError("the sample apps (package 'apps') are not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def resolve_app(app: str) -> Path:
+    """An app folder: a sample's name under apps/, or a path to a folder with a manifest."""
+    candidates = []
+    path = Path(app).expanduser()
+    if os.sep in app or app.startswith(".") or path.is_dir():
+        candidates.append(path)
+    else:
+        candidates.append(apps_root() / app)
+    for folder in candidates:
+        if (folder / "AndroidManifest.xml").is_file():
+            return folder.absolute()
+    try:
+        samples = sorted(p.name for p in apps_root().iterdir() if (p / "AndroidManifest.xml").is_file())
+    except NoSuchAppError:
+        samples = []
+    where = f"; the sample apps are {', '.join(samples)}" if samples else ""
+    raise NoSuchAppError(f"no such app {app!r}: not a sample name nor a folder with an AndroidManifest.xml{where}")
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchedApp:
+    package: str
+    uid: int
+    pid: int
+    importance: int
+    folder: Path
+
+
+async def launch_apps(runtime: BinderRuntime, apps: Sequence[str], importance: int = 0) -> list[LaunchedApp]:
+    """Install (if needed) and start each app through the package and activity managers.
+
+    ``importance`` 0 means the one the app's manifest asks for
+    (``npuemu.launch.importance``). Folders are resolved before anything starts, so
+    a misspelt name launches nothing.
+    """
+    folders = [resolve_app(a) for a in apps]
+    ifaces = emulator_interfaces()
+    pm = await get_service(runtime, "package", ifaces.IPackageManager)
+    am = await get_service(runtime, "activity", ifaces.IActivityManager)
+    launched = []
+    for folder in folders:
+        uid = await pm.installPackage(os.fspath(folder))
+        packages = await pm.getPackagesForUid(uid)
+        if not packages:
+            raise EmulatorError(f"the package manager installed {folder} as uid {uid} but lists no package for it")
+        package = packages[0]
+        pid = await am.startApp(package, importance)
+        launched.append(LaunchedApp(package, uid, pid, await am.getUidImportance(uid), folder))
+    return launched
+
+
+# -- thermal ----------------------------------------------------------------------------
+
+
+def parse_severity(text: str | int) -> int:
+    """A severity from its name (``severe``, ``THROTTLING_SEVERE``) or number (0..6)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = text
+    else:
+        key = str(text).strip().upper().removeprefix("THROTTLING_").removeprefix("THERMAL_STATUS_")
+        if key.isdigit():
+            value = int(key)
+        elif key in THERMAL_SEVERITIES:
+            return THERMAL_SEVERITIES.index(key)
+        else:
+            raise ValueError(f"unknown thermal severity {text!r}; use one of {', '.join(s.lower() for s in THERMAL_SEVERITIES)}")
+    if not 0 <= value < len(THERMAL_SEVERITIES):
+        raise ValueError(f"thermal severity {value} is out of range 0..{len(THERMAL_SEVERITIES) - 1}")
+    return value
+
+
+def _thermal_dict(status: Any) -> dict[str, Any]:
+    sev = int(status.severity)
+    return {
+        "severity": sev,
+        "severity_name": THERMAL_SEVERITIES[sev] if 0 <= sev < len(THERMAL_SEVERITIES) else str(sev),
+        "temperature_c": round(float(status.temperatureC), 2),
+        "thresholds_c": dict(zip(THERMAL_SEVERITIES[1:], (round(float(t), 2) for t in status.thresholdsC))),
+    }
+
+
+async def thermal_status(runtime: BinderRuntime) -> dict[str, Any]:
+    """The die's temperature, severity and thresholds, and what the thermal service follows."""
+    ifaces = emulator_interfaces()
+    hal = await get_service(runtime, HAL_CONTROL, ifaces.IHalControl)
+    result = _thermal_dict(await hal.thermalStatus())
+    binder = await defaultServiceManager(runtime).checkService("thermal")
+    if binder is not None:
+        result["thermal_service_status"] = int(await ifaces.IThermalService.asInterface(binder).getCurrentThermalStatus())
+    return result
+
+
+async def set_thermal_severity(runtime: BinderRuntime, severity: int) -> dict[str, Any]:
+    """Move the die into ``severity``'s band; it then heats and cools from there."""
+    hal = await get_service(runtime, HAL_CONTROL, emulator_interfaces().IHalControl)
+    return _thermal_dict(await hal.setThermalSeverity(parse_severity(severity)))
+
+
+# -- devices ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceRow:
+    """One NNAPI device as ``npuemu devices`` lists it."""
+
+    name: str
+    type: str
+    version: str
+    feature_level: int
+    status: str
+
+
+async def list_devices(runtime: BinderRuntime) -> list[DeviceRow]:
+    """The NNAPI devices an app would enumerate: the driver's IDevice instances, then the CPU."""
+    ifaces = emulator_interfaces()
+    sm = defaultServiceManager(runtime)
+    rows = []
+    for service in await sm.listServices(15):
+        if not service.startswith(IDEVICE_PREFIX):
+            continue
+        device = ifaces.IDevice.asInterface(await sm.checkService(service))
+        if device is None:
+            continue  # gone between the list and the lookup
+        dtype = int(await device.getType())
+        status = int(await device.getStatus())
+        rows.append(
+            DeviceRow(
+                name=service.removeprefix(IDEVICE_PREFIX),
+                type=_DEVICE_TYPES.get(dtype, str(dtype)),
+                version=await device.getVersionString(),
+                feature_level=_FEATURE_LEVEL_Q,
+                status=_DEVICE_STATUS.get(status, str(status)),
+            )
+        )
+    rows.append(DeviceRow("nnapi-reference", "CPU", "npuemu-cpu", _FEATURE_LEVEL_Q, "AVAILABLE"))
+    return rows
+
+
+# -- log --------------------------------------------------------------------------------
+
+
+def read_log(runtime_dir: Path, log_filter: LogFilter = LogFilter()) -> list[LogLine]:
+    """Every line of the emulator's log so far, filtered."""
+    path = RuntimeFiles(runtime_dir).log
+    if not path.exists():
+        raise EmulatorNotRunningError(f"no log in {runtime_dir}: no emulator has run there")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return [line for line in parse_lines(f) if log_filter(line)]
+
+
+async def follow_log(
+    path: Path, *, offset: int = 0, log_filter: LogFilter = LogFilter(), poll: float = 0.1
+) -> AsyncIterator[LogLine]:
+    """Lines appended to ``path`` from byte ``offset`` on, as they come (``tail -f``)."""
+    pending = b""
+    last: LogLine | None = None
+    while True:
+        try:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            chunk = b""
+        if chunk:
+            offset += len(chunk)
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+            for raw in complete:
+                text = raw.decode("utf-8", "replace")
+                line = parse_line(text)
+                if line is None:  # a traceback's continuation belongs to the entry before it
+                    if last is None or not text.strip():
+                        continue
+                    line = dataclasses.replace(last, message=text)
+                else:
+                    last = line
+                if log_filter(line):
+                    yield line
+        await trio.sleep(poll)

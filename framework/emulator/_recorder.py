@@ -1,0 +1,176 @@
+"""The trace recorder: init's small ``traced``.
+
+The HAL keeps only its latest work events, and the shell may not listen to thermal or
+memory changes (those are for the system), so a trace taken after the fact needs
+someone who was there. init is: while the emulator runs, :func:`serve_recorder`
+polls ``IHalControl.recentWorkEvents`` (every work event, undebounced, with its
+channel), samples ``thermalStatus``, and listens as root to the HAL's memory-pressure
+and thermal callbacks. It appends one JSON object per line to ``trace.jsonl`` in the
+runtime directory; ``npuemu trace`` and ``npuemu plot`` turn that file into a
+Perfetto trace and a PNG (``_trace``).
+
+Records (``type``):
+
+- ``meta``: ``speed``, ``init_pid``, ``pids`` (servicemanager, hal, system_server),
+  ``wall_ns`` (init's monotonic clock when recording began).
+- ``work``: a WorkEvent: ``kind`` (requested/started/ended), ``reason``, ``id``,
+  ``work_id``, ``uid``, ``original_uid``, ``pid``, ``job_priority``,
+  ``effective_priority``, ``device``, ``device_number``, ``channel``, ``hw_device``,
+  ``time_ns`` (emulated), ``wall_ns`` (when init read it).
+- ``memory``: MemoryPressure: ``hw_device``, ``used``, ``total``, ``sram_used``,
+  ``sram_total``, ``refused``, ``time_ns`` (emulated), ``wall_ns``.
+- ``thermal``: ``severity``, ``temperature_c``, ``wall_ns``.
+
+Every emulated time is the driver's (nanoseconds since it opened); wall times are
+init's ``CLOCK_MONOTONIC``. The trace builder aligns the two (``_trace``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import trio
+
+from ._services import HAL_CONTROL, emulator_interfaces, get_service
+
+__all__ = ["KIND_NAMES", "serve_recorder", "work_record"]
+
+KIND_NAMES = ("requested", "started", "ended")
+
+
+def work_record(event: Any) -> dict[str, Any]:
+    """A WorkEvent parcelable as a ``work`` record."""
+    info = event.info
+    kind = KIND_NAMES[event.kind] if 0 <= event.kind < len(KIND_NAMES) else str(event.kind)
+    return {
+        "type": "work",
+        "kind": kind,
+        "reason": int(event.reason),
+        "id": int(info.id),
+        "work_id": int(event.workId),
+        "uid": int(info.uid),
+        "original_uid": int(info.originalUid),
+        "pid": int(info.debugPid),
+        "job_priority": int(info.jobPriority),
+        "effective_priority": int(info.effectivePriority),
+        "device": event.deviceName,
+        "device_number": int(info.deviceNumber),
+        "channel": int(event.channel),
+        "hw_device": int(event.hwDevice),
+        "time_ns": int(event.timeNs),
+        "wall_ns": time.monotonic_ns(),
+    }
+
+
+class _Sink:
+    def __init__(self, path: os.PathLike[str]) -> None:
+        self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the recorder
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._f.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+
+async def serve_recorder(
+    emulator: Any,
+    *,
+    poll_interval: float = 0.05,
+    task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Record the running emulator into ``trace.jsonl`` until cancelled.
+
+    A HAL that lacks one of the calls (an older build, a crashed HAL) costs that kind
+    of record, logged once, never the boot.
+    """
+    ifaces = emulator_interfaces()
+    runtime = emulator.runtime
+    hal = await get_service(runtime, HAL_CONTROL, ifaces.IHalControl)
+    sink = _Sink(emulator.files.trace_events)
+    sink.write(
+        {
+            "type": "meta",
+            "speed": emulator.config.speed,
+            "init_pid": os.getpid(),
+            "pids": emulator.pids,
+            "wall_ns": time.monotonic_ns(),
+        }
+    )
+
+    class Listener(ifaces.IHalListener.Stub):
+        async def onThermalSeverityChanged(self, severity: int, temperatureC: float) -> None:  # noqa: N802,N803
+            sink.write({"type": "thermal", "severity": int(severity), "temperature_c": float(temperatureC),
+                        "wall_ns": time.monotonic_ns(), "changed": True})
+
+        async def onMemoryPressure(self, p: Any) -> None:  # noqa: N802
+            sink.write(
+                {
+                    "type": "memory",
+                    "device_number": int(p.deviceNumber),
+                    "hw_device": int(p.hwDevice),
+                    "used": int(p.weightMemoryUsed),
+                    "total": int(p.weightMemoryTotal),
+                    "sram_used": int(p.sramUsed),
+                    "sram_total": int(p.sramTotal),
+                    "refused": p.refused,
+                    "time_ns": int(p.timeNs),
+                    "wall_ns": time.monotonic_ns(),
+                }
+            )
+
+    warned: set[str] = set()
+
+    def warn_once(what: str, exc: BaseException) -> None:
+        if what not in warned:
+            warned.add(what)
+            emulator.log("W", f"recorder: {what} failed, its records are missing: {type(exc).__name__}: {exc}",
+                         tag="traced")
+
+    listener = Listener()
+    try:
+        await hal.registerListener(listener)
+    except Exception as exc:  # the recorder is an observer: it never fails the boot
+        warn_once("registerListener", exc)
+    since = -1
+    last_thermal: tuple[int, float] | None = None
+    last_thermal_wall = 0
+    task_status.started()
+    try:
+        while True:
+            try:
+                events = await hal.recentWorkEvents(4096, since)
+            except Exception as exc:
+                warn_once("recentWorkEvents", exc)
+                events = []
+            for event in events:
+                sink.write(work_record(event))
+                since = max(since, int(event.info.id))
+            try:
+                status = await hal.thermalStatus()
+            except Exception as exc:
+                warn_once("thermalStatus", exc)
+            else:
+                now = time.monotonic_ns()
+                sample = (int(status.severity), round(float(status.temperatureC), 2))
+                # A sample when it moves, and a heartbeat so a flat line still draws.
+                if sample != last_thermal or now - last_thermal_wall > 500_000_000:
+                    sink.write({"type": "thermal", "severity": sample[0], "temperature_c": sample[1], "wall_ns": now})
+                    last_thermal, last_thermal_wall = sample, now
+            sink.flush()
+            await trio.sleep(poll_interval)
+    finally:
+        with trio.CancelScope(shield=True):
+            try:
+                with trio.move_on_after(0.5):
+                    for event in await hal.recentWorkEvents(4096, since):
+                        sink.write(work_record(event))
+            except Exception:  # the HAL may already be gone at shutdown
+                pass
+            sink.close()
