@@ -16,9 +16,21 @@ General layout, the pure core first (no binder, no C, no I/O):
                   the enabled-devices filter, ``getDevice(index)``.
 - ``_samples``    a small model using every operation, for ``npuemu nn plan`` and demos.
 
-Device discovery (binder proxies to the HAL's IDevice instances, the in-process CPU
-device on the C kernels) and execution build on these modules and are wired in by
-the runtime layer above them. Everything public is re-exported here, once.
+The runtime over the binder and the C kernels, built on the core:
+
+- ``_cpu``          the cffi extension (``csrc/build_nn_cpu.py``): the float32 kernels of
+                    the emulated NPU, compiled again for the in-process CPU device.
+- ``_cpu_kernels``  its only user: run a HalModel, or ask what it can compute.
+- ``_aidl``         the HAL's AIDL (``npuhal/aidl``, read as files, never imported) and
+                    the conversions: HalModel to the ``Model`` parcelable with weights as
+                    ``SharedMemory``, binder errors to NDK result codes.
+- ``_memory``       ``Memory`` (``ANeuralNetworksMemory``): shared memory for zero-copy I/O.
+- ``_compilation``  ``Compilation``: partition, prepare each step, fall back to the CPU.
+- ``_execution``    ``Execution`` and ``Event``: one run through the request pool.
+- ``_runtime``      ``open_nn_runtime`` and ``NeuralNetworks``: discovery through the
+                    servicemanager, the enabled-devices filter, the app's entry point.
+
+Everything public is re-exported here, once.
 """
 
 from ._errors import BadDataError as BadDataError
@@ -40,13 +52,17 @@ from ._errors import UnexpectedNullError as UnexpectedNullError
 from ._errors import UnmappableError as UnmappableError
 from ._errors import convertErrorStatusToResultCode as convertErrorStatusToResultCode
 from ._errors import error_for_result_code as error_for_result_code
+from ._compilation import Compilation as Compilation
 from ._discovery import getDevice as getDevice
 from ._discovery import isValidDeviceName as isValidDeviceName
 from ._discovery import listDevices as listDevices
+from ._execution import Event as Event
+from ._execution import Execution as Execution
 from ._hal import DataLocation as DataLocation
 from ._hal import HalModel as HalModel
 from ._hal import HalOperand as HalOperand
 from ._hal import HalOperation as HalOperation
+from ._memory import Memory as Memory
 from ._model import Model as Model
 from ._partition import CPU_DEVICE_NAME as CPU_DEVICE_NAME
 from ._partition import DeviceDescriptor as DeviceDescriptor
@@ -56,6 +72,9 @@ from ._partition import createPlan as createPlan
 from ._partition import createPlanForDevices as createPlanForDevices
 from ._partition import getSupportedOperationsForDevices as getSupportedOperationsForDevices
 from ._partition import referenceCpuDevice as referenceCpuDevice
+from ._runtime import ENABLED_DEVICES_ENV as ENABLED_DEVICES_ENV
+from ._runtime import NeuralNetworks as NeuralNetworks
+from ._runtime import open_nn_runtime as open_nn_runtime
 from ._samples import sampleModel as sampleModel
 from ._types import FEATURE_LEVEL as FEATURE_LEVEL
 from ._types import MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES as MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES
@@ -68,4 +87,5 @@ from ._types import OperandLifeTime as OperandLifeTime
 from ._types import OperandType as OperandType
 from ._types import OperationType as OperationType
 from ._types import PerformanceInfo as PerformanceInfo
+from ._types import Priority as Priority
 from ._validate import validateModel as validateModel

@@ -157,25 +157,47 @@ def _check_devices(
     return devices
 
 
-def getSupportedOperationsForDevices(model: Model | HalModel, devices: Sequence[DeviceDescriptor]) -> list[bool]:
+def _answers(
+    call: str, hal: HalModel, devices: Sequence[DeviceDescriptor], supported: Sequence[Sequence[bool]] | None
+) -> list[list[bool]]:
+    """Each device's ``getSupportedOperations`` answer: asked here, or given by the caller.
+
+    A runtime whose devices answer over the binder (asynchronously) asks them first
+    and passes the answers in ``supported``, one list per device, in ``devices`` order.
+    """
+    if supported is None:
+        return [device.getSupportedOperations(hal) for device in devices]
+    answers = [list(map(bool, a)) for a in supported]
+    if len(answers) != len(devices) or any(len(a) != len(hal.operations) for a in answers):
+        raise BadDataError(f"{call}: supported needs one answer per device, each one bool per operation")
+    return answers
+
+
+def getSupportedOperationsForDevices(
+    model: Model | HalModel,
+    devices: Sequence[DeviceDescriptor],
+    *,
+    supported: Sequence[Sequence[bool]] | None = None,
+) -> list[bool]:
     """``ANeuralNetworksModel_getSupportedOperationsForDevices``: the union over ``devices``.
 
     One bool per operation, in the order the app added them. No devices, or one device
-    twice, is ``BAD_DATA``; an unfinished model is ``BAD_STATE``.
+    twice, is ``BAD_DATA``; an unfinished model is ``BAD_STATE``. ``supported`` carries
+    answers the caller already has (see :func:`_answers`).
     """
     call = "getSupportedOperationsForDevices"
     hal = _hal_of(model, call)
     devices = _check_devices(call, devices)
-    supported = [False] * len(hal.operations)
-    for device in devices:
-        for k, ok in enumerate(device.getSupportedOperations(hal)):
-            supported[k] = supported[k] or ok
+    supported_ops = [False] * len(hal.operations)
+    for answer in _answers(call, hal, devices, supported):
+        for k, ok in enumerate(answer):
+            supported_ops[k] = supported_ops[k] or ok
     if isinstance(model, Model):
-        app = [False] * len(supported)
-        for k, ok in enumerate(supported):
+        app = [False] * len(supported_ops)
+        for k, ok in enumerate(supported_ops):
             app[model.appOperationIndex(k)] = ok
         return app
-    return supported
+    return supported_ops
 
 
 @dataclasses.dataclass(frozen=True, eq=False, slots=True)
@@ -296,11 +318,14 @@ def createPlan(
     *,
     preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
     cpu: DeviceDescriptor | None = None,
+    supported: Sequence[Sequence[bool]] | None = None,
 ) -> ExecutionPlan:
     """Plain compilation: the driver ``devices`` (possibly none) plus the CPU device.
 
     A driver whose ``getSupportedOperations`` fails is taken to support nothing, as
     Android's runtime does: a broken driver costs speed, never the compilation.
+    ``supported``, when given, holds the drivers' answers (one list per device, the
+    CPU is always asked here).
     """
     call = "createPlan"
     hal = _hal_of(model, call)
@@ -309,15 +334,17 @@ def createPlan(
     if any(d.name == cpu.name for d in devices):
         raise BadDataError(f"{call}: a driver device may not be named {cpu.name}, the CPU device's name")
     candidates = [*devices, cpu]
-    supported = []
-    for device in candidates:
-        try:
-            supported.append(device.getSupportedOperations(hal))
-        except NeuralNetworksError:
-            if device is cpu:
-                raise
-            supported.append([False] * len(hal.operations))
-    return _partition(hal, _preference(preference), candidates, cpu, True, supported)
+    if supported is not None:
+        answers = _answers(call, hal, devices, supported)
+    else:
+        answers = []
+        for device in devices:
+            try:
+                answers.append(device.getSupportedOperations(hal))
+            except NeuralNetworksError:
+                answers.append([False] * len(hal.operations))
+    answers.append(cpu.getSupportedOperations(hal))
+    return _partition(hal, _preference(preference), candidates, cpu, True, answers)
 
 
 def createPlanForDevices(
@@ -325,18 +352,19 @@ def createPlanForDevices(
     devices: Sequence[DeviceDescriptor],
     *,
     preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
+    supported: Sequence[Sequence[bool]] | None = None,
 ) -> ExecutionPlan:
     """``createForDevices``: only ``devices`` (the CPU only if listed), never a fallback.
 
     No devices or a duplicated device is ``BAD_DATA``, and so is an operation none of
     them supports; a device that fails to say what it supports fails the compilation.
+    ``supported``, when given, holds every device's answer, in ``devices`` order.
     """
     call = "createPlanForDevices"
     hal = _hal_of(model, call)
     devices = _check_devices(call, devices)
     cpu = next((d for d in devices if d.name == CPU_DEVICE_NAME), None)
-    supported = [d.getSupportedOperations(hal) for d in devices]
-    return _partition(hal, _preference(preference), devices, cpu, False, supported)
+    return _partition(hal, _preference(preference), devices, cpu, False, _answers(call, hal, devices, supported))
 
 
 def _preference(value: Any) -> ExecutionPreference:

@@ -180,3 +180,20 @@ class Capabilities:
 
     def getPerformance(self, operandType: OperandType) -> PerformanceInfo:
         return self.operandPerformance.get(operandType, NO_PERFORMANCE)
+
+
+class Priority(enum.IntEnum):
+    """``ANEURALNETWORKS_PRIORITY_*``: how a compilation's work ranks against the app's other work.
+
+    The NDK's numbers (90, 100, 110); the HAL's ``Priority`` is ``LOW = 0, MEDIUM = 1,
+    HIGH = 2`` (:attr:`halValue`). ``DEFAULT`` is ``MEDIUM``.
+    """
+
+    LOW = 90
+    MEDIUM = 100
+    HIGH = 110
+    DEFAULT = 100
+
+    @property
+    def halValue(self) -> int:
+        return {Priority.LOW: 0, Priority.MEDIUM: 1, Priority.HIGH: 2}[self]

@@ -1,0 +1,207 @@
+"""The runtime's side of the NN HAL: the AIDL types, and conversions to and from them.
+
+The HAL process serves ``android.hardware.neuralnetworks.IDevice/{name}``, declared in
+``npuhal/aidl``. Those ``.aidl`` files are the contract between the two processes, as
+the HAL's interface definitions are on Android, where libneuralnetworks is built
+against ``android.hardware.neuralnetworks-V*``: the runtime reads the *files*, it never
+imports the HAL's Python package (DESIGN.md: nothing imports upward). The package is
+only located, with ``importlib.util.find_spec``, which does not import it.
+
+Conversions, one place each:
+
+- :func:`toAidlModel`: a :class:`HalModel` (the shared in-memory format) to the HAL's
+  ``Model`` parcelable, with every pool a ``SharedMemory`` so weights travel as a file
+  descriptor, not through msgpack. The caller owns the regions (a compilation keeps
+  them for its life and closes them in ``aclose``).
+- :func:`capabilitiesFromAidl`: ``Capabilities`` parcelable to :class:`Capabilities`.
+- :func:`errorFromRemote`: a binder exception from a HAL call to the NDK result code an
+  app sees, as Android's ``convertErrorStatusToResultCode`` and ``DEAD_OBJECT`` rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from framework.binder import (
+    AidlRegistry,
+    DeadObjectException,
+    IllegalArgumentException,
+    RemoteException,
+    SecurityException,
+    ServiceSpecificException,
+    SharedMemory,
+    TransactionError,
+    interface_class,
+)
+
+from ._errors import (
+    BadDataError,
+    DeadObjectError,
+    NeuralNetworksError,
+    OpFailedError,
+    ResultCode,
+    UnavailableDeviceError,
+    convertErrorStatusToResultCode,
+    error_for_result_code,
+)
+from ._hal import HalModel
+from ._types import Capabilities, OperandType, PerformanceInfo
+
+__all__ = ["IDEVICE_DESCRIPTOR", "HalTypes", "capabilitiesFromAidl", "errorFromRemote", "halTypes", "toAidlModel"]
+
+#: The interface name; an instance is registered as ``{IDEVICE_DESCRIPTOR}/{name}``.
+IDEVICE_DESCRIPTOR = "android.hardware.neuralnetworks.IDevice"
+_PKG = "android.hardware.neuralnetworks"
+
+
+def _aidl_root() -> Path:
+    spec = importlib.util.find_spec("npuhal")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the NN HAL's AIDL files (npuhal/aidl) are not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "aidl"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HalTypes:
+    """The generated classes the runtime uses, loaded once from the HAL's AIDL."""
+
+    registry: AidlRegistry
+    IDevice: type
+    IPreparedModel: type
+    Model: type
+    Subgraph: type
+    Operand: type
+    Operation: type
+    DataLocation: type
+    Request: type
+    RequestArgument: type
+    ExecutionHints: type
+    NpuUuid: type
+
+
+@functools.cache
+def halTypes() -> HalTypes:
+    """The HAL's AIDL, parsed once per process (a memo of a pure function)."""
+    registry = AidlRegistry.load(_aidl_root())
+    p = registry.parcelable
+    return HalTypes(
+        registry=registry,
+        IDevice=interface_class(registry.interface(f"{_PKG}.IDevice")),
+        IPreparedModel=interface_class(registry.interface(f"{_PKG}.IPreparedModel")),
+        Model=p(f"{_PKG}.Model"),
+        Subgraph=p(f"{_PKG}.Subgraph"),
+        Operand=p(f"{_PKG}.Operand"),
+        Operation=p(f"{_PKG}.Operation"),
+        DataLocation=p(f"{_PKG}.DataLocation"),
+        Request=p(f"{_PKG}.Request"),
+        RequestArgument=p(f"{_PKG}.RequestArgument"),
+        ExecutionHints=p(f"{_PKG}.ExecutionHints"),
+        NpuUuid=p("android.hardware.npu.NpuUuid"),
+    )
+
+
+def sharedMemoryFor(pool: Any, name: str) -> SharedMemory:
+    """A new ``SharedMemory`` holding a copy of ``pool``'s bytes (one copy, at compile time)."""
+    view = memoryview(pool).cast("B")
+    region = SharedMemory.create(name, len(view))
+    if len(view):
+        mapping = region.mapReadWrite()
+        try:
+            mapping[:] = view
+        finally:
+            mapping.close()
+    return region
+
+
+def toAidlModel(hal: HalModel, pools: list[SharedMemory]) -> Any:
+    """``hal`` as the HAL's ``Model`` parcelable; ``pools[i]`` carries ``hal.pools[i]``."""
+    if len(pools) != len(hal.pools):
+        raise ValueError(f"toAidlModel: {len(hal.pools)} pools need {len(hal.pools)} regions, got {len(pools)}")
+    t = halTypes()
+    operands = [
+        t.Operand(
+            type=int(o.type),
+            dimensions=list(o.dimensions),
+            scale=0.0,
+            zeroPoint=0,
+            lifetime=int(o.lifetime),
+            location=t.DataLocation(
+                poolIndex=o.location.poolIndex, offset=o.location.offset, length=o.location.length, padding=0
+            ),
+        )
+        for o in hal.operands
+    ]
+    operations = [
+        t.Operation(type=int(op.type), inputs=list(op.inputs), outputs=list(op.outputs)) for op in hal.operations
+    ]
+    main = t.Subgraph(
+        operands=operands,
+        operations=operations,
+        inputIndexes=list(hal.inputIndexes),
+        outputIndexes=list(hal.outputIndexes),
+    )
+    return t.Model(
+        main=main,
+        referenced=[],
+        operandValues=bytes(hal.operandValues),
+        pools=list(pools),
+        relaxComputationFloat32toFloat16=False,
+    )
+
+
+def capabilitiesFromAidl(device: str, caps: Any) -> Capabilities:
+    """The ``Capabilities`` parcelable as :class:`Capabilities`; nonsense is ``BAD_DATA``.
+
+    NNAPI's VTS requires every figure to be positive; a driver that claims otherwise
+    (or an operand type npuemu does not know) is refused at discovery rather than
+    allowed to win every partitioning decision.
+    """
+    try:
+        table = {}
+        for entry in caps.operandPerformance:
+            table[OperandType(int(entry.type))] = PerformanceInfo(entry.info.execTime, entry.info.powerUsage)
+        scalar = caps.relaxedFloat32toFloat16PerformanceScalar
+        tensor = caps.relaxedFloat32toFloat16PerformanceTensor
+        return Capabilities(
+            table,
+            PerformanceInfo(scalar.execTime, scalar.powerUsage),
+            PerformanceInfo(tensor.execTime, tensor.powerUsage),
+        )
+    except (BadDataError, ValueError, AttributeError, TypeError) as e:
+        raise BadDataError(f"device {device}: malformed capabilities: {e}") from None
+
+
+# The HAL's AIDL ErrorStatus has the 1.3 codes too; Android maps them one to one.
+_AIDL_ONLY = {
+    5: ResultCode.MISSED_DEADLINE_TRANSIENT,
+    6: ResultCode.MISSED_DEADLINE_PERSISTENT,
+    7: ResultCode.RESOURCE_EXHAUSTED_TRANSIENT,
+    8: ResultCode.RESOURCE_EXHAUSTED_PERSISTENT,
+}
+
+
+def errorFromRemote(device: str, call: str, exc: BaseException) -> NeuralNetworksError:
+    """What an app sees when ``call`` on ``device`` failed with binder exception ``exc``."""
+    where = f"{device}: {call}"
+    if isinstance(exc, NeuralNetworksError):
+        return exc
+    if isinstance(exc, DeadObjectException):
+        return DeadObjectError(f"{where}: the driver process died ({exc})")
+    if isinstance(exc, ServiceSpecificException):
+        code = _AIDL_ONLY.get(exc.error_code) or convertErrorStatusToResultCode(exc.error_code)
+        if code == ResultCode.NO_ERROR:  # a driver that fails with NONE is lying
+            code = ResultCode.OP_FAILED
+        return error_for_result_code(code, f"{where}: {exc.message or exc}")
+    if isinstance(exc, IllegalArgumentException):
+        return BadDataError(f"{where}: {exc.message or exc}")
+    if isinstance(exc, SecurityException):
+        return OpFailedError(f"{where}: refused: {exc.message or exc}")
+    if isinstance(exc, TransactionError):
+        return UnavailableDeviceError(f"{where}: {exc}")
+    if isinstance(exc, RemoteException):
+        return OpFailedError(f"{where}: {exc}")
+    return OpFailedError(f"{where}: {type(exc).__name__}: {exc}")

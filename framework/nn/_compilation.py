@@ -1,0 +1,320 @@
+"""``ANeuralNetworksCompilation``: a model partitioned across devices and prepared on each.
+
+``finish()`` does what Android's ``CompilationBuilder::finish`` does:
+
+1. Ask every candidate device which operations it supports (drivers through their
+   IDevice's ``getSupportedOperations``, the CPU through its C kernels).
+2. Partition (``_partition``: the lowest execTime, or powerUsage under LOW_POWER, for
+   each operation's first operand type; the CPU wins ties) into steps.
+3. Prepare each driver step: its sub-model goes to ``IDevice.prepareModel`` with the
+   weights as ``SharedMemory`` pools (copied once per compilation, shared by every
+   step that reads them) and comes back as an ``IPreparedModel``. CPU steps need no
+   preparation; they are checked by the C kernels when they run.
+
+A plain compilation (``createCompilation``) survives a failing driver: a driver that
+cannot say what it supports is taken to support nothing, and one that fails to
+prepare its step (or, later, to execute it, or dies) has its operations moved to the
+CPU and the plan cut again (``ExecutionPlan.fallBackToCpu``). A compilation for
+explicit devices (``createCompilationForDevices``) never does: the device's error is
+the app's error, ``DEAD_OBJECT`` when its process died.
+
+Prepared models are released in :meth:`Compilation.aclose` (also ``async with``);
+the HAL frees them anyway when this process dies.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from framework.binder import RemoteException, SharedMemory
+
+from ._aidl import errorFromRemote, sharedMemoryFor, toAidlModel
+from ._errors import BadDataError, BadStateError, NeuralNetworksError
+from ._hal import HalModel
+from ._model import Model
+from ._partition import ExecutionPlan, ExecutionStep, _hal_of, createPlan, createPlanForDevices
+from ._types import ExecutionPreference, OperandLifeTime, Priority
+
+if TYPE_CHECKING:
+    from ._execution import Execution
+    from ._runtime import NeuralNetworks
+
+__all__ = ["Compilation", "WeightPools", "driverSupportedOperations"]
+
+log = logging.getLogger("NeuralNetworks")
+
+#: ``deadlineNs`` for "no deadline", as AOSP's AIDL HAL spells it.
+NO_DEADLINE = -1
+
+
+class WeightPools:
+    """The SharedMemory regions carrying a model's pools; one region per pool object.
+
+    Steps of a plan refer to the *same* pool objects as the whole model, so each pool
+    is copied into shared memory once, however many steps and devices read it.
+    """
+
+    def __init__(self) -> None:
+        self._regions: dict[int, tuple[Any, SharedMemory]] = {}
+
+    def regionsFor(self, hal: HalModel) -> list[SharedMemory]:
+        regions = []
+        for pool in hal.pools:
+            hit = self._regions.get(id(pool))
+            if hit is None or hit[0] is not pool:
+                hit = (pool, sharedMemoryFor(pool, "nn-weights"))
+                self._regions[id(pool)] = hit
+            regions.append(hit[1])
+        return regions
+
+    def close(self) -> None:
+        for _, region in self._regions.values():
+            region.close()
+        self._regions.clear()
+
+    def __enter__(self) -> WeightPools:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+async def driverSupportedOperations(name: str, proxy: Any, hal: HalModel, pools: WeightPools) -> list[bool]:
+    """``IDevice.getSupportedOperations`` of a driver; a malformed answer is ``OP_FAILED``."""
+    try:
+        answer = await proxy.getSupportedOperations(toAidlModel(hal, pools.regionsFor(hal)))
+    except RemoteException as e:
+        raise errorFromRemote(name, "getSupportedOperations", e) from None
+    if not isinstance(answer, (list, tuple)) or len(answer) != len(hal.operations):
+        raise errorFromRemote(
+            name, "getSupportedOperations", ValueError(f"{len(hal.operations)} answers expected, got {answer!r}")
+        )
+    return [bool(x) for x in answer]
+
+
+def _constant_bytes(hal: HalModel) -> int:
+    return sum(
+        o.location.length
+        for o in hal.operands
+        if o.lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
+    )
+
+
+class Compilation:
+    """A model compiled for a set of devices. Made by ``NeuralNetworks.createCompilation*``.
+
+    Set options (``setPreference``, ``setPriority``, ``setEmulatedModelSize``), then
+    ``await finish()``; after that, ``plan`` says which operation runs where and
+    ``createExecution()`` runs it.
+    """
+
+    def __init__(self, nn: NeuralNetworks, model: Model, devices: tuple[Any, ...] | None) -> None:
+        self._nn = nn
+        self._model = model
+        self._hal = _hal_of(model, "createCompilation")
+        self._explicit = devices
+        self._preference = ExecutionPreference.FAST_SINGLE_ANSWER
+        self._priority = Priority.DEFAULT
+        self._emulatedSize = 0
+        self._plan: ExecutionPlan | None = None
+        self._prepared: dict[tuple[str, tuple[int, ...]], Any] = {}
+        self._pools = WeightPools()
+        self._lock = trio.Lock()
+        self._finishing = False
+        self._closed = False
+
+    # -- options (before finish) ----------------------------------------------------
+
+    def _check_open(self, call: str) -> None:
+        if self._closed:
+            raise BadStateError(f"{call}: the compilation is closed")
+        if self._plan is not None or self._finishing:
+            raise BadStateError(f"{call}: the compilation is already finished")
+
+    def setPreference(self, preference: ExecutionPreference | int) -> None:
+        """``ANEURALNETWORKS_PREFER_*``; LOW_POWER partitions by powerUsage instead of execTime."""
+        self._check_open("setPreference")
+        try:
+            self._preference = ExecutionPreference(preference)
+        except ValueError:
+            raise BadDataError(f"setPreference: unknown preference {preference!r}") from None
+
+    def setPriority(self, priority: Priority | int) -> None:
+        """``ANEURALNETWORKS_PRIORITY_LOW/MEDIUM/HIGH`` (90, 100, 110), passed to prepareModel."""
+        self._check_open("setPriority")
+        try:
+            self._priority = Priority(priority)
+        except ValueError:
+            raise BadDataError(f"setPriority: {priority!r} is not 90, 100 or 110") from None
+
+    def setEmulatedModelSize(self, sizeBytes: int) -> None:
+        """npuemu: the weight memory the model claims on the NPU (a "2 GB" model).
+
+        0 (the default) means its real constant bytes. A model split across devices
+        reserves on each a share proportional to the weights its steps hold.
+        """
+        self._check_open("setEmulatedModelSize")
+        if isinstance(sizeBytes, bool) or not isinstance(sizeBytes, int) or sizeBytes < 0:
+            raise BadDataError(f"setEmulatedModelSize: a size in bytes >= 0, not {sizeBytes!r}")
+        self._emulatedSize = sizeBytes
+
+    # -- finishing ------------------------------------------------------------------
+
+    @property
+    def allowsCpuFallback(self) -> bool:
+        return self._explicit is None
+
+    @property
+    def isFinished(self) -> bool:
+        return self._plan is not None
+
+    @property
+    def plan(self) -> ExecutionPlan:
+        """The current plan (which may change once, by fallback, after a device failed)."""
+        if self._plan is None:
+            raise BadStateError("the compilation is not finished")
+        return self._plan
+
+    @property
+    def model(self) -> Model:
+        return self._model
+
+    def describe(self) -> str:
+        return self.plan.describe()
+
+    async def finish(self) -> None:
+        """Partition and prepare (``ANeuralNetworksCompilation_finish``)."""
+        self._check_open("finish")
+        self._finishing = True
+        try:
+            plan = await self._partition()
+            plan = await self._prepare(plan)
+        except BaseException:
+            self._finishing = False
+            await self._release_unused(set())
+            raise
+        self._plan = plan
+
+    async def _partition(self) -> ExecutionPlan:
+        nn, hal = self._nn, self._hal
+        if self._explicit is None:
+            drivers = [d for d in nn.driverDevices if nn._proxy(d).asBinder().isBinderAlive()]
+            answers = []
+            for d in drivers:
+                try:
+                    answers.append(await driverSupportedOperations(d.name, nn._proxy(d), hal, self._pools))
+                except NeuralNetworksError as e:
+                    log.warning("%s: getSupportedOperations failed (%s); it gets no operations", d.name, e)
+                    answers.append([False] * len(hal.operations))
+            return createPlan(hal, drivers, preference=self._preference, cpu=nn.cpu, supported=answers)
+        answers = []
+        for d in self._explicit:
+            proxy = nn._proxy(d)
+            if proxy is None:
+                answers.append(d.getSupportedOperations(hal))
+            else:
+                answers.append(await driverSupportedOperations(d.name, proxy, hal, self._pools))
+        return createPlanForDevices(hal, self._explicit, preference=self._preference, supported=answers)
+
+    async def _prepare(self, plan: ExecutionPlan) -> ExecutionPlan:
+        """Prepare every driver step of ``plan``; on a plain compilation, fall back as needed."""
+        while True:
+            failed = None
+            for step in plan.steps:
+                try:
+                    await self._prepare_step(step)
+                except NeuralNetworksError as e:
+                    if not self.allowsCpuFallback:
+                        raise
+                    log.warning("%s failed to prepare step %d (%s); its operations move to the CPU",
+                                step.device.name, step.index, e)
+                    failed = step.device.name
+                    break
+            if failed is None:
+                await self._release_unused({(s.device.name, s.operations) for s in plan.steps})
+                return plan
+            plan = plan.fallBackToCpu(failed)
+
+    async def _prepare_step(self, step: ExecutionStep) -> None:
+        proxy = self._nn._proxy(step.device)
+        key = (step.device.name, step.operations)
+        if proxy is None or key in self._prepared:
+            return
+        size = 0
+        if self._emulatedSize:
+            total = _constant_bytes(self._hal) or 1
+            size = max(1, self._emulatedSize * _constant_bytes(step.model) // total)
+        model = toAidlModel(step.model, self._pools.regionsFor(step.model))
+        try:
+            prepared = await proxy.prepareModel(
+                model, int(self._preference), self._priority.halValue, NO_DEADLINE, size
+            )
+        except RemoteException as e:
+            raise errorFromRemote(step.device.name, "prepareModel", e) from None
+        if prepared is None:
+            raise errorFromRemote(step.device.name, "prepareModel", ValueError("returned no prepared model"))
+        self._prepared[key] = prepared
+
+    def preparedModel(self, step: ExecutionStep) -> Any:
+        """The IPreparedModel of a driver step of the current plan."""
+        return self._prepared[(step.device.name, step.operations)]
+
+    async def _release_unused(self, keep: set[tuple[str, tuple[int, ...]]]) -> None:
+        for key in [k for k in self._prepared if k not in keep]:
+            prepared = self._prepared.pop(key)
+            try:
+                await prepared.release()
+            except RemoteException:
+                pass  # a dead HAL has freed it already
+
+    async def fallBack(self, plan: ExecutionPlan, deviceName: str) -> ExecutionPlan:
+        """After ``deviceName`` failed under ``plan``: the plan without it (prepared).
+
+        Several executions may fail at once; the first replans, the others find the
+        plan already changed and use it.
+        """
+        if not self.allowsCpuFallback:
+            raise BadStateError("a createForDevices compilation never falls back to the CPU")
+        async with self._lock:
+            if self._plan is not plan:
+                return self.plan
+            new = await self._prepare(plan.fallBackToCpu(deviceName))
+            self._plan = new
+            return new
+
+    def createExecution(self) -> Execution:
+        """``ANeuralNetworksExecution_create``."""
+        from ._execution import Execution
+
+        if self._closed:
+            raise BadStateError("createExecution: the compilation is closed")
+        return Execution(self)
+
+    # -- life -----------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Release the prepared models and the weight regions; twice is harmless."""
+        if self._closed:
+            return
+        self._closed = True
+        with trio.CancelScope(shield=True):
+            await self._release_unused(set())
+        self._pools.close()
+
+    async def __aenter__(self) -> Compilation:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @property
+    def devices(self) -> Sequence[Any]:
+        return self.plan.devices
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("finished" if self._plan is not None else "open")
+        return f"<Compilation {state}{' for devices' if self._explicit is not None else ''}>"

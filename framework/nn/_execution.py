@@ -1,0 +1,423 @@
+"""``ANeuralNetworksExecution``: one run of a compiled model, through shared memory.
+
+Where the bytes live. Every execution owns one ``SharedMemory`` region, the
+*request pool*. Model inputs given with ``setInput`` are copied into it (the one
+copy an app's own array costs), the HAL writes model outputs into it, and a value
+that one step of a plan produces and a later step reads (a temporary crossing from
+one device to another) stays in it between the two: the NPU writes it, the DSP or
+the CPU reads the same pages. Inputs and outputs given with ``setInputFromMemory`` /
+``setOutputFromMemory`` live in the app's own :class:`Memory` instead, with no copy
+at all. Without ``setOutput``, the arrays ``compute`` returns are views of the
+request pool, valid until this execution computes again.
+
+Running. Steps run in plan order: a driver step is one ``IPreparedModel``
+``executeSynchronously`` (or ``executeWithHints`` once a hint is set) whose
+``Request`` names regions of the pools; a CPU step runs the C kernels on the same
+regions in this process. If a driver step fails, a plain compilation moves that
+device's operations to the CPU (the compilation's plan changes for good) and the
+execution starts over on the new plan; a ``createForDevices`` one raises the
+device's error (``DEAD_OBJECT`` when its process died).
+
+Three ways to compute, as the NDK has them:
+
+- ``await execution.compute_async()``: in trio code.
+- ``execution.compute()``: blocking (``ANeuralNetworksExecution_compute``), from a
+  thread other than the trio thread (e.g. under ``trio.to_thread.run_sync``).
+- ``event = await execution.startCompute()`` then ``await event.wait()``: the run
+  proceeds in the runtime's nursery meanwhile.
+
+Hints for the NPU scheduling HAL (``ExecutionHints``): ``setJobPriority`` (0..1000,
+lower runs first), ``setOriginalUid`` (work done on behalf of another uid; the HAL
+refuses it unless that is allowed), ``setGroupId`` (a UUID naming an execution group)
+and ``setDebugFeatureId``. The work's uid is always this process's binder uid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import trio
+
+from framework.binder import RemoteException, SharedMemory
+
+from . import _cpu_kernels
+from ._aidl import errorFromRemote, halTypes
+from ._errors import BadDataError, BadStateError, NeuralNetworksError
+from ._memory import Memory
+from ._partition import ExecutionPlan, ExecutionStep
+from ._validate import expectedByteSize
+
+if TYPE_CHECKING:
+    from ._compilation import Compilation
+
+__all__ = ["Event", "Execution"]
+
+_ALIGN = 64
+_NO_DEADLINE = -1
+_LOOP_TIMEOUT_NS = 2_000_000_000  # IPreparedModel.DEFAULT_LOOP_TIMEOUT_DURATION_NS
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Place:
+    """Where one operand of the whole model lives during a run."""
+
+    memory: Memory | None  # None: the request pool
+    offset: int
+    length: int
+
+
+class Execution:
+    """One execution of a :class:`Compilation`. Made by ``compilation.createExecution()``."""
+
+    def __init__(self, compilation: Compilation) -> None:
+        self._compilation = compilation
+        hal = compilation.plan.model
+        self._hal = hal
+        self._inputs: dict[int, Any] = {}  # position -> float32 array (copied in) or _Place
+        self._outputs: dict[int, Any] = {}  # position -> app buffer (copied out) or _Place
+        self._hints: dict[str, Any] = {}
+        self._pool: SharedMemory | None = None
+        self._mapping: Any = None
+        self._running = False
+
+    # -- binding inputs and outputs -----------------------------------------------------
+
+    def _operand(self, call: str, kind: str, position: Any) -> tuple[int, int]:
+        indexes = self._hal.inputIndexes if kind == "input" else self._hal.outputIndexes
+        if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
+            raise BadDataError(f"{call}: an {kind} index is an int, not {position!r}")
+        if not 0 <= position < len(indexes):
+            raise BadDataError(f"{call}: {kind} {position} does not exist (the model has {len(indexes)})")
+        operand = indexes[position]
+        return operand, expectedByteSize(self._hal.operands[operand])
+
+    def _check_idle(self, call: str) -> None:
+        if self._running:
+            raise BadStateError(f"{call}: the execution is computing")
+
+    def setInput(self, index: int, buffer: Any) -> None:
+        """Model input ``index`` from an array (anything numpy reads as numbers) or bytes.
+
+        An array must hold exactly the operand's element count (float32 after
+        conversion); a bytes-like object exactly its byte size. The value is copied
+        into the request pool when the execution computes.
+        """
+        self._check_idle("setInput")
+        operand, size = self._operand("setInput", "input", index)
+        count = size // 4
+        if isinstance(buffer, (bytes, bytearray, memoryview)):
+            view = memoryview(buffer).cast("B")
+            if len(view) != size:
+                raise BadDataError(f"setInput: input {index} needs {size} bytes, got {len(view)}")
+            array = np.frombuffer(view, dtype=np.float32)
+        else:
+            try:
+                array = np.asarray(buffer)
+            except (TypeError, ValueError) as e:
+                raise BadDataError(f"setInput: input {index}: {type(buffer).__name__} is not an array ({e})") from None
+            if array.dtype.kind not in "fiu":
+                raise BadDataError(f"setInput: input {index} is float32; a {array.dtype} array cannot be one")
+            if array.size != count:
+                dims = list(self._hal.operands[operand].dimensions)
+                raise BadDataError(
+                    f"setInput: input {index} is {dims} ({count} elements), got {array.size} elements"
+                )
+        self._inputs[index] = array
+
+    def setInputFromMemory(self, index: int, memory: Memory, offset: int, length: int) -> None:
+        """Model input ``index`` read in place from ``memory`` (zero copy)."""
+        self._check_idle("setInputFromMemory")
+        self._inputs[index] = self._place("setInputFromMemory", "input", index, memory, offset, length)
+
+    def setOutput(self, index: int, buffer: Any = None) -> None:
+        """Model output ``index`` copied into ``buffer`` (a writable float32 array or buffer).
+
+        ``None`` undoes an earlier call: the result is then a view of the request pool.
+        """
+        self._check_idle("setOutput")
+        operand, size = self._operand("setOutput", "output", index)
+        if buffer is None:
+            self._outputs.pop(index, None)
+            return
+        try:
+            view = memoryview(buffer).cast("B")
+        except TypeError:
+            raise BadDataError(f"setOutput: output {index}: {type(buffer).__name__} is not a buffer") from None
+        except ValueError:
+            raise BadDataError(f"setOutput: output {index} must be C-contiguous") from None
+        if view.readonly:
+            raise BadDataError(f"setOutput: output {index} is read-only")
+        if len(view) != size:
+            raise BadDataError(f"setOutput: output {index} needs {size} bytes, got {len(view)}")
+        if isinstance(buffer, np.ndarray) and buffer.dtype != np.float32:
+            raise BadDataError(f"setOutput: output {index} is float32, the array is {buffer.dtype}")
+        self._outputs[index] = buffer
+
+    def setOutputFromMemory(self, index: int, memory: Memory, offset: int, length: int) -> None:
+        """Model output ``index`` written in place into ``memory`` by the device (zero copy)."""
+        self._check_idle("setOutputFromMemory")
+        self._outputs[index] = self._place("setOutputFromMemory", "output", index, memory, offset, length)
+
+    def _place(self, call: str, kind: str, index: int, memory: Any, offset: int, length: int) -> _Place:
+        _, size = self._operand(call, kind, index)
+        if not isinstance(memory, Memory):
+            raise BadDataError(f"{call}: memory must be a Memory, not {type(memory).__name__}")
+        if memory.closed:
+            raise BadStateError(f"{call}: the Memory is closed")
+        memory.checkRange(offset, length)
+        if length != size:
+            raise BadDataError(f"{call}: {kind} {index} needs {size} bytes, got length {length}")
+        if offset % 4:
+            raise BadDataError(f"{call}: offset {offset} is not 4-byte aligned (float32 data)")
+        return _Place(memory, int(offset), int(length))
+
+    # -- scheduling hints ----------------------------------------------------------------
+
+    def setJobPriority(self, priority: int) -> None:
+        """WorkInfo.jobPriority, 0 (most urgent) .. 1000 (least); the HAL's default is 500."""
+        if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 1000:
+            raise BadDataError(f"setJobPriority: 0..1000, not {priority!r}")
+        self._hints["jobPriority"] = priority
+
+    def setOriginalUid(self, uid: int) -> None:
+        """WorkInfo.originalUid: the app this work is done for (attribution)."""
+        if isinstance(uid, bool) or not isinstance(uid, int) or uid < 0:
+            raise BadDataError(f"setOriginalUid: a uid >= 0, not {uid!r}")
+        self._hints["originalUid"] = uid
+
+    def setGroupId(self, groupId: uuid.UUID | bytes) -> None:
+        """WorkInfo.groupId: the execution group (a UUID, or its 16 bytes)."""
+        if isinstance(groupId, uuid.UUID):
+            raw = groupId.bytes
+        elif isinstance(groupId, (bytes, bytearray)) and len(groupId) == 16:
+            raw = bytes(groupId)
+        else:
+            raise BadDataError(f"setGroupId: a UUID or 16 bytes, not {groupId!r}")
+        self._hints["groupId"] = raw
+
+    def setDebugFeatureId(self, featureId: str) -> None:
+        """WorkInfo.debugFeatureId: a name for the feature, for traces and dumps."""
+        if not isinstance(featureId, str):
+            raise BadDataError(f"setDebugFeatureId: a str, not {featureId!r}")
+        self._hints["debugFeatureId"] = featureId
+
+    def _hal_hints(self) -> Any:
+        t = halTypes()
+        h = self._hints
+        group = t.NpuUuid(uuid=h["groupId"]) if "groupId" in h else None
+        return t.ExecutionHints(
+            jobPriority=h.get("jobPriority", 500),
+            originalUid=h.get("originalUid", -1),
+            groupId=group,
+            debugFeatureId=h.get("debugFeatureId"),
+        )
+
+    # -- computing -----------------------------------------------------------------------
+
+    async def compute_async(self) -> list[np.ndarray]:
+        """Run to completion; the outputs, shaped, in ``outputIndexes`` order."""
+        self._check_idle("compute")
+        if self._compilation._closed:
+            raise BadStateError("compute: the compilation is closed")
+        missing = [i for i in range(len(self._hal.inputIndexes)) if i not in self._inputs]
+        if missing:
+            raise BadDataError(f"compute: input(s) {missing} are not set")
+        self._running = True
+        try:
+            plan = self._compilation.plan
+            while True:
+                try:
+                    return await self._run(plan)
+                except _StepFailed as failure:
+                    if not self._compilation.allowsCpuFallback:
+                        raise failure.error from None
+                    plan = await self._compilation.fallBack(plan, failure.device)
+        finally:
+            self._running = False
+
+    def compute(self) -> list[np.ndarray]:
+        """``ANeuralNetworksExecution_compute``: blocking, from a thread that is not trio's."""
+        try:
+            trio.lowlevel.current_trio_token()
+        except RuntimeError:
+            pass
+        else:
+            raise BadStateError("compute() blocks: in trio code use `await execution.compute_async()`")
+        return trio.from_thread.run(self.compute_async, trio_token=self._compilation._nn._token)
+
+    async def startCompute(self) -> Event:
+        """``ANeuralNetworksExecution_startCompute``: the run goes on in the background."""
+        nn = self._compilation._nn
+        if nn._closed:
+            raise BadStateError("startCompute: the NeuralNetworks runtime is closed")
+        event = Event()
+        self._check_idle("startCompute")
+        nn._nursery.start_soon(event._run, self.compute_async)
+        await trio.lowlevel.checkpoint()
+        return event
+
+    # -- one run over one plan -----------------------------------------------------------
+
+    def _layout(self, plan: ExecutionPlan) -> dict[int, _Place]:
+        """Where every operand that crosses a step boundary lives; sizes the request pool."""
+        hal = self._hal
+        places: dict[int, _Place] = {}
+        offset = 0
+
+        def in_pool(operand: int) -> None:
+            nonlocal offset
+            if operand in places:
+                return
+            size = expectedByteSize(hal.operands[operand])
+            places[operand] = _Place(None, offset, size)
+            offset += -(-size // _ALIGN) * _ALIGN
+
+        for position, operand in enumerate(hal.inputIndexes):
+            given = self._inputs[position]
+            places[operand] = given if isinstance(given, _Place) else None
+            if places[operand] is None:
+                del places[operand]
+                in_pool(operand)
+        for position, operand in enumerate(hal.outputIndexes):
+            given = self._outputs.get(position)
+            if isinstance(given, _Place):
+                places[operand] = given
+            else:
+                in_pool(operand)
+        for step in plan.steps:
+            for operand in (*step.inputs, *step.outputs):
+                in_pool(operand)
+        if self._pool is None or self._pool.size < max(offset, 1):
+            if self._pool is not None:
+                self._pool.close()
+            self._pool = SharedMemory.create("nn-request", max(offset, _ALIGN))
+            self._mapping = self._pool.mapReadWrite()
+        return places
+
+    def _view(self, place: _Place) -> memoryview:
+        if place.memory is not None:
+            return place.memory.view(place.offset, place.length)
+        return memoryview(self._mapping)[place.offset : place.offset + place.length]
+
+    async def _run(self, plan: ExecutionPlan) -> list[np.ndarray]:
+        hal = self._hal
+        places = self._layout(plan)
+        for position, operand in enumerate(hal.inputIndexes):
+            given = self._inputs[position]
+            if not isinstance(given, _Place):
+                np.frombuffer(self._view(places[operand]), dtype=np.float32)[:] = given.reshape(-1)
+        for step in plan.steps:
+            if self._compilation._nn._proxy(step.device) is None:
+                await trio.lowlevel.checkpoint()
+                _cpu_kernels.runModel(
+                    step.model,
+                    [self._view(places[i]) for i in step.inputs],
+                    [self._view(places[i]) for i in step.outputs],
+                )
+            else:
+                await self._run_on_driver(step, places)
+        results = []
+        for position, operand in enumerate(hal.outputIndexes):
+            dims = hal.operands[operand].dimensions
+            array = np.frombuffer(self._view(places[operand]), dtype=np.float32).reshape(dims)
+            target = self._outputs.get(position)
+            if target is not None and not isinstance(target, _Place):
+                memoryview(target).cast("B")[:] = array.tobytes()
+                array = target if isinstance(target, np.ndarray) else array.copy()
+            results.append(array)
+        return results
+
+    async def _run_on_driver(self, step: ExecutionStep, places: dict[int, _Place]) -> None:
+        t = halTypes()
+        pools: list[SharedMemory] = [self._pool]
+        pool_of: dict[int, int] = {}
+
+        def argument(operand: int) -> Any:
+            place = places[operand]
+            if place.memory is None:
+                index = 0
+            else:
+                index = pool_of.get(id(place.memory))
+                if index is None:
+                    index = pool_of[id(place.memory)] = len(pools)
+                    pools.append(place.memory.sharedMemory)
+            location = t.DataLocation(poolIndex=index, offset=place.offset, length=place.length, padding=0)
+            return t.RequestArgument(hasNoValue=False, location=location, dimensions=[])
+
+        request = t.Request(
+            inputs=[argument(i) for i in step.inputs],
+            outputs=[argument(i) for i in step.outputs],
+            pools=pools,
+        )
+        prepared = self._compilation.preparedModel(step)
+        try:
+            if self._hints:
+                result = await prepared.executeWithHints(request, False, _NO_DEADLINE, self._hal_hints())
+            else:
+                result = await prepared.executeSynchronously(request, False, _NO_DEADLINE, _LOOP_TIMEOUT_NS)
+        except RemoteException as e:
+            raise _StepFailed(step.device.name, errorFromRemote(step.device.name, "execute", e)) from None
+        if result is not None and not result.outputSufficientSize:
+            raise _StepFailed(
+                step.device.name,
+                errorFromRemote(step.device.name, "execute", ValueError("reported insufficient output size")),
+            )
+
+    def getOutputOperandDimensions(self, index: int) -> list[int]:
+        """``ANeuralNetworksExecution_getOutputOperandDimensions``."""
+        operand, _ = self._operand("getOutputOperandDimensions", "output", index)
+        return list(self._hal.operands[operand].dimensions)
+
+    def __repr__(self) -> str:
+        return f"<Execution of {self._compilation!r}{' (computing)' if self._running else ''}>"
+
+
+class _StepFailed(Exception):
+    """A driver step failed; carries the device's name and the NNAPI error for it."""
+
+    def __init__(self, device: str, error: NeuralNetworksError) -> None:
+        super().__init__(str(error))
+        self.device = device
+        self.error = error
+
+
+class Event:
+    """``ANeuralNetworksEvent``: the end of a ``startCompute``."""
+
+    def __init__(self) -> None:
+        self._done = trio.Event()
+        self._results: list[np.ndarray] | None = None
+        self._error: BaseException | None = None
+
+    async def _run(self, compute: Any) -> None:
+        try:
+            self._results = await compute()
+        except NeuralNetworksError as e:
+            self._error = e
+        except trio.Cancelled:
+            from ._errors import OpFailedError
+
+            self._error = OpFailedError("the NeuralNetworks runtime closed before the execution ended")
+            self._done.set()
+            raise
+        finally:
+            self._done.set()
+
+    @property
+    def isDone(self) -> bool:
+        return self._done.is_set()
+
+    async def wait(self) -> list[np.ndarray]:
+        """``ANeuralNetworksEvent_wait``: the outputs, or the execution's error raised."""
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._results is not None
+        return self._results
+
+

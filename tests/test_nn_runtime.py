@@ -1,0 +1,502 @@
+"""The NNAPI runtime against the real HAL code, in one trio run.
+
+servicemanager, the vendor HAL (``npuhal.serve_hal`` over a virtual-clock reference
+driver whose time follows trio's autojump MockClock) and an app process, each with
+its own binder runtime on a MemoryNetwork. The app side is ``framework.nn`` only,
+as a real app's would be. Results are compared with the numpy oracle.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+
+import numpy as np
+import pytest
+import trio
+
+import nn_reference
+from framework.binder import MemoryNetwork, SharedMemory, defaultServiceManager, open_binder_runtime, serve_servicemanager
+from framework.nn import (
+    CPU_DEVICE_NAME,
+    BadDataError,
+    BadStateError,
+    DeadObjectError,
+    DeviceType,
+    ExecutionPreference,
+    FuseCode,
+    Memory,
+    Model,
+    OperandType,
+    OperationType,
+    OpFailedError,
+    ResourceExhaustedPersistentError,
+    ResultCode,
+    open_nn_runtime,
+    sampleModel,
+)
+from framework.nn._aidl import halTypes, toAidlModel
+from npuhal import open_driver
+from npuhal._hal import serve_hal
+
+APP_UID = 10001
+DRIVERS = ["emu-dsp", "emu-gpu", "emu-hetero", "emu-npu"]  # the servicemanager lists names sorted
+
+
+class Stack:
+    def __init__(self, net, nursery, init, driver):
+        self.net, self.nursery, self.init, self.driver = net, nursery, init, driver
+        self.hal = None
+        self._hal_scope = None
+
+    async def start_hal(self):
+        pid = self.net.spawn(self.net.init_pid)
+        await defaultServiceManager(self.init).registerProcess(pid, 1000)
+
+        async def hal_process(task_status):
+            with trio.CancelScope() as scope:
+                self._hal_scope = scope
+                async with open_binder_runtime(network=self.net, pid=pid) as rt:
+                    await serve_hal(self.driver, rt, task_status=task_status)
+
+        self.hal = await self.nursery.start(hal_process)
+
+    def kill_hal(self):
+        """The HAL process dies: its runtime closes, every connection to it drops."""
+        self._hal_scope.cancel()
+
+    async def app(self, uid=APP_UID):
+        """An app process's binder runtime (and the scope that kills it)."""
+        pid = self.net.spawn(self.net.init_pid)
+        await defaultServiceManager(self.init).registerProcess(pid, uid)
+
+        async def app_process(task_status):
+            async with open_binder_runtime(network=self.net, pid=pid) as rt:
+                task_status.started(rt)
+                await trio.sleep_forever()
+
+        return await self.nursery.start(app_process)
+
+
+@pytest.fixture
+async def stack(autojump_clock):
+    net = MemoryNetwork()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(serve_servicemanager, network=net))
+        async with open_binder_runtime(network=net, pid=net.init_pid) as init:
+            async with open_driver(clock="virtual") as driver:
+                s = Stack(net, nursery, init, driver)
+                await s.start_hal()
+                yield s
+                nursery.cancel_scope.cancel()
+
+
+@pytest.fixture
+async def app(stack):
+    return await stack.app()
+
+
+@pytest.fixture
+async def nn(app):
+    async with open_nn_runtime(app, environ={}) as runtime:
+        yield runtime
+
+
+def sample_inputs(seed=3):
+    rng = np.random.default_rng(seed)
+    return [rng.random((1, 8, 8, 3), dtype=np.float32), rng.standard_normal((1, 16), dtype=np.float32)]
+
+
+def assert_matches_reference(model, inputs, outputs):
+    expected = nn_reference.run(model.to_hal(), inputs)
+    assert len(outputs) == len(expected)
+    for got, want in zip(outputs, expected, strict=True):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+async def run(compilation, inputs):
+    execution = compilation.createExecution()
+    for i, x in enumerate(inputs):
+        execution.setInput(i, x)
+    return await execution.compute_async()
+
+
+# ---- discovery -----------------------------------------------------------------------
+
+
+async def test_devices_are_the_drivers_then_the_cpu(nn, stack):
+    assert nn.getDeviceCount() == len(DRIVERS) + 1
+    names = [nn.getDevice(i).getName() for i in range(nn.getDeviceCount())]
+    assert names == [*DRIVERS, CPU_DEVICE_NAME]
+    npu = nn.getDeviceByName("emu-npu")
+    assert npu.getType() == DeviceType.ACCELERATOR
+    assert npu.getVersion() == stack.driver.device_by_name("emu-npu").version
+    assert npu.getFeatureLevel() == 29
+    assert nn.getDeviceByName("emu-hetero").getType() == DeviceType.OTHER
+    assert npu.capabilities.getPerformance(OperandType.TENSOR_FLOAT32).execTime == pytest.approx(0.1)
+    cpu = nn.getDevice(len(DRIVERS))
+    assert cpu.getType() == DeviceType.CPU
+    perf = cpu.capabilities.getPerformance(OperandType.TENSOR_FLOAT32)
+    assert (perf.execTime, perf.powerUsage) == (1.0, 1.0)
+
+
+@pytest.mark.parametrize("index", [-1, len(DRIVERS) + 1, 99, "0", 1.0])
+async def test_a_bad_device_index_is_bad_data(nn, index):
+    with pytest.raises(BadDataError) as info:
+        nn.getDevice(index)
+    assert info.value.resultCode == ResultCode.BAD_DATA == 4
+
+
+async def test_enabled_devices_from_the_environment(app):
+    async with open_nn_runtime(app, environ={"NPUEMU_NN_ENABLED_DEVICES": "emu-(npu|dsp)"}) as nn:
+        assert [d.name for d in nn.devices] == ["emu-dsp", "emu-npu", CPU_DEVICE_NAME]
+
+
+async def test_enabled_devices_option_wins_over_the_environment(app):
+    env = {"NPUEMU_NN_ENABLED_DEVICES": "emu-npu"}
+    async with open_nn_runtime(app, enabledDevices="emu-g.*", environ=env) as nn:
+        assert [d.name for d in nn.devices] == ["emu-gpu", CPU_DEVICE_NAME]
+    # A filter that matches nothing leaves the CPU, which no filter removes.
+    async with open_nn_runtime(app, enabledDevices="qti-.*") as nn:
+        assert [d.name for d in nn.devices] == [CPU_DEVICE_NAME]
+
+
+async def test_a_bad_enabled_devices_pattern_is_bad_data(app):
+    with pytest.raises(BadDataError, match="regular expression"):
+        async with open_nn_runtime(app, enabledDevices="emu-(npu"):
+            pass
+
+
+async def test_a_dead_hal_leaves_only_the_cpu(stack, app):
+    stack.kill_hal()
+    await trio.sleep(0.1)
+    async with open_nn_runtime(app, environ={}) as nn:
+        assert [d.name for d in nn.devices] == [CPU_DEVICE_NAME]
+
+
+# ---- supported operations ------------------------------------------------------------
+
+
+async def test_supported_operations_are_the_union_over_the_devices(nn):
+    model = sampleModel()
+    ops = [op.type for op in model.to_hal().operations]
+    dsp = nn.getDeviceByName("emu-dsp")
+    dsp_only = await nn.getSupportedOperationsForDevices(model, [dsp])
+    # The reference DSP computes neither CONV_2D, SUB nor SOFTMAX.
+    assert dsp_only == [t not in (OperationType.CONV_2D, OperationType.SUB, OperationType.SOFTMAX) for t in ops]
+    assert await nn.getSupportedOperationsForDevices(model, [dsp, nn.cpu]) == [True] * len(ops)
+    assert await nn.getSupportedOperationsForDevices(model, [nn.getDeviceByName("emu-npu")]) == [True] * len(ops)
+
+
+async def test_supported_operations_refuses_no_devices_and_duplicates(nn):
+    model = sampleModel()
+    dsp = nn.getDeviceByName("emu-dsp")
+    for devices in ([], [dsp, dsp]):
+        with pytest.raises(BadDataError):
+            await nn.getSupportedOperationsForDevices(model, devices)
+    with pytest.raises(BadStateError):
+        await nn.getSupportedOperationsForDevices(Model(), [dsp])
+
+
+async def test_weights_travel_as_shared_memory(nn):
+    hal = sampleModel().to_hal()
+    assert hal.pools, "the sample model's large weights live in a pool"
+    regions = [SharedMemory.create("w", len(memoryview(p).cast("B"))) for p in hal.pools]
+    aidl = toAidlModel(hal, regions)
+    assert all(isinstance(p, SharedMemory) for p in aidl.pools)
+    assert len(aidl.main.operations) == len(hal.operations)
+    for r in regions:
+        r.close()
+
+
+# ---- compilation and execution ---------------------------------------------------------
+
+
+async def test_plain_compilation_runs_on_the_fastest_device(nn):
+    model = sampleModel()
+    async with nn.createCompilation(model) as compilation:
+        await compilation.finish()
+        assert {d.name for d in compilation.plan.devices} == {"emu-npu"}
+        inputs = sample_inputs()
+        assert_matches_reference(model, inputs, await run(compilation, inputs))
+
+
+async def test_low_power_splits_one_model_across_npu_and_dsp_with_identical_results(nn):
+    model = sampleModel()
+    npu, dsp = nn.getDeviceByName("emu-npu"), nn.getDeviceByName("emu-dsp")
+    inputs = sample_inputs()
+    async with nn.createCompilationForDevices(model, [npu]) as alone:
+        await alone.finish()
+        single = await run(alone, inputs)
+    async with nn.createCompilationForDevices(model, [npu, dsp]) as split:
+        split.setPreference(ExecutionPreference.LOW_POWER)
+        await split.finish()
+        plan = split.plan
+        assert {s.device.name for s in plan.steps} == {"emu-npu", "emu-dsp"}
+        # DSP draws less power, so it takes every operation it can compute.
+        hal = model.to_hal()
+        for k, device in enumerate(plan.assignment):
+            dsp_can = hal.operations[k].type not in (OperationType.CONV_2D, OperationType.SUB, OperationType.SOFTMAX)
+            assert device.name == ("emu-dsp" if dsp_can else "emu-npu")
+        # Temporaries really cross from one device to the other.
+        model_io = set(hal.inputIndexes) | set(hal.outputIndexes)
+        assert any(set(s.inputs) - model_io for s in plan.steps)
+        assert len(plan.steps) >= 3
+        results = await run(split, inputs)
+    assert_matches_reference(model, inputs, results)
+    for a, b in zip(single, results, strict=True):
+        np.testing.assert_array_equal(a, b)  # the same C kernels on every device
+
+
+@pytest.mark.parametrize("name", ["emu-npu", "emu-gpu", "emu-hetero", CPU_DEVICE_NAME])
+async def test_every_device_computes_the_reference_result(nn, name):
+    model = sampleModel()
+    async with nn.createCompilationForDevices(model, [nn.getDeviceByName(name)]) as compilation:
+        await compilation.finish()
+        assert [s.device.name for s in compilation.plan.steps] == [name]
+        for seed in (1, 2):
+            inputs = sample_inputs(seed)
+            assert_matches_reference(model, inputs, await run(compilation, inputs))
+
+
+async def test_for_devices_that_cannot_run_an_operation_is_bad_data(nn):
+    with pytest.raises(BadDataError, match="supported by none"):
+        await nn.createCompilationForDevices(sampleModel(), [nn.getDeviceByName("emu-dsp")]).finish()
+
+
+async def test_create_for_devices_checks_its_device_list(nn):
+    model = sampleModel()
+    npu = nn.getDeviceByName("emu-npu")
+    for devices in ([], [npu, npu]):
+        with pytest.raises(BadDataError):
+            nn.createCompilationForDevices(model, devices)
+    with pytest.raises(BadStateError):
+        nn.createCompilation(Model())
+
+
+async def test_outputs_and_inputs_in_app_memory_are_zero_copy(nn):
+    model = sampleModel()
+    image, embedding = sample_inputs()
+    async with nn.createCompilationForDevices(model, [nn.getDeviceByName("emu-npu")]) as compilation:
+        await compilation.finish()
+        with Memory.create(4096) as memory:
+            memory.asArray((1, 8, 8, 3), offset=0)[:] = image
+            execution = compilation.createExecution()
+            execution.setInputFromMemory(0, memory, 0, image.nbytes)
+            execution.setInput(1, embedding)
+            execution.setOutputFromMemory(1, memory, 1024, 40)
+            features, scores = await execution.compute_async()
+            expected = nn_reference.run(model.to_hal(), [image, embedding])
+            # The HAL wrote the scores straight into the app's shared memory.
+            np.testing.assert_allclose(memory.asArray((1, 10), offset=1024), expected[1], rtol=1e-5, atol=1e-6)
+            assert np.shares_memory(scores, memory.asArray((1, 10), offset=1024))
+            np.testing.assert_allclose(features, expected[0], rtol=1e-5, atol=1e-5)
+
+
+async def test_set_output_copies_into_the_apps_array(nn):
+    model = sampleModel()
+    async with nn.createCompilation(model) as compilation:
+        await compilation.finish()
+        execution = compilation.createExecution()
+        inputs = sample_inputs()
+        for i, x in enumerate(inputs):
+            execution.setInput(i, x)
+        scores = np.zeros((1, 10), np.float32)
+        execution.setOutput(1, scores)
+        _, returned = await execution.compute_async()
+        assert returned is scores
+        np.testing.assert_allclose(scores, nn_reference.run(model.to_hal(), inputs)[1], rtol=1e-5, atol=1e-6)
+
+
+async def test_bad_inputs_and_outputs_are_bad_data(nn):
+    async with nn.createCompilation(sampleModel()) as compilation:
+        await compilation.finish()
+        execution = compilation.createExecution()
+        with pytest.raises(BadDataError, match="elements"):
+            execution.setInput(0, np.zeros((1, 8, 8, 2), np.float32))
+        with pytest.raises(BadDataError, match="does not exist"):
+            execution.setInput(2, np.zeros(16, np.float32))
+        with pytest.raises(BadDataError, match="bytes"):
+            execution.setInput(1, b"\0" * 10)
+        with pytest.raises(BadDataError, match="not an array|cannot be one"):
+            execution.setInput(1, "sixteen floats")
+        with pytest.raises(BadDataError, match="read-only"):
+            execution.setOutput(1, np.zeros((1, 10), np.float32).view().setflags(write=False) or b"\0" * 40)
+        with pytest.raises(BadDataError, match="float32"):
+            execution.setOutput(1, np.zeros((1, 10), np.int32))
+        with pytest.raises(BadDataError, match="not set"):
+            execution.setInput(0, sample_inputs()[0])
+            await execution.compute_async()
+
+
+async def test_options_after_finish_are_bad_state(nn):
+    async with nn.createCompilation(sampleModel()) as compilation:
+        with pytest.raises(BadDataError):
+            compilation.setPreference(7)
+        await compilation.finish()
+        with pytest.raises(BadStateError):
+            compilation.setPreference(ExecutionPreference.LOW_POWER)
+        with pytest.raises(BadStateError):
+            await compilation.finish()
+    with pytest.raises(BadStateError):
+        compilation.createExecution()
+
+
+async def test_blocking_compute_from_a_thread_and_start_compute(nn):
+    model = sampleModel()
+    inputs = sample_inputs()
+    async with nn.createCompilation(model) as compilation:
+        await compilation.finish()
+        execution = compilation.createExecution()
+        for i, x in enumerate(inputs):
+            execution.setInput(i, x)
+        with pytest.raises(BadStateError, match="compute_async"):
+            execution.compute()  # on the trio thread it would deadlock
+        assert_matches_reference(model, inputs, await trio.to_thread.run_sync(execution.compute))
+        event = await execution.startCompute()
+        assert_matches_reference(model, inputs, await event.wait())
+        assert event.isDone
+
+
+async def test_a_multi_step_cpu_and_driver_plan_passes_temporaries(nn):
+    # An FC on the NPU feeding a CPU-only step: emu-dsp cannot SOFTMAX, so with
+    # [dsp, cpu] and LOW_POWER the graph splits dsp -> cpu -> dsp.
+    model = Model()
+    t = OperandType.TENSOR_FLOAT32
+    x = model.addOperand(t, [1, 4])
+    w = model.addOperand(t, [4, 4])
+    b = model.addOperand(t, [4])
+    fuse = model.addOperand(OperandType.INT32)
+    beta = model.addOperand(OperandType.FLOAT32)
+    h, s, y = (model.addOperand(t, [1, 4]) for _ in range(3))
+    model.setOperandValue(w, np.eye(4, dtype=np.float32) * 2)
+    model.setOperandValue(b, np.arange(4, dtype=np.float32))
+    model.setOperandValue(fuse, FuseCode.NONE)
+    model.setOperandValue(beta, 1.0)
+    model.addOperation(OperationType.FULLY_CONNECTED, [x, w, b, fuse], [h])
+    model.addOperation(OperationType.SOFTMAX, [h, beta], [s])
+    model.addOperation(OperationType.RELU, [s], [y])
+    model.identifyInputsAndOutputs([x], [y])
+    model.finish()
+    async with nn.createCompilationForDevices(model, [nn.getDeviceByName("emu-dsp"), nn.cpu]) as compilation:
+        compilation.setPreference(ExecutionPreference.LOW_POWER)
+        await compilation.finish()
+        assert [s.device.name for s in compilation.plan.steps] == ["emu-dsp", CPU_DEVICE_NAME, "emu-dsp"]
+        inputs = [np.array([[0.5, -1.0, 2.0, 0.0]], np.float32)]
+        assert_matches_reference(model, inputs, await run(compilation, inputs))
+
+
+# ---- hints ------------------------------------------------------------------------------
+
+
+async def test_execution_hints_reach_the_scheduling_hal(stack, nn):
+    t = halTypes().registry
+    from framework.binder import interface_class
+
+    IScheduling = interface_class(t.interface("android.hardware.npu.IScheduling"))
+    ICallback = interface_class(t.interface("android.hardware.npu.ISchedulingCallback"))
+    started = []
+
+    class Recorder(ICallback.Stub):
+        async def onWorkRequested(self, info):
+            pass
+
+        async def onWorkStarted(self, info, reason):
+            started.append(info)
+
+        async def onWorkEnded(self, info, reason):
+            pass
+
+    service = await defaultServiceManager(stack.init).checkService("android.hardware.npu.IScheduling/default")
+    await IScheduling.asInterface(service).setCallback(Recorder())
+    group = uuid.uuid4()
+    async with nn.createCompilationForDevices(sampleModel(), [nn.getDeviceByName("emu-npu")]) as compilation:
+        await compilation.finish()
+        execution = compilation.createExecution()
+        for i, x in enumerate(sample_inputs()):
+            execution.setInput(i, x)
+        execution.setJobPriority(250)
+        execution.setGroupId(group)
+        execution.setDebugFeatureId("camera.segmentation")
+        await execution.compute_async()
+        await trio.sleep(1)  # past the callback's debounce
+    assert started, "the HAL reported no work"
+    info = started[-1]
+    assert info.jobPriority == 250
+    assert info.uid == APP_UID
+    assert bytes(info.groupId.uuid) == group.bytes
+    assert info.debugFeatureId == "camera.segmentation"
+    with pytest.raises(BadDataError):
+        execution.setJobPriority(1001)
+
+
+# ---- failures: fallback or not ------------------------------------------------------------
+
+
+async def wait_for_work_in_flight(stack):
+    while not stack.hal.in_flight:
+        await trio.sleep(0.0001)
+
+
+async def test_a_hal_killed_mid_execution_is_dead_object_for_devices(stack, nn):
+    async with nn.createCompilationForDevices(sampleModel(), [nn.getDeviceByName("emu-npu")]) as compilation:
+        await compilation.finish()
+        execution = compilation.createExecution()
+        for i, x in enumerate(sample_inputs()):
+            execution.setInput(i, x)
+        event = await execution.startCompute()
+        await wait_for_work_in_flight(stack)
+        stack.kill_hal()
+        with pytest.raises(DeadObjectError) as info:
+            await event.wait()
+        assert info.value.resultCode == ResultCode.DEAD_OBJECT == 14
+
+
+async def test_a_hal_killed_mid_execution_falls_back_to_the_cpu(stack, nn):
+    model = sampleModel()
+    inputs = sample_inputs()
+    async with nn.createCompilation(model) as compilation:
+        await compilation.finish()
+        assert {d.name for d in compilation.plan.devices} == {"emu-npu"}
+        execution = compilation.createExecution()
+        for i, x in enumerate(inputs):
+            execution.setInput(i, x)
+        event = await execution.startCompute()
+        await wait_for_work_in_flight(stack)
+        stack.kill_hal()
+        assert_matches_reference(model, inputs, await event.wait())
+        # The compilation now avoids the dead device for good.
+        assert [d.name for d in compilation.plan.devices] == [CPU_DEVICE_NAME]
+        assert_matches_reference(model, inputs, await run(compilation, inputs))
+
+
+async def test_a_failed_work_is_op_failed_or_a_fallback(stack, nn):
+    model = sampleModel()
+    inputs = sample_inputs()
+    npu = nn.getDeviceByName("emu-npu")
+    async with nn.createCompilationForDevices(model, [npu]) as strict, nn.createCompilation(model) as plain:
+        await strict.finish()
+        await plain.finish()
+        stack.driver.fail_next_work(stack.driver.device_by_name("emu-npu"))
+        with pytest.raises(OpFailedError):
+            await run(strict, inputs)
+        stack.driver.fail_next_work(stack.driver.device_by_name("emu-npu"))
+        assert_matches_reference(model, inputs, await run(plain, inputs))
+        assert "emu-npu" not in {d.name for d in plain.plan.devices}
+
+
+async def test_a_model_too_big_to_prepare_falls_back_or_fails(nn):
+    model = sampleModel()
+    npu = nn.getDeviceByName("emu-npu")
+    strict = nn.createCompilationForDevices(model, [npu])
+    strict.setEmulatedModelSize(64 << 30)  # 64 GiB: more than the NPU's weight memory
+    with pytest.raises(ResourceExhaustedPersistentError):
+        await strict.finish()
+    async with nn.createCompilation(model) as plain:
+        plain.setEmulatedModelSize(64 << 30)
+        await plain.finish()
+        # Every driver refuses it, so the CPU runs it all.
+        assert [d.name for d in plain.plan.devices] == [CPU_DEVICE_NAME]
+        inputs = sample_inputs()
+        assert_matches_reference(model, inputs, await run(plain, inputs))
