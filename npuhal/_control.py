@@ -111,6 +111,7 @@ class HalControl(_IHalControl.Stub):
                 raise IllegalArgumentException(f"unknown fault kind {kind} (FAULT_FAIL_NEXT_WORK..FAULT_CRASH)")
         except NpuValueError as exc:
             raise IllegalArgumentException(str(exc)) from None
+        self._hal.poll()
 
     async def resetChannel(self, device: str, channel: int) -> None:  # noqa: N802
         require_shell_or_system("resetChannel")
@@ -142,6 +143,7 @@ class HalControl(_IHalControl.Stub):
             target = (t[sev - 1] + t[sev]) / 2  # the middle of the band
         _, now = self._hal.driver.thermal_state()
         self._hal.driver.heat_spike(target - now)
+        self._hal.poll()
         log.info("thermal set to %s (%.1f C) by uid %d", sev.name, target, Binder.getCallingUid())
         return self._thermal()
 
@@ -185,6 +187,7 @@ class HalControl(_IHalControl.Stub):
             except NpuError as exc:
                 raise IllegalArgumentException(f"cannot load the test model on {deviceName or number}: {exc}") from None
             self._test_models[number] = handle
+            self._hal.poll()
         x = np.linspace(-1.0, 1.0, 64, dtype=np.float32).reshape(1, 64)
         self._hal.sync_clock()
         try:

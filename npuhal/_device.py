@@ -205,6 +205,7 @@ class NnDevice(_I.IDevice.Stub):
             try:
                 handle = self._hal.driver.load_model(self.number, data, emulated_size_bytes=modelSizeBytes)
             except NpuCapacityError as exc:
+                self._hal.poll()  # the refused load's memory event
                 raise service_error(ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, str(exc)) from None
             except NpuOfflineError as exc:
                 raise service_error(ErrorStatus.DEVICE_UNAVAILABLE, str(exc)) from None
@@ -215,6 +216,7 @@ class NnDevice(_I.IDevice.Stub):
         finally:
             if model is not None:
                 _close_all(model.pools)
+        self._hal.poll()
         uid, pid = Binder.getCallingUid(), Binder.getCallingPid()
         prepared = PreparedModel(self._hal, handle, self.name, uid, pid)
         self._hal.track_client(pid, prepared)
@@ -260,7 +262,10 @@ class _Pools:
 
     def close(self) -> None:
         for view in self._views:
-            view.release()
+            try:
+                view.release()
+            except BufferError:
+                pass  # still exported (a refused submission's traceback): the GC frees it
         self._views.clear()
         for mapping in self._maps.values():
             if isinstance(mapping, mmap.mmap):
@@ -301,6 +306,7 @@ class PreparedModel(_I.IPreparedModel.Stub):
                 self.handle.unload()
         except NpuError as exc:
             log.warning("unloading %r: %s", self, exc)
+        self._hal.poll()
         if not revoked:
             # A released or orphaned model is gone for good: later calls see a dead object.
             runtime = self._hal.runtime

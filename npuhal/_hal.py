@@ -424,6 +424,21 @@ class Hal:
 
     # ---- the pump and the clock --------------------------------------------------
 
+    def poll(self) -> None:
+        """Handle what the driver has queued now, without waiting for its eventfd.
+
+        Called after a handler changed the hardware directly (a load, an unload, a
+        heat spike): the virtual clock signals the eventfd only when time moves, and
+        listeners should hear of the change within the call.
+        """
+        if self.driver.closed:
+            return
+        for event in self.driver.drain_events():
+            try:
+                self.on_event(event)
+            except Exception:
+                log.exception("could not handle driver event %r", event)
+
     async def _pump(self) -> None:
         while True:
             try:

@@ -398,3 +398,283 @@ async def test_priority_order_later_higher_priority_job_finishes_first(world, sy
 async def test_job_priority_raises_effective_priority(world, system):
     await configure(world, system, app_config(APP, 100))
     assert await effective_priority(world, system, APP, 1000) > await effective_priority(world, system, APP, 0)
+
+
+# ---- who may run what --------------------------------------------------------------
+
+
+async def test_a_uid_without_direct_access_cannot_execute(world, system):
+    await configure(world, system, app_config(hasDirectAccess=False))
+    app, _ = await world.process(APP)
+    prepared = await prepare(world, app)
+    with pytest.raises(SecurityException):
+        await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, 0)
+    assert world.hal.stats.read == 0  # a refused submission is no work at all
+
+
+async def test_attribution_needs_can_attribute_other_uid(world, system):
+    sched = await configure(world, system, app_config(APP), app_config(OTHER_APP, canAttributeOtherUid=True))
+    recorder = Recorder()
+    await sched.setCallback(recorder)
+    a, _ = await world.process(APP)
+    b, _ = await world.process(OTHER_APP)
+    hints = ExecutionHints(jobPriority=100, originalUid=42)
+    with pytest.raises(SecurityException):
+        await (await prepare(world, a)).executeWithHints(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, hints)
+    await (await prepare(world, b)).executeWithHints(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, hints)
+    await wait_for(recorder, lambda r: len(r.events) == 3)
+    assert {(i.uid, i.originalUid) for _, i, _ in recorder.events} == {(OTHER_APP, 42)}
+
+
+async def test_test_inference_as_another_uid_is_for_root_system_and_shell(world, system):
+    await configure(world, system, app_config(APP), app_config(OTHER_APP))
+    app, _ = await world.process(APP)
+    with pytest.raises(SecurityException):
+        await (await world.control(app)).runTestInference(0, -1, "emu-npu", OTHER_APP)
+    mine = await (await world.control(app)).runTestInference(0, -1, "emu-npu", -1)
+    assert {e.info.uid for e in mine} == {APP}
+    shell_pid = world.net.spawn(world.net.init_pid)
+    async with open_binder_runtime(network=world.net, pid=shell_pid, shell=True) as shell:
+        assert shell.uid == 2000
+        events = await (await world.control(shell)).runTestInference(700, -1, "emu-npu", OTHER_APP)
+        assert [e.kind for e in events] == [0, 1, 2]
+        assert {e.info.uid for e in events} == {OTHER_APP} and events[0].info.jobPriority == 700
+        assert {e.deviceName for e in events} == {"emu-npu"} and events[0].timeNs <= events[-1].timeNs
+
+
+# ---- lifetimes -------------------------------------------------------------------
+
+
+async def test_a_dead_client_s_models_are_freed_within_200_ms(world, system):
+    await configure(world, system, app_config())
+    app, kill_app = await world.process(APP)
+    npu = world.driver.device_by_name("emu-npu")
+    before = world.driver.memory_info(npu).weight_memory_used
+    await prepare(world, app, size=1 << 30)
+    await prepare(world, app, size=1 << 29)
+    assert world.driver.memory_info(npu).weight_memory_used >= before + (3 << 29)
+    assert "2 model(s), 1.5 GiB on emu-npu" in await (await world.control(system)).dump()
+    kill_app.cancel()
+    await trio.sleep(0.2)
+    assert world.driver.memory_info(npu).weight_memory_used == before
+    assert not world.hal.prepared
+
+
+async def test_release_frees_at_once_and_the_object_is_dead_after(world, system):
+    await configure(world, system, app_config())
+    app, _ = await world.process(APP)
+    npu = world.driver.device_by_name("emu-npu")
+    before = world.driver.memory_info(npu).weight_memory_used
+    prepared = await prepare(world, app, size=1 << 30)
+    await prepared.release()
+    assert world.driver.memory_info(npu).weight_memory_used == before
+    with pytest.raises(DeadObjectException):
+        await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, 0)
+
+
+async def test_revoked_models_fail_their_later_executes_cleanly(world, system):
+    await configure(world, system, app_config())
+    app, _ = await world.process(APP)
+    prepared = await prepare(world, app)
+    with pytest.raises(SecurityException):
+        await (await world.control(app)).revokeUidModels(APP)
+    assert await (await world.control(system)).revokeUidModels(APP) == 1
+    with pytest.raises(ServiceSpecificException) as info:
+        await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, 0)
+    assert info.value.error_code == ErrorStatus.GENERAL_FAILURE
+    assert not world.hal.prepared
+
+
+async def test_a_dead_callback_is_cleared_and_the_hal_goes_on(world, system):
+    await configure(world, system, app_config())
+    other_system, kill_framework = await world.process(1000)
+    await (await world.scheduling(other_system)).setCallback(Recorder())
+    kill_framework.cancel()
+    await trio.sleep(0.01)
+    app, _ = await world.process(APP)
+    prepared = await prepare(world, app)
+    await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, 0)
+    await trio.sleep(0.2)
+    assert world.hal.callback is None and world.hal.stats.callback_deaths == 1
+    # A new framework registers again and hears the next work.
+    recorder = Recorder()
+    await (await world.scheduling(system)).setCallback(recorder)
+    await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, 0)
+    await wait_for(recorder, lambda r: len(r.events) == 3)
+
+
+# ---- errors ---------------------------------------------------------------------------
+
+
+async def test_bad_requests_and_models_are_invalid_argument(world, system):
+    await configure(world, system, app_config())
+    app, _ = await world.process(APP)
+    prepared = await prepare(world, app)
+    ex = Execution([np.ones((1, 16))], [(1, 8)])
+    req = ex.request()
+    short = req.replace(inputs=[req.inputs[0].replace(location=req.inputs[0].location.replace(length=8))])
+    outside = req.replace(outputs=[req.outputs[0].replace(location=req.outputs[0].location.replace(offset=1 << 20))])
+    for bad in (short, outside, req.replace(inputs=[]), req.replace(pools=[])):
+        with pytest.raises(ServiceSpecificException) as info:
+            await prepared.executeSynchronously(bad, False, -1, 0)
+        assert info.value.error_code == ErrorStatus.INVALID_ARGUMENT
+    with pytest.raises(IllegalArgumentException):
+        await prepared.executeWithHints(req, False, -1, ExecutionHints(jobPriority=1001))
+    npu = await world.device(app, "emu-npu")
+    model = aidl_model(fc_model()[0])
+    bad_model = model.replace(main=model.main.replace(inputIndexes=[7]))
+    with pytest.raises(ServiceSpecificException) as info:
+        await npu.prepareModel(bad_model, ExecutionPreference.LOW_POWER, Priority.LOW, -1, 0)
+    assert info.value.error_code == ErrorStatus.INVALID_ARGUMENT
+    # Still works after all that.
+    await prepared.executeSynchronously(req, False, -1, 0)
+
+
+async def test_device_memory_exhaustion_is_resource_exhausted(world, system):
+    app, _ = await world.process(APP)
+    total = world.driver.device_by_name("emu-npu").weight_memory_bytes
+    with pytest.raises(ServiceSpecificException) as info:
+        await prepare(world, app, size=total + 1)
+    assert info.value.error_code == ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT
+
+
+async def test_a_failed_work_is_general_failure_and_ends_failed(world, system):
+    sched = await configure(world, system, app_config())
+    recorder = Recorder()
+    await sched.setCallback(recorder)
+    app, _ = await world.process(APP)
+    prepared = await prepare(world, app)
+    await (await world.control(system)).injectFault("emu-npu", I.IHalControl.FAULT_FAIL_NEXT_WORK, 0)
+    with pytest.raises(ServiceSpecificException) as info:
+        await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, 0)
+    assert info.value.error_code == ErrorStatus.GENERAL_FAILURE
+    await wait_for(recorder, lambda r: r.kinds() == ["requested", "started", "ended"])
+    assert recorder.events[-1][2] == EndReason.FAILED
+
+
+async def test_the_heterogeneous_device_computes_too(world, system):
+    await configure(world, system, app_config())
+    app, _ = await world.process(APP)
+    model, w, b = fc_model(seed=5)
+    prepared = await prepare(world, app, "emu-hetero", model)
+    x = np.full((1, 16), 0.25, np.float32)
+    ex = Execution([x], [(1, 8)])
+    await prepared.executeSynchronously(ex.request(), False, -1, 0)
+    np.testing.assert_allclose(ex.output(0), np.maximum(x @ w.T + b, 0), rtol=1e-5, atol=1e-6)
+
+
+# ---- the private interface ------------------------------------------------------------
+
+
+class Listener(I.IHalListener.Stub):
+    def __init__(self):
+        super().__init__()
+        self.thermal = []
+        self.memory = []
+
+    async def onThermalSeverityChanged(self, severity, temperatureC):
+        self.thermal.append((severity, temperatureC))
+
+    async def onMemoryPressure(self, pressure):
+        self.memory.append(pressure)
+
+
+async def test_thermal_severity_is_set_from_the_thresholds_and_heard(world, system):
+    control = await world.control(system)
+    listener = Listener()
+    await control.registerListener(listener)
+    status = await control.setThermalSeverity(3)
+    assert status.severity == 3
+    assert status.thresholdsC[2] <= status.temperatureC < status.thresholdsC[3]
+    await trio.sleep(0.01)
+    assert listener.thermal and listener.thermal[-1][0] == 3
+    app, _ = await world.process(APP)
+    with pytest.raises(SecurityException):
+        await (await world.control(app)).setThermalSeverity(0)
+    assert (await (await world.control(app)).thermalStatus()).severity == 3
+    with pytest.raises(IllegalArgumentException):
+        await control.setThermalSeverity(7)
+    await control.setThermalSeverity(6)  # SHUTDOWN: the devices go offline
+    npu = await world.device(app, "emu-npu")
+    assert int(await npu.getStatus()) == 2  # OFFLINE
+    with pytest.raises(ServiceSpecificException) as info:
+        await prepare(world, app)
+    assert info.value.error_code == ErrorStatus.DEVICE_UNAVAILABLE
+
+
+async def test_memory_pressure_reaches_listeners(world, system):
+    control = await world.control(system)
+    listener = Listener()
+    await control.registerListener(listener)
+    app, _ = await world.process(APP)
+    await prepare(world, app, size=1 << 30)
+    await trio.sleep(0.01)
+    loads = [p for p in listener.memory if p.deviceNumber == world.driver.device_by_name("emu-npu").number]
+    assert loads and loads[-1].weightMemoryUsed >= 1 << 30 and loads[-1].refused is None
+
+
+async def test_recent_work_events_are_undebounced_with_times(world, system):
+    await configure(world, system, app_config())
+    app, _ = await world.process(APP)
+    prepared = await prepare(world, app)
+    for _ in range(2):
+        await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, 0)
+    control = await world.control(system)
+    events = await control.recentWorkEvents(100, -1)
+    assert [e.kind for e in events] == [0, 1, 2, 0, 1, 2]
+    assert [e.info.id for e in events] == sorted(e.info.id for e in events)
+    assert events[0].workId == events[2].workId != events[3].workId
+    assert all(e.deviceName == "emu-npu" for e in events)
+    assert [e.kind for e in await control.recentWorkEvents(100, events[2].info.id)] == [0, 1, 2]
+    assert len(await control.recentWorkEvents(2, -1)) == 2
+    app_control = await world.control(app)
+    with pytest.raises(SecurityException):
+        await app_control.recentWorkEvents(10, -1)
+
+
+async def test_unknown_device_and_fault_kinds_are_illegal_arguments(world, system):
+    control = await world.control(system)
+    with pytest.raises(IllegalArgumentException):
+        await control.injectFault("emu-nope", I.IHalControl.FAULT_FAIL_NEXT_WORK, 0)
+    with pytest.raises(IllegalArgumentException):
+        await control.injectFault("emu-npu", 99, 0)
+    with pytest.raises(IllegalArgumentException):
+        await control.resetChannel("emu-npu", 0)  # not hung
+
+
+class _Renamed:
+    """A driver whose device 1 has a name NNAPI VTS would reject."""
+
+    def __init__(self, driver):
+        self._driver = driver
+
+    def __getattr__(self, name):
+        return getattr(self._driver, name)
+
+    @property
+    def devices(self):
+        import dataclasses
+
+        devs = self._driver.devices
+        devs[1] = dataclasses.replace(devs[1], name="badname")
+        return devs
+
+
+async def test_a_badly_named_driver_device_is_not_registered(autojump_clock, caplog):
+    net = MemoryNetwork()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(serve_servicemanager, network=net))
+        async with open_binder_runtime(network=net, pid=net.init_pid) as init, open_driver(clock="virtual") as driver:
+            pid = net.spawn(net.init_pid)
+            await defaultServiceManager(init).registerProcess(pid, 1000)
+
+            async def hal_proc(task_status):
+                async with open_binder_runtime(network=net, pid=pid) as rt:
+                    await serve_hal(_Renamed(driver), rt, task_status=task_status)
+
+            await nursery.start(hal_proc)
+            names = await defaultServiceManager(init).listServices(15)
+            devices = sorted(n.rsplit("/", 1)[1] for n in names if "IDevice/" in n)
+            assert devices == ["emu-dsp", "emu-hetero", "emu-npu"]
+            assert any("badname" in r.getMessage() and r.levelname == "ERROR" for r in caplog.records)
+            nursery.cancel_scope.cancel()
