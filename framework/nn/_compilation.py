@@ -199,6 +199,16 @@ class Compilation:
             raise
         self._plan = plan
 
+    async def partition(self) -> ExecutionPlan:
+        """The plan ``finish()`` would start from, without preparing anything.
+
+        What ``npuemu nn plan`` prints: it asks the devices what they support and
+        partitions, but loads nothing into any device's memory (so a prepare-time
+        fallback is not reflected). The compilation stays open.
+        """
+        self._check_open("partition")
+        return await self._partition()
+
     async def _partition(self) -> ExecutionPlan:
         nn, hal = self._nn, self._hal
         if self._explicit is None:
