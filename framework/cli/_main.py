@@ -77,3 +77,6 @@ from ._vts import run_test_inference, vts  # noqa: E402 - commands register afte
 
 main.add_command(vts)
 main.add_command(run_test_inference)
+
+from ._nn import nn  # noqa: E402 - commands register after the group
+main.add_command(nn)
