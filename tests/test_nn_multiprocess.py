@@ -1,0 +1,160 @@
+"""The NNAPI runtime against the HAL as its own OS process (real sockets, SCM_RIGHTS).
+
+``npuhal.open_private_hal`` starts a servicemanager and ``python -m npuhal`` (real
+clock); this test process is init. One test runs the app as its own process under an
+app uid, as ``npuemu launch`` would; one SIGKILLs the HAL under a prepared model;
+one runs ``npuemu nn plan`` against a whole booted emulator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trio
+
+import nn_reference
+from framework.binder import launch_process
+from framework.nn import CPU_DEVICE_NAME, DeadObjectError, open_nn_runtime, sampleModel
+from npuhal import open_private_hal
+
+pytestmark = pytest.mark.multiprocess
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+
+APP = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import trio
+    sys.path.insert(0, sys.argv[1])
+    import nn_reference
+    from framework.binder import open_binder_runtime
+    from framework.nn import open_nn_runtime, sampleModel
+
+    async def main():
+        async with open_binder_runtime() as binder, open_nn_runtime(binder) as nn:
+            model = sampleModel()
+            rng = np.random.default_rng(5)
+            inputs = [rng.random((1, 8, 8, 3), dtype=np.float32), rng.random((1, 16), dtype=np.float32)]
+            async with nn.createCompilation(model) as compilation:
+                await compilation.finish()
+                execution = compilation.createExecution()
+                for i, x in enumerate(inputs):
+                    execution.setInput(i, x)
+                execution.setJobPriority(100)
+                outputs = await execution.compute_async()
+                expected = nn_reference.run(model.to_hal(), inputs)
+                print(json.dumps({
+                    "uid": binder.uid,
+                    "devices": [d.name for d in nn.devices],
+                    "plan": sorted({d.name for d in compilation.plan.devices}),
+                    "error": max(float(np.abs(a - b).max()) for a, b in zip(outputs, expected)),
+                }))
+
+    trio.run(main)
+    """
+)
+
+
+def inputs_for(seed=7):
+    rng = np.random.default_rng(seed)
+    return [rng.random((1, 8, 8, 3), dtype=np.float32), rng.random((1, 16), dtype=np.float32)]
+
+
+async def test_an_app_process_computes_through_the_hal_process():
+    async with open_private_hal(timeout=30) as hal:
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        env.pop("NPUEMU_NN_ENABLED_DEVICES", None)
+        proc = await launch_process(
+            [sys.executable, "-c", APP, str(TESTS)],
+            uid=10001,
+            env=env,
+            runtime=hal.runtime,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        with trio.fail_after(60):
+            out = await proc.stdout.receive_some(1 << 16)
+            chunks = [out]
+            while True:
+                more = await proc.stdout.receive_some(1 << 16)
+                if not more:
+                    break
+                chunks.append(more)
+            code = await proc.wait()
+        err = (await proc.stderr.receive_some(1 << 16)).decode(errors="replace")
+        assert code == 0, err
+        report = json.loads(b"".join(chunks).decode().strip().splitlines()[-1])
+    assert report["uid"] == 10001
+    assert report["devices"][-1] == CPU_DEVICE_NAME
+    assert "emu-npu" in report["devices"]
+    assert report["plan"] == ["emu-npu"]
+    assert report["error"] < 1e-5
+
+
+async def test_a_sigkilled_hal_is_dead_object_for_devices_and_a_fallback_otherwise():
+    model = sampleModel()
+    inputs = inputs_for()
+    expected = nn_reference.run(model.to_hal(), inputs)
+    async with open_private_hal(timeout=30) as hal, open_nn_runtime(hal.runtime, environ={}) as nn:
+        npu = nn.getDeviceByName("emu-npu")
+        strict = nn.createCompilationForDevices(model, [npu])
+        plain = nn.createCompilation(model)
+        await strict.finish()
+        await plain.finish()
+        assert [d.name for d in plain.plan.devices] == ["emu-npu"]
+        for compilation in (strict, plain):  # both run on the HAL while it lives
+            execution = compilation.createExecution()
+            for i, x in enumerate(inputs):
+                execution.setInput(i, x)
+            for got, want in zip(await execution.compute_async(), expected, strict=True):
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        hal.kill()
+        await hal.wait()
+        for compilation in (strict, plain):
+            execution = compilation.createExecution()
+            for i, x in enumerate(inputs):
+                execution.setInput(i, x)
+            if compilation is strict:
+                with pytest.raises(DeadObjectError):
+                    await execution.compute_async()
+            else:
+                for got, want in zip(await execution.compute_async(), expected, strict=True):
+                    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+                assert [d.name for d in compilation.plan.devices] == [CPU_DEVICE_NAME]
+        await strict.aclose()
+        await plain.aclose()
+
+
+async def test_nn_plan_online_matches_offline(tmp_path):
+    from framework.emulator import BootConfig, open_emulator
+
+    npuemu = [sys.executable, "-c", "from framework.cli import main; main()"]
+    argv = [*npuemu, "nn", "plan", "--devices", "emu-npu,emu-dsp", "--preference", "low-power"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("NPUEMU_NN_ENABLED_DEVICES", None)
+    offline = await trio.run_process([*argv, "--offline"], capture_stdout=True, env=env)
+    async with open_emulator(tmp_path / "emu", BootConfig(record=False)):
+        online = await trio.run_process(
+            [*argv, "--runtime-dir", str(tmp_path / "emu")], capture_stdout=True, capture_stderr=True, env=env,
+            check=False,
+        )
+    assert online.returncode == 0, online.stderr.decode()
+    text = online.stdout.decode()
+    assert "emu-npu" in text and "emu-dsp" in text
+
+    def plan_part(output: bytes | str) -> str:
+        output = output.decode() if isinstance(output, bytes) else output
+        return output[output.index("ExecutionPlan:"):]
+
+    # Online discovery (sorted by the servicemanager) lists devices in another order
+    # than the driver does, but the partitioning is the same.
+    assert plan_part(text) == plan_part(offline.stdout)
