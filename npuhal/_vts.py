@@ -345,6 +345,14 @@ class _Session:
             return ""
         return _signal_note(code) or f"exit status {code}"
 
+    async def exit_note(self) -> str:
+        """``death_note`` once the dead HAL has been reaped (its socket closes first)."""
+        proc = getattr(self.hal, "process", None)
+        if proc is not None:
+            with trio.move_on_after(1.0):
+                await proc.wait()
+        return self.death_note()
+
     async def alive(self) -> bool:
         """Whether the HAL still answers (a ping through IScheduling, bounded)."""
         if self.scheduling is None:
@@ -356,7 +364,11 @@ class _Session:
                 return False
         return False
 
-    async def restart(self) -> None:
+    async def restart(self, why: str) -> None:
+        if why == "hung":
+            # A driver stuck in a callback holds the HAL's only thread: SIGTERM
+            # would wait for a Python signal handler that never runs.
+            self.hal.kill()
         with trio.fail_after(_BOOT_TIMEOUT_S):
             await self.hal.restart()
             await self.connect()
@@ -422,6 +434,19 @@ class _Session:
 
 def _describe(events: Sequence[tuple[str, Any, int | None]]) -> str:
     return ", ".join(method + ("" if reason is None else f"({reason})") for method, _, reason in events) or "nothing"
+
+
+def _describe_raw(events: Sequence[Any]) -> str:
+    names = {_KIND_REQUESTED: "requested", _KIND_STARTED: "started", _KIND_ENDED: "ended"}
+    out = []
+    for e in events:
+        label = names.get(e.kind, str(e.kind))
+        if e.kind == _KIND_STARTED:
+            label += "(INITIAL)" if e.reason == _START_INITIAL else "(RESUMED)"
+        elif e.kind == _KIND_ENDED:
+            label += f"({_END_NAMES.get(e.reason, e.reason)})"
+        out.append(f"{label} of work {e.workId}")
+    return ", ".join(out) or "nothing"
 
 
 def _final_end(events: Sequence[Any]) -> Any:
@@ -502,14 +527,20 @@ async def run_inference_status_callbacks(s: _Session) -> str:
     priority 500, then 100 ms of quiet.  Each event carries jobPriority 500 and an
     effectivePriority >= 250; timestamps (CLOCK_MONOTONIC ms) do not decrease,
     starting no earlier than the call; ids increase.  npuemu adds what a framework
-    relies on: the work is the caller's uid, it starts INITIAL and ends COMPLETED.
+    relies on: the work is the caller's uid, it starts INITIAL and ends COMPLETED,
+    and the HAL's undebounced record of the driver's events (``recentWorkEvents``)
+    shows exactly one work with exactly those three events: the debounce would
+    fold a driver's stray extra work into one clean-looking triple.
     """
     scheduling = s.need_scheduling()
     s.need_control()
     await scheduling.setSchedulingConfigs([s.config(s.uid, 250, attribute=True)])
+    control = s.need_control()
     callback, recorder = s.new_callback()
     await scheduling.setCallback(callback)
     try:
+        latest = list(await control.recentWorkEvents(1, -1))
+        since = latest[-1].info.id if latest else -1
         start_ms = math.floor(time.monotonic() * 1000)
         await s.run_inference(500)
         # The final onWorkEnded is held for the 50 ms debounce window after the work.
@@ -517,6 +548,15 @@ async def run_inference_status_callbacks(s: _Session) -> str:
         await trio.sleep(0.1)
     finally:
         await scheduling.setCallback(None)
+    # The debounce may fold a driver's stray work into one clean triple; the
+    # HAL's undebounced record shows everything the inference made the driver do.
+    raw = [e for e in await control.recentWorkEvents(256, since) if e.info.uid == s.uid]
+    shape = [(e.kind, e.reason if e.kind != _KIND_REQUESTED else None) for e in raw]
+    if len({e.workId for e in raw}) != 1 or shape != [(_KIND_REQUESTED, None), (_KIND_STARTED, _START_INITIAL), (_KIND_ENDED, _END_COMPLETED)]:
+        raise _Fail(
+            f"one inference made the driver report {_describe_raw(raw)} over {len({e.workId for e in raw})} work(s); "
+            "expected exactly requested, started(INITIAL), ended(COMPLETED) of one work"
+        )
     events = list(recorder.events)
     methods = [m for m, _, _ in events]
     want = ["onWorkRequested", "onWorkStarted", "onWorkEnded"]
@@ -921,7 +961,7 @@ async def version_string_changes_with_build(s: _Session) -> str:
     _save_record(s.version_record, record)
     if seen_before:
         return f"differs from the {seen_before} device(s)' earlier builds in {s.version_record}"
-    return f"first build seen; its versions are recorded in {s.version_record} for the next one"
+    return f"no other build of these devices recorded yet; this one's versions are kept in {s.version_record}"
 
 
 def _load_record(path: Path) -> dict:
@@ -1020,22 +1060,23 @@ async def _run_check(s: _Session, check: _Check, budget: float) -> tuple[VtsChec
         except _Fail as exc:
             result = VtsCheckResult(check.name, False, str(exc))
         except DeadObjectException:
-            note = s.death_note()
-            result = VtsCheckResult(
-                check.name, False, f"the HAL process died during the check{' (' + note + ')' if note else ''}: the driver crashed"
-            )
-            restart_why = "died"
+            result, restart_why = None, "died"
         except RemoteException as exc:
             result = VtsCheckResult(check.name, False, f"unexpected {type(exc).__name__}: {exc}")
         else:
             result = VtsCheckResult(check.name, True, detail)
-    if scope.cancelled_caught:
+    if restart_why == "died":
+        note = await s.exit_note()
+        result = VtsCheckResult(
+            check.name, False, f"the HAL process died during the check{' (' + note + ')' if note else ''}: the driver crashed"
+        )
+    elif scope.cancelled_caught:
         result = VtsCheckResult(
             check.name, False, f"no answer within {budget:g} s: the driver hangs (the HAL is restarted)"
         )
         restart_why = "hung"
     if restart_why is None and not await s.alive():
-        restart_why = "died" if s.death_note() else "hung"
+        restart_why = "died" if await s.exit_note() else "hung"
         if result.passed:
             result = VtsCheckResult(check.name, False, f"the HAL stopped answering after the check ({restart_why})")
     return result, restart_why
@@ -1089,12 +1130,17 @@ async def run_vts(
             facts, probe_error = None, str(exc)
         async with AsyncExitStack() as stack:
             try:
-                with trio.fail_after(min(_BOOT_TIMEOUT_S, max(0.1, deadline - trio.current_time()))):
-                    hal = await stack.enter_async_context(open_private_hal(target.so_path, clock="real"))
-                    session = _Session(hal, target, facts, probe_error, record, ifaces=hal_interfaces())
+                # open_private_hal bounds its own boot (a cancel scope around
+                # entering it would close over the nursery it keeps open).
+                boot_timeout = min(_BOOT_TIMEOUT_S, max(0.5, deadline - trio.current_time()))
+                hal = await stack.enter_async_context(
+                    open_private_hal(target.so_path, clock="real", timeout=boot_timeout)
+                )
+                session = _Session(hal, target, facts, probe_error, record, ifaces=hal_interfaces())
+                with trio.fail_after(boot_timeout):
                     await session.connect()
             except trio.TooSlowError:
-                why = f"the HAL did not start within {_BOOT_TIMEOUT_S:g} s (the driver hangs during boot)"
+                why = f"the HAL did not answer within {_BOOT_TIMEOUT_S:g} s of booting (the driver hangs)"
                 return VtsReport(target.label, tuple(VtsCheckResult(c.name, False, why) for c in checks))
             except Exception as exc:  # noqa: BLE001 - any boot failure is the driver's verdict
                 why = f"the HAL did not start: {type(exc).__name__}: {_one_line(exc)}"
@@ -1113,7 +1159,7 @@ async def run_vts(
                 results.append(result)
                 if restart_why is not None:
                     try:
-                        await session.restart()
+                        await session.restart(restart_why)
                     except Exception as exc:  # noqa: BLE001
                         session.hal_failure = f"the HAL could not be restarted after it {restart_why}: {_one_line(exc)}"
         return VtsReport(target.label, tuple(results))

@@ -1,9 +1,10 @@
 /*
- * Broken: work events missing and out of order.  Each submission is first
- * queued, then cancelled at once, then queued again for real: the framework
- * hears the work end (CANCELLED_USER) before it ever starts, and the debounce
- * then swallows the real run's requested and started.  vts must fail
- * NpuSchedulingAidl.RunInferenceStatusCallbacks.
+ * Broken: work events out of order.  Each submission is first queued, then
+ * cancelled at once, then queued again for real, so the driver reports the
+ * caller's work ending (CANCELLED_USER) before the work that really runs has
+ * even been requested.  The callback's debounce folds the two into one
+ * clean-looking requested/started/ended; the HAL's undebounced record does not.
+ * vts must fail NpuSchedulingAidl.RunInferenceStatusCallbacks.
  */
 #include "broken.h"
 
