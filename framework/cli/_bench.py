@@ -1,0 +1,135 @@
+"""``npuemu bench``: measurements that print tables.
+
+``npuemu bench scheduling`` is the scheduling lab (``framework.lab``): every
+policy on the same arrivals, on the emulated NPU's virtual clock, with the
+multiprogram metrics of the literature.  This module only parses options,
+calls the lab, and turns its errors into one line and an exit code.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+__all__ = ["bench", "scheduling"]
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks of the emulated stack (they print tables and write files)."""
+
+
+def _resolve_workload(text: str, directory: Path) -> Path:
+    path = Path(text)
+    if path.exists() or path.suffix:
+        return path
+    # A bare name is one of the bundled workloads.
+    candidate = directory / f"{text}.toml"
+    if candidate.exists():
+        return candidate
+    known = ", ".join(sorted(p.stem for p in directory.glob("*.toml"))) or "none"
+    raise click.BadParameter(f"no workload file {text!r} and no bundled workload of that name (bundled: {known})",
+                             param_hint="WORKLOAD")
+
+
+def _loads(text: str | None) -> list[float] | None:
+    if text is None:
+        return None
+    if text.strip() == "":
+        return []
+    try:
+        values = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of numbers", param_hint="--loads") from None
+    for v in values:
+        if not (0 < v <= 10):
+            raise click.BadParameter(f"an offered load must be in (0, 10], got {v:g}", param_hint="--loads")
+    return values
+
+
+@bench.command()
+@click.argument("workloads", nargs=-1, metavar="[WORKLOAD]...")
+@click.option("--policy", "policy_names", multiple=True, metavar="NAME",
+              help="Run only these built-in policies (repeatable): fcfs, priority, preempt-ckpt, preempt-kill, reference.")
+@click.option("--driver", "drivers", multiple=True, type=click.Path(dir_okay=False),
+              help="Also run a driver .so with its own scheduling (repeatable).")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Override every workload's seed.")
+@click.option("--k", "sla_k", type=click.FloatRange(min=1.0), default=None,
+              help="SLA: a high-priority request must finish within K x its isolated time (overrides the workload's).")
+@click.option("--loads", default=None, metavar="L1,L2,...", help="Sweep these offered loads instead of the workload's.")
+@click.option("--no-sweep", is_flag=True, help="Only the workload's nominal load.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="scheduling-lab", show_default=True,
+              help="Where the JSON and the plots go.")
+@click.option("--no-plot", is_flag=True, help="Skip the PNG plots.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+def scheduling(
+    workloads: tuple[str, ...],
+    policy_names: tuple[str, ...],
+    drivers: tuple[str, ...],
+    seed: int | None,
+    sla_k: float | None,
+    loads: str | None,
+    no_sweep: bool,
+    out_dir: str,
+    no_plot: bool,
+    quiet: bool,
+) -> None:
+    """Compare NPU scheduling policies on the same arrivals, on the virtual clock.
+
+    WORKLOAD is a workload file (TOML, see framework/lab/_workload.py) or the
+    name of one in bench/workloads; by default, every bundled one.  Each runs
+    under non-preemptive FCFS, non-preemptive priority, preemptive
+    highest-priority-first with checkpoint and with kill-restart, the
+    reference driver's own scheduling, and any --driver given; at its nominal
+    load and across its load sweep.  Prints a table per workload; writes
+    OUT/scheduling.json (every number) and OUT/<workload>.png.  The same seed
+    gives the same numbers.
+
+    \b
+    Examples:
+      npuemu bench scheduling
+      npuemu bench scheduling phone --policy fcfs --policy preempt-ckpt --no-sweep
+      npuemu bench scheduling my.toml --driver build/drivers/mine.so --k 5 --seed 3
+    """
+    from framework import lab
+
+    started = time.monotonic()
+    directory = lab.default_workloads_dir()
+    if workloads:
+        paths = [_resolve_workload(w, directory) for w in workloads]
+    else:
+        paths = sorted(directory.glob("*.toml"))
+        if not paths:
+            raise click.ClickException(f"no bundled workloads in {directory}; name a workload file")
+    sweep_loads = _loads(loads)
+    builtin = {p.name: p for p in lab.builtin_policies()}
+    unknown = [n for n in policy_names if n not in builtin]
+    if unknown:
+        raise click.BadParameter(f"unknown policy {unknown[0]!r} (known: {', '.join(builtin)})", param_hint="--policy")
+    say = (lambda _m: None) if quiet else (lambda m: click.echo(m, err=True))
+    try:
+        policies = [builtin[n] for n in dict.fromkeys(policy_names)] if policy_names else list(builtin.values())
+        policies += [lab.driver_policy(d) for d in drivers]
+        reports = []
+        for path in paths:
+            workload = lab.load_workload(path)
+            if seed is not None:
+                workload = workload.with_seed(seed)
+            if sla_k is not None:
+                workload = workload.with_sla_k(sla_k)
+            if sweep_loads is not None:
+                workload = workload.with_sweep(sweep_loads)
+            report = lab.run_workload(workload, policies, sweep=not no_sweep, progress=say)
+            reports.append(report)
+            click.echo(lab.format_report(report))
+            click.echo("")
+        out = Path(out_dir)
+        json_path = lab.write_json(lab.report_json(reports, seed_override=seed), out / "scheduling.json")
+        written = [json_path]
+        if not no_plot:
+            written += [lab.plot_report(r, out / f"{r.workload.name}.png") for r in reports]
+    except lab.LabError as e:
+        raise click.ClickException(str(e)) from None
+    click.echo("wrote " + ", ".join(str(p) for p in written) + f" in {time.monotonic() - started:.1f} s")

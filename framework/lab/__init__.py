@@ -1,0 +1,67 @@
+"""framework.lab: the scheduling lab, which measures how policies share the NPU.
+
+General layout (each module imports only those above it):
+
+- ``_errors``: ``LabError`` and its builtin-flavoured subclasses;
+- ``_metrics``: the multiprogram metrics of Eyerman and Eeckhout (IEEE Micro
+  2008) and PREMA (HPCA 2020), as pure functions of numbers;
+- ``_workload``: the declarative workload file (TOML), validated, and the
+  arrivals it generates (Poisson, periodic, bursts, traces; a load sweep);
+- ``_run``: policies (scheduling x preemption mode, or a driver ``.so``'s
+  own) and one run of a workload on ``npuhal``'s virtual clock;
+- ``_lab``: the experiment: every policy on the same arrivals, isolated
+  times, a summary of every run;
+- ``_report``: tables, the PNG plot, the JSON of every number.
+
+``npuemu bench scheduling`` and ``bench/scheduling.py`` are thin fronts on
+this package.  Everything public is re-exported here, exactly once.
+"""
+
+from ._errors import LabError as LabError, LabRunError as LabRunError, WorkloadError as WorkloadError
+from ._lab import (
+    WorkloadReport as WorkloadReport,
+    prema_comparison as prema_comparison,
+    run_workload as run_workload,
+    summarize as summarize,
+)
+from ._metrics import (
+    antt as antt,
+    fairness as fairness,
+    mean as mean,
+    normalized_turnaround as normalized_turnaround,
+    percentile as percentile,
+    sla_satisfaction as sla_satisfaction,
+    stp as stp,
+)
+from ._report import (
+    format_report as format_report,
+    plot_report as plot_report,
+    report_json as report_json,
+    write_json as write_json,
+)
+from ._run import (
+    Calibration as Calibration,
+    Job as Job,
+    Policy as Policy,
+    RunResult as RunResult,
+    builtin_policies as builtin_policies,
+    calibrate as calibrate,
+    driver_policy as driver_policy,
+    measure_isolated as measure_isolated,
+    run_policy as run_policy,
+)
+from ._workload import (
+    Arrival as Arrival,
+    Bursts as Bursts,
+    Periodic as Periodic,
+    Poisson as Poisson,
+    Task as Task,
+    Trace as Trace,
+    Workload as Workload,
+    default_workloads_dir as default_workloads_dir,
+    factor_for_load as factor_for_load,
+    generate_arrivals as generate_arrivals,
+    load_workload as load_workload,
+    offered_load as offered_load,
+    parse_workload as parse_workload,
+)

@@ -1,0 +1,257 @@
+"""The lab: every policy on the same arrivals, at the nominal load and across a sweep.
+
+``run_workload`` is the whole experiment for one workload:
+
+1. calibrate the tasks' models to their ``work_ms`` (reference driver);
+2. measure each task alone under each policy (the isolated times);
+3. generate the arrivals once per load level (a pure function of the
+   workload and seed) and run every policy on that same list;
+4. summarise every run with the metrics of ``framework.lab.metrics``.
+
+The result (``WorkloadReport``) holds every number; ``to_dict`` gives them as
+JSON-able data, and ``framework.lab`` formats tables and plots from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from npuhal import EndReason
+
+from . import _metrics as M
+from ._errors import LabRunError
+from ._run import Calibration, Policy, RunResult, calibrate, measure_isolated, run_policy
+from ._workload import Workload, factor_for_load, generate_arrivals, offered_load
+
+__all__ = ["WorkloadReport", "run_workload", "summarize", "prema_comparison"]
+
+
+def _ms(ns: int | None) -> float | None:
+    return None if ns is None else ns / 1e6
+
+
+def summarize(run: RunResult, workload: Workload, isolated_ns: Sequence[int], isolated_busy_ns: Sequence[int],
+              *, offered: float, load: float | None = None) -> dict[str, Any]:
+    """Every metric of one run, as plain data (see ``framework.lab.metrics``).
+
+    ``isolated_ns``: each task's turnaround alone; ``isolated_busy_ns``: its time
+    on the channel alone (the useful work a request needs).
+    """
+    k = workload.sla_k
+    tasks = []
+    ntts: list[float] = []
+    starving = False
+    high: list[float] = []
+    high_turn: list[float | None] = []
+    high_iso: list[float] = []
+    request_ntts: list[float] = []
+    for i, task in enumerate(workload.tasks):
+        jobs = [j for j in run.jobs if j.task == i]
+        done = [j for j in jobs if j.turnaround_ns is not None]
+        turn = [j.turnaround_ns / 1e6 for j in done]
+        iso = isolated_ns[i] / 1e6
+        entry: dict[str, Any] = {
+            "name": task.name,
+            "priority": task.priority,
+            "sla": task.sla,
+            "isolated_ms": iso,
+            "requests": len(jobs),
+            "completed": len(done),
+            "preemptions": sum(j.pauses for j in jobs),
+        }
+        if done:
+            ntt = M.mean([M.normalized_turnaround(t, iso) for t in turn])
+            request_ntts.extend(M.normalized_turnaround(t, iso) for t in turn)
+            ntts.append(ntt)
+            entry.update(
+                ntt=ntt, np=1.0 / ntt, mean_ms=M.mean(turn), p50_ms=M.percentile(turn, 50),
+                p99_ms=M.percentile(turn, 99), max_ms=max(turn),
+                wait_mean_ms=M.mean([(j.start_ns - j.arrival_ns) / 1e6 for j in done]),
+            )
+        else:
+            starving = bool(jobs)
+            entry.update(ntt=None, np=0.0 if jobs else None, mean_ms=None, p50_ms=None, p99_ms=None, max_ms=None,
+                         wait_mean_ms=None)
+        if task.sla and jobs:
+            entry["sla_satisfaction"] = M.sla_satisfaction([_ms(j.turnaround_ns) for j in jobs], iso, k)
+            high.extend(turn)
+            high_turn.extend(_ms(j.turnaround_ns) for j in jobs)
+            high_iso.extend([iso] * len(jobs))
+        else:
+            entry["sla_satisfaction"] = None
+        tasks.append(entry)
+
+    inflation = 0
+    useful = 0
+    for j in run.jobs:
+        if j.reason is EndReason.COMPLETED:
+            useful += isolated_busy_ns[j.task]
+            if j.pauses:
+                inflation += max(0, j.busy_ns - isolated_busy_ns[j.task])
+    overhead = inflation + run.saves_ns
+    completed = sum(1 for j in run.jobs if j.reason is EndReason.COMPLETED)
+    return {
+        "policy": run.policy.name,
+        "load": load,
+        "offered_load": offered,
+        "rate_factor": run.factor,
+        "requests": len(run.jobs),
+        "completed": completed,
+        "failed": len(run.jobs) - completed,
+        "wrong_results": sum(1 for j in run.jobs if j.correct is False),
+        "antt": M.antt(ntts) if ntts and not starving else None,
+        "stp": M.stp(ntts) if ntts else 0.0,
+        "fairness": 0.0 if starving else (M.fairness(ntts) if ntts else None),
+        "antt_requests": M.mean(request_ntts) if request_ntts else None,
+        "sla_k": k,
+        "sla_satisfaction": M.sla_satisfaction(high_turn, high_iso, k) if high_turn else None,
+        "high_mean_ms": M.mean(high) if high else None,
+        "high_p50_ms": M.percentile(high, 50) if high else None,
+        "high_p99_ms": M.percentile(high, 99) if high else None,
+        "preemptions": sum(j.pauses for j in run.jobs),
+        "preemption_overhead_ms": overhead / 1e6,
+        "context_save_ms": run.saves_ns / 1e6,
+        "overhead_pct": 100.0 * overhead / useful if useful else 0.0,
+        "makespan_ms": run.makespan_ns / 1e6,
+        "throughput_rps": completed / (run.makespan_ns / 1e9) if run.makespan_ns else 0.0,
+        "events_dropped": run.events_dropped,
+        "tasks": tasks,
+        # One row per request: task index, arrival, first start, end (ms), end reason, pauses, channel time (ms).
+        "jobs": [
+            [j.task, j.arrival_ns / 1e6, _ms(j.start_ns), _ms(j.end_ns), None if j.reason is None else j.reason.name,
+             j.pauses, j.busy_ns / 1e6]
+            for j in run.jobs
+        ],
+    }
+
+
+@dataclass(slots=True)
+class WorkloadReport:
+    """Everything one workload's experiment measured."""
+
+    workload: Workload
+    policies: tuple[Policy, ...]
+    cost_scales: tuple[float, ...]
+    channels: int
+    isolated_ms: dict[str, list[float]]
+    nominal_load: float
+    nominal: list[dict[str, Any]]
+    sweep: list[dict[str, Any]] = field(default_factory=list)  # {"load", "rate_factor", "runs": [summary...]}
+
+    def run(self, policy: str, load: float | None = None) -> dict[str, Any]:
+        """The summary of ``policy`` at the nominal load, or at sweep level ``load``."""
+        runs = self.nominal if load is None else next(
+            (s["runs"] for s in self.sweep if abs(s["load"] - load) < 1e-9), None)
+        if runs is None:
+            raise KeyError(f"no sweep level {load}")
+        for r in runs:
+            if r["policy"] == policy:
+                return r
+        raise KeyError(f"no policy {policy!r} in this report")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload.to_dict(),
+            "policies": [p.to_dict() for p in self.policies],
+            "cost_scales": list(self.cost_scales),
+            "channels": self.channels,
+            "isolated_ms": self.isolated_ms,
+            "nominal_load": self.nominal_load,
+            "nominal": self.nominal,
+            "sweep": self.sweep,
+            "prema_comparison": prema_comparison(self),
+        }
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def prema_comparison(report: WorkloadReport, baseline: str = "fcfs", preemptive: str = "preempt-ckpt") -> dict[str, Any]:
+    """PREMA's three headline ratios, for preemptive over non-preemptive FCFS, per load.
+
+    ``latency_x`` = ANTT(FCFS) / ANTT(preemptive) (how many times lower the
+    average normalized latency is), ``throughput_x`` = STP ratio, ``sla_x`` =
+    SLA-satisfaction ratio; also the high-priority mean latency ratio.  A
+    ratio with a zero or missing denominator is ``None``.
+    """
+    names = {p.name for p in report.policies}
+    if baseline not in names or preemptive not in names:
+        return {}
+
+    def one(load: float | None) -> dict[str, Any]:
+        a, b = report.run(baseline, load), report.run(preemptive, load)
+        return {
+            "load": a["offered_load"] if load is None else load,
+            "latency_x": _ratio(a["antt"], b["antt"]),
+            "throughput_x": _ratio(b["stp"], a["stp"]),
+            "sla_x": _ratio(b["sla_satisfaction"], a["sla_satisfaction"]),
+            "high_latency_x": _ratio(a["high_mean_ms"], b["high_mean_ms"]),
+        }
+
+    return {
+        "baseline": baseline,
+        "preemptive": preemptive,
+        "nominal": one(None),
+        "sweep": [one(s["load"]) for s in report.sweep],
+        "prema_reported": {"latency_x": 7.8, "throughput_x": 1.4, "sla_x": 4.8},
+    }
+
+
+def run_workload(
+    workload: Workload,
+    policies: Sequence[Policy],
+    *,
+    sweep: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> WorkloadReport:
+    """Run every policy on ``workload`` at its nominal load and (``sweep``) at each sweep level."""
+    if not policies:
+        raise LabRunError("no policy to run")
+    names = [p.name for p in policies]
+    if len(set(names)) != len(names):
+        raise LabRunError(f"two policies share a name: {names}")
+    say = progress or (lambda _msg: None)
+    say(f"{workload.name}: calibrating {len(workload.tasks)} task models on {workload.device}")
+    cal: Calibration = calibrate(workload)
+    isolated: dict[str, tuple[list[int], list[int], list[Any]]] = {}
+    for p in policies:
+        isolated[p.name] = measure_isolated(workload, cal, p)
+    # Offered load and the sweep's factors come from the reference figures:
+    # the workload's intensity must not depend on which policies were picked.
+    ref_turn = measure_isolated(workload, cal, Policy("calibration", "the reference driver, alone"))[0]
+    with Policy("probe", "").open_driver(workload) as d:
+        channels = d.device_by_name(workload.device).channels
+    ref_ms = [t / 1e6 for t in ref_turn]
+    nominal_load = offered_load(workload, ref_ms, channels)
+
+    def level(factor: float, load: float | None) -> list[dict[str, Any]]:
+        arrivals = generate_arrivals(workload, factor)
+        out = []
+        for p in policies:
+            turn, busy, outs = isolated[p.name]
+            result = run_policy(workload, cal, p, arrivals, outs, factor=factor)
+            offered = offered_load(workload, [t / 1e6 for t in turn], result.channels, factor)
+            out.append(summarize(result, workload, turn, busy, offered=offered, load=load))
+        return out
+
+    say(f"{workload.name}: nominal load {nominal_load:.2f}, {len(policies)} policies")
+    report = WorkloadReport(
+        workload=workload,
+        policies=tuple(policies),
+        cost_scales=cal.cost_scales,
+        channels=channels,
+        isolated_ms={p.name: [t / 1e6 for t in isolated[p.name][0]] for p in policies},
+        nominal_load=nominal_load,
+        nominal=level(1.0, None),
+    )
+    if sweep:
+        for load in workload.sweep_loads:
+            factor = factor_for_load(workload, ref_ms, channels, load)
+            say(f"{workload.name}: sweep load {load:g} (rate x{factor:.2f})")
+            report.sweep.append({"load": load, "rate_factor": factor, "runs": level(factor, load)})
+    return report

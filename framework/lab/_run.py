@@ -1,0 +1,393 @@
+"""Running a workload under a policy on the emulated NPU, on the virtual clock.
+
+A *policy* is how the device shares itself: a scheduling mode (a free channel
+takes the lowest effective priority, or the oldest request) and a preemption
+mode (none; checkpoint at a slice boundary; kill and restart), or whatever a
+driver ``.so`` does by itself.  Each run opens a fresh driver on the virtual
+clock, loads every task's model, submits each request at its arrival time
+(``Driver.advance`` to it, then ``submit``), runs until idle, and reads the
+work events back: when each request was queued, first started, paused and
+resumed, and ended.  No thread and no wall clock is involved, so a run is a
+pure function of the workload, the seed and the driver.
+
+Isolated times, the denominators of every normalized metric, are measured
+the same way: each task's request alone on a fresh, idle device of the same
+driver and modes.  Every completed request's output is compared, bit for
+bit, with the isolated run's: preemption must not change results.
+
+Model sizes.  A task says how long one request should run alone
+(``work_ms``); the lab builds a small MLP (``layers`` x ``width``, which the
+kernels really compute) and finds the hardware ``cost_scale`` that stretches
+it to that time, by measuring it at two scales on the reference driver (the
+cost model is affine in the scale: a fixed per-slice overhead plus scaled
+FLOPs or bytes).  The same scales are used for every policy and driver, so a
+faster driver shows as shorter isolated times, not as a different workload.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import npuhal
+from npuhal import (
+    EndReason,
+    FuseCode,
+    ModelBuilder,
+    OperationType,
+    PreemptionMode,
+    SchedulingConfig,
+    SchedulingMode,
+    WorkEnded,
+    WorkRequested,
+    WorkStarted,
+)
+
+from ._errors import LabRunError
+from ._workload import Arrival, Task, Workload
+
+__all__ = [
+    "Policy",
+    "builtin_policies",
+    "driver_policy",
+    "Job",
+    "RunResult",
+    "Calibration",
+    "calibrate",
+    "measure_isolated",
+    "run_policy",
+]
+
+MIB = 1 << 20
+# Far above anything the die reaches: throttling off unless a workload asks
+# for it (the hardware wants six increasing thresholds above ambient).
+_NO_THROTTLE_C = (10_000.0, 10_001.0, 10_002.0, 10_003.0, 10_004.0, 10_005.0)
+_CALIBRATION_SCALES = (1.0, 1001.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """How the device is shared in one run.
+
+    ``scheduling`` / ``preemption`` override the driver's own modes (``None``:
+    the driver's choice); ``driver_path`` is a driver ``.so`` (``None``: the
+    reference driver built into npuhal).
+    """
+
+    name: str
+    description: str
+    scheduling: SchedulingMode | None = None
+    preemption: PreemptionMode | None = None
+    driver_path: str | None = None
+
+    @property
+    def preemptive(self) -> bool | None:
+        """True/False when the lab fixes the mode; None when it is the driver's own."""
+        return None if self.preemption is None else self.preemption is not PreemptionMode.NONE
+
+    def open_driver(self, workload: Workload) -> npuhal.Driver:
+        try:
+            return npuhal.Driver.open(
+                self.driver_path,
+                clock="virtual",
+                preemption=self.preemption,
+                scheduling=self.scheduling,
+                slices_per_operation=workload.slices_per_operation,
+                thermal_thresholds_c=None if workload.thermal else _NO_THROTTLE_C,
+                # Every request's end is read back at once; keep few records.
+                keep_ended=64,
+            )
+        except npuhal.NpuError as e:
+            where = self.driver_path or "the reference driver"
+            raise LabRunError(f"policy {self.name}: cannot open {where}: {e}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "scheduling": None if self.scheduling is None else self.scheduling.name,
+            "preemption": None if self.preemption is None else self.preemption.name,
+            "driver": self.driver_path,
+        }
+
+
+def builtin_policies() -> tuple[Policy, ...]:
+    """The policies every comparison runs, in table order."""
+    S, P = SchedulingMode, PreemptionMode
+    return (
+        Policy("fcfs", "non-preemptive first come, first served", S.FCFS, P.NONE),
+        Policy("priority", "non-preemptive highest priority first", S.PRIORITY, P.NONE),
+        Policy("preempt-ckpt", "preemptive highest priority first, checkpoint and resume", S.PRIORITY, P.CHECKPOINT),
+        Policy("preempt-kill", "preemptive highest priority first, kill and restart", S.PRIORITY, P.KILL_RESTART),
+        Policy("reference", "the reference driver's own scheduling", None, None),
+    )
+
+
+def driver_policy(path: str | Path) -> Policy:
+    """A policy for a driver ``.so``: its own scheduling and preemption, untouched."""
+    path = Path(path)
+    if not path.is_file():
+        raise LabRunError(f"no driver at {str(path)!r}")
+    return Policy(f"driver:{path.stem}", f"the driver {path.name}'s own scheduling", None, None, str(path.resolve()))
+
+
+def _task_model(task: Task, index: int) -> tuple[npuhal.Model, np.ndarray]:
+    rng = np.random.default_rng([index, task.width, task.layers])
+    m = ModelBuilder()
+    y = m.input((1, task.width))
+    for _ in range(task.layers):
+        # Weights scaled so activations stay O(1) through the layers.
+        w = m.constant(rng.standard_normal((task.width, task.width), dtype=np.float32) / np.float32(math.sqrt(task.width)))
+        b = m.constant(rng.standard_normal(task.width, dtype=np.float32) * np.float32(0.1))
+        y = m.operation(OperationType.FULLY_CONNECTED, [y, w, b, m.int32(FuseCode.RELU)], (1, task.width))
+    m.output(y)
+    return m.build(), rng.standard_normal((1, task.width), dtype=np.float32)
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """The per-task models and the cost scales that give them their ``work_ms``."""
+
+    cost_scales: tuple[float, ...]
+    models: tuple[npuhal.Model, ...] = field(repr=False)
+    inputs: tuple[np.ndarray, ...] = field(repr=False)
+
+
+def _device(driver: npuhal.Driver, workload: Workload, who: str) -> npuhal.Device:
+    try:
+        return driver.device_by_name(workload.device)
+    except npuhal.NpuLookupError:
+        names = ", ".join(d.name for d in driver.devices)
+        raise LabRunError(f"{workload.source}: {who} has no device {workload.device!r} (it has {names})") from None
+
+
+def _load(driver: npuhal.Driver, device: npuhal.Device, workload: Workload, cal: Calibration, who: str,
+          only: int | None = None) -> list[npuhal.ModelHandle | None]:
+    handles: list[npuhal.ModelHandle | None] = []
+    for i, task in enumerate(workload.tasks):
+        if only is not None and i != only:
+            handles.append(None)
+            continue
+        try:
+            handles.append(driver.load_model(
+                device, cal.models[i], emulated_size_bytes=int(task.size_mb * MIB), cost_scale=cal.cost_scales[i]
+            ))
+        except npuhal.NpuCapacityError as e:
+            need = sum(t.size_mb for t in workload.tasks)
+            raise LabRunError(
+                f"{workload.source}: {who}: the tasks' models ({need:g} MiB in all) do not fit {device.name}'s "
+                f"{device.weight_memory_bytes // MIB} MiB of weight memory: {e}"
+            ) from None
+        except npuhal.NpuError as e:
+            raise LabRunError(f"{workload.source}: {who}: {device.name} refused task {task.name!r}'s model: {e}") from None
+    return handles
+
+
+def _alone_ns(policy: Policy, workload: Workload, cal: Calibration, index: int) -> tuple[int, int, np.ndarray]:
+    """One request of task ``index`` alone on a fresh device: (turnaround, time on the channel, output)."""
+    task = workload.tasks[index]
+    with policy.open_driver(workload) as driver:
+        device = _device(driver, workload, f"policy {policy.name}")
+        handle = _load(driver, device, workload, cal, f"policy {policy.name}", only=index)[index]
+        work = driver.submit(handle, [cal.inputs[index]], uid=task.uid, job_priority=task.priority)
+        driver.run_until_idle()
+        req = start = end = None
+        for e in driver.drain_events():
+            if not isinstance(e, (WorkRequested, WorkStarted, WorkEnded)) or e.info.id != work:
+                continue
+            if isinstance(e, WorkRequested):
+                req = e.time_ns
+            elif isinstance(e, WorkStarted) and start is None:
+                start = e.time_ns
+            elif isinstance(e, WorkEnded) and e.reason.is_final:
+                if e.reason is not EndReason.COMPLETED:
+                    raise LabRunError(f"policy {policy.name}: task {task.name!r} alone ended {e.reason.name}")
+                end = e.time_ns
+        if req is None or start is None or end is None or end <= req:
+            raise LabRunError(f"policy {policy.name}: task {task.name!r} alone did not report a full life")
+        return end - req, end - start, driver.outputs(work)[0].copy()
+
+
+def calibrate(workload: Workload, policy: Policy | None = None) -> Calibration:
+    """Find each task's cost scale so that one request alone takes about ``work_ms``.
+
+    Measured under ``policy`` (default: the reference driver, its own modes).
+    A ``work_ms`` below what the model costs at the smallest scale is a
+    ``LabRunError`` that says the floor.
+    """
+    policy = policy or Policy("calibration", "the reference driver, alone")
+    built = [_task_model(t, i) for i, t in enumerate(workload.tasks)]
+    models = tuple(m for m, _ in built)
+    inputs = tuple(x for _, x in built)
+    scales = []
+    for i, task in enumerate(workload.tasks):
+        lo, hi = _CALIBRATION_SCALES
+        t_lo = _alone_ns(policy, workload, Calibration((lo,) * len(models), models, inputs), i)[0]
+        t_hi = _alone_ns(policy, workload, Calibration((hi,) * len(models), models, inputs), i)[0]
+        slope = (t_hi - t_lo) / (hi - lo)
+        target = task.work_ms * 1e6
+        floor = t_lo - slope * (lo - 0.0)
+        if slope <= 0 or target <= floor:
+            raise LabRunError(
+                f"{workload.source}: task {task.name!r}: work_ms {task.work_ms:g} is below what its model costs on "
+                f"{workload.device} at any scale ({floor / 1e6:.3f} ms: fewer layers cut the per-slice overhead)"
+            )
+        scales.append((target - floor) / slope)
+    return Calibration(tuple(scales), models, inputs)
+
+
+def measure_isolated(workload: Workload, cal: Calibration, policy: Policy) -> tuple[list[int], list[int], list[np.ndarray]]:
+    """Each task alone under ``policy``: (turnaround ns, channel time ns, output) per task."""
+    turn, busy, outs = [], [], []
+    for i in range(len(workload.tasks)):
+        t, b, o = _alone_ns(policy, workload, cal, i)
+        turn.append(t)
+        busy.append(b)
+        outs.append(o)
+    return turn, busy, outs
+
+
+@dataclass(slots=True)
+class Job:
+    """One request's life, in emulated ns from the start of the run."""
+
+    task: int
+    arrival_ns: int
+    work_id: int
+    start_ns: int | None = None
+    end_ns: int | None = None
+    reason: EndReason | None = None
+    pauses: int = 0
+    busy_ns: int = 0
+    correct: bool | None = None
+    _segment: int | None = None
+
+    @property
+    def turnaround_ns(self) -> int | None:
+        if self.reason is not EndReason.COMPLETED or self.end_ns is None:
+            return None
+        return self.end_ns - self.arrival_ns
+
+
+@dataclass(slots=True)
+class RunResult:
+    """What one policy did with one list of arrivals."""
+
+    policy: Policy
+    factor: float
+    jobs: list[Job]
+    channels: int
+    saves_ns: int
+    makespan_ns: int
+    events_dropped: int
+
+
+def run_policy(
+    workload: Workload,
+    cal: Calibration,
+    policy: Policy,
+    arrivals: Sequence[Arrival],
+    reference_outputs: Sequence[np.ndarray],
+    *,
+    factor: float = 1.0,
+) -> RunResult:
+    """Submit every arrival at its time under ``policy``; return every request's life.
+
+    ``reference_outputs`` are the isolated runs' results; each completed request
+    is checked against its task's (``Job.correct``).
+    """
+    with policy.open_driver(workload) as driver:
+        who = f"policy {policy.name}"
+        device = _device(driver, workload, who)
+        # Each task's uid at the highest app priority, so a request's effective
+        # priority is its job priority: the workload's numbers, unchanged.
+        driver.set_scheduling_configs([SchedulingConfig(uid=t.uid, app_priority=0) for t in workload.tasks])
+        handles = _load(driver, device, workload, cal, who)
+        jobs: dict[int, Job] = {}
+        order: list[Job] = []
+        state = _Accounting()
+
+        def account() -> None:
+            for e in driver.drain_events():
+                state.event(e, jobs)
+            for job in state.finished:
+                if job.reason is EndReason.COMPLETED:
+                    job.correct = bool(np.array_equal(driver.outputs(job.work_id)[0], reference_outputs[job.task]))
+                driver.forget(job.work_id)
+            state.finished.clear()
+
+        for arrival in arrivals:
+            delta = arrival.time_ns - driver.now_ns
+            if delta > 0:
+                driver.advance(delta / 1e6)
+                account()
+            task = workload.tasks[arrival.task]
+            try:
+                work = driver.submit(handles[arrival.task], [cal.inputs[arrival.task]], uid=task.uid,
+                                     job_priority=task.priority)
+            except npuhal.NpuError as e:
+                raise LabRunError(f"{who}: the driver refused task {task.name!r}'s request: {e}") from None
+            job = Job(arrival.task, driver.now_ns, work)
+            jobs[work] = job
+            order.append(job)
+        driver.run_until_idle()
+        account()
+        lost = [j for j in order if j.reason is None]
+        if lost:
+            raise LabRunError(f"{who}: {len(lost)} requests never ended (the first: work {lost[0].work_id})")
+        makespan = max((j.end_ns for j in order if j.end_ns is not None), default=0)
+        return RunResult(policy, factor, order, device.channels, state.saves_ns, makespan, driver.events_dropped)
+
+
+class _Accounting:
+    """Turns work events into request lives, and estimates context-save time.
+
+    A checkpoint save happens after the preempted request's ENDED(PAUSED) and
+    before its preemptor's STARTED on the freed channel; the events carry no
+    channel, so each pause is matched with the next start, at or after it, of a
+    request more important than the paused one.  (The restore is inside the
+    resumed request's own channel time, so it shows as that request's
+    inflation over its isolated time.)
+    """
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[int, int]] = []  # (pause time, paused effective priority)
+        self.saves_ns = 0
+        self.finished: list[Job] = []
+
+    def event(self, e: Any, jobs: dict[int, Job]) -> None:
+        if not isinstance(e, (WorkStarted, WorkEnded)):
+            return
+        job = jobs.get(e.info.id)
+        if job is None:
+            return
+        t = e.time_ns
+        if isinstance(e, WorkStarted):
+            if job.start_ns is None:
+                job.start_ns = t
+            job._segment = t
+            prio = e.info.effective_priority
+            for i, (paused_at, paused_prio) in enumerate(self.pending):
+                if prio < paused_prio and t >= paused_at:
+                    self.saves_ns += t - paused_at
+                    del self.pending[i]
+                    break
+            return
+        if job._segment is not None:
+            job.busy_ns += t - job._segment
+            job._segment = None
+        if e.reason is EndReason.PAUSED:
+            job.pauses += 1
+            self.pending.append((t, e.info.effective_priority))
+        else:
+            job.end_ns = t
+            job.reason = e.reason
+            self.finished.append(job)
+
+
+ProgressFn = Callable[[str], None]
