@@ -8,15 +8,17 @@ one device to another) stays in it between the two: the NPU writes it, the DSP o
 the CPU reads the same pages. Inputs and outputs given with ``setInputFromMemory`` /
 ``setOutputFromMemory`` live in the app's own :class:`Memory` instead, with no copy
 at all. Without ``setOutput``, the arrays ``compute`` returns are views of the
-request pool, valid until this execution computes again.
+request pool (each run gets a fresh one, so earlier results stay valid).
 
 Running. Steps run in plan order: a driver step is one ``IPreparedModel``
 ``executeSynchronously`` (or ``executeWithHints`` once a hint is set) whose
 ``Request`` names regions of the pools; a CPU step runs the C kernels on the same
-regions in this process. If a driver step fails, a plain compilation moves that
-device's operations to the CPU (the compilation's plan changes for good) and the
-execution starts over on the new plan; a ``createForDevices`` one raises the
-device's error (``DEAD_OBJECT`` when its process died).
+regions in this process. If a driver step fails, a ``createForDevices`` compilation
+raises the device's error (``DEAD_OBJECT`` when its process died). A plain one
+computes the result anyway: when the device's process died, its operations move to
+the CPU for good (the compilation's plan changes) and the run starts over; after any
+other failure (a FAILED work, a refused hint) this run is redone wholly on the CPU
+and the plan stays, as Android's runtime does.
 
 Three ways to compute, as the NDK has them:
 
@@ -35,7 +37,7 @@ and ``setDebugFeatureId``. The work's uid is always this process's binder uid.
 from __future__ import annotations
 
 import dataclasses
-import math
+import logging
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -47,7 +49,7 @@ from framework.binder import RemoteException, SharedMemory
 
 from . import _cpu_kernels
 from ._aidl import errorFromRemote, halTypes
-from ._errors import BadDataError, BadStateError, NeuralNetworksError
+from ._errors import BadDataError, BadStateError, DeadObjectError, NeuralNetworksError
 from ._memory import Memory
 from ._partition import ExecutionPlan, ExecutionStep
 from ._validate import expectedByteSize
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
     from ._compilation import Compilation
 
 __all__ = ["Event", "Execution"]
+
+log = logging.getLogger("NeuralNetworks")
 
 _ALIGN = 64
 _NO_DEADLINE = -1
@@ -221,24 +225,39 @@ class Execution:
 
     async def compute_async(self) -> list[np.ndarray]:
         """Run to completion; the outputs, shaped, in ``outputIndexes`` order."""
-        self._check_idle("compute")
-        if self._compilation._closed:
-            raise BadStateError("compute: the compilation is closed")
-        missing = [i for i in range(len(self._hal.inputIndexes)) if i not in self._inputs]
-        if missing:
-            raise BadDataError(f"compute: input(s) {missing} are not set")
-        self._running = True
+        self._begin("compute")
         try:
-            plan = self._compilation.plan
-            while True:
-                try:
-                    return await self._run(plan)
-                except _StepFailed as failure:
-                    if not self._compilation.allowsCpuFallback:
-                        raise failure.error from None
-                    plan = await self._compilation.fallBack(plan, failure.device)
+            return await self._compute()
         finally:
             self._running = False
+
+    def _begin(self, call: str) -> None:
+        self._check_idle(call)
+        if self._compilation._closed:
+            raise BadStateError(f"{call}: the compilation is closed")
+        missing = [i for i in range(len(self._hal.inputIndexes)) if i not in self._inputs]
+        if missing:
+            raise BadDataError(f"{call}: input(s) {missing} are not set")
+        self._running = True
+
+    async def _compute(self) -> list[np.ndarray]:
+        plan = self._compilation.plan
+        while True:
+            try:
+                return await self._run(plan)
+            except _StepFailed as failure:
+                if not self._compilation.allowsCpuFallback:
+                    raise failure.error from None
+                if isinstance(failure.error, DeadObjectError):
+                    # The device's process is gone: its operations move to the CPU for
+                    # good (the compilation's plan changes; its other devices stay).
+                    plan = await self._compilation.fallBack(plan, failure.device)
+                else:
+                    # A failure of this run only (a FAILED work, a refused hint): as
+                    # Android's runtime, run this execution again wholly on the CPU and
+                    # leave the plan alone, so the next one tries the device again.
+                    log.warning("%s failed an execution (%s); this one runs on the CPU", failure.device, failure.error)
+                    plan = plan.fallBackToCpu()
 
     def compute(self) -> list[np.ndarray]:
         """``ANeuralNetworksExecution_compute``: blocking, from a thread that is not trio's."""
@@ -255,9 +274,16 @@ class Execution:
         nn = self._compilation._nn
         if nn._closed:
             raise BadStateError("startCompute: the NeuralNetworks runtime is closed")
+        self._begin("startCompute")
         event = Event()
-        self._check_idle("startCompute")
-        nn._nursery.start_soon(event._run, self.compute_async)
+
+        async def compute() -> list[np.ndarray]:
+            try:
+                return await self._compute()
+            finally:
+                self._running = False
+
+        nn._nursery.start_soon(event._run, compute)
         await trio.lowlevel.checkpoint()
         return event
 
@@ -277,26 +303,23 @@ class Execution:
             places[operand] = _Place(None, offset, size)
             offset += -(-size // _ALIGN) * _ALIGN
 
-        for position, operand in enumerate(hal.inputIndexes):
-            given = self._inputs[position]
-            places[operand] = given if isinstance(given, _Place) else None
-            if places[operand] is None:
-                del places[operand]
-                in_pool(operand)
-        for position, operand in enumerate(hal.outputIndexes):
-            given = self._outputs.get(position)
+        for given, operand in [
+            *((self._inputs[p], o) for p, o in enumerate(hal.inputIndexes)),
+            *((self._outputs.get(p), o) for p, o in enumerate(hal.outputIndexes)),
+        ]:
             if isinstance(given, _Place):
-                places[operand] = given
+                places[operand] = given  # app Memory: used in place
             else:
                 in_pool(operand)
         for step in plan.steps:
             for operand in (*step.inputs, *step.outputs):
                 in_pool(operand)
-        if self._pool is None or self._pool.size < max(offset, 1):
-            if self._pool is not None:
-                self._pool.close()
-            self._pool = SharedMemory.create("nn-request", max(offset, _ALIGN))
-            self._mapping = self._pool.mapReadWrite()
+        # A fresh region per run: the arrays an earlier run returned are views of
+        # the previous one and stay valid (their mapping outlives the descriptor).
+        if self._pool is not None:
+            self._pool.close()
+        self._pool = SharedMemory.create("nn-request", max(offset, _ALIGN))
+        self._mapping = self._pool.mapReadWrite()
         return places
 
     def _view(self, place: _Place) -> memoryview:
