@@ -1,0 +1,80 @@
+"""assistant: a large model (GREATER_THAN_2G at NORMAL), loaded on demand.
+
+It starts idle, as an assistant does until someone speaks. A query (the first comes
+``NPUEMU_ASSISTANT_FIRST_QUERY_S`` seconds after launch, default 1) asks the NPU
+Manager for room; under the budget policy that usually means WAIT_FOR_UNLOAD while
+less important apps are asked to make way, then CAN_LOAD_NOW. It loads the model,
+"generates" a reply (a run of inferences, each checked against its numpy reference),
+and lets the model go again (notifyModelUnloaded), so the others get their turn back.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import trio
+
+from apps._kit import LoadSlot, Report, close_enough, mlp
+from framework.app import Context
+from framework.nn import NeuralNetworksError, open_nn_runtime
+from framework.npumanager import NpuManager
+
+EMULATED_SIZE = 2560 << 20
+TOKENS_PER_QUERY = 40
+DEVICE = os.environ.get("NPUEMU_ASSISTANT_DEVICE", "emu-npu")
+
+
+async def main(context: Context) -> None:
+    report = Report("assistant", context)
+    npu: NpuManager = context.getSystemService(Context.NPU_SERVICE)
+    model, reference = mlp(seed=5, sizes=(256, 512, 512, 256))
+    rng = np.random.default_rng(5)
+    first = float(os.environ.get("NPUEMU_ASSISTANT_FIRST_QUERY_S", "1"))
+    every = float(os.environ.get("NPUEMU_ASSISTANT_QUERY_EVERY_S", "0"))  # 0: one query
+    async with trio.open_nursery() as nursery, open_nn_runtime(context.runtime) as nn:
+        nursery.start_soon(report.autosave)
+        await trio.sleep(first)
+        while True:
+            report.note("query", "the user asked something")
+            slot = LoadSlot(npu, context.getMainExecutor(), report, NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G,
+                            NpuManager.NPU_MODEL_PRIORITY_NORMAL)
+            t_ask = time.perf_counter()
+            await slot.file()
+            if await slot.wait_can_load_now():
+                report.data.setdefault("wait_for_load_ms", []).append(round((time.perf_counter() - t_ask) * 1000, 1))
+                await _answer(nn, model, reference, rng, slot, report)
+            if every <= 0:
+                await trio.sleep_forever()
+            await trio.sleep(every)
+
+
+async def _answer(nn, model, reference, rng, slot: LoadSlot, report: Report) -> None:
+    compilation = nn.createCompilationForDevices(model, [nn.getDeviceByName(DEVICE)])
+    compilation.setEmulatedModelSize(EMULATED_SIZE)
+    await compilation.finish()
+    await slot.listener.notifyModelLoaded(slot.request)
+    report.bump("loads")
+    report.note("loaded", f"language model on {DEVICE}")
+    for _ in range(TOKENS_PER_QUERY):
+        event = slot.poll()
+        if event is not None and event.kind in ("unload", "complete"):
+            break
+        x = rng.standard_normal((1, 256)).astype(np.float32)
+        execution = compilation.createExecution()
+        execution.setInput(0, x)
+        execution.setJobPriority(300)
+        t = time.perf_counter()
+        try:
+            (out,) = await execution.compute_async()
+        except NeuralNetworksError as exc:
+            report.data["errors"].append(str(exc))
+            report.note("inference_failed", str(exc))
+            break
+        report.inference((time.perf_counter() - t) * 1000, close_enough(out, reference(x)), DEVICE)
+    await compilation.aclose()
+    if not slot.done:
+        await slot.listener.notifyModelUnloaded(slot.request)
+        report.bump("unloads")
+        report.note("unloaded", "reply done, model released")

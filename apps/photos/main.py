@@ -1,0 +1,77 @@
+"""photos: background indexing, the NPU's best-behaved tenant.
+
+It indexes the gallery with a convolutional feature extractor ("BETWEEN_1GB_AND_2GB",
+NPU_MODEL_PRIORITY_BACKGROUND, low job priority), one long inference per photo, each
+checked against its own numpy reference. When the system asks it to unload (a
+foreground app needs the budget, or the die is hot) it stops between two photos,
+releases the model, calls notifyModelUnloaded at once, and asks again later: its
+next request waits (WAIT_FOR_UNLOAD / NOT_PRIORITIZED) until the budget frees.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import trio
+
+from apps._kit import LoadSlot, Report, close_enough, convnet
+from framework.app import Context
+from framework.nn import NeuralNetworksError, open_nn_runtime
+from framework.npumanager import NpuManager
+
+EMULATED_SIZE = 1536 << 20
+JOB_PRIORITY = 900
+RETRY_AFTER_S = 1.0
+DEVICE = os.environ.get("NPUEMU_PHOTOS_DEVICE", "emu-npu")
+
+
+async def main(context: Context) -> None:
+    report = Report("photos", context)
+    npu: NpuManager = context.getSystemService(Context.NPU_SERVICE)
+    model, reference = convnet(seed=11, size=24, channels=3, filters=16, depth=4)
+    rng = np.random.default_rng(3)
+    async with trio.open_nursery() as nursery, open_nn_runtime(context.runtime) as nn:
+        nursery.start_soon(report.autosave)
+        while True:
+            slot = LoadSlot(npu, context.getMainExecutor(), report, NpuManager.NPU_MODEL_SIZE_BETWEEN_1GB_AND_2GB,
+                            NpuManager.NPU_MODEL_PRIORITY_BACKGROUND)
+            await slot.file()
+            if not await slot.wait_can_load_now():
+                await trio.sleep(RETRY_AFTER_S)
+                continue
+            compilation = nn.createCompilationForDevices(model, [nn.getDeviceByName(DEVICE)])
+            compilation.setEmulatedModelSize(EMULATED_SIZE)
+            await compilation.finish()
+            await slot.listener.notifyModelLoaded(slot.request)
+            report.bump("loads")
+            report.note("loaded", f"feature extractor on {DEVICE}")
+            asked = False
+            while not asked:
+                event = slot.poll()
+                if event is not None and event.kind in ("unload", "complete"):
+                    asked = event.kind == "unload"
+                    if not asked:
+                        break
+                    continue
+                photo = rng.random((1, 24, 24, 3), dtype=np.float32)
+                execution = compilation.createExecution()
+                execution.setInput(0, photo)
+                execution.setJobPriority(JOB_PRIORITY)
+                t = time.perf_counter()
+                try:
+                    (features,) = await execution.compute_async()
+                except NeuralNetworksError as exc:
+                    report.data["errors"].append(str(exc))
+                    report.note("inference_failed", str(exc))
+                    break
+                report.inference((time.perf_counter() - t) * 1000, close_enough(features, reference(photo)), DEVICE)
+                await trio.sleep(0)
+            await compilation.aclose()
+            if asked and not slot.done:
+                t = time.perf_counter()
+                await slot.listener.notifyModelUnloaded(slot.request)
+                report.bump("unloads")
+                report.note("unloaded", "indexing paused, model released", after_ms=round((time.perf_counter() - t) * 1000, 2))
+            await trio.sleep(RETRY_AFTER_S)
