@@ -68,13 +68,13 @@ def format_report(report: WorkloadReport) -> str:
             ("sla_satisfaction", "SLA %", ".1f", 100),
             ("high_p99_ms", "high-priority p99 ms", ".1f", 1),
         ):
-            lines.append(f"{title + ' by offered load':26}" + "".join(f" {x:>7.2f}" for x in loads))
+            lines.append(f"{title + ' by offered load':38}" + "".join(f" {x:>7.2f}" for x in loads))
             for p in report.policies:
                 cells = []
                 for s in report.sweep:
                     v = next(r[key] for r in s["runs"] if r["policy"] == p.name)
                     cells.append(_f(None if v is None else v * scale, spec, 7))
-                lines.append(f"  {p.name:24}" + "".join(f" {c}" for c in cells))
+                lines.append(f"  {p.name:36}" + "".join(f" {c}" for c in cells))
     cmp_ = prema_comparison(report)
     if cmp_:
         c = cmp_["nominal"]
@@ -142,8 +142,11 @@ def plot_report(report: WorkloadReport, path: str | Path) -> Path:
                 if v is not None:
                     xs.append(load)
                     ys.append(v * scale)
-            # The reference driver's own modes coincide with a lab policy: dashed, so both stay visible.
-            ax.plot(xs, ys, marker=markers[i % len(markers)], linestyle="--" if i >= 4 else "-", label=p.name)
+            # A driver's own modes may coincide with a lab policy's (the reference
+            # driver's do): hollow and dashed, so the line beneath stays visible.
+            own = p.scheduling is None and p.preemption is None
+            ax.plot(xs, ys, marker=markers[i % len(markers)], linestyle="--" if own else "-", label=p.name,
+                    markerfacecolor="none" if own else None, markersize=9 if own else 6)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("offered load")
         ax.axvline(report.nominal_load, color="grey", linewidth=0.6, linestyle=":")
