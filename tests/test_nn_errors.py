@@ -79,6 +79,11 @@ def test_hal_error_status_maps_as_androids_runtime_does():
     assert nn.convertErrorStatusToResultCode(ErrorStatus.GENERAL_FAILURE) == ResultCode.OP_FAILED
     assert nn.convertErrorStatusToResultCode(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE) == ResultCode.OUTPUT_INSUFFICIENT_SIZE
     assert nn.convertErrorStatusToResultCode(ErrorStatus.INVALID_ARGUMENT) == ResultCode.BAD_DATA
+    assert nn.convertErrorStatusToResultCode(ErrorStatus.MISSED_DEADLINE_TRANSIENT) == ResultCode.MISSED_DEADLINE_TRANSIENT
+    assert (
+        nn.convertErrorStatusToResultCode(ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT)
+        == ResultCode.RESOURCE_EXHAUSTED_PERSISTENT
+    )
     assert nn.convertErrorStatusToResultCode(42) == ResultCode.OP_FAILED
 
 
@@ -145,3 +150,38 @@ def test_the_runtime_imports_nothing_above_it():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_runtime_error_status_is_the_hals():
+    from framework.nn._aidl import halTypes
+
+    hal = halTypes().registry.enum("android.hardware.neuralnetworks.ErrorStatus")
+    assert {m.name: int(m) for m in hal} == {m.name: int(m) for m in ErrorStatus}
+
+
+def test_binder_failures_of_a_device_become_ndk_result_codes():
+    from framework.binder import (
+        DeadObjectException,
+        IllegalArgumentException,
+        SecurityException,
+        ServiceSpecificException,
+    )
+    from framework.nn._aidl import errorFromRemote
+
+    def code(exc):
+        error = errorFromRemote("emu-npu", "execute", exc)
+        assert "emu-npu" in str(error)
+        return error.resultCode
+
+    assert code(DeadObjectException("gone")) == ResultCode.DEAD_OBJECT
+    assert code(ServiceSpecificException(ErrorStatus.INVALID_ARGUMENT, "bad")) == ResultCode.BAD_DATA
+    assert code(ServiceSpecificException(ErrorStatus.DEVICE_UNAVAILABLE)) == ResultCode.UNAVAILABLE_DEVICE
+    assert (
+        code(ServiceSpecificException(ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT))
+        == ResultCode.RESOURCE_EXHAUSTED_PERSISTENT
+    )
+    # A driver that "fails" with NONE, or with a code nobody defined, still fails.
+    assert code(ServiceSpecificException(ErrorStatus.NONE)) == ResultCode.OP_FAILED
+    assert code(ServiceSpecificException(99)) == ResultCode.OP_FAILED
+    assert code(IllegalArgumentException("jobPriority")) == ResultCode.BAD_DATA
+    assert code(SecurityException("no direct access")) == ResultCode.OP_FAILED

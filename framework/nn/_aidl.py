@@ -175,15 +175,6 @@ def capabilitiesFromAidl(device: str, caps: Any) -> Capabilities:
         raise BadDataError(f"device {device}: malformed capabilities: {e}") from None
 
 
-# The HAL's AIDL ErrorStatus has the 1.3 codes too; Android maps them one to one.
-_AIDL_ONLY = {
-    5: ResultCode.MISSED_DEADLINE_TRANSIENT,
-    6: ResultCode.MISSED_DEADLINE_PERSISTENT,
-    7: ResultCode.RESOURCE_EXHAUSTED_TRANSIENT,
-    8: ResultCode.RESOURCE_EXHAUSTED_PERSISTENT,
-}
-
-
 def errorFromRemote(device: str, call: str, exc: BaseException) -> NeuralNetworksError:
     """What an app sees when ``call`` on ``device`` failed with binder exception ``exc``."""
     where = f"{device}: {call}"
@@ -192,7 +183,7 @@ def errorFromRemote(device: str, call: str, exc: BaseException) -> NeuralNetwork
     if isinstance(exc, DeadObjectException):
         return DeadObjectError(f"{where}: the driver process died ({exc})")
     if isinstance(exc, ServiceSpecificException):
-        code = _AIDL_ONLY.get(exc.error_code) or convertErrorStatusToResultCode(exc.error_code)
+        code = convertErrorStatusToResultCode(exc.error_code)
         if code == ResultCode.NO_ERROR:  # a driver that fails with NONE is lying
             code = ResultCode.OP_FAILED
         return error_for_result_code(code, f"{where}: {exc.message or exc}")

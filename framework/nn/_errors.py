@@ -154,13 +154,20 @@ def error_for_result_code(code: int, message: str = "") -> NeuralNetworksError:
 
 
 class ErrorStatus(enum.IntEnum):
-    """The HAL's ``ErrorStatus`` (neuralnetworks 1.0), what an IDevice answers."""
+    """The HAL's ``ErrorStatus``, what an IDevice answers (the code of its ServiceSpecificException).
+
+    0..4 are NN HAL 1.0's; 5..8 arrived with 1.3 and are in the AIDL HAL npuemu serves.
+    """
 
     NONE = 0
     DEVICE_UNAVAILABLE = 1
     GENERAL_FAILURE = 2
     OUTPUT_INSUFFICIENT_SIZE = 3
     INVALID_ARGUMENT = 4
+    MISSED_DEADLINE_TRANSIENT = 5
+    MISSED_DEADLINE_PERSISTENT = 6
+    RESOURCE_EXHAUSTED_TRANSIENT = 7
+    RESOURCE_EXHAUSTED_PERSISTENT = 8
 
 
 _FROM_ERROR_STATUS = {
@@ -169,6 +176,10 @@ _FROM_ERROR_STATUS = {
     ErrorStatus.GENERAL_FAILURE: ResultCode.OP_FAILED,
     ErrorStatus.OUTPUT_INSUFFICIENT_SIZE: ResultCode.OUTPUT_INSUFFICIENT_SIZE,
     ErrorStatus.INVALID_ARGUMENT: ResultCode.BAD_DATA,
+    ErrorStatus.MISSED_DEADLINE_TRANSIENT: ResultCode.MISSED_DEADLINE_TRANSIENT,
+    ErrorStatus.MISSED_DEADLINE_PERSISTENT: ResultCode.MISSED_DEADLINE_PERSISTENT,
+    ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT: ResultCode.RESOURCE_EXHAUSTED_TRANSIENT,
+    ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT: ResultCode.RESOURCE_EXHAUSTED_PERSISTENT,
 }
 
 
