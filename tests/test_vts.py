@@ -1,0 +1,318 @@
+"""``npuemu vts`` and ``npuemu run-test-inference``.
+
+A vts run boots real processes (a servicemanager and the HAL, restarted after
+every crash or hang), so each driver is run exactly once: the module-scoped
+``reports`` fixture builds the deliberately broken drivers of tests/drivers/
+with ``make driver`` and runs vts on all of them a few at a time, in child
+processes (``npuemu vts --json``'s library call), and the tests then read the
+reports.  The click commands themselves are tested with CliRunner on the
+reference driver and on quick error paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import trio
+from click.testing import CliRunner
+
+from framework.cli._vts import run_test_inference, vts
+from npuhal import _vts
+from npuhal.vts import CHECK_NAMES, VtsCheckResult, VtsReport
+
+ROOT = Path(__file__).resolve().parent.parent
+DRIVERS = ROOT / "tests" / "drivers"
+TEMPLATE = ROOT / "csrc" / "drivers" / "template" / "template.c"
+
+# Small enough that a hanging driver's five inference checks stay cheap, large
+# enough for one real-clock inference (under a second) on a loaded machine.
+CHECK_TIMEOUT_S = 4.0
+# A hard bound on one child vts run: reaching it is a failure of vts itself.
+RUN_BOUND_S = 150.0
+PARALLEL_RUNS = 3
+
+INFERENCE_CHECKS = {
+    "NpuSchedulingAidl.RunInferenceStatusCallbacks",
+    "NpuSchedulingAidl.RunInferenceEffectivePriority",
+    "NpuSchedulingAidl.RunInferencesPrioritized",
+    "NpuSchedulingAidl.RunInferenceFailsWithoutDirectAccess",
+    "NpuSchedulingAidl.RunInferenceFailsWithoutAttributeOtherUid",
+}
+
+# Each broken driver, and exactly the checks it must fail.
+EXPECTED_FAILURES = {
+    "bad_name": {"NeuralnetworksHidlTest.GetDeviceNameTest"},
+    "empty_version": {"NeuralnetworksHidlTest.GetDeviceVersionStringTest"},
+    "ignores_priority": {
+        "NpuSchedulingAidl.RunInferenceEffectivePriority",
+        "NpuSchedulingAidl.RunInferencesPrioritized",
+    },
+    "bad_events": {"NpuSchedulingAidl.RunInferenceStatusCallbacks"},
+    "no_direct_access": {"NpuSchedulingAidl.RunInferenceFailsWithoutDirectAccess"},
+    "crash_in_execute": INFERENCE_CHECKS,
+    "hang_in_execute": INFERENCE_CHECKS,
+}
+
+_CHILD = textwrap.dedent(
+    """
+    import json, sys, trio
+    from npuhal.vts import run_vts
+    driver, record, check_timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    report = trio.run(lambda: run_vts(driver, version_record=record, check_timeout=check_timeout, timeout=120))
+    print(json.dumps(report.as_dict()))
+    """
+)
+
+
+def _make_driver(src: Path, out: Path) -> Path:
+    done = subprocess.run(
+        ["make", "-s", "driver", f"SRC={src}", f"OUT={out}"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, f"make driver SRC={src} failed:\n{done.stderr}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict[str, Path]:
+    """Every broken driver built once, with `make driver`, as a driver author would."""
+    out = tmp_path_factory.mktemp("drivers")
+    return {name: _make_driver(DRIVERS / f"{name}.c", out / f"{name}.so") for name in EXPECTED_FAILURES}
+
+
+@pytest.fixture(scope="module")
+def reports(built, tmp_path_factory) -> dict[str, VtsReport]:
+    """One vts run per driver, a few at a time; each report as the CLI's JSON gives it."""
+    records = tmp_path_factory.mktemp("records")
+    runs = {name: str(path) for name, path in built.items()}
+    # Given as source: vts builds them twice and compares the two builds' versions.
+    runs["template"] = str(TEMPLATE)
+    runs["constant_version"] = str(DRIVERS / "constant_version.c")
+    pending = list(runs.items())
+    active: list[tuple[str, subprocess.Popen]] = []
+    results: dict[str, VtsReport] = {}
+
+    def finish(name: str, proc: subprocess.Popen) -> None:
+        try:
+            out, err = proc.communicate(timeout=RUN_BOUND_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            pytest.fail(f"vts on {name} did not finish within {RUN_BOUND_S} s: vts itself hangs")
+        assert proc.returncode == 0, f"vts on {name} crashed:\n{err[-3000:]}"
+        data = json.loads(out.strip().splitlines()[-1])
+        checks = tuple(VtsCheckResult(c["name"], c["passed"], c["detail"]) for c in data["checks"])
+        results[name] = VtsReport(data["driver"], checks)
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    while pending or active:
+        while pending and len(active) < PARALLEL_RUNS:
+            name, driver = pending.pop(0)
+            argv = [sys.executable, "-c", _CHILD, driver, str(records / f"{name}.json"), str(CHECK_TIMEOUT_S)]
+            active.append((name, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)))
+        name, proc = active.pop(0)
+        finish(name, proc)
+    return results
+
+
+def _failed(report: VtsReport) -> set[str]:
+    return {r.name for r in report.results if not r.passed}
+
+
+def _explain(report: VtsReport) -> str:
+    return "\n".join(r.line() for r in report.results if not r.passed) or "(all passed)"
+
+
+# ---- the drivers ------------------------------------------------------------------
+
+
+def test_template_driver_passes_vts(reports):
+    report = reports["template"]
+    assert [r.name for r in report.results] == list(CHECK_NAMES)
+    assert report.ok, _explain(report)
+    assert report.summary() == f"{len(CHECK_NAMES)} passed, 0 failed"
+    # Given as source, the version check really compared two builds.
+    assert "two builds" in report.result("Seed.VersionStringChangesWithBuild").detail
+
+
+@pytest.mark.parametrize("driver", sorted(EXPECTED_FAILURES))
+def test_broken_driver_fails_exactly_its_check(reports, driver):
+    report = reports[driver]
+    assert [r.name for r in report.results] == list(CHECK_NAMES), "every check must be reported"
+    assert _failed(report) == EXPECTED_FAILURES[driver], _explain(report)
+    assert report.summary() == f"{len(CHECK_NAMES) - len(EXPECTED_FAILURES[driver])} passed, {len(EXPECTED_FAILURES[driver])} failed"
+
+
+def test_bad_name_failure_names_the_device(reports):
+    detail = reports["bad_name"].result("NeuralnetworksHidlTest.GetDeviceNameTest").detail
+    assert "tmpl_dsp" in detail and "not exposed" in detail
+
+
+def test_ignored_priorities_are_explained(reports):
+    report = reports["ignores_priority"]
+    assert "ignored" in report.result("NpuSchedulingAidl.RunInferenceEffectivePriority").detail
+    assert "not honoured" in report.result("NpuSchedulingAidl.RunInferencesPrioritized").detail
+
+
+def test_stray_work_is_seen_through_the_debounce(reports):
+    detail = reports["bad_events"].result("NpuSchedulingAidl.RunInferenceStatusCallbacks").detail
+    assert "CANCELLED_USER" in detail and "2 work(s)" in detail
+
+
+def test_crashing_driver_is_reported_as_a_crash(reports):
+    report = reports["crash_in_execute"]
+    for name in INFERENCE_CHECKS:
+        detail = report.result(name).detail
+        assert "died" in detail and "SIGABRT" in detail, detail
+    # The HAL was restarted after each crash: the checks after them still ran and passed.
+    assert report.result("NeuralnetworksHidlTest.StatusTest").passed
+
+
+def test_hanging_driver_is_reported_as_a_hang_within_the_check_timeout(reports):
+    report = reports["hang_in_execute"]
+    for name in INFERENCE_CHECKS:
+        detail = report.result(name).detail
+        assert "hangs" in detail and f"{CHECK_TIMEOUT_S:g} s" in detail, detail
+    assert report.result("NpuFeature.ImplementsHal").passed
+
+
+def test_unchanged_version_string_fails_when_built_twice(reports):
+    report = reports["constant_version"]
+    assert _failed(report) == {"Seed.VersionStringChangesWithBuild"}, _explain(report)
+    assert "'tmpl 0.1'" in report.result("Seed.VersionStringChangesWithBuild").detail
+
+
+# ---- the version record (no HAL: fake devices) --------------------------------------
+
+
+class _FakeDevice:
+    def __init__(self, version: str) -> None:
+        self.version = version
+
+    async def getVersionString(self) -> str:  # noqa: N802 - the AIDL name
+        return self.version
+
+
+def _fake_session(record: Path, identity: str, version: str) -> SimpleNamespace:
+    target = _vts._Target("x.so", "/x.so", identity, None)
+    devices = {"acme-npu": _FakeDevice(version)}
+    return SimpleNamespace(target=target, version_record=record, devices=devices, need_devices=lambda: devices)
+
+
+async def test_version_record_catches_a_rebuild_that_kept_its_version(tmp_path):
+    record = tmp_path / "state" / "versions.json"
+    check = _vts.version_string_changes_with_build
+    assert "no other build" in await check(_fake_session(record, "sha-a", "acme 1.0"))
+    # The same binary again is not a new build: nothing to object to.
+    assert "no other build" in await check(_fake_session(record, "sha-a", "acme 1.0"))
+    # A new build with a new version passes and is compared with the first.
+    assert "earlier builds" in await check(_fake_session(record, "sha-b", "acme 1.1"))
+    with pytest.raises(_vts._Fail, match="earlier, different build"):
+        await check(_fake_session(record, "sha-c", "acme 1.0"))
+
+
+async def test_unreadable_version_record_is_a_clear_failure(tmp_path):
+    record = tmp_path / "versions.json"
+    record.write_text("{not json")
+    with pytest.raises(_vts._Fail, match="unreadable"):
+        await _vts.version_string_changes_with_build(_fake_session(record, "sha-a", "acme 1.0"))
+
+
+# ---- the click commands ----------------------------------------------------------------
+
+
+def test_vts_cli_reference_driver_json(tmp_path):
+    result = CliRunner().invoke(vts, ["--json", "--version-record", str(tmp_path / "v.json")])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["driver"] == "the built-in reference driver"
+    assert data["failed"] == 0 and data["passed"] == len(CHECK_NAMES)
+    assert [c["name"] for c in data["checks"]] == list(CHECK_NAMES)
+    assert all(c["passed"] and c["detail"] for c in data["checks"])
+    # The reference driver's heterogeneous device and its parts.
+    hetero = next(c for c in data["checks"] if c["name"] == "Seed.HeterogeneousPartsExposed")
+    assert hetero["detail"] == "emu-hetero manages emu-npu, emu-dsp"
+
+
+def test_vts_cli_text_output_and_exit_status(built, tmp_path):
+    only = ["NeuralnetworksHidlTest.GetDeviceVersionStringTest", "NeuralnetworksHidlTest.GetDeviceTypeTest"]
+    argv = ["--driver", str(built["empty_version"]), "--version-record", str(tmp_path / "v.json")]
+    for name in only:
+        argv += ["--check", name]
+    result = CliRunner().invoke(vts, argv)
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        "FAIL NeuralnetworksHidlTest.GetDeviceVersionStringTest: tmpl-npu: empty version string",
+        "PASS NeuralnetworksHidlTest.GetDeviceTypeTest",
+        "1 passed, 1 failed",
+    ]
+
+
+def test_vts_cli_bad_arguments_are_one_line_errors(tmp_path):
+    missing = CliRunner().invoke(vts, ["--driver", str(tmp_path / "nope.so")])
+    assert missing.exit_code == 2
+    assert missing.output.strip() == f"error: no driver at '{tmp_path / 'nope.so'}'"
+    unknown = CliRunner().invoke(vts, ["--check", "NoSuch.Check"])
+    assert unknown.exit_code == 2 and unknown.output.strip() == "error: unknown check(s): NoSuch.Check"
+    broken = tmp_path / "broken.c"
+    broken.write_text("this is not C\n")
+    bad_source = CliRunner().invoke(vts, ["--driver", str(broken)])
+    assert bad_source.exit_code == 2 and bad_source.output.startswith(f"error: {broken} does not compile")
+
+
+def test_run_test_inference_refuses_a_job_priority_outside_0_1000():
+    for bad in ("-1", "1001"):
+        result = CliRunner().invoke(run_test_inference, ["--job-priority", bad, "--runtime-dir", "/nonexistent"])
+        assert result.exit_code == 2
+        assert result.output.strip() == f"error: --job-priority must be 0..1000 (0 is the most important), not {bad}"
+
+
+def test_run_test_inference_without_an_emulator(tmp_path, monkeypatch):
+    monkeypatch.delenv("NPUEMU_RUNTIME_DIR", raising=False)
+    result = CliRunner().invoke(run_test_inference, ["--job-priority", "500"])
+    assert result.exit_code == 1
+    assert result.output.strip().startswith("error: no emulator: pass --runtime-dir or set $NPUEMU_RUNTIME_DIR")
+    empty = tmp_path / "rt"
+    empty.mkdir(mode=0o700)
+    result = CliRunner().invoke(run_test_inference, ["--job-priority", "500", "--runtime-dir", str(empty)])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"error: no emulator at {empty}: ")
+    assert len(result.output.strip().splitlines()) == 1
+
+
+async def test_run_test_inference_through_a_running_hal():
+    from npuhal._boot import open_private_hal
+
+    async with open_private_hal(None, clock="real") as hal:
+        runner = CliRunner()
+
+        def cli(*argv: str):
+            return runner.invoke(run_test_inference, [*argv, "--runtime-dir", str(hal.runtime_dir)])
+
+        # The CLI runs its own trio loop, so it gets a thread of its own.
+        result = await trio.to_thread.run_sync(cli, "--job-priority", "250", "--device", "emu-gpu")
+        assert result.exit_code == 0, result.output
+        lines = result.output.splitlines()
+        assert [line.split()[2] for line in lines] == ["requested", "started", "ended"]
+        assert "INITIAL" in lines[1] and "COMPLETED" in lines[2]
+        # Run from a terminal the CLI is the shell (uid 2000); here it shares this
+        # process, init, whose identity the servicemanager already knows.
+        me = f"uid {hal.runtime.uid} "
+        assert all("jobPriority 250" in line and "emu-gpu" in line and me in line for line in lines)
+
+        # The shell (and init) may run as another uid; that uid's config then applies.
+        scheduling = await hal.scheduling()
+        config = hal.interfaces.parcelable("android.hardware.npu.SchedulingConfig")
+        await scheduling.setSchedulingConfigs(
+            [config(minPriority=0, maxPriority=2000, uid=10042, appPriority=100, hasDirectAccess=False)]
+        )
+        refused = await trio.to_thread.run_sync(cli, "--job-priority", "0", "--uid", "10042")
+        assert refused.exit_code == 1
+        assert refused.output.startswith("error: the inference failed: SecurityException: ")
+        assert "direct access" in refused.output and len(refused.output.strip().splitlines()) == 1
