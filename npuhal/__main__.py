@@ -3,7 +3,7 @@
 ::
 
     python -m npuhal [--driver PATH] [--runtime-dir DIR] [--clock real|virtual]
-                     [--speed X] [--log FILE] [--log-level LEVEL]
+                     [--speed X] [--hang-timeout-ms MS] [--log FILE] [--log-level LEVEL]
 
 Loads the driver (the built-in reference driver unless ``--driver`` names a ``.so``),
 opens the binder runtime in the runtime directory (default ``$NPUEMU_RUNTIME_DIR``),
@@ -21,6 +21,7 @@ loaded or the binder refuses the process, 2 for bad arguments.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import signal
@@ -33,7 +34,7 @@ from framework.binder import RUNTIME_DIR_ENV, RemoteException, open_binder_runti
 
 from ._driver import open_driver
 from ._errors import NpuError
-from ._hal import serve_hal
+from ._hal import DEFAULT_HANG_TIMEOUT_MS, serve_hal
 from ._logcat import LogcatFormatter
 
 log = logging.getLogger("android.hardware.npu")
@@ -45,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--runtime-dir", metavar="DIR", help=f"the emulator's runtime directory (default: ${RUNTIME_DIR_ENV})")
     p.add_argument("--clock", choices=("real", "virtual"), default="real", help="the hardware's clock (default: real)")
     p.add_argument("--speed", type=float, default=1.0, help="real clock: wall time per emulated time (default: 1.0)")
+    p.add_argument(
+        "--hang-timeout-ms",
+        type=float,
+        default=DEFAULT_HANG_TIMEOUT_MS,
+        help="reset a channel that makes no progress this long, in emulated ms; 0 disables (default: %(default)g)",
+    )
     p.add_argument("--log", metavar="FILE", help="append the log here (relative to the runtime dir) instead of stderr")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     return p
@@ -77,7 +84,11 @@ async def _serve(args: argparse.Namespace, runtime_dir: Path) -> int:
                 )
                 async with open_binder_runtime(runtime_dir) as runtime:
                     async with trio.open_nursery() as nursery:
-                        await nursery.start(serve_hal, driver, runtime)
+                        await nursery.start(
+                            functools.partial(
+                                serve_hal, driver, runtime, hang_timeout_ms=args.hang_timeout_ms or None
+                            )
+                        )
                         async for signum in signals:
                             log.info("%s: shutting down", signal.Signals(signum).name)
                             nursery.cancel_scope.cancel()
@@ -96,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if not (args.speed > 0):
         _parser().error(f"--speed must be positive, not {args.speed}")
+    if not (args.hang_timeout_ms >= 0):
+        _parser().error(f"--hang-timeout-ms must be >= 0, not {args.hang_timeout_ms}")
     runtime_dir = args.runtime_dir or os.environ.get(RUNTIME_DIR_ENV)
     if not runtime_dir:
         _parser().error(f"no runtime directory: pass --runtime-dir or set ${RUNTIME_DIR_ENV}")

@@ -79,10 +79,14 @@ DEVICE_PREFIX = "android.hardware.neuralnetworks.IDevice/"
 #: The C layer's defaults (``struct npu_system_config``): where LIGHT..SHUTDOWN begin.
 DEFAULT_THERMAL_THRESHOLDS_C = (45.0, 55.0, 65.0, 75.0, 85.0, 95.0)
 
+#: The hung-channel watchdog's default patience, in emulated ms (amdgpu's TDR is 10 s).
+DEFAULT_HANG_TIMEOUT_MS = 5000.0
+
 # How many undebounced work events recentWorkEvents can look back on.
 _RECENT_EVENTS = 4096
 # The clock follower's step while HAL work is in flight, in trio seconds.
 _FOLLOW_TICK_S = 0.001
+_FOLLOW_MAX_TICK_S = 0.016
 # Oneway callback calls queued for the sender before new ones are dropped (counted).
 _SEND_QUEUE = 65536
 
@@ -166,6 +170,8 @@ class _Timing:
     submitted_ns: int
     started_ns: int | None = None
     ended_ns: int | None = None
+    device_number: int = -1
+    last_ns: int = 0  # emulated time of its latest event (or of the watchdog's last look)
 
 
 @dataclass
@@ -239,7 +245,8 @@ class Hal:
 
     def work_submitted(self, work_id: int) -> None:
         """A HAL service queued work: track it, and wake the virtual clock follower."""
-        self.in_flight[work_id] = _Timing(self.driver.now_ns)
+        now = self.driver.now_ns
+        self.in_flight[work_id] = _Timing(now, last_ns=now)
         self._end_recorded[work_id] = trio.Event()
         self._work_submitted.set()
 
@@ -284,6 +291,9 @@ class Hal:
         work = event.info.id
         uid = event.info.uid
         timing = self.in_flight.get(work)
+        if timing is not None:
+            timing.last_ns = event.time_ns
+            timing.device_number = event.info.device_number
         channel = getattr(event, "channel", -1)
         hw_device = getattr(event, "hw_device", -1)
         if isinstance(event, WorkRequested):
@@ -467,14 +477,75 @@ class Hal:
             self.driver.advance(behind_ns / 1e6)
 
     async def _follow_virtual_clock(self) -> None:
-        """Emulated time follows trio time while this HAL has work in flight."""
+        """Emulated time follows trio time while this HAL has work in flight.
+
+        Steps of 1 ms while events come; while none do (a long slice, a hung
+        channel) the step doubles up to 16 ms, so a long quiet job costs little.
+        Event *times* are the driver's, exact whatever the step; only when the HAL
+        notices them (and a caller's execute returns) can lag by one step.
+        """
         self._clock_origin = (trio.current_time(), self.driver.now_ns)
+        tick = _FOLLOW_TICK_S
         while not self.driver.closed:
             if not self.in_flight:
                 self._work_submitted = trio.Event()
                 await self._work_submitted.wait()
-            await trio.sleep(_FOLLOW_TICK_S)
+                tick = _FOLLOW_TICK_S
+            seen = self.stats.read
+            with trio.move_on_after(tick):
+                await self._work_submitted.wait()  # a new job: step finely again
+            if self._work_submitted.is_set():
+                self._work_submitted = trio.Event()
+                tick = _FOLLOW_TICK_S
             self.sync_clock()
+            await trio.lowlevel.checkpoint()  # let the pump read what the step caused
+            tick = _FOLLOW_TICK_S if self.stats.read != seen else min(tick * 2, _FOLLOW_MAX_TICK_S)
+
+    async def _watchdog(self, timeout_ms: float) -> None:
+        """drm_sched's TDR, in spirit: a channel that makes no progress gets reset.
+
+        Every quarter of the timeout, each work this HAL submitted that has had no
+        event for ``timeout_ms`` of emulated time is looked at: every *hung* channel of
+        its device (and of the parts of a heterogeneous one) is reset, so its stuck
+        work ends FAILED and the caller gets GENERAL_FAILURE instead of waiting
+        forever.  A channel that is merely busy with a long job is not hung (the
+        driver refuses to reset it), so a long job is never killed.
+        """
+        timeout_ns = round(timeout_ms * 1e6)
+        while not self.driver.closed:
+            await trio.sleep(timeout_ms / 4000)
+            if self.driver.closed:
+                return
+            now = self.driver.now_ns
+            for work_id, timing in list(self.in_flight.items()):
+                if now - timing.last_ns < timeout_ns or timing.device_number < 0:
+                    continue
+                timing.last_ns = now  # look again only after another full timeout
+                self._reset_hung(timing.device_number, work_id, timeout_ms)
+            self.poll()
+
+    def _reset_hung(self, number: int, work_id: int, timeout_ms: float) -> None:
+        try:
+            device = self.driver.device(number)
+        except NpuError:
+            return
+        for dev_number in (number, *device.parts):
+            try:
+                channels = self.driver.device(dev_number).channels
+            except NpuError:
+                continue
+            for channel in range(channels):
+                try:
+                    self.driver.reset_channel(dev_number, channel)
+                except NpuError:
+                    continue  # not hung: busy, idle, or not resettable this way
+                log.error(
+                    "watchdog: %s channel %d made no progress for %g ms (work %d waiting): channel reset",
+                    self.device_names.get(dev_number, dev_number),
+                    channel,
+                    timeout_ms,
+                    work_id,
+                )
 
     # ---- prepared models by client -------------------------------------------------
 
@@ -556,6 +627,7 @@ async def serve_hal(
     runtime: Any,
     *,
     thermal_thresholds_c: Any = None,
+    hang_timeout_ms: float | None = DEFAULT_HANG_TIMEOUT_MS,
     task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the vendor HAL over ``driver`` in ``runtime`` until cancelled.
@@ -564,7 +636,9 @@ async def serve_hal(
     device (a bad name is logged and skipped), and ``npuemu.hal.IHalControl/default``
     with the runtime's servicemanager, then ``task_status.started(hal)`` with the
     :class:`Hal`.  ``thermal_thresholds_c`` are the ones the driver was opened with
-    (default: the C layer's), for ``setThermalSeverity``.
+    (default: the C layer's), for ``setThermalSeverity``.  ``hang_timeout_ms`` is the
+    watchdog's patience with a channel that makes no progress, in emulated ms
+    (``None``: no watchdog).
 
     The servicemanager has no removeService: the services leave its registry when
     this process's runtime closes (binder death), which is what a clean shutdown
@@ -585,6 +659,10 @@ async def serve_hal(
         nursery.start_soon(hal._sender)
         if driver.clock == "virtual":
             nursery.start_soon(hal._follow_virtual_clock)
+        if hang_timeout_ms is not None:
+            if not (hang_timeout_ms > 0 and math.isfinite(hang_timeout_ms)):
+                raise ValueError(f"hang_timeout_ms must be a positive number or None, not {hang_timeout_ms!r}")
+            nursery.start_soon(hal._watchdog, float(hang_timeout_ms))
         for device in driver.devices:
             if not valid_instance_name(device.name):
                 log.error(

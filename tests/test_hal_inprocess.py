@@ -183,7 +183,8 @@ class World:
 
 
 @pytest.fixture
-async def world(autojump_clock):
+async def world(autojump_clock, request):
+    hal_options = getattr(request, "param", {})  # indirect parametrization: serve_hal's options
     net = MemoryNetwork()
     async with trio.open_nursery() as nursery:
         await nursery.start(functools.partial(serve_servicemanager, network=net))
@@ -194,7 +195,7 @@ async def world(autojump_clock):
 
                 async def hal_proc(task_status):
                     async with open_binder_runtime(network=net, pid=hal_pid) as rt:
-                        await serve_hal(driver, rt, task_status=task_status)
+                        await serve_hal(driver, rt, task_status=task_status, **hal_options)
 
                 hal = await nursery.start(hal_proc)
                 yield World(net, nursery, init, driver, hal)
@@ -678,3 +679,21 @@ async def test_a_badly_named_driver_device_is_not_registered(autojump_clock, cap
             assert devices == ["emu-dsp", "emu-hetero", "emu-npu"]
             assert any("badname" in r.getMessage() and r.levelname == "ERROR" for r in caplog.records)
             nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("world", [{"hang_timeout_ms": 400}], indirect=True)
+async def test_the_watchdog_resets_a_hung_channel_and_the_execute_fails(world, system, caplog):
+    await configure(world, system, app_config())
+    app, _ = await world.process(APP)
+    prepared = await prepare(world, app, "emu-gpu")
+    control = await world.control(system)
+    await control.injectFault("emu-gpu", I.IHalControl.FAULT_HANG_CHANNEL, 0)
+    start = trio.current_time()
+    with trio.fail_after(60):
+        with pytest.raises(ServiceSpecificException) as info:
+            await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, 0)
+    assert info.value.error_code == ErrorStatus.GENERAL_FAILURE
+    assert 0.4 <= trio.current_time() - start < 0.6  # mock time: the timeout, plus one look
+    assert any("watchdog" in r.getMessage() and "emu-gpu channel 0" in r.getMessage() for r in caplog.records)
+    # The channel works again.
+    await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, 0)
