@@ -22,7 +22,9 @@ from framework.nn import (
     BadDataError,
     BadStateError,
     DeadObjectError,
+    NO_DURATION,
     DeviceType,
+    DurationCode,
     ExecutionPreference,
     FuseCode,
     Memory,
@@ -390,45 +392,124 @@ async def test_a_multi_step_cpu_and_driver_plan_passes_temporaries(nn):
 # ---- hints ------------------------------------------------------------------------------
 
 
+class Scheduling:
+    """The scheduling HAL as system_server sees it: configs in, work events out."""
+
+    def __init__(self, stack):
+        from framework.binder import interface_class
+
+        registry = halTypes().registry
+        self.IScheduling = interface_class(registry.interface("android.hardware.npu.IScheduling"))
+        ICallback = interface_class(registry.interface("android.hardware.npu.ISchedulingCallback"))
+        self.Config = registry.parcelable("android.hardware.npu.SchedulingConfig")
+        self.stack = stack
+        self.started = []
+        started = self.started
+
+        class Recorder(ICallback.Stub):
+            async def onWorkRequested(self, info):
+                pass
+
+            async def onWorkStarted(self, info, reason):
+                started.append(info)
+
+            async def onWorkEnded(self, info, reason):
+                pass
+
+        self.recorder = Recorder()
+
+    async def connect(self):
+        service = await defaultServiceManager(self.stack.init).checkService("android.hardware.npu.IScheduling/default")
+        self.hal = self.IScheduling.asInterface(service)
+        await self.hal.setCallback(self.recorder)
+        return self
+
+    async def configure(self, **fields):
+        config = self.Config(uid=APP_UID, appPriority=100, hasDirectAccess=True, **fields)
+        await self.hal.setSchedulingConfigs([config])
+
+
+async def prepared_execution(compilation, seed=3):
+    await compilation.finish()
+    execution = compilation.createExecution()
+    for i, x in enumerate(sample_inputs(seed)):
+        execution.setInput(i, x)
+    return execution
+
+
 async def test_execution_hints_reach_the_scheduling_hal(stack, nn):
-    t = halTypes().registry
-    from framework.binder import interface_class
-
-    IScheduling = interface_class(t.interface("android.hardware.npu.IScheduling"))
-    ICallback = interface_class(t.interface("android.hardware.npu.ISchedulingCallback"))
-    started = []
-
-    class Recorder(ICallback.Stub):
-        async def onWorkRequested(self, info):
-            pass
-
-        async def onWorkStarted(self, info, reason):
-            started.append(info)
-
-        async def onWorkEnded(self, info, reason):
-            pass
-
-    service = await defaultServiceManager(stack.init).checkService("android.hardware.npu.IScheduling/default")
-    await IScheduling.asInterface(service).setCallback(Recorder())
+    scheduling = await Scheduling(stack).connect()
     group = uuid.uuid4()
     async with nn.createCompilationForDevices(sampleModel(), [nn.getDeviceByName("emu-npu")]) as compilation:
-        await compilation.finish()
-        execution = compilation.createExecution()
-        for i, x in enumerate(sample_inputs()):
-            execution.setInput(i, x)
+        execution = await prepared_execution(compilation)
         execution.setJobPriority(250)
         execution.setGroupId(group)
         execution.setDebugFeatureId("camera.segmentation")
         await execution.compute_async()
         await trio.sleep(1)  # past the callback's debounce
-    assert started, "the HAL reported no work"
-    info = started[-1]
+    assert scheduling.started, "the HAL reported no work"
+    info = scheduling.started[-1]
     assert info.jobPriority == 250
     assert info.uid == APP_UID
+    assert info.originalUid == APP_UID
     assert bytes(info.groupId.uuid) == group.bytes
     assert info.debugFeatureId == "camera.segmentation"
+    for bad in (-1, 1001, "high", True):
+        with pytest.raises(BadDataError):
+            execution.setJobPriority(bad)
     with pytest.raises(BadDataError):
-        execution.setJobPriority(1001)
+        execution.setGroupId(b"short")
+
+
+async def test_attribution_needs_the_uids_permission(stack, nn):
+    scheduling = await Scheduling(stack).connect()
+    model = sampleModel()
+    npu = nn.getDeviceByName("emu-npu")
+    async with nn.createCompilationForDevices(model, [npu]) as strict, nn.createCompilation(model) as plain:
+        refused = await prepared_execution(strict)
+        refused.setOriginalUid(42)
+        with pytest.raises(OpFailedError, match="refused"):
+            await refused.compute_async()
+        # A plain compilation computes anyway, on the CPU (the NPU refused the work).
+        fallback = await prepared_execution(plain, seed=4)
+        fallback.setOriginalUid(42)
+        assert_matches_reference(model, sample_inputs(4), await fallback.compute_async())
+        assert [d.name for d in plain.plan.devices] == ["emu-npu"]
+
+        await scheduling.configure(canAttributeOtherUid=True)
+        await refused.compute_async()
+        await trio.sleep(1)
+    assert scheduling.started[-1].originalUid == 42
+    assert scheduling.started[-1].uid == APP_UID
+
+
+async def test_an_app_without_direct_access_is_refused_by_the_npu(stack, nn):
+    scheduling = await Scheduling(stack).connect()
+    config = scheduling.Config(uid=APP_UID, appPriority=100, hasDirectAccess=False)
+    await scheduling.hal.setSchedulingConfigs([config])
+    model = sampleModel()
+    async with nn.createCompilationForDevices(model, [nn.getDeviceByName("emu-npu")]) as strict:
+        with pytest.raises(OpFailedError):
+            await (await prepared_execution(strict)).compute_async()
+    async with nn.createCompilation(model) as plain:
+        assert_matches_reference(model, sample_inputs(3), await (await prepared_execution(plain)).compute_async())
+
+
+async def test_timing_is_measured_on_one_device(nn):
+    async with nn.createCompilationForDevices(sampleModel(), [nn.getDeviceByName("emu-npu")]) as compilation:
+        execution = await prepared_execution(compilation)
+        with pytest.raises(BadStateError):
+            execution.getDuration(DurationCode.ON_HARDWARE)
+        execution.setMeasureTiming(True)
+        await execution.compute_async()
+        on_hardware = execution.getDuration(DurationCode.ON_HARDWARE)
+        in_driver = execution.getDuration(DurationCode.IN_DRIVER)
+        assert 0 < on_hardware <= in_driver < NO_DURATION
+        with pytest.raises(BadDataError):
+            execution.getDuration(7)
+    async with nn.createCompilation(sampleModel()) as plain:
+        with pytest.raises(BadDataError, match="exactly one device"):
+            (await prepared_execution(plain)).setMeasureTiming(True)
 
 
 # ---- failures: fallback or not ------------------------------------------------------------

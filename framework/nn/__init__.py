@@ -80,7 +80,9 @@ from ._types import FEATURE_LEVEL as FEATURE_LEVEL
 from ._types import MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES as MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES
 from ._types import Capabilities as Capabilities
 from ._types import DeviceStatus as DeviceStatus
+from ._types import NO_DURATION as NO_DURATION
 from ._types import DeviceType as DeviceType
+from ._types import DurationCode as DurationCode
 from ._types import ExecutionPreference as ExecutionPreference
 from ._types import FuseCode as FuseCode
 from ._types import OperandLifeTime as OperandLifeTime

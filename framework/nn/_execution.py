@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,7 @@ from ._aidl import errorFromRemote, halTypes
 from ._errors import BadDataError, BadStateError, DeadObjectError, NeuralNetworksError
 from ._memory import Memory
 from ._partition import ExecutionPlan, ExecutionStep
+from ._types import NO_DURATION, DurationCode
 from ._validate import expectedByteSize
 
 if TYPE_CHECKING:
@@ -85,6 +87,8 @@ class Execution:
         self._inputs: dict[int, Any] = {}  # position -> float32 array (copied in) or _Place
         self._outputs: dict[int, Any] = {}  # position -> app buffer (copied out) or _Place
         self._hints: dict[str, Any] = {}
+        self._measure = False
+        self._durations: dict[DurationCode, int] | None = None
         self._pool: SharedMemory | None = None
         self._mapping: Any = None
         self._running = False
@@ -210,6 +214,38 @@ class Execution:
             raise BadDataError(f"setDebugFeatureId: a str, not {featureId!r}")
         self._hints["debugFeatureId"] = featureId
 
+    # -- timing -----------------------------------------------------------------------
+
+    def setMeasureTiming(self, measure: bool) -> None:
+        """``ANeuralNetworksExecution_setMeasureTiming``: ask every step for its durations.
+
+        Allowed only on a ``createForDevices`` compilation for exactly one device, as
+        in the NDK (a partitioned run has no single "the hardware").
+        """
+        self._check_idle("setMeasureTiming")
+        if not isinstance(measure, bool):
+            raise BadDataError(f"setMeasureTiming: a bool, not {measure!r}")
+        explicit = self._compilation._explicit
+        if measure and (explicit is None or len(explicit) != 1):
+            raise BadDataError("setMeasureTiming: only for a compilation created for exactly one device")
+        self._measure = measure
+
+    def getDuration(self, code: DurationCode | int) -> int:
+        """``ANeuralNetworksExecution_getDuration``: nanoseconds of the last run.
+
+        ``ON_HARDWARE`` is the time the device computed (emulated time on a driver
+        device, the kernels' wall time on the CPU); ``IN_DRIVER`` adds the time the
+        work waited in the driver's queue. ``NO_DURATION`` (UINT64_MAX) when timing
+        was not measured or the driver did not say. Before any run: ``BAD_STATE``.
+        """
+        try:
+            code = DurationCode(code)
+        except ValueError:
+            raise BadDataError(f"getDuration: unknown duration code {code!r}") from None
+        if self._durations is None:
+            raise BadStateError("getDuration: the execution has not computed (with setMeasureTiming)")
+        return self._durations.get(code, NO_DURATION)
+
     def _hal_hints(self) -> Any:
         t = halTypes()
         h = self._hints
@@ -330,6 +366,7 @@ class Execution:
     async def _run(self, plan: ExecutionPlan) -> list[np.ndarray]:
         hal = self._hal
         places = self._layout(plan)
+        timings: list[tuple[int, int]] = []  # (on hardware, in driver) per step, -1 unknown
         for position, operand in enumerate(hal.inputIndexes):
             given = self._inputs[position]
             if not isinstance(given, _Place):
@@ -337,13 +374,23 @@ class Execution:
         for step in plan.steps:
             if self._compilation._nn._proxy(step.device) is None:
                 await trio.lowlevel.checkpoint()
+                began = time.perf_counter_ns()
                 _cpu_kernels.runModel(
                     step.model,
                     [self._view(places[i]) for i in step.inputs],
                     [self._view(places[i]) for i in step.outputs],
                 )
+                spent = time.perf_counter_ns() - began
+                timings.append((spent, spent))
             else:
-                await self._run_on_driver(step, places)
+                timings.append(await self._run_on_driver(step, places))
+        if self._measure:
+            known = [t for t in timings if t[0] >= 0 and t[1] >= 0]
+            self._durations = (
+                {DurationCode.ON_HARDWARE: sum(t[0] for t in known), DurationCode.IN_DRIVER: sum(t[1] for t in known)}
+                if len(known) == len(timings)
+                else {}
+            )
         results = []
         for position, operand in enumerate(hal.outputIndexes):
             dims = hal.operands[operand].dimensions
@@ -355,7 +402,7 @@ class Execution:
             results.append(array)
         return results
 
-    async def _run_on_driver(self, step: ExecutionStep, places: dict[int, _Place]) -> None:
+    async def _run_on_driver(self, step: ExecutionStep, places: dict[int, _Place]) -> tuple[int, int]:
         t = halTypes()
         pools: list[SharedMemory] = [self._pool]
         pool_of: dict[int, int] = {}
@@ -380,9 +427,9 @@ class Execution:
         prepared = self._compilation.preparedModel(step)
         try:
             if self._hints:
-                result = await prepared.executeWithHints(request, False, _NO_DEADLINE, self._hal_hints())
+                result = await prepared.executeWithHints(request, self._measure, _NO_DEADLINE, self._hal_hints())
             else:
-                result = await prepared.executeSynchronously(request, False, _NO_DEADLINE, _LOOP_TIMEOUT_NS)
+                result = await prepared.executeSynchronously(request, self._measure, _NO_DEADLINE, _LOOP_TIMEOUT_NS)
         except RemoteException as e:
             raise _StepFailed(step.device.name, errorFromRemote(step.device.name, "execute", e)) from None
         if result is not None and not result.outputSufficientSize:
@@ -390,6 +437,10 @@ class Execution:
                 step.device.name,
                 errorFromRemote(step.device.name, "execute", ValueError("reported insufficient output size")),
             )
+        timing = getattr(result, "timing", None)
+        if timing is None:
+            return (-1, -1)
+        return (timing.timeOnDeviceNs, timing.timeInDriverNs)
 
     def getOutputOperandDimensions(self, index: int) -> list[int]:
         """``ANeuralNetworksExecution_getOutputOperandDimensions``."""

@@ -197,3 +197,14 @@ class Priority(enum.IntEnum):
     @property
     def halValue(self) -> int:
         return {Priority.LOW: 0, Priority.MEDIUM: 1, Priority.HIGH: 2}[self]
+
+
+class DurationCode(enum.IntEnum):
+    """``ANEURALNETWORKS_DURATION_*``: which time ``Execution.getDuration`` reports."""
+
+    ON_HARDWARE = 0
+    IN_DRIVER = 1
+
+
+#: ``getDuration``'s answer when a duration is not available (the NDK's UINT64_MAX).
+NO_DURATION = (1 << 64) - 1
