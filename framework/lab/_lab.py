@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import npuhal
 from npuhal import EndReason
 
 from . import _metrics as M
@@ -202,6 +204,20 @@ def prema_comparison(report: WorkloadReport, baseline: str = "fcfs", preemptive:
     }
 
 
+def _calibration_policy(workload: Workload, policies: Sequence[Policy]) -> Policy:
+    """The reference driver if it has the workload's device, else the first driver given that has it."""
+    candidates = [Policy("calibration", "the reference driver, alone")]
+    candidates += [Policy("calibration", f"{Path(p.driver_path).name}, alone", None, None, p.driver_path)
+                   for p in policies if p.driver_path]
+    for candidate in candidates:
+        with candidate.open_driver(workload) as d:
+            if any(dev.name == workload.device for dev in d.devices):
+                return candidate
+    with npuhal.Driver.open() as d:
+        names = ", ".join(dev.name for dev in d.devices)
+    raise LabRunError(f"{workload.source}: no driver has the device {workload.device!r} (the reference driver has {names})")
+
+
 def run_workload(
     workload: Workload,
     policies: Sequence[Policy],
@@ -216,15 +232,16 @@ def run_workload(
     if len(set(names)) != len(names):
         raise LabRunError(f"two policies share a name: {names}")
     say = progress or (lambda _msg: None)
-    say(f"{workload.name}: calibrating {len(workload.tasks)} task models on {workload.device}")
-    cal: Calibration = calibrate(workload)
+    base = _calibration_policy(workload, policies)
+    say(f"{workload.name}: calibrating {len(workload.tasks)} task models on {workload.device} ({base.description})")
+    cal: Calibration = calibrate(workload, base)
     isolated: dict[str, tuple[list[int], list[int], list[Any]]] = {}
     for p in policies:
         isolated[p.name] = measure_isolated(workload, cal, p)
-    # Offered load and the sweep's factors come from the reference figures:
-    # the workload's intensity must not depend on which policies were picked.
-    ref_turn = measure_isolated(workload, cal, Policy("calibration", "the reference driver, alone"))[0]
-    with Policy("probe", "").open_driver(workload) as d:
+    # Offered load and the sweep's factors come from the calibration driver's
+    # figures: the workload's intensity must not depend on the policies picked.
+    ref_turn = measure_isolated(workload, cal, base)[0]
+    with base.open_driver(workload) as d:
         channels = d.device_by_name(workload.device).channels
     ref_ms = [t / 1e6 for t in ref_turn]
     nominal_load = offered_load(workload, ref_ms, channels)
