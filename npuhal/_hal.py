@@ -22,7 +22,9 @@ Tasks (all in the nursery ``serve_hal`` opens, so they end with it):
   clock while HAL work is in flight (so tests run under trio's MockClock and emulated
   milliseconds are trio milliseconds);
 - one *reaper* per client pid that holds prepared models: when the process exits
-  (``network.wait_exit``: a pidfd on Unix sockets), its models are freed.
+  (``network.wait_exit``: a pidfd on Unix sockets), its models are freed;
+- the *watchdog* resets a channel that has made no progress for ``hang_timeout_ms``
+  (drm_sched's timeout detection and recovery), so its work ends FAILED.
 
 Nothing here imports the framework: the HAL knows binder and the driver, no service.
 """
@@ -375,7 +377,9 @@ class Hal:
     async def _sender(self) -> None:
         async for callback, emit in self._send_recv:
             if self.callback is not callback:
-                continue  # replaced or dead meanwhile: the new one starts fresh
+                # Replaced or dead meanwhile: the new one starts fresh.
+                self.stats.dropped_no_callback += 1
+                continue
             args = (emit.info,) if emit.kind is Kind.REQUESTED else (
                 emit.info,
                 (self._StartReason if emit.kind is Kind.STARTED else self._EndReason)(emit.reason),
@@ -577,7 +581,8 @@ class Hal:
             if prepared.owner_uid == uid:
                 prepared.free(f"models of uid {uid} were revoked", revoked=True)
                 count += 1
-        self.debouncer.forget_uid(uid)
+        # The debouncer keeps the uid's state: its cancelled work still ends, and the
+        # framework must hear that end like any other.
         return count
 
     # ---- dump -------------------------------------------------------------------------
