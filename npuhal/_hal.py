@@ -68,7 +68,7 @@ from ._types import (
     WorkStarted,
 )
 
-__all__ = ["serve_hal", "Hal", "hal_interfaces", "HalInterfaces", "valid_instance_name", "DEFAULT_THERMAL_THRESHOLDS_C"]
+__all__ = ["serve_hal", "Hal", "hal_interfaces", "HalInterfaces", "valid_instance_name"]
 
 log = logging.getLogger("android.hardware.npu")
 
