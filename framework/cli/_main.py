@@ -63,7 +63,9 @@ def version() -> None:
 from ._boot import boot, devices, service, shutdown  # noqa: E402 - commands register after the group
 from ._launch import launch  # noqa: E402
 from ._logcat import logcat  # noqa: E402
+from ._plot import plot  # noqa: E402
 from ._thermal import thermal  # noqa: E402
+from ._trace import trace  # noqa: E402
 
 main.add_command(boot)
 main.add_command(shutdown)
@@ -72,6 +74,8 @@ main.add_command(devices)
 main.add_command(launch)
 main.add_command(logcat)
 main.add_command(thermal)
+main.add_command(trace)
+main.add_command(plot)
 
 from ._vts import run_test_inference, vts  # noqa: E402 - commands register after the group
 

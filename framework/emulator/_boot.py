@@ -20,14 +20,15 @@ Every child's output is read by init and appended to the runtime directory's
 ``_logcat``). Children run in their own process groups, so a Ctrl-C at the
 terminal reaches only init, which then shuts the stack down in order: system_server
 (and, in its process group, the apps the activity manager launched), the HAL, the
-servicemanager; each gets SIGTERM, then SIGKILL after a grace period. Each child also
-has init as its parent-death signal, so a SIGKILLed init leaves no orphans.
+servicemanager; each gets SIGTERM, then SIGKILL after a grace period. (No
+parent-death signal: trio forks from a worker thread, and the kernel sends that
+signal when the forking *thread* exits, seconds later. A SIGKILLed init therefore
+leaves its children running; ``npuemu shutdown`` kills what ``init.json`` names.)
 """
 
 from __future__ import annotations
 
 import collections
-import ctypes
 import dataclasses
 import math
 import os
@@ -69,17 +70,8 @@ HAL_SERVICES = ("android.hardware.npu.IScheduling/default", "npuemu.hal.IHalCont
 #: What system_server registers.
 SYSTEM_SERVER_SERVICES = ("npu", "package", "activity", "thermal")
 
-_PR_SET_PDEATHSIG = 1
 _DUMP_FLAG_PRIORITY_ALL = 15  # IServiceManager's CRITICAL | HIGH | NORMAL | DEFAULT
 _TAIL_LINES = 30
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
-    # A SIGKILLed init cannot clean up: the kernel then sends each child SIGTERM.
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 @dataclasses.dataclass(frozen=True)
@@ -352,7 +344,6 @@ async def open_emulator(
                         stderr=subprocess.PIPE,
                         env=env,
                         start_new_session=True,
-                        preexec_fn=_die_with_parent,
                     ),
                 )
                 emu._children["servicemanager"] = sm
@@ -373,7 +364,6 @@ async def open_emulator(
                             stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT,
                             start_new_session=True,
-                            preexec_fn=_die_with_parent,
                         )
                         child = emu._children[name] = _Child(name, proc)
                         nursery.start_soon(emu._pump, child, proc.stdout)
@@ -395,6 +385,8 @@ async def open_emulator(
                         raise failures[0]
                     emu.boot_seconds = trio.current_time() - t0
                     async with trio.open_nursery() as helpers:
+                        for child in emu._children.values():
+                            helpers.start_soon(_report_death, emu, child)
                         if config.record:
                             from ._recorder import serve_recorder
 
@@ -419,6 +411,20 @@ async def open_emulator(
     finally:
         log("I", "init exiting")
         log.close()
+
+
+async def _report_death(emu: Emulator, child: _Child) -> None:
+    """A stack process that dies while the emulator runs is an error in the log.
+
+    (Android's init would restart the HAL and soft-reboot on a system_server death;
+    npuemu reports it and keeps the rest running, which is what one wants while
+    debugging a driver: system_server notices the HAL's death and waits for it.)
+    """
+    await child.process.wait()
+    await trio.sleep(0.05)
+    emu.log("E", f"{child.name} (pid {child.process.pid}) {child.describe_exit()}; its last output:")
+    for line in child.tail:
+        emu.log("E", f"  {line}")
 
 
 def _single(exc: BaseException) -> BaseException:

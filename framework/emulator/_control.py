@@ -70,11 +70,13 @@ async def shutdown(runtime_dir: Path, *, timeout: float = 15.0) -> int:
         while pid_alive(pid):
             await trio.sleep(0.05)
         return pid
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return pid
-    raise EmulatorError(f"init (pid {pid}) did not shut down within {timeout:g} s and was killed")
+    for victim in [pid, *state.get("pids", {}).values()]:
+        try:
+            os.killpg(int(victim), signal.SIGKILL) if victim != pid else os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    files.state.unlink(missing_ok=True)
+    raise EmulatorError(f"init (pid {pid}) did not shut down within {timeout:g} s; it and its stack were killed")
 
 
 # -- apps -------------------------------------------------------------------------------

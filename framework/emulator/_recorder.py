@@ -12,7 +12,8 @@ Perfetto trace and a PNG (``_trace``).
 Records (``type``):
 
 - ``meta``: ``speed``, ``init_pid``, ``pids`` (servicemanager, hal, system_server),
-  ``wall_ns`` (init's monotonic clock when recording began).
+  ``wall_ns`` (init's monotonic clock when recording began), ``thresholds_c`` (where
+  each thermal severity begins).
 - ``work``: a WorkEvent: ``kind`` (requested/started/ended), ``reason``, ``id``,
   ``work_id``, ``uid``, ``original_uid``, ``pid``, ``job_priority``,
   ``effective_priority``, ``device``, ``device_number``, ``channel``, ``hw_device``,
@@ -94,6 +95,10 @@ async def serve_recorder(
     runtime = emulator.runtime
     hal = await get_service(runtime, HAL_CONTROL, ifaces.IHalControl)
     sink = _Sink(emulator.files.trace_events)
+    try:
+        thresholds = [round(float(t), 2) for t in (await hal.thermalStatus()).thresholdsC]
+    except Exception:  # an older HAL: the plot then draws no bands
+        thresholds = []
     sink.write(
         {
             "type": "meta",
@@ -101,6 +106,7 @@ async def serve_recorder(
             "init_pid": os.getpid(),
             "pids": emulator.pids,
             "wall_ns": time.monotonic_ns(),
+            "thresholds_c": thresholds,
         }
     )
 
