@@ -528,3 +528,22 @@ def test_every_plan_computes_exactly_what_the_whole_model_computes(model_and_fee
         fallen = plan.fallBackToCpu(next(s.device.name for s in plan.steps if s.device is not cpu))
         for w, s in zip(whole, ref.run_plan(fallen, feeds), strict=True):
             assert np.array_equal(w, s, equal_nan=True)
+
+
+def test_answers_given_by_the_caller_replace_asking_the_devices():
+    # A runtime whose devices answer over the binder asks first and passes the answers.
+    model = vision_model()
+    n = model.operationCount
+
+    def refuse(_hal):
+        raise AssertionError("a device was asked although its answer was given")
+
+    npu = device("emu-npu", execTime=0.1, ops=refuse)
+    plan = createPlanForDevices(model, [npu], supported=[[True] * n])
+    assert {d.name for d in plan.assignment} == {"emu-npu"}
+    plan = createPlan(model, [npu], supported=[[False] * n])
+    assert {d.name for d in plan.assignment} == {CPU_DEVICE_NAME}
+    assert getSupportedOperationsForDevices(model, [npu], supported=[[True] + [False] * (n - 1)]).count(True) == 1
+    for wrong in ([], [[True] * (n + 1)], [[True] * n, [True] * n]):
+        with pytest.raises(BadDataError, match="one answer per device"):
+            createPlanForDevices(model, [npu], supported=wrong)

@@ -619,3 +619,29 @@ async def test_earlier_results_survive_later_runs_and_executions_run_concurrentl
                 nursery.start_soon(one, seed)
         for inputs, outputs in results.values():
             assert_matches_reference(model, inputs, outputs)
+
+
+async def test_every_device_set_and_preference_gives_the_reference_result(nn):
+    """Each subset of the five devices, under each preference: one plan, one run."""
+    import itertools
+
+    model = sampleModel()
+    inputs = sample_inputs(11)
+    expected = nn_reference.run(model.to_hal(), inputs)
+    layouts = set()
+    for size in range(1, len(nn.devices) + 1):
+        for devices in itertools.combinations(nn.devices, size):
+            for preference in (ExecutionPreference.FAST_SINGLE_ANSWER, ExecutionPreference.LOW_POWER):
+                async with nn.createCompilationForDevices(model, devices) as compilation:
+                    compilation.setPreference(preference)
+                    if [d.name for d in devices] == ["emu-dsp"]:
+                        with pytest.raises(BadDataError):
+                            await compilation.finish()
+                        continue
+                    await compilation.finish()
+                    layouts.add(tuple((s.device.name, s.operations) for s in compilation.plan.steps))
+                    outputs = await run(compilation, inputs)
+                for got, want in zip(outputs, expected, strict=True):
+                    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # Single-device plans, and splits of several shapes among them.
+    assert sum(len(layout) > 1 for layout in layouts) >= 3
