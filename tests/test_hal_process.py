@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import trio
 
-from framework.binder import DeathRecipient, launch_process
+from framework.binder import DeadObjectException, DeathRecipient, TransactionFailedException, launch_process
 from npuhal import PrivateHalError, open_private_hal
 from test_hal_inprocess import APP, Execution, aidl_model, fc_model
 
@@ -115,6 +115,11 @@ async def test_sigkill_is_seen_by_a_death_recipient_and_restart_re_registers():
         assert fresh.asBinder().isBinderAlive()
         await fresh.setSchedulingConfigs([SchedulingConfig(uid=APP, appPriority=100)])
         assert await hal.device_names() == ["emu-dsp", "emu-gpu", "emu-hetero", "emu-npu"]
+        # A driver crash takes the HAL process down, as a vendor bug would on a phone.
+        control = await hal.control()
+        with pytest.raises((DeadObjectException, TransactionFailedException)):
+            await control.injectFault("emu-npu", I.IHalControl.FAULT_CRASH, 0)
+        assert await hal.wait() == -signal.SIGABRT
 
 
 async def test_a_driver_that_cannot_load_is_reported_with_the_hal_s_stderr(tmp_path):
