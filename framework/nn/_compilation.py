@@ -195,7 +195,8 @@ class Compilation:
             plan = await self._prepare(plan)
         except BaseException:
             self._finishing = False
-            await self._release_unused(set())
+            with trio.CancelScope(shield=True):
+                await self._release_unused(set())
             raise
         self._plan = plan
 

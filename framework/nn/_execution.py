@@ -40,7 +40,6 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
