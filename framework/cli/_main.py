@@ -84,3 +84,4 @@ main.add_command(run_test_inference)
 
 from ._nn import nn  # noqa: E402 - commands register after the group
 main.add_command(nn)
+from ._bench import bench; main.add_command(bench)  # noqa: E402, E702 - the scheduling lab (framework.lab)
