@@ -220,6 +220,7 @@ class Hal:
         self._next_event_id = 1
         self.recent: collections.deque[_Recorded] = collections.deque(maxlen=_RECENT_EVENTS)
         self._send, self._send_recv = trio.open_memory_channel(_SEND_QUEUE)
+        self._notify_send, self._notify_recv = trio.open_memory_channel(_SEND_QUEUE)
         self._debounce_changed = trio.Event()
         # Driver work ids this HAL submitted and that have not ended for good.
         self.in_flight: dict[int, _Timing] = {}
@@ -423,18 +424,25 @@ class Hal:
         )
 
     def _notify_listeners(self, method: str, *args: Any) -> None:
-        for listener in list(self.listeners):
-            self.nursery.start_soon(self._notify_one, listener, method, args)
-
-    async def _notify_one(self, listener: Any, method: str, args: tuple) -> None:
+        if not self.listeners:
+            return
         try:
-            await getattr(listener, method)(*args)
-        except (DeadObjectException, TransactionError):
-            if listener in self.listeners:
-                self.listeners.remove(listener)
-                log.info("a HAL listener died and was dropped")
-        except RemoteException as exc:
-            log.warning("HAL listener %s failed: %s", method, exc)
+            self._notify_send.send_nowait((method, args))
+        except trio.WouldBlock:
+            log.warning("HAL listeners are not keeping up: %s dropped", method)
+
+    async def _listener_sender(self) -> None:
+        # One task, so every listener hears the changes in the order they happened.
+        async for method, args in self._notify_recv:
+            for listener in list(self.listeners):
+                try:
+                    await getattr(listener, method)(*args)
+                except (DeadObjectException, TransactionError):
+                    if listener in self.listeners:
+                        self.listeners.remove(listener)
+                        log.info("a HAL listener died and was dropped")
+                except RemoteException as exc:
+                    log.warning("HAL listener %s failed: %s", method, exc)
 
     # ---- the pump and the clock --------------------------------------------------
 
@@ -662,6 +670,7 @@ async def serve_hal(
         nursery.start_soon(hal._pump)
         nursery.start_soon(hal._flusher)
         nursery.start_soon(hal._sender)
+        nursery.start_soon(hal._listener_sender)
         if driver.clock == "virtual":
             nursery.start_soon(hal._follow_virtual_clock)
         if hang_timeout_ms is not None:
