@@ -43,7 +43,6 @@ from ._errors import (
     NpuError,
     NpuInvalidPriorityError,
     NpuLookupError,
-    NpuModelError,
     NpuOfflineError,
     NpuPermissionError,
     NpuValueError,
@@ -168,10 +167,10 @@ class NnDevice(_I.IDevice.Stub):
         data = model_from_aidl(model)
         try:
             return [bool(b) for b in self._hal.driver.supported_operations(self.number, data)]
-        except NpuModelError as exc:
+        except NpuValueError as exc:  # NpuModelError included: a malformed model
             raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None
-        except NpuValueError as exc:
-            raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None
+        except NpuOfflineError as exc:
+            raise service_error(ErrorStatus.DEVICE_UNAVAILABLE, str(exc)) from None
         finally:
             _close_all(model.pools)
 

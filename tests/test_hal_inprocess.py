@@ -22,7 +22,6 @@ from framework.binder import (
     serve_servicemanager,
 )
 from npuhal import FuseCode, ModelBuilder, OperationType, open_driver
-from npuhal._control import test_inference_model
 from npuhal._hal import hal_interfaces, serve_hal, valid_instance_name
 
 I = hal_interfaces()
