@@ -53,7 +53,7 @@ async def prepared_count(hal) -> int:
 
 
 async def test_services_and_one_execute_through_shared_memory(tmp_path):
-    async with open_private_hal(clock="virtual", runtime_dir=tmp_path / "rt") as hal:
+    async with open_private_hal(clock="virtual", runtime_dir=tmp_path / "rt", extra_args=("--log", "hal.log")) as hal:
         assert (tmp_path / "rt").stat().st_mode & 0o777 == 0o700
         assert await hal.device_names() == ["emu-dsp", "emu-gpu", "emu-hetero", "emu-npu"]
         model, w, b = fc_model(seed=11)
@@ -65,6 +65,11 @@ async def test_services_and_one_execute_through_shared_memory(tmp_path):
         np.testing.assert_allclose(ex.output(0), np.maximum(x @ w.T + b, 0), rtol=1e-5, atol=1e-6)
         await prepared.release()
         assert await prepared_count(hal) == 0
+        log = (tmp_path / "rt" / "hal.log").read_text().splitlines()
+        assert any(" I android.hardware.npu: serving IScheduling/default" in line for line in log)
+        assert all(line[:2].isdigit() and line[2] == "-" for line in log)  # logcat's MM-DD...
+    # Leaving the block sent SIGTERM: a clean shutdown, exit status 0.
+    assert hal.process.returncode == 0
     assert not (tmp_path / "rt").exists()
 
 
