@@ -645,3 +645,24 @@ async def test_every_device_set_and_preference_gives_the_reference_result(nn):
                     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     # Single-device plans, and splits of several shapes among them.
     assert sum(len(layout) > 1 for layout in layouts) >= 3
+
+
+async def test_the_emulated_model_size_is_reserved_on_the_devices_that_run_it(stack, nn):
+    driver = stack.driver
+    npu, dsp = driver.device_by_name("emu-npu"), driver.device_by_name("emu-dsp")
+    before = {d.name: driver.memory_info(d).weight_memory_used for d in (npu, dsp)}
+    size = 256 << 20
+    model = sampleModel()
+    devices = [nn.getDeviceByName("emu-npu"), nn.getDeviceByName("emu-dsp")]
+    async with nn.createCompilationForDevices(model, devices) as c:
+        c.setPreference(ExecutionPreference.LOW_POWER)
+        c.setEmulatedModelSize(size)
+        await c.finish()
+        used = {d.name: driver.memory_info(d).weight_memory_used - before[d.name] for d in (npu, dsp)}
+        # Each device holds its steps' share of the weights; together, the whole model.
+        assert used["emu-npu"] > 0 and used["emu-dsp"] > 0
+        assert sum(used.values()) == pytest.approx(size, rel=0.01)
+    await trio.sleep(0.1)
+    assert {d.name: driver.memory_info(d).weight_memory_used for d in (npu, dsp)} == before  # released
+    with pytest.raises(BadDataError):
+        nn.createCompilation(model).setEmulatedModelSize(-1)

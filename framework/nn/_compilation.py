@@ -155,7 +155,8 @@ class Compilation:
         """npuemu: the weight memory the model claims on the NPU (a "2 GB" model).
 
         0 (the default) means its real constant bytes. A model split across devices
-        reserves on each a share proportional to the weights its steps hold.
+        reserves on each a share proportional to the weights its steps hold (a model
+        with no weights at all reserves the whole size on each).
         """
         self._check_open("setEmulatedModelSize")
         if isinstance(sizeBytes, bool) or not isinstance(sizeBytes, int) or sizeBytes < 0:
@@ -255,10 +256,7 @@ class Compilation:
         key = (step.device.name, step.operations)
         if proxy is None or key in self._prepared:
             return
-        size = 0
-        if self._emulatedSize:
-            total = _constant_bytes(self._hal) or 1
-            size = max(1, self._emulatedSize * _constant_bytes(step.model) // total)
+        size = self._share_of_emulated_size(step)
         model = toAidlModel(step.model, self._pools.regionsFor(step.model))
         try:
             prepared = await proxy.prepareModel(
@@ -269,6 +267,15 @@ class Compilation:
         if prepared is None:
             raise errorFromRemote(step.device.name, "prepareModel", ValueError("returned no prepared model"))
         self._prepared[key] = prepared
+
+    def _share_of_emulated_size(self, step: ExecutionStep) -> int:
+        """The emulated bytes ``step`` reserves: the model's size, split by weight held."""
+        if not self._emulatedSize:
+            return 0
+        total = _constant_bytes(self._hal)
+        if total == 0:
+            return self._emulatedSize
+        return max(1, self._emulatedSize * _constant_bytes(step.model) // total)
 
     def preparedModel(self, step: ExecutionStep) -> Any:
         """The IPreparedModel of a driver step of the current plan."""
