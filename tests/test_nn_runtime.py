@@ -666,3 +666,20 @@ async def test_the_emulated_model_size_is_reserved_on_the_devices_that_run_it(st
     assert {d.name: driver.memory_info(d).weight_memory_used for d in (npu, dsp)} == before  # released
     with pytest.raises(BadDataError):
         nn.createCompilation(model).setEmulatedModelSize(-1)
+
+
+async def test_a_hal_dead_before_finish_is_dead_object_for_devices_and_the_cpu_otherwise(stack, nn):
+    model = sampleModel()
+    strict = nn.createCompilationForDevices(model, [nn.getDeviceByName("emu-npu")])
+    plain = nn.createCompilation(model)
+    stack.kill_hal()
+    await trio.sleep(0.1)
+    with pytest.raises(DeadObjectError):
+        await strict.finish()
+    assert not strict.isFinished
+    await plain.finish()
+    assert [d.name for d in plain.plan.devices] == [CPU_DEVICE_NAME]
+    inputs = sample_inputs()
+    assert_matches_reference(model, inputs, await run(plain, inputs))
+    await plain.aclose()
+    await strict.aclose()
