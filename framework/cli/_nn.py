@@ -84,12 +84,12 @@ async def _offline(names, preference, enabled):
         DeviceType,
         OperandType,
         PerformanceInfo,
+        cpuDevice,
         createPlan,
         createPlanForDevices,
         isValidDeviceName,
         sampleModel,
     )
-    from framework.nn._runtime import cpuDevice
     from npuhal import open_driver
 
     model = sampleModel()

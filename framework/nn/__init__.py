@@ -74,6 +74,7 @@ from ._partition import getSupportedOperationsForDevices as getSupportedOperatio
 from ._partition import referenceCpuDevice as referenceCpuDevice
 from ._runtime import ENABLED_DEVICES_ENV as ENABLED_DEVICES_ENV
 from ._runtime import NeuralNetworks as NeuralNetworks
+from ._runtime import cpuDevice as cpuDevice
 from ._runtime import open_nn_runtime as open_nn_runtime
 from ._samples import sampleModel as sampleModel
 from ._types import FEATURE_LEVEL as FEATURE_LEVEL

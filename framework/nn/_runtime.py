@@ -49,7 +49,7 @@ from ._model import Model
 from ._partition import CPU_DEVICE_NAME, DeviceDescriptor, _check_devices, _hal_of, getSupportedOperationsForDevices
 from ._types import FEATURE_LEVEL, Capabilities, DeviceType
 
-__all__ = ["ENABLED_DEVICES_ENV", "NeuralNetworks", "open_nn_runtime"]
+__all__ = ["ENABLED_DEVICES_ENV", "NeuralNetworks", "cpuDevice", "open_nn_runtime"]
 
 log = logging.getLogger("NeuralNetworks")
 
@@ -60,7 +60,11 @@ _DUMP_ALL = 15  # IServiceManager.DUMP_FLAG_PRIORITY_ALL
 
 
 def cpuDevice() -> DeviceDescriptor:
-    """``nnapi-reference``: every operation the C kernels compute, execTime = powerUsage = 1.0."""
+    """``nnapi-reference`` as the runtime lists it: the C kernels say what it supports.
+
+    execTime = powerUsage = 1.0 for every operand type. (``referenceCpuDevice`` is the
+    pure partitioner's stand-in, which claims every operation without asking C.)
+    """
     return DeviceDescriptor(
         name=CPU_DEVICE_NAME,
         type=DeviceType.CPU,
