@@ -213,6 +213,7 @@ class LoadSlot(ModelLoadRequestCallback):
 
     async def onRequestUnloadModel(self, request: Any, reason: int = 0) -> None:  # noqa: N802
         self.report.bump("unload_requests")
+        self.report.data.setdefault("unload_reasons", []).append(int(reason))
         self.report.note("unload_requested", f"request {request.getId()}, reason {reason}", reason=int(reason))
         await self._send.send(SlotEvent("unload", reason=int(reason)))
 

@@ -1,8 +1,10 @@
 """assistant: a large model (GREATER_THAN_2G at NORMAL), loaded on demand.
 
-It starts idle, as an assistant does until someone speaks. A query (the first comes
-``NPUEMU_ASSISTANT_FIRST_QUERY_S`` seconds after launch, default 1) asks the NPU
-Manager for room; under the budget policy that usually means WAIT_FOR_UNLOAD while
+It starts idle, as an assistant does until someone speaks: it holds no model while
+in the background. A query comes when the user brings it up, that is when the activity
+manager raises its importance to visible or better (``npuemu am set-importance
+com.example.npuemu.assistant visible``; launched visible, it asks at once). The query
+asks the NPU Manager for room; under the budget policy that usually means WAIT_FOR_UNLOAD while
 less important apps are asked to make way, then CAN_LOAD_NOW. It loads the model,
 "generates" a reply (a run of inferences, each checked against its numpy reference),
 and lets the model go again (notifyModelUnloaded), so the others get their turn back.
@@ -23,6 +25,7 @@ from framework.npumanager import NpuManager
 
 EMULATED_SIZE = 2560 << 20
 TOKENS_PER_QUERY = 40
+VISIBLE = 200  # ActivityManager.RunningAppProcessInfo.IMPORTANCE_VISIBLE
 DEVICE = os.environ.get("NPUEMU_ASSISTANT_DEVICE", "emu-npu")
 
 
@@ -31,12 +34,13 @@ async def main(context: Context) -> None:
     npu: NpuManager = context.getSystemService(Context.NPU_SERVICE)
     model, reference = mlp(seed=5, sizes=(256, 512, 512, 256))
     rng = np.random.default_rng(5)
-    first = float(os.environ.get("NPUEMU_ASSISTANT_FIRST_QUERY_S", "1"))
-    every = float(os.environ.get("NPUEMU_ASSISTANT_QUERY_EVERY_S", "0"))  # 0: one query
+    activity = context.getSystemService(Context.ACTIVITY_SERVICE)
     async with trio.open_nursery() as nursery, open_nn_runtime(context.runtime) as nn:
         nursery.start_soon(report.autosave)
-        await trio.sleep(first)
         while True:
+            # Idle until the user brings the assistant up, and one query per time.
+            while await activity.getUidImportance(context.getUid()) > VISIBLE:
+                await trio.sleep(0.1)
             report.note("query", "the user asked something")
             slot = LoadSlot(npu, context.getMainExecutor(), report, NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G,
                             NpuManager.NPU_MODEL_PRIORITY_NORMAL)
@@ -45,9 +49,8 @@ async def main(context: Context) -> None:
             if await slot.wait_can_load_now():
                 report.data.setdefault("wait_for_load_ms", []).append(round((time.perf_counter() - t_ask) * 1000, 1))
                 await _answer(nn, model, reference, rng, slot, report)
-            if every <= 0:
-                await trio.sleep_forever()
-            await trio.sleep(every)
+            while await activity.getUidImportance(context.getUid()) <= VISIBLE:
+                await trio.sleep(0.1)  # answered; wait until the user leaves and comes back
 
 
 async def _answer(nn, model, reference, rng, slot: LoadSlot, report: Report) -> None:

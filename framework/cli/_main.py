@@ -61,6 +61,7 @@ def version() -> None:
 
 
 from ._boot import boot, devices, service, shutdown  # noqa: E402 - commands register after the group
+from ._demo import demo  # noqa: E402
 from ._launch import launch  # noqa: E402
 from ._logcat import logcat  # noqa: E402
 from ._plot import plot  # noqa: E402
@@ -76,6 +77,7 @@ main.add_command(logcat)
 main.add_command(thermal)
 main.add_command(trace)
 main.add_command(plot)
+main.add_command(demo)
 
 from ._vts import run_test_inference, vts  # noqa: E402 - commands register after the group
 

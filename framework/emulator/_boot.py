@@ -95,6 +95,8 @@ class BootConfig:
     #: Replace a stage's command line (``"hal"`` or ``"system_server"``): a test's
     #: stand-in, or a HAL built elsewhere. The runtime directory is in the environment.
     commands: Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)
+    #: More options for ``python -m framework.server`` (``--block-missing-feature``...).
+    system_server_args: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         if not (isinstance(self.speed, (int, float)) and math.isfinite(self.speed) and self.speed > 0):
@@ -122,7 +124,8 @@ class BootConfig:
     def system_server_argv(self, runtime_dir: Path) -> list[str]:
         if "system_server" in self.commands:
             return list(self.commands["system_server"])
-        return [sys.executable, "-m", "framework.server", "--runtime-dir", os.fspath(runtime_dir)]
+        return [sys.executable, "-m", "framework.server", "--runtime-dir", os.fspath(runtime_dir),
+                *self.system_server_args]
 
 
 class _Log:

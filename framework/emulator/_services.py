@@ -59,6 +59,7 @@ class EmulatorInterfaces:
     IPackageManager: type
     IThermalService: type
     IDevice: type
+    INpuManager: type
 
 
 @functools.cache
@@ -74,6 +75,7 @@ def emulator_interfaces() -> EmulatorInterfaces:
         IPackageManager=interface_class(i("npuemu.server.IPackageManager")),
         IThermalService=interface_class(i("npuemu.server.IThermalService")),
         IDevice=interface_class(i("android.hardware.neuralnetworks.IDevice")),
+        INpuManager=interface_class(i("android.npumanager.INpuManager")),
     )
 
 

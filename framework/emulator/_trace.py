@@ -431,7 +431,7 @@ def summarize(tl: Timeline) -> dict[str, Any]:
         "failed": sum(1 for e in ended if e.end_reason == 3),
         "cancelled": sum(1 for e in ended if e.end_reason in (0, 1)),
         "thermal_max_severity": max((sev for _, _, sev in tl.temperature), default=0),
-        "temperature_max_c": max((temp for _, temp, _ in tl.temperature), default=None),
+        "temperature_max_c": round(max((temp for _, temp, _ in tl.temperature), default=float("nan")), 1) if tl.temperature else None,
         "per_app": dict(per_app),
         "duration_ms": round((tl.end_us - tl.origin_us) / 1000, 1),
     }
