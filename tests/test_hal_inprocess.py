@@ -273,6 +273,26 @@ async def test_supported_operations_answers_per_operation(world, system):
     assert info.value.error_code == ErrorStatus.INVALID_ARGUMENT
 
 
+async def test_a_valid_operation_the_device_cannot_run_is_false_not_an_error(world, system):
+    # A quantized ADD is valid NNAPI; the emulated hardware computes float32 only.
+    q = dict(type=5, dimensions=[1, 4], scale=0.5, zeroPoint=0)
+    fuse = AOperand(type=1, lifetime=3, location=ADataLocation(poolIndex=0, offset=0, length=4))
+    model = AModel(
+        main=Subgraph(
+            operands=[AOperand(lifetime=1, **q), AOperand(lifetime=1, **q), fuse, AOperand(lifetime=2, **q)],
+            operations=[AOperation(type=0, inputs=[0, 1, 2], outputs=[3])],
+            inputIndexes=[0, 1],
+            outputIndexes=[3],
+        ),
+        operandValues=bytes(4),
+    )
+    npu = await world.device(system, "emu-npu")
+    assert await npu.getSupportedOperations(model) == [False]
+    with pytest.raises(ServiceSpecificException) as info:
+        await npu.prepareModel(model, ExecutionPreference.LOW_POWER, Priority.LOW, -1, 0)
+    assert info.value.error_code == ErrorStatus.INVALID_ARGUMENT
+
+
 # ---- IScheduling ----------------------------------------------------------------
 
 
