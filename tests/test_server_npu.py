@@ -26,7 +26,7 @@ async def booted(world, **kw):
     return system
 
 
-async def test_status_quo_grants_at_once_and_unload_completes(world):
+async def test_status_quo_grants_at_once_and_unload_completes(autojump_clock, world):
     await booted(world)
     app = await world.launch("com.test.fg")
     npu, rec = npu_of(app), Recorder()
@@ -38,7 +38,7 @@ async def test_status_quo_grants_at_once_and_unload_completes(world):
     assert rec.events[-1] == ("complete", 1, COMPLETE)
 
 
-async def test_foreground_request_displaces_a_background_model(world):
+async def test_foreground_request_displaces_a_background_model(autojump_clock, world):
     system = await booted(world)
     bg = await world.launch("com.test.bg")
     fg = await world.launch("com.test.fg")
@@ -53,7 +53,7 @@ async def test_foreground_request_displaces_a_background_model(world):
     assert fg_rec.events == [("can_load", 7, WAIT), ("can_load", 7, CAN), ("loaded", 7)]
 
 
-async def test_not_prioritized_when_only_more_important_uids_hold_the_budget(world):
+async def test_not_prioritized_when_only_more_important_uids_hold_the_budget(autojump_clock, world):
     await booted(world)
     fg = await world.launch("com.test.fg")
     bg = await world.launch("com.test.bg")
@@ -71,7 +71,7 @@ async def test_not_prioritized_when_only_more_important_uids_hold_the_budget(wor
     assert bg_rec.events[1:] == [("can_load", 2, CAN), ("loaded", 2)]
 
 
-async def test_turn_taking_between_equals(world):
+async def test_turn_taking_between_equals(autojump_clock, world):
     system = await booted(world)
     a = await world.launch("com.test.a")
     b = await world.launch("com.test.b")
@@ -90,7 +90,7 @@ async def test_turn_taking_between_equals(world):
     assert system.npu.dump_data()["counters"]["work_completed"] == 1
 
 
-async def test_cancelling_a_pending_request(world):
+async def test_cancelling_a_pending_request(autojump_clock, world):
     await booted(world)
     fg = await world.launch("com.test.fg")
     bg = await world.launch("com.test.bg")
@@ -113,7 +113,7 @@ async def test_cancelling_a_pending_request(world):
     assert rb.events[1:] == [("complete", 5, CANCELLED)]
 
 
-async def test_an_app_that_ignores_the_unload_request_is_revoked_at_the_deadline(world):
+async def test_an_app_that_ignores_the_unload_request_is_revoked_at_the_deadline(autojump_clock, world):
     system = await booted(world, unload_timeout=2.0)
     bg = await world.launch("com.test.bg")
     fg = await world.launch("com.test.fg")
@@ -135,7 +135,7 @@ async def test_an_app_that_ignores_the_unload_request_is_revoked_at_the_deadline
     assert trio.current_time() - t0 >= 2.0
 
 
-async def test_callers_need_the_permission(world):
+async def test_callers_need_the_permission(autojump_clock, world):
     await booted(world)
     app = await world.launch("com.test.noperm")
     with pytest.raises(SecurityException, match="ACCESS_NPU_MODEL_MANAGER_API"):
@@ -144,7 +144,7 @@ async def test_callers_need_the_permission(world):
         await npu_of(app).setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, None)
 
 
-async def test_missing_feature_is_warned_or_blocked(world, caplog):
+async def test_missing_feature_is_warned_or_blocked(autojump_clock, world, caplog):
     await booted(world)
     app = await world.launch("com.test.legacy")
     rec = Recorder()
@@ -154,7 +154,7 @@ async def test_missing_feature_is_warned_or_blocked(world, caplog):
     assert "will soon be blocked" in caplog.text
 
 
-async def test_block_flag_refuses_apps_without_the_feature(world):
+async def test_block_flag_refuses_apps_without_the_feature(autojump_clock, world):
     system = await booted(world, block_missing_feature=True)
     app = await world.launch("com.test.legacy")
     with pytest.raises(SecurityException, match="blocked"):
@@ -167,7 +167,7 @@ async def test_block_flag_refuses_apps_without_the_feature(world):
     assert system.npu.dump_data()["block_missing_feature"] is True
 
 
-async def test_wrong_calls_are_clear_errors_and_change_nothing(world):
+async def test_wrong_calls_are_clear_errors_and_change_nothing(autojump_clock, world):
     system = await booted(world)
     app = await world.launch("com.test.fg")
     npu, rec = npu_of(app), Recorder(auto_load=False)
@@ -191,7 +191,7 @@ async def test_wrong_calls_are_clear_errors_and_change_nothing(world):
     assert [(r["id"], r["state"]) for r in data["requests"]] == [(1, "loaded")]
 
 
-async def test_a_hand_made_client_cannot_break_the_rules(world):
+async def test_a_hand_made_client_cannot_break_the_rules(autojump_clock, world):
     """The service checks the same rules itself: a client bypassing NpuManager's own checks."""
     await booted(world)
     app = await world.launch("com.test.fg")

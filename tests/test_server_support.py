@@ -269,6 +269,8 @@ def npu_of(app) -> NpuManager:
 
 @pytest.fixture
 async def world(autojump_clock, tmp_path):
+    # Tests must also name autojump_clock themselves: pytest-trio takes the clock only
+    # from a test's own arguments, not from a fixture's.
     net = MemoryNetwork()
     async with trio.open_nursery() as nursery:
         await nursery.start(functools.partial(serve_servicemanager, network=net))
@@ -277,7 +279,7 @@ async def world(autojump_clock, tmp_path):
         nursery.cancel_scope.cancel()
 
 
-async def test_the_fake_hal_refuses_apps(world):
+async def test_the_fake_hal_refuses_apps(autojump_clock, world):
     """The fake keeps the real HAL's rule that only system and root configure scheduling."""
     await world.start_hal()
     pid = await world.spawn(10050)

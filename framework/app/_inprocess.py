@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import logging
+
 import trio
 
 from framework.binder import defaultServiceManager, open_binder_runtime
@@ -20,6 +22,8 @@ from framework.binder import defaultServiceManager, open_binder_runtime
 from ._context import Context, open_app_context
 
 __all__ = ["InProcessApp", "InProcessLauncher"]
+
+log = logging.getLogger("InProcessLauncher")
 
 AppMain = Callable[[Context], Awaitable[Any]]
 
@@ -79,5 +83,7 @@ class InProcessLauncher:
         except Exception as exc:  # an app crashing is a process dying, not a test framework error
             app.error = exc
             app.returncode = 1
+            log.warning("app %s (pid %d) crashed", app.package, app.pid, exc_info=exc)
         finally:
+            log.info("app %s (pid %d) exited with %s", app.package, app.pid, app.returncode)
             app._done.set()

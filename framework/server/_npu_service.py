@@ -45,6 +45,7 @@ autojump MockClock.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -109,7 +110,15 @@ _FEATURE_RULE_FROM_SDK = 37
 
 def hal_aidl(root: str | Path | None = None) -> AidlRegistry:
     """The HAL's AIDL (``android.hardware.npu``, ``npuemu.hal``), read from ``root``."""
-    return AidlRegistry.load(Path(root) if root is not None else HAL_AIDL_ROOT)
+    return _load_aidl(str(Path(root).resolve() if root is not None else HAL_AIDL_ROOT))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_aidl(root: str) -> AidlRegistry:
+    # A memo of a pure function of the files (a registry is immutable), as the binder
+    # memoises its own: loading costs ~0.2 s, and every system_server of a test run
+    # would pay it twice.
+    return AidlRegistry.load(root)
 
 
 class _Died(DeathRecipient):
