@@ -70,6 +70,9 @@ _ExecutionPreference = _I.enum("android.hardware.neuralnetworks.ExecutionPrefere
 _Priority = _I.enum("android.hardware.neuralnetworks.Priority")
 _OperandTypeAidl = _I.enum("android.hardware.neuralnetworks.OperandType")
 
+# How long an execution that missed its deadline waits for its cancelled work to end.
+_CANCEL_GRACE_S = 1.0
+
 #: What NN HAL reports for a performance it does not have (FLT_MAX: "never use me").
 FLT_MAX = float(np.finfo(np.float32).max)
 
@@ -424,7 +427,11 @@ class PreparedModel(_I.IPreparedModel.Stub):
             driver.cancel(work_id)
         except NpuError:
             pass
-        with trio.CancelScope(shield=True):
+        # A running work stops at its next slice boundary; a hung channel never gets
+        # there (the watchdog will reset it), so wait a little, not forever.  Until its
+        # end the driver keeps the request's mappings alive, so nothing is unmapped
+        # under the hardware's feet.
+        with trio.CancelScope(shield=True), trio.move_on_after(_CANCEL_GRACE_S):
             await driver.wait_work(work_id)
         raise service_error(ErrorStatus.MISSED_DEADLINE_TRANSIENT, f"work {work_id} missed its deadline")
 

@@ -716,3 +716,30 @@ async def test_the_watchdog_resets_a_hung_channel_and_the_execute_fails(world, s
     assert any("watchdog" in r.getMessage() and "emu-gpu channel 0" in r.getMessage() for r in caplog.records)
     # The channel works again.
     await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, 0)
+
+
+async def test_a_missed_deadline_is_missed_deadline_transient(world, system):
+    import time
+
+    await configure(world, system, app_config())
+    app, _ = await world.process(APP)
+    prepared = await prepare(world, app, "emu-gpu")
+    await (await world.control(system)).injectFault("emu-gpu", I.IHalControl.FAULT_HANG_CHANNEL, 0)
+    deadline = time.monotonic_ns() + 50_000_000  # CLOCK_MONOTONIC, as AOSP's AIDL HAL
+    with pytest.raises(ServiceSpecificException) as info:
+        await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, deadline, 0)
+    assert info.value.error_code == ErrorStatus.MISSED_DEADLINE_TRANSIENT
+
+
+async def test_group_and_feature_ids_reach_the_callback(world, system):
+    NpuUuid = P("android.hardware.npu.NpuUuid")
+    sched = await configure(world, system, app_config())
+    recorder = Recorder()
+    await sched.setCallback(recorder)
+    app, _ = await world.process(APP)
+    prepared = await prepare(world, app)
+    group = NpuUuid(uuid=bytes(range(16)))
+    hints = ExecutionHints(jobPriority=10, groupId=group, debugFeatureId="camera.segmentation")
+    await prepared.executeWithHints(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, hints)
+    await wait_for(recorder, lambda r: len(r.events) == 3)
+    assert {(i.groupId, i.debugFeatureId) for _, i, _ in recorder.events} == {(group, "camera.segmentation")}
