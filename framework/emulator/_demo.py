@@ -190,6 +190,12 @@ async def run_demo(
         (out / "trace.json").write_text(json.dumps(trace, separators=(",", ":")))
         plot_timeline(timeline, out / "timeline.png", title="npuemu demo: NPU channels, heat and weight memory")
         shutil.copy(root / "logcat", out / "logcat.txt")
+        # The raw recording too, so `npuemu trace|plot --runtime-dir OUT/recording` can redraw it.
+        recording = out / "recording"
+        shutil.rmtree(recording, ignore_errors=True)
+        recording.mkdir(mode=0o700)
+        shutil.copy(root / "trace.jsonl", recording / "trace.jsonl")
+        shutil.copytree(root / "apps", recording / "apps", ignore=shutil.ignore_patterns("*.tmp"))
         summary = _summarize(reports, timeline, log, npu_dump, time.monotonic() - t_start)
         summary["phases"] = phases
         summary["trace"] = os.fspath(out / "trace.json")

@@ -61,11 +61,18 @@ def plot_timeline(tl: Timeline, out: str | os.PathLike[str], *, title: str | Non
         gridspec_kw={"height_ratios": [max(len(tracks), 1) * 0.6 + 0.8, 2.2, 1.8]},
     )
     assigned: dict[str, str] = {}
+    # A job of a millisecond is invisible on a 30 s axis: every bar gets at least a
+    # third of a pixel, and apps with short jobs are drawn last, over the long ones.
+    min_width = max((tl.end_us - o) / 1e6 / 3000, 1e-6)
     by_track_app: dict[tuple[tuple[str, int], str], list[tuple[float, float]]] = {}
     for seg in tl.segments:
         key = (seg.track, tl.who(seg.uid))
-        by_track_app.setdefault(key, []).append((sec(seg.start_us), max((seg.end_us - seg.start_us) / 1e6, 1e-5)))
-    for (track, who), bars in sorted(by_track_app.items()):
+        by_track_app.setdefault(key, []).append((sec(seg.start_us), (seg.end_us - seg.start_us) / 1e6))
+    for who in sorted({w for _, w in by_track_app}):
+        _colour(who, assigned)  # legend and colours in name order
+    order = sorted(by_track_app.items(), key=lambda kv: -sum(d for _, d in kv[1]) / len(kv[1]))
+    for (track, who), bars in order:
+        bars = [(x, max(d, min_width)) for x, d in bars]
         ax_ch.broken_barh(bars, (row_of[track] - 0.38, 0.76), facecolors=_colour(who, assigned), linewidth=0)
     pauses = [(sec(s.end_us), row_of[s.track] + 0.45) for s in tl.segments if s.end_reason == 2]
     if pauses:

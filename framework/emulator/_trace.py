@@ -216,9 +216,17 @@ def load_timeline(runtime_dir: str | os.PathLike[str]) -> Timeline:
     for r in sorted(memory_records, key=lambda r: r["time_ns"]):
         memory[int(r["hw_device"])].append((r["time_ns"] / 1000, int(r["used"]), int(r["total"])))
 
+    # The story starts with the first work or memory event (a second before it):
+    # the boot's flat temperature line before that is only noise.
     starts = [s.start_us for s in segments] + [e.requested_us for e in executions.values()]
-    starts += [t for t, _, _ in temperature] + [t for series in memory.values() for t, _, _ in series]
-    origin = min(starts, default=0.0)
+    starts += [t for series in memory.values() for t, _, _ in series]
+    if starts:
+        origin = min(starts) - 1e6
+        before = [sample for sample in temperature if sample[0] < origin]
+        temperature = ([(origin, before[-1][1], before[-1][2])] if before else []) + [
+            sample for sample in temperature if sample[0] >= origin]
+    else:
+        origin = min((t for t, _, _ in temperature), default=0.0)
     return Timeline(segments, list(executions.values()), temperature, dict(memory), apps, packages, reports,
                     dict(meta.get("pids", {})), speed, origin, dict(hw_names), list(meta.get("thresholds_c", [])))
 
