@@ -219,6 +219,11 @@ class HalControl(_IHalControl.Stub):
         )
         return [self._recorded(r) for r in self._hal.recent if r.work_id == work_id]
 
+    async def getDeviceParts(self, device: str) -> list[str]:  # noqa: N802
+        number = self._device_number(device)
+        parts = self._hal.driver.device(number).parts
+        return [self._hal.device_names.get(p, f"#{p}") for p in parts]
+
     def _pick_device(self, name: str) -> int:
         if name:
             return self._device_number(name)

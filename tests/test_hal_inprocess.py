@@ -238,6 +238,9 @@ async def test_every_device_and_the_private_interface_are_registered(world, syst
     assert "npuemu.hal.IHalControl/default" in names
     devices = sorted(n.split("/", 1)[1] for n in names if n.startswith("android.hardware.neuralnetworks.IDevice/"))
     assert devices == ["emu-dsp", "emu-gpu", "emu-hetero", "emu-npu"]
+    control = await world.control(system)
+    assert await control.getDeviceParts("emu-hetero") == ["emu-npu", "emu-dsp"]
+    assert await control.getDeviceParts("emu-npu") == []
 
 
 def test_instance_names_follow_vendor_dash_device():

@@ -70,4 +70,11 @@ interface IHalControl {
      * Refusals of the work itself (no direct access, attribution) are SecurityException.
      */
     WorkEvent[] runTestInference(int jobPriority, int originalUid, String deviceName, int asUid);
+
+    /**
+     * Anyone. The IDevice instance names of the devices a heterogeneous device (type
+     * OTHER) manages, each also served on its own; empty for any other device. A part
+     * whose name is invalid (and so is not served) is listed as "#<driver number>".
+     */
+    String[] getDeviceParts(String device);
 }
