@@ -309,6 +309,8 @@ class _Session:
     facts: dict | None              # the probe's answer, None if the probe failed
     probe_error: str | None
     version_record: Path | None
+    rebuild_facts: dict | None = None   # the second build's description (C source only)
+    rebuild_error: str | None = None
     ifaces: Any = None
     scheduling: Any = None
     control: Any = None
@@ -936,8 +938,9 @@ async def version_string_changes_with_build(s: _Session) -> str:
     for name, device in sorted(s.need_devices().items()):
         versions[name] = await device.getVersionString()
     if s.target.second_build is not None:
-        rebuilt = await _probe(s.target.second_build)
-        again = {d["name"]: d["version"] for d in rebuilt["devices"]}
+        if s.rebuild_facts is None:
+            raise _Fail(f"the second build could not be asked for its versions: {s.rebuild_error}")
+        again = {d["name"]: d["version"] for d in s.rebuild_facts["devices"]}
         same = [n for n, v in versions.items() if again.get(n) == v]
         if same:
             raise _Fail(
@@ -1124,10 +1127,20 @@ async def run_vts(
     try:
         target = _prepare_target(driver, workdir)
         deadline = trio.current_time() + timeout
-        try:
-            facts, probe_error = await _probe(target.so_path), None
-        except _Fail as exc:
-            facts, probe_error = None, str(exc)
+        probes: dict[str, tuple[dict | None, str | None]] = {}
+
+        async def probe(key: str, so_path: str | None) -> None:
+            try:
+                probes[key] = (await _probe(so_path), None)
+            except _Fail as exc:
+                probes[key] = (None, str(exc))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(probe, "main", target.so_path)
+            if target.second_build is not None:
+                nursery.start_soon(probe, "rebuild", target.second_build)
+        facts, probe_error = probes["main"]
+        rebuild_facts, rebuild_error = probes.get("rebuild", (None, None))
         async with AsyncExitStack() as stack:
             try:
                 # open_private_hal bounds its own boot (a cancel scope around
@@ -1136,7 +1149,9 @@ async def run_vts(
                 hal = await stack.enter_async_context(
                     open_private_hal(target.so_path, clock="real", timeout=boot_timeout)
                 )
-                session = _Session(hal, target, facts, probe_error, record, ifaces=hal_interfaces())
+                session = _Session(
+                    hal, target, facts, probe_error, record, rebuild_facts, rebuild_error, ifaces=hal_interfaces()
+                )
                 with trio.fail_after(boot_timeout):
                     await session.connect()
             except trio.TooSlowError:
