@@ -683,3 +683,32 @@ async def test_a_hal_dead_before_finish_is_dead_object_for_devices_and_the_cpu_o
     assert_matches_reference(model, inputs, await run(plain, inputs))
     await plain.aclose()
     await strict.aclose()
+
+
+async def test_errors_in_the_runtime_block_are_not_wrapped(app):
+    with pytest.raises(BadDataError):
+        async with open_nn_runtime(app, environ={}) as nn:
+            nn.getDevice(99)
+
+
+async def test_refresh_after_a_hal_restart_brings_the_devices_back(stack, nn):
+    model = sampleModel()
+    old_npu = nn.getDeviceByName("emu-npu")
+    stack.kill_hal()
+    await trio.sleep(0.1)
+    assert not nn.isAlive(old_npu)
+    await stack.start_hal()
+    # A plain compilation notices the dead devices and discovers again.
+    async with nn.createCompilation(model) as compilation:
+        await compilation.finish()
+        assert [d.name for d in compilation.plan.devices] == ["emu-npu"]
+        inputs = sample_inputs()
+        assert_matches_reference(model, inputs, await run(compilation, inputs))
+    new_npu = nn.getDeviceByName("emu-npu")
+    assert new_npu is not old_npu and nn.isAlive(new_npu)
+    assert [d.name for d in nn.devices] == [*DRIVERS, CPU_DEVICE_NAME]
+    # The old descriptor still belongs to this runtime; it is just dead.
+    with pytest.raises(DeadObjectError):
+        await nn.createCompilationForDevices(model, [old_npu]).finish()
+    await nn.refresh()
+    assert nn.getDeviceByName("emu-npu") is new_npu  # a live device keeps its descriptor

@@ -214,7 +214,9 @@ class Compilation:
     async def _partition(self) -> ExecutionPlan:
         nn, hal = self._nn, self._hal
         if self._explicit is None:
-            drivers = [d for d in nn.driverDevices if nn._proxy(d).asBinder().isBinderAlive()]
+            if not all(nn.isAlive(d) for d in nn.driverDevices):
+                await nn.refresh()  # a restarted HAL brings its devices back
+            drivers = [d for d in nn.driverDevices if nn.isAlive(d)]
             answers = []
             for d in drivers:
                 try:

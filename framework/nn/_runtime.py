@@ -25,6 +25,10 @@ Android. Filtered devices are never contacted.
 A driver that fails to describe itself at discovery (it died, it gave a malformed
 capability table, its name breaks the ``{VENDOR}-{DEVICE_NAME}`` rule) is left out and
 logged: an app should not fail to start because one vendor service is broken.
+
+When the HAL process dies and comes back, :meth:`NeuralNetworks.refresh` finds its
+devices again; a plain compilation does so by itself when it sees a dead device, so a
+long-running app gets the NPU back without restarting.
 """
 
 from __future__ import annotations
@@ -82,17 +86,15 @@ class NeuralNetworks:
     devices in the service manager's order, then ``nnapi-reference``.
     """
 
-    def __init__(
-        self,
-        binder: BinderRuntime,
-        nursery: trio.Nursery,
-        devices: Sequence[DeviceDescriptor],
-        proxies: Mapping[str, Any],
-    ) -> None:
+    def __init__(self, binder: BinderRuntime, nursery: trio.Nursery, pattern: re.Pattern[str] | None) -> None:
         self._binder = binder
         self._nursery = nursery
-        self._devices = tuple(devices)
-        self._proxies = dict(proxies)
+        self._pattern = pattern
+        self._cpu = cpuDevice()
+        self._devices: tuple[DeviceDescriptor, ...] = (self._cpu,)
+        # Every driver descriptor this runtime ever handed out, to its IDevice proxy:
+        # a compilation made before a refresh() keeps reaching (or failing on) its own.
+        self._proxies: dict[DeviceDescriptor, Any] = {}
         self._token = trio.lowlevel.current_trio_token()
         self._closed = False
 
@@ -104,7 +106,7 @@ class NeuralNetworks:
 
     @property
     def cpu(self) -> DeviceDescriptor:
-        return self._devices[-1]
+        return self._cpu
 
     def getDeviceCount(self) -> int:
         return len(self._devices)
@@ -126,16 +128,46 @@ class NeuralNetworks:
 
     def _proxy(self, device: DeviceDescriptor) -> Any:
         """The IDevice proxy of a driver device of this runtime; None for the CPU."""
-        if device is self.cpu:
+        if device is self._cpu:
             return None
-        if self._proxies.get(device.name) is None or device not in self._devices:
+        proxy = self._proxies.get(device)
+        if proxy is None:
             raise BadDataError(f"{device!r} is not a device of this runtime")
-        return self._proxies[device.name]
+        return proxy
+
+    def isAlive(self, device: DeviceDescriptor) -> bool:
+        """Whether the device's driver process still lives (the CPU always does)."""
+        proxy = self._proxy(device)
+        return proxy is None or proxy.asBinder().isBinderAlive()
+
+    async def refresh(self) -> None:
+        """Discover the drivers again: after a HAL restart its devices come back.
+
+        A device whose process still lives keeps its descriptor; one that died and
+        was registered again gets a new one (``getDevice`` returns it from now on);
+        one that is gone is no longer listed. Compilations made earlier keep the
+        devices they were made with (a dead one fails over as usual).
+        """
+        live = {d.name: d for d in self.driverDevices if self.isAlive(d)}
+        drivers = []
+        for name, proxy in await _find_drivers(self._binder, self._pattern):
+            known = live.get(name)
+            if known is not None:
+                drivers.append(known)
+                continue
+            try:
+                device = await _describe(name, proxy)
+            except NeuralNetworksError as e:
+                log.warning("ignoring device %s: %s", name, e)
+                continue
+            self._proxies[device] = proxy
+            drivers.append(device)
+        self._devices = listDevices(drivers, cpu=self._cpu)
 
     def _checkOwn(self, call: str, devices: Sequence[DeviceDescriptor]) -> list[DeviceDescriptor]:
         devices = _check_devices(call, devices)
         for d in devices:
-            if d not in self._devices:
+            if d is not self._cpu and d not in self._proxies:
                 raise BadDataError(f"{call}: {d!r} is not a device of this runtime")
         return devices
 
@@ -205,6 +237,27 @@ def _asked_over_binder(name: str):
     return supported
 
 
+async def _find_drivers(binder: BinderRuntime, pattern: re.Pattern[str] | None) -> list[tuple[str, Any]]:
+    """(name, IDevice proxy) of every registered instance the filter lets through, in order."""
+    types = halTypes()
+    sm = defaultServiceManager(binder)
+    prefix = IDEVICE_DESCRIPTOR + "/"
+    found = []
+    for service_name in await sm.listServices(_DUMP_ALL):
+        if not service_name.startswith(prefix):
+            continue
+        name = service_name[len(prefix):]
+        if pattern is not None and not pattern.fullmatch(name):
+            continue  # filtered devices are never contacted
+        if not isValidDeviceName(name) or name == CPU_DEVICE_NAME:
+            log.warning("ignoring IDevice instance %r: not a {VENDOR}-{DEVICE_NAME} name", name)
+            continue
+        service = await sm.checkService(service_name)
+        if service is not None:  # else it left between listServices and now
+            found.append((name, types.IDevice.asInterface(service)))
+    return found
+
+
 @asynccontextmanager
 async def open_nn_runtime(
     binder: BinderRuntime,
@@ -226,33 +279,21 @@ async def open_nn_runtime(
             pattern = re.compile(enabledDevices)
         except re.error as e:
             raise BadDataError(f"enabled devices {enabledDevices!r} is not a regular expression: {e}") from None
-    types = halTypes()
-    sm = defaultServiceManager(binder)
-    prefix = IDEVICE_DESCRIPTOR + "/"
-    names = [n[len(prefix):] for n in await sm.listServices(_DUMP_ALL) if n.startswith(prefix)]
-    drivers: list[DeviceDescriptor] = []
-    proxies: dict[str, Any] = {}
-    for name in names:
-        if pattern is not None and not pattern.fullmatch(name):
-            continue
-        if not isValidDeviceName(name) or name == CPU_DEVICE_NAME:
-            log.warning("ignoring IDevice instance %r: not a {VENDOR}-{DEVICE_NAME} name", name)
-            continue
-        service = await sm.checkService(prefix + name)
-        if service is None:
-            continue  # unregistered between listServices and now
-        proxy = types.IDevice.asInterface(service)
-        try:
-            drivers.append(await _describe(name, proxy))
-        except NeuralNetworksError as e:
-            log.warning("ignoring device %s: %s", name, e)
-            continue
-        proxies[name] = proxy
-    devices = listDevices(drivers, cpu=cpuDevice())
+    # The body's own exceptions are carried out of the nursery by hand, so that the
+    # app catches BadDataError, not an ExceptionGroup around it (as the binder does).
+    escaped: BaseException | None = None
     async with trio.open_nursery() as nursery:
-        nn = NeuralNetworks(binder, nursery, devices, proxies)
+        nn = NeuralNetworks(binder, nursery, pattern)
         try:
+            await nn.refresh()
             yield nn
+        except BaseException as exc:
+            escaped = exc
         finally:
             nn._closed = True
             nursery.cancel_scope.cancel()
+    if escaped is not None:
+        try:
+            raise escaped
+        finally:
+            escaped = None
