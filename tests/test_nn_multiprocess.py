@@ -100,7 +100,7 @@ async def test_an_app_process_computes_through_the_hal_process():
     assert report["error"] < 1e-5
 
 
-async def test_a_sigkilled_hal_is_dead_object_for_devices_and_a_fallback_otherwise():
+async def test_a_sigkilled_hal_is_dead_object_for_devices_a_fallback_otherwise_and_comes_back():
     model = sampleModel()
     inputs = inputs_for()
     expected = nn_reference.run(model.to_hal(), inputs)
@@ -132,6 +132,16 @@ async def test_a_sigkilled_hal_is_dead_object_for_devices_and_a_fallback_otherwi
                 assert [d.name for d in compilation.plan.devices] == [CPU_DEVICE_NAME]
         await strict.aclose()
         await plain.aclose()
+        # A new HAL process: a plain compilation finds the NPU again by itself.
+        await hal.restart()
+        async with nn.createCompilation(model) as again:
+            await again.finish()
+            assert [d.name for d in again.plan.devices] == ["emu-npu"]
+            execution = again.createExecution()
+            for i, x in enumerate(inputs):
+                execution.setInput(i, x)
+            for got, want in zip(await execution.compute_async(), expected, strict=True):
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 async def test_nn_plan_online_matches_offline(tmp_path):
