@@ -1,0 +1,146 @@
+"""The npuemu commands without a running emulator: help, user errors, logcat on a log file.
+
+Every user error is one line on stderr, ``npuemu: error: ...``, with its exit status
+(2 bad usage, 3 no emulator), and never a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from framework.cli import main
+from framework.emulator import LogFilter, parse_lines
+from framework.emulator._control import parse_severity, resolve_app
+from framework.emulator._logcat import adopt_line, format_line, parse_line
+from framework.emulator import NoSuchAppError
+
+COMMANDS = [
+    ["boot"], ["shutdown"], ["service", "list"], ["devices"], ["launch"], ["logcat"],
+    ["thermal", "set"], ["thermal", "status"], ["trace"], ["plot"], ["demo"],
+]
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+def _one_error_line(result, pattern: str) -> None:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("npuemu: error: ")
+    assert re.search(pattern, lines[0]), lines[0]
+    assert "Traceback" not in result.output + result.stderr
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
+def test_every_command_has_help_with_an_example(runner, argv):
+    result = runner.invoke(main, [*argv, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Example" in result.output
+
+
+def test_no_emulator_is_one_line_and_exit_3(runner, tmp_path):
+    for argv in (["service", "list"], ["devices"], ["thermal", "status"], ["shutdown"], ["launch", "camera"]):
+        result = runner.invoke(main, [*argv, "--runtime-dir", str(tmp_path / "none")])
+        assert result.exit_code == 3, (argv, result.output)
+        _one_error_line(result, r"no emulator is running in .*/none")
+
+
+def test_root_runtime_dir_option_reaches_subcommands(runner, tmp_path):
+    result = runner.invoke(main, ["--runtime-dir", str(tmp_path / "emu7"), "devices"])
+    assert result.exit_code == 3
+    _one_error_line(result, r"emu7")
+
+
+def test_bad_severity_bad_app_bad_speed(runner, tmp_path):
+    result = runner.invoke(main, ["thermal", "set", "scorching", "--runtime-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    _one_error_line(result, r"unknown thermal severity 'scorching'; use one of none, light, .*shutdown")
+    result = runner.invoke(main, ["launch", "camra", "--runtime-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    _one_error_line(result, r"no such app 'camra'.*the sample apps are assistant, camera, legacy, photos, rogue")
+    result = runner.invoke(main, ["launch", "camera", "--importance", "visable", "--runtime-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    _one_error_line(result, r"did you mean visible")
+    result = runner.invoke(main, ["boot", "--speed", "0", "--runtime-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    _one_error_line(result, r"speed must be a positive number")
+    result = runner.invoke(main, ["boot", "--driver", str(tmp_path / "nope.so"), "--runtime-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    _one_error_line(result, r"no driver at .*nope\.so")
+    result = runner.invoke(main, ["demo", "--seconds", "2"])
+    assert result.exit_code == 2
+    _one_error_line(result, r"at least 8")
+
+
+def test_severity_names_and_numbers():
+    assert [parse_severity(s) for s in ("none", "LIGHT", "throttling_severe", "4", 6)] == [0, 1, 3, 4, 6]
+    for bad in ("7", -1, "hot"):
+        with pytest.raises(ValueError):
+            parse_severity(bad)
+
+
+def test_apps_resolve_by_name_or_path(tmp_path):
+    assert resolve_app("camera").name == "camera"
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "AndroidManifest.xml").write_text("<manifest/>")
+    assert resolve_app(str(tmp_path / "mine")) == tmp_path / "mine"
+    with pytest.raises(NoSuchAppError):
+        resolve_app(str(tmp_path))  # a folder without a manifest
+
+
+# -- logcat ---------------------------------------------------------------------------------
+
+
+def test_logcat_lines_round_trip_and_foreign_lines_are_adopted():
+    line = format_line(42, 43, "W", "NpuManagerService", "uid 10001: revoking", now=0.0)
+    parsed = parse_line(line)
+    assert (parsed.pid, parsed.tid, parsed.level, parsed.tag, parsed.message) == (
+        42, 43, "W", "NpuManagerService", "uid 10001: revoking")
+    assert adopt_line(line, 7, "hal") == line  # already logcat: kept as it is
+    pylog = parse_line(adopt_line("2026-12-01 21:00:00,123 4242 WARNING servicemanager: pid 9 exited", 7, "sm"))
+    assert (pylog.pid, pylog.level, pylog.tag, pylog.message) == (4242, "W", "servicemanager", "pid 9 exited")
+    stray = parse_line(adopt_line("Traceback (most recent call last):", 7, "system_server"))
+    assert (stray.pid, stray.level, stray.tag) == (7, "E", "system_server")
+    with pytest.raises(ValueError):
+        format_line(1, 1, "X", "tag", "bad level")
+
+
+def test_filters_by_tag_prefix_and_level():
+    lines = list(parse_lines([
+        format_line(1, 1, "I", "android.hardware.npu", "serving", now=0),
+        format_line(1, 1, "W", "android.hardware.npu.IScheduling", "slow", now=0),
+        format_line(2, 2, "I", "NpuManagerService", "ok", now=0),
+        format_line(2, 2, "E", "NpuManagerService", "boom", now=0),
+        "  File \"x.py\", line 1",  # a traceback's continuation stays with its entry
+    ]))
+    assert [line.message for line in lines if LogFilter.parse(["android.hardware.npu"])(line)] == ["serving", "slow"]
+    assert [line.message for line in lines if LogFilter.parse(["*:E"])(line)] == ["boom", '  File "x.py", line 1']
+    assert len([line for line in lines if LogFilter()(line)]) == 5
+    with pytest.raises(ValueError, match="bad filter"):
+        LogFilter.parse(["tag:Q"])
+
+
+def test_logcat_dump_reads_the_log_of_a_stopped_emulator(runner, tmp_path):
+    (tmp_path / "logcat").write_text("\n".join([
+        format_line(10, 10, "I", "init", "booting", now=0),
+        format_line(11, 11, "W", "NpuManagerService", "uid 10003 does not declare android.hardware.npu", now=0),
+    ]) + "\n")
+    result = runner.invoke(main, ["logcat", "-d", "-s", "NpuManagerService", "--runtime-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        line for line in (tmp_path / "logcat").read_text().splitlines() if "NpuManagerService" in line]
+    result = runner.invoke(main, ["logcat", "-d", "--runtime-dir", str(tmp_path / "none")])
+    assert result.exit_code == 3
+    _one_error_line(result, "no log in")
+
+
+def test_trace_and_plot_without_a_recording(runner, tmp_path):
+    for cmd in ("trace", "plot"):
+        result = runner.invoke(main, [cmd, "--runtime-dir", str(tmp_path), "--out", str(tmp_path / "x")])
+        assert result.exit_code == 1
+        _one_error_line(result, "no recording")

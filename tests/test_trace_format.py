@@ -1,0 +1,163 @@
+"""The recorded run as a Perfetto trace and a plot, from a recording written by hand.
+
+The recording below is what init's recorder writes for a small story: camera's short
+job preempts photos' long one on channel 0 of hw0, photos resumes and completes;
+rogue's job runs on a channel the HAL did not name (so it goes on a lane); weight
+memory rises and falls; the die warms from NONE to SEVERE. Every rule of the trace
+format a viewer relies on is checked against it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from framework.emulator._plot import plot_timeline
+from framework.emulator._trace import chrome_trace, load_timeline, summarize, write_trace
+from framework.emulator import EmulatorError
+
+MS = 1_000_000  # ns
+
+
+def _work(kind, reason, id, work_id, uid, t_ms, *, channel=0, hw=0, pid=None, job=500, eff=1000, device="emu-npu"):
+    return {
+        "type": "work", "kind": kind, "reason": reason, "id": id, "work_id": work_id, "uid": uid,
+        "original_uid": uid, "pid": pid or uid - 5000, "job_priority": job, "effective_priority": eff,
+        "device": device, "device_number": 0, "channel": channel if kind != "requested" else -1,
+        "hw_device": hw if kind != "requested" else -1, "time_ns": int(t_ms * MS),
+        "wall_ns": int(1_000_000_000_000 + t_ms * MS + 2 * MS),
+    }
+
+
+@pytest.fixture
+def recording(tmp_path):
+    camera, photos, rogue = 10001, 10002, 10003
+    records = [
+        {"type": "meta", "speed": 1.0, "init_pid": 1, "pids": {"hal": 3}, "wall_ns": 1_000_000_000_000,
+         "thresholds_c": [45, 55, 65, 75, 85, 95]},
+        _work("requested", -1, 1, 1, photos, 10.0, job=900, eff=1900),
+        _work("started", 0, 2, 1, photos, 10.5, job=900, eff=1900),
+        _work("requested", -1, 3, 2, camera, 20.0, job=100, eff=100),
+        _work("ended", 2, 4, 1, photos, 21.0, job=900, eff=1900),  # PAUSED: preempted
+        _work("started", 0, 5, 2, camera, 21.2, job=100, eff=100),
+        _work("ended", 4, 6, 2, camera, 24.0, job=100, eff=100),
+        _work("started", 1, 7, 1, photos, 24.5, job=900, eff=1900),  # RESUMED
+        _work("ended", 4, 8, 1, photos, 40.0, job=900, eff=1900),
+        # rogue: two overlapping jobs whose channel the HAL did not report
+        _work("requested", -1, 9, 3, rogue, 12.0),
+        _work("started", 0, 10, 3, rogue, 12.0, channel=-1, hw=-1),
+        _work("requested", -1, 11, 4, rogue, 13.0),
+        _work("started", 0, 12, 4, rogue, 13.0, channel=-1, hw=-1),
+        _work("ended", 4, 13, 3, rogue, 30.0, channel=-1, hw=-1),
+        _work("ended", 3, 14, 4, rogue, 31.0, channel=-1, hw=-1),  # FAILED
+        {"type": "memory", "device_number": 0, "hw_device": 0, "used": 1536 << 20, "total": 4 << 30,
+         "sram_used": 0, "sram_total": 8 << 20, "refused": None, "time_ns": 5 * MS,
+         "wall_ns": 1_000_000_000_000 + 6 * MS},
+        {"type": "memory", "device_number": 0, "hw_device": 0, "used": 0, "total": 4 << 30,
+         "sram_used": 0, "sram_total": 8 << 20, "refused": None, "time_ns": 45 * MS,
+         "wall_ns": 1_000_000_000_000 + 46 * MS},
+        {"type": "thermal", "severity": 0, "temperature_c": 30.0, "wall_ns": 1_000_000_000_000 + 11 * MS},
+        {"type": "thermal", "severity": 3, "temperature_c": 70.0, "wall_ns": 1_000_000_000_000 + 30 * MS},
+    ]
+    (tmp_path / "trace.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n{\"type\": \"wor")
+    apps = tmp_path / "apps"
+    apps.mkdir()
+    for name, uid in (("camera", camera), ("photos", photos), ("rogue", rogue)):
+        (apps / f"{name}.json").write_text(json.dumps({"app": name, "uid": uid, "package": f"com.example.{name}"}))
+    return tmp_path
+
+
+def test_segments_pair_starts_with_ends_and_keep_preemption(recording):
+    tl = load_timeline(recording)
+    photos = sorted((s for s in tl.segments if s.uid == 10002), key=lambda s: s.start_us)
+    assert [(s.start_reason, s.end_reason) for s in photos] == [(0, 2), (1, 4)]  # INITIAL->PAUSED, RESUMED->COMPLETED
+    assert photos[0].end_us == pytest.approx(21_000) and photos[1].start_us == pytest.approx(24_500)
+    s = summarize(tl)
+    assert (s["preemptions"], s["resumes"], s["jobs"], s["failed"]) == (1, 1, 4, 1)
+    assert s["thermal_max_severity"] == 3
+    assert s["per_app"]["photos"] == {"segments": 2, "jobs": 1, "preempted": 1}
+
+
+def test_jobs_without_a_channel_never_share_a_lane_while_they_overlap(recording):
+    rogue = [s for s in load_timeline(recording).segments if s.uid == 10003]
+    assert sorted(s.lane for s in rogue) == [0, 1]
+    assert len({s.track for s in rogue}) == 2
+
+
+def test_trace_events_have_what_perfetto_needs(recording):
+    trace = chrome_trace(load_timeline(recording))
+    events = trace["traceEvents"]
+    json.loads(json.dumps(trace))  # plain JSON all the way down
+    phases = Counter(e["ph"] for e in events)
+    assert {"X", "i", "C", "M", "s", "f"} <= set(phases)
+    named_pids = {e["pid"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    named_threads = {(e["pid"], e["tid"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    for e in events:
+        assert isinstance(e["name"], str) and e["name"]
+        assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0
+        assert isinstance(e["pid"], int)
+        assert e["pid"] in named_pids, e
+        if e["ph"] == "X":
+            assert e["dur"] > 0 and isinstance(e["tid"], int)
+            assert (e["pid"], e["tid"]) in named_threads, e
+        if e["ph"] == "C":
+            assert e["args"] and all(isinstance(v, (int, float)) for v in e["args"].values())
+        if e["ph"] == "i":
+            assert e["s"] in ("t", "p", "g")
+
+
+def test_job_slices_carry_uid_package_and_priorities(recording):
+    events = chrome_trace(load_timeline(recording))["traceEvents"]
+    jobs = [e for e in events if e["ph"] == "X" and e["cat"] == "npu.job"]
+    assert len(jobs) == 5  # photos twice (preempted), camera, rogue twice
+    camera = next(e for e in jobs if e["args"]["uid"] == 10001)
+    assert camera["name"] == "camera"
+    assert camera["args"]["package"] == "com.example.camera"
+    assert (camera["args"]["job_priority"], camera["args"]["effective_priority"]) == (100, 100)
+    assert camera["dur"] == pytest.approx(2_800)
+    resumed = [e for e in jobs if e["args"]["start_reason"] == "RESUMED"]
+    assert [e["name"] for e in resumed] == ["photos (resumed)"]
+    marks = [e["name"] for e in events if e.get("cat") == "npu.preemption"]
+    assert marks == ["preempted: photos job 1", "resumed: photos job 1"]
+    # photos' two segments sit on the same channel track, camera's in between
+    photos_tracks = {(e["pid"], e["tid"]) for e in jobs if e["args"]["uid"] == 10002}
+    assert photos_tracks == {(camera["pid"], camera["tid"])}
+
+
+def test_flows_link_each_binder_call_to_its_first_slice(recording):
+    events = chrome_trace(load_timeline(recording))["traceEvents"]
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    finishes = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert set(starts) == set(finishes) == {1, 2, 3, 4}
+    calls = {e["args"]["work_id"]: e for e in events if e["ph"] == "X" and e["cat"] == "binder"}
+    for wid, s in starts.items():
+        call = calls[wid]
+        assert call["ts"] <= s["ts"] <= call["ts"] + call["dur"]  # the flow leaves from inside the call
+        assert finishes[wid]["bp"] == "e" and finishes[wid]["ts"] >= s["ts"]
+    assert calls[2]["args"]["queued_us"] == pytest.approx(1_200)  # camera waited for the preemption
+
+
+def test_counters_for_memory_and_temperature(recording):
+    events = chrome_trace(load_timeline(recording))["traceEvents"]
+    memory = [e["args"]["used"] for e in events if e["ph"] == "C" and e["name"] == "weight memory (MiB)"]
+    assert memory == [1536.0, 0.0]
+    temps = [e["args"]["die"] for e in events if e["ph"] == "C" and e["name"] == "temperature (C)"]
+    assert temps[-1] == 70.0
+    assert any(e["name"] == "thermal NONE -> SEVERE" for e in events if e["ph"] == "i")
+
+
+def test_write_trace_and_plot(recording, tmp_path):
+    out = tmp_path / "t.json"
+    trace = write_trace(recording, out)
+    assert json.loads(out.read_text()) == trace
+    png = tmp_path / "t.png"
+    plot_timeline(load_timeline(recording), png)
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+
+
+def test_no_recording_is_a_clear_error(tmp_path):
+    with pytest.raises(EmulatorError, match="no recording"):
+        load_timeline(tmp_path)
