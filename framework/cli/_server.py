@@ -1,0 +1,172 @@
+"""``npuemu dumpsys``, ``npuemu cmd npu ...`` and ``npuemu am ...``: the shell's view of system_server.
+
+Each command connects to the running emulator as the shell (uid 2000, through the
+shell token of the runtime directory, as ``adb shell`` does), makes one or two binder
+calls and prints what comes back. The work is the services' own (``dumpsys`` output
+is written by each service, ``cmd npu`` is parsed by the npu service, as AOSP's
+``handleShellCommand``), so these commands stay thin: parse, call, print, and turn
+a refusal into one line on stderr and exit status 1 (2 for a usage error)::
+
+    npuemu dumpsys npu --json
+    npuemu cmd npu set-budget-policy --max-budget 6 --weights 1,2,4
+    npuemu am set-importance com.example.npuemu.camera cached
+    npuemu am kill com.example.npuemu.camera
+    npuemu am launch com.example.npuemu.camera --importance foreground
+
+The runtime directory is resolved as every command resolves it (``--runtime-dir``,
+the root group's, ``$NPUEMU_RUNTIME_DIR``, the default). Exit statuses are
+``_common``'s: 1 a refusal, 2 bad usage, 3 no emulator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from framework.aidl import framework_interface
+from framework.binder import SecurityException, defaultServiceManager, open_binder_runtime
+
+from ._common import EXIT_NOT_RUNNING, EXIT_USAGE, CliError, run, runtime_dir_option
+from ._main import main
+
+SERVICES = {
+    "npu": "android.npumanager.INpuManager",
+    "activity": "npuemu.server.IActivityManager",
+    "package": "npuemu.server.IPackageManager",
+    "thermal": "npuemu.server.IThermalService",
+}
+
+
+async def _service(rt: Any, name: str) -> Any:
+    binder = await defaultServiceManager(rt).checkService(name)
+    if binder is None:
+        raise CliError(f"service {name!r} is not running (is system_server up?)", EXIT_NOT_RUNNING)
+    return framework_interface(SERVICES[name]).asInterface(binder)
+
+
+def _run_as_shell(runtime_dir: Path, body: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Run ``body(runtime)`` as the shell; what a user can cause becomes one clear line."""
+
+    async def session() -> Any:
+        if not runtime_dir.is_dir():
+            raise CliError(f"no emulator in {runtime_dir} (start one with `npuemu boot`)", EXIT_NOT_RUNNING)
+        opened = False
+        try:
+            async with open_binder_runtime(runtime_dir, shell=True) as rt:
+                opened = True
+                return await body(rt)
+        except (SecurityException, ConnectionError, FileNotFoundError) as exc:
+            if opened:  # the service's own refusal: _common maps it
+                raise
+            raise CliError(f"cannot reach the emulator in {runtime_dir}: {exc}", EXIT_NOT_RUNNING) from None
+
+    return run(session)
+
+
+@main.command()
+@click.argument("service", required=False, type=click.Choice(sorted(SERVICES)))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@runtime_dir_option
+def dumpsys(service: str | None, as_json: bool, runtime_dir: Path) -> None:
+    """Print a system service's state (all of them without SERVICE).
+
+    Example: npuemu dumpsys npu --json
+    """
+    names = [service] if service else ["npu", "activity", "package", "thermal"]
+    args = ["--json"] if as_json else []
+
+    async def body(rt: Any) -> list[tuple[str, str]]:
+        return [(name, await (await _service(rt, name)).dump(args)) for name in names]
+
+    for name, text in _run_as_shell(runtime_dir, body):
+        if len(names) > 1 and not as_json:
+            click.echo(f"-------------------------------------------------------------------------------\nDUMP OF SERVICE {name}:")
+        click.echo(text, nl=False)
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("service", type=click.Choice(["npu"]))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@runtime_dir_option
+def cmd(service: str, args: tuple[str, ...], runtime_dir: Path) -> None:
+    """Run a service's shell command: npu set-status-quo-policy | set-budget-policy
+    [--max-budget N] [--weights A,B,C] | set-turn-taking-policy | info | help.
+
+    Example: npuemu cmd npu set-budget-policy --max-budget 6
+    """
+
+    async def body(rt: Any) -> str:
+        return await (await _service(rt, service)).shellCommand(list(args))
+
+    click.echo(_run_as_shell(runtime_dir, body), nl=False)
+
+
+@main.group()
+def am() -> None:
+    """The activity manager: launch and kill apps, set their importance."""
+
+
+def _importance(value: str) -> int:
+    from framework.server._activity import parse_importance
+
+    try:
+        return parse_importance(value)
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+
+
+@am.command("set-importance")
+@click.argument("package")
+@click.argument("level")
+@runtime_dir_option
+def set_importance(package: str, level: str, runtime_dir: Path) -> None:
+    """Set a running app's importance (foreground, visible, service, cached... or 100..400).
+
+    Example: npuemu am set-importance com.example.npuemu.camera cached
+    """
+    importance = _importance(level)
+
+    async def body(rt: Any) -> None:
+        await (await _service(rt, "activity")).setImportance(package, importance)
+
+    _run_as_shell(runtime_dir, body)
+    click.echo(f"{package}: importance {importance}")
+
+
+@am.command("kill")
+@click.argument("package")
+@runtime_dir_option
+def kill(package: str, runtime_dir: Path) -> None:
+    """Kill an app's process (the npu service frees what it held).
+
+    Example: npuemu am kill com.example.npuemu.camera
+    """
+
+    async def body(rt: Any) -> None:
+        await (await _service(rt, "activity")).killApp(package)
+
+    _run_as_shell(runtime_dir, body)
+    click.echo(f"killed {package}")
+
+
+@am.command("launch")
+@click.argument("package")
+@click.option("--importance", default=None, help="Start at this importance (default: the manifest's).")
+@runtime_dir_option
+def launch(package: str, importance: str | None, runtime_dir: Path) -> None:
+    """Start an installed app's process.
+
+    Example: npuemu am launch com.example.npuemu.camera --importance visible
+    """
+    level = 0 if importance is None else _importance(importance)
+
+    async def body(rt: Any) -> int:
+        return await (await _service(rt, "activity")).startApp(package, level)
+
+    pid = _run_as_shell(runtime_dir, body)
+    click.echo(f"started {package} as pid {pid}")
+
+
