@@ -63,6 +63,11 @@ def _loads(text: str | None) -> list[float] | None:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="scheduling-lab", show_default=True,
               help="Where the JSON and the plots go.")
 @click.option("--no-plot", is_flag=True, help="Skip the PNG plots.")
+@click.option("--whole-stack", is_flag=True,
+              help="Run through the full framework in one process (apps, npu service, HAL) instead of straight "
+                   "to the driver; slower.")
+@click.option("--npu-policy", type=click.Choice(["status-quo", "turn-taking", "budget"]), default="status-quo",
+              show_default=True, help="With --whole-stack: the npu service's model-load policy.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 def scheduling(
     workloads: tuple[str, ...],
@@ -74,6 +79,8 @@ def scheduling(
     no_sweep: bool,
     out_dir: str,
     no_plot: bool,
+    whole_stack: bool,
+    npu_policy: str,
     quiet: bool,
 ) -> None:
     """Compare NPU scheduling policies on the same arrivals, on the virtual clock.
@@ -87,11 +94,18 @@ def scheduling(
     OUT/scheduling.json (every number) and OUT/<workload>.png.  The same seed
     gives the same numbers.
 
+    --whole-stack runs the same arrivals through the full framework in one
+    process (each task an app that asks the npu service for its model load and
+    executes through NNAPI, the HAL, the driver), over the in-memory binder
+    and trio's mock clock, so that the npu service's priorities and load
+    policy (--npu-policy) are part of what is measured.
+
     \b
     Examples:
       npuemu bench scheduling
       npuemu bench scheduling phone --policy fcfs --policy preempt-ckpt --no-sweep
       npuemu bench scheduling my.toml --driver build/drivers/mine.so --k 5 --seed 3
+      npuemu bench scheduling phone --whole-stack --no-sweep --npu-policy budget
     """
     from framework import lab
 
@@ -121,7 +135,8 @@ def scheduling(
                 workload = workload.with_sla_k(sla_k)
             if sweep_loads is not None:
                 workload = workload.with_sweep(sweep_loads)
-            report = lab.run_workload(workload, policies, sweep=not no_sweep, progress=say)
+            report = lab.run_workload(workload, policies, sweep=not no_sweep, progress=say, whole_stack=whole_stack,
+                                      npu_policy=npu_policy)
             reports.append(report)
             click.echo(lab.format_report(report))
             click.echo("")

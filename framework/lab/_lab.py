@@ -14,6 +14,7 @@ JSON-able data, and ``framework.lab`` formats tables and plots from it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +120,7 @@ def summarize(run: RunResult, workload: Workload, isolated_ns: Sequence[int], is
         "makespan_ms": run.makespan_ns / 1e6,
         "throughput_rps": completed / (run.makespan_ns / 1e9) if run.makespan_ns else 0.0,
         "events_dropped": run.events_dropped,
+        "log": list(run.log),
         "tasks": tasks,
         # One row per request: task index, arrival, first start, end (ms), end reason, pauses, channel time (ms).
         "jobs": [
@@ -135,7 +137,9 @@ class WorkloadReport:
 
     workload: Workload
     policies: tuple[Policy, ...]
-    cost_scales: tuple[float, ...]
+    mode: str  # "driver" or "whole-stack"
+    npu_policy: str | None  # the npu service's load policy (whole-stack mode)
+    model_size: dict[str, Any]  # how the tasks' work_ms was reached: cost scales, or layer counts
     channels: int
     isolated_ms: dict[str, list[float]]
     nominal_load: float
@@ -157,7 +161,9 @@ class WorkloadReport:
         return {
             "workload": self.workload.to_dict(),
             "policies": [p.to_dict() for p in self.policies],
-            "cost_scales": list(self.cost_scales),
+            "mode": self.mode,
+            "npu_policy": self.npu_policy,
+            "model_size": self.model_size,
             "channels": self.channels,
             "isolated_ms": self.isolated_ms,
             "nominal_load": self.nominal_load,
@@ -218,14 +224,74 @@ def _calibration_policy(workload: Workload, policies: Sequence[Policy]) -> Polic
     raise LabRunError(f"{workload.source}: no driver has the device {workload.device!r} (the reference driver has {names})")
 
 
+class _DriverMode:
+    """Requests straight to the driver (``_run``)."""
+
+    name = "driver"
+
+    def __init__(self, workload: Workload, base: Policy) -> None:
+        self.workload = workload
+        self.cal: Calibration = calibrate(workload, base)
+        self.model_size = {"cost_scales": list(self.cal.cost_scales)}
+
+    def isolated(self, policy: Policy) -> tuple[list[int], list[int], list[Any]]:
+        return measure_isolated(self.workload, self.cal, policy)
+
+    def run(self, policy: Policy, arrivals: list[Any], outs: list[Any], factor: float) -> RunResult:
+        return run_policy(self.workload, self.cal, policy, arrivals, outs, factor=factor)
+
+
+class _StackMode:
+    """Requests from apps through the whole framework (``_stack``)."""
+
+    name = "whole-stack"
+
+    def __init__(self, workload: Workload, base: Policy, npu_policy: str) -> None:
+        from . import _stack
+
+        self._stack = _stack
+        self.workload = workload
+        self.npu_policy = npu_policy
+        self.cal = _stack.calibrate_stack(workload, base)
+        self.reference = _stack.stack_reference(workload, self.cal)
+        self.model_size = {"layers": list(self.cal.layers), "width": _stack.STACK_WIDTH}
+        self._alone: dict[str | None, tuple[list[int], list[int], list[Any]]] = {}
+
+    def isolated(self, policy: Policy) -> tuple[list[int], list[int], list[Any]]:
+        # One request alone cannot be scheduled differently: measured once per driver.
+        if policy.driver_path not in self._alone:
+            arrivals = self._stack.isolated_arrivals(self.workload)
+            alone = dataclasses.replace(self.workload, duration_ms=arrivals[-1].time_ns / 1e6 + 1)
+            result = self._stack.run_stack(alone, self.cal, policy, arrivals, self.reference, npu_policy=self.npu_policy)
+            jobs = sorted(result.jobs, key=lambda j: j.task)
+            bad = [j for j in jobs if j.turnaround_ns is None]
+            if bad or len(jobs) != len(self.workload.tasks):
+                name = self.workload.tasks[bad[0].task].name if bad else "?"
+                raise LabRunError(f"whole stack, policy {policy.name}: task {name!r} alone did not complete")
+            self._alone[policy.driver_path] = ([j.turnaround_ns for j in jobs], [j.busy_ns for j in jobs],
+                                               list(self.reference))
+        return self._alone[policy.driver_path]
+
+    def run(self, policy: Policy, arrivals: list[Any], outs: list[Any], factor: float) -> RunResult:
+        return self._stack.run_stack(self.workload, self.cal, policy, arrivals, outs, npu_policy=self.npu_policy,
+                                     factor=factor)
+
+
 def run_workload(
     workload: Workload,
     policies: Sequence[Policy],
     *,
     sweep: bool = True,
     progress: Callable[[str], None] | None = None,
+    whole_stack: bool = False,
+    npu_policy: str = "status-quo",
 ) -> WorkloadReport:
-    """Run every policy on ``workload`` at its nominal load and (``sweep``) at each sweep level."""
+    """Run every policy on ``workload`` at its nominal load and (``sweep``) at each sweep level.
+
+    ``whole_stack``: through the full framework (apps, the npu service under its
+    load policy ``npu_policy``, the HAL) instead of straight to the driver; see
+    ``framework.lab._stack``.  About a hundred times slower per request.
+    """
     if not policies:
         raise LabRunError("no policy to run")
     names = [p.name for p in policies]
@@ -234,13 +300,21 @@ def run_workload(
     say = progress or (lambda _msg: None)
     base = _calibration_policy(workload, policies)
     say(f"{workload.name}: calibrating {len(workload.tasks)} task models on {workload.device} ({base.description})")
-    cal: Calibration = calibrate(workload, base)
+    if whole_stack:
+        from ._stack import NPU_POLICIES
+
+        if npu_policy not in NPU_POLICIES:
+            raise LabRunError(f"npu policy must be one of {', '.join(NPU_POLICIES)}, not {npu_policy!r}")
+        mode: _DriverMode | _StackMode = _StackMode(workload, base, npu_policy)
+    else:
+        mode = _DriverMode(workload, base)
     isolated: dict[str, tuple[list[int], list[int], list[Any]]] = {}
     for p in policies:
-        isolated[p.name] = measure_isolated(workload, cal, p)
+        say(f"{workload.name}: isolated times under {p.name} ({mode.name})")
+        isolated[p.name] = mode.isolated(p)
     # Offered load and the sweep's factors come from the calibration driver's
     # figures: the workload's intensity must not depend on the policies picked.
-    ref_turn = measure_isolated(workload, cal, base)[0]
+    ref_turn = mode.isolated(base)[0]
     with base.open_driver(workload) as d:
         channels = d.device_by_name(workload.device).channels
     ref_ms = [t / 1e6 for t in ref_turn]
@@ -251,16 +325,18 @@ def run_workload(
         out = []
         for p in policies:
             turn, busy, outs = isolated[p.name]
-            result = run_policy(workload, cal, p, arrivals, outs, factor=factor)
+            result = mode.run(p, arrivals, outs, factor)
             offered = offered_load(workload, [t / 1e6 for t in turn], result.channels, factor)
             out.append(summarize(result, workload, turn, busy, offered=offered, load=load))
         return out
 
-    say(f"{workload.name}: nominal load {nominal_load:.2f}, {len(policies)} policies")
+    say(f"{workload.name}: nominal load {nominal_load:.2f}, {len(policies)} policies ({mode.name})")
     report = WorkloadReport(
         workload=workload,
         policies=tuple(policies),
-        cost_scales=cal.cost_scales,
+        mode=mode.name,
+        npu_policy=npu_policy if whole_stack else None,
+        model_size=mode.model_size,
         channels=channels,
         isolated_ms={p.name: [t / 1e6 for t in isolated[p.name][0]] for p in policies},
         nominal_load=nominal_load,

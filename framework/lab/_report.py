@@ -33,6 +33,11 @@ def format_report(report: WorkloadReport) -> str:
         f"{w.device} ({report.channels} channel{'s' if report.channels != 1 else ''}), {n} requests over "
         f"{w.duration_ms:g} ms, offered load {report.nominal_load:.2f}, seed {w.seed}, SLA within {w.sla_k:g}x isolated"
     )
+    if report.mode == "whole-stack":
+        lines.append(f"whole stack: apps -> npu service (load policy {report.npu_policy}) -> HAL -> driver, "
+                     f"in one process on trio's MockClock; models of {report.model_size['layers']} layers")
+    else:
+        lines.append("driver mode: requests straight to the driver on its virtual clock")
     ref = next(iter(report.isolated_ms.values()))
     lines.append("tasks: " + "; ".join(
         f"{t.name} (prio {t.priority}{', SLA' if t.sla else ''}) {iso:.2f} ms alone"
@@ -165,7 +170,8 @@ def plot_report(report: WorkloadReport, path: str | Path) -> Path:
     ax.set_title(f"per-task NTT at the nominal load {report.nominal_load:.2f}", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
     w = report.workload
-    fig.suptitle(f"{w.name} on {w.device} ({report.channels} ch), seed {w.seed}: {w.description}", fontsize=11)
+    mode = f", whole stack ({report.npu_policy})" if report.mode == "whole-stack" else ""
+    fig.suptitle(f"{w.name} on {w.device} ({report.channels} ch){mode}, seed {w.seed}: {w.description}", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

@@ -285,6 +285,7 @@ class RunResult:
     saves_ns: int
     makespan_ns: int
     events_dropped: int
+    log: list[str] = field(default_factory=list)  # warnings the stack logged during the run
 
 
 def run_policy(

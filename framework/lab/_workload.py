@@ -27,6 +27,9 @@ A workload is a TOML file (``bench/workloads/*.toml``)::
     sla = true               # optional: counted in SLA satisfaction and the tail latency
                              #   (default: the tasks at the workload's most important priority)
     scale_with_load = true   # optional: whether the sweep scales this task's arrival rate
+    importance = "foreground"  # optional, whole-stack mode: the app's ActivityManager importance
+                             #   (foreground, foreground_service, visible, perceptible, service,
+                             #   top_sleeping, cached), from which the npu service derives its priority
     arrival = { kind = "periodic", period_ms = 33.333, jitter_ms = 1.0 }
 
 Arrival kinds:
@@ -185,6 +188,11 @@ class Task:
     layers: int = 2
     width: int = 64
     scale_with_load: bool = True
+    importance: str = "foreground"
+
+
+#: ActivityManager importances a task's app may run at (whole-stack mode).
+IMPORTANCES = ("foreground", "foreground_service", "visible", "perceptible", "service", "top_sleeping", "cached")
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +245,7 @@ class Workload:
                     "layers": t.layers,
                     "width": t.width,
                     "scale_with_load": t.scale_with_load,
+                    "importance": t.importance,
                     "arrival": {"kind": type(t.arrival).__name__.lower(), **_arrival_fields(t.arrival)},
                 }
                 for t in self.tasks
@@ -461,11 +470,14 @@ def _parse_task(raw: Any, index: int, label: str, source: str, base_dir: str | P
     uid = r.integer("uid", 10000 + index, minimum=0, maximum=2**31 - 1)
     sla = r.boolean("sla", False)
     scale = r.boolean("scale_with_load", True)
+    importance = r.string("importance", "foreground").strip().lower().replace("-", "_").removeprefix("importance_")
+    if importance not in IMPORTANCES:
+        raise r.fail("importance", f"must be one of {', '.join(IMPORTANCES)}, got {r.table['importance']!r}")
     arrival = _parse_arrival(r.get("arrival", required=True), f"{label}.arrival", source, base_dir, duration_ms)
     r.finish()
     return Task(
         name=name, priority=priority, work_ms=work_ms, size_mb=size_mb, arrival=arrival, uid=uid, sla=sla,
-        layers=layers, width=width, scale_with_load=scale,
+        layers=layers, width=width, scale_with_load=scale, importance=importance,
     )
 
 
