@@ -93,7 +93,7 @@ async def _boot_foreground(runtime_dir: Path, config: BootConfig) -> None:
 def _boot_detached(runtime_dir: Path, config: BootConfig) -> dict:
     runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     err_path = runtime_dir / "init.err"
-    argv = [sys.executable, "-m", "framework.emulator", "--runtime-dir", os.fspath(runtime_dir),
+    argv = [sys.executable, "-m", "framework.emulator", "--daemonize", "--runtime-dir", os.fspath(runtime_dir),
             "--speed", repr(config.speed), "--clock", config.clock, "--boot-timeout", repr(config.boot_timeout)]
     if config.driver:
         argv += ["--driver", config.driver]
@@ -109,6 +109,7 @@ def _boot_detached(runtime_dir: Path, config: BootConfig) -> dict:
             close_fds=True,
         )
     os.close(write_end)
+    first_fork_status = proc.wait()  # returns at once: the daemon is its child, now orphaned
     data = b""
     deadline = time.monotonic() + 3 * config.boot_timeout + 10
     try:
@@ -119,19 +120,17 @@ def _boot_detached(runtime_dir: Path, config: BootConfig) -> dict:
                 if not chunk:
                     break
                 data += chunk
-            elif proc.poll() is not None and not data:
+            elif first_fork_status != 0 and not data:
                 break
     finally:
         os.close(read_end)
     text = data.decode("utf-8", "replace").strip()
     if text.startswith("ok "):
         return json.loads(text[3:])
-    if proc.poll() is None:
-        proc.terminate()
     if text.startswith("error "):
         raise CliError(f"boot failed: {text[6:]}")
     tail = err_path.read_text(errors="replace").strip().splitlines()[-5:] if err_path.exists() else []
-    raise CliError(f"boot failed: init exited with status {proc.poll()} without a word" + (
+    raise CliError("boot failed: init exited without a word" + (
         f"; its stderr ends: {' | '.join(tail)}" if tail else ""))
 
 

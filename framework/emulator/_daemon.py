@@ -2,8 +2,8 @@
 
 A detached emulator still needs an init that owns its processes: the servicemanager
 trusts its parent as root, and only a process's parent may register it. So ``boot
---detach`` starts this module in a new session, with stdin and stdout on
-``/dev/null``; it boots the stack with :func:`open_emulator`, reports on the file
+--detach`` starts this module with ``--daemonize`` (it forks once more and runs in a new
+session, with stdin and stdout on ``/dev/null``); it boots the stack with :func:`open_emulator`, reports on the file
 descriptor given by ``--ready-fd`` (``ok <json state>`` or ``error <message>``), and
 then holds the stack until SIGTERM or SIGINT (``npuemu shutdown`` sends SIGTERM),
 when it shuts it down in order and exits 0.
@@ -58,8 +58,16 @@ async def serve_until_signalled(runtime_dir: str, config: BootConfig, ready_fd: 
 @click.option("--clock", default="real", type=click.Choice(["real", "virtual"]))
 @click.option("--boot-timeout", default=15.0, type=float)
 @click.option("--ready-fd", default=None, type=int, help="Write 'ok STATE' or 'error MESSAGE' here, then close it.")
-def main(runtime_dir: str, driver: str | None, speed: float, clock: str, boot_timeout: float, ready_fd: int | None) -> None:
+@click.option("--daemonize", is_flag=True, help="Fork: the parent returns at once, the child runs in a new session.")
+def main(runtime_dir: str, driver: str | None, speed: float, clock: str, boot_timeout: float, ready_fd: int | None,
+         daemonize: bool) -> None:
     """Boot an emulator in RUNTIME_DIR and hold it until SIGTERM (the detached init)."""
+    if daemonize:
+        # The classic double fork: whoever started us reaps our parent at once, and init
+        # (this child) is nobody's child to wait for; setsid detaches it from the terminal.
+        if os.fork() > 0:
+            os._exit(0)
+        os.setsid()
     try:
         config = BootConfig(driver=driver, speed=speed, clock=clock, boot_timeout=boot_timeout)
     except (ValueError, OSError) as exc:

@@ -1,0 +1,169 @@
+"""The real thing: `npuemu boot --detach`, the shell commands against it, `npuemu shutdown`.
+
+One emulator (servicemanager, HAL and system_server as real processes under a detached
+init) serves the whole module; each test drives it through the click commands as a
+person at a terminal would, and asserts on what they print. A second part boots
+in-process with stand-in stages to pin init's boot errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import pytest
+import trio
+from click.testing import CliRunner
+
+from framework.cli import main
+from framework.emulator import BootConfig, BootError, RuntimeFiles, open_emulator
+from framework.emulator._paths import pid_alive
+
+pytestmark = pytest.mark.multiprocess
+
+
+def _wait(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    root = tmp_path_factory.mktemp("emu")
+    runner = CliRunner()
+    result = runner.invoke(main, ["boot", "--detach", "--runtime-dir", str(root)])
+    assert result.exit_code == 0, result.output + result.stderr
+    assert result.stdout.strip() == str(root)
+    state = RuntimeFiles(root).read_state()
+    try:
+        yield root, state
+    finally:
+        if RuntimeFiles(root).read_state() is not None:
+            runner.invoke(main, ["shutdown", "--runtime-dir", str(root)])
+        for pid in [state["init_pid"], *state["pids"].values()]:
+            if pid_alive(pid):
+                os.kill(pid, 9)
+
+
+def test_boot_registers_every_service(emulator):
+    root, state = emulator
+    assert set(state["pids"]) == {"servicemanager", "hal", "system_server"}
+    result = CliRunner().invoke(main, ["service", "list", "--runtime-dir", str(root)])
+    assert result.exit_code == 0, result.output
+    listed = {line.split("\t")[1] for line in result.output.splitlines()[1:]}
+    assert {"npu", "package", "activity", "thermal", "android.hardware.npu.IScheduling/default",
+            "npuemu.hal.IHalControl/default", "android.hardware.neuralnetworks.IDevice/emu-npu"} <= listed
+    assert result.output.startswith(f"Found {len(listed)} services:")
+
+
+def test_devices_lists_drivers_then_the_cpu(emulator):
+    root, _ = emulator
+    result = CliRunner().invoke(main, ["devices", "--json", "--runtime-dir", str(root)])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert rows[-1] == {"name": "nnapi-reference", "type": "CPU", "version": "npuemu-cpu", "feature_level": 29,
+                        "status": "AVAILABLE"}
+    npu = next(r for r in rows if r["name"] == "emu-npu")
+    assert npu["type"] == "ACCELERATOR" and npu["version"] and npu["status"] == "AVAILABLE"
+
+
+def test_a_second_boot_in_the_same_directory_is_refused(emulator):
+    root, state = emulator
+    result = CliRunner().invoke(main, ["boot", "--detach", "--runtime-dir", str(root)])
+    assert result.exit_code == 1
+    assert f"an emulator already runs in {root}" in result.stderr
+    assert RuntimeFiles(root).read_state()["init_pid"] == state["init_pid"]
+
+
+def test_thermal_set_moves_the_die_and_the_service_follows(emulator):
+    root, _ = emulator
+    runner = CliRunner()
+    result = runner.invoke(main, ["thermal", "set", "severe", "--json", "--runtime-dir", str(root)])
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.output)
+    assert status["severity_name"] == "SEVERE"
+    assert status["thresholds_c"]["SEVERE"] <= status["temperature_c"] < status["thresholds_c"]["CRITICAL"]
+    log = _wait(lambda: [line for line in runner.invoke(
+        main, ["logcat", "-d", "-s", "ThermalService", "--runtime-dir", str(root)]).output.splitlines()
+        if "SEVERE" in line], 10, "the thermal service to follow")
+    assert "-> SEVERE" in log[0]
+    result = runner.invoke(main, ["thermal", "status", "--runtime-dir", str(root)])
+    assert result.exit_code == 0 and result.output.startswith("severity ")
+
+
+def test_launch_runs_an_app_through_the_activity_manager(emulator):
+    root, _ = emulator
+    runner = CliRunner()
+    result = runner.invoke(main, ["launch", "legacy", "--runtime-dir", str(root)])
+    assert result.exit_code == 0, result.output + result.stderr
+    assert result.output.startswith("launched com.example.npuemu.legacy pid ")
+    assert result.output.strip().endswith("(visible)")
+    report_path = RuntimeFiles(root).app_reports / "legacy.json"
+
+    def report():
+        try:
+            r = json.loads(report_path.read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+        return r if r["inferences"] >= 5 else None
+
+    r = _wait(report, 60, "legacy to run inferences")
+    assert r["results_ok"] == r["inferences"]  # every result equals the app's own numpy reference
+    assert r["package"] == "com.example.npuemu.legacy" and r["uid"] >= 10000
+    warned = runner.invoke(main, ["logcat", "-d", "-s", "NpuManagerService:W", "--runtime-dir", str(root)]).output
+    assert "does not declare" in warned and "com.example.npuemu.legacy" in warned
+
+
+def test_trace_of_the_running_emulator(emulator, tmp_path):
+    root, _ = emulator
+    out = tmp_path / "trace.json"
+    result = CliRunner().invoke(main, ["trace", "--out", str(out), "--runtime-dir", str(root)])
+    assert result.exit_code == 0, result.output + result.stderr
+    trace = json.loads(out.read_text())
+    jobs = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "npu.job"]
+    assert jobs, "legacy's inference on emu-npu (refused or run) or the test inference left no job"
+    assert any(e["ph"] == "C" and e["name"] == "temperature (C)" for e in trace["traceEvents"])
+
+
+def test_shutdown_stops_every_process(emulator):
+    root, state = emulator
+    result = CliRunner().invoke(main, ["shutdown", "--runtime-dir", str(root)])
+    assert result.exit_code == 0, result.output + result.stderr
+    assert f"init pid {state['init_pid']}" in result.output
+    for pid in [state["init_pid"], *state["pids"].values()]:
+        assert not pid_alive(pid), pid
+    assert RuntimeFiles(root).read_state() is None
+    result = CliRunner().invoke(main, ["service", "list", "--runtime-dir", str(root)])
+    assert result.exit_code == 3
+
+
+# -- init's boot errors, with stand-in stages ------------------------------------------------
+
+
+async def test_a_stage_that_dies_fails_the_boot_with_its_last_words(tmp_path):
+    config = BootConfig(record=False, boot_timeout=20, commands={
+        "hal": [sys.executable, "-c", "import sys; print('driver exploded: no such device'); sys.exit(3)"],
+        "system_server": [sys.executable, "-c", "import time; time.sleep(60)"],
+    })
+    with pytest.raises(BootError, match=r"(?s)hal \(pid \d+\) exited with status 3 before registering.*driver exploded"):
+        async with open_emulator(tmp_path / "rt", config):
+            pass  # pragma: no cover
+    assert RuntimeFiles(tmp_path / "rt").read_state() is None
+    log = (tmp_path / "rt" / "logcat").read_text()
+    assert "driver exploded: no such device" in log  # the child's output is in the log, adopted
+
+
+async def test_a_stage_that_never_registers_times_out(tmp_path):
+    sleeper = [sys.executable, "-c", "import time; print('thinking', flush=True); time.sleep(60)"]
+    config = BootConfig(record=False, boot_timeout=3, commands={"hal": sleeper, "system_server": sleeper})
+    with trio.fail_after(30):
+        with pytest.raises(BootError, match=r"did not register .* within 3 s"):
+            async with open_emulator(tmp_path / "rt", config):
+                pass  # pragma: no cover
