@@ -95,6 +95,9 @@ def cmd(service: str, args: tuple[str, ...], runtime_dir: Path) -> None:
     """Run a service's shell command: npu set-status-quo-policy | set-budget-policy
     [--max-budget N] [--weights A,B,C] | set-turn-taking-policy | info | help.
 
+    Everything after SERVICE goes to the service, so this command's own options come
+    before it (or use the root group's: npuemu --runtime-dir DIR cmd npu info).
+
     Example: npuemu cmd npu set-budget-policy --max-budget 6
     """
 

@@ -1,0 +1,159 @@
+"""system_server, the HAL and an app as real processes, driven through the CLI.
+
+The stack: npuhal's private servicemanager and HAL (this process is init, uid 0),
+``python -m framework.server`` launched as uid 1000, and an app that the activity
+manager launches as its own process (``python -m framework.app``). The shell commands
+run with click's CliRunner in a worker thread (each makes its own trio run); from this
+process they reach the system as init, which may do whatever the shell may.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import trio
+from click.testing import CliRunner
+
+from framework.binder import defaultServiceManager, launch_process
+from framework.cli import main
+from npuhal._boot import open_private_hal
+from test_server_support import manifest
+
+pytestmark = [pytest.mark.multiprocess]
+
+APP_MAIN = textwrap.dedent("""\
+    import trio
+    from framework.app import Context
+    from framework.npumanager import ModelLoadRequest, ModelLoadRequestCallback, NpuManager
+
+    class Callback(ModelLoadRequestCallback):
+        async def onCanLoadModel(self, request, status, listener):
+            print("onCanLoadModel", request.id, status, flush=True)
+            if status == NpuManager.NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW:
+                await listener.notifyModelLoaded(request)
+
+    async def main(context):
+        npu = context.getSystemService(Context.NPU_SERVICE)
+        request = ModelLoadRequest.Builder(42).setSize(NpuManager.NPU_MODEL_SIZE_BETWEEN_1GB_AND_2GB).build()
+        await npu.requestCanLoadModel(request, Callback(), context.getMainExecutor())
+        await trio.sleep_forever()
+    """)
+
+
+def cli(*args: str):
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result
+
+
+async def run_cli(*args: str):
+    return await trio.to_thread.run_sync(lambda: cli(*args))
+
+
+async def wait_until(predicate, timeout=10.0):
+    with trio.fail_after(timeout):
+        while not await predicate():
+            await trio.sleep(0.05)
+
+
+@pytest.fixture
+async def stack(tmp_path):
+    apps = tmp_path / "apps"
+    (apps / "loader").mkdir(parents=True)
+    (apps / "loader" / "AndroidManifest.xml").write_text(manifest("com.test.loader"))
+    (apps / "loader" / "main.py").write_text(APP_MAIN)
+    async with open_private_hal(clock="virtual", timeout=30) as hal:
+        proc = await launch_process(
+            [sys.executable, "-m", "framework.server", "--runtime-dir", str(hal.runtime_dir), "--apps-dir", str(apps),
+             "--unload-timeout", "1.5"],
+            uid=1000,
+            runtime=hal.runtime,
+            stdout=subprocess.PIPE,
+        )
+        try:
+            with trio.fail_after(30):
+                line = await proc.stdout.receive_some(64)
+            assert b"ready" in line, line
+            yield hal, proc
+        finally:
+            proc.terminate()
+            with trio.move_on_after(5):
+                await proc.wait()
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            await proc.stdout.aclose()
+
+
+async def test_real_processes_through_the_cli(stack):
+    hal, system_server = stack
+    rtdir = str(hal.runtime_dir)
+    sm = defaultServiceManager(hal.runtime)
+    names = await sm.listServices(15)
+    assert {"npu", "package", "activity", "thermal"} <= set(names)
+
+    async def npu_dump():
+        result = await run_cli("--runtime-dir", rtdir, "dumpsys", "npu", "--json")
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)
+
+    async def connected():
+        return (await npu_dump())["hal"]["connected"]
+
+    await wait_until(connected)
+
+    result = await run_cli("--runtime-dir", rtdir, "cmd", "npu", "set-budget-policy", "--max-budget", "6")
+    assert result.exit_code == 0 and "budget" in result.output
+
+    result = await run_cli("--runtime-dir", rtdir, "am", "launch", "com.test.loader")
+    assert result.exit_code == 0, result.output
+    assert "started com.test.loader as pid" in result.output
+
+    async def loaded():
+        return [(r["package"], r["id"], r["state"]) for r in (await npu_dump())["requests"]] == [("com.test.loader", 42, "loaded")]
+
+    await wait_until(loaded)
+    data = await npu_dump()
+    assert data["policy"]["params"]["maxBudget"] == 6 and data["budget"]["in_use"] == 2
+    uid = data["requests"][0]["uid"]
+    assert uid >= 10000
+
+    result = await run_cli("--runtime-dir", rtdir, "am", "set-importance", "com.test.loader", "cached")
+    assert result.exit_code == 0, result.output
+
+    async def cached():
+        cfg = {c["uid"]: c for c in (await npu_dump())["scheduling_configs"]}
+        return cfg[uid]["minPriority"] == 1500 and cfg[uid]["pushed"]
+
+    await wait_until(cached)
+    text = await run_cli("--runtime-dir", rtdir, "dumpsys", "activity")
+    assert "com.test.loader" in text.output and "cached" in text.output
+
+    result = await run_cli("--runtime-dir", rtdir, "am", "kill", "com.test.loader")
+    assert result.exit_code == 0, result.output
+
+    async def dropped():
+        d = await npu_dump()
+        return d["requests"] == [] and d["counters"]["dropped_at_death"] == 1
+
+    await wait_until(dropped)
+
+    # user errors: one line, non-zero, no traceback
+    result = await run_cli("--runtime-dir", rtdir, "am", "kill", "com.test.nosuch")
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "com.test.nosuch" in result.output and len(result.output.strip().splitlines()) == 1
+    result = await run_cli("--runtime-dir", rtdir, "cmd", "npu", "set-budget-policy", "--max-budget", "0")
+    assert result.exit_code == 1 and "maxBudget" in result.output
+    result = await run_cli("--runtime-dir", rtdir, "am", "set-importance", "com.test.loader", "sleepy")
+    assert result.exit_code == 2 and "unknown importance" in result.output
+
+
+def test_cli_without_an_emulator_is_one_clear_line(tmp_path):
+    result = cli("dumpsys", "npu", "--runtime-dir", str(tmp_path / "nothing"))
+    assert result.exit_code == 3
+    result = cli("cmd", "--runtime-dir", str(tmp_path / "nothing"), "npu", "info")
+    assert result.exit_code == 3
+    assert "no emulator" in result.output and "Traceback" not in result.output
