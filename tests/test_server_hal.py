@@ -1,0 +1,119 @@
+"""system_server over the real HAL (``npuhal.serve_hal`` on a virtual-clock driver), in
+one trio run: what the npu service pushes and revokes is what the driver then does."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import trio
+
+from framework.binder import ServiceSpecificException, defaultServiceManager, open_binder_runtime
+from framework.npumanager import NpuManager
+from npuhal import open_driver
+from npuhal._hal import hal_interfaces, serve_hal
+from test_hal_inprocess import Execution, aidl_model, fc_model
+from test_server_support import Recorder, World, npu_of, request, write_apps
+
+I = hal_interfaces()
+EXEC_PREF = I.enum("android.hardware.neuralnetworks.ExecutionPreference")
+PRIORITY = I.enum("android.hardware.neuralnetworks.Priority")
+CAN = NpuManager.NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW
+CANCELLED = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED
+COMPLETE = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_COMPLETE
+
+
+class RealHalWorld(World):
+    async def start_real_hal(self):
+        pid = await self.spawn(1000)
+
+        async def run(task_status):
+            with trio.CancelScope() as scope:
+                async with open_driver(clock="virtual") as driver:
+                    async with open_binder_runtime(network=self.net, pid=pid) as rt:
+                        hal = await self.nursery.start(functools.partial(serve_hal, driver, rt))
+                        task_status.started((scope, hal))
+                        await trio.sleep_forever()
+
+        self.hal_scope, self.real_hal = await self.nursery.start(run)
+        return self.real_hal
+
+
+@pytest.fixture
+async def world(autojump_clock, tmp_path):
+    from framework.binder import MemoryNetwork, serve_servicemanager
+
+    net = MemoryNetwork()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(serve_servicemanager, network=net))
+        async with open_binder_runtime(network=net, pid=net.init_pid) as init:
+            w = RealHalWorld(net, nursery, init, write_apps(tmp_path / "apps"))
+            await w.start_real_hal()
+            w.system = await w.start_system(unload_timeout=2.0)
+            with trio.fail_after(5):
+                await w.system.npu.wait_hal_connected()
+            yield w
+        nursery.cancel_scope.cancel()
+
+
+async def control_of(app):
+    return I.IHalControl.asInterface(await defaultServiceManager(app.context.runtime).checkService("npuemu.hal.IHalControl/default"))
+
+
+def ends(events):
+    return [e for e in events if e.kind == 2]
+
+
+async def test_importance_becomes_the_effective_priority_the_driver_uses(autojump_clock, world):
+    fg = await world.launch("com.test.fg")
+    bg = await world.launch("com.test.bg")  # cached
+    await world.settle()
+    fg_end = ends(await (await control_of(fg)).runTestInference(500, -1, "", -1))[-1]
+    bg_end = ends(await (await control_of(bg)).runTestInference(0, -1, "", -1))[-1]
+    assert fg_end.info.effectivePriority == 500  # foreground: appPriority 0, band 0..1000
+    assert bg_end.info.effectivePriority == 1500  # cached: clamped up to its band's floor
+    world.system.activity.set_importance("com.test.bg", "foreground")
+    await world.settle()
+    bg_end = ends(await (await control_of(bg)).runTestInference(0, -1, "", -1))[-1]
+    assert bg_end.info.effectivePriority == 0
+
+
+async def test_completed_work_from_the_driver_takes_turns(autojump_clock, world):
+    a = await world.launch("com.test.a")
+    b = await world.launch("com.test.b")
+    await npu_of(a).setPolicy(NpuManager.NPU_MODEL_POLICY_TURN_TAKING, None)
+    ra, rb = Recorder(), Recorder()
+    await npu_of(a).requestCanLoadModel(request(1), ra, a.context.getMainExecutor())
+    await world.settle()
+    await npu_of(b).requestCanLoadModel(request(1), rb, b.context.getMainExecutor())
+    await world.settle()
+    assert rb.events == [("can_load", 1, NpuManager.NPU_MODEL_LOAD_STATUS_NOT_PRIORITIZED)]
+    await (await control_of(a)).runTestInference(500, -1, "", -1)  # a's work completes on the NPU
+    await world.settle(0.5)  # the HAL's 50 ms debounce, then the callback
+    assert ("unload", 1, NpuManager.NPU_MODEL_UNLOAD_REASON_TURN_TAKING) in ra.events
+    assert rb.events[1:] == [("can_load", 1, CAN), ("loaded", 1)]
+    data = world.system.npu.dump_data()
+    assert data["counters"]["work_completed"] >= 1
+    assert any(e["kind"] == "ended" and e["uid"] == a.context.getUid() for e in data["recent_work_events"])
+
+
+async def test_a_model_not_unloaded_in_time_is_revoked_in_the_driver(autojump_clock, world):
+    bg = await world.launch("com.test.bg")
+    fg = await world.launch("com.test.fg")
+    await npu_of(fg).setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, None)
+    stubborn = Recorder(auto_unload=False)
+    await npu_of(bg).requestCanLoadModel(request(1, 2, 1000), stubborn, bg.context.getMainExecutor())
+    await world.settle()
+    model, _, _ = fc_model()
+    dev = I.IDevice.asInterface(await defaultServiceManager(bg.context.runtime).checkService("android.hardware.neuralnetworks.IDevice/emu-npu"))
+    prepared = await dev.prepareModel(aidl_model(model), EXEC_PREF.FAST_SINGLE_ANSWER, PRIORITY.MEDIUM, -1, 0)
+    execution = Execution([[[1.0] * 16]], [(1, 8)])
+    await prepared.executeSynchronously(execution.request(), False, -1, -1)  # works while approved
+    rf = Recorder()
+    await npu_of(fg).requestCanLoadModel(request(2, 2), rf, fg.context.getMainExecutor())
+    await world.settle(2.5)
+    assert stubborn.events[-1] == ("complete", 1, CANCELLED)
+    assert rf.events[-2:] == [("can_load", 2, CAN), ("loaded", 2)]
+    with pytest.raises(ServiceSpecificException):
+        await prepared.executeSynchronously(execution.request(), False, -1, -1)
+    assert world.system.npu.dump_data()["counters"]["revocations_sent"] == 1
