@@ -49,7 +49,6 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -92,6 +91,8 @@ DEFAULT_TIMEOUT_S = 240.0
 _BOOT_TIMEOUT_S = 20.0
 # The driver probe child process.
 _PROBE_TIMEOUT_S = 15.0
+# Building a driver given as C source.
+_COMPILE_TIMEOUT_S = 60.0
 
 SCHEDULING_INSTANCE = "android.hardware.npu.IScheduling/default"
 SCHEDULING_PREFIX = "android.hardware.npu.IScheduling/"
@@ -173,6 +174,7 @@ class VtsReport:
         return {
             "driver": self.driver,
             "checks": [r.as_dict() for r in self.results],
+            "total": len(self.results),
             "passed": self.passed,
             "failed": self.failed,
         }
@@ -195,19 +197,22 @@ def _csrc_include() -> Path:
     return Path(__file__).resolve().parent.parent / "csrc" / "include"
 
 
-def _compile(src: Path, out: Path, build_id: str) -> None:
+async def _compile(src: Path, out: Path, build_id: str) -> None:
     # The same command as `make driver`, so a driver that builds there builds here.
     cc = os.environ.get("NPU_CC") or os.environ.get("CC") or "cc"
     argv = [
         cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", f"-I{_csrc_include()}", "-O2", "-fPIC",
         "-shared", f'-DNPU_BUILD_ID="{build_id}"', str(src), "-o", str(out), "-lm",
     ]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise NpuDriverError(f"cannot compile {src}: {exc}") from None
+    with trio.move_on_after(_COMPILE_TIMEOUT_S) as scope:
+        try:
+            done = await trio.run_process(argv, capture_stdout=True, capture_stderr=True, check=False)
+        except OSError as exc:
+            raise NpuDriverError(f"cannot compile {src}: {exc}") from None
+    if scope.cancelled_caught:
+        raise NpuDriverError(f"compiling {src} took more than {_COMPILE_TIMEOUT_S:g} s")
     if done.returncode != 0:
-        tail = "\n".join(done.stderr.strip().splitlines()[-8:])
+        tail = "\n".join(done.stderr.decode(errors="replace").strip().splitlines()[-8:])
         raise NpuDriverError(f"{src} does not compile:\n{tail}")
 
 
@@ -219,7 +224,7 @@ def _sha256(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
-def _prepare_target(driver: str | os.PathLike[str] | None, workdir: Path) -> _Target:
+async def _prepare_target(driver: str | os.PathLike[str] | None, workdir: Path) -> _Target:
     """Resolve ``--driver``: nothing (reference), a ``.so``, or a ``.c`` built twice here."""
     if driver is None:
         return _Target("the built-in reference driver", None, f"builtin:{BUILD_ID}", None)
@@ -229,8 +234,9 @@ def _prepare_target(driver: str | os.PathLike[str] | None, workdir: Path) -> _Ta
     if path.suffix == ".c":
         source_id = _sha256(path)[:12]
         first, second = workdir / f"{path.stem}.so", workdir / f"{path.stem}.rebuild.so"
-        _compile(path, first, source_id)
-        _compile(path, second, f"{source_id}-rebuild")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_compile, path, first, source_id)
+            nursery.start_soon(_compile, path, second, f"{source_id}-rebuild")
         return _Target(os.fspath(driver), os.fspath(first), _sha256(first), os.fspath(second))
     return _Target(os.fspath(driver), os.fspath(path.resolve()), _sha256(path), None)
 
@@ -247,7 +253,10 @@ async def _probe(so_path: str | None) -> dict:
     if done.returncode != 0:
         why = _signal_note(done.returncode) or done.stderr.decode(errors="replace").strip().splitlines()[-1:]
         raise _Fail(f"loading the driver alone failed: {why}")
-    return json.loads(done.stdout)
+    try:
+        return json.loads(done.stdout)
+    except ValueError:
+        raise _Fail(f"the driver probe printed something other than its JSON: {done.stdout[:200]!r}") from None
 
 
 def _signal_note(returncode: int | None) -> str:
@@ -1066,6 +1075,8 @@ async def _run_check(s: _Session, check: _Check, budget: float) -> tuple[VtsChec
             result, restart_why = None, "died"
         except RemoteException as exc:
             result = VtsCheckResult(check.name, False, f"unexpected {type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - e.g. a parcel of the wrong shape: a verdict, not a crash
+            result = VtsCheckResult(check.name, False, f"vts could not complete the check: {type(exc).__name__}: {exc}")
         else:
             result = VtsCheckResult(check.name, True, detail)
     if restart_why == "died":
@@ -1125,8 +1136,11 @@ async def run_vts(
     workdir = Path(tempfile.mkdtemp(prefix="npuemu-vts-"))
     results: list[VtsCheckResult] = []
     try:
-        target = _prepare_target(driver, workdir)
         deadline = trio.current_time() + timeout
+        try:
+            target = await _prepare_target(driver, workdir)
+        except BaseExceptionGroup as group:  # both builds failed: one error is enough
+            raise group.exceptions[0] from None
         probes: dict[str, tuple[dict | None, str | None]] = {}
 
         async def probe(key: str, so_path: str | None) -> None:
