@@ -22,6 +22,7 @@ from framework.binder import (
     serve_servicemanager,
 )
 from npuhal import FuseCode, ModelBuilder, OperationType, open_driver
+from nn_reference import fully_connected  # the plain numpy oracle
 from npuhal._hal import hal_interfaces, serve_hal, valid_instance_name
 
 I = hal_interfaces()
@@ -384,7 +385,7 @@ async def test_execute_results_equal_the_numpy_reference_and_are_written_in_plac
     x = np.random.default_rng(1).standard_normal((1, 16)).astype(np.float32)
     ex = Execution([x], [(1, 8)])
     result = await prepared.executeSynchronously(ex.request(), True, -1, 0)
-    expected = np.maximum(x @ w.T + b, 0)
+    expected = fully_connected(x, w, b, FuseCode.RELU)
     np.testing.assert_allclose(ex.output(0), expected, rtol=1e-5, atol=1e-6)
     assert result.outputSufficientSize and list(result.outputShapes[0].dimensions) == [1, 8]
     assert result.timing.timeOnDeviceNs > 0 and result.timing.timeInDriverNs >= result.timing.timeOnDeviceNs
@@ -583,7 +584,7 @@ async def test_the_heterogeneous_device_computes_too(world, system):
     x = np.full((1, 16), 0.25, np.float32)
     ex = Execution([x], [(1, 8)])
     await prepared.executeSynchronously(ex.request(), False, -1, 0)
-    np.testing.assert_allclose(ex.output(0), np.maximum(x @ w.T + b, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ex.output(0), fully_connected(x, w, b, FuseCode.RELU), rtol=1e-5, atol=1e-6)
 
 
 # ---- the private interface ------------------------------------------------------------

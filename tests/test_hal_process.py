@@ -8,16 +8,17 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 import trio
 
-from framework.binder import DeadObjectException, DeathRecipient, TransactionFailedException, launch_process
-from npuhal import PrivateHalError, open_private_hal
-from test_hal_inprocess import APP, Execution, aidl_model, fc_model
-
 import npuhal
+from framework.binder import DeadObjectException, DeathRecipient, TransactionFailedException, launch_process
+from nn_reference import fully_connected
+from npuhal import FuseCode, PrivateHalError, open_private_hal
+from test_hal_inprocess import APP, Execution, aidl_model, fc_model
 
 I = npuhal.hal_interfaces()
 ExecutionPreference = I.enum("android.hardware.neuralnetworks.ExecutionPreference")
@@ -62,7 +63,7 @@ async def test_services_and_one_execute_through_shared_memory(tmp_path):
         x = np.random.default_rng(2).standard_normal((1, 16)).astype(np.float32)
         ex = Execution([x], [(1, 8)])
         await prepared.executeSynchronously(ex.request(), False, -1, 0)
-        np.testing.assert_allclose(ex.output(0), np.maximum(x @ w.T + b, 0), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(ex.output(0), fully_connected(x, w, b, FuseCode.RELU), rtol=1e-5, atol=1e-6)
         await prepared.release()
         assert await prepared_count(hal) == 0
         log = (tmp_path / "rt" / "hal.log").read_text().splitlines()
@@ -76,7 +77,7 @@ async def test_services_and_one_execute_through_shared_memory(tmp_path):
 async def test_a_client_s_death_frees_its_models_within_200_ms(tmp_path):
     async with open_private_hal(clock="virtual") as hal:
         await (await hal.scheduling()).setSchedulingConfigs([SchedulingConfig(uid=APP, appPriority=500, hasDirectAccess=True)])
-        tests_dir = str(__import__("pathlib").Path(__file__).parent)
+        tests_dir = str(Path(__file__).parent)
         env = dict(hal._env, PYTHONPATH=tests_dir + ":" + hal._env["PYTHONPATH"])
         client = await launch_process(
             [sys.executable, "-c", CLIENT], uid=APP, env=env, runtime=hal.runtime, stdout=subprocess.PIPE
