@@ -113,7 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     if not runtime_dir:
         _parser().error(f"no runtime directory: pass --runtime-dir or set ${RUNTIME_DIR_ENV}")
     runtime_dir = Path(runtime_dir)
-    _setup_logging(args, runtime_dir)
+    if not runtime_dir.is_dir():
+        _parser().error(f"no runtime directory at {runtime_dir}: is the emulator booted?")
+    try:
+        _setup_logging(args, runtime_dir)
+    except OSError as exc:
+        _parser().error(f"cannot open the log: {exc}")
     log.info("npuhal pid %d starting in %s", os.getpid(), runtime_dir)
     return trio.run(_serve, args, runtime_dir)
 

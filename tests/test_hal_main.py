@@ -56,3 +56,12 @@ def test_no_runtime_directory_is_an_error(monkeypatch, capsys):
         hal_main.main([])
     assert info.value.code == 2
     assert RUNTIME_DIR_ENV in capsys.readouterr().err
+
+
+def test_a_missing_runtime_directory_or_unwritable_log_is_an_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        hal_main.main(["--runtime-dir", str(tmp_path / "nowhere")])
+    assert info.value.code == 2 and "no runtime directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        hal_main.main(["--runtime-dir", str(tmp_path), "--log", "no/such/dir/hal.log"])
+    assert info.value.code == 2 and "cannot open the log" in capsys.readouterr().err
