@@ -22,7 +22,7 @@ ext: | $(STAMP)
 	$(PY) setup.py -q build_ext --inplace
 
 demo: $(STAMP)
-	$(VENV)/bin/npuemu version
+	$(VENV)/bin/npuemu demo
 
 test: $(STAMP)
 	$(PY) -m pytest -q

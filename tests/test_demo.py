@@ -1,0 +1,71 @@
+"""`npuemu demo --json`, the real thing, once: every process, every app, the whole scenario.
+
+It asserts what the issue promises a user: the JSON's keys, that each app did its part
+(loads, unload requests honoured or ignored, results checked), that preemption,
+revocation, the legacy refusal and the thermal spike happened, and that the trace and
+the plot were written and are what they claim to be.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from framework.cli import main
+
+pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    result = CliRunner().invoke(main, ["demo", "--json", "--seconds", "8", "--out-dir", str(out)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result, json.loads(result.stdout), out
+
+
+def test_demo_exits_0_and_every_check_passed(demo):
+    result, summary, _ = demo
+    failed = [c for c in summary["checks"] if not c["passed"]]
+    assert not failed, failed
+    assert summary["ok"] is True
+    assert result.exit_code == 0
+    assert "demo: booted in" in result.stderr  # progress goes to stderr, the JSON alone to stdout
+
+
+def test_demo_json_has_the_promised_keys(demo):
+    _, s, _ = demo
+    for key in ("apps", "preemptions", "resumes", "thermal_max_severity", "revocations", "blocked_or_warned",
+                "duration_s"):
+        assert key in s
+    assert set(s["apps"]) == {"camera", "photos", "rogue", "legacy", "assistant"}
+    for name, a in s["apps"].items():
+        for key in ("loads", "unload_requests", "unloads", "inferences", "results_ok", "p50_ms", "p99_ms"):
+            assert key in a, (name, key)
+        assert a["inferences"] > 0 and a["results_ok"] == a["inferences"], name
+    assert 0 < s["duration_s"] < 120
+
+
+def test_demo_story(demo):
+    _, s, _ = demo
+    apps = s["apps"]
+    assert apps["photos"]["unloads"] == apps["photos"]["unload_requests"] >= 2
+    assert apps["rogue"]["unload_requests"] >= 1 and apps["rogue"]["unloads"] == 0 and apps["rogue"]["revoked"] >= 1
+    assert 1 in apps["assistant"]["statuses"] and apps["assistant"]["statuses"][-1] == 0  # WAIT_FOR_UNLOAD, then CAN_LOAD_NOW
+    assert apps["legacy"]["devices"] == ["nnapi-reference"] and apps["legacy"]["loads"] == 0
+    assert s["revocations"] >= 1 and s["blocked_or_warned"] >= 1
+    assert s["preemptions"] >= 1 and s["resumes"] >= 1
+    assert s["thermal_max_severity"] >= 4
+
+
+def test_demo_writes_a_trace_and_a_plot(demo):
+    _, s, out = demo
+    trace = json.loads((out / "trace.json").read_text())
+    jobs = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "npu.job"]
+    assert {e["name"].split()[0] for e in jobs} >= {"camera", "photos", "rogue", "assistant"}
+    assert sum(1 for e in trace["traceEvents"] if e.get("cat") == "npu.preemption") >= 2
+    png = (out / "timeline.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert s["plot"] == str(out / "timeline.png") and (out / "recording" / "trace.jsonl").is_file()
