@@ -1096,6 +1096,33 @@ async def _run_check(s: _Session, check: _Check, budget: float) -> tuple[VtsChec
     return result, restart_why
 
 
+async def _run_checks(
+    s: _Session, checks: Sequence[_Check], *, deadline: float, check_timeout: float, timeout: float
+) -> list[VtsCheckResult]:
+    """Every check in turn, each bounded, restarting the HAL after a crash or a hang.
+
+    A check that the deadline leaves no time for, or that comes after a restart
+    that failed, is reported as not run: every check gets a line, always.
+    """
+    results = []
+    for check in checks:
+        left = deadline - trio.current_time()
+        if s.hal_failure is not None:
+            results.append(VtsCheckResult(check.name, False, f"not run: {s.hal_failure}"))
+            continue
+        if left <= 0:
+            results.append(VtsCheckResult(check.name, False, f"not run: the run's {timeout:g} s limit passed"))
+            continue
+        result, restart_why = await _run_check(s, check, min(check_timeout, left))
+        results.append(result)
+        if restart_why is not None:
+            try:
+                await s.restart(restart_why)
+            except Exception as exc:  # noqa: BLE001 - whatever went wrong, the remaining checks say so
+                s.hal_failure = f"the HAL could not be restarted after it {restart_why}: {_one_line(exc)}"
+    return results
+
+
 async def run_vts(
     driver: str | os.PathLike[str] | None = None,
     *,
@@ -1134,7 +1161,6 @@ async def run_vts(
         checks = tuple(c for c in _CHECKS if c.name in set(only))
     record = Path(version_record) if version_record is not None else default_version_record()
     workdir = Path(tempfile.mkdtemp(prefix="npuemu-vts-"))
-    results: list[VtsCheckResult] = []
     try:
         deadline = trio.current_time() + timeout
         try:
@@ -1176,21 +1202,7 @@ async def run_vts(
                 if probe_error:
                     why += f" ({probe_error})"
                 return VtsReport(target.label, tuple(VtsCheckResult(c.name, False, why) for c in checks))
-            for check in checks:
-                left = deadline - trio.current_time()
-                if session.hal_failure is not None:
-                    results.append(VtsCheckResult(check.name, False, f"not run: {session.hal_failure}"))
-                    continue
-                if left <= 0:
-                    results.append(VtsCheckResult(check.name, False, f"not run: the run's {timeout:g} s limit passed"))
-                    continue
-                result, restart_why = await _run_check(session, check, min(check_timeout, left))
-                results.append(result)
-                if restart_why is not None:
-                    try:
-                        await session.restart(restart_why)
-                    except Exception as exc:  # noqa: BLE001
-                        session.hal_failure = f"the HAL could not be restarted after it {restart_why}: {_one_line(exc)}"
+            results = await _run_checks(session, checks, deadline=deadline, check_timeout=check_timeout, timeout=timeout)
         return VtsReport(target.label, tuple(results))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

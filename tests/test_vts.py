@@ -58,6 +58,7 @@ EXPECTED_FAILURES = {
     },
     "bad_events": {"NpuSchedulingAidl.RunInferenceStatusCallbacks"},
     "no_direct_access": {"NpuSchedulingAidl.RunInferenceFailsWithoutDirectAccess"},
+    "bad_hetero": {"Seed.ValidDeviceTypes", "Seed.HeterogeneousPartsExposed"},
     "crash_in_execute": INFERENCE_CHECKS,
     "hang_in_execute": INFERENCE_CHECKS,
 }
@@ -170,6 +171,12 @@ def test_stray_work_is_seen_through_the_debounce(reports):
     assert "CANCELLED_USER" in detail and "2 work(s)" in detail
 
 
+def test_heterogeneous_rules_are_explained(reports):
+    report = reports["bad_hetero"]
+    assert "tmpl-multi manages devices [0, 7] but is ACCELERATOR, not OTHER" in report.result("Seed.ValidDeviceTypes").detail
+    assert "device 7, which the driver does not describe" in report.result("Seed.HeterogeneousPartsExposed").detail
+
+
 def test_crashing_driver_is_reported_as_a_crash(reports):
     report = reports["crash_in_execute"]
     for name in INFERENCE_CHECKS:
@@ -227,6 +234,94 @@ async def test_unreadable_version_record_is_a_clear_failure(tmp_path):
     record.write_text("{not json")
     with pytest.raises(_vts._Fail, match="unreadable"):
         await _vts.version_string_changes_with_build(_fake_session(record, "sha-a", "acme 1.0"))
+
+
+# ---- the runner's bounds (no HAL: a fake session, the autojump clock) -------------------
+
+
+class _FakeSession:
+    """What _run_checks needs of a session: liveness, how the HAL died, a restart."""
+
+    def __init__(self, *, restart_fails: bool = False) -> None:
+        self.hal_failure = None
+        self.restarts: list[str] = []
+        self.dead = False
+        self.restart_fails = restart_fails
+
+    async def alive(self) -> bool:
+        return not self.dead
+
+    async def exit_note(self) -> str:
+        return "killed by SIGABRT" if self.dead else ""
+
+    async def restart(self, why: str) -> None:
+        self.restarts.append(why)
+        if self.restart_fails:
+            raise RuntimeError("the HAL did not register IScheduling/default within 20 s")
+        self.dead = False
+
+
+def _check(name, body):
+    async def run(session):
+        return await body(session)
+
+    return _vts._Check(name, run)
+
+
+async def _passes(session):
+    return "fine"
+
+
+async def _hangs(session):
+    await trio.sleep_forever()
+
+
+async def _crashes(session):
+    from framework.binder import DeadObjectException
+
+    session.dead = True
+    raise DeadObjectException("peer closed")
+
+
+async def _has_a_bug(session):
+    return {}["missing"]
+
+
+async def test_runner_reports_hangs_crashes_and_the_deadline(autojump_clock):
+    session = _FakeSession()
+    checks = [
+        _check("A.Hangs", _hangs),
+        _check("A.Crashes", _crashes),
+        _check("A.Passes", _passes),
+        _check("A.Bug", _has_a_bug),
+        _check("A.HangsPastTheDeadline", _hangs),
+        _check("A.NeverReached", _passes),
+    ]
+    start = trio.current_time()
+    results = await _vts._run_checks(session, checks, deadline=start + 3.5, check_timeout=2.0, timeout=3.5)
+    lines = [r.line() for r in results]
+    assert lines == [
+        "FAIL A.Hangs: no answer within 2 s: the driver hangs (the HAL is restarted)",
+        "FAIL A.Crashes: the HAL process died during the check (killed by SIGABRT): the driver crashed",
+        "PASS A.Passes",
+        "FAIL A.Bug: vts could not complete the check: KeyError: 'missing'",
+        # Only 1.5 s of the run's 3.5 s were left for it.
+        "FAIL A.HangsPastTheDeadline: no answer within 1.5 s: the driver hangs (the HAL is restarted)",
+        "FAIL A.NeverReached: not run: the run's 3.5 s limit passed",
+    ]
+    assert session.restarts == ["hung", "died", "hung"]
+    assert trio.current_time() - start == pytest.approx(3.5)
+
+
+async def test_runner_stops_touching_a_hal_that_cannot_restart(autojump_clock):
+    session = _FakeSession(restart_fails=True)
+    checks = [_check("B.Crashes", _crashes), _check("B.Passes", _passes)]
+    results = await _vts._run_checks(session, checks, deadline=trio.current_time() + 60, check_timeout=5, timeout=60)
+    assert results[1].line() == (
+        "FAIL B.Passes: not run: the HAL could not be restarted after it died: "
+        "the HAL did not register IScheduling/default within 20 s"
+    )
+    assert session.restarts == ["died"]
 
 
 # ---- the click commands ----------------------------------------------------------------
