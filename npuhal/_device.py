@@ -294,7 +294,8 @@ class PreparedModel(_I.IPreparedModel.Stub):
         self._running: set[int] = set()
 
     def __repr__(self) -> str:
-        return f"<PreparedModel {self.handle.id} on {self.device_name} of uid {self.owner_uid} pid {self.owner_pid}>"
+        what = f"model {self.handle.id}" if self.handle is not None else f"gone ({self._gone})"
+        return f"<PreparedModel {what} on {self.device_name} of uid {self.owner_uid} pid {self.owner_pid}>"
 
     def free(self, why: str, *, revoked: bool = False) -> None:
         """Unload now (idempotent).  Work in flight ends CANCELLED_SYSTEM."""
@@ -309,6 +310,9 @@ class PreparedModel(_I.IPreparedModel.Stub):
         except NpuError as exc:
             log.warning("unloading %r: %s", self, exc)
         self._hal.poll()
+        # A revoked model stays exported (its later calls must fail cleanly, not as a
+        # dead object) but need not keep the model's constant pools mapped.
+        self.handle = None
         if not revoked:
             # A released or orphaned model is gone for good: later calls see a dead object.
             runtime = self._hal.runtime
