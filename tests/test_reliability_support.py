@@ -1,0 +1,127 @@
+"""What the reliability, security and fuzz tests share: a booted emulator and /proc.
+
+Not a test module (it defines no tests); pytest imports it like the other
+``test_*_support`` files. Everything here reads the stack from outside, as an
+operator would: the servicemanager's registry, ``dumpsys`` through the binder, and
+``/proc/PID`` for descriptors and shared-memory mappings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from framework.emulator import BootConfig, Emulator, emulator_interfaces, open_emulator
+from test_server_support import manifest
+
+HAL_CONTROL = "npuemu.hal.IHalControl/default"
+SCHEDULING = "android.hardware.npu.IScheduling/default"
+
+
+@dataclass(frozen=True)
+class ProcFacts:
+    """What /proc says about one process: descriptors, and shared memory among them."""
+
+    fds: int
+    memfd_fds: int
+    memfd_maps: int
+
+    @classmethod
+    def of(cls, pid: int) -> ProcFacts:
+        fd_dir = Path(f"/proc/{pid}/fd")
+        targets = []
+        for name in os.listdir(fd_dir):
+            try:
+                targets.append(os.readlink(fd_dir / name))
+            except FileNotFoundError:
+                pass  # closed while we looked
+        maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+        return cls(
+            fds=len(targets),
+            memfd_fds=sum(t.startswith("/memfd:") for t in targets),
+            memfd_maps=sum("/memfd:" in line for line in maps),
+        )
+
+
+def long_lived(emu: Emulator) -> dict[str, ProcFacts]:
+    """The facts of servicemanager, HAL and system_server, by name."""
+    return {name: ProcFacts.of(pid) for name, pid in emu.pids.items()}
+
+
+def socket_addresses(emu: Emulator) -> dict[str, str]:
+    """Each stack process's binder address (its socket's name in the runtime directory)."""
+    found = {"servicemanager": "servicemanager"}
+    for entry in os.listdir(emu.runtime_dir):
+        for name, pid in emu.pids.items():
+            if entry.startswith(f"binder-{pid}-"):
+                found[name] = entry
+    return found
+
+
+async def get(emu: Emulator, name: str, iface: type) -> Any:
+    from framework.binder import defaultServiceManager
+
+    binder = await defaultServiceManager(emu.runtime).checkService(name)
+    assert binder is not None, f"{name} is not registered"
+    return iface.asInterface(binder)
+
+
+async def npu_dump(emu: Emulator) -> dict[str, Any]:
+    """``dumpsys npu --json``, as init."""
+    npu = await get(emu, "npu", emulator_interfaces().INpuManager)
+    return json.loads(await npu.dump(["--json"]))
+
+
+async def hal_dump(emu: Emulator) -> str:
+    return await (await get(emu, HAL_CONTROL, emulator_interfaces().IHalControl)).dump()
+
+
+def hal_prepared_models(dump: str) -> int:
+    line = next(line for line in dump.splitlines() if "prepared models:" in line)
+    return int(line.split(":")[1])
+
+
+def driver_weights_in_use(dump: str) -> list[str]:
+    """The driver's ``weights N/M MiB`` figures per device (``N`` must come back to 0)."""
+    return [line.split("weights")[1].split()[0] for line in dump.splitlines() if " weights " in line and "MiB" in line]
+
+
+async def wait_until(predicate: Callable[[], Awaitable[bool]], timeout: float = 15.0, what: str = "") -> None:
+    with trio.fail_after(timeout):
+        while not await predicate():
+            await trio.sleep(0.05)
+
+
+def write_app(apps: Path, folder: str, package: str, main_py: str, **manifest_kw: Any) -> Path:
+    d = apps / folder
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "AndroidManifest.xml").write_text(manifest(package, **manifest_kw))
+    (d / "main.py").write_text(main_py)
+    return d
+
+
+@asynccontextmanager
+async def booted(apps_dir: Path | None = None, **config: Any) -> AsyncIterator[Emulator]:
+    """A whole emulator (servicemanager, HAL, system_server as real processes) in a
+    fresh 0700 directory, with ``apps_dir`` installed; this process is init."""
+    rtdir = Path(tempfile.mkdtemp(prefix="npuemu-rel-"))
+    os.chmod(rtdir, 0o700)
+    args = tuple(config.pop("system_server_args", ()))
+    if apps_dir is not None:
+        args = ("--apps-dir", os.fspath(apps_dir), *args)
+    cfg = BootConfig(record=False, boot_timeout=40.0, system_server_args=args, **config)
+    try:
+        async with open_emulator(rtdir, cfg, grace=2.0) as emu:
+            yield emu
+    finally:
+        import shutil
+
+        shutil.rmtree(rtdir, ignore_errors=True)
