@@ -167,3 +167,30 @@ async def test_a_stage_that_never_registers_times_out(tmp_path):
         with pytest.raises(BootError, match=r"did not register .* within 3 s"):
             async with open_emulator(tmp_path / "rt", config):
                 pass  # pragma: no cover
+
+
+def test_foreground_boot_streams_the_log_and_shuts_down_on_ctrl_c(tmp_path):
+    """`npuemu boot` in a terminal: log lines stream to stdout; Ctrl-C stops everything."""
+    import signal
+    import subprocess
+
+    root = tmp_path / "fg"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from framework.cli import main; main()", "boot", "--runtime-dir", str(root)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        state = _wait(lambda: RuntimeFiles(root).read_state(), 60, "the foreground boot")
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "booted in" in err and "shut down" in err
+    assert "Traceback" not in err
+    lines = out.splitlines()
+    assert any("NpuManagerService" in line and "npu service registered" in line for line in lines)
+    assert any(" init: SIGINT received at the terminal" in line for line in lines)
+    for pid in [state["init_pid"], *state["pids"].values()]:
+        assert not pid_alive(pid), pid

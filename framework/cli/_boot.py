@@ -73,20 +73,21 @@ def boot(driver: str | None, speed: float, clock: str, detach: bool, boot_timeou
 async def _boot_foreground(runtime_dir: Path, config: BootConfig) -> None:
     log_path = RuntimeFiles(runtime_dir).log
     offset = log_path.stat().st_size if log_path.exists() else 0
+    async def stream() -> None:
+        async for line in _control.follow_log(log_path, offset=offset):
+            click.echo(str(line))
+
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with open_emulator(runtime_dir, config) as emu:
-            click.echo(f"npuemu: booted in {emu.boot_seconds:.2f} s in {runtime_dir}; Ctrl-C shuts down", err=True)
-            async with trio.open_nursery() as nursery:
-
-                async def stream() -> None:
-                    async for line in _control.follow_log(log_path, offset=offset):
-                        click.echo(str(line))
-
-                nursery.start_soon(stream)
+        async with trio.open_nursery() as nursery:
+            # The log streams from the first line of the boot to the last of the shutdown.
+            nursery.start_soon(stream)
+            async with open_emulator(runtime_dir, config) as emu:
+                click.echo(f"npuemu: booted in {emu.boot_seconds:.2f} s in {runtime_dir}; Ctrl-C shuts down", err=True)
                 async for sig in signals:
                     emu.log("I", f"{signal.Signals(sig).name} received at the terminal")
                     break
-                nursery.cancel_scope.cancel()
+            await trio.sleep(0.3)  # the follower polls every 0.1 s: let it print the last lines
+            nursery.cancel_scope.cancel()
     click.echo("npuemu: shut down", err=True)
 
 
