@@ -60,6 +60,7 @@ def recording(tmp_path):
          "wall_ns": 1_000_000_000_000 + 46 * MS},
         {"type": "thermal", "severity": 0, "temperature_c": 30.0, "wall_ns": 1_000_000_000_000 + 11 * MS},
         {"type": "thermal", "severity": 3, "temperature_c": 70.0, "wall_ns": 1_000_000_000_000 + 30 * MS},
+        {"type": "mark", "label": "thermal spike", "wall_ns": 1_000_000_000_000 + 29 * MS},
     ]
     (tmp_path / "trace.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n{\"type\": \"wor")
     apps = tmp_path / "apps"
@@ -146,6 +147,16 @@ def test_counters_for_memory_and_temperature(recording):
     temps = [e["args"]["die"] for e in events if e["ph"] == "C" and e["name"] == "temperature (C)"]
     assert temps[-1] == 70.0
     assert any(e["name"] == "thermal NONE -> SEVERE" for e in events if e["ph"] == "i")
+
+
+def test_scenario_marks_are_global_instants_on_the_emulated_clock(recording):
+    tl = load_timeline(recording)
+    (t, label), = tl.marks
+    assert label == "thermal spike"
+    # placed from the nearest earlier anchor (rogue's end, read 2 ms after it happened)
+    assert 26_000 <= t <= 31_000
+    (mark,) = [e for e in chrome_trace(tl)["traceEvents"] if e.get("cat") == "scenario"]
+    assert (mark["ph"], mark["s"], mark["name"]) == ("i", "g", "thermal spike")
 
 
 def test_write_trace_and_plot(recording, tmp_path):

@@ -149,6 +149,7 @@ async def run_demo(
             await trio.sleep(max(1.0, 0.3 * seconds))
 
             am = await get_service(runtime, "activity", ifaces.IActivityManager)
+            emu.mark("assistant brought up")
             await am.setImportance(assistant.package, 200)
             _say(progress, "the user brings up the assistant (visible; a 2.5 GB model)")
             await _wait_for(lambda: app("assistant").get("unloads", 0) >= 1, timeout=max(10.0, 0.4 * seconds))
@@ -162,6 +163,7 @@ async def run_demo(
             phases["assistant_done_s"] = round(time.monotonic() - t_start, 1)
 
             photos_asked = app("photos").get("unload_requests", 0)
+            emu.mark("thermal spike")
             status = await hal.setThermalSeverity(_CRITICAL)
             _say(progress, f"thermal spike: die at {status.temperatureC:.0f} C (CRITICAL)")
             await _wait_for(lambda: app("photos").get("unload_requests", 0) > photos_asked, timeout=5)

@@ -130,6 +130,12 @@ def plot_timeline(tl: Timeline, out: str | os.PathLike[str], *, title: str | Non
                     label=f"{names} (of {total:.1f} GiB)")
     if tl.memory:
         ax_mem.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
+    for t, label in tl.marks:
+        x = sec(max(t, o))
+        for ax in (ax_ch, ax_temp, ax_mem):
+            ax.axvline(x, color="#555555", linestyle="--", linewidth=0.8, alpha=0.7, zorder=1)
+        ax_ch.annotate(label, (x, 0), xycoords=("data", "axes fraction"), xytext=(3, 3), textcoords="offset points",
+                       fontsize=7.5, color="#333333", rotation=0)
     ax_mem.set_ylabel("weights (GiB)")
     ax_mem.set_xlabel("emulated time (s)")
     ax_mem.grid(alpha=0.3)

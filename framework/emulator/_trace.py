@@ -114,6 +114,7 @@ class Timeline:
     origin_us: float
     hw_names: dict[str, list[str]]  # hardware key -> driver device names seen on it
     thresholds_c: list[float] = dataclasses.field(default_factory=list)
+    marks: list[tuple[float, str]] = dataclasses.field(default_factory=list)  # (us, label)
 
     def who(self, uid: int) -> str:
         if uid in self.apps:
@@ -212,6 +213,8 @@ def load_timeline(runtime_dir: str | os.PathLike[str]) -> Timeline:
         if r.get("type") == "thermal" and "wall_ns" in r and to_emulated is not None:
             temperature.append((to_emulated(r["wall_ns"]) / 1000, float(r["temperature_c"]), int(r["severity"])))
     temperature.sort()
+    marks = sorted((to_emulated(r["wall_ns"]) / 1000, r["label"]) for r in records
+                   if r.get("type") == "mark" and to_emulated is not None)
     memory: dict[int, list[tuple[float, int, int]]] = defaultdict(list)
     for r in sorted(memory_records, key=lambda r: r["time_ns"]):
         memory[int(r["hw_device"])].append((r["time_ns"] / 1000, int(r["used"]), int(r["total"])))
@@ -228,7 +231,7 @@ def load_timeline(runtime_dir: str | os.PathLike[str]) -> Timeline:
     else:
         origin = min((t for t, _, _ in temperature), default=0.0)
     return Timeline(segments, list(executions.values()), temperature, dict(memory), apps, packages, reports,
-                    dict(meta.get("pids", {})), speed, origin, dict(hw_names), list(meta.get("thresholds_c", [])))
+                    dict(meta.get("pids", {})), speed, origin, dict(hw_names), list(meta.get("thresholds_c", [])), marks)
 
 
 def _wall_to_emulated(records: list[dict[str, Any]], speed: float):
@@ -388,6 +391,11 @@ def chrome_trace(tl: Timeline) -> dict[str, Any]:
                     events.append({"name": f"thermal {_sev(last_sev)} -> {_sev(sev)}", "cat": "thermal", "ph": "i",
                                    "s": "g", "ts": ts(t), "pid": _THERMAL_PID, "tid": 0})
                 last_sev = sev
+    for t, label in tl.marks:
+        events.append({"name": label, "cat": "scenario", "ph": "i", "s": "g", "ts": ts(max(t, o)),
+                       "pid": _THERMAL_PID, "tid": 0})
+    if tl.marks and not tl.temperature:
+        events.append(_meta("process_name", _THERMAL_PID, 0, {"name": "thermal (die)"}))
     events.sort(key=lambda e: (e["ph"] != "M", e.get("ts", 0)))
     return {
         "traceEvents": events,
