@@ -482,7 +482,8 @@ class NpuService:
                 binder.linkToDeath(_Died(died.set))
                 scheduling = self._IScheduling.asInterface(binder)
                 await scheduling.setCallback(self._sched_callback)
-                control_binder = await sm.checkService(HAL_CONTROL_SERVICE)
+                # The HAL registers its private interface after IScheduling: give it a moment.
+                control_binder = await sm.waitForService(HAL_CONTROL_SERVICE, int(min(self.hal_timeout, 2.0) * 1000))
                 control = self._IHalControl.asInterface(control_binder) if control_binder is not None else None
                 configs = self._all_configs()
                 await scheduling.setSchedulingConfigs([self._parcel(c) for c in configs.values()])

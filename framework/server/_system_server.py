@@ -294,11 +294,9 @@ class ActivityManagerService:
     async def _watch(self, proc: AppProcess) -> None:
         status = await proc.wait()
         self._procs.pop(proc.pid, None)
-        uid = self.state.uid_of_pid(proc.pid)
         changes = self.state.process_died(proc.pid)
-        if uid is not None:
-            self.log.info("Process %s (pid %d) has died (%s)", self.packages.getNameForUid(uid), proc.pid, status)
-            self.npu.app_died(uid, f"process {proc.pid} died")
+        for c in changes:
+            self.log.info("Process %s (pid %d) has died (%s)", c.package, proc.pid, status)
         self._forward(changes)
 
     def _forward(self, changes: list[UidImportanceChange]) -> None:
