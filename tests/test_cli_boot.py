@@ -194,3 +194,31 @@ def test_foreground_boot_streams_the_log_and_shuts_down_on_ctrl_c(tmp_path):
     assert any(" init: SIGINT received at the terminal" in line for line in lines)
     for pid in [state["init_pid"], *state["pids"].values()]:
         assert not pid_alive(pid), pid
+
+
+async def test_shutdown_after_init_was_killed_stops_its_leftovers(tmp_path):
+    """A SIGKILLed init cannot clean up; `npuemu shutdown` then stops what init.json names."""
+    import subprocess
+
+    from framework.emulator._control import shutdown
+    from framework.emulator import EmulatorError
+
+    root = tmp_path / "rt"
+    root.mkdir(mode=0o700)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--runtime-dir", str(root)],
+                             start_new_session=True)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        dead_init = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead_init.wait()
+        RuntimeFiles(root).write_state({"init_pid": dead_init.pid, "pids": {"hal": child.pid, "system_server": other.pid}})
+        with pytest.raises(EmulatorError, match=rf"had died; killed what it left running \(pids {child.pid}\)"):
+            await shutdown(root)
+        assert child.wait(timeout=10) == -9
+        assert other.poll() is None  # not started for this runtime dir: not ours to kill
+        assert not RuntimeFiles(root).state.exists()
+    finally:
+        for p in (child, other):
+            if p.poll() is None:
+                p.kill()
+                p.wait()

@@ -60,6 +60,17 @@ async def shutdown(runtime_dir: Path, *, timeout: float = 15.0) -> int:
     files = RuntimeFiles(runtime_dir)
     state = files.read_state()
     if state is None:
+        leftovers = _orphans(files)
+        if leftovers:
+            # init was SIGKILLed: nobody stopped its children. They are ours to stop now.
+            for victim in leftovers:
+                try:
+                    os.killpg(victim, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            files.state.unlink(missing_ok=True)
+            raise EmulatorError(f"init of {runtime_dir} had died; killed what it left running (pids "
+                                f"{', '.join(map(str, leftovers))})")
         raise EmulatorNotRunningError(f"no emulator is running in {runtime_dir}")
     pid = int(state["init_pid"])
     try:
@@ -77,6 +88,27 @@ async def shutdown(runtime_dir: Path, *, timeout: float = 15.0) -> int:
             pass
     files.state.unlink(missing_ok=True)
     raise EmulatorError(f"init (pid {pid}) did not shut down within {timeout:g} s; it and its stack were killed")
+
+
+def _orphans(files: RuntimeFiles) -> list[int]:
+    """Stack processes named in a dead init's ``init.json`` that still run in this directory."""
+    import json
+
+    try:
+        state = json.loads(files.state.read_text())
+        pids = [int(p) for p in state.get("pids", {}).values()]
+    except (OSError, ValueError, TypeError, AttributeError):
+        return []
+    alive = []
+    for p in pids:
+        try:
+            cmdline = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        # A reused pid is somebody else's: only a process started for this directory counts.
+        if os.fsencode(files.root) in cmdline and pid_alive(p):
+            alive.append(p)
+    return alive
 
 
 # -- apps -------------------------------------------------------------------------------
