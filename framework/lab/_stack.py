@@ -232,26 +232,33 @@ class _TaskApp:
             ModelLoadRequest,
         )
 
-        events_send, events = trio.open_memory_channel[tuple[str, int, Any]](64)
         app = self
 
         class Callback:
+            """One request's callbacks, on a channel of its own: a late callback of an
+            earlier request (its COMPLETE after an unload) must not be read as this one's."""
+
+            def __init__(self) -> None:
+                self.send, self.events = trio.open_memory_channel[tuple[str, int, Any]](64)
+
             async def onCanLoadModel(self, request: Any, status: int, listener: Any) -> None:  # noqa: N802
-                await events_send.send(("can_load", int(status), listener))
+                await self.send.send(("can_load", int(status), listener))
 
             async def onRequestUnloadModel(self, request: Any, reason: int = 0) -> None:  # noqa: N802
                 app.unload_asked.set()
-                await events_send.send(("unload", int(reason), None))
+                await self.send.send(("unload", int(reason), None))
 
             async def onModelLoadRequestComplete(self, request: Any, status: int) -> None:  # noqa: N802
-                await events_send.send(("complete", int(status), None))
+                await self.send.send(("complete", int(status), None))
 
         priority = NPU_MODEL_PRIORITY_NORMAL if self.task.priority < 500 else NPU_MODEL_PRIORITY_BACKGROUND
         request_id = self.index * 100_000
         while True:
             request_id += 1
             request = ModelLoadRequest.Builder(request_id).setSize(_size_class(self.task.size_mb)).setPriority(priority).build()
-            await npu.requestCanLoadModel(request, Callback(), context.getMainExecutor())
+            callback = Callback()
+            events = callback.events
+            await npu.requestCanLoadModel(request, callback, context.getMainExecutor())
             listener = None
             while True:
                 kind, status, who = await events.receive()
@@ -334,6 +341,7 @@ class _StackRun:
         self.hal: Any = None
         self.channels = 0
         self.t0_driver_ns = 0
+        self.log: _Collector | None = None
 
 
 async def _stack_main(run: _StackRun, policy: Policy, apps_dir: Path) -> list[Any]:
@@ -394,6 +402,8 @@ async def _stack_main(run: _StackRun, policy: Policy, apps_dir: Path) -> list[An
                         break
                     await trio.sleep(0.01)
                 records = list(run.hal.recent)
+                if run.log is not None:
+                    run.log.active = False
                 nursery.cancel_scope.cancel()
     return records
 
@@ -421,7 +431,7 @@ def run_stack(
             (folder / "AndroidManifest.xml").write_text(_manifest(_package(i), task.name))
         # The stack's services log as they would on a device (a callback
         # dropped at teardown, say); keep that out of the table, in the JSON.
-        collector = _Collector()
+        collector = run.log = _Collector()
         root = logging.getLogger()
         root.addHandler(collector)
         try:
@@ -438,14 +448,25 @@ def run_stack(
     return result
 
 
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
 class _Collector(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.lines: list[str] = []
+        self.active = True  # off at teardown, whose order (and so its log) trio does not fix
 
     def emit(self, record: logging.LogRecord) -> None:
-        if len(self.lines) < 100:
-            self.lines.append(f"{record.levelname} {record.name}: {record.getMessage()}")
+        if not self.active or len(self.lines) >= 100:
+            return
+        line = f"{record.levelname} {record.name}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            line += " (" + "; ".join(f"{type(e).__name__}: {e}" for e in _leaves(record.exc_info[1])) + ")"
+        self.lines.append(line)
 
 
 def _to_result(run: _StackRun, policy: Policy, records: list[Any], factor: float) -> RunResult:
