@@ -117,3 +117,21 @@ async def test_a_model_not_unloaded_in_time_is_revoked_in_the_driver(autojump_cl
     with pytest.raises(ServiceSpecificException):
         await prepared.executeSynchronously(execution.request(), False, -1, -1)
     assert world.system.npu.dump_data()["counters"]["revocations_sent"] == 1
+
+
+async def test_the_die_heating_up_reaches_the_npu_service(autojump_clock, world):
+    fg = await world.launch("com.test.fg")
+    bg = await world.launch("com.test.a")  # service importance
+    rb = Recorder()
+    await npu_of(bg).requestCanLoadModel(request(1), rb, bg.context.getMainExecutor())
+    await world.settle()
+    control = I.IHalControl.asInterface(await defaultServiceManager(world.init).checkService("npuemu.hal.IHalControl/default"))
+    await control.setThermalSeverity(4)  # CRITICAL: `npuemu thermal set critical`
+    await world.settle(0.2)
+    assert world.system.thermal.severity >= 4
+    assert world.system.npu.arbiter.thermal_severity == world.system.thermal.severity
+    assert rb.events[2:] == [("unload", 1, NpuManager.NPU_MODEL_UNLOAD_REASON_THERMAL), ("unloaded", 1), ("complete", 1, COMPLETE)]
+    end = ends(await (await control_of(bg)).runTestInference(0, -1, "", -1))[-1]
+    assert end.info.effectivePriority == 2000  # pinned last while it is this hot
+    end = ends(await (await control_of(fg)).runTestInference(0, -1, "", -1))[-1]
+    assert end.info.effectivePriority == 0
