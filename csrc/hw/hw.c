@@ -88,6 +88,10 @@ struct model {
     struct npu_plan *plan;
     uint64_t weight, sram;
     double cost_scale;
+    /* Emulated weight bytes beyond the real tensors, streamed from weight
+     * memory once per inference and spread evenly over the slices: a "2 GB"
+     * model costs its weight traffic even though only its real tensors exist. */
+    double streamed_bytes_per_slice;
     uint32_t jobs;
 };
 
@@ -335,7 +339,8 @@ static int64_t save_cost(const struct device *d, const struct job *j)
 static int64_t slice_cost(struct npu_hw *hw, const struct device *d, const struct job *j)
 {
     const struct npu_plan_slice *s = &j->model->plan->slices[j->next_slice];
-    double t = fmax(s->flops / d->cfg.flops_per_ns, s->bytes / d->cfg.bytes_per_ns) * j->model->cost_scale;
+    double bytes = s->bytes + j->model->streamed_bytes_per_slice;
+    double t = fmax(s->flops / d->cfg.flops_per_ns, bytes / d->cfg.bytes_per_ns) * j->model->cost_scale;
     t = ((double)d->cfg.slice_overhead_ns + t) * THROTTLE[hw->severity];
     if (j->restore_pending)
         t += (double)save_cost(d, j);
@@ -879,6 +884,8 @@ static int api_load_model(struct npu_hw *hw, uint32_t dev, int32_t device_number
     m->weight = weight;
     m->sram = sram;
     m->cost_scale = p.cost_scale;
+    m->streamed_bytes_per_slice =
+        weight > plan->const_bytes && plan->slice_count ? (double)(weight - plan->const_bytes) / plan->slice_count : 0.0;
     m->jobs = 0;
     d->weight_used += weight;
     d->sram_used += sram;
