@@ -157,3 +157,33 @@ def test_cli_without_an_emulator_is_one_clear_line(tmp_path):
     result = cli("cmd", "--runtime-dir", str(tmp_path / "nothing"), "npu", "info")
     assert result.exit_code == 3
     assert "no emulator" in result.output and "Traceback" not in result.output
+
+
+async def test_system_server_reconnects_to_a_restarted_hal_process(stack):
+    hal, system_server = stack
+    rtdir = str(hal.runtime_dir)
+
+    async def hal_state():
+        result = await run_cli("--runtime-dir", rtdir, "dumpsys", "npu", "--json")
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)["hal"]
+
+    async def connected_once():
+        return (await hal_state())["connects"] == 1
+
+    await wait_until(connected_once)
+    hal.kill()  # SIGKILL: the death notice is the socket closing
+
+    async def lost():
+        s = await hal_state()
+        return not s["connected"] and s["deaths"] == 1
+
+    await wait_until(lost)
+    await hal.restart()
+
+    async def back():
+        s = await hal_state()
+        return s["connected"] and s["connects"] == 2
+
+    await wait_until(back, timeout=20)
+    assert system_server.returncode is None  # system_server rode it out
