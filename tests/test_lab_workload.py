@@ -39,6 +39,10 @@ def test_defaults_and_explicit_sla():
     data["task"][1]["sla"] = True
     data["task"][0]["sla"] = False
     assert [t.sla for t in lab.parse_workload(data).tasks] == [False, True]
+    # Once one task says, the others are not SLA tasks unless they say so too.
+    data = base()
+    data["task"][1]["sla"] = True
+    assert [t.sla for t in lab.parse_workload(data).tasks] == [False, True]
 
 
 def test_periodic_arrivals_are_the_frames_and_poisson_has_its_rate():

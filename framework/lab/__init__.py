@@ -9,8 +9,10 @@ General layout (each module imports only those above it):
   arrivals it generates (Poisson, periodic, bursts, traces; a load sweep);
 - ``_run``: policies (scheduling x preemption mode, or a driver ``.so``'s
   own) and one run of a workload on ``npuhal``'s virtual clock;
+- ``_stack``: whole-stack mode: each task an app that goes through the npu
+  service, NNAPI, the HAL and the driver, all in one trio run on the MockClock;
 - ``_lab``: the experiment: every policy on the same arrivals, isolated
-  times, a summary of every run;
+  times, a summary of every run (in driver or whole-stack mode);
 - ``_report``: tables, the PNG plot, the JSON of every number.
 
 ``npuemu bench scheduling`` and ``bench/scheduling.py`` are thin fronts on
@@ -50,12 +52,14 @@ from ._run import (
     measure_isolated as measure_isolated,
     run_policy as run_policy,
 )
+from ._stack import NPU_POLICIES as NPU_POLICIES
 from ._workload import (
     Arrival as Arrival,
     Bursts as Bursts,
     Periodic as Periodic,
     Poisson as Poisson,
     Task as Task,
+    IMPORTANCES as IMPORTANCES,
     Trace as Trace,
     Workload as Workload,
     default_workloads_dir as default_workloads_dir,

@@ -27,7 +27,7 @@ faster driver shows as shorter isolated times, not as a different workload.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -390,5 +390,3 @@ class _Accounting:
             job.reason = e.reason
             self.finished.append(job)
 
-
-ProgressFn = Callable[[str], None]

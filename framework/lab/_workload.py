@@ -24,8 +24,8 @@ A workload is a TOML file (``bench/workloads/*.toml``)::
     layers = 2               # optional: FULLY_CONNECTED layers (more layers: more preemption points)
     width = 64               # optional: the layers' width (what the kernels really compute)
     uid = 10010              # optional: the app uid the work is submitted as
-    sla = true               # optional: counted in SLA satisfaction and the tail latency
-                             #   (default: the tasks at the workload's most important priority)
+    sla = true               # optional: counted in SLA satisfaction and the tail latency (if no
+                             #   task says, the tasks at the workload's most important priority)
     scale_with_load = true   # optional: whether the sweep scales this task's arrival rate
     importance = "foreground"  # optional, whole-stack mode: the app's ActivityManager importance
                              #   (foreground, foreground_service, visible, perceptible, service,
@@ -87,6 +87,7 @@ __all__ = [
     "offered_load",
     "factor_for_load",
     "default_workloads_dir",
+    "IMPORTANCES",
 ]
 
 MAX_PRIORITY = 1000
@@ -420,13 +421,10 @@ def parse_workload(data: Mapping[str, Any], *, source: str = "<dict>", base_dir:
         uids[task.uid] = task.name
     top.finish()
 
-    # SLA tasks by default: the most important priority level present.
-    best = min(t.priority for t in tasks)
-    explicit = [isinstance(r, Mapping) and "sla" in r for r in raw_tasks]
-    tasks = [
-        t if explicit[i] else _task_replace(t, sla=t.priority == best)
-        for i, t in enumerate(tasks)
-    ]
+    # SLA tasks: those that say so; if none says, the most important priority level present.
+    if not any(isinstance(r, Mapping) and "sla" in r for r in raw_tasks):
+        best = min(t.priority for t in tasks)
+        tasks = [_task_replace(t, sla=t.priority == best) for t in tasks]
     if not any(t.sla for t in tasks):
         raise WorkloadError(f"{source}: no task has sla = true: SLA satisfaction and the tail latency need one")
 
