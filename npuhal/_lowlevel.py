@@ -287,11 +287,11 @@ def _work_info(w) -> WorkInfo:
 def convert_event(ev) -> DriverEvent:
     kind = ev.type
     if kind == lib.NPU_EVENT_WORK_REQUESTED:
-        return WorkRequested(_work_info(ev.work), int(ev.time_ns))
+        return WorkRequested(_work_info(ev.work), int(ev.time_ns), int(ev.hw_device), int(ev.channel))
     if kind == lib.NPU_EVENT_WORK_STARTED:
-        return WorkStarted(_work_info(ev.work), StartReason(ev.reason), int(ev.time_ns))
+        return WorkStarted(_work_info(ev.work), StartReason(ev.reason), int(ev.time_ns), int(ev.hw_device), int(ev.channel))
     if kind == lib.NPU_EVENT_WORK_ENDED:
-        return WorkEnded(_work_info(ev.work), EndReason(ev.reason), int(ev.time_ns))
+        return WorkEnded(_work_info(ev.work), EndReason(ev.reason), int(ev.time_ns), int(ev.hw_device), int(ev.channel))
     if kind == lib.NPU_EVENT_THERMAL:
         return ThermalChanged(
             ThermalSeverity(ev.thermal_severity), round(float(ev.temperature_c), 3), int(ev.time_ns)

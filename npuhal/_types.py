@@ -253,10 +253,15 @@ class WorkRequested:
 
     ``time_ns`` (on every work event) is the emulated time of the event in
     nanoseconds, finer than ``info.timestamp_ms``: what traces and benchmarks use.
+    ``hw_device`` and ``channel`` (on every work event) say where the event happened:
+    the hardware device index and its execution channel, -1 where there is none
+    (a request, or the end of work that never left the queue).
     """
 
     info: WorkInfo
     time_ns: int = 0
+    hw_device: int = -1
+    channel: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +271,8 @@ class WorkStarted:
     info: WorkInfo
     reason: StartReason
     time_ns: int = 0
+    hw_device: int = -1
+    channel: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +286,8 @@ class WorkEnded:
     info: WorkInfo
     reason: EndReason
     time_ns: int = 0
+    hw_device: int = -1
+    channel: int = -1
 
 
 @dataclass(frozen=True, slots=True)
