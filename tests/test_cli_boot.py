@@ -132,6 +132,39 @@ def test_trace_of_the_running_emulator(emulator, tmp_path):
     assert any(e["ph"] == "C" and e["name"] == "temperature (C)" for e in trace["traceEvents"])
 
 
+def test_foreground_boot_beside_another_emulator_streams_the_log_and_stops_on_ctrl_c(emulator, tmp_path):
+    """`npuemu boot` in a terminal, while the module's emulator runs in another directory:
+    log lines stream to stdout, Ctrl-C stops everything of this one and nothing of the other."""
+    import signal
+    import subprocess
+
+    root = tmp_path / "fg"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from framework.cli import main; main()", "boot", "--runtime-dir", str(root)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        state = _wait(lambda: RuntimeFiles(root).read_state(), 60, "the foreground boot")
+        other_root, other_state = emulator
+        assert not set(state["pids"].values()) & set(other_state["pids"].values())
+        both = [CliRunner().invoke(main, ["service", "list", "--runtime-dir", str(d)]) for d in (root, other_root)]
+        assert all(r.exit_code == 0 and "npu" in r.output for r in both)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "booted in" in err and "shut down" in err
+    assert "Traceback" not in err
+    lines = out.splitlines()
+    assert any("NpuManagerService" in line and "npu service registered" in line for line in lines)
+    assert any(" init: SIGINT received at the terminal" in line for line in lines)
+    for pid in [state["init_pid"], *state["pids"].values()]:
+        assert not pid_alive(pid), pid
+    assert all(pid_alive(pid) for pid in other_state["pids"].values())  # the other emulator is untouched
+
+
 def test_shutdown_stops_every_process(emulator):
     root, state = emulator
     result = CliRunner().invoke(main, ["shutdown", "--runtime-dir", str(root)])
@@ -167,33 +200,6 @@ async def test_a_stage_that_never_registers_times_out(tmp_path):
         with pytest.raises(BootError, match=r"did not register .* within 3 s"):
             async with open_emulator(tmp_path / "rt", config):
                 pass  # pragma: no cover
-
-
-def test_foreground_boot_streams_the_log_and_shuts_down_on_ctrl_c(tmp_path):
-    """`npuemu boot` in a terminal: log lines stream to stdout; Ctrl-C stops everything."""
-    import signal
-    import subprocess
-
-    root = tmp_path / "fg"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from framework.cli import main; main()", "boot", "--runtime-dir", str(root)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        state = _wait(lambda: RuntimeFiles(root).read_state(), 60, "the foreground boot")
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, err
-    assert "booted in" in err and "shut down" in err
-    assert "Traceback" not in err
-    lines = out.splitlines()
-    assert any("NpuManagerService" in line and "npu service registered" in line for line in lines)
-    assert any(" init: SIGINT received at the terminal" in line for line in lines)
-    for pid in [state["init_pid"], *state["pids"].values()]:
-        assert not pid_alive(pid), pid
 
 
 async def test_shutdown_after_init_was_killed_stops_its_leftovers(tmp_path):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
 from framework.emulator._demo import run_demo
+from framework.emulator._paths import default_runtime_dir
 
 from ._common import CliError, EXIT_FAILED, run
 
@@ -45,8 +47,8 @@ def _print_summary(s: dict) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress still goes to stderr).")
 @click.option("--seconds", type=float, default=20.0, show_default=True,
               help="About how long the scenario runs once the apps are up (at least 8).")
-@click.option("--out-dir", type=click.Path(file_okay=False), default="npuemu-demo", show_default=True,
-              help="Where the trace, the plot, the log and summary.json go.")
+@click.option("--out-dir", type=click.Path(file_okay=False), default=None,
+              help="Where the trace, the plot, the log and summary.json go (default /tmp/npuemu-<uid>/demo).")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 def demo(as_json: bool, seconds: float, out_dir: str, quiet: bool) -> None:
     """Run the whole story on a private emulator and check that every app behaved.
@@ -70,6 +72,8 @@ def demo(as_json: bool, seconds: float, out_dir: str, quiet: bool) -> None:
         if not quiet:
             click.echo(f"demo: {text}", err=True)
 
+    if out_dir is None:
+        out_dir = os.fspath(default_runtime_dir().parent / "demo")
     summary = run(lambda: run_demo(seconds=seconds, out_dir=out_dir, progress=progress))
     if as_json:
         click.echo(json.dumps(summary, indent=1))
