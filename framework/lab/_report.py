@@ -165,7 +165,7 @@ def plot_report(report: WorkloadReport, path: str | Path) -> Path:
     bar = 0.8 / n
     for i, r in enumerate(report.nominal):
         ax.bar([x + i * bar for x in range(len(tasks))], [t["ntt"] or 0 for t in r["tasks"]], bar, label=r["policy"])
-    ax.set_xticks([x + bar * (n - 1) / 2 for x in range(len(tasks))], tasks, fontsize=8)
+    ax.set_xticks([x + bar * (n - 1) / 2 for x in range(len(tasks))], tasks, fontsize=8, rotation=20, ha="right")
     ax.set_yscale("log")
     ax.set_title(f"per-task NTT at the nominal load {report.nominal_load:.2f}", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
