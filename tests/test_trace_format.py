@@ -172,3 +172,19 @@ def test_write_trace_and_plot(recording, tmp_path):
 def test_no_recording_is_a_clear_error(tmp_path):
     with pytest.raises(EmulatorError, match="no recording"):
         load_timeline(tmp_path)
+
+
+def test_slices_on_one_track_never_overlap(recording):
+    """Perfetto nests slices of one thread: a partial overlap would be drawn wrong."""
+    events = chrome_trace(load_timeline(recording))["traceEvents"]
+    by_track: dict = {}
+    for e in events:
+        if e["ph"] == "X":
+            by_track.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    for track, spans in by_track.items():
+        spans.sort()
+        for (_, end), (start, _) in zip(spans, spans[1:]):
+            assert start >= end - 1e-6, track
+    rogue_calls = {(e["pid"], e["tid"]) for e in events if e["ph"] == "X" and e.get("cat") == "binder"
+                   and e["args"]["uid"] == 10003}
+    assert len(rogue_calls) == 2  # two executions in flight at once: two binder threads

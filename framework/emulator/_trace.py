@@ -341,15 +341,30 @@ def chrome_trace(tl: Timeline) -> dict[str, Any]:
         first_segment.setdefault(seg.work_id, seg)
     app_pids = sorted({e.pid for e in tl.executions if e.pid > 0})
     by_pid_uid = {e.pid: e.uid for e in tl.executions}
+    # An app may have several executions in flight (photos indexes two at a time):
+    # each gets the lowest free binder-thread lane, so slices on one track never overlap.
+    lane_of: dict[int, int] = {}
+    lane_ends: dict[int, list[float]] = defaultdict(list)
+    for ex in sorted(tl.executions, key=lambda e: e.requested_us):
+        end = ex.ended_us if ex.ended_us is not None else max(ex.requested_us, tl.end_us)
+        ends = lane_ends[ex.pid]
+        free = next((i for i, e in enumerate(ends) if e <= ex.requested_us), len(ends))
+        if free == len(ends):
+            ends.append(end)
+        else:
+            ends[free] = end
+        lane_of[ex.work_id] = free
     for i, pid in enumerate(app_pids):
         label = f"{tl.packages.get(by_pid_uid[pid], tl.who(by_pid_uid[pid]))} (pid {pid})"
         events.append(_meta("process_name", pid, 0, {"name": label}))
         events.append(_meta("process_sort_index", pid, 0, {"sort_index": 100 + i}))
-        events.append(_meta("thread_name", pid, pid, {"name": "binder: IPreparedModel.execute"}))
+        for lane in range(len(lane_ends[pid])):
+            events.append(_meta("thread_name", pid, lane + 1, {"name": f"binder thread {lane + 1}: execute"}))
     for ex in tl.executions:
         if ex.pid <= 0:
             continue
         end = ex.ended_us if ex.ended_us is not None else max(ex.requested_us, tl.end_us)
+        tid = lane_of[ex.work_id] + 1
         events.append({
             "name": "execute",
             "cat": "binder",
@@ -357,7 +372,7 @@ def chrome_trace(tl: Timeline) -> dict[str, Any]:
             "ts": ts(ex.requested_us),
             "dur": round(max(end - ex.requested_us, 0.001), 3),
             "pid": ex.pid,
-            "tid": ex.pid,
+            "tid": tid,
             "args": {"work_id": ex.work_id, "uid": ex.uid, "end_reason": _end_name(ex.end_reason),
                      "queued_us": round((ex.first_start_us or end) - ex.requested_us, 3)},
         })
@@ -365,7 +380,7 @@ def chrome_trace(tl: Timeline) -> dict[str, Any]:
         if seg is not None:
             key, ch = seg.track
             flow = {"name": "binder transaction", "cat": "binder", "id": ex.work_id}
-            events.append({**flow, "ph": "s", "ts": ts(ex.requested_us), "pid": ex.pid, "tid": ex.pid})
+            events.append({**flow, "ph": "s", "ts": ts(ex.requested_us), "pid": ex.pid, "tid": tid})
             events.append({**flow, "ph": "f", "bp": "e", "ts": ts(seg.start_us), "pid": hw_pid[key], "tid": ch + 1})
 
     # Counters.
