@@ -246,3 +246,17 @@ async def test_malicious_and_broken_manifests_are_refused_at_install(autojump_cl
         assert "Refused installs: 5" in text
         with pytest.raises(Exception, match="DOCTYPE|DTD|entit"):
             await pm.installPackage(str(world.apps_dir / "evil_billion_laughs"))
+
+
+async def test_a_hal_that_refuses_the_service_does_not_take_system_server_down(autojump_clock, world, caplog):
+    hal = FakeHal(refuse=True)
+    await world.start_hal(hal)
+    system = await world.start_system(hal_timeout=1.0)
+    await world.settle(2.5)
+    assert len(hal.refusals) >= 2 and not system.npu.hal_connected  # it keeps trying, politely
+    assert "refused the npu service" in caplog.text
+    app = await world.launch("com.test.fg")
+    rec = Recorder()
+    await npu_of(app).requestCanLoadModel(request(1), rec, app.context.getMainExecutor())
+    await world.settle()
+    assert rec.events == [("can_load", 1, CAN), ("loaded", 1)]

@@ -81,7 +81,9 @@ def write_apps(root: Path, apps: dict[str, dict] = TEST_APPS) -> Path:
 class FakeHal:
     """IScheduling/default and IHalControl/default in a 'HAL process' of their own."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, refuse: bool = False) -> None:
+        self.refuse = refuse  # refuse system_server's setCallback (a misconfigured HAL)
+        self.refusals: list[float] = []
         self.configs: dict[int, Any] = {}
         self.set_calls: list[list[Any]] = []
         self.update_calls: list[list[Any]] = []
@@ -109,6 +111,9 @@ class FakeHal:
 
             async def setCallback(self, callback):  # noqa: N802
                 hal._check_caller()
+                if hal.refuse:
+                    hal.refusals.append(trio.current_time())
+                    raise SecurityException("this HAL trusts nobody")
                 hal.callback = callback
 
         class Control(IHalControl.Stub):

@@ -491,6 +491,14 @@ class NpuService:
                 log.warning("connecting to %s failed (%s); waiting for it again", HAL_SCHEDULING_SERVICE, exc)
                 await trio.sleep(0.05)
                 continue
+            except RemoteException as exc:
+                # The HAL refused us (a security or argument error): a bug on one side or
+                # the other, never a reason to take system_server down. Try again later.
+                log.error("%s refused the npu service: %s: %s; retrying in %g s",
+                          HAL_SCHEDULING_SERVICE, type(exc).__name__, exc.message, self.hal_timeout)
+                with trio.move_on_after(self.hal_timeout):
+                    await died.wait()
+                continue
             self._pushed = configs
             self._counters["config_pushes"] += 1
             self._scheduling, self._control = scheduling, control
@@ -503,8 +511,8 @@ class NpuService:
                 for fn in self._hal_listeners:
                     try:
                         await fn(control)
-                    except TransactionError as exc:
-                        log.warning("HAL listener setup failed: %s", exc)
+                    except RemoteException as exc:
+                        log.warning("HAL listener setup failed: %s: %s", type(exc).__name__, exc.message)
             self._configs_changed()  # anything that changed while connecting
             await died.wait()
             self._scheduling = self._control = None

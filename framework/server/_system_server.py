@@ -223,7 +223,11 @@ class _RealApp:
 
 async def launch_app_process(info: Any, runtime: Any) -> AppProcess:
     """The default launcher: ``python -m framework.app CODE_PATH`` as the app's uid."""
-    proc = await launch_process([sys.executable, "-m", "framework.app", info.codePath], uid=info.uid, runtime=runtime)
+    # An app's stdout joins system_server's stderr (its log): system_server's own stdout
+    # is the "ready" line its parent reads, and nobody else drains it.
+    proc = await launch_process(
+        [sys.executable, "-m", "framework.app", info.codePath], uid=info.uid, runtime=runtime, stdout=sys.stderr.fileno()
+    )
     return _RealApp(proc)
 
 
