@@ -346,18 +346,20 @@ def run_policy(
 
 
 class _Accounting:
-    """Turns work events into request lives, and estimates context-save time.
+    """Turns work events into request lives, and measures context-save time.
 
     A checkpoint save happens after the preempted request's ENDED(PAUSED) and
-    before its preemptor's STARTED on the freed channel; the events carry no
-    channel, so each pause is matched with the next start, at or after it, of a
-    request more important than the paused one.  (The restore is inside the
-    resumed request's own channel time, so it shows as that request's
-    inflation over its isolated time.)
+    before the next STARTED on the same channel (events say which: ``hw_device``
+    and ``channel``).  With a binding whose events carry no channel (-1), each
+    pause is matched instead with the next start, at or after it, of a request
+    more important than the paused one.  The restore is inside the resumed
+    request's own channel time, so it shows as that request's inflation over
+    its isolated time.
     """
 
     def __init__(self) -> None:
-        self.pending: list[tuple[int, int]] = []  # (pause time, paused effective priority)
+        self.paused_on: dict[tuple[int, int], int] = {}  # (hw device, channel) -> when a pause freed it
+        self.pending: list[tuple[int, int]] = []  # without channels: (pause time, paused effective priority)
         self.saves_ns = 0
         self.finished: list[Job] = []
 
@@ -372,6 +374,12 @@ class _Accounting:
             if job.start_ns is None:
                 job.start_ns = t
             job._segment = t
+            place = (getattr(e, "hw_device", -1), getattr(e, "channel", -1))
+            if place[1] >= 0:
+                freed = self.paused_on.pop(place, None)
+                if freed is not None:
+                    self.saves_ns += t - freed
+                return
             prio = e.info.effective_priority
             for i, (paused_at, paused_prio) in enumerate(self.pending):
                 if prio < paused_prio and t >= paused_at:
@@ -384,7 +392,11 @@ class _Accounting:
             job._segment = None
         if e.reason is EndReason.PAUSED:
             job.pauses += 1
-            self.pending.append((t, e.info.effective_priority))
+            place = (getattr(e, "hw_device", -1), getattr(e, "channel", -1))
+            if place[1] >= 0:
+                self.paused_on[place] = t
+            else:
+                self.pending.append((t, e.info.effective_priority))
         else:
             job.end_ns = t
             job.reason = e.reason
