@@ -28,7 +28,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 clean:
-	rm -rf $(VENV) build *.egg-info npuhal/_npu*.so npuhal/_npu.c
+	rm -rf $(VENV) build *.egg-info npuhal/_npu*.so npuhal/_npu.c framework/nn/_cpu*.so framework/nn/_cpu.c
 
 # --- C layer targets ---
 # The C tests, the sanitizer runs and driver builds compile straight from csrc/
