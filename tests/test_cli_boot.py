@@ -228,3 +228,27 @@ async def test_shutdown_after_init_was_killed_stops_its_leftovers(tmp_path):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_boot_on_a_driver_authors_so(tmp_path):
+    """The driver author's loop: `make driver`, then `npuemu boot --driver x.so`; its devices are listed."""
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    so = tmp_path / "template.so"
+    build = subprocess.run(["make", "-s", "driver", "SRC=csrc/drivers/template/template.c", f"OUT={so}"],
+                           cwd=repo, capture_output=True, text=True, timeout=120)
+    assert build.returncode == 0, build.stderr
+    root = tmp_path / "rt"
+    runner = CliRunner()
+    result = runner.invoke(main, ["boot", "--detach", "--driver", str(so), "--speed", "2", "--runtime-dir", str(root)])
+    assert result.exit_code == 0, result.output + result.stderr
+    try:
+        assert RuntimeFiles(root).read_state()["driver"] == str(so)
+        result = runner.invoke(main, ["devices", "--runtime-dir", str(root)])
+        assert result.exit_code == 0, result.output
+        names = [line.split()[1] for line in result.output.splitlines()[1:]]
+        assert names == ["tmpl-npu", "nnapi-reference"]
+    finally:
+        assert runner.invoke(main, ["shutdown", "--runtime-dir", str(root)]).exit_code == 0
