@@ -45,9 +45,10 @@ def emulator(tmp_path_factory):
     try:
         yield root, state
     finally:
+        latest = RuntimeFiles(root).read_state() or state
         if RuntimeFiles(root).read_state() is not None:
             runner.invoke(main, ["shutdown", "--runtime-dir", str(root)])
-        for pid in [state["init_pid"], *state["pids"].values()]:
+        for pid in [latest["init_pid"], *latest["pids"].values()]:
             if pid_alive(pid):
                 os.kill(pid, 9)
 
@@ -132,6 +133,39 @@ def test_trace_of_the_running_emulator(emulator, tmp_path):
     assert any(e["ph"] == "C" and e["name"] == "temperature (C)" for e in trace["traceEvents"])
 
 
+def test_init_restarts_a_crashed_hal_and_the_system_reconnects(emulator):
+    """A driver that aborts takes the HAL process down; init launches it again, as on a phone."""
+    root, _ = emulator
+    from framework.emulator import emulator_interfaces, open_shell
+    from framework.emulator._services import HAL_CONTROL, get_service
+
+    before = RuntimeFiles(root).read_state()["pids"]["hal"]
+
+    async def crash() -> None:
+        async with open_shell(root) as runtime:
+            hal = await get_service(runtime, HAL_CONTROL, emulator_interfaces().IHalControl)
+            try:
+                await hal.injectFault("emu-npu", 4, 0.0)  # FAULT_CRASH: the driver aborts the HAL
+            except Exception:
+                pass  # the reply may never come: the process is gone
+
+    trio.run(crash)
+    state = _wait(lambda: (s := RuntimeFiles(root).read_state()) and s["pids"]["hal"] != before and s,
+                  30, "init to restart the HAL")
+    assert state["hal_restarts"] == 1
+    runner = CliRunner()
+
+    def reconnected():
+        log = runner.invoke(main, ["logcat", "-d", "--runtime-dir", str(root)]).output
+        return log.count("connected to android.hardware.npu.IScheduling/default") >= 2 and log
+
+    log = _wait(reconnected, 30, "system_server to reconnect to the new HAL")
+    assert f"hal (pid {before}) was killed by SIGABRT" in log
+    assert "restarting hal (restart 1 of 4)" in log
+    result = runner.invoke(main, ["devices", "--runtime-dir", str(root)])
+    assert result.exit_code == 0 and "emu-npu" in result.output
+
+
 def test_foreground_boot_beside_another_emulator_streams_the_log_and_stops_on_ctrl_c(emulator, tmp_path):
     """`npuemu boot` in a terminal, while the module's emulator runs in another directory:
     log lines stream to stdout, Ctrl-C stops everything of this one and nothing of the other."""
@@ -144,8 +178,8 @@ def test_foreground_boot_beside_another_emulator_streams_the_log_and_stops_on_ct
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         state = _wait(lambda: RuntimeFiles(root).read_state(), 60, "the foreground boot")
-        other_root, other_state = emulator
-        assert not set(state["pids"].values()) & set(other_state["pids"].values())
+        other_root, _ = emulator
+        assert not set(state["pids"].values()) & set(RuntimeFiles(other_root).read_state()["pids"].values())
         both = [CliRunner().invoke(main, ["service", "list", "--runtime-dir", str(d)]) for d in (root, other_root)]
         assert all(r.exit_code == 0 and "npu" in r.output for r in both)
         time.sleep(0.5)
@@ -162,11 +196,13 @@ def test_foreground_boot_beside_another_emulator_streams_the_log_and_stops_on_ct
     assert any(" init: SIGINT received at the terminal" in line for line in lines)
     for pid in [state["init_pid"], *state["pids"].values()]:
         assert not pid_alive(pid), pid
-    assert all(pid_alive(pid) for pid in other_state["pids"].values())  # the other emulator is untouched
+    other_now = RuntimeFiles(other_root).read_state()  # (the HAL test above restarted its HAL)
+    assert all(pid_alive(pid) for pid in other_now["pids"].values())  # the other emulator is untouched
 
 
 def test_shutdown_stops_every_process(emulator):
-    root, state = emulator
+    root, _ = emulator
+    state = RuntimeFiles(root).read_state()
     result = CliRunner().invoke(main, ["shutdown", "--runtime-dir", str(root)])
     assert result.exit_code == 0, result.output + result.stderr
     assert f"init pid {state['init_pid']}" in result.output

@@ -18,7 +18,8 @@
 Every child's output is read by init and appended to the runtime directory's
 ``logcat`` file, adopted into logcat form where it is not already (see
 ``_logcat``). Children run in their own process groups, so a Ctrl-C at the
-terminal reaches only init, which then shuts the stack down in order: system_server
+terminal reaches only init, which then shuts the stack down in order (and while it
+runs, init restarts a HAL that crashes, as Android's init does: ``_supervise``): system_server
 (and, in its process group, the apps the activity manager launched), the HAL, the
 servicemanager; each gets SIGTERM, then SIGKILL after a grace period. (No
 parent-death signal: trio forks from a worker thread, and the kernel sends that
@@ -186,6 +187,9 @@ class Emulator:
         self.boot_seconds: float = math.nan
         self._log = log
         self._children: dict[str, _Child] = {}
+        #: How many times init has restarted the HAL (0 until it first crashes).
+        self.hal_generation = 0
+        self.booted_at = time.time()
 
     def __repr__(self) -> str:
         return f"<Emulator {self.runtime_dir} pids={self.pids}>"
@@ -224,8 +228,9 @@ class Emulator:
             "driver": self.config.driver,
             "speed": self.config.speed,
             "clock": self.config.clock,
-            "booted_at": time.time(),
+            "booted_at": self.booted_at,
             "boot_seconds": round(self.boot_seconds, 3),
+            "hal_restarts": self.hal_generation,
         }
 
     # -- children -------------------------------------------------------------------
@@ -399,8 +404,8 @@ async def open_emulator(
                         raise failures[0]
                     emu.boot_seconds = trio.current_time() - t0
                     async with trio.open_nursery() as helpers:
-                        for child in emu._children.values():
-                            helpers.start_soon(_report_death, emu, child)
+                        for name, argv, services in stages:
+                            helpers.start_soon(_supervise, emu, helpers, name, argv, services, env)
                         if config.record:
                             from ._recorder import serve_recorder
 
@@ -427,18 +432,50 @@ async def open_emulator(
         log.close()
 
 
-async def _report_death(emu: Emulator, child: _Child) -> None:
-    """A stack process that dies while the emulator runs is an error in the log.
+#: How often init restarts a crashed HAL before it gives up (as Android's init
+#: stops restarting a service that crashes four times in four minutes).
+HAL_RESTART_LIMIT = 4
 
-    (Android's init would restart the HAL and soft-reboot on a system_server death;
-    npuemu reports it and keeps the rest running, which is what one wants while
-    debugging a driver: system_server notices the HAL's death and waits for it.)
+
+async def _supervise(emu: Emulator, nursery: trio.Nursery, name: str, argv: list[str], services: Sequence[str],
+                     env: Mapping[str, str]) -> None:
+    """Watch a stack process; restart the HAL when it dies, as Android's init does.
+
+    A HAL that dies (a driver crash, a SIGKILL) is launched again after a short
+    backoff, and system_server reconnects to it as it reconnects on a phone; its
+    devices come back, its prepared models do not. A system_server that dies is
+    reported and left dead (Android would restart the whole framework; here the
+    emulator is for looking at what went wrong). Each death is an error in the log
+    with the process's last output.
     """
-    await child.process.wait()
-    await trio.sleep(0.05)
-    emu.log("E", f"{child.name} (pid {child.process.pid}) {child.describe_exit()}; its last output:")
-    for line in child.tail:
-        emu.log("E", f"  {line}")
+    restarts = 0
+    while True:
+        child = emu._children[name]
+        await child.process.wait()
+        await trio.sleep(0.05)  # let the pump catch the last lines it printed
+        emu.log("E", f"{child.name} (pid {child.process.pid}) {child.describe_exit()}; its last output:")
+        for line in child.tail:
+            emu.log("E", f"  {line}")
+        if name != "hal":
+            return
+        if restarts >= HAL_RESTART_LIMIT:
+            emu.log("E", f"hal died {restarts + 1} times; not restarting it again")
+            return
+        restarts += 1
+        await trio.sleep(0.5 * restarts)
+        emu.log("I", f"restarting hal (restart {restarts} of {HAL_RESTART_LIMIT})")
+        proc = await launch_process(argv, uid=AID_SYSTEM, env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        fresh = emu._children[name] = _Child(name, proc)
+        nursery.start_soon(emu._pump, fresh, proc.stdout)
+        emu.hal_generation += 1
+        emu.files.write_state(emu.state())
+        try:
+            await emu._wait_registered(fresh, services, emu.config.boot_timeout)
+        except BootError as exc:
+            emu.log("E", f"restarted hal failed: {exc}")
+        else:
+            emu.log("I", f"hal (pid {proc.pid}) is back: {', '.join(services)}")
 
 
 def _single(exc: BaseException) -> BaseException:

@@ -21,6 +21,9 @@ Records (``type``):
 - ``memory``: MemoryPressure: ``hw_device``, ``used``, ``total``, ``sram_used``,
   ``sram_total``, ``refused``, ``time_ns`` (emulated), ``wall_ns``.
 - ``thermal``: ``severity``, ``temperature_c``, ``wall_ns``.
+- ``hal_restart``: init restarted the HAL; ``generation``, and the ``time_ns`` from
+  which the new HAL's events are placed (its driver's clock starts at zero again, so
+  its times are shifted by that much, and its ids by ``generation * 10**9``).
 
 Every emulated time is the driver's (nanoseconds since it opened); wall times are
 init's ``CLOCK_MONOTONIC``. The trace builder aligns the two (``_trace``).
@@ -80,6 +83,29 @@ class _Sink:
         self._f.close()
 
 
+class _Epoch:
+    """One HAL process's life. A restarted HAL's driver counts time and ids from zero
+    again; the recorder shifts them so the recording stays one increasing timeline."""
+
+    def __init__(self, generation: int, offset_ns: int) -> None:
+        self.generation = generation
+        self.offset_ns = offset_ns
+        self.id_base = generation * 1_000_000_000
+        self.since = -1
+        self.last_ns = offset_ns
+        self.last_wall = time.monotonic_ns()
+
+    def work(self, event: Any) -> dict[str, Any]:
+        record = work_record(event)
+        record["time_ns"] += self.offset_ns
+        record["id"] += self.id_base
+        record["work_id"] += self.id_base
+        self.since = max(self.since, int(event.info.id))
+        self.last_ns = max(self.last_ns, record["time_ns"])
+        self.last_wall = record["wall_ns"]
+        return record
+
+
 async def serve_recorder(
     emulator: Any,
     *,
@@ -88,11 +114,15 @@ async def serve_recorder(
 ) -> None:
     """Record the running emulator into ``trace.jsonl`` until cancelled.
 
-    A HAL that lacks one of the calls (an older build, a crashed HAL) costs that kind
-    of record, logged once, never the boot.
+    A HAL that lacks one of the calls (an older build) costs that kind of record,
+    logged once, never the boot. A HAL that dies is looked up again every tick until
+    init has restarted it; the new one's events continue the same timeline.
     """
+    from framework.binder import defaultServiceManager
+
     ifaces = emulator_interfaces()
     runtime = emulator.runtime
+    sm = defaultServiceManager(runtime)
     hal = await get_service(runtime, HAL_CONTROL, ifaces.IHalControl)
     sink = _Sink(emulator.files.trace_events)
     try:
@@ -109,6 +139,7 @@ async def serve_recorder(
             "thresholds_c": thresholds,
         }
     )
+    epoch = _Epoch(0, 0)
 
     class Listener(ifaces.IHalListener.Stub):
         async def onThermalSeverityChanged(self, severity: int, temperatureC: float) -> None:  # noqa: N802,N803
@@ -126,7 +157,7 @@ async def serve_recorder(
                     "sram_used": int(p.sramUsed),
                     "sram_total": int(p.sramTotal),
                     "refused": p.refused,
-                    "time_ns": int(p.timeNs),
+                    "time_ns": int(p.timeNs) + epoch.offset_ns,
                     "wall_ns": time.monotonic_ns(),
                 }
             )
@@ -140,43 +171,57 @@ async def serve_recorder(
                          tag="traced")
 
     listener = Listener()
-    try:
-        await hal.registerListener(listener)
-    except Exception as exc:  # the recorder is an observer: it never fails the boot
-        warn_once("registerListener", exc)
-    since = -1
+
+    async def register(control: Any) -> None:
+        try:
+            await control.registerListener(listener)
+        except Exception as exc:  # the recorder is an observer: it never fails the boot
+            warn_once("registerListener", exc)
+
+    await register(hal)
     last_thermal: tuple[int, float] | None = None
     last_thermal_wall = 0
     task_status.started()
     try:
         while True:
-            try:
-                events = await hal.recentWorkEvents(4096, since)
-            except Exception as exc:
-                warn_once("recentWorkEvents", exc)
-                events = []
-            for event in events:
-                sink.write(work_record(event))
-                since = max(since, int(event.info.id))
-            try:
-                status = await hal.thermalStatus()
-            except Exception as exc:
-                warn_once("thermalStatus", exc)
-            else:
-                now = time.monotonic_ns()
-                sample = (int(status.severity), round(float(status.temperatureC), 2))
-                # A sample when it moves, and a heartbeat so a flat line still draws.
-                if sample != last_thermal or now - last_thermal_wall > 500_000_000:
-                    sink.write({"type": "thermal", "severity": sample[0], "temperature_c": sample[1], "wall_ns": now})
-                    last_thermal, last_thermal_wall = sample, now
+            if hal is None:
+                binder = await sm.checkService(HAL_CONTROL)
+                if binder is not None and binder.isBinderAlive():
+                    hal = ifaces.IHalControl.asInterface(binder)
+                    gap = (time.monotonic_ns() - epoch.last_wall) * emulator.config.speed
+                    epoch = _Epoch(epoch.generation + 1, int(epoch.last_ns + gap))
+                    sink.write({"type": "hal_restart", "generation": epoch.generation,
+                                "time_ns": epoch.offset_ns, "wall_ns": time.monotonic_ns()})
+                    await register(hal)
+                    emulator.log("I", f"recorder: following the restarted HAL (generation {epoch.generation})",
+                                 tag="traced")
+            if hal is not None:
+                try:
+                    for event in await hal.recentWorkEvents(4096, epoch.since):
+                        sink.write(epoch.work(event))
+                    status = await hal.thermalStatus()
+                except Exception as exc:
+                    if not hal.asBinder().isBinderAlive():
+                        hal = None  # the HAL died: look for init's restarted one
+                    else:
+                        warn_once("a HAL call", exc)
+                else:
+                    now = time.monotonic_ns()
+                    sample = (int(status.severity), round(float(status.temperatureC), 2))
+                    # A sample when it moves, and a heartbeat so a flat line still draws.
+                    if sample != last_thermal or now - last_thermal_wall > 500_000_000:
+                        sink.write({"type": "thermal", "severity": sample[0], "temperature_c": sample[1],
+                                    "wall_ns": now})
+                        last_thermal, last_thermal_wall = sample, now
             sink.flush()
             await trio.sleep(poll_interval)
     finally:
         with trio.CancelScope(shield=True):
             try:
                 with trio.move_on_after(0.5):
-                    for event in await hal.recentWorkEvents(4096, since):
-                        sink.write(work_record(event))
+                    if hal is not None:
+                        for event in await hal.recentWorkEvents(4096, epoch.since):
+                            sink.write(epoch.work(event))
             except Exception:  # the HAL may already be gone at shutdown
                 pass
             sink.close()
