@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace
@@ -357,62 +359,57 @@ def test_vts_cli_text_output_and_exit_status(built, tmp_path):
 def test_vts_cli_bad_arguments_are_one_line_errors(tmp_path):
     missing = CliRunner().invoke(vts, ["--driver", str(tmp_path / "nope.so")])
     assert missing.exit_code == 2
-    assert missing.output.strip() == f"error: no driver at '{tmp_path / 'nope.so'}'"
+    assert missing.output.strip() == f"npuemu: error: no driver at '{tmp_path / 'nope.so'}'"
     unknown = CliRunner().invoke(vts, ["--check", "NoSuch.Check"])
-    assert unknown.exit_code == 2 and unknown.output.strip() == "error: unknown check(s): NoSuch.Check"
+    assert unknown.exit_code == 2 and unknown.output.strip() == "npuemu: error: unknown check(s): NoSuch.Check"
     broken = tmp_path / "broken.c"
     broken.write_text("this is not C\n")
     bad_source = CliRunner().invoke(vts, ["--driver", str(broken)])
-    assert bad_source.exit_code == 2 and bad_source.output.startswith(f"error: {broken} does not compile")
+    assert bad_source.exit_code == 2 and bad_source.output.startswith(f"npuemu: error: {broken} does not compile")
+    assert len(bad_source.output.strip().splitlines()) == 1
 
 
 def test_run_test_inference_refuses_a_job_priority_outside_0_1000():
     for bad in ("-1", "1001"):
         result = CliRunner().invoke(run_test_inference, ["--job-priority", bad, "--runtime-dir", "/nonexistent"])
         assert result.exit_code == 2
-        assert result.output.strip() == f"error: --job-priority must be 0..1000 (0 is the most important), not {bad}"
+        assert result.output.strip() == f"npuemu: error: --job-priority must be 0..1000 (0 is the most important), not {bad}"
 
 
-def test_run_test_inference_without_an_emulator(tmp_path, monkeypatch):
-    monkeypatch.delenv("NPUEMU_RUNTIME_DIR", raising=False)
-    result = CliRunner().invoke(run_test_inference, ["--job-priority", "500"])
-    assert result.exit_code == 1
-    assert result.output.strip().startswith("error: no emulator: pass --runtime-dir or set $NPUEMU_RUNTIME_DIR")
+def test_run_test_inference_without_an_emulator(tmp_path):
     empty = tmp_path / "rt"
     empty.mkdir(mode=0o700)
     result = CliRunner().invoke(run_test_inference, ["--job-priority", "500", "--runtime-dir", str(empty)])
-    assert result.exit_code == 1
-    assert result.output.startswith(f"error: no emulator at {empty}: ")
+    assert result.exit_code == 3  # npuemu's "no emulator runs" status
+    assert result.output.startswith(f"npuemu: error: no emulator is running in {empty}")
     assert len(result.output.strip().splitlines()) == 1
 
 
-async def test_run_test_inference_through_a_running_hal():
-    from npuhal._boot import open_private_hal
+async def test_run_test_inference_through_a_running_emulator():
+    from framework.emulator import BootConfig, open_emulator
 
-    async with open_private_hal(None, clock="real") as hal:
-        runner = CliRunner()
+    # Short: Unix socket paths live under it (108 bytes at most).
+    root = Path(tempfile.mkdtemp(prefix="npuemu-vts-", dir="/tmp"))
+    try:
+        async with open_emulator(root, BootConfig(record=False)) as emulator:
+            runner = CliRunner()
 
-        def cli(*argv: str):
-            return runner.invoke(run_test_inference, [*argv, "--runtime-dir", str(hal.runtime_dir)])
+            def cli(*argv: str):
+                return runner.invoke(run_test_inference, [*argv, "--runtime-dir", str(root)])
 
-        # The CLI runs its own trio loop, so it gets a thread of its own.
-        result = await trio.to_thread.run_sync(cli, "--job-priority", "250", "--device", "emu-gpu")
-        assert result.exit_code == 0, result.output
-        lines = result.output.splitlines()
-        assert [line.split()[2] for line in lines] == ["requested", "started", "ended"]
-        assert "INITIAL" in lines[1] and "COMPLETED" in lines[2]
-        # Run from a terminal the CLI is the shell (uid 2000); here it shares this
-        # process, init, whose identity the servicemanager already knows.
-        me = f"uid {hal.runtime.uid} "
-        assert all("jobPriority 250" in line and "emu-gpu" in line and me in line for line in lines)
+            # The CLI runs its own trio loop, so it gets a thread of its own.
+            result = await trio.to_thread.run_sync(cli, "--job-priority", "250", "--device", "emu-gpu")
+            assert result.exit_code == 0, result.output
+            lines = result.output.splitlines()
+            assert [line.split()[2] for line in lines] == ["requested", "started", "ended"]
+            assert "INITIAL" in lines[1] and "COMPLETED" in lines[2]
+            # Run from a terminal the CLI is the shell (uid 2000); here it shares this
+            # process, init, whose identity the servicemanager already knows (uid 0).
+            assert all("jobPriority 250" in line and "emu-gpu" in line and "uid 0 " in line for line in lines)
 
-        # The shell (and init) may run as another uid; that uid's config then applies.
-        scheduling = await hal.scheduling()
-        config = hal.interfaces.parcelable("android.hardware.npu.SchedulingConfig")
-        await scheduling.setSchedulingConfigs(
-            [config(minPriority=0, maxPriority=2000, uid=10042, appPriority=100, hasDirectAccess=False)]
-        )
-        refused = await trio.to_thread.run_sync(cli, "--job-priority", "0", "--uid", "10042")
-        assert refused.exit_code == 1
-        assert refused.output.startswith("error: the inference failed: SecurityException: ")
-        assert "direct access" in refused.output and len(refused.output.strip().splitlines()) == 1
+            unknown = await trio.to_thread.run_sync(cli, "--job-priority", "0", "--device", "acme-nothing")
+            assert unknown.exit_code == 1
+            assert unknown.output.startswith("npuemu: error: the inference failed: IllegalArgumentException: ")
+            assert len(unknown.output.strip().splitlines()) == 1
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

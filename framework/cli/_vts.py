@@ -2,27 +2,20 @@
 
 Both are thin: parse, call the library (``npuhal.vts.run_vts``; the HAL's
 ``npuemu.hal.IHalControl.runTestInference``), print, and map failures to an exit
-code with one clear line on stderr.
+code with one clear line on stderr, as every ``npuemu`` command does
+(``_common``): 1 for a failed run, 2 for bad usage, 3 when no emulator runs.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import click
-import trio
 
-__all__ = ["run_test_inference", "vts"]
+from ._common import EXIT_FAILED, EXIT_USAGE, CliError, run, runtime_dir_option
 
-_EXIT_FAILED = 1
-_EXIT_USAGE = 2
-
-
-def _die(message: str, code: int = _EXIT_FAILED) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
+__all__ = ["format_work_event", "run_test_inference", "vts"]
 
 
 @click.command("vts")
@@ -69,24 +62,24 @@ def vts(driver, as_json, check_timeout, timeout, version_record, only) -> None:
     from npuhal.vts import DEFAULT_CHECK_TIMEOUT_S, DEFAULT_TIMEOUT_S, run_vts
 
     async def main():
-        return await run_vts(
-            driver,
-            check_timeout=check_timeout or DEFAULT_CHECK_TIMEOUT_S,
-            timeout=timeout or DEFAULT_TIMEOUT_S,
-            version_record=version_record,
-            only=list(only) or None,
-        )
+        try:
+            return await run_vts(
+                driver,
+                check_timeout=check_timeout or DEFAULT_CHECK_TIMEOUT_S,
+                timeout=timeout or DEFAULT_TIMEOUT_S,
+                version_record=version_record,
+                only=list(only) or None,
+            )
+        except NpuError as exc:  # a bad --driver or --check, C that does not compile: nothing ran
+            raise CliError(_first_line(exc), EXIT_USAGE) from None
 
-    try:
-        report = trio.run(main)
-    except NpuError as exc:
-        _die(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, _EXIT_USAGE)
+    report = run(main)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2))
     else:
         for line in report.lines():
             click.echo(line)
-    sys.exit(0 if report.ok else _EXIT_FAILED)
+    sys.exit(0 if report.ok else EXIT_FAILED)
 
 
 _KINDS = {0: "requested", 1: "started", 2: "ended"}
@@ -117,12 +110,7 @@ def format_work_event(event) -> str:
 @click.option("--device", default="", help="The IDevice instance to run on (default: the HAL's first accelerator).")
 @click.option("--uid", type=int, default=None, help="Run as this uid (the shell may, as su on an eng build).")
 @click.option("--original-uid", "original_uid", type=int, default=None, help="Attribute the work to this uid.")
-@click.option(
-    "--runtime-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="The emulator's runtime directory (default: $NPUEMU_RUNTIME_DIR).",
-)
+@runtime_dir_option
 def run_test_inference(job_priority, device, uid, original_uid, runtime_dir) -> None:
     """Run one inference through the running HAL and print the work events it caused.
 
@@ -133,44 +121,30 @@ def run_test_inference(job_priority, device, uid, original_uid, runtime_dir) -> 
 
     Example: npuemu run-test-inference --job-priority 250 --device emu-npu
     """
-    from framework.binder import RUNTIME_DIR_ENV, RemoteException, defaultServiceManager, open_binder_runtime
+    from framework.binder import RemoteException, defaultServiceManager
+    from framework.emulator import EmulatorNotRunningError, open_shell
     from npuhal._hal import CONTROL_INSTANCE, hal_interfaces
 
     if not 0 <= job_priority <= 1000:
-        _die(f"--job-priority must be 0..1000 (0 is the most important), not {job_priority}", _EXIT_USAGE)
+        raise CliError(f"--job-priority must be 0..1000 (0 is the most important), not {job_priority}", EXIT_USAGE)
     for label, value in (("--uid", uid), ("--original-uid", original_uid)):
         if value is not None and value < 0:
-            _die(f"{label} must be a uid (0 or more), not {value}", _EXIT_USAGE)
-    runtime_dir = runtime_dir or os.environ.get(RUNTIME_DIR_ENV)
-    if not runtime_dir:
-        _die(f"no emulator: pass --runtime-dir or set ${RUNTIME_DIR_ENV} (is `npuemu boot` running?)")
-    if not os.path.isdir(runtime_dir):
-        _die(f"no emulator: the runtime directory {runtime_dir} does not exist")
+            raise CliError(f"{label} must be a uid (0 or more), not {value}", EXIT_USAGE)
 
-    connected = False
-
-    async def main():
-        nonlocal connected
-        async with open_binder_runtime(runtime_dir, shell=True) as runtime:
-            connected = True
+    async def go():
+        async with open_shell(runtime_dir) as runtime:
             binder = await defaultServiceManager(runtime).checkService(CONTROL_INSTANCE)
             if binder is None:
-                raise LookupError(f"the HAL is not running ({CONTROL_INSTANCE} is not registered)")
+                raise EmulatorNotRunningError(f"the HAL is not running in {runtime_dir} ({CONTROL_INSTANCE} is not registered)")
             control = hal_interfaces().IHalControl.asInterface(binder)
-            return await control.runTestInference(
-                job_priority, -1 if original_uid is None else original_uid, device, -1 if uid is None else uid
-            )
+            try:
+                return await control.runTestInference(
+                    job_priority, -1 if original_uid is None else original_uid, device, -1 if uid is None else uid
+                )
+            except RemoteException as exc:
+                raise CliError(f"the inference failed: {type(exc).__name__}: {_first_line(exc)}") from None
 
-    try:
-        events = trio.run(main)
-    except (RemoteException, OSError) as exc:
-        if not connected:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else _first_line(exc)
-            _die(f"no emulator at {runtime_dir}: {why}")
-        _die(f"the inference failed: {type(exc).__name__}: {_first_line(exc)}")
-    except LookupError as exc:
-        _die(str(exc))
-    for event in events:
+    for event in run(go):
         click.echo(format_work_event(event))
 
 
