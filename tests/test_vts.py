@@ -391,7 +391,7 @@ async def test_run_test_inference_through_a_running_emulator():
     # Short: Unix socket paths live under it (108 bytes at most).
     root = Path(tempfile.mkdtemp(prefix="npuemu-vts-", dir="/tmp"))
     try:
-        async with open_emulator(root, BootConfig(record=False)) as emulator:
+        async with open_emulator(root, BootConfig(record=False)):
             runner = CliRunner()
 
             def cli(*argv: str):
