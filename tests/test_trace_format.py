@@ -188,3 +188,16 @@ def test_slices_on_one_track_never_overlap(recording):
     rogue_calls = {(e["pid"], e["tid"]) for e in events if e["ph"] == "X" and e.get("cat") == "binder"
                    and e["args"]["uid"] == 10003}
     assert len(rogue_calls) == 2  # two executions in flight at once: two binder threads
+
+
+def test_the_recording_caps_work_records_but_keeps_heat_and_memory(tmp_path):
+    from framework.emulator._recorder import _Sink
+
+    sink = _Sink(tmp_path / "trace.jsonl", max_bytes=600)
+    for i in range(10):
+        sink.write(_work("requested", -1, i, i, 10001, float(i)))
+    sink.write({"type": "thermal", "severity": 0, "temperature_c": 30.0, "wall_ns": 1})
+    sink.close()
+    kinds = [json.loads(line)["type"] for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    assert kinds.count("truncated") == 1 and kinds[-1] == "thermal"
+    assert 1 <= kinds.count("work") < 10

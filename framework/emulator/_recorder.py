@@ -21,6 +21,7 @@ Records (``type``):
 - ``memory``: MemoryPressure: ``hw_device``, ``used``, ``total``, ``sram_used``,
   ``sram_total``, ``refused``, ``time_ns`` (emulated), ``wall_ns``.
 - ``thermal``: ``severity``, ``temperature_c``, ``wall_ns``.
+- ``truncated``: work records stopped here (the size cap).
 - ``hal_restart``: init restarted the HAL; ``generation``, and the ``time_ns`` from
   which the new HAL's events are placed (its driver's clock starts at zero again, so
   its times are shifted by that much, and its ids by ``generation * 10**9``).
@@ -70,11 +71,24 @@ def work_record(event: Any) -> dict[str, Any]:
 
 
 class _Sink:
-    def __init__(self, path: os.PathLike[str]) -> None:
+    """``trace.jsonl``, appended to; work records stop at ``max_bytes`` (a week-long run
+    at 30 frames a second would otherwise fill the disk), the rest never do."""
+
+    def __init__(self, path: os.PathLike[str], max_bytes: int) -> None:
         self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the recorder
+        self._left = max_bytes
+        self.truncated = False
 
     def write(self, record: dict[str, Any]) -> None:
-        self._f.write(json.dumps(record, separators=(",", ":")) + "\n")
+        line = json.dumps(record, separators=(",", ":")) + "\n"
+        if record["type"] == "work":
+            if self._left < len(line):
+                if not self.truncated:
+                    self.truncated = True
+                    self._f.write(json.dumps({"type": "truncated", "wall_ns": time.monotonic_ns()}) + "\n")
+                return
+            self._left -= len(line)
+        self._f.write(line)
 
     def flush(self) -> None:
         self._f.flush()
@@ -110,9 +124,13 @@ async def serve_recorder(
     emulator: Any,
     *,
     poll_interval: float = 0.05,
+    max_bytes: int = 256 << 20,
     task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Record the running emulator into ``trace.jsonl`` until cancelled.
+
+    Work records stop after ``max_bytes`` of them (logged once, marked ``truncated``
+    in the file); thermal and memory records go on.
 
     A HAL that lacks one of the calls (an older build) costs that kind of record,
     logged once, never the boot. A HAL that dies is looked up again every tick until
@@ -124,7 +142,7 @@ async def serve_recorder(
     runtime = emulator.runtime
     sm = defaultServiceManager(runtime)
     hal = await get_service(runtime, HAL_CONTROL, ifaces.IHalControl)
-    sink = _Sink(emulator.files.trace_events)
+    sink = _Sink(emulator.files.trace_events, max_bytes)
     try:
         thresholds = [round(float(t), 2) for t in (await hal.thermalStatus()).thresholdsC]
     except Exception:  # an older HAL: the plot then draws no bands
@@ -213,6 +231,10 @@ async def serve_recorder(
                         sink.write({"type": "thermal", "severity": sample[0], "temperature_c": sample[1],
                                     "wall_ns": now})
                         last_thermal, last_thermal_wall = sample, now
+            if sink.truncated and "truncated" not in warned:
+                warned.add("truncated")
+                emulator.log("W", f"recorder: {max_bytes >> 20} MiB of work events recorded; recording no more of"
+                             " them (thermal and memory go on)", tag="traced")
             sink.flush()
             await trio.sleep(poll_interval)
     finally:
