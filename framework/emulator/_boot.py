@@ -6,25 +6,32 @@
    runs (two emulators never share a directory).
 2. It starts the servicemanager. The servicemanager counts its parent as init, uid 0,
    so this process becomes init.
-3. It launches the vendor HAL (``python -m npuhal``) and then system_server
-   (``python -m framework.server``) as uid 1000 with ``launch_process``, so each is
+3. It launches the vendor HAL (``python -m npuhal``) and system_server (``python -m
+   framework.server``) at once, as uid 1000, with ``launch_process``, so each is
    registered with the servicemanager before it runs a line, and waits until each
    has registered every service it owns. A child that dies first, or that does not
    register within ``boot_timeout``, fails the boot with a :class:`BootError`
    quoting the last lines it printed.
 4. It writes ``init.json`` (pids, driver, speed) so that ``npuemu shutdown`` and
-   the shell commands find it, and yields an :class:`Emulator`.
+   the shell commands find it, starts the trace recorder, and yields an
+   :class:`Emulator`.
+
+While the emulator runs, init watches its children (``_supervise``): a HAL that
+dies is launched again, as Android's init restarts a crashed HAL service, and
+system_server reconnects to it; any death is an error in the log with the
+process's last output.
 
 Every child's output is read by init and appended to the runtime directory's
 ``logcat`` file, adopted into logcat form where it is not already (see
-``_logcat``). Children run in their own process groups, so a Ctrl-C at the
-terminal reaches only init, which then shuts the stack down in order (and while it
-runs, init restarts a HAL that crashes, as Android's init does: ``_supervise``): system_server
-(and, in its process group, the apps the activity manager launched), the HAL, the
-servicemanager; each gets SIGTERM, then SIGKILL after a grace period. (No
-parent-death signal: trio forks from a worker thread, and the kernel sends that
-signal when the forking *thread* exits, seconds later. A SIGKILLed init therefore
-leaves its children running; ``npuemu shutdown`` kills what ``init.json`` names.)
+``_logcat``). Children run in their own process groups, so a Ctrl-C at the terminal
+reaches only init, which then shuts the stack down in order: system_server (and, in
+its process group, the apps the activity manager launched), the HAL, the
+servicemanager; each gets SIGTERM, then SIGKILL after a grace period.
+
+There is no parent-death signal: trio forks from a worker thread, and the kernel
+sends that signal when the forking *thread* exits, seconds later. A SIGKILLed init
+therefore leaves its children running; ``npuemu shutdown`` then kills what
+``init.json`` names.
 """
 
 from __future__ import annotations
@@ -410,6 +417,7 @@ async def open_emulator(
                             from ._recorder import serve_recorder
 
                             await helpers.start(serve_recorder, emu)
+                        emu.booted_at = time.time()
                         files.write_state(emu.state())
                         log("I", f"boot complete in {emu.boot_seconds:.2f} s: {emu.pids}")
                         try:
