@@ -1168,6 +1168,7 @@ async def run_vts(
         except BaseExceptionGroup as group:  # both builds failed: one error is enough
             raise group.exceptions[0] from None
         probes: dict[str, tuple[dict | None, str | None]] = {}
+        probed = trio.Event()
 
         async def probe(key: str, so_path: str | None) -> None:
             try:
@@ -1175,34 +1176,45 @@ async def run_vts(
             except _Fail as exc:
                 probes[key] = (None, str(exc))
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(probe, "main", target.so_path)
-            if target.second_build is not None:
-                nursery.start_soon(probe, "rebuild", target.second_build)
-        facts, probe_error = probes["main"]
-        rebuild_facts, rebuild_error = probes.get("rebuild", (None, None))
-        async with AsyncExitStack() as stack:
-            try:
-                # open_private_hal bounds its own boot (a cancel scope around
-                # entering it would close over the nursery it keeps open).
-                boot_timeout = min(_BOOT_TIMEOUT_S, max(0.5, deadline - trio.current_time()))
-                hal = await stack.enter_async_context(
-                    open_private_hal(target.so_path, clock="real", timeout=boot_timeout)
+        async def probe_all() -> None:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(probe, "main", target.so_path)
+                if target.second_build is not None:
+                    nursery.start_soon(probe, "rebuild", target.second_build)
+            probed.set()
+
+        # The probes run while the HAL boots: a driver that hangs on its first
+        # callback costs one timeout, not two in a row.
+        async with trio.open_nursery() as background:
+            background.start_soon(probe_all)
+            async with AsyncExitStack() as stack:
+                boot_error = None
+                try:
+                    # open_private_hal bounds its own boot (a cancel scope around
+                    # entering it would close over the nursery it keeps open).
+                    boot_timeout = min(_BOOT_TIMEOUT_S, max(0.5, deadline - trio.current_time()))
+                    hal = await stack.enter_async_context(
+                        open_private_hal(target.so_path, clock="real", timeout=boot_timeout)
+                    )
+                    ifaces = hal_interfaces()
+                except Exception as exc:  # noqa: BLE001 - any boot failure is the driver's verdict
+                    boot_error = f"the HAL did not start: {_first_line(exc)}"
+                await probed.wait()
+                facts, probe_error = probes["main"]
+                rebuild_facts, rebuild_error = probes.get("rebuild", (None, None))
+                if boot_error is None:
+                    session = _Session(hal, target, facts, probe_error, record, rebuild_facts, rebuild_error, ifaces=ifaces)
+                    with trio.move_on_after(boot_timeout) as scope:
+                        await session.connect()
+                    if scope.cancelled_caught:
+                        boot_error = f"the HAL did not answer within {boot_timeout:g} s of booting (the driver hangs)"
+                if boot_error is not None:
+                    if probe_error:
+                        boot_error += f"; {probe_error}"
+                    return VtsReport(target.label, tuple(VtsCheckResult(c.name, False, boot_error) for c in checks))
+                results = await _run_checks(
+                    session, checks, deadline=deadline, check_timeout=check_timeout, timeout=timeout
                 )
-                session = _Session(
-                    hal, target, facts, probe_error, record, rebuild_facts, rebuild_error, ifaces=hal_interfaces()
-                )
-                with trio.fail_after(boot_timeout):
-                    await session.connect()
-            except trio.TooSlowError:
-                why = f"the HAL did not answer within {_BOOT_TIMEOUT_S:g} s of booting (the driver hangs)"
-                return VtsReport(target.label, tuple(VtsCheckResult(c.name, False, why) for c in checks))
-            except Exception as exc:  # noqa: BLE001 - any boot failure is the driver's verdict
-                why = f"the HAL did not start: {type(exc).__name__}: {_one_line(exc)}"
-                if probe_error:
-                    why += f" ({probe_error})"
-                return VtsReport(target.label, tuple(VtsCheckResult(c.name, False, why) for c in checks))
-            results = await _run_checks(session, checks, deadline=deadline, check_timeout=check_timeout, timeout=timeout)
         return VtsReport(target.label, tuple(results))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -1211,3 +1223,8 @@ async def run_vts(
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[-1] if text else type(exc).__name__
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
