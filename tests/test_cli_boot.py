@@ -288,3 +288,34 @@ def test_boot_on_a_driver_authors_so(tmp_path):
         assert names == ["tmpl-npu", "nnapi-reference"]
     finally:
         assert runner.invoke(main, ["shutdown", "--runtime-dir", str(root)]).exit_code == 0
+
+
+def test_a_sigkilled_init_leaves_nothing_running(tmp_path):
+    """init's dead-man switch: when init dies without shutting down, its stack dies with it."""
+    import signal
+    import subprocess
+
+    root = tmp_path / "rt"
+    script = (
+        "import sys, trio\n"
+        "from framework.emulator import BootConfig, open_emulator\n"
+        "async def main():\n"
+        "    async with open_emulator(sys.argv[1], BootConfig(record=False)) as emu:\n"
+        "        print('up', flush=True)\n"
+        "        await trio.sleep_forever()\n"
+        "trio.run(main)\n"
+    )
+    init = subprocess.Popen([sys.executable, "-c", script, str(root)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert init.stdout.readline().strip() == "up"
+        state = RuntimeFiles(root).read_state()
+        pids = list(state["pids"].values())
+        assert all(pid_alive(p) for p in pids)
+        init.send_signal(signal.SIGKILL)
+        init.wait(timeout=10)
+        _wait(lambda: not any(pid_alive(p) for p in pids), 10, "the stack to die with its init")
+    finally:
+        if init.poll() is None:
+            init.kill()
+            init.wait()
+        init.stdout.close()

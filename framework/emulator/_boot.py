@@ -29,9 +29,11 @@ its process group, the apps the activity manager launched), the HAL, the
 servicemanager; each gets SIGTERM, then SIGKILL after a grace period.
 
 There is no parent-death signal: trio forks from a worker thread, and the kernel
-sends that signal when the forking *thread* exits, seconds later. A SIGKILLed init
-therefore leaves its children running; ``npuemu shutdown`` then kills what
-``init.json`` names.
+sends that signal when the forking *thread* exits, seconds later. Instead init starts
+a dead-man switch first (``_reaper``): a small process holding the read end of a pipe
+and the stack's process groups; if init dies without standing it down, the pipe
+closes and the reaper kills the groups. (``npuemu shutdown`` also kills what a dead
+init's ``init.json`` names, should even the reaper be gone.)
 """
 
 from __future__ import annotations
@@ -196,6 +198,8 @@ class Emulator:
         self._children: dict[str, _Child] = {}
         #: How many times init has restarted the HAL (0 until it first crashes).
         self.hal_generation = 0
+        self._reaper: subprocess.Popen | None = None
+        self._reaper_fd = -1
         self.booted_at = time.time()
 
     def __repr__(self) -> str:
@@ -208,6 +212,40 @@ class Emulator:
     def log(self, level: str, message: str, tag: str = "init") -> None:
         """Append one of init's own lines to the emulator's log."""
         self._log(level, message, tag)
+
+    # -- the dead-man switch (see _reaper) ------------------------------------------
+
+    def _start_reaper(self, env: Mapping[str, str]) -> None:
+        read_end, self._reaper_fd = os.pipe()  # both non-inheritable: no child holds it open
+        try:
+            self._reaper = subprocess.Popen(
+                # By path: a few ms to start, where importing the package would take 0.4 s.
+                [sys.executable, os.fspath(Path(__file__).with_name("_reaper.py")), str(read_end)],
+                pass_fds=(read_end,), env=dict(env), stdin=subprocess.DEVNULL,
+                start_new_session=True,  # it must outlive a killed init's process group
+            )
+        finally:
+            os.close(read_end)
+
+    def _watch_group(self, pgid: int) -> None:
+        if self._reaper_fd >= 0:
+            os.write(self._reaper_fd, f"{pgid}\n".encode())
+
+    def _stop_reaper(self) -> None:
+        if self._reaper_fd >= 0:
+            try:
+                os.write(self._reaper_fd, b"q\n")  # everything is stopped: stand down
+            except OSError:
+                pass
+            os.close(self._reaper_fd)
+            self._reaper_fd = -1
+        if self._reaper is not None:
+            try:
+                self._reaper.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._reaper.kill()
+                self._reaper.wait()
+            self._reaper = None
 
     def mark(self, label: str) -> None:
         """A moment worth seeing in the trace and the plot ("thermal spike"), now."""
@@ -357,6 +395,7 @@ async def open_emulator(
     log = _Log(files.log)
     emu = Emulator(root, config, log)
     env = _child_env(root, config.extra_env)
+    emu._start_reaper(env)
     t0 = trio.current_time()
     log("I", f"init pid {os.getpid()} booting in {root} (driver {config.driver or 'reference'}, speed {config.speed:g})")
     try:
@@ -373,6 +412,7 @@ async def open_emulator(
                     ),
                 )
                 emu._children["servicemanager"] = sm
+                emu._watch_group(sm.process.pid)
                 await _wait_ready(sm, nursery, emu, config.boot_timeout)
                 async with open_binder_runtime(root) as runtime:
                     emu.runtime = runtime
@@ -392,6 +432,7 @@ async def open_emulator(
                             start_new_session=True,
                         )
                         child = emu._children[name] = _Child(name, proc)
+                        emu._watch_group(proc.pid)
                         nursery.start_soon(emu._pump, child, proc.stdout)
                     failures: list[BootError] = []
 
@@ -436,6 +477,7 @@ async def open_emulator(
         # One failure is the common case: surface it as itself, not as a group.
         raise _single(group) from None
     finally:
+        emu._stop_reaper()
         log("I", "init exiting")
         log.close()
 
@@ -475,6 +517,7 @@ async def _supervise(emu: Emulator, nursery: trio.Nursery, name: str, argv: list
         proc = await launch_process(argv, uid=AID_SYSTEM, env=env, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         fresh = emu._children[name] = _Child(name, proc)
+        emu._watch_group(proc.pid)
         nursery.start_soon(emu._pump, fresh, proc.stdout)
         emu.hal_generation += 1
         emu.files.write_state(emu.state())
