@@ -51,9 +51,9 @@ class ProcFacts:
         )
 
 
-def long_lived(emu: Emulator) -> dict[str, ProcFacts]:
-    """The facts of servicemanager, HAL and system_server, by name."""
-    return {name: ProcFacts.of(pid) for name, pid in emu.pids.items()}
+def long_lived(emu: Emulator, names: Any = None) -> dict[str, ProcFacts]:
+    """The facts of servicemanager, HAL and system_server (or of ``names``), by name."""
+    return {name: ProcFacts.of(pid) for name, pid in emu.pids.items() if names is None or name in names}
 
 
 def socket_addresses(emu: Emulator) -> dict[str, str]:
@@ -90,8 +90,9 @@ def hal_prepared_models(dump: str) -> int:
 
 
 def driver_weights_in_use(dump: str) -> list[str]:
-    """The driver's ``weights N/M MiB`` figures per device (``N`` must come back to 0)."""
-    return [line.split("weights")[1].split()[0] for line in dump.splitlines() if " weights " in line and "MiB" in line]
+    """Weight memory in use, per device and per emulated block, as the HAL's dump says it
+    (``weights 512/4096 MiB`` for a driver device, ``weights 0 B / 4.0 GiB`` for a block)."""
+    return [line.split("weights")[1].split("/")[0].split()[0] for line in dump.splitlines() if " weights " in line]
 
 
 async def wait_until(predicate: Callable[[], Awaitable[bool]], timeout: float = 15.0, what: str = "") -> None:
@@ -111,13 +112,20 @@ def write_app(apps: Path, folder: str, package: str, main_py: str, **manifest_kw
 @asynccontextmanager
 async def booted(apps_dir: Path | None = None, **config: Any) -> AsyncIterator[Emulator]:
     """A whole emulator (servicemanager, HAL, system_server as real processes) in a
-    fresh 0700 directory, with ``apps_dir`` installed; this process is init."""
+    fresh 0700 directory, with ``apps_dir`` installed; this process is init.
+
+    ``system_server_args`` and ``hal_args`` extend those processes' command lines;
+    other keywords are ``BootConfig`` fields."""
     rtdir = Path(tempfile.mkdtemp(prefix="npuemu-rel-"))
     os.chmod(rtdir, 0o700)
     args = tuple(config.pop("system_server_args", ()))
+    hal_args = tuple(config.pop("hal_args", ()))
     if apps_dir is not None:
         args = ("--apps-dir", os.fspath(apps_dir), *args)
     cfg = BootConfig(record=False, boot_timeout=40.0, system_server_args=args, **config)
+    if hal_args:
+        cfg = BootConfig(record=False, boot_timeout=40.0, system_server_args=args,
+                         commands={"hal": [*cfg.hal_argv(rtdir), *hal_args]}, **config)
     try:
         async with open_emulator(rtdir, cfg, grace=2.0) as emu:
             yield emu

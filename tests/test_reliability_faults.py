@@ -1,0 +1,292 @@
+"""Faults, as real processes suffer them, and what is left afterwards.
+
+Every claim here is about processes, so every actor is one: servicemanager, the HAL
+and system_server as ``npuemu boot`` starts them, and apps the activity manager
+launches (``tests/fuzz/worker_app.py``, which uses only the public app APIs and
+keeps its story in a JSON file). The faults:
+
+- an app SIGKILLed while loading (approved, model prepared, not yet notified), while
+  executing, and while asked to unload (under the budget policy, with a more
+  important app waiting for its budget);
+- the driver failing one work (a FAILED end, the app sees the error and goes on);
+- a hung channel (the HAL's watchdog, drm_sched's TDR, resets it; the stuck work
+  fails instead of waiting for ever);
+- the HAL SIGKILLed, and the driver crashing the HAL (SIGABRT): the npu service
+  notices, reconnects when the HAL returns, keeps the apps' requests coherent, and
+  the apps compute on the NPU again.
+
+After each, nothing is leaked: no request or budget in ``dumpsys npu``, no prepared
+model or weight memory in the HAL, no descriptor or memfd mapping left in the
+long-lived processes (``/proc/PID/fd`` and ``/proc/PID/maps`` against a baseline).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from framework.binder import AID_SYSTEM, launch_process
+from framework.emulator import emulator_interfaces
+from test_reliability_support import (
+    HAL_CONTROL,
+    ProcFacts,
+    booted,
+    driver_weights_in_use,
+    get,
+    hal_dump,
+    hal_prepared_models,
+    long_lived,
+    npu_dump,
+    wait_until,
+    write_app,
+)
+
+pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
+
+WORKER = (Path(__file__).with_name("fuzz") / "worker_app.py").read_text()
+FAULT_FAIL_NEXT_WORK, FAULT_HANG_CHANNEL, FAULT_CRASH = 1, 2, 4
+CAN_LOAD_NOW, WAIT_FOR_UNLOAD = 0, 1
+
+
+def story(emu, name: str) -> dict | None:
+    try:
+        return json.loads((emu.runtime_dir / f"rel-{name}.json").read_text())
+    except FileNotFoundError:
+        return None
+
+
+async def wait_story(emu, name: str, predicate, timeout: float = 40.0) -> dict:
+    async def ok() -> bool:
+        s = story(emu, name)
+        return s is not None and predicate(s)
+
+    try:
+        await wait_until(ok, timeout=timeout)
+    except trio.TooSlowError:
+        raise AssertionError(f"{name}: {story(emu, name)}") from None
+    return story(emu, name)
+
+
+async def assert_nothing_left(emu, baseline: dict[str, ProcFacts], *, hal_models: int = 0, timeout: float = 10.0) -> None:
+    """No request, budget, model, weight memory, descriptor or memfd beyond the baseline."""
+    last: dict = {}
+
+    async def clean() -> bool:
+        dump = await npu_dump(emu)
+        hal = await hal_dump(emu)
+        now = long_lived(emu, baseline)
+        last.update(requests=dump["requests"], budget=dump["budget"], loaded=dump["loaded_models"],
+                    prepared=hal_prepared_models(hal), weights=driver_weights_in_use(hal), now=now)
+        return (
+            dump["requests"] == []
+            and dump["budget"]["in_use"] == 0
+            and dump["budget"]["reserved"] == 0
+            and dump["loaded_models"] == []
+            and hal_prepared_models(hal) == hal_models
+            and (hal_models or set(driver_weights_in_use(hal)) == {"0"})
+            and all(now[n].fds <= baseline[n].fds for n in baseline)
+            and all(now[n].memfd_fds <= baseline[n].memfd_fds for n in baseline)
+            and all(now[n].memfd_maps <= baseline[n].memfd_maps for n in baseline)
+        )
+
+    try:
+        await wait_until(clean, timeout=timeout)
+    except trio.TooSlowError:
+        raise AssertionError(f"left behind: {last}\nbaseline: {baseline}") from None
+
+
+async def test_apps_sigkilled_while_loading_executing_and_asked_to_unload_leave_nothing(tmp_path):
+    apps = tmp_path / "apps"
+    for name, importance in [("loading_npu", "service"), ("exec_npu", "service"), ("stubborn_npu", "cached"),
+                             ("claimer_npu", "foreground")]:
+        write_app(apps, name, f"com.rel.{name}", WORKER, importance=importance)
+    # A long unload deadline: the stubborn app's model must be freed by its death, not revoked.
+    async with booted(apps, system_server_args=("--unload-timeout", "60")) as emu:
+        I = emulator_interfaces()
+        am = await get(emu, "activity", I.IActivityManager)
+        npu = await get(emu, "npu", I.INpuManager)
+        await wait_until(lambda: _hal_connected(emu))
+        assert "budget" in await npu.shellCommand(["set-budget-policy", "--max-budget", "4"])
+        baseline = long_lived(emu)
+
+        # 1. Killed while loading: approved and prepared in the HAL, not yet notified.
+        await am.startApp("com.rel.loading_npu", 0)
+        s = await wait_story(emu, "loading_npu", lambda s: s["phase"] == "loading")
+        dump = await npu_dump(emu)
+        assert [(r["id"], r["state"]) for r in dump["requests"]] == [(1, "approved")]
+        assert hal_prepared_models(await hal_dump(emu)) == 1
+        os.kill(s["pid"], signal.SIGKILL)
+        await assert_nothing_left(emu, baseline)
+        assert (await npu_dump(emu))["counters"]["dropped_at_death"] == 1
+
+        # 2. Killed while executing, back to back on the NPU.
+        await am.startApp("com.rel.exec_npu", 0)
+        s = await wait_story(emu, "exec_npu", lambda s: s["executions"] >= 5)
+        assert s["last_ok"] and s["errors"] == []
+        os.kill(s["pid"], signal.SIGKILL)
+        await assert_nothing_left(emu, baseline)
+
+        # 3. Killed while asked to unload: the stubborn cached app holds the whole
+        # budget, a foreground app asks for it and waits; the death frees it.
+        await am.startApp("com.rel.stubborn_npu", 0)
+        stubborn = await wait_story(emu, "stubborn_npu", lambda s: s["phase"] == "loaded")
+        await am.startApp("com.rel.claimer_npu", 0)
+        await wait_story(emu, "stubborn_npu", lambda s: s["phase"] == "asked")
+        claimer = await wait_story(emu, "claimer_npu", lambda s: s["events"] == [["can_load", WAIT_FOR_UNLOAD]])
+        dump = await npu_dump(emu)
+        assert dump["budget"]["in_use"] == 4 and dump["budget"]["being_freed"] == 4, dump["budget"]
+        os.kill(stubborn["pid"], signal.SIGKILL)
+        claimer = await wait_story(emu, "claimer_npu", lambda s: s["phase"] == "loaded")
+        assert claimer["events"] == [["can_load", WAIT_FOR_UNLOAD], ["can_load", CAN_LOAD_NOW]]
+        dump = await npu_dump(emu)
+        assert [(r["uid"], r["state"]) for r in dump["requests"]] == [(claimer["uid"], "loaded")]
+        assert dump["budget"]["in_use"] == 4
+        assert story(emu, "stubborn_npu")["events"][-1][0] == "unload"  # asked, never completed: it died
+        await am.killApp("com.rel.claimer_npu")
+        await assert_nothing_left(emu, baseline)
+        for name in ("servicemanager", "hal", "system_server"):
+            assert emu.process(name).returncode is None
+
+
+class HalKeeper:
+    """Brings a HAL back after it died, as a phone's init would (npuemu's init only
+    reports the death): a fresh ``python -m npuhal`` as uid 1000, registered."""
+
+    def __init__(self, emu, log_dir: Path) -> None:
+        self.emu = emu
+        self.log_dir = log_dir
+        self.procs: list[trio.Process] = []
+
+    @property
+    def pid(self) -> int:
+        return self.procs[-1].pid if self.procs else self.emu.pids["hal"]
+
+    def process(self) -> trio.Process:
+        return self.procs[-1] if self.procs else self.emu.process("hal")
+
+    async def restart(self) -> None:
+        env = dict(os.environ, NPUEMU_RUNTIME_DIR=os.fspath(self.emu.runtime_dir))
+        argv = self.emu.config.hal_argv(self.emu.runtime_dir)
+        log = open(self.log_dir / f"hal-{len(self.procs)}.log", "wb")
+        try:
+            proc = await launch_process(argv, uid=AID_SYSTEM, env=env, runtime=self.emu.runtime,
+                                        stdout=log, stderr=subprocess.STDOUT)
+        finally:
+            log.close()
+        self.procs.append(proc)
+        await wait_until(lambda: _hal_registered_by(self.emu, proc.pid), timeout=30)
+
+    async def aclose(self) -> None:
+        for proc in self.procs:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+
+
+async def test_driver_failure_hung_channel_hal_kill_and_driver_crash(tmp_path):
+    apps = tmp_path / "apps"
+    for name in ("exec_npu", "exec_dsp"):
+        write_app(apps, name, f"com.rel.{name}", WORKER, importance="service")
+    async with booted(apps, hal_args=("--hang-timeout-ms", "400")) as emu:
+        keeper = HalKeeper(emu, tmp_path)
+        try:
+            await _faults(emu, keeper)
+        finally:
+            await keeper.aclose()
+
+
+async def _faults(emu, keeper: HalKeeper) -> None:
+    I = emulator_interfaces()
+    am = await get(emu, "activity", I.IActivityManager)
+    await wait_until(lambda: _hal_connected(emu))
+    baseline = long_lived(emu)
+    await am.startApp("com.rel.exec_npu", 0)
+    await am.startApp("com.rel.exec_dsp", 0)
+    npu_app = await wait_story(emu, "exec_npu", lambda s: s["executions"] >= 3)
+    await wait_story(emu, "exec_dsp", lambda s: s["executions"] >= 3)
+
+    # A driver work failure: one FAILED end; the app sees the error and goes on.
+    control = await get(emu, HAL_CONTROL, I.IHalControl)
+    await control.injectFault("emu-npu", FAULT_FAIL_NEXT_WORK, 0.0)
+    after = await wait_story(emu, "exec_npu", lambda s: len(s["errors"]) >= 1)
+    assert "OpFailedError" in after["errors"][0][1] or "FAILED" in after["errors"][0][2], after["errors"]
+    n = after["executions"]
+    await wait_story(emu, "exec_npu", lambda s: s["executions"] >= n + 3 and s["last_ok"])
+    ends = [e for e in await control.recentWorkEvents(200, 0) if e.kind == "ended"] if hasattr(
+        I.registry, "parcelable") else []
+    dump = await npu_dump(emu)
+    assert any(e.get("reason") in ("FAILED", 3) or "FAILED" in json.dumps(e) for e in dump["recent_work_events"]) or \
+        any("FAILED" in repr(e) for e in ends), dump["recent_work_events"][-10:]
+
+    # A hung channel: the watchdog (400 ms here) resets it, the stuck work fails.
+    dsp_before = story(emu, "exec_dsp")
+    await control.injectFault("emu-dsp", FAULT_HANG_CHANNEL, 0.0)
+    hung = await wait_story(emu, "exec_dsp", lambda s: len(s["errors"]) > len(dsp_before["errors"]), timeout=20)
+    n = hung["executions"]
+    await wait_story(emu, "exec_dsp", lambda s: s["executions"] >= n + 3 and s["last_ok"], timeout=20)
+    assert "restarts 1" in await control.dump() or "reset" in (emu.runtime_dir / "logcat").read_text()
+
+    # The HAL SIGKILLed, then the driver crashing it: noticed, reconnected, coherent.
+    for round_, how in enumerate(("sigkill", "driver-crash"), start=1):
+        dump = await npu_dump(emu)
+        deaths = dump["hal"]["deaths"]
+        requests_before = sorted((r["uid"], r["id"], r["state"]) for r in dump["requests"])
+        assert [s for _, _, s in requests_before] == ["loaded", "loaded"]
+        recovered = story(emu, "exec_npu")["recovered"]
+        proc = keeper.process()
+        if how == "sigkill":
+            os.kill(proc.pid, signal.SIGKILL)
+        else:
+            control = await get(emu, HAL_CONTROL, I.IHalControl)
+            with pytest.raises(Exception):  # noqa: B017 - the HAL dies under the call
+                await control.injectFault("emu-npu", FAULT_CRASH, 0.0)
+        status = await proc.wait()
+        assert status == (-signal.SIGKILL if how == "sigkill" else -signal.SIGABRT), status
+        await wait_until(lambda: _hal_state(emu, lambda h: not h["connected"] and h["deaths"] == deaths + 1))
+        # While the HAL is away, the requests stay on file as they were.
+        dump = await npu_dump(emu)
+        assert sorted((r["uid"], r["id"], r["state"]) for r in dump["requests"]) == requests_before
+        await keeper.restart()
+        await wait_until(lambda: _hal_state(emu, lambda h: h["connected"]), timeout=20)
+        dump = await npu_dump(emu)
+        assert all(c["pushed"] for c in dump["scheduling_configs"]), dump["scheduling_configs"]
+        for name in ("exec_npu", "exec_dsp"):
+            s = await wait_story(emu, name, lambda s: s["recovered"] >= round_, timeout=30)
+            n = s["executions"]
+            await wait_story(emu, name, lambda s: s["executions"] >= n + 3 and s["last_ok"], timeout=30)
+        assert story(emu, "exec_npu")["recovered"] == recovered + 1
+
+    # Done: both apps go, and nothing is left anywhere (the HAL is a new process:
+    # it must hold exactly nothing).
+    await am.killApp("com.rel.exec_npu")
+    await am.killApp("com.rel.exec_dsp")
+    for name in ("servicemanager", "system_server"):
+        assert emu.process(name).returncode is None
+    hal_now = ProcFacts.of(keeper.pid)
+    baseline = {n: f for n, f in baseline.items() if n != "hal"}
+    await assert_nothing_left(emu, baseline)
+    final = ProcFacts.of(keeper.pid)
+    assert final.memfd_fds == 0 and final.memfd_maps == 0, final
+    assert final.fds <= hal_now.fds
+
+
+async def _hal_connected(emu) -> bool:
+    return (await npu_dump(emu))["hal"]["connected"]
+
+
+async def _hal_state(emu, predicate) -> bool:
+    return predicate((await npu_dump(emu))["hal"])
+
+
+async def _hal_registered_by(emu, pid: int) -> bool:
+    from framework.binder import defaultServiceManager
+
+    binder = await defaultServiceManager(emu.runtime).checkService(HAL_CONTROL)
+    return binder is not None and binder.isBinderAlive() and getattr(binder, "_address", "").startswith(f"binder-{pid}-")
