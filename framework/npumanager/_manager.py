@@ -71,6 +71,8 @@ __all__ = [
 log = logging.getLogger("NpuManager")
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+# The budget policy's default weights (AOSP's 1, 2, 4), for a nested bundle's missing sizes.
+_DEFAULT_WEIGHTS = (1, 2, 4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,13 +347,11 @@ class NpuManager:
             raise IllegalArgumentException(f"{self.KEY_MAX_BUDGET} must be an int, not {max_budget!r}")
         weights = params.get(self.KEY_MODEL_SIZE_WEIGHTS)
         if isinstance(weights, Mapping):
-            from ._constants import NPU_MODEL_SIZES
-
-            defaults = [1, 2, 4]
-            unknown = set(weights) - {str(s) for s in NPU_MODEL_SIZES}
+            # AOSP's nested bundle: keys "0", "1", "2"; a size left out keeps its default.
+            unknown = set(weights) - {str(size) for size in c.NPU_MODEL_SIZES}
             if unknown:
                 raise IllegalArgumentException(f"{self.KEY_MODEL_SIZE_WEIGHTS} has unknown size keys {sorted(unknown)}")
-            weights = [weights.get(str(s), defaults[s]) for s in NPU_MODEL_SIZES]
+            weights = [weights.get(str(size), _DEFAULT_WEIGHTS[size]) for size in c.NPU_MODEL_SIZES]
         if weights is not None:
             if isinstance(weights, (str, bytes)) or not all(type(w) is int for w in weights):
                 raise IllegalArgumentException(f"{self.KEY_MODEL_SIZE_WEIGHTS} must be ints, not {weights!r}")
