@@ -144,3 +144,17 @@ def test_trace_and_plot_without_a_recording(runner, tmp_path):
         result = runner.invoke(main, [cmd, "--runtime-dir", str(tmp_path), "--out", str(tmp_path / "x")])
         assert result.exit_code == 1
         _one_error_line(result, "no recording")
+
+
+def test_framework_emulator_exports_each_public_name_once():
+    import ast
+    import inspect
+
+    import framework.emulator as emulator
+
+    tree = ast.parse(inspect.getsource(emulator))
+    names = [a.asname or a.name for node in tree.body if isinstance(node, ast.ImportFrom) for a in node.names]
+    assert len(names) == len(set(names))
+    for name in names:
+        assert getattr(emulator, name) is not None
+    assert {"open_emulator", "BootConfig", "open_shell", "EmulatorError"} <= set(names)
