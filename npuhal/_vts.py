@@ -80,6 +80,7 @@ __all__ = [
     "VtsCheckResult",
     "VtsReport",
     "default_version_record",
+    "describe_checks",
     "run_vts",
 ]
 
@@ -813,7 +814,7 @@ def _name_problem(name: str) -> str | None:
 
 
 async def get_device_name_test(s: _Session) -> str:
-    """Every device is named ``{VENDOR}-{DEVICE_NAME}``: exactly one '-', not first, not last.
+    """Every device is named {VENDOR}-{DEVICE_NAME}: exactly one '-', neither first nor last.
 
     AOSP checks the instances that exist.  npuemu's HAL does not register a device
     whose name breaks the rule, so vts also compares the registered instances with
@@ -918,8 +919,10 @@ async def get_supported_operations(s: _Session) -> str:
 
 
 async def valid_device_types(s: _Session) -> str:
-    """The seed's types: each device is OTHER, CPU, GPU or ACCELERATOR, and one that
-    manages other devices (a heterogeneous interface) is OTHER."""
+    """Each device is OTHER, CPU, GPU or ACCELERATOR; a heterogeneous one (it manages others) is OTHER.
+
+    The seed's type rules, as the driver describes its devices and the HAL serves them.
+    """
     failures = []
     types = {}
     for name, device in sorted(s.need_devices().items()):
@@ -1068,6 +1071,15 @@ _CHECKS: tuple[_Check, ...] = (
 
 #: Every check's name, in run order.
 CHECK_NAMES: tuple[str, ...] = tuple(c.name for c in _CHECKS)
+
+
+def describe_checks() -> list[tuple[str, str]]:
+    """``(name, what it requires)`` for every check, in run order: each docstring's first line."""
+    out = []
+    for c in _CHECKS:
+        first_paragraph = (c.run.__doc__ or "").strip().split("\n\n")[0]
+        out.append((c.name, " ".join(first_paragraph.replace("``", "").split())))
+    return out
 
 
 # ---- the runner -------------------------------------------------------------------

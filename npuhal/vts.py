@@ -15,5 +15,6 @@ from ._vts import (
     VtsCheckResult as VtsCheckResult,
     VtsReport as VtsReport,
     default_version_record as default_version_record,
+    describe_checks as describe_checks,
     run_vts as run_vts,
 )

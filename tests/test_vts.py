@@ -357,6 +357,18 @@ def test_vts_cli_text_output_and_exit_status(built, tmp_path):
     ]
 
 
+def test_vts_cli_lists_every_check_with_what_it_requires():
+    result = CliRunner().invoke(vts, ["--list", "--json"])
+    assert result.exit_code == 0
+    listed = json.loads(result.output)
+    assert [c["name"] for c in listed] == list(CHECK_NAMES)
+    assert all(c["requires"].endswith(".") and "\n" not in c["requires"] for c in listed)
+    by_name = {c["name"]: c["requires"] for c in listed}
+    assert by_name["NpuSchedulingAidl.RunInferencesPrioritized"] == (
+        "A job at 250 submitted 50 ms after one at 500 finishes first."
+    )
+
+
 def test_vts_cli_bad_arguments_are_one_line_errors(tmp_path):
     missing = CliRunner().invoke(vts, ["--driver", str(tmp_path / "nope.so")])
     assert missing.exit_code == 2

@@ -46,8 +46,9 @@ __all__ = ["format_work_event", "run_test_inference", "vts"]
     default=None,
     help="Where earlier builds' version strings are remembered (default ~/.local/state/npuemu/vts-versions.json).",
 )
-@click.option("--check", "only", multiple=True, help="Run only this check (repeatable); see the names vts prints.")
-def vts(driver, as_json, check_timeout, timeout, version_record, only) -> None:
+@click.option("--check", "only", multiple=True, help="Run only this check (repeatable); see --list.")
+@click.option("--list", "list_checks", is_flag=True, help="Print every check and what it requires, and exit.")
+def vts(driver, as_json, check_timeout, timeout, version_record, only, list_checks) -> None:
     """Run the conformance suite (VTS) on a driver, on a private emulator.
 
     Boots a servicemanager and the HAL on the driver, runs every check of
@@ -59,7 +60,17 @@ def vts(driver, as_json, check_timeout, timeout, version_record, only) -> None:
     Example: npuemu vts --driver build/drivers/mydriver.so
     """
     from npuhal import NpuError
-    from npuhal.vts import DEFAULT_CHECK_TIMEOUT_S, DEFAULT_TIMEOUT_S, run_vts
+    from npuhal.vts import DEFAULT_CHECK_TIMEOUT_S, DEFAULT_TIMEOUT_S, describe_checks, run_vts
+
+    if list_checks:
+        checks = describe_checks()
+        if as_json:
+            click.echo(json.dumps([{"name": n, "requires": d} for n, d in checks], indent=2))
+        else:
+            width = max(len(n) for n, _ in checks)
+            for name, doc in checks:
+                click.echo(f"{name:<{width}}  {doc}")
+        return
 
     async def main():
         try:
