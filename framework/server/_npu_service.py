@@ -83,7 +83,6 @@ from ._arbiter import DEFAULT_UNLOAD_TIMEOUT_S, NpuArbiter
 from ._package import PERMISSION_DUMP, ROOT_UID, SYSTEM_UID, NameNotFoundException, PackageManager
 from ._policies import MAX_BUDGET_KEY, MODEL_SIZE_WEIGHTS_KEY
 from ._priority import scheduling_config_for
-from ._thermal import THERMAL_STATUS_NAMES
 
 __all__ = [
     "HAL_AIDL_ROOT",
