@@ -260,3 +260,24 @@ async def test_a_hal_that_refuses_the_service_does_not_take_system_server_down(a
     await npu_of(app).requestCanLoadModel(request(1), rec, app.context.getMainExecutor())
     await world.settle()
     assert rec.events == [("can_load", 1, CAN), ("loaded", 1)]
+
+
+async def test_a_waiting_requester_that_dies_gives_its_reservation_back(autojump_clock, world):
+    system = await booted(world)
+    bg = await world.launch("com.test.bg")
+    fg = await world.launch("com.test.fg")
+    await npu_of(fg).setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, None)
+    slow = Recorder(auto_unload=False)
+    await npu_of(bg).requestCanLoadModel(request(1, BIG, 1000), slow, bg.context.getMainExecutor())
+    await world.settle()
+    await npu_of(fg).requestCanLoadModel(request(2, BIG), Recorder(), fg.context.getMainExecutor())
+    await world.settle()
+    assert system.npu.arbiter.budget()["reserved"] == 4
+    fg.kill()
+    await world.settle()
+    budget = system.npu.arbiter.budget()
+    assert budget["reserved"] == 0
+    # the model asked to unload for it now counts for nobody; when it goes, the budget is free
+    await slow.listener.notifyModelUnloaded(request(1, BIG, 1000))
+    await world.settle()
+    assert system.npu.arbiter.budget()["in_use"] == 0 and system.npu.dump_data()["requests"] == []

@@ -108,7 +108,7 @@ async def test_real_processes_through_the_cli(stack):
     result = await run_cli("--runtime-dir", rtdir, "cmd", "npu", "set-budget-policy", "--max-budget", "6")
     assert result.exit_code == 0 and "budget" in result.output
 
-    result = await run_cli("--runtime-dir", rtdir, "am", "launch", "com.test.loader")
+    result = await run_cli("--runtime-dir", rtdir, "am", "launch", "com.test.loader", "--importance", "visible")
     assert result.exit_code == 0, result.output
     assert "started com.test.loader as pid" in result.output
 
@@ -120,6 +120,11 @@ async def test_real_processes_through_the_cli(stack):
     assert data["policy"]["params"]["maxBudget"] == 6 and data["budget"]["in_use"] == 2
     uid = data["requests"][0]["uid"]
     assert uid >= 10000
+
+    everything = await run_cli("--runtime-dir", rtdir, "dumpsys")
+    for name in ("npu", "activity", "package", "thermal"):
+        assert f"DUMP OF SERVICE {name}:" in everything.output
+    assert "200 visible" in everything.output and "com.test.loader" in everything.output
 
     result = await run_cli("--runtime-dir", rtdir, "am", "set-importance", "com.test.loader", "cached")
     assert result.exit_code == 0, result.output
