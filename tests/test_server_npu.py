@@ -202,3 +202,26 @@ async def test_a_hand_made_client_cannot_break_the_rules(autojump_clock, world):
     bad = npu._Parcel(id=4, size=7, priority=0)
     with pytest.raises(IllegalArgumentException, match="size"):
         await svc.canLoadModel(bad, npu._make_callback(type("T", (), {"request": request(4), "callback": Recorder(), "executor": None, "state": "pending"})()))
+
+
+async def test_completed_work_counts_for_its_original_uid(autojump_clock, world):
+    """Work an intermediary (uid 1000) ran on an app's behalf is the app's turn used up."""
+    await booted(world)
+    a = await world.launch("com.test.a")
+    b = await world.launch("com.test.b")
+    await npu_of(a).setPolicy(NpuManager.NPU_MODEL_POLICY_TURN_TAKING, None)
+    ra, rb = Recorder(), Recorder()
+    await npu_of(a).requestCanLoadModel(request(1), ra, a.context.getMainExecutor())
+    await world.settle()
+    await npu_of(b).requestCanLoadModel(request(1), rb, b.context.getMainExecutor())
+    await world.settle()
+    await world.hal.work(1000, original_uid=b.context.getUid())  # b's work: b yields nothing, it holds nothing
+    await world.settle()
+    assert rb.events == [("can_load", 1, NOT)] and ra.events == [("can_load", 1, CAN), ("loaded", 1)]
+    await world.hal.work(1000, original_uid=a.context.getUid())
+    await world.settle()
+    assert ("unload", 1, NpuManager.NPU_MODEL_UNLOAD_REASON_TURN_TAKING) in ra.events
+    assert rb.events[-1] == ("loaded", 1)
+    await world.hal.work(a.context.getUid(), reason=3)  # FAILED work moves nothing
+    await world.settle()
+    assert world.system.npu.dump_data()["counters"]["work_completed"] == 2
