@@ -233,7 +233,7 @@ async def wait_for(recorder, predicate):
 # ---- registration, names ------------------------------------------------------
 
 
-async def test_every_device_and_the_private_interface_are_registered(world, system):
+async def test_every_device_and_the_private_interface_are_registered(autojump_clock, world, system):
     names = await defaultServiceManager(system).listServices(15)
     assert "android.hardware.npu.IScheduling/default" in names
     assert "npuemu.hal.IHalControl/default" in names
@@ -250,7 +250,7 @@ def test_instance_names_follow_vendor_dash_device():
         assert not valid_instance_name(bad), bad
 
 
-async def test_idevice_describes_the_driver_device(world, system):
+async def test_idevice_describes_the_driver_device(autojump_clock, world, system):
     npu = await world.device(system, "emu-npu")
     hetero = await world.device(system, "emu-hetero")
     assert int(await npu.getType()) == 4 and int(await hetero.getType()) == 1  # ACCELERATOR, OTHER
@@ -266,7 +266,7 @@ async def test_idevice_describes_the_driver_device(world, system):
     assert await npu.getSupportedExtensions() == []
 
 
-async def test_supported_operations_answers_per_operation(world, system):
+async def test_supported_operations_answers_per_operation(autojump_clock, world, system):
     model, _, _ = fc_model()
     npu = await world.device(system, "emu-npu")
     assert await npu.getSupportedOperations(aidl_model(model)) == [True]
@@ -277,7 +277,7 @@ async def test_supported_operations_answers_per_operation(world, system):
     assert info.value.error_code == ErrorStatus.INVALID_ARGUMENT
 
 
-async def test_a_valid_operation_the_device_cannot_run_is_false_not_an_error(world, system):
+async def test_a_valid_operation_the_device_cannot_run_is_false_not_an_error(autojump_clock, world, system):
     # A quantized ADD is valid NNAPI; the emulated hardware computes float32 only.
     q = dict(type=5, dimensions=[1, 4], scale=0.5, zeroPoint=0)
     fuse = AOperand(type=1, lifetime=3, location=ADataLocation(poolIndex=0, offset=0, length=4))
@@ -300,7 +300,7 @@ async def test_a_valid_operation_the_device_cannot_run_is_false_not_an_error(wor
 # ---- IScheduling ----------------------------------------------------------------
 
 
-async def test_configs_are_validated_and_refusals_change_nothing(world, system):
+async def test_configs_are_validated_and_refusals_change_nothing(autojump_clock, world, system):
     sched = await world.scheduling(system)
     await sched.setSchedulingConfigs([app_config(1001, 500)])
     for bad in ([app_config(1001, -1)], [app_config(1001, 500), app_config(1001, 400)], [app_config(1002, 1001)]):
@@ -323,7 +323,7 @@ async def effective_priority(world, system, uid, job_priority):
     return events[0].info.effectivePriority
 
 
-async def test_only_system_and_root_may_call_ischeduling(world, system):
+async def test_only_system_and_root_may_call_ischeduling(autojump_clock, world, system):
     for uid in (APP, 2000):
         rt, _ = await world.process(uid)
         sched = await world.scheduling(rt)
@@ -341,7 +341,7 @@ async def test_only_system_and_root_may_call_ischeduling(world, system):
 # ---- events -----------------------------------------------------------------------
 
 
-async def test_one_inference_yields_exactly_requested_started_ended(world, system):
+async def test_one_inference_yields_exactly_requested_started_ended(autojump_clock, world, system):
     sched = await configure(world, system, app_config(priority=500))
     recorder = Recorder()
     await sched.setCallback(recorder)
@@ -364,7 +364,7 @@ async def test_one_inference_yields_exactly_requested_started_ended(world, syste
     assert recorder.events[1][2] == StartReason.INITIAL and recorder.events[2][2] == EndReason.COMPLETED
 
 
-async def test_a_burst_is_debounced_to_one_triple(world, system):
+async def test_a_burst_is_debounced_to_one_triple(autojump_clock, world, system):
     sched = await configure(world, system, app_config())
     recorder = Recorder()
     await sched.setCallback(recorder)
@@ -377,7 +377,7 @@ async def test_a_burst_is_debounced_to_one_triple(world, system):
     assert recorder.kinds() == ["requested", "started", "ended"]
 
 
-async def test_execute_results_equal_the_numpy_reference_and_are_written_in_place(world, system):
+async def test_execute_results_equal_the_numpy_reference_and_are_written_in_place(autojump_clock, world, system):
     await configure(world, system, app_config())
     app, _ = await world.process(APP)
     model, w, b = fc_model(seed=3)
@@ -391,7 +391,7 @@ async def test_execute_results_equal_the_numpy_reference_and_are_written_in_plac
     assert result.timing.timeOnDeviceNs > 0 and result.timing.timeInDriverNs >= result.timing.timeOnDeviceNs
 
 
-async def test_events_without_a_callback_are_dropped_and_counted(world, system):
+async def test_events_without_a_callback_are_dropped_and_counted(autojump_clock, world, system):
     await configure(world, system, app_config())
     app, _ = await world.process(APP)
     prepared = await prepare(world, app)
@@ -402,7 +402,7 @@ async def test_events_without_a_callback_are_dropped_and_counted(world, system):
     assert "scheduling callback: none" in dump and "3 (no callback)" in dump
 
 
-async def test_priority_order_later_higher_priority_job_finishes_first(world, system):
+async def test_priority_order_later_higher_priority_job_finishes_first(autojump_clock, world, system):
     await configure(world, system, app_config(APP, 0), app_config(OTHER_APP, 0))
     control = await world.control(system)
     finished = []
@@ -419,7 +419,7 @@ async def test_priority_order_later_higher_priority_job_finishes_first(world, sy
     assert finished == [250, 500]
 
 
-async def test_job_priority_raises_effective_priority(world, system):
+async def test_job_priority_raises_effective_priority(autojump_clock, world, system):
     await configure(world, system, app_config(APP, 100))
     assert await effective_priority(world, system, APP, 1000) > await effective_priority(world, system, APP, 0)
 
@@ -427,7 +427,7 @@ async def test_job_priority_raises_effective_priority(world, system):
 # ---- who may run what --------------------------------------------------------------
 
 
-async def test_a_uid_without_direct_access_cannot_execute(world, system):
+async def test_a_uid_without_direct_access_cannot_execute(autojump_clock, world, system):
     await configure(world, system, app_config(hasDirectAccess=False))
     app, _ = await world.process(APP)
     prepared = await prepare(world, app)
@@ -436,7 +436,7 @@ async def test_a_uid_without_direct_access_cannot_execute(world, system):
     assert world.hal.stats.read == 0  # a refused submission is no work at all
 
 
-async def test_attribution_needs_can_attribute_other_uid(world, system):
+async def test_attribution_needs_can_attribute_other_uid(autojump_clock, world, system):
     sched = await configure(world, system, app_config(APP), app_config(OTHER_APP, canAttributeOtherUid=True))
     recorder = Recorder()
     await sched.setCallback(recorder)
@@ -450,7 +450,7 @@ async def test_attribution_needs_can_attribute_other_uid(world, system):
     assert {(i.uid, i.originalUid) for _, i, _ in recorder.events} == {(OTHER_APP, 42)}
 
 
-async def test_test_inference_as_another_uid_is_for_root_system_and_shell(world, system):
+async def test_test_inference_as_another_uid_is_for_root_system_and_shell(autojump_clock, world, system):
     await configure(world, system, app_config(APP), app_config(OTHER_APP))
     app, _ = await world.process(APP)
     with pytest.raises(SecurityException):
@@ -469,7 +469,7 @@ async def test_test_inference_as_another_uid_is_for_root_system_and_shell(world,
 # ---- lifetimes -------------------------------------------------------------------
 
 
-async def test_a_dead_client_s_models_are_freed_within_200_ms(world, system):
+async def test_a_dead_client_s_models_are_freed_within_200_ms(autojump_clock, world, system):
     await configure(world, system, app_config())
     app, kill_app = await world.process(APP)
     npu = world.driver.device_by_name("emu-npu")
@@ -484,7 +484,7 @@ async def test_a_dead_client_s_models_are_freed_within_200_ms(world, system):
     assert not world.hal.prepared
 
 
-async def test_release_frees_at_once_and_the_object_is_dead_after(world, system):
+async def test_release_frees_at_once_and_the_object_is_dead_after(autojump_clock, world, system):
     await configure(world, system, app_config())
     app, _ = await world.process(APP)
     npu = world.driver.device_by_name("emu-npu")
@@ -496,7 +496,7 @@ async def test_release_frees_at_once_and_the_object_is_dead_after(world, system)
         await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, 0)
 
 
-async def test_revoked_models_fail_their_later_executes_cleanly(world, system):
+async def test_revoked_models_fail_their_later_executes_cleanly(autojump_clock, world, system):
     await configure(world, system, app_config())
     app, _ = await world.process(APP)
     prepared = await prepare(world, app)
@@ -509,7 +509,7 @@ async def test_revoked_models_fail_their_later_executes_cleanly(world, system):
     assert not world.hal.prepared
 
 
-async def test_a_dead_callback_is_cleared_and_the_hal_goes_on(world, system):
+async def test_a_dead_callback_is_cleared_and_the_hal_goes_on(autojump_clock, world, system):
     await configure(world, system, app_config())
     other_system, kill_framework = await world.process(1000)
     await (await world.scheduling(other_system)).setCallback(Recorder())
@@ -530,7 +530,7 @@ async def test_a_dead_callback_is_cleared_and_the_hal_goes_on(world, system):
 # ---- errors ---------------------------------------------------------------------------
 
 
-async def test_bad_requests_and_models_are_invalid_argument(world, system):
+async def test_bad_requests_and_models_are_invalid_argument(autojump_clock, world, system):
     await configure(world, system, app_config())
     app, _ = await world.process(APP)
     prepared = await prepare(world, app)
@@ -554,7 +554,7 @@ async def test_bad_requests_and_models_are_invalid_argument(world, system):
     await prepared.executeSynchronously(req, False, -1, 0)
 
 
-async def test_device_memory_exhaustion_is_resource_exhausted(world, system):
+async def test_device_memory_exhaustion_is_resource_exhausted(autojump_clock, world, system):
     app, _ = await world.process(APP)
     total = world.driver.device_by_name("emu-npu").weight_memory_bytes
     with pytest.raises(ServiceSpecificException) as info:
@@ -562,7 +562,7 @@ async def test_device_memory_exhaustion_is_resource_exhausted(world, system):
     assert info.value.error_code == ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT
 
 
-async def test_a_failed_work_is_general_failure_and_ends_failed(world, system):
+async def test_a_failed_work_is_general_failure_and_ends_failed(autojump_clock, world, system):
     sched = await configure(world, system, app_config())
     recorder = Recorder()
     await sched.setCallback(recorder)
@@ -576,7 +576,7 @@ async def test_a_failed_work_is_general_failure_and_ends_failed(world, system):
     assert recorder.events[-1][2] == EndReason.FAILED
 
 
-async def test_the_heterogeneous_device_computes_too(world, system):
+async def test_the_heterogeneous_device_computes_too(autojump_clock, world, system):
     await configure(world, system, app_config())
     app, _ = await world.process(APP)
     model, w, b = fc_model(seed=5)
@@ -603,7 +603,7 @@ class Listener(I.IHalListener.Stub):
         self.memory.append(pressure)
 
 
-async def test_thermal_severity_is_set_from_the_thresholds_and_heard(world, system):
+async def test_thermal_severity_is_set_from_the_thresholds_and_heard(autojump_clock, world, system):
     control = await world.control(system)
     listener = Listener()
     await control.registerListener(listener)
@@ -626,7 +626,7 @@ async def test_thermal_severity_is_set_from_the_thresholds_and_heard(world, syst
     assert info.value.error_code == ErrorStatus.DEVICE_UNAVAILABLE
 
 
-async def test_memory_pressure_reaches_listeners(world, system):
+async def test_memory_pressure_reaches_listeners(autojump_clock, world, system):
     control = await world.control(system)
     listener = Listener()
     await control.registerListener(listener)
@@ -637,7 +637,7 @@ async def test_memory_pressure_reaches_listeners(world, system):
     assert loads and loads[-1].weightMemoryUsed >= 1 << 30 and loads[-1].refused is None
 
 
-async def test_recent_work_events_are_undebounced_with_times(world, system):
+async def test_recent_work_events_are_undebounced_with_times(autojump_clock, world, system):
     await configure(world, system, app_config())
     app, _ = await world.process(APP)
     prepared = await prepare(world, app)
@@ -656,7 +656,7 @@ async def test_recent_work_events_are_undebounced_with_times(world, system):
         await app_control.recentWorkEvents(10, -1)
 
 
-async def test_unknown_device_and_fault_kinds_are_illegal_arguments(world, system):
+async def test_unknown_device_and_fault_kinds_are_illegal_arguments(autojump_clock, world, system):
     control = await world.control(system)
     with pytest.raises(IllegalArgumentException):
         await control.injectFault("emu-nope", I.IHalControl.FAULT_FAIL_NEXT_WORK, 0)
@@ -705,7 +705,7 @@ async def test_a_badly_named_driver_device_is_not_registered(autojump_clock, cap
 
 
 @pytest.mark.parametrize("world", [{"hang_timeout_ms": 400}], indirect=True)
-async def test_the_watchdog_resets_a_hung_channel_and_the_execute_fails(world, system, caplog):
+async def test_the_watchdog_resets_a_hung_channel_and_the_execute_fails(autojump_clock, world, system, caplog):
     await configure(world, system, app_config())
     app, _ = await world.process(APP)
     prepared = await prepare(world, app, "emu-gpu")
@@ -722,7 +722,7 @@ async def test_the_watchdog_resets_a_hung_channel_and_the_execute_fails(world, s
     await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, 0)
 
 
-async def test_a_missed_deadline_is_missed_deadline_transient(world, system):
+async def test_a_missed_deadline_is_missed_deadline_transient(autojump_clock, world, system):
     import time
 
     await configure(world, system, app_config())
@@ -735,7 +735,7 @@ async def test_a_missed_deadline_is_missed_deadline_transient(world, system):
     assert info.value.error_code == ErrorStatus.MISSED_DEADLINE_TRANSIENT
 
 
-async def test_group_and_feature_ids_reach_the_callback(world, system):
+async def test_group_and_feature_ids_reach_the_callback(autojump_clock, world, system):
     NpuUuid = P("android.hardware.npu.NpuUuid")
     sched = await configure(world, system, app_config())
     recorder = Recorder()

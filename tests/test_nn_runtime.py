@@ -127,7 +127,7 @@ async def run(compilation, inputs):
 # ---- discovery -----------------------------------------------------------------------
 
 
-async def test_devices_are_the_drivers_then_the_cpu(nn, stack):
+async def test_devices_are_the_drivers_then_the_cpu(autojump_clock, nn, stack):
     assert nn.getDeviceCount() == len(DRIVERS) + 1
     names = [nn.getDevice(i).getName() for i in range(nn.getDeviceCount())]
     assert names == [*DRIVERS, CPU_DEVICE_NAME]
@@ -144,18 +144,18 @@ async def test_devices_are_the_drivers_then_the_cpu(nn, stack):
 
 
 @pytest.mark.parametrize("index", [-1, len(DRIVERS) + 1, 99, "0", 1.0])
-async def test_a_bad_device_index_is_bad_data(nn, index):
+async def test_a_bad_device_index_is_bad_data(autojump_clock, nn, index):
     with pytest.raises(BadDataError) as info:
         nn.getDevice(index)
     assert info.value.resultCode == ResultCode.BAD_DATA == 4
 
 
-async def test_enabled_devices_from_the_environment(app):
+async def test_enabled_devices_from_the_environment(autojump_clock, app):
     async with open_nn_runtime(app, environ={"NPUEMU_NN_ENABLED_DEVICES": "emu-(npu|dsp)"}) as nn:
         assert [d.name for d in nn.devices] == ["emu-dsp", "emu-npu", CPU_DEVICE_NAME]
 
 
-async def test_enabled_devices_option_wins_over_the_environment(app):
+async def test_enabled_devices_option_wins_over_the_environment(autojump_clock, app):
     env = {"NPUEMU_NN_ENABLED_DEVICES": "emu-npu"}
     async with open_nn_runtime(app, enabledDevices="emu-g.*", environ=env) as nn:
         assert [d.name for d in nn.devices] == ["emu-gpu", CPU_DEVICE_NAME]
@@ -164,13 +164,13 @@ async def test_enabled_devices_option_wins_over_the_environment(app):
         assert [d.name for d in nn.devices] == [CPU_DEVICE_NAME]
 
 
-async def test_a_bad_enabled_devices_pattern_is_bad_data(app):
+async def test_a_bad_enabled_devices_pattern_is_bad_data(autojump_clock, app):
     with pytest.raises(BadDataError, match="regular expression"):
         async with open_nn_runtime(app, enabledDevices="emu-(npu"):
             pass
 
 
-async def test_a_dead_hal_leaves_only_the_cpu(stack, app):
+async def test_a_dead_hal_leaves_only_the_cpu(autojump_clock, stack, app):
     stack.kill_hal()
     await trio.sleep(0.1)
     async with open_nn_runtime(app, environ={}) as nn:
@@ -180,7 +180,7 @@ async def test_a_dead_hal_leaves_only_the_cpu(stack, app):
 # ---- supported operations ------------------------------------------------------------
 
 
-async def test_supported_operations_are_the_union_over_the_devices(nn):
+async def test_supported_operations_are_the_union_over_the_devices(autojump_clock, nn):
     model = sampleModel()
     ops = [op.type for op in model.to_hal().operations]
     dsp = nn.getDeviceByName("emu-dsp")
@@ -191,7 +191,7 @@ async def test_supported_operations_are_the_union_over_the_devices(nn):
     assert await nn.getSupportedOperationsForDevices(model, [nn.getDeviceByName("emu-npu")]) == [True] * len(ops)
 
 
-async def test_supported_operations_refuses_no_devices_and_duplicates(nn):
+async def test_supported_operations_refuses_no_devices_and_duplicates(autojump_clock, nn):
     model = sampleModel()
     dsp = nn.getDeviceByName("emu-dsp")
     for devices in ([], [dsp, dsp]):
@@ -201,7 +201,7 @@ async def test_supported_operations_refuses_no_devices_and_duplicates(nn):
         await nn.getSupportedOperationsForDevices(Model(), [dsp])
 
 
-async def test_weights_travel_as_shared_memory(nn):
+async def test_weights_travel_as_shared_memory(autojump_clock, nn):
     hal = sampleModel().to_hal()
     assert hal.pools, "the sample model's large weights live in a pool"
     regions = [SharedMemory.create("w", len(memoryview(p).cast("B"))) for p in hal.pools]
@@ -215,7 +215,7 @@ async def test_weights_travel_as_shared_memory(nn):
 # ---- compilation and execution ---------------------------------------------------------
 
 
-async def test_plain_compilation_runs_on_the_fastest_device(nn):
+async def test_plain_compilation_runs_on_the_fastest_device(autojump_clock, nn):
     model = sampleModel()
     async with nn.createCompilation(model) as compilation:
         await compilation.finish()
@@ -224,7 +224,7 @@ async def test_plain_compilation_runs_on_the_fastest_device(nn):
         assert_matches_reference(model, inputs, await run(compilation, inputs))
 
 
-async def test_low_power_splits_one_model_across_npu_and_dsp_with_identical_results(nn):
+async def test_low_power_splits_one_model_across_npu_and_dsp_with_identical_results(autojump_clock, nn):
     model = sampleModel()
     npu, dsp = nn.getDeviceByName("emu-npu"), nn.getDeviceByName("emu-dsp")
     inputs = sample_inputs()
@@ -252,7 +252,7 @@ async def test_low_power_splits_one_model_across_npu_and_dsp_with_identical_resu
 
 
 @pytest.mark.parametrize("name", ["emu-npu", "emu-gpu", "emu-hetero", CPU_DEVICE_NAME])
-async def test_every_device_computes_the_reference_result(nn, name):
+async def test_every_device_computes_the_reference_result(autojump_clock, nn, name):
     model = sampleModel()
     async with nn.createCompilationForDevices(model, [nn.getDeviceByName(name)]) as compilation:
         await compilation.finish()
@@ -262,12 +262,12 @@ async def test_every_device_computes_the_reference_result(nn, name):
             assert_matches_reference(model, inputs, await run(compilation, inputs))
 
 
-async def test_for_devices_that_cannot_run_an_operation_is_bad_data(nn):
+async def test_for_devices_that_cannot_run_an_operation_is_bad_data(autojump_clock, nn):
     with pytest.raises(BadDataError, match="supported by none"):
         await nn.createCompilationForDevices(sampleModel(), [nn.getDeviceByName("emu-dsp")]).finish()
 
 
-async def test_create_for_devices_checks_its_device_list(nn):
+async def test_create_for_devices_checks_its_device_list(autojump_clock, nn):
     model = sampleModel()
     npu = nn.getDeviceByName("emu-npu")
     for devices in ([], [npu, npu]):
@@ -277,7 +277,7 @@ async def test_create_for_devices_checks_its_device_list(nn):
         nn.createCompilation(Model())
 
 
-async def test_outputs_and_inputs_in_app_memory_are_zero_copy(nn):
+async def test_outputs_and_inputs_in_app_memory_are_zero_copy(autojump_clock, nn):
     model = sampleModel()
     image, embedding = sample_inputs()
     async with nn.createCompilationForDevices(model, [nn.getDeviceByName("emu-npu")]) as compilation:
@@ -296,7 +296,7 @@ async def test_outputs_and_inputs_in_app_memory_are_zero_copy(nn):
             np.testing.assert_allclose(features, expected[0], rtol=1e-5, atol=1e-5)
 
 
-async def test_set_output_copies_into_the_apps_array(nn):
+async def test_set_output_copies_into_the_apps_array(autojump_clock, nn):
     model = sampleModel()
     async with nn.createCompilation(model) as compilation:
         await compilation.finish()
@@ -311,7 +311,7 @@ async def test_set_output_copies_into_the_apps_array(nn):
         np.testing.assert_allclose(scores, nn_reference.run(model.to_hal(), inputs)[1], rtol=1e-5, atol=1e-6)
 
 
-async def test_bad_inputs_and_outputs_are_bad_data(nn):
+async def test_bad_inputs_and_outputs_are_bad_data(autojump_clock, nn):
     async with nn.createCompilation(sampleModel()) as compilation:
         await compilation.finish()
         execution = compilation.createExecution()
@@ -332,7 +332,7 @@ async def test_bad_inputs_and_outputs_are_bad_data(nn):
             await execution.compute_async()
 
 
-async def test_options_after_finish_are_bad_state(nn):
+async def test_options_after_finish_are_bad_state(autojump_clock, nn):
     async with nn.createCompilation(sampleModel()) as compilation:
         with pytest.raises(BadDataError):
             compilation.setPreference(7)
@@ -345,7 +345,7 @@ async def test_options_after_finish_are_bad_state(nn):
         compilation.createExecution()
 
 
-async def test_blocking_compute_from_a_thread_and_start_compute(nn):
+async def test_blocking_compute_from_a_thread_and_start_compute(autojump_clock, nn):
     model = sampleModel()
     inputs = sample_inputs()
     async with nn.createCompilation(model) as compilation:
@@ -361,7 +361,7 @@ async def test_blocking_compute_from_a_thread_and_start_compute(nn):
         assert event.isDone
 
 
-async def test_a_multi_step_cpu_and_driver_plan_passes_temporaries(nn):
+async def test_a_multi_step_cpu_and_driver_plan_passes_temporaries(autojump_clock, nn):
     # An FC on the NPU feeding a CPU-only step: emu-dsp cannot SOFTMAX, so with
     # [dsp, cpu] and LOW_POWER the graph splits dsp -> cpu -> dsp.
     model = Model()
@@ -437,7 +437,7 @@ async def prepared_execution(compilation, seed=3):
     return execution
 
 
-async def test_execution_hints_reach_the_scheduling_hal(stack, nn):
+async def test_execution_hints_reach_the_scheduling_hal(autojump_clock, stack, nn):
     scheduling = await Scheduling(stack).connect()
     group = uuid.uuid4()
     async with nn.createCompilationForDevices(sampleModel(), [nn.getDeviceByName("emu-npu")]) as compilation:
@@ -461,7 +461,7 @@ async def test_execution_hints_reach_the_scheduling_hal(stack, nn):
         execution.setGroupId(b"short")
 
 
-async def test_attribution_needs_the_uids_permission(stack, nn):
+async def test_attribution_needs_the_uids_permission(autojump_clock, stack, nn):
     scheduling = await Scheduling(stack).connect()
     model = sampleModel()
     npu = nn.getDeviceByName("emu-npu")
@@ -483,7 +483,7 @@ async def test_attribution_needs_the_uids_permission(stack, nn):
     assert scheduling.started[-1].uid == APP_UID
 
 
-async def test_an_app_without_direct_access_is_refused_by_the_npu(stack, nn):
+async def test_an_app_without_direct_access_is_refused_by_the_npu(autojump_clock, stack, nn):
     scheduling = await Scheduling(stack).connect()
     config = scheduling.Config(uid=APP_UID, appPriority=100, hasDirectAccess=False)
     await scheduling.hal.setSchedulingConfigs([config])
@@ -495,7 +495,7 @@ async def test_an_app_without_direct_access_is_refused_by_the_npu(stack, nn):
         assert_matches_reference(model, sample_inputs(3), await (await prepared_execution(plain)).compute_async())
 
 
-async def test_timing_is_measured_on_one_device(nn):
+async def test_timing_is_measured_on_one_device(autojump_clock, nn):
     async with nn.createCompilationForDevices(sampleModel(), [nn.getDeviceByName("emu-npu")]) as compilation:
         execution = await prepared_execution(compilation)
         with pytest.raises(BadStateError):
@@ -520,7 +520,7 @@ async def wait_for_work_in_flight(stack):
         await trio.sleep(0.0001)
 
 
-async def test_a_hal_killed_mid_execution_is_dead_object_for_devices(stack, nn):
+async def test_a_hal_killed_mid_execution_is_dead_object_for_devices(autojump_clock, stack, nn):
     async with nn.createCompilationForDevices(sampleModel(), [nn.getDeviceByName("emu-npu")]) as compilation:
         await compilation.finish()
         execution = compilation.createExecution()
@@ -534,7 +534,7 @@ async def test_a_hal_killed_mid_execution_is_dead_object_for_devices(stack, nn):
         assert info.value.resultCode == ResultCode.DEAD_OBJECT == 14
 
 
-async def test_a_hal_killed_mid_execution_falls_back_to_the_cpu(stack, nn):
+async def test_a_hal_killed_mid_execution_falls_back_to_the_cpu(autojump_clock, stack, nn):
     model = sampleModel()
     inputs = sample_inputs()
     async with nn.createCompilation(model) as compilation:
@@ -552,7 +552,7 @@ async def test_a_hal_killed_mid_execution_falls_back_to_the_cpu(stack, nn):
         assert_matches_reference(model, inputs, await run(compilation, inputs))
 
 
-async def test_a_failed_work_is_op_failed_or_a_fallback(stack, nn):
+async def test_a_failed_work_is_op_failed_or_a_fallback(autojump_clock, stack, nn):
     model = sampleModel()
     inputs = sample_inputs()
     npu = nn.getDeviceByName("emu-npu")
@@ -573,7 +573,7 @@ async def test_a_failed_work_is_op_failed_or_a_fallback(stack, nn):
         assert_matches_reference(model, inputs, await run(strict, inputs))
 
 
-async def test_a_model_too_big_to_prepare_falls_back_or_fails(nn):
+async def test_a_model_too_big_to_prepare_falls_back_or_fails(autojump_clock, nn):
     model = sampleModel()
     npu = nn.getDeviceByName("emu-npu")
     strict = nn.createCompilationForDevices(model, [npu])
@@ -589,7 +589,7 @@ async def test_a_model_too_big_to_prepare_falls_back_or_fails(nn):
         assert_matches_reference(model, inputs, await run(plain, inputs))
 
 
-async def test_earlier_results_survive_later_runs_and_executions_run_concurrently(nn):
+async def test_earlier_results_survive_later_runs_and_executions_run_concurrently(autojump_clock, nn):
     model = sampleModel()
     async with nn.createCompilation(model) as compilation:
         await compilation.finish()
@@ -621,7 +621,7 @@ async def test_earlier_results_survive_later_runs_and_executions_run_concurrentl
             assert_matches_reference(model, inputs, outputs)
 
 
-async def test_every_device_set_and_preference_gives_the_reference_result(nn):
+async def test_every_device_set_and_preference_gives_the_reference_result(autojump_clock, nn):
     """Each subset of the five devices, under each preference: one plan, one run."""
     import itertools
 
@@ -647,7 +647,7 @@ async def test_every_device_set_and_preference_gives_the_reference_result(nn):
     assert sum(len(layout) > 1 for layout in layouts) >= 3
 
 
-async def test_the_emulated_model_size_is_reserved_on_the_devices_that_run_it(stack, nn):
+async def test_the_emulated_model_size_is_reserved_on_the_devices_that_run_it(autojump_clock, stack, nn):
     driver = stack.driver
     npu, dsp = driver.device_by_name("emu-npu"), driver.device_by_name("emu-dsp")
     before = {d.name: driver.memory_info(d).weight_memory_used for d in (npu, dsp)}
@@ -668,7 +668,7 @@ async def test_the_emulated_model_size_is_reserved_on_the_devices_that_run_it(st
         nn.createCompilation(model).setEmulatedModelSize(-1)
 
 
-async def test_a_hal_dead_before_finish_is_dead_object_for_devices_and_the_cpu_otherwise(stack, nn):
+async def test_a_hal_dead_before_finish_is_dead_object_for_devices_and_the_cpu_otherwise(autojump_clock, stack, nn):
     model = sampleModel()
     strict = nn.createCompilationForDevices(model, [nn.getDeviceByName("emu-npu")])
     plain = nn.createCompilation(model)
@@ -685,13 +685,13 @@ async def test_a_hal_dead_before_finish_is_dead_object_for_devices_and_the_cpu_o
     await strict.aclose()
 
 
-async def test_errors_in_the_runtime_block_are_not_wrapped(app):
+async def test_errors_in_the_runtime_block_are_not_wrapped(autojump_clock, app):
     with pytest.raises(BadDataError):
         async with open_nn_runtime(app, environ={}) as nn:
             nn.getDevice(99)
 
 
-async def test_refresh_after_a_hal_restart_brings_the_devices_back(stack, nn):
+async def test_refresh_after_a_hal_restart_brings_the_devices_back(autojump_clock, stack, nn):
     model = sampleModel()
     old_npu = nn.getDeviceByName("emu-npu")
     stack.kill_hal()
