@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 import trio
 
+import npuhal
 from framework.binder import AID_SYSTEM, launch_process
 from framework.emulator import emulator_interfaces
 from test_reliability_support import (
@@ -39,6 +40,7 @@ from test_reliability_support import (
     ProcFacts,
     booted,
     driver_weights_in_use,
+    fd_targets,
     get,
     hal_dump,
     hal_prepared_models,
@@ -53,6 +55,8 @@ pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
 WORKER = (Path(__file__).with_name("fuzz") / "worker_app.py").read_text()
 FAULT_FAIL_NEXT_WORK, FAULT_HANG_CHANNEL, FAULT_CRASH = 1, 2, 4
 CAN_LOAD_NOW, WAIT_FOR_UNLOAD = 0, 1
+KIND_ENDED = 2
+END_FAILED = int(npuhal.hal_interfaces().enum("android.hardware.npu.EndReason").FAILED)
 
 
 def story(emu, name: str) -> dict | None:
@@ -99,7 +103,8 @@ async def assert_nothing_left(emu, baseline: dict[str, ProcFacts], *, hal_models
     try:
         await wait_until(clean, timeout=timeout)
     except trio.TooSlowError:
-        raise AssertionError(f"left behind: {last}\nbaseline: {baseline}") from None
+        fds = {n: fd_targets(emu.pids[n]) for n in baseline}
+        raise AssertionError(f"left behind: {last}\nbaseline: {baseline}\nfds now: {fds}") from None
 
 
 async def test_apps_sigkilled_while_loading_executing_and_asked_to_unload_leave_nothing(tmp_path):
@@ -197,7 +202,8 @@ async def test_driver_failure_hung_channel_hal_kill_and_driver_crash(tmp_path):
     async with booted(apps, hal_args=("--hang-timeout-ms", "400")) as emu:
         keeper = HalKeeper(emu, tmp_path)
         try:
-            await _faults(emu, keeper)
+            with trio.fail_after(180):  # a hang anywhere is a failure, not a stuck suite
+                await _faults(emu, keeper)
         finally:
             await keeper.aclose()
 
@@ -215,20 +221,21 @@ async def _faults(emu, keeper: HalKeeper) -> None:
     # A driver work failure: one FAILED end; the app sees the error and goes on.
     control = await get(emu, HAL_CONTROL, I.IHalControl)
     await control.injectFault("emu-npu", FAULT_FAIL_NEXT_WORK, 0.0)
-    after = await wait_story(emu, "exec_npu", lambda s: len(s["errors"]) >= 1)
+    after = await wait_story(emu, "exec_npu", lambda s: s.get("error_count", 0) >= 1)
     assert "OpFailedError" in after["errors"][0][1] or "FAILED" in after["errors"][0][2], after["errors"]
     n = after["executions"]
     await wait_story(emu, "exec_npu", lambda s: s["executions"] >= n + 3 and s["last_ok"])
-    ends = [e for e in await control.recentWorkEvents(200, 0) if e.kind == "ended"] if hasattr(
-        I.registry, "parcelable") else []
-    dump = await npu_dump(emu)
-    assert any(e.get("reason") in ("FAILED", 3) or "FAILED" in json.dumps(e) for e in dump["recent_work_events"]) or \
-        any("FAILED" in repr(e) for e in ends), dump["recent_work_events"][-10:]
+    # The HAL's undebounced record has the FAILED end (the npu service's copy is
+    # debounced: a uid that keeps asking has its ends held back).
+    failed = [e for e in await control.recentWorkEvents(500, 0)
+              if e.kind == KIND_ENDED and e.reason == END_FAILED and e.deviceName == "emu-npu"]
+    assert len(failed) == 1 and failed[0].info.uid == npu_app["uid"], failed
 
     # A hung channel: the watchdog (400 ms here) resets it, the stuck work fails.
     dsp_before = story(emu, "exec_dsp")
     await control.injectFault("emu-dsp", FAULT_HANG_CHANNEL, 0.0)
-    hung = await wait_story(emu, "exec_dsp", lambda s: len(s["errors"]) > len(dsp_before["errors"]), timeout=20)
+    hung = await wait_story(emu, "exec_dsp", lambda s: s.get("error_count", 0) > dsp_before.get("error_count", 0),
+                            timeout=20)
     n = hung["executions"]
     await wait_story(emu, "exec_dsp", lambda s: s["executions"] >= n + 3 and s["last_ok"], timeout=20)
     assert "restarts 1" in await control.dump() or "reset" in (emu.runtime_dir / "logcat").read_text()
@@ -262,6 +269,12 @@ async def _faults(emu, keeper: HalKeeper) -> None:
             n = s["executions"]
             await wait_story(emu, name, lambda s: s["executions"] >= n + 3 and s["last_ok"], timeout=30)
         assert story(emu, "exec_npu")["recovered"] == recovered + 1
+        if round_ == 1:
+            # The first HAL restart makes connections that then live as long as the
+            # HAL does (the servicemanager's death links to the new HAL's services,
+            # the npu service's new proxies). From here on, a HAL death must cost
+            # nothing: the second one is measured against this.
+            baseline = long_lived(emu, ("servicemanager", "system_server"))
 
     # Done: both apps go, and nothing is left anywhere (the HAL is a new process:
     # it must hold exactly nothing).
@@ -270,7 +283,6 @@ async def _faults(emu, keeper: HalKeeper) -> None:
     for name in ("servicemanager", "system_server"):
         assert emu.process(name).returncode is None
     hal_now = ProcFacts.of(keeper.pid)
-    baseline = {n: f for n, f in baseline.items() if n != "hal"}
     await assert_nothing_left(emu, baseline)
     final = ProcFacts.of(keeper.pid)
     assert final.memfd_fds == 0 and final.memfd_maps == 0, final

@@ -51,6 +51,17 @@ class ProcFacts:
         )
 
 
+def fd_targets(pid: int) -> list[str]:
+    """What each of ``pid``'s descriptors points at (for a leak's error message)."""
+    out = []
+    for name in sorted(os.listdir(f"/proc/{pid}/fd"), key=int):
+        try:
+            out.append(f"{name}->{os.readlink(f'/proc/{pid}/fd/{name}')}")
+        except FileNotFoundError:
+            pass
+    return out
+
+
 def long_lived(emu: Emulator, names: Any = None) -> dict[str, ProcFacts]:
     """The facts of servicemanager, HAL and system_server (or of ``names``), by name."""
     return {name: ProcFacts.of(pid) for name, pid in emu.pids.items() if names is None or name in names}
