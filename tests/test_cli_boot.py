@@ -64,6 +64,19 @@ def test_boot_registers_every_service(emulator):
     assert result.output.startswith(f"Found {len(listed)} services:")
 
 
+def test_dumpsys_hal_shows_the_driver_and_the_hal_state(emulator):
+    root, _ = emulator
+    result = CliRunner().invoke(main, ["dumpsys", "hal", "--runtime-dir", str(root)])
+    assert result.exit_code == 0, result.output
+    assert "scheduling callback: set" in result.output  # system_server registered its callback
+    for device in ("emu-npu", "emu-gpu", "emu-dsp", "emu-hetero"):
+        assert device in result.output
+    everything = CliRunner().invoke(main, ["dumpsys", "--runtime-dir", str(root)])
+    assert "DUMP OF SERVICE hal:" in everything.output
+    refused = CliRunner().invoke(main, ["dumpsys", "hal", "--json", "--runtime-dir", str(root)])
+    assert refused.exit_code == 2 and "text only" in refused.stderr
+
+
 def test_devices_lists_drivers_then_the_cpu(emulator):
     root, _ = emulator
     result = CliRunner().invoke(main, ["devices", "--json", "--runtime-dir", str(root)])

@@ -40,6 +40,19 @@ SERVICES = {
 }
 
 
+#: The vendor HAL's own dump (``lshal debug`` on a phone), through its private interface.
+HAL_DUMP = "hal"
+
+
+async def _hal_dump(rt: Any) -> str:
+    from framework.emulator._services import HAL_CONTROL, emulator_interfaces
+
+    binder = await defaultServiceManager(rt).checkService(HAL_CONTROL)
+    if binder is None:
+        raise CliError(f"{HAL_CONTROL} is not running (is the HAL up?)", EXIT_NOT_RUNNING)
+    return await emulator_interfaces().IHalControl.asInterface(binder).dump()
+
+
 async def _service(rt: Any, name: str) -> Any:
     binder = await defaultServiceManager(rt).checkService(name)
     if binder is None:
@@ -67,19 +80,29 @@ def _run_as_shell(runtime_dir: Path, body: Callable[[Any], Awaitable[Any]]) -> A
 
 
 @main.command()
-@click.argument("service", required=False, type=click.Choice(sorted(SERVICES)))
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.argument("service", required=False, type=click.Choice(sorted(SERVICES) + [HAL_DUMP]))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (system_server's services).")
 @runtime_dir_option
 def dumpsys(service: str | None, as_json: bool, runtime_dir: Path) -> None:
     """Print a system service's state (all of them without SERVICE).
 
+    `hal` is the vendor HAL's own dump: the driver's devices, channels and memory, the
+    callback and the events it sent or dropped, the prepared models per uid (text only).
+
     Example: npuemu dumpsys npu --json
     """
-    names = [service] if service else ["npu", "activity", "package", "thermal"]
+    if service == HAL_DUMP and as_json:
+        raise CliError("the HAL's dump is text only: drop --json", EXIT_USAGE)
+    names = [service] if service else ["npu", "activity", "package", "thermal"] + ([] if as_json else [HAL_DUMP])
     args = ["--json"] if as_json else []
 
+    async def one(rt: Any, name: str) -> str:
+        if name == HAL_DUMP:
+            return await _hal_dump(rt)
+        return await (await _service(rt, name)).dump(args)
+
     async def body(rt: Any) -> list[tuple[str, str]]:
-        return [(name, await (await _service(rt, name)).dump(args)) for name in names]
+        return [(name, await one(rt, name)) for name in names]
 
     for name, text in _run_as_shell(runtime_dir, body):
         if len(names) > 1 and not as_json:
