@@ -94,3 +94,51 @@ driver:
 	$(NPU_CC) $(NPU_CFLAGS) -O2 -fPIC -shared -DNPU_BUILD_ID='"$(shell sha256sum $(SRC) | cut -c1-12)"' \
 		$(SRC) -o $(OUT) -lm
 	@echo "built $(OUT)"
+
+# --- reliability targets ---
+# Long runs of issue 8 that do not belong in `make test`. None of them reinstalls
+# anything; the sanitizer build goes to build/asan, beside the installed extension.
+FUZZ_TIME    ?= 300
+LOAD_APPS    ?= 64
+ASAN_DIR     := build/asan
+ASAN_PRELOAD  = $(shell $(NPU_CC) -print-file-name=libasan.so):$(shell $(NPU_CC) -print-file-name=libubsan.so)
+# The multi-process tests that the sanitized HAL runs under.
+SANITIZE_TESTS := tests/test_hal_process.py tests/test_reliability_faults.py tests/test_fuzz_socket.py \
+	tests/test_nn_multiprocess.py tests/test_security_isolation.py
+
+.PHONY: fuzz soak load sanitize
+
+# Coverage-guided fuzzing of the wire codec and every served parcel decoder with
+# atheris (tests/fuzz/fuzz_binder.py), FUZZ_TIME seconds from seeds of real frames;
+# without atheris, the same check under a long hypothesis run instead.
+fuzz:
+	@mkdir -p build/fuzz/corpus
+	$(PY) tests/fuzz/fuzz_binder.py --write-seeds build/fuzz/corpus
+	@if $(PY) -c 'import atheris' 2>/dev/null; then \
+		$(PY) tests/fuzz/fuzz_binder.py -max_total_time=$(FUZZ_TIME) -artifact_prefix=build/fuzz/ build/fuzz/corpus; \
+	else \
+		echo "atheris is not installed: running the hypothesis harness long instead"; \
+		NPUEMU_FUZZ_EXAMPLES=20000 $(PY) -m pytest -q tests/test_fuzz_codec.py -p no:cacheprovider \
+			--hypothesis-seed=0 -o addopts=""; \
+	fi
+
+# The 64-app load test for one minute: p50/p99 admission and execution latency, leaks.
+load:
+	$(PY) bench/load.py --apps $(LOAD_APPS) --duration 60
+
+# Ten minutes of the same load, then the npu service's stateful test in its soak profile.
+soak:
+	$(PY) bench/load.py --apps $(LOAD_APPS) --duration 600
+	NPUEMU_HYPOTHESIS_PROFILE=soak $(PY) -m pytest -q tests/test_npu_stateful.py
+
+# The multi-process tests with the driver extension built under ASan+UBSan, loaded by
+# every HAL process (the sanitizer runtime preloaded; Python's own leaks not reported;
+# a UBSan finding aborts). They run from $(ASAN_DIR) so `import npuhal` finds the
+# instrumented copy there first; the installed extension is not touched.
+sanitize:
+	$(PY) tests/fuzz/build_asan_ext.py $(ASAN_DIR)
+	cd $(ASAN_DIR) && LD_PRELOAD=$(ASAN_PRELOAD) \
+		ASAN_OPTIONS=detect_leaks=0:handle_abort=0:detect_stack_use_after_return=0 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		$(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider -c $(CURDIR)/pyproject.toml --rootdir $(CURDIR) \
+		$(addprefix $(CURDIR)/,$(SANITIZE_TESTS))

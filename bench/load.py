@@ -120,11 +120,14 @@ async def run(args: argparse.Namespace) -> dict:
             pids = {}
             for i in range(args.apps):
                 pids[i] = await am.startApp(f"com.npuemu.load{i:03d}", 0)
-            # Every app up (its binder runtime, context and NN runtime imported) before
+            # Every app up (its binder runtime, context and NN runtime open) before
             # the clock starts: the start-up of 64 Pythons on 2 cores is not the load.
-            start = time.time() + max(5.0, args.apps * 0.35)
+            with trio.fail_after(max(120.0, args.apps * 3.0)):
+                while len(list(rtdir.glob("ready-*"))) < args.apps:
+                    await trio.sleep(0.2)
+            start = time.time() + 1.0
             (rtdir / "load.json").write_text(json.dumps({"start": start, "duration": args.duration}))
-            print(f"launched {args.apps} apps in {time.monotonic() - t_launch:.1f} s; cycling for {args.duration:g} s",
+            print(f"{args.apps} apps up {time.monotonic() - t_launch:.1f} s after launch; cycling for {args.duration:g} s",
                   file=sys.stderr, flush=True)
             deadline = start + args.duration + 60
             reports: dict[str, dict] = {}

@@ -5,11 +5,13 @@ may come out) and, when they are one msgpack value, to the call and reply decode
 every method of every interface the stack serves and to every parcelable (only
 ``BadParcelableException`` may come out). Here it gets random bytes, well-formed
 frames with one byte changed, truncated or with a lying length, and random msgpack
-values; ``make fuzz`` runs the same function under atheris for minutes.
+values; ``make fuzz`` runs the same function under atheris for minutes (or, without atheris,
+these tests with ``NPUEMU_FUZZ_EXAMPLES`` examples each).
 """
 
 from __future__ import annotations
 
+import os
 import struct
 import sys
 from pathlib import Path
@@ -22,7 +24,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).with_name("fuzz")))
 from fuzz_binder import check_one, decoders, seed_inputs  # noqa: E402
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=int(os.environ.get("NPUEMU_FUZZ_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text(max_size=10)
