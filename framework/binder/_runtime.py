@@ -42,6 +42,7 @@ import itertools
 import logging
 import os
 import secrets
+import types
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -452,15 +453,20 @@ class _ParcelContext:
 
 
 class _Slot:
-    """Where a reply (or the news that none will come) meets the waiting caller."""
+    """Where a reply (or the news that none will come) meets the waiting caller.
 
-    __slots__ = ("task", "reply", "error", "parked")
+    ``lead`` is set when the reading role is handed to this caller: it wakes up
+    and reads for everyone instead of waiting to be given its reply.
+    """
+
+    __slots__ = ("task", "reply", "error", "parked", "lead")
 
     def __init__(self, task: trio.lowlevel.Task) -> None:
         self.task = task
         self.reply: Reply | None = None
         self.error: BaseException | None = None
         self.parked = False
+        self.lead = False
 
     def deliver(self, reply: Reply | None, error: BaseException | None = None) -> None:
         self.reply = reply
@@ -470,8 +476,33 @@ class _Slot:
             trio.lowlevel.reschedule(self.task)
 
 
+def _connection_error(address: str, exc: BaseException) -> RemoteException:
+    """What a caller of a connection that broke with ``exc`` is told."""
+    if isinstance(exc, ProtocolError):
+        log.warning("dropping connection to %s: %s", address, exc)
+        return DeadObjectException(f"connection to {address} dropped: {exc}")
+    if isinstance(exc, RemoteException):
+        return exc
+    if isinstance(exc, trio.TooSlowError):
+        return DeadObjectException(f"{address} did not answer the handshake")
+    return DeadObjectException(f"connection to {address} lost: {exc}")
+
+
 class _ClientConn:
-    """This process's connection to another one, over which its proxies call."""
+    """This process's connection to another one, over which its proxies call.
+
+    Who reads the replies (leader/follower). Whoever waits reads: a caller that
+    finds nobody reading takes the *reading role* and reads the socket itself, so a
+    lone call (the common case) gets its reply without a task switch. Replies it
+    meets for other calls it hands to their callers; when its own arrives it passes
+    the role to a caller still waiting (or to the watcher, below) and returns.
+
+    The connection's own task (:meth:`run`) does the handshake and then watches
+    for the peer's hang-up, reading nothing (``stream.wait_hangup``): that is the
+    death notice even when no call is in flight. When it comes, the watcher takes
+    the reading role, reads what the peer said before it went, and tears down:
+    pending calls fail with :class:`DeadObjectException` and death recipients fire.
+    """
 
     def __init__(self, runtime: BinderRuntime, address: str) -> None:
         self.runtime = runtime
@@ -485,6 +516,9 @@ class _ClientConn:
         self.remote_pid = -1
         self.remote_uid = -1
         self._peer_uid = -1
+        self._reading = False  # some task holds the reading role
+        self._watcher_waiting: trio.lowlevel.Task | None = None  # run() wants the role
+        self._torn_down = False
 
     def fail(self) -> RemoteException:
         err = self.error
@@ -506,39 +540,81 @@ class _ClientConn:
             self._peer_uid = event.peer_uid
             self.usable = True
             self.ready.set()
-            while True:
-                event = await self._next_event()
-                if event is None:
-                    raise DeadObjectException(f"process at {self.address} died")
-                slot = self.slots.pop(event.txn_id, None)
-                if slot is None:
-                    _close_fds(event.fds)  # its caller was cancelled; nobody wants it
-                else:
-                    slot.deliver(event)
-        except RemoteException as exc:
-            if isinstance(exc, ProtocolError):
-                log.warning("dropping connection to %s: %s", self.address, exc)
-            self.error = exc if not isinstance(exc, ProtocolError) else DeadObjectException(
-                f"connection to {self.address} dropped: {exc}"
-            )
-        except trio.TooSlowError:
-            self.error = DeadObjectException(f"{self.address} did not answer the handshake")
-        except (trio.BrokenResourceError, OSError) as exc:
-            self.error = DeadObjectException(f"connection to {self.address} lost: {exc}")
-        finally:
+            await stream.wait_hangup()
             if self.error is None:
-                self.error = DeadObjectException(f"connection to {self.address} closed")
-            self.usable = False
-            self.ready.set()
-            slots, self.slots = self.slots, {}
-            for slot in slots.values():
-                slot.deliver(None, self.fail())
-            _close_fds(self.wire.close())
+                # The peer hung up. Replies it sent before going still count: read
+                # them (once the caller reading now, if any, passes the role on).
+                await self._take_reading_role()
+                if self.error is None:
+                    while True:
+                        event = await self._next_event()
+                        if event is None:
+                            raise DeadObjectException(f"process at {self.address} died")
+                        slot = self.slots.pop(event.txn_id, None)
+                        if slot is None:
+                            _close_fds(event.fds)
+                        else:
+                            slot.deliver(event)
+        except (RemoteException, trio.TooSlowError, trio.BrokenResourceError, OSError) as exc:
+            if self.error is None:
+                self.error = _connection_error(self.address, exc)
+        finally:
+            self._tear_down(DeadObjectException(f"connection to {self.address} closed"))
             if self.stream is not None:
                 with trio.CancelScope(shield=True):
                     await self.stream.aclose()
-            if not runtime._closed:
-                runtime._on_connection_lost(self.address)
+
+    def _tear_down(self, error: RemoteException) -> None:
+        """The connection is over: fail every pending call and send death notices.
+
+        Run by whoever learns it first (the watcher, or a caller reading); the
+        second time does nothing. Death recipients fire before any failed caller
+        runs again, so a caller that sees DeadObjectException can count on them.
+        """
+        if self.error is None:
+            self.error = error
+        if self._torn_down:
+            return
+        self._torn_down = True
+        self.usable = False
+        self.ready.set()
+        slots, self.slots = self.slots, {}
+        for slot in slots.values():
+            slot.deliver(None, self.fail())
+        _close_fds(self.wire.close())
+        if not self.runtime._closed:
+            self.runtime._on_connection_lost(self.address)
+
+    async def _take_reading_role(self) -> None:
+        if not self._reading:
+            self._reading = True
+            await trio.lowlevel.checkpoint()
+            return
+        self._watcher_waiting = task = trio.lowlevel.current_task()
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            if self._watcher_waiting is task:
+                self._watcher_waiting = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def _pass_reading_role(self) -> None:
+        """The holder is done reading: hand the role on, or leave it free."""
+        watcher = self._watcher_waiting
+        if watcher is not None:
+            self._watcher_waiting = None
+            trio.lowlevel.reschedule(watcher)
+            return
+        for slot in self.slots.values():
+            # Only a parked caller can be handed the role: it wakes up holding it,
+            # whereas one still sending might be cancelled before it looks.
+            if slot.parked:
+                slot.parked = False
+                slot.lead = True
+                trio.lowlevel.reschedule(slot.task)
+                return
+        self._reading = False
 
     async def _next_event(self) -> Any:
         wire, stream = self.wire, self.stream
@@ -551,6 +627,36 @@ class _ClientConn:
                 _close_fds(fds)
                 return None
             wire.receive_data(data, fds)
+
+    async def _lead(self, slot: _Slot) -> Reply:
+        """Hold the reading role until ``slot``'s reply arrives; return it."""
+        wire, stream, slots = self.wire, self.stream, self.slots
+        try:
+            while True:
+                event = wire.next_event()
+                if event is NEED_DATA:
+                    data, fds = await stream.receive_some()
+                    if not data:
+                        _close_fds(fds)
+                        raise DeadObjectException(f"process at {self.address} died")
+                    wire.receive_data(data, fds)
+                    continue
+                waiter = slots.pop(event.txn_id, None)
+                if waiter is slot:
+                    return event
+                if waiter is None:
+                    _close_fds(event.fds)  # its caller was cancelled; nobody wants it
+                else:
+                    waiter.deliver(event)
+        except (RemoteException, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            # The connection is broken for everyone: tear down now, and close the
+            # stream, which wakes the watcher in run() to finish.
+            self._tear_down(_connection_error(self.address, exc))
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+            raise self.fail() from None
+        finally:
+            self._pass_reading_role()
 
     async def transact(self, target: int, code: int, data: Any, fds, oneway: bool) -> Reply | None:
         if not self.usable:
@@ -571,12 +677,27 @@ class _ClientConn:
         self.slots[txn_id] = slot  # before sending: the reply may beat send_frame's return
         try:
             await self.stream.send_frame(buffers, fds)
-        except BaseException:
+        except BaseException as exc:
             self.slots.pop(txn_id, None)
             if not self.usable:
                 raise self.fail() from None
+            if isinstance(exc, (trio.BrokenResourceError, trio.ClosedResourceError)):
+                # The peer is gone and the watcher has not said so yet (EPIPE wins
+                # the race with the hang-up): the caller sees what it will see next.
+                raise DeadObjectException(f"process at {self.address} died") from None
             raise
-        if slot.reply is None and slot.error is None:
+        while True:
+            if slot.reply is not None or slot.error is not None:
+                if slot.lead:  # handed the role as the connection ended: pass it on
+                    slot.lead = False
+                    self._pass_reading_role()
+                if slot.error is not None:
+                    raise slot.error
+                return slot.reply
+            if slot.lead or not self._reading:
+                slot.lead = False
+                self._reading = True
+                return await self._lead(slot)
             slot.parked = True
 
             def abort(_raise_cancel: Any) -> trio.lowlevel.Abort:
@@ -585,15 +706,65 @@ class _ClientConn:
                 return trio.lowlevel.Abort.SUCCEEDED
 
             await trio.lowlevel.wait_task_rescheduled(abort)
-        if slot.error is not None:
-            raise slot.error
-        return slot.reply
+
+
+@types.coroutine
+def _run_inline(coro: Any, on_block: Callable[[], None]) -> Any:
+    """Run the coroutine ``coro`` to its end in the calling task; call ``on_block()``
+    the first time it has to wait. Returns whether it did wait.
+
+    This is ``await coro`` with a hook: a coroutine that finishes without ever
+    yielding to trio (most handlers: decode, compute, reply into the socket
+    buffer) costs no task at all, and one that does block has told us so before
+    trio parks it, while there is still time to let another task take over.
+    """
+    try:
+        trap = coro.send(None)
+    except StopIteration:
+        return False
+    try:
+        on_block()
+    except BaseException:
+        coro.close()
+        raise
+    while True:
+        # Forward trio's answer to the trap into the coroutine, as ``await`` would.
+        try:
+            value = yield trap
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:
+            try:
+                trap = coro.throw(exc)
+            except StopIteration:
+                return True
+        else:
+            try:
+                trap = coro.send(value)
+            except StopIteration:
+                return True
 
 
 class _ServerConn:
-    """A connection another process opened to us: we read calls and send replies."""
+    """A connection another process opened to us: we read calls and send replies.
 
-    __slots__ = ("runtime", "stream", "wire", "peer_pid", "peer_uid", "identity", "idle")
+    Serving (leader/follower again). One task at a time holds the connection's
+    *reading role*. It reads a call and runs the handler itself, inline, through
+    :func:`_run_inline`: a handler that never waits replies without any task
+    switch. The moment a handler has to wait (a sleep, a lock, a nested call, a
+    full socket), the role passes to an idle task of this connection (or a new
+    one) before the handler parks, so the next call is read and served at once and
+    every handler can block independently. The task that ran the blocked handler
+    finishes it, replies, and then idles until it is handed the role again.
+    Oneway calls take the same path through the target object's queue, which keeps
+    them in order and one at a time.
+    """
+
+    __slots__ = (
+        "runtime", "stream", "wire", "peer_pid", "peer_uid", "identity", "idle", "reader", "backlog",
+        "_hand_off", "_finished",
+    )
 
     def __init__(self, runtime: BinderRuntime, stream: Any) -> None:
         self.runtime = runtime
@@ -602,10 +773,15 @@ class _ServerConn:
         self.peer_pid = stream.peer_pid
         self.peer_uid = -1
         self.identity = (self.peer_pid, -1)
-        self.idle: list[trio.lowlevel.Task] = []  # parked workers, see _worker
+        self.idle: list[trio.lowlevel.Task] = []  # tasks waiting to be handed the role
+        self.reader: trio.lowlevel.Task | None = None  # the task holding the reading role
+        self.backlog: deque[Transaction] = deque()  # calls read ahead, not yet served
+        self._hand_off = self._pass_reading_role  # bound once: it is passed per call
+        self._finished = False
 
     async def run(self) -> None:
         runtime, wire, stream = self.runtime, self.wire, self.stream
+        welcomed = False
         try:
             with trio.fail_after(_HANDSHAKE_TIMEOUT):
                 hello = await self._next_event()
@@ -625,17 +801,7 @@ class _ServerConn:
             self.peer_uid = uid
             self.identity = (self.peer_pid, uid)
             await stream.send_frame(wire.send(Welcome(runtime.pid, runtime.uid, uid)))
-            nursery = runtime._nursery
-            while True:
-                event = await self._next_event()
-                if event is None:
-                    return
-                if event.oneway:
-                    runtime._enqueue_oneway(self, event)
-                elif self.idle:
-                    trio.lowlevel.reschedule(self.idle.pop(), outcome.Value(event))
-                else:
-                    nursery.start_soon(self._worker, event)
+            welcomed = True
         except ProtocolError as exc:
             log.warning("dropping connection from pid %d: %s", self.peer_pid, exc)
         except trio.TooSlowError:
@@ -643,23 +809,14 @@ class _ServerConn:
         except (trio.BrokenResourceError, OSError) as exc:
             log.info("connection from pid %d lost: %s", self.peer_pid, exc)
         finally:
-            _close_fds(wire.close())
-            runtime._server_conns.discard(self)
-            idle, self.idle = self.idle, []
-            for task in idle:
-                trio.lowlevel.reschedule(task, outcome.Value(None))
-            with trio.CancelScope(shield=True):
-                await stream.aclose()
+            if not welcomed:
+                await self._finish()
+        await self._work()
 
-    async def _worker(self, event: Transaction) -> None:
-        """Serve two-way calls of this connection, each in its own task.
-
-        A worker that finishes parks as idle, and the reader hands the next call
-        to it rather than spawning a task: a wakeup is cheaper than a new task,
-        and the caller's identity is set once per worker, not once per call.
-        """
-        _calling.set(self.identity)
-        serve = self.runtime._serve_call
+    async def _work(self) -> None:
+        """A task of this connection: read and serve while holding the role, idle
+        while another task holds it, end when the connection does."""
+        _calling.set(self.identity)  # once per task: every call it serves is this peer's
         idle = self.idle
         task = trio.lowlevel.current_task()
 
@@ -668,12 +825,82 @@ class _ServerConn:
                 idle.remove(task)
             return trio.lowlevel.Abort.SUCCEEDED
 
-        while event is not None:
-            await serve(self, event, set_identity=False)
-            if len(idle) >= _MAX_IDLE_WORKERS or self.wire.state is State.CLOSED:
+        while not self._finished:
+            if not await self._read():
+                return
+            # A handler blocked, another task reads now, and ours is done.
+            if len(idle) >= _MAX_IDLE_WORKERS or self._finished:
                 return
             idle.append(task)
-            event = await trio.lowlevel.wait_task_rescheduled(abort)
+            if not await trio.lowlevel.wait_task_rescheduled(abort):
+                return
+
+    def _pass_reading_role(self) -> None:
+        # Called by _run_inline when the handler this reader runs is about to wait.
+        self.reader = None
+        if self.idle:
+            trio.lowlevel.reschedule(self.idle.pop(), outcome.Value(True))
+        else:
+            self.runtime._nursery.start_soon(self._work)
+
+    async def _read(self) -> bool:
+        """Hold the reading role: read calls and serve them inline.
+
+        Returns True once the role has been handed on (a handler blocked), False
+        when the connection is over (this task tore it down).
+        """
+        runtime, hand_off, wire, backlog = self.runtime, self._hand_off, self.wire, self.backlog
+        task = self.reader = trio.lowlevel.current_task()
+        try:
+            while True:
+                if backlog:
+                    event = backlog.popleft()
+                else:
+                    event = await self._next_event()
+                    if event is None:
+                        return False
+                    # Check every frame of this read before serving any: a peer that
+                    # breaks the protocol anywhere in it is dropped unserved (a reused
+                    # id, say, must not pass because the call it reuses has just ended).
+                    try:
+                        while (more := wire.next_event()) is not NEED_DATA:
+                            backlog.append(more)
+                    except ProtocolError:
+                        _close_fds(event.fds)
+                        raise
+                if event.oneway:
+                    call = runtime._take_oneway(self, event)
+                    if call is None:
+                        continue  # queued behind the target's running oneway call
+                else:
+                    call = runtime._serve_call(self, event, set_identity=False)
+                if await _run_inline(call, hand_off):
+                    return True
+        except ProtocolError as exc:
+            log.warning("dropping connection from pid %d: %s", self.peer_pid, exc)
+        except (trio.BrokenResourceError, OSError) as exc:
+            log.info("connection from pid %d lost: %s", self.peer_pid, exc)
+        finally:
+            # The reader tears down; a task whose handler was cancelled after it
+            # handed the role on leaves that to the reader.
+            if self.reader is task:
+                self.reader = None
+                await self._finish()
+        return False
+
+    async def _finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        _close_fds(self.wire.close())
+        while self.backlog:
+            _close_fds(self.backlog.popleft().fds)
+        self.runtime._server_conns.discard(self)
+        idle, self.idle = self.idle, []
+        for task in idle:
+            trio.lowlevel.reschedule(task, outcome.Value(False))
+        with trio.CancelScope(shield=True):
+            await self.stream.aclose()
 
     async def _next_event(self) -> Any:
         wire, stream = self.wire, self.stream
@@ -844,16 +1071,20 @@ class BinderRuntime:
             self._server_conns.add(conn)
             self._nursery.start_soon(conn.run)
 
-    def _enqueue_oneway(self, conn: _ServerConn, event: Transaction) -> None:
-        # Oneway calls to one object run one at a time, in arrival order (binder's
-        # async_todo list); calls to different objects do not wait for each other.
+    def _take_oneway(self, conn: _ServerConn, event: Transaction) -> Any:
+        """The coroutine that serves oneway ``event`` now, or None if it was queued.
+
+        Oneway calls to one object run one at a time, in arrival order (binder's
+        async_todo list); calls to different objects do not wait for each other.
+        Whoever runs the coroutine drains the object's queue, including calls that
+        other connections queue behind it meanwhile.
+        """
         queue = self._oneway.get(event.target)
-        if queue is None:
-            queue = self._oneway[event.target] = deque()
+        if queue is not None:
             queue.append((conn, event))
-            self._nursery.start_soon(self._drain_oneway, event.target, queue)
-        else:
-            queue.append((conn, event))
+            return None
+        queue = self._oneway[event.target] = deque(((conn, event),))
+        return self._drain_oneway(event.target, queue)
 
     async def _drain_oneway(self, target: int, queue: deque) -> None:
         try:

@@ -15,7 +15,9 @@ servicemanager needs to vouch for uids:
 
 A *stream* moves whole frames: ``send_frame(buffers, fds)`` writes one frame with
 its descriptors, ``receive_some()`` returns what arrived (``b""`` at end of
-stream) with any descriptors that came with it.
+stream) with any descriptors that came with it, and ``wait_hangup()`` returns once
+the peer has hung up (or the stream was closed here) without reading anything, so
+one task can watch for a peer's death while another does the reading.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import errno
 import itertools
 import math
 import os
+import select
 import socket
 import stat
 import struct
@@ -73,7 +76,7 @@ class _UnixStream:
     its reply; a oneway call checkpoints) and by a checkpoint every few reads.
     """
 
-    __slots__ = ("_sock", "_sending", "_lot", "peer_pid", "_closed", "_streak", "_rbuf", "_drained")
+    __slots__ = ("_sock", "_sending", "_lot", "peer_pid", "_closed", "_streak", "_rbuf", "_drained", "_hup")
 
     def __init__(self, sock: socket.socket) -> None:
         sock.setblocking(False)
@@ -88,6 +91,7 @@ class _UnixStream:
         self._streak = 0
         self._rbuf = memoryview(bytearray(_RECV_SIZE))
         self._drained = False
+        self._hup: select.epoll | None = None  # made by the first wait_hangup
 
     async def send_frame(self, buffers: list[bytes], fds: Sequence[int] = ()) -> None:
         if self._closed:
@@ -171,9 +175,33 @@ class _UnixStream:
             raise ProtocolError("peer sent more descriptors than a frame may carry")
         return bytes(self._rbuf[:nbytes]), fds
 
+    async def wait_hangup(self) -> None:
+        """Return when the peer has hung up (or this end was closed); read nothing.
+
+        A private epoll instance watches the socket for ``EPOLLRDHUP`` (``EPOLLHUP``
+        and ``EPOLLERR`` always count) and not for data, and trio waits for *that*
+        to become readable. So a task can sit here for the life of a connection
+        while another one waits for data on the socket itself, which trio allows
+        only one task to do.
+        """
+        if self._hup is None and not self._closed:
+            hup = select.epoll(1)  # close-on-exec, as Python makes every fd
+            hup.register(self._sock.fileno(), select.EPOLLRDHUP)
+            self._hup = hup
+        if self._closed:
+            await trio.lowlevel.checkpoint()
+            return
+        try:
+            await trio.lowlevel.wait_readable(self._hup.fileno())  # type: ignore[union-attr]
+        except trio.ClosedResourceError:
+            pass  # closed here while we watched: as good as a hang-up to the watcher
+
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
+            if self._hup is not None:
+                trio.lowlevel.notify_closing(self._hup.fileno())
+                self._hup.close()
             trio.lowlevel.notify_closing(self._sock)
             self._sock.close()
         await trio.lowlevel.checkpoint()
@@ -314,13 +342,15 @@ class UnixNetwork:
 
 
 class _MemoryStream:
-    __slots__ = ("_send", "_recv", "peer_pid", "_closed")
+    __slots__ = ("_send", "_recv", "peer_pid", "_closed", "_hangup", "_peer")
 
     def __init__(self, send: trio.MemorySendChannel, recv: trio.MemoryReceiveChannel, peer_pid: int):
         self._send = send
         self._recv = recv
         self.peer_pid = peer_pid
         self._closed = False
+        self._hangup = trio.Event()  # set when either end closes
+        self._peer: _MemoryStream | None = None
 
     async def send_frame(self, buffers: list[bytes], fds: Sequence[int] = ()) -> None:
         dup = [os.dup(fd) for fd in fds]  # what SCM_RIGHTS does: the receiver gets its own
@@ -337,11 +367,17 @@ class _MemoryStream:
         except (trio.EndOfChannel, trio.ClosedResourceError):
             return b"", []
 
+    async def wait_hangup(self) -> None:
+        await self._hangup.wait()
+
     async def aclose(self) -> None:
         if self._closed:
             await trio.lowlevel.checkpoint()
             return
         self._closed = True
+        self._hangup.set()
+        if self._peer is not None:
+            self._peer._hangup.set()
         self._send.close()
         # Whatever the peer sent and we never read: close its descriptors, as the kernel does.
         while True:
@@ -439,6 +475,7 @@ class MemoryNetwork:
         b_send, a_recv = trio.open_memory_channel(math.inf)
         client = _MemoryStream(a_send, a_recv, peer_pid=listener._pid)
         server = _MemoryStream(b_send, b_recv, peer_pid=pid)
+        client._peer, server._peer = server, client
         try:
             listener._outgoing.send_nowait(server)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
