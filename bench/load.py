@@ -175,6 +175,10 @@ async def run(args: argparse.Namespace) -> dict:
             statuses[k] = statuses.get(k, 0) + v
     cycles = sum(r["cycles"] for r in reports.values())
     errors = [e for r in reports.values() for e in r["errors"]]
+    by_importance: dict[str, int] = {}
+    for r in reports.values():
+        level = IMPORTANCES[int(r["package"][-3:]) % len(IMPORTANCES)]
+        by_importance[level] = by_importance.get(level, 0) + r["cycles"]
     return {
         "apps": args.apps, "reported": len(reports), "duration_s": args.duration, "policy": args.policy,
         "cycles": cycles, "cycles_per_s": round(cycles / args.duration, 1),
@@ -183,6 +187,8 @@ async def run(args: argparse.Namespace) -> dict:
         "execution_ms": {"p50": pct(exe, 50), "p99": pct(exe, 99), "max": max(exe, default=None), "n": len(exe)},
         "statuses": statuses, "cancelled": sum(r["cancelled"] for r in reports.values()),
         "unload_asked": sum(r["unload_asked"] for r in reports.values()),
+        "ended_before_load": sum(r.get("ended_before_load", 0) for r in reports.values()),
+        "cycles_by_importance": by_importance,
         "bad_results": sum(r["bad_results"] for r in reports.values()), "errors": len(errors),
         "first_errors": errors[:5], "apps_alive_after": alive_at_end, "stack_crashed": crashed,
         "leaks": leaks, "npu_counters": {k: counters[k] for k in ("requests", "can_load_now", "wait_for_unload",
@@ -205,7 +211,9 @@ def render(r: dict) -> str:
         f"  execution     {f(r['execution_ms']['p50'])} {f(r['execution_ms']['p99'])} {f(r['execution_ms']['max'])}"
         f"   n={r['execution_ms']['n']}",
         f"  statuses       {json.dumps(r['statuses'], sort_keys=True)}",
-        f"  cancelled {r['cancelled']}  unload asked {r['unload_asked']}  wrong results {r['bad_results']}"
+        f"  cycles by importance {json.dumps(r['cycles_by_importance'])}",
+        f"  cancelled while waiting {r['cancelled']}  ended after approval {r['ended_before_load']}"
+        f"  unload asked {r['unload_asked']}  wrong results {r['bad_results']}"
         f"  errors {r['errors']}",
         f"  stack crashed  {r['stack_crashed'] or 'none'}",
         f"  leaks          {'; '.join(r['leaks']) or 'none'}",

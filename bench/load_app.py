@@ -11,7 +11,8 @@ end time:
 
 A request answered WAIT_FOR_UNLOAD or NOT_PRIORITIZED waits for the later
 CAN_LOAD_NOW (admission latency counts the wait); one cancelled (the system took the
-budget back) is counted and the app asks again. An unload request is obeyed at once.
+budget back, before or after approving it) is counted and the app asks again. An
+unload request is obeyed at once.
 Its numbers go to ``load-<package>.json`` when it stops.
 """
 
@@ -26,6 +27,7 @@ import trio
 
 from apps._kit import mlp
 from framework.app import Context
+from framework.binder import IllegalStateException
 from framework.nn import NeuralNetworksError, open_nn_runtime
 from framework.npumanager import ModelLoadRequest, ModelLoadRequestCallback, NpuManager
 
@@ -53,7 +55,8 @@ async def main(context: Context) -> None:
     package = context.getPackageName()
     control = os.path.join(rtdir, "load.json")
     stats = {"package": package, "uid": context.getUid(), "pid": os.getpid(), "cycles": 0, "admission_ms": [],
-             "execution_ms": [], "statuses": {}, "cancelled": 0, "unload_asked": 0, "errors": [], "bad_results": 0}
+             "execution_ms": [], "statuses": {}, "cancelled": 0, "unload_asked": 0, "errors": [], "bad_results": 0,
+             "ended_before_load": 0}
     npu = context.getSystemService(Context.NPU_SERVICE)
     seed = context.getUid() % 1000
     model, reference = mlp(seed=seed, sizes=(32, 32, 8))
@@ -100,7 +103,15 @@ async def main(context: Context) -> None:
                 async with nn.createCompilationForDevices(model, [device]) as compilation:
                     compilation.setEmulatedModelSize((512 if size else 256) << 20)  # fits the budget: 8 x 256 MiB, 4 x 512 MiB
                     await compilation.finish()
-                    await slot.listener.notifyModelLoaded(request)
+                    try:
+                        await slot.listener.notifyModelLoaded(request)
+                    except IllegalStateException:
+                        # The budget policy cancelled the approved request while it
+                        # compiled (rule 4: a more important uid needed the budget).
+                        # Its model is released unused, as an app must.
+                        stats["ended_before_load"] += 1
+                        stats["cycles"] += 1
+                        continue
                     x = rng.random((1, 32), dtype=np.float32)
                     execution = compilation.createExecution()
                     execution.setInput(0, x)
@@ -114,6 +125,8 @@ async def main(context: Context) -> None:
                     stats["errors"].append(f"{type(exc).__name__}: {exc}"[:300])
             try:
                 await slot.listener.notifyModelUnloaded(request)
+            except IllegalStateException:
+                stats["ended_before_load"] += 1  # cancelled or revoked meanwhile: already ended
             except Exception as exc:  # noqa: BLE001 - revoked or cancelled meanwhile: counted
                 if len(stats["errors"]) < 20:
                     stats["errors"].append(f"unload: {type(exc).__name__}: {exc}"[:300])
