@@ -631,3 +631,80 @@ async def test_public_names_are_exported_exactly_once(autojump_clock):
     for name in public:
         assert source.count(f" as {name}\n") == 1, name
     assert {"AidlRegistry", "AidlSyntaxError", "SharedMemory", "ParcelFileDescriptor", "open_binder_runtime"} <= set(public)
+
+
+# Who reads and who serves (leader/follower on both ends of a connection).
+
+
+async def test_a_cancelled_reading_caller_hands_the_replies_on(autojump_clock, echo_world):
+    # The first call takes the reading role; when it is cancelled, the call still
+    # waiting behind it must get its reply all the same.
+    echo = echo_world["echo"]
+    done = []
+
+    async def long_call(task_status):
+        with trio.move_on_after(0.05) as scope:
+            task_status.started()
+            await echo.sleepMs(1000)
+        done.append(("long", scope.cancelled_caught))
+
+    async def short_call():
+        await echo.sleepMs(100)
+        done.append(("short", trio.current_time()))
+
+    start = trio.current_time()
+    with trio.fail_after(5):  # a role lost with its caller would hang the other call
+        async with trio.open_nursery() as nursery:
+            await nursery.start(long_call)
+            nursery.start_soon(short_call)
+    assert done[0] == ("long", True)
+    assert done[1][0] == "short" and done[1][1] - start < 0.2
+    assert await echo.whoami() == 10001  # and the connection reads on
+
+
+async def test_a_blocked_handler_does_not_hold_up_the_next_call(autojump_clock, echo_world):
+    # sleepMs blocks in the task that read it, which hands reading on first: the
+    # next call is read and served at once, with the caller's identity.
+    echo = echo_world["echo"]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(echo.sleepMs, 1000)
+        await trio.sleep(0.01)
+        start = trio.current_time()
+        with trio.fail_after(5):  # nobody reading would hang it
+            assert await echo.whoami() == 10001
+            assert await echo.callerPid() == echo_world["app"].pid
+        assert trio.current_time() - start < 0.01
+        nursery.cancel_scope.cancel()
+
+
+async def test_run_inline_runs_a_coroutine_to_its_end_in_the_calling_task(autojump_clock):
+    from framework.binder._runtime import _run_inline
+
+    blocked = []
+    task = trio.lowlevel.current_task()
+
+    async def quick():
+        assert trio.lowlevel.current_task() is task
+
+    assert await _run_inline(quick(), lambda: blocked.append("quick")) is False
+    assert blocked == []  # never waited: no hand-off
+
+    async def slow():
+        await trio.sleep(0.1)
+        raise ValueError("late")
+
+    with pytest.raises(ValueError, match="late"):
+        await _run_inline(slow(), lambda: blocked.append("slow"))
+    assert blocked == ["slow"]  # told once, before it parked
+
+    cleaned = []
+
+    async def forever():
+        try:
+            await trio.sleep_forever()
+        finally:
+            cleaned.append(True)
+
+    with trio.move_on_after(0.1) as scope:
+        await _run_inline(forever(), lambda: None)
+    assert scope.cancelled_caught and cleaned == [True]  # cancellation reached it

@@ -17,21 +17,28 @@ never dangles while the owner lives) at the price of holding per-request callbac
 for the life of the process; a process that makes many short-lived callbacks can
 drop them with :meth:`BinderRuntime.unexport`.
 
-Calls. Each two-way call is served in its own task (a finished handler task
-waits, idle, for the connection's next call, which is cheaper than spawning one),
-so many calls on one connection run at once and a handler may call back into its
-caller. Oneway calls to one object run one at a time, in the order they arrived.
+Calls. No task switch on the way of a lone call, at either end (the leader/follower
+pattern, as in ACE's reactor or binder's own looper threads): the caller that finds
+nobody reading its connection reads its reply itself, and the task that reads a
+call runs the handler itself. A handler that has to wait (a sleep, a lock, a
+nested call) first hands the reading on to another task of the connection, so
+many calls on one connection still run at once, each may block, and a handler
+may call back into its caller. Oneway calls to one object run one at a time, in
+the order they arrived.
 
 Death. The kernel closing the owner's socket is the death notice: every pending
 call on that connection fails with :class:`DeadObjectException`, and every
-:class:`DeathRecipient` linked to a proxy of that process fires at once.
+:class:`DeathRecipient` linked to a proxy of that process fires at once. Each
+outgoing connection has a task that watches for the hang-up alone (reading
+nothing), so a death is noticed when no call is in flight too.
 
-Identity. A handler runs in its own task with the caller's pid (the kernel's,
-``SO_PEERCRED``) and uid (what the servicemanager vouched for, resolved once per
-connection) in a context variable: :meth:`Binder.getCallingUid` and
-:meth:`Binder.getCallingPid` read it. Outside a handler they give the process's own
-identity. A local call does not change the identity (Android's rule; use
-:meth:`Binder.clearCallingIdentity` to act as yourself).
+Identity. A handler runs with the caller's pid (the kernel's, ``SO_PEERCRED``) and
+uid (what the servicemanager vouched for, resolved once per connection) in a
+context variable, set once per serving task, since each task serves one
+connection: :meth:`Binder.getCallingUid` and :meth:`Binder.getCallingPid` read it.
+Outside a handler they give the process's own identity. A local call does not
+change the identity (Android's rule; use :meth:`Binder.clearCallingIdentity` to act
+as yourself).
 """
 
 from __future__ import annotations
@@ -103,7 +110,8 @@ RUNTIME_DIR_ENV = "NPUEMU_RUNTIME_DIR"
 _HANDSHAKE_TIMEOUT = 10.0
 # Codes at or above this are IBinder's own (ping, interface...), not an interface's.
 _SPECIAL_CODES = _status.LAST_CALL_TRANSACTION + 1
-# Idle handler tasks kept per connection (more concurrent calls spawn more).
+# Idle serving tasks kept per connection, waiting to be handed the reading role
+# (more handlers blocked at once spawn more).
 _MAX_IDLE_WORKERS = 4
 
 # (pid, uid) of whoever the current handler serves; None outside any runtime.
