@@ -311,6 +311,9 @@ def report(results: dict) -> bool:
         met = "" if ok is None else ("yes" if ok else "NO")
         print(f"{name:20} {a:>14} {b:>14} {ratio:>7}  {target:<13} {met}")
     print(f"({len(floor_s)} round trips each, {len(inline)} tensor rounds; 4 MiB p99: inline {pct(inline, .99) * ms:.2f} ms, shm {pct(shm, .99) * ms:.2f} ms)")
+    # Other work on the machine stretches both sides, but not alike: say how loaded it was.
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"(load average {load} on {os.cpu_count()} cpus; compare ratios of runs under like load)")
     return all(ok for *_, ok in rows if ok is not None)
 
 
