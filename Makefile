@@ -137,6 +137,8 @@ soak:
 # instrumented copy there first; the installed extension is not touched.
 sanitize:
 	$(PY) tests/fuzz/build_asan_ext.py $(ASAN_DIR)
+	cd $(ASAN_DIR) && LD_PRELOAD=$(ASAN_PRELOAD) ASAN_OPTIONS=detect_leaks=0 $(CURDIR)/$(PY) -c \
+		'import npuhal._npu as m, sys; sys.exit(0 if "/$(ASAN_DIR)/" in m.__file__ else "not the ASan build: " + m.__file__)'
 	cd $(ASAN_DIR) && LD_PRELOAD=$(ASAN_PRELOAD) \
 		ASAN_OPTIONS=detect_leaks=0:handle_abort=0:detect_stack_use_after_return=0 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
