@@ -208,6 +208,15 @@ async def test_cmd_npu_through_the_shell(autojump_clock, world):
         assert "set-budget-policy" in await npu.shellCommand(["help"])
 
 
+async def test_an_app_cannot_run_cmd_npu_even_with_the_npu_permission(autojump_clock, world):
+    system = await booted(world)
+    app = await world.launch("com.test.fg")
+    npu = await service(app.context.runtime, "npu", INpuManager)
+    with pytest.raises(SecurityException, match="shell"):
+        await npu.shellCommand(["set-turn-taking-policy"])
+    assert system.npu.arbiter.policy.name != "turn-taking"  # nothing changed
+
+
 async def test_am_through_the_shell(autojump_clock, world):
     system = await booted(world)
     app = await world.launch("com.test.fg")

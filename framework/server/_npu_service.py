@@ -58,6 +58,9 @@ import trio
 
 from framework.aidl import framework_interface
 from framework.binder import (
+    AID_ROOT,
+    AID_SHELL,
+    AID_SYSTEM,
     AidlRegistry,
     Binder,
     DeathRecipient,
@@ -306,7 +309,7 @@ class NpuService:
                 return svc.dump_text(args)
 
             async def shellCommand(self, args: list[str]) -> str:  # noqa: N802
-                svc._enforce_caller("cmd npu")
+                svc._enforce_shell("cmd npu")
                 return svc._shell_command(list(args))
 
         return NpuManagerStub()
@@ -319,6 +322,19 @@ class NpuService:
             self._counters["refused_calls"] += 1
             log.warning("%s refused: uid %d (%s) lacks %s", what, uid, self._name(uid), ACCESS_NPU_MODEL_MANAGER_API)
             raise
+        return uid
+
+    def _enforce_shell(self, what: str) -> int:
+        """``cmd`` is for the person at the terminal: the shell, root and system only.
+
+        As AOSP's ``Binder.shellCommand``, which refuses any other caller; holding the
+        Model Manager permission (every app that loads models does) is not enough.
+        """
+        uid = Binder.getCallingUid()
+        if uid not in (AID_ROOT, AID_SYSTEM, AID_SHELL):
+            self._counters["refused_calls"] += 1
+            log.warning("%s refused: uid %d (%s) is not the shell", what, uid, self._name(uid))
+            raise SecurityException(f"{what}: only the shell, root or system may run shell commands, not uid {uid}")
         return uid
 
     def _enforce_dump(self) -> None:
