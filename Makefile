@@ -111,7 +111,8 @@ SANITIZE_TESTS := tests/test_hal_process.py tests/test_reliability_faults.py tes
 # Coverage-guided fuzzing of the wire codec and every served parcel decoder with
 # atheris (tests/fuzz/fuzz_binder.py), FUZZ_TIME seconds from seeds of real frames;
 # without atheris, the same check under a long hypothesis run instead.
-fuzz:
+fuzz: $(STAMP)
+	-$(PY) -m pip install --quiet atheris==2.3.0
 	@mkdir -p build/fuzz/corpus
 	$(PY) tests/fuzz/fuzz_binder.py --write-seeds build/fuzz/corpus
 	@if $(PY) -c 'import atheris' 2>/dev/null; then \
@@ -123,11 +124,11 @@ fuzz:
 	fi
 
 # The 64-app load test for one minute: p50/p99 admission and execution latency, leaks.
-load:
+load: $(STAMP)
 	$(PY) bench/load.py --apps $(LOAD_APPS) --duration 60
 
 # Ten minutes of the same load, then the npu service's stateful test in its soak profile.
-soak:
+soak: $(STAMP)
 	$(PY) bench/load.py --apps $(LOAD_APPS) --duration 600
 	NPUEMU_HYPOTHESIS_PROFILE=soak $(PY) -m pytest -q tests/test_npu_stateful.py
 
@@ -135,7 +136,7 @@ soak:
 # every HAL process (the sanitizer runtime preloaded; Python's own leaks not reported;
 # a UBSan finding aborts). They run from $(ASAN_DIR) so `import npuhal` finds the
 # instrumented copy there first; the installed extension is not touched.
-sanitize:
+sanitize: $(STAMP)
 	$(PY) tests/fuzz/build_asan_ext.py $(ASAN_DIR)
 	cd $(ASAN_DIR) && LD_PRELOAD=$(ASAN_PRELOAD) ASAN_OPTIONS=detect_leaks=0 $(CURDIR)/$(PY) -c \
 		'import npuhal._npu as m, sys; sys.exit(0 if "/$(ASAN_DIR)/" in m.__file__ else "not the ASan build: " + m.__file__)'
