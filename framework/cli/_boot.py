@@ -6,7 +6,6 @@ import json
 import os
 import select
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ import trio
 
 from framework.emulator import BootConfig, RuntimeFiles, open_emulator
 from framework.emulator import _control
+from framework.emulator._daemon import serve_until_signalled
 from framework.emulator._services import open_shell
 
 from ._common import CliError, run, runtime_dir_option
@@ -91,26 +91,47 @@ async def _boot_foreground(runtime_dir: Path, config: BootConfig) -> None:
     click.echo("npuemu: shut down", err=True)
 
 
+def _run_daemon(runtime_dir: Path, config: BootConfig, ready_fd: int, err_path: Path) -> None:
+    """The forked child of ``boot --detach``: becomes the detached init, then exits."""
+    status = 1
+    try:
+        os.setsid()  # a Ctrl-C or a closed terminal does not reach it
+        if os.fork() > 0:
+            os._exit(0)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        for fd, target in ((devnull, 0), (devnull, 1), (err, 2)):
+            os.dup2(fd, target)
+        # Nothing of the command's own (its terminal, a caller's pipes) stays open in init.
+        os.closerange(3, ready_fd)
+        os.closerange(ready_fd + 1, os.sysconf("SC_OPEN_MAX"))
+        sys.stdin = open(0, closefd=False)
+        sys.stdout = open(1, "w", closefd=False)
+        sys.stderr = open(2, "w", closefd=False)
+        status = trio.run(serve_until_signalled, os.fspath(runtime_dir), config, ready_fd)
+    except BaseException:  # noqa: BLE001 - the daemon's last words go to init.err
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(status)
+
+
 def _boot_detached(runtime_dir: Path, config: BootConfig) -> dict:
     runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     err_path = runtime_dir / "init.err"
-    argv = [sys.executable, "-m", "framework.emulator", "--daemonize", "--runtime-dir", os.fspath(runtime_dir),
-            "--speed", repr(config.speed), "--clock", config.clock, "--boot-timeout", repr(config.boot_timeout)]
-    if config.driver:
-        argv += ["--driver", config.driver]
     read_end, write_end = os.pipe()
-    with open(err_path, "wb") as err:
-        proc = subprocess.Popen(
-            [*argv, "--ready-fd", str(write_end)],
-            pass_fds=(write_end,),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            start_new_session=True,  # a Ctrl-C or a closed terminal here does not reach it
-            close_fds=True,
-        )
+    # The daemon init is this process, forked: everything it needs is imported already,
+    # so the stack's boot does not wait for one more interpreter to start (a third of
+    # the boot on a 2-core machine). Forked before trio runs here, so no trio state is
+    # copied; the child double-forks into a session of its own, as a daemon does.
+    child = os.fork()
+    if child == 0:
+        os.close(read_end)
+        _run_daemon(runtime_dir, config, write_end, err_path)  # never returns
     os.close(write_end)
-    first_fork_status = proc.wait()  # returns at once: the daemon is its child, now orphaned
+    _, wait_status = os.waitpid(child, 0)  # at once: the daemon is its child, now orphaned
+    first_fork_status = os.waitstatus_to_exitcode(wait_status)
     data = b""
     deadline = time.monotonic() + 3 * config.boot_timeout + 10
     try:
