@@ -1,6 +1,7 @@
 """The gate a launched child waits at until its launcher has registered it.
 
-``python -m framework.binder._gate FD -- argv...``: read from pipe FD; on "go",
+``python -I -S framework/binder/_gate.py FD -- argv...`` (a bare script: it imports
+nothing but os and sys, so holding a child costs milliseconds): read from pipe FD; on "go",
 ``exec`` argv (keeping the pid the servicemanager now knows); on end of file (the
 launcher gave up, or died), exit 126 without running it.
 """
@@ -13,7 +14,7 @@ import sys
 
 def main(args: list[str]) -> int:
     if len(args) < 3 or args[1] != "--":
-        print("usage: python -m framework.binder._gate FD -- argv...", file=sys.stderr)
+        print("usage: _gate.py FD -- argv...", file=sys.stderr)
         return 2
     fd = int(args[0])
     try:

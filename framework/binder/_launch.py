@@ -4,7 +4,7 @@ The servicemanager only believes a uid for a pid that a launcher (uid 0 or 1000)
 registered, and only for the launcher's own child. There is a window between
 ``fork`` and registration in which the child could already connect and be
 refused, so :func:`launch_process` holds the child at a gate: the child runs
-``python -m framework.binder._gate FD -- argv...``, which blocks reading a pipe
+``python -I -S framework/binder/_gate.py FD -- argv...``, which blocks reading a pipe
 until the launcher has registered its pid, then ``exec``s the real program (same
 pid, so the record stays true). If registration fails, the launcher closes the
 pipe unwritten and kills the child; the gate exits without running anything.
@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -24,6 +25,10 @@ from ._status import IllegalStateException
 from ._transport import UnixNetwork
 
 __all__ = ["launch_process"]
+
+
+#: The gate script a launched child waits in (see ``_gate``).
+_GATE = os.fspath(Path(__file__).with_name("_gate.py"))
 
 
 async def launch_process(
@@ -60,7 +65,9 @@ async def launch_process(
     try:
         pass_fds = tuple(kwargs.pop("pass_fds", ())) + (read_end,)
         proc = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "framework.binder._gate", str(read_end), "--", *argv],
+            # The gate runs as a bare script (-I -S: no site, no package import), so
+            # holding the child costs a few ms, not an import of the whole binder.
+            [sys.executable, "-I", "-S", _GATE, str(read_end), "--", *argv],
             env=child_env,
             pass_fds=pass_fds,
             **kwargs,
