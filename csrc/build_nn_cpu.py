@@ -15,56 +15,26 @@ build_npu.py does, so no declaration is copied by hand.
 
 from __future__ import annotations
 
-import os
 import pathlib
-import shlex
-import subprocess
-import sysconfig
-import tempfile
+import sys
 
 from cffi import FFI
 
-HERE = pathlib.Path(__file__).resolve().parent
-INCLUDE = HERE / "include"
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _cbuild import CFLAGS, HERE, INCLUDE, cdef_text, includes, rel  # noqa: E402 - beside this file
+
 HEADERS = ("npu/errors.h", "npu/model.h")
 SOURCES = ("kernels/kernels.c", "kernels/plan.c", "hw/errors.c")
 
 
-def _compiler() -> list[str]:
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-    return shlex.split(cc)
-
-
-def cdef_text() -> str:
-    """npu/model.h and npu/errors.h, preprocessed into something cffi's parser reads."""
-    with tempfile.TemporaryDirectory() as fake:
-        for name in ("stdint.h", "stddef.h", "stdbool.h"):
-            pathlib.Path(fake, name).write_text("/* cffi knows these types */\n")
-        cmd = [*_compiler(), "-E", "-P", "-nostdinc", "-I", fake, "-I", str(INCLUDE),
-               "-DNPU_CDEF", "-x", "c", "-"]
-        text = "".join(f'#include "{h}"\n' for h in HEADERS)
-        result = subprocess.run(cmd, input=text, text=True, capture_output=True, check=False)
-    if result.returncode != 0:
-        raise RuntimeError(f"preprocessing the npu headers failed:\n{result.stderr}")
-    return result.stdout
-
-
-def _rel(path: pathlib.Path) -> str:
-    # setuptools places object files by source path; relative keeps them in build/.
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
-
-
 ffibuilder = FFI()
-ffibuilder.cdef(cdef_text())
+ffibuilder.cdef(cdef_text(HEADERS))
 ffibuilder.set_source(
     "framework.nn._cpu",
-    "".join(f'#include "{h}"\n' for h in HEADERS),
-    sources=[_rel(HERE / s) for s in SOURCES],
-    include_dirs=[_rel(INCLUDE)],
-    extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Wextra"],
+    includes(HEADERS),
+    sources=[rel(HERE / s) for s in SOURCES],
+    include_dirs=[rel(INCLUDE)],
+    extra_compile_args=CFLAGS,
     libraries=["m"],
 )
 

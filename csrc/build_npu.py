@@ -18,17 +18,14 @@ NNAPI requires of a new driver build.
 from __future__ import annotations
 
 import hashlib
-import os
 import pathlib
-import shlex
-import subprocess
-import sysconfig
-import tempfile
+import sys
 
 from cffi import FFI
 
-HERE = pathlib.Path(__file__).resolve().parent
-INCLUDE = HERE / "include"
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _cbuild import CFLAGS, HERE, INCLUDE, cdef_text, includes, rel  # noqa: E402 - beside this file
+
 # system.h includes every other public header.
 TOP_HEADER = "npu/system.h"
 SOURCE_DIRS = ("hw", "kernels", "drivers/reference")
@@ -49,42 +46,15 @@ def build_id() -> str:
     return digest.hexdigest()[:12]
 
 
-def _compiler() -> list[str]:
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-    return shlex.split(cc)
-
-
-def cdef_text() -> str:
-    """The public headers, preprocessed into something cffi's parser reads."""
-    with tempfile.TemporaryDirectory() as fake:
-        for name in ("stdint.h", "stddef.h", "stdbool.h"):
-            pathlib.Path(fake, name).write_text("/* cffi knows these types */\n")
-        cmd = [*_compiler(), "-E", "-P", "-nostdinc", "-I", fake, "-I", str(INCLUDE),
-               "-DNPU_CDEF", "-x", "c", "-"]
-        result = subprocess.run(cmd, input=f'#include "{TOP_HEADER}"\n', text=True,
-                                capture_output=True, check=False)
-    if result.returncode != 0:
-        raise RuntimeError(f"preprocessing the npu headers failed:\n{result.stderr}")
-    return result.stdout
-
-
-def _rel(path: pathlib.Path) -> str:
-    # setuptools places object files by source path; relative keeps them in build/.
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
-
-
 ffibuilder = FFI()
-ffibuilder.cdef(cdef_text())
+ffibuilder.cdef(cdef_text((TOP_HEADER,)))
 ffibuilder.set_source(
     "npuhal._npu",
-    f'#include "{TOP_HEADER}"\n',
-    sources=[_rel(p) for p in sources()],
-    include_dirs=[_rel(INCLUDE)],
+    includes((TOP_HEADER,)),
+    sources=[rel(p) for p in sources()],
+    include_dirs=[rel(INCLUDE)],
     define_macros=[("NPU_BUILD_ID", f'"{build_id()}"'), ("NPU_BUILTIN_REFERENCE", "1")],
-    extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Wextra"],
+    extra_compile_args=CFLAGS,
     libraries=["m", "dl", "pthread"],
 )
 
