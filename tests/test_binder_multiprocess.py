@@ -290,6 +290,47 @@ async def test_refused_launch_never_runs_the_program(world, rt, tmp_path):
     assert not marker.exists()  # held at the gate, then killed: not one line of it ran
 
 
+HELD_CHILD = """
+import trio
+from framework.binder import open_binder_runtime
+
+async def main():
+    async with open_binder_runtime() as rt:
+        print("uid", rt.uid, flush=True)
+
+trio.run(main)
+"""
+
+
+async def test_a_child_held_in_its_runtime_connects_only_once_released(world, rt):
+    from framework.binder import spawn_held
+
+    argv = [sys.executable, "-c", HELD_CHILD]
+    held = await spawn_held(argv, runtime_dir=world.rtdir, gate_in_runtime=True, stdout=subprocess.PIPE)
+    await trio.sleep(0.5)
+    assert held.process.poll() is None  # started, and waiting for its launcher
+    proc = await held.release(10042)
+    out = b""
+    with trio.fail_after(20):
+        while chunk := await proc.stdout.receive_some():
+            out += chunk
+        await proc.wait()
+    await proc.stdout.aclose()
+    assert (out, proc.returncode) == (b"uid 10042\n", 0)
+
+    abandoned = await spawn_held(argv, runtime_dir=world.rtdir, gate_in_runtime=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    abandoned.abandon()
+    with trio.fail_after(20):
+        err = b""
+        while chunk := await abandoned.process.stderr.receive_some():
+            err += chunk
+        await abandoned.process.wait()
+    await abandoned.process.stdout.aclose()
+    await abandoned.process.stderr.aclose()
+    assert abandoned.process.returncode != 0 and b"did not register this process" in err
+
+
 async def test_oversize_refused_and_service_unharmed(world, echo):
     Payload = world.reg.parcelable("test.binder.Payload")
     with pytest.raises(TransactionTooLargeException):

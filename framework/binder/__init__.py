@@ -29,7 +29,9 @@ from ._fd import ParcelFileDescriptor as ParcelFileDescriptor
 from ._fd import SharedMemory as SharedMemory
 from ._interface import InterfaceProxy as InterfaceProxy
 from ._interface import interface_class as interface_class
+from ._launch import HeldProcess as HeldProcess
 from ._launch import launch_process as launch_process
+from ._launch import spawn_held as spawn_held
 from ._runtime import RUNTIME_DIR_ENV as RUNTIME_DIR_ENV
 from ._runtime import SERVICEMANAGER_ADDRESS as SERVICEMANAGER_ADDRESS
 from ._runtime import SHELL_TOKEN_FILE as SHELL_TOKEN_FILE

@@ -20,15 +20,100 @@ from typing import Any
 
 import trio
 
-from ._runtime import RUNTIME_DIR_ENV, BinderRuntime, _current
+from ._runtime import LAUNCH_GATE_ENV, RUNTIME_DIR_ENV, BinderRuntime, _current
 from ._status import IllegalStateException
 from ._transport import UnixNetwork
 
-__all__ = ["launch_process"]
+__all__ = ["HeldProcess", "launch_process", "spawn_held"]
 
 
 #: The gate script a launched child waits in (see ``_gate``).
 _GATE = os.fspath(Path(__file__).with_name("_gate.py"))
+
+
+class HeldProcess:
+    """A started child that waits for its launcher's word (from :func:`spawn_held`).
+
+    ``release`` registers its pid with the servicemanager under a uid and lets it go;
+    ``abandon`` lets it go nowhere (it exits without serving).
+    """
+
+    def __init__(self, process: trio.Process, gate: int) -> None:
+        self.process = process
+        self._gate: int | None = gate
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    async def release(self, uid: int, runtime: BinderRuntime | None = None) -> trio.Process:
+        from ._servicemanager import defaultServiceManager
+
+        if self._gate is None:
+            raise IllegalStateException(f"pid {self.pid} was already released or abandoned")
+        runtime = runtime or _current.get()
+        if runtime is None:
+            raise IllegalStateException("releasing a launched process needs a binder runtime")
+        try:
+            await defaultServiceManager(runtime).registerProcess(self.pid, uid)
+        except BaseException:
+            self.abandon()
+            self.process.kill()
+            with trio.CancelScope(shield=True):
+                await self.process.wait()
+            raise
+        try:
+            os.write(self._gate, b"go")
+        except BrokenPipeError:
+            pass  # a child held in its own runtime may die before it is released: its exit status says why
+        finally:
+            self.abandon()
+        return self.process
+
+    def abandon(self) -> None:
+        if self._gate is not None:
+            os.close(self._gate)
+            self._gate = None
+
+
+async def spawn_held(
+    argv: Sequence[str],
+    *,
+    runtime_dir: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    gate_in_runtime: bool = False,
+    **kwargs: Any,
+) -> HeldProcess:
+    """Start ``argv`` held until :meth:`HeldProcess.release` registers it.
+
+    By default the child waits in the gate script and runs nothing of its own before
+    it is released. With ``gate_in_runtime`` (for Python programs that open a binder
+    runtime first thing, as the HAL and system_server do) the program itself starts at
+    once and waits inside ``open_binder_runtime``: its imports overlap with whatever
+    the launcher does meanwhile (init starts the servicemanager), which is what makes
+    a boot fast. No connection is made before the release either way.
+    """
+    if not argv:
+        raise ValueError("empty argv")
+    child_env = dict(os.environ if env is None else env)
+    child_env[RUNTIME_DIR_ENV] = os.fspath(runtime_dir)
+    read_end, write_end = os.pipe()
+    try:
+        pass_fds = tuple(kwargs.pop("pass_fds", ())) + (read_end,)
+        if gate_in_runtime:
+            child_env[LAUNCH_GATE_ENV] = str(read_end)
+            command = list(argv)
+        else:
+            # The gate runs as a bare script (-I -S: no site, no package import), so
+            # holding the child costs a few ms, not an import of the whole binder.
+            command = [sys.executable, "-I", "-S", _GATE, str(read_end), "--", *argv]
+        proc = await trio.lowlevel.open_process(command, env=child_env, pass_fds=pass_fds, **kwargs)
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    return HeldProcess(proc, write_end)
 
 
 async def launch_process(
@@ -50,43 +135,10 @@ async def launch_process(
     Raises ``SecurityException`` if this process may not launch (it is neither
     root nor system), ``IllegalArgumentException`` for a bad uid.
     """
-    from ._servicemanager import defaultServiceManager
-
     runtime = runtime or _current.get()
     if runtime is None:
         raise IllegalStateException("launch_process needs a binder runtime: open_binder_runtime first")
     if not isinstance(runtime.network, UnixNetwork):
         raise IllegalStateException("launch_process starts real processes: the runtime must use Unix sockets")
-    if not argv:
-        raise ValueError("empty argv")
-    child_env = dict(os.environ if env is None else env)
-    child_env[RUNTIME_DIR_ENV] = os.fspath(runtime.network.runtime_dir)
-    read_end, write_end = os.pipe()
-    try:
-        pass_fds = tuple(kwargs.pop("pass_fds", ())) + (read_end,)
-        proc = await trio.lowlevel.open_process(
-            # The gate runs as a bare script (-I -S: no site, no package import), so
-            # holding the child costs a few ms, not an import of the whole binder.
-            [sys.executable, "-I", "-S", _GATE, str(read_end), "--", *argv],
-            env=child_env,
-            pass_fds=pass_fds,
-            **kwargs,
-        )
-    except BaseException:
-        os.close(write_end)
-        raise
-    finally:
-        os.close(read_end)
-    try:
-        await defaultServiceManager(runtime).registerProcess(proc.pid, uid)
-    except BaseException:
-        os.close(write_end)
-        proc.kill()
-        with trio.CancelScope(shield=True):
-            await proc.wait()
-        raise
-    try:
-        os.write(write_end, b"go")
-    finally:
-        os.close(write_end)
-    return proc
+    held = await spawn_held(argv, runtime_dir=runtime.network.runtime_dir, env=env, **kwargs)
+    return await held.release(uid, runtime)

@@ -1187,6 +1187,44 @@ class BinderRuntime:
             self.network.exit(self.pid)
 
 
+#: Set by ``spawn_held(..., gate_in_runtime=True)``: the pipe on which this process's
+#: launcher says "go" once the servicemanager knows its pid.
+LAUNCH_GATE_ENV = "NPUEMU_LAUNCH_GATE_FD"
+
+
+async def _pass_launch_gate() -> None:
+    """Wait for the launcher's word, if this process was started held (see ``_launch``).
+
+    The process has imported what it needs meanwhile; it connects to nobody before its
+    launcher has registered its pid, and runs no further if the launcher gave up.
+    """
+    value = os.environ.pop(LAUNCH_GATE_ENV, None)
+    if value is None:
+        return
+    fd = int(value)
+    try:
+        os.set_blocking(fd, False)
+        word = b""
+        while len(word) < 2:
+            try:
+                chunk = os.read(fd, 2 - len(word))
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(fd)
+                continue
+            if not chunk:
+                break
+            word += chunk
+    except OSError as exc:
+        raise SecurityException(f"the launch gate (fd {fd}) is unusable: {exc.strerror}") from None
+    finally:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    if word != b"go":
+        raise SecurityException("the launcher did not register this process: refusing to start")
+
+
 def _read_shell_token(runtime_dir: Path) -> str:
     path = runtime_dir / SHELL_TOKEN_FILE
     try:
@@ -1220,6 +1258,7 @@ async def open_binder_runtime(
     is served as object 0 from the first moment (the servicemanager's registry).
     """
     if network is None:
+        await _pass_launch_gate()
         if runtime_dir is None:
             runtime_dir = os.environ.get(RUNTIME_DIR_ENV)
             if not runtime_dir:

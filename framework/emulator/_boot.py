@@ -7,8 +7,10 @@
 2. It starts the servicemanager. The servicemanager counts its parent as init, uid 0,
    so this process becomes init.
 3. It launches the vendor HAL (``python -m npuhal``) and system_server (``python -m
-   framework.server``) at once, as uid 1000, with ``launch_process``, so each is
-   registered with the servicemanager before it runs a line, and waits until each
+   framework.server``) at once, as uid 1000. They start with the servicemanager,
+   held (``spawn_held``): each imports meanwhile and waits inside its
+   ``open_binder_runtime`` until init has registered its pid, so none connects
+   before the servicemanager vouches for it. Init then waits until each
    has registered every service it owns. A child that dies first, or that does not
    register within ``boot_timeout``, fails the boot with a :class:`BootError`
    quoting the last lines it printed.
@@ -60,6 +62,7 @@ from framework.binder import (
     defaultServiceManager,
     launch_process,
     open_binder_runtime,
+    spawn_held,
 )
 
 from ._errors import BootError, EmulatorAlreadyRunningError
@@ -413,27 +416,38 @@ async def open_emulator(
                 )
                 emu._children["servicemanager"] = sm
                 emu._watch_group(sm.process.pid)
-                await _wait_ready(sm, nursery, emu, config.boot_timeout)
-                async with open_binder_runtime(root) as runtime:
-                    emu.runtime = runtime
-                    # Both at once: system_server waits for the HAL's IScheduling
-                    # itself, and two Python start-ups in parallel halve the boot.
-                    stages = (
-                        ("hal", config.hal_argv(root), HAL_SERVICES),
-                        ("system_server", config.system_server_argv(root), SYSTEM_SERVER_SERVICES),
-                    )
+                # The HAL and system_server start now, held: they import while the
+                # servicemanager comes up, and wait inside open_binder_runtime until
+                # init has registered them (both at once, too: system_server waits for
+                # the HAL's IScheduling itself).
+                stages = (
+                    ("hal", config.hal_argv(root), HAL_SERVICES),
+                    ("system_server", config.system_server_argv(root), SYSTEM_SERVER_SERVICES),
+                )
+                held = {}
+                try:
                     for name, argv, _ in stages:
-                        proc = await launch_process(
+                        held[name] = await spawn_held(
                             argv,
-                            uid=AID_SYSTEM,
+                            runtime_dir=root,
                             env=env,
+                            gate_in_runtime=True,
                             stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT,
                             start_new_session=True,
                         )
-                        child = emu._children[name] = _Child(name, proc)
-                        emu._watch_group(proc.pid)
-                        nursery.start_soon(emu._pump, child, proc.stdout)
+                        child = emu._children[name] = _Child(name, held[name].process)
+                        emu._watch_group(held[name].pid)
+                        nursery.start_soon(emu._pump, child, held[name].process.stdout)
+                    await _wait_ready(sm, nursery, emu, config.boot_timeout)
+                except BaseException:
+                    for h in held.values():
+                        h.abandon()
+                    raise
+                async with open_binder_runtime(root) as runtime:
+                    emu.runtime = runtime
+                    for name, _, _ in stages:
+                        await held[name].release(AID_SYSTEM, runtime)
                     failures: list[BootError] = []
 
                     async def wait_stage(name: str, services: Sequence[str]) -> None:
