@@ -45,10 +45,40 @@ def _check_fd(fd: object) -> int:
     return int(fd)
 
 
-class ParcelFileDescriptor:
-    """An owned file descriptor that can be sent in a parcel (android.os.ParcelFileDescriptor)."""
+class _OwnedFd:
+    """Owns one file descriptor: closed exactly once, by ``close()``, ``with`` or collection.
+
+    A decoded parcel's owner may never touch a descriptor field; collection must not
+    leak it.
+    """
 
     __slots__ = ("_fd",)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", -1)
+        if fd >= 0:
+            self._fd = -1
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class ParcelFileDescriptor(_OwnedFd):
+    """An owned file descriptor that can be sent in a parcel (android.os.ParcelFileDescriptor)."""
+
+    __slots__ = ()
 
     def __init__(self, fd: int) -> None:
         """Adopt ``fd``: from now on this object closes it."""
@@ -92,32 +122,11 @@ class ParcelFileDescriptor:
         st = os.fstat(self.fileno())
         return st.st_size if stat.S_ISREG(st.st_mode) else -1
 
-    def close(self) -> None:
-        fd, self._fd = self._fd, -1
-        if fd >= 0:
-            os.close(fd)
-
-    def __enter__(self) -> ParcelFileDescriptor:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        # A decoded parcel's owner may never touch the field; do not leak its fd.
-        fd = getattr(self, "_fd", -1)
-        if fd >= 0:
-            self._fd = -1
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
     def __repr__(self) -> str:
         return f"ParcelFileDescriptor(fd={self._fd})" if self._fd >= 0 else "ParcelFileDescriptor(closed)"
 
 
-class SharedMemory:
+class SharedMemory(_OwnedFd):
     """A fixed-size shared memory region backed by a sealed memfd (android.os.SharedMemory).
 
     Create one with ``SharedMemory.create(name, size)``, fill it through ``map()``, and
@@ -125,7 +134,7 @@ class SharedMemory:
     so tensors and weights move at memory speed instead of through msgpack.
     """
 
-    __slots__ = ("_fd", "_size", "_name")
+    __slots__ = ("_size", "_name")
 
     def __init__(self, fd: int, size: int, *, name: str = "") -> None:
         """Adopt ``fd`` as a region of ``size`` bytes.
@@ -215,26 +224,6 @@ class SharedMemory:
 
     def mapReadOnly(self) -> mmap.mmap | memoryview:
         return self.map(writable=False)
-
-    def close(self) -> None:
-        fd, self._fd = self._fd, -1
-        if fd >= 0:
-            os.close(fd)
-
-    def __enter__(self) -> SharedMemory:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        fd = getattr(self, "_fd", -1)
-        if fd >= 0:
-            self._fd = -1
-            try:
-                os.close(fd)
-            except OSError:
-                pass
 
     def __repr__(self) -> str:
         state = f"fd={self._fd}" if self._fd >= 0 else "closed"
