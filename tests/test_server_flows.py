@@ -13,7 +13,7 @@ import trio
 from framework.aidl import framework_interface
 from framework.binder import IllegalArgumentException, SecurityException, defaultServiceManager
 from framework.npumanager import NpuManager
-from test_server_support import FakeHal, Recorder, npu_of, request, world  # noqa: F401
+from test_server_support import FakeHal, Recorder, ask, npu_of, request, world  # noqa: F401
 
 CAN = NpuManager.NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW
 WAIT = NpuManager.NPU_MODEL_LOAD_STATUS_WAIT_FOR_UNLOAD
@@ -45,10 +45,8 @@ async def test_a_dead_app_frees_its_budget_and_its_hal_models_at_once(autojump_c
     waiter = await world.launch("com.test.bg")
     await npu_of(holder).setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, None)
     rh, rw = Recorder(), Recorder()
-    await npu_of(holder).requestCanLoadModel(request(1, BIG), rh, holder.context.getMainExecutor())
-    await world.settle()
-    await npu_of(waiter).requestCanLoadModel(request(2, BIG, 1000), rw, waiter.context.getMainExecutor())
-    await world.settle()
+    await ask(world, holder, request(1, BIG), rh)
+    await ask(world, waiter, request(2, BIG, 1000), rw)
     assert rw.events == [("can_load", 2, NOT)]
     uid = holder.context.getUid()
     t0 = trio.current_time()
@@ -76,8 +74,7 @@ async def test_hal_death_and_reconnect(autojump_clock, world, caplog):
     assert "Lost connection to IScheduling" in caplog.text
     # meanwhile, loads are still arbitrated (the budget is the framework's bookkeeping)
     rec = Recorder()
-    await npu_of(app).requestCanLoadModel(request(1), rec, app.context.getMainExecutor())
-    await world.settle()
+    await ask(world, app, request(1), rec)
     assert rec.events == [("can_load", 1, CAN), ("loaded", 1)]
     # and an importance change made while the HAL is away reaches the new HAL in full
     system.activity.set_importance("com.test.fg", "cached")
@@ -102,10 +99,8 @@ async def test_importance_changes_reach_the_hal_and_the_policy(autojump_clock, w
     assert world.hal.configs[ub].minPriority == 1500
     await npu_of(a).setPolicy(NpuManager.NPU_MODEL_POLICY_TURN_TAKING, None)
     ra, rb = Recorder(), Recorder()
-    await npu_of(b).requestCanLoadModel(request(1), rb, b.context.getMainExecutor())
-    await world.settle()
-    await npu_of(a).requestCanLoadModel(request(1), ra, a.context.getMainExecutor())
-    await world.settle()
+    await ask(world, b, request(1), rb)
+    await ask(world, a, request(1), ra)
     assert rb.events[-1] == ("complete", 1, COMPLETE)  # the foreground displaced the cached app
     # now the cached app comes to the foreground and the other goes to the background
     system.activity.set_importance("com.test.fg", "cached")
@@ -113,8 +108,7 @@ async def test_importance_changes_reach_the_hal_and_the_policy(autojump_clock, w
     await world.settle()
     assert world.hal.configs[ub].maxPriority == 1000 and world.hal.configs[ua].minPriority == 1500
     rb2 = Recorder()
-    await npu_of(b).requestCanLoadModel(request(2), rb2, b.context.getMainExecutor())
-    await world.settle()
+    await ask(world, b, request(2), rb2)
     assert rb2.events == [("can_load", 2, WAIT), ("can_load", 2, CAN), ("loaded", 2)]
     assert ra.events[:3] == [("can_load", 1, WAIT), ("can_load", 1, CAN), ("loaded", 1)]
     assert ra.events[3:] == [("unload", 1, NpuManager.NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE), ("unloaded", 1), ("complete", 1, COMPLETE)]
@@ -127,8 +121,7 @@ async def test_heat_takes_background_models_and_clamps_priorities(autojump_clock
     bg = await world.launch("com.test.a")  # service importance
     rf, rb = Recorder(), Recorder()
     await npu_of(fg).requestCanLoadModel(request(1), rf, fg.context.getMainExecutor())
-    await npu_of(bg).requestCanLoadModel(request(1, 0, NpuManager.NPU_MODEL_PRIORITY_BACKGROUND), rb, bg.context.getMainExecutor())
-    await world.settle()
+    await ask(world, bg, request(1, 0, NpuManager.NPU_MODEL_PRIORITY_BACKGROUND), rb)
     await world.hal.set_severity(3)  # SEVERE: no background-priority models
     await world.settle()
     assert rb.events[2:] == [("unload", 1, NpuManager.NPU_MODEL_UNLOAD_REASON_THERMAL), ("unloaded", 1), ("complete", 1, COMPLETE)]
@@ -266,8 +259,7 @@ async def test_a_hal_that_refuses_the_service_does_not_take_system_server_down(a
     assert "refused the npu service" in caplog.text
     app = await world.launch("com.test.fg")
     rec = Recorder()
-    await npu_of(app).requestCanLoadModel(request(1), rec, app.context.getMainExecutor())
-    await world.settle()
+    await ask(world, app, request(1), rec)
     assert rec.events == [("can_load", 1, CAN), ("loaded", 1)]
 
 
@@ -277,8 +269,7 @@ async def test_a_waiting_requester_that_dies_gives_its_reservation_back(autojump
     fg = await world.launch("com.test.fg")
     await npu_of(fg).setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, None)
     slow = Recorder(auto_unload=False)
-    await npu_of(bg).requestCanLoadModel(request(1, BIG, 1000), slow, bg.context.getMainExecutor())
-    await world.settle()
+    await ask(world, bg, request(1, BIG, 1000), slow)
     await npu_of(fg).requestCanLoadModel(request(2, BIG), Recorder(), fg.context.getMainExecutor())
     await world.settle()
     assert system.npu.arbiter.budget()["reserved"] == 4

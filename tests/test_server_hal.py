@@ -13,7 +13,7 @@ from framework.npumanager import NpuManager
 from npuhal import open_driver
 from npuhal._hal import hal_interfaces, serve_hal
 from test_hal_inprocess import Execution, aidl_model, fc_model
-from test_server_support import Recorder, World, npu_of, request, write_apps
+from test_server_support import Recorder, World, ask, npu_of, request, write_apps
 
 I = hal_interfaces()
 EXEC_PREF = I.enum("android.hardware.neuralnetworks.ExecutionPreference")
@@ -83,10 +83,8 @@ async def test_completed_work_from_the_driver_takes_turns(autojump_clock, world)
     b = await world.launch("com.test.b")
     await npu_of(a).setPolicy(NpuManager.NPU_MODEL_POLICY_TURN_TAKING, None)
     ra, rb = Recorder(), Recorder()
-    await npu_of(a).requestCanLoadModel(request(1), ra, a.context.getMainExecutor())
-    await world.settle()
-    await npu_of(b).requestCanLoadModel(request(1), rb, b.context.getMainExecutor())
-    await world.settle()
+    await ask(world, a, request(1), ra)
+    await ask(world, b, request(1), rb)
     assert rb.events == [("can_load", 1, NpuManager.NPU_MODEL_LOAD_STATUS_NOT_PRIORITIZED)]
     await (await control_of(a)).runTestInference(500, -1, "", -1)  # a's work completes on the NPU
     await world.settle(0.5)  # the HAL's 50 ms debounce, then the callback
@@ -102,8 +100,7 @@ async def test_a_model_not_unloaded_in_time_is_revoked_in_the_driver(autojump_cl
     fg = await world.launch("com.test.fg")
     await npu_of(fg).setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, None)
     stubborn = Recorder(auto_unload=False)
-    await npu_of(bg).requestCanLoadModel(request(1, 2, 1000), stubborn, bg.context.getMainExecutor())
-    await world.settle()
+    await ask(world, bg, request(1, 2, 1000), stubborn)
     model, _, _ = fc_model()
     dev = I.IDevice.asInterface(await defaultServiceManager(bg.context.runtime).checkService("android.hardware.neuralnetworks.IDevice/emu-npu"))
     prepared = await dev.prepareModel(aidl_model(model), EXEC_PREF.FAST_SINGLE_ANSWER, PRIORITY.MEDIUM, -1, 0)
@@ -123,8 +120,7 @@ async def test_the_die_heating_up_reaches_the_npu_service(autojump_clock, world)
     fg = await world.launch("com.test.fg")
     bg = await world.launch("com.test.a")  # service importance
     rb = Recorder()
-    await npu_of(bg).requestCanLoadModel(request(1), rb, bg.context.getMainExecutor())
-    await world.settle()
+    await ask(world, bg, request(1), rb)
     control = I.IHalControl.asInterface(await defaultServiceManager(world.init).checkService("npuemu.hal.IHalControl/default"))
     await control.setThermalSeverity(4)  # CRITICAL: `npuemu thermal set critical`
     await world.settle(0.2)

@@ -7,7 +7,7 @@ import trio
 
 from framework.binder import IllegalArgumentException, IllegalStateException, SecurityException
 from framework.npumanager import NpuManager
-from test_server_support import Recorder, npu_of, request, world  # noqa: F401
+from test_server_support import Recorder, ask, npu_of, request, world  # noqa: F401
 
 CAN = NpuManager.NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW
 WAIT = NpuManager.NPU_MODEL_LOAD_STATUS_WAIT_FOR_UNLOAD
@@ -44,11 +44,9 @@ async def test_foreground_request_displaces_a_background_model(autojump_clock, w
     fg = await world.launch("com.test.fg")
     await npu_of(fg).setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, {"maxBudget": 4})
     bg_rec, fg_rec = Recorder(), Recorder()
-    await npu_of(bg).requestCanLoadModel(request(1, BIG, 1000), bg_rec, bg.context.getMainExecutor())
-    await world.settle()
+    await ask(world, bg, request(1, BIG, 1000), bg_rec)
     assert bg_rec.events == [("can_load", 1, CAN), ("loaded", 1)]
-    await npu_of(fg).requestCanLoadModel(request(7, BIG), fg_rec, fg.context.getMainExecutor())
-    await world.settle()
+    await ask(world, fg, request(7, BIG), fg_rec)
     assert bg_rec.events[2:] == [("unload", 1, NpuManager.NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE), ("unloaded", 1), ("complete", 1, COMPLETE)]
     assert fg_rec.events == [("can_load", 7, WAIT), ("can_load", 7, CAN), ("loaded", 7)]
 
@@ -59,10 +57,8 @@ async def test_not_prioritized_when_only_more_important_uids_hold_the_budget(aut
     bg = await world.launch("com.test.bg")
     await npu_of(fg).setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, None)
     fg_rec, bg_rec = Recorder(), Recorder()
-    await npu_of(fg).requestCanLoadModel(request(1, BIG), fg_rec, fg.context.getMainExecutor())
-    await world.settle()
-    await npu_of(bg).requestCanLoadModel(request(2, SMALL, 1000), bg_rec, bg.context.getMainExecutor())
-    await world.settle()
+    await ask(world, fg, request(1, BIG), fg_rec)
+    await ask(world, bg, request(2, SMALL, 1000), bg_rec)
     assert bg_rec.events == [("can_load", 2, NOT)]
     assert fg_rec.events == [("can_load", 1, CAN), ("loaded", 1)]  # nobody touched
     # when the foreground lets go, the waiting request is granted
@@ -77,10 +73,8 @@ async def test_turn_taking_between_equals(autojump_clock, world):
     b = await world.launch("com.test.b")
     await npu_of(a).setPolicy(NpuManager.NPU_MODEL_POLICY_TURN_TAKING, None)
     ra, rb = Recorder(), Recorder()
-    await npu_of(a).requestCanLoadModel(request(1), ra, a.context.getMainExecutor())
-    await world.settle()
-    await npu_of(b).requestCanLoadModel(request(1), rb, b.context.getMainExecutor())
-    await world.settle()
+    await ask(world, a, request(1), ra)
+    await ask(world, b, request(1), rb)
     assert rb.events == [("can_load", 1, NOT)]  # a has not run yet: it keeps its model
     uid_a = a.context.getUid()
     await world.hal.work(uid_a)  # a completes work while b waits: a's turn is over
@@ -96,10 +90,8 @@ async def test_cancelling_a_pending_request(autojump_clock, world):
     bg = await world.launch("com.test.bg")
     await npu_of(fg).setPolicy(NpuManager.NPU_MODEL_POLICY_TURN_TAKING, None)
     rf, rb = Recorder(), Recorder()
-    await npu_of(fg).requestCanLoadModel(request(1), rf, fg.context.getMainExecutor())
-    await world.settle()
-    await npu_of(bg).requestCanLoadModel(request(5), rb, bg.context.getMainExecutor())
-    await world.settle()
+    await ask(world, fg, request(1), rf)
+    await ask(world, bg, request(5), rb)
     assert rb.events == [("can_load", 5, NOT)]
     await npu_of(bg).cancelModelLoad(request(5))
     await world.settle()
@@ -119,8 +111,7 @@ async def test_an_app_that_ignores_the_unload_request_is_revoked_at_the_deadline
     fg = await world.launch("com.test.fg")
     await npu_of(fg).setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, None)
     stubborn, rf = Recorder(auto_unload=False), Recorder()
-    await npu_of(bg).requestCanLoadModel(request(1, BIG, 1000), stubborn, bg.context.getMainExecutor())
-    await world.settle()
+    await ask(world, bg, request(1, BIG, 1000), stubborn)
     t0 = trio.current_time()
     await npu_of(fg).requestCanLoadModel(request(2, BIG), rf, fg.context.getMainExecutor())
     await world.settle(1.0)
@@ -148,8 +139,7 @@ async def test_missing_feature_is_warned_or_blocked(autojump_clock, world, caplo
     await booted(world)
     app = await world.launch("com.test.legacy")
     rec = Recorder()
-    await npu_of(app).requestCanLoadModel(request(1), rec, app.context.getMainExecutor())
-    await world.settle()
+    await ask(world, app, request(1), rec)
     assert rec.events[0] == ("can_load", 1, CAN)
     assert "will soon be blocked" in caplog.text
 
@@ -211,10 +201,8 @@ async def test_completed_work_counts_for_its_original_uid(autojump_clock, world)
     b = await world.launch("com.test.b")
     await npu_of(a).setPolicy(NpuManager.NPU_MODEL_POLICY_TURN_TAKING, None)
     ra, rb = Recorder(), Recorder()
-    await npu_of(a).requestCanLoadModel(request(1), ra, a.context.getMainExecutor())
-    await world.settle()
-    await npu_of(b).requestCanLoadModel(request(1), rb, b.context.getMainExecutor())
-    await world.settle()
+    await ask(world, a, request(1), ra)
+    await ask(world, b, request(1), rb)
     await world.hal.work(1000, original_uid=b.context.getUid())  # b's work: b yields nothing, it holds nothing
     await world.settle()
     assert rb.events == [("can_load", 1, NOT)] and ra.events == [("can_load", 1, CAN), ("loaded", 1)]

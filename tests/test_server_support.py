@@ -272,6 +272,12 @@ def npu_of(app) -> NpuManager:
     return app.context.getSystemService(Context.NPU_SERVICE)
 
 
+async def ask(world, app, req: ModelLoadRequest, recorder) -> None:
+    """``app`` asks for ``req`` with its main executor, and the world settles."""
+    await npu_of(app).requestCanLoadModel(req, recorder, app.context.getMainExecutor())
+    await world.settle()
+
+
 @pytest.fixture
 async def world(autojump_clock, tmp_path):
     # Tests must also name autojump_clock themselves: pytest-trio takes the clock only
