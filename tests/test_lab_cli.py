@@ -91,6 +91,16 @@ def test_a_bundled_workload_by_name(tmp_path):
     assert "phone" in result.output
 
 
+def test_the_bundled_phone_workload_overloaded_runs_to_the_end(tmp_path):
+    # Issue 12: this command ended in a traceback (NpuLookupError: no work 155).
+    result = run("phone", "--loads", "1.5", "--policy", "fcfs", "--no-plot", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "ANTT by offered load" in result.output and "!!" not in result.output
+    (w,) = json.loads((tmp_path / "scheduling.json").read_text())["workloads"]
+    (over,) = w["sweep"][0]["runs"]
+    assert over["completed"] == over["requests"] > 150 and over["wrong_results"] == 0
+
+
 @pytest.mark.parametrize(
     "args, code, message",
     [
