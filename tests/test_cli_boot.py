@@ -146,6 +146,28 @@ def test_trace_of_the_running_emulator(emulator, tmp_path):
     assert any(e["ph"] == "C" and e["name"] == "temperature (C)" for e in trace["traceEvents"])
 
 
+def test_a_services_refusal_of_bad_arguments_exits_2_with_its_message(emulator):
+    """IllegalArgumentException from system_server or the HAL: bad usage, the message alone."""
+    root, _ = emulator
+    runner = CliRunner()
+    for argv, message in (
+        (["cmd", "npu", "set-budget-policy", "--max-budget", "many"], "set-budget-policy: --max-budget 'many' is not an int"),
+        (["cmd", "npu", "frobnicate"], "unknown command 'frobnicate'; try: cmd npu help"),
+        (["am", "set-importance", "com.example.nobody", "visible"], "no app 'com.example.nobody' has been started"),
+    ):
+        result = runner.invoke(main, [*argv, "--runtime-dir", str(root)])
+        assert (result.exit_code, result.stderr) == (2, f"npuemu: error: {message}\n"), argv
+
+
+def test_run_test_inference_runs_at_the_default_job_priority(emulator):
+    root, _ = emulator
+    result = CliRunner().invoke(main, ["run-test-inference", "--runtime-dir", str(root)])
+    assert result.exit_code == 0, result.output + result.stderr
+    kinds = [line.split()[2] for line in result.output.splitlines()]
+    assert kinds[0] == "requested" and kinds[-1] == "ended"
+    assert all("jobPriority 500 " in line for line in result.output.splitlines())
+
+
 def test_init_restarts_a_crashed_hal_and_the_system_reconnects(emulator):
     """A driver that aborts takes the HAL process down; init launches it again, as on a phone."""
     root, _ = emulator

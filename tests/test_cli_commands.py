@@ -158,3 +158,61 @@ def test_framework_emulator_exports_each_public_name_once():
     for name in names:
         assert getattr(emulator, name) is not None
     assert {"open_emulator", "BootConfig", "open_shell", "EmulatorError"} <= set(names)
+
+
+# -- the root group's --version, cmd's own options, service refusals -------------------------
+
+
+def test_version_option_prints_what_the_version_command_does(runner):
+    result = runner.invoke(main, ["--version"])
+    assert result.exit_code == 0, result.output
+    assert re.fullmatch(r"npuemu \d+\.\d+\.\d+, C layer .*\(ABI \d+, build \w+\)\n", result.output)
+    assert result.output == runner.invoke(main, ["version"]).output
+
+
+def test_cmd_takes_runtime_dir_after_the_service(runner, tmp_path):
+    late = tmp_path / "emu-late"
+    result = runner.invoke(main, ["cmd", "npu", "set-budget-policy", "--max-budget", "4", "--runtime-dir", str(late)])
+    assert result.exit_code == 3
+    _one_error_line(result, r"no emulator .*/emu-late\b")  # that directory, not the default one
+    result = runner.invoke(main, ["cmd", "npu", "info", f"--runtime-dir={late}"])
+    assert result.exit_code == 3
+    _one_error_line(result, r"/emu-late\b")
+    result = runner.invoke(main, ["cmd", "--runtime-dir", str(tmp_path / "a"), "npu", "info", "--runtime-dir", str(late)])
+    assert result.exit_code == 2
+    _one_error_line(result, r"--runtime-dir given twice")
+    result = runner.invoke(main, ["cmd", "npu", "info", "--runtime-dir"])
+    assert result.exit_code == 2
+    _one_error_line(result, r"--runtime-dir needs a directory")
+
+
+def test_cmd_npu_help_needs_no_emulator(runner, tmp_path):
+    for argv in (["cmd", "npu", "--help"], ["cmd", "npu", "-h"], ["cmd", "npu", "set-budget-policy", "--help"]):
+        result = runner.invoke(main, [*argv, "--runtime-dir", str(tmp_path / "none")])
+        assert result.exit_code == 0, (argv, result.output, result.stderr)
+        assert result.output.startswith("Usage: npuemu cmd [--runtime-dir DIR] npu COMMAND [ARGS]...")
+        assert "npu (NPU Manager) commands:" in result.output
+        assert "set-budget-policy [--max-budget N] [--weights A,B,C]" in result.output
+
+
+def test_run_test_inference_has_a_default_job_priority(runner, tmp_path):
+    result = runner.invoke(main, ["run-test-inference", "--runtime-dir", str(tmp_path / "none")])
+    assert result.exit_code == 3, result.output + result.stderr  # not "Missing option --job-priority"
+    _one_error_line(result, "no emulator")
+    assert "[default: 500]" in runner.invoke(main, ["run-test-inference", "--help"]).output
+
+
+def test_a_services_illegal_argument_is_bad_usage_with_its_message_alone():
+    from framework.binder import IllegalArgumentException, IllegalStateException
+    from framework.cli._common import CliError, run
+
+    async def refused(exc):
+        raise exc
+
+    with pytest.raises(CliError) as caught:
+        run(refused, IllegalArgumentException("set-budget-policy: --max-budget 'x' is not an int"))
+    assert (caught.value.exit_code, caught.value.format_message()) == (
+        2, "set-budget-policy: --max-budget 'x' is not an int")
+    with pytest.raises(CliError) as caught:  # any other refusal stays a failed operation, named
+        run(refused, IllegalStateException("not running"))
+    assert (caught.value.exit_code, caught.value.format_message()) == (1, "IllegalStateException: not running")

@@ -421,8 +421,9 @@ async def test_run_test_inference_through_a_running_emulator():
             assert all("jobPriority 250" in line and "emu-gpu" in line and "uid 0 " in line for line in lines)
 
             unknown = await trio.to_thread.run_sync(cli, "--job-priority", "0", "--device", "acme-nothing")
-            assert unknown.exit_code == 1
-            assert unknown.output.startswith("npuemu: error: the inference failed: IllegalArgumentException: ")
+            assert unknown.exit_code == 2  # the HAL's IllegalArgumentException is bad usage, its message alone
+            assert unknown.output.startswith("npuemu: error: ") and "acme-nothing" in unknown.output
+            assert "IllegalArgumentException" not in unknown.output
             assert len(unknown.output.strip().splitlines()) == 1
     finally:
         shutil.rmtree(root, ignore_errors=True)

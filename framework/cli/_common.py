@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import click
 import trio
 
-from framework.binder import RemoteException
+from framework.binder import IllegalArgumentException, RemoteException
 from framework.emulator import EmulatorError, EmulatorNotRunningError, NoSuchAppError, resolve_runtime_dir
 
 __all__ = [
@@ -118,6 +118,8 @@ def _raise_mapped(exc: BaseException) -> None:
         raise CliError(_message(exc), EXIT_USAGE) from None
     if isinstance(exc, EmulatorError):
         raise CliError(_message(exc)) from None
+    if isinstance(exc, IllegalArgumentException):  # a service refused the arguments: bad usage, as click's
+        raise CliError(_message(exc), EXIT_USAGE) from None
     if isinstance(exc, RemoteException):
         raise CliError(f"{type(exc).__name__}: {_message(exc)}") from None
     if isinstance(exc, (ValueError, LookupError)):

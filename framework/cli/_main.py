@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 
 import click
@@ -9,7 +10,22 @@ import click
 from framework.binder import RUNTIME_DIR_ENV
 
 
+def version_text() -> str:
+    """``npuemu X, C layer Y (ABI N, build H)``: what ``npuemu --version`` and ``npuemu version`` print."""
+    from npuhal import _npu
+
+    return f"npuemu {importlib.metadata.version('npuemu')}, C layer {_npu.ffi.string(_npu.lib.npu_build_version()).decode()}"
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(version_text())
+        ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Print the versions of the Python package and the compiled C layer, and exit.")
 @click.option(
     "--runtime-dir",
     type=click.Path(file_okay=False),
@@ -53,11 +69,9 @@ def main(ctx: click.Context, runtime_dir: str | None) -> None:
 def version() -> None:
     """Print the versions of the Python package and the compiled C layer.
 
-    Example: npuemu version
+    Example: npuemu version   (or: npuemu --version)
     """
-    from npuhal import _npu
-
-    click.echo(f"npuemu 0.1.0, C layer {_npu.ffi.string(_npu.lib.npu_build_version()).decode()}")
+    click.echo(version_text())
 
 
 from ._boot import boot, devices, service, shutdown  # noqa: E402 - commands register after the group

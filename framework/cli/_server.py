@@ -28,6 +28,8 @@ import click
 
 from framework.aidl import framework_interface
 from framework.binder import SecurityException, defaultServiceManager, open_binder_runtime
+from framework.emulator import resolve_runtime_dir
+from framework.server import NPU_SHELL_HELP
 
 from ._common import EXIT_NOT_RUNNING, EXIT_USAGE, CliError, run, runtime_dir_option
 from ._main import main
@@ -110,22 +112,60 @@ def dumpsys(service: str | None, as_json: bool, runtime_dir: Path) -> None:
         click.echo(text, nl=False)
 
 
+#: The service shell commands' own help, answered here so that it needs no emulator.
+SHELL_HELP = {"npu": NPU_SHELL_HELP}
+
+
+def _split_own_options(args: tuple[str, ...]) -> tuple[list[str], str | None, bool]:
+    """``args`` after SERVICE without npuemu's own options: (the service's args, a
+    ``--runtime-dir`` found among them, whether ``-h``/``--help`` was)."""
+    rest: list[str] = []
+    runtime_dir: str | None = None
+    wants_help = False
+    it = iter(args)
+    for arg in it:
+        if arg == "--runtime-dir":
+            runtime_dir = next(it, None)
+            if runtime_dir is None:
+                raise CliError("--runtime-dir needs a directory", EXIT_USAGE)
+        elif arg.startswith("--runtime-dir="):
+            runtime_dir = arg.partition("=")[2]
+        elif arg in ("-h", "--help"):
+            wants_help = True
+        else:
+            rest.append(arg)
+    return rest, runtime_dir, wants_help
+
+
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.argument("service", type=click.Choice(["npu"]))
+@click.argument("service", type=click.Choice(sorted(SHELL_HELP)))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @runtime_dir_option
-def cmd(service: str, args: tuple[str, ...], runtime_dir: Path) -> None:
+@click.pass_context
+def cmd(ctx: click.Context, service: str, args: tuple[str, ...], runtime_dir: Path) -> None:
     """Run a service's shell command: npu set-status-quo-policy | set-budget-policy
     [--max-budget N] [--weights A,B,C] | set-turn-taking-policy | info | help.
 
-    Everything after SERVICE goes to the service, so this command's own options come
-    before it (or use the root group's: npuemu --runtime-dir DIR cmd npu info).
+    The arguments after SERVICE go to the service, except npuemu's own --runtime-dir
+    DIR (anywhere on the line) and -h/--help (the service's commands, no emulator
+    needed).
 
     Example: npuemu cmd npu set-budget-policy --max-budget 6
     """
+    service_args, late_dir, wants_help = _split_own_options(args)
+    if wants_help:
+        click.echo(f"Usage: npuemu cmd [--runtime-dir DIR] {service} COMMAND [ARGS]...\n")
+        click.echo(SHELL_HELP[service], nl=False)
+        return
+    if late_dir is not None:
+        late = resolve_runtime_dir(late_dir)
+        given = ctx.get_parameter_source("runtime_dir") is click.core.ParameterSource.COMMANDLINE
+        if given and late != runtime_dir:
+            raise CliError(f"--runtime-dir given twice ({runtime_dir} and {late}): give it once", EXIT_USAGE)
+        runtime_dir = late
 
     async def body(rt: Any) -> str:
-        return await (await _service(rt, service)).shellCommand(list(args))
+        return await (await _service(rt, service)).shellCommand(service_args)
 
     click.echo(_run_as_shell(runtime_dir, body), nl=False)
 

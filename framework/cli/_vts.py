@@ -117,7 +117,8 @@ def format_work_event(event) -> str:
 
 
 @click.command("run-test-inference")
-@click.option("--job-priority", "job_priority", type=int, required=True, help="0..1000; 0 is the most important.")
+@click.option("--job-priority", "job_priority", type=int, default=500, show_default=True,
+              help="0..1000; 0 is the most important (500: an execution's default, as with no hint).")
 @click.option("--device", default="", help="The IDevice instance to run on (default: the HAL's first accelerator).")
 @click.option("--uid", type=int, default=None, help="Run as this uid (the shell may, as su on an eng build).")
 @click.option("--original-uid", "original_uid", type=int, default=None, help="Attribute the work to this uid.")
@@ -132,7 +133,7 @@ def run_test_inference(job_priority, device, uid, original_uid, runtime_dir) -> 
 
     Example: npuemu run-test-inference --job-priority 250 --device emu-npu
     """
-    from framework.binder import RemoteException, defaultServiceManager
+    from framework.binder import defaultServiceManager
     from framework.emulator import EmulatorNotRunningError, open_shell
     from npuhal._hal import CONTROL_INSTANCE, hal_interfaces
 
@@ -148,12 +149,10 @@ def run_test_inference(job_priority, device, uid, original_uid, runtime_dir) -> 
             if binder is None:
                 raise EmulatorNotRunningError(f"the HAL is not running in {runtime_dir} ({CONTROL_INSTANCE} is not registered)")
             control = hal_interfaces().IHalControl.asInterface(binder)
-            try:
-                return await control.runTestInference(
-                    job_priority, -1 if original_uid is None else original_uid, device, -1 if uid is None else uid
-                )
-            except RemoteException as exc:
-                raise CliError(f"the inference failed: {type(exc).__name__}: {_first_line(exc)}") from None
+            # A refusal is mapped as every service's is (_common): bad arguments exit 2, the rest 1.
+            return await control.runTestInference(
+                job_priority, -1 if original_uid is None else original_uid, device, -1 if uid is None else uid
+            )
 
     for event in run(go):
         click.echo(format_work_event(event))

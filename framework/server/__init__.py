@@ -58,6 +58,7 @@ from ._thermal import (
     THERMAL_STATUS_SHUTDOWN as THERMAL_STATUS_SHUTDOWN,
     thermal_allows as thermal_allows,
 )
+from ._npu_service import _SHELL_HELP as NPU_SHELL_HELP  # `cmd npu help`'s text, for the CLI to show offline
 from ._npu_service import (
     HAL_CONTROL_SERVICE as HAL_CONTROL_SERVICE,
     HAL_SCHEDULING_SERVICE as HAL_SCHEDULING_SERVICE,
