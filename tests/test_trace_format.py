@@ -201,3 +201,30 @@ def test_the_recording_caps_work_records_but_keeps_heat_and_memory(tmp_path):
     kinds = [json.loads(line)["type"] for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
     assert kinds.count("truncated") == 1 and kinds[-1] == "thermal"
     assert 1 <= kinds.count("work") < 10
+
+
+def test_thermal_flips_at_one_emulated_instant_are_merged(tmp_path):
+    """The die hovers at LIGHT's threshold while the emulated clock stands still (no work
+    between two events): the samples land on one timestamp and only the last counts."""
+    base = 1_000_000_000_000
+    records = [
+        {"type": "meta", "speed": 1.0, "init_pid": 1, "pids": {}, "wall_ns": base},
+        _work("requested", -1, 1, 1, 10001, 10.0),
+        _work("started", 0, 2, 1, 10001, 10.0),
+        # the next event is read 500 ms of wall time later, but only 1 emulated ms passed
+        {**_work("ended", 4, 3, 1, 10001, 11.0), "wall_ns": base + 512 * MS},
+        {"type": "thermal", "severity": 0, "temperature_c": 44.0, "wall_ns": base + 5 * MS},
+    ]
+    for i, (sev, temp) in enumerate([(0, 44.9), (1, 45.1), (0, 44.9), (1, 45.2), (2, 55.5), (1, 50.0)]):
+        records.append({"type": "thermal", "severity": sev, "temperature_c": temp, "wall_ns": base + (100 + i) * MS})
+    records.append({"type": "thermal", "severity": 1, "temperature_c": 47.0, "wall_ns": base + 520 * MS})
+    (tmp_path / "trace.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    tl = load_timeline(tmp_path)
+    times = [t for t, _, _ in tl.temperature]
+    assert len(times) == len(set(times))  # one sample per instant
+    assert [(temp, sev) for _, temp, sev in tl.temperature] == [(44.0, 0), (50.0, 1), (47.0, 1)]
+    events = chrome_trace(tl)["traceEvents"]
+    severities = [(e["ts"], e["args"]["severity"]) for e in events if e["ph"] == "C" and e["name"] == "thermal severity"]
+    assert [sev for _, sev in severities] == [0, 1]
+    assert len({ts for ts, _ in severities}) == 2
+    assert [e["name"] for e in events if e.get("cat") == "thermal"] == ["thermal NONE -> LIGHT"]

@@ -34,6 +34,7 @@ import dataclasses
 import json
 import os
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -208,11 +209,11 @@ def load_timeline(runtime_dir: str | os.PathLike[str]) -> Timeline:
         if seg.device not in hw_names[key]:
             hw_names[key].append(seg.device)
 
-    temperature = []
-    for r in records:
-        if r.get("type") == "thermal" and "wall_ns" in r and to_emulated is not None:
-            temperature.append((to_emulated(r["wall_ns"]) / 1000, float(r["temperature_c"]), int(r["severity"])))
-    temperature.sort()
+    temperature = _merge_same_time(
+        (to_emulated(r["wall_ns"]) / 1000, float(r["temperature_c"]), int(r["severity"]))
+        for r in records
+        if r.get("type") == "thermal" and "wall_ns" in r and to_emulated is not None
+    )
     marks = sorted((to_emulated(r["wall_ns"]) / 1000, r["label"]) for r in records
                    if r.get("type") == "mark" and to_emulated is not None)
     memory: dict[int, list[tuple[float, int, int]]] = defaultdict(list)
@@ -232,6 +233,22 @@ def load_timeline(runtime_dir: str | os.PathLike[str]) -> Timeline:
         origin = min((t for t, _, _ in temperature), default=0.0)
     return Timeline(segments, list(executions.values()), temperature, dict(memory), apps, packages, reports,
                     dict(meta.get("pids", {})), speed, origin, dict(hw_names), list(meta.get("thresholds_c", [])), marks)
+
+
+def _merge_same_time(samples: Iterable[tuple[float, float, int]]) -> list[tuple[float, float, int]]:
+    """Temperature samples in time order, one per emulated instant: the last taken.
+
+    Samples are taken on the wall clock; several can land on one emulated instant
+    (the emulated clock stands still between two work events). A die that hovered at a
+    threshold meanwhile would otherwise flip NONE -> LIGHT -> NONE -> LIGHT at one
+    timestamp, which a viewer draws as noise: only where it ended up counts.
+    """
+    merged: dict[float, tuple[float, float, int]] = {}
+    # A stable sort on time alone: samples of one instant stay in the order taken.
+    for sample in sorted(samples, key=lambda s: s[0]):
+        merged.pop(round(sample[0], 3), None)
+        merged[round(sample[0], 3)] = sample
+    return list(merged.values())
 
 
 def _wall_to_emulated(records: list[dict[str, Any]], speed: float):
