@@ -3,8 +3,9 @@
 The recording below is what init's recorder writes for a small story: camera's short
 job preempts photos' long one on channel 0 of hw0, photos resumes and completes;
 rogue's job runs on a channel the HAL did not name (so it goes on a lane); weight
-memory rises and falls; the die warms from NONE to SEVERE. Every rule of the trace
-format a viewer relies on is checked against it.
+memory rises and falls; the die warms from NONE to SEVERE. The recorder named each app
+uid by the package manager's answer (``package`` records); no app left a report. Every
+rule of the trace format a viewer relies on is checked against it.
 """
 
 from __future__ import annotations
@@ -62,11 +63,9 @@ def recording(tmp_path):
         {"type": "thermal", "severity": 3, "temperature_c": 70.0, "wall_ns": 1_000_000_000_000 + 30 * MS},
         {"type": "mark", "label": "thermal spike", "wall_ns": 1_000_000_000_000 + 29 * MS},
     ]
-    (tmp_path / "trace.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n{\"type\": \"wor")
-    apps = tmp_path / "apps"
-    apps.mkdir()
     for name, uid in (("camera", camera), ("photos", photos), ("rogue", rogue)):
-        (apps / f"{name}.json").write_text(json.dumps({"app": name, "uid": uid, "package": f"com.example.{name}"}))
+        records.insert(1, {"type": "package", "uid": uid, "package": f"com.example.{name}", "wall_ns": 1})
+    (tmp_path / "trace.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n{\"type\": \"wor")
     return tmp_path
 
 
@@ -78,7 +77,7 @@ def test_segments_pair_starts_with_ends_and_keep_preemption(recording):
     s = summarize(tl)
     assert (s["preemptions"], s["resumes"], s["jobs"], s["failed"]) == (1, 1, 4, 1)
     assert s["thermal_max_severity"] == 3
-    assert s["per_app"]["photos"] == {"segments": 2, "jobs": 1, "preempted": 1}
+    assert s["per_app"]["com.example.photos"] == {"segments": 2, "jobs": 1, "preempted": 1}
 
 
 def test_jobs_without_a_channel_never_share_a_lane_while_they_overlap(recording):
@@ -114,14 +113,15 @@ def test_job_slices_carry_uid_package_and_priorities(recording):
     jobs = [e for e in events if e["ph"] == "X" and e["cat"] == "npu.job"]
     assert len(jobs) == 5  # photos twice (preempted), camera, rogue twice
     camera = next(e for e in jobs if e["args"]["uid"] == 10001)
-    assert camera["name"] == "camera"
-    assert camera["args"]["package"] == "com.example.camera"
+    assert camera["name"] == camera["args"]["package"] == "com.example.camera"  # named by its package
     assert (camera["args"]["job_priority"], camera["args"]["effective_priority"]) == (100, 100)
     assert camera["dur"] == pytest.approx(2_800)
     resumed = [e for e in jobs if e["args"]["start_reason"] == "RESUMED"]
-    assert [e["name"] for e in resumed] == ["photos (resumed)"]
+    assert [e["name"] for e in resumed] == ["com.example.photos (resumed)"]
     marks = [e["name"] for e in events if e.get("cat") == "npu.preemption"]
-    assert marks == ["preempted: photos job 1", "resumed: photos job 1"]
+    assert marks == ["preempted: com.example.photos job 1", "resumed: com.example.photos job 1"]
+    apps = sorted(e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name" and e["pid"] < 10**8 - 1)
+    assert apps == ["com.example.camera (pid 5001)", "com.example.photos (pid 5002)", "com.example.rogue (pid 5003)"]
     # photos' two segments sit on the same channel track, camera's in between
     photos_tracks = {(e["pid"], e["tid"]) for e in jobs if e["args"]["uid"] == 10002}
     assert photos_tracks == {(camera["pid"], camera["tid"])}
@@ -164,7 +164,8 @@ def test_write_trace_and_plot(recording, tmp_path):
     trace = write_trace(recording, out)
     assert json.loads(out.read_text()) == trace
     png = tmp_path / "t.png"
-    plot_timeline(load_timeline(recording), png)
+    legend = plot_timeline(load_timeline(recording), png)
+    assert legend == ["com.example.camera", "com.example.photos", "com.example.rogue", "preempted (1)"]
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
 
@@ -228,3 +229,15 @@ def test_thermal_flips_at_one_emulated_instant_are_merged(tmp_path):
     assert [sev for _, sev in severities] == [0, 1]
     assert len({ts for ts, _ in severities}) == 2
     assert [e["name"] for e in events if e.get("cat") == "thermal"] == ["thermal NONE -> LIGHT"]
+
+
+def test_an_app_is_named_by_its_package_never_by_a_report(recording):
+    """A sample's report may say anything (or nothing, for a user's own app): the name is
+    the package manager's, and a uid it never named stays a uid."""
+    (recording / "apps").mkdir()
+    (recording / "apps" / "camera.json").write_text(json.dumps({"app": "camera", "uid": 10001, "package": "com.stale"}))
+    with open(recording / "trace.jsonl", "a") as f:
+        f.write("\n" + json.dumps(_work("started", 0, 90, 90, 10077, 41.0)) + "\n")
+    tl = load_timeline(recording)
+    assert tl.who(10001) == "com.example.camera"
+    assert tl.who(10077) == "uid 10077" and tl.who(1000) == "system"

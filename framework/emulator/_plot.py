@@ -3,7 +3,8 @@
 Three panels over one emulated time axis (seconds from the first event):
 
 1. The execution channels of every NPU hardware device, one row each, with a bar
-   per job segment coloured by app, and a red triangle where a job was preempted.
+   per job segment coloured by app (the legend names each by its package), and a red
+   triangle where a job was preempted.
 2. The die's temperature, with the thermal severity bands shaded behind it.
 3. Weight memory in use per hardware device.
 
@@ -19,6 +20,7 @@ from ._trace import Timeline
 
 __all__ = ["plot_timeline"]
 
+#: The sample apps' colours, by the last part of their package (com.example.npuemu.camera).
 _APP_COLOURS = {
     "camera": "#1f77b4",
     "assistant": "#9467bd",
@@ -35,13 +37,13 @@ _BAND_NAMES = ("none", "light", "moderate", "severe", "critical", "emergency", "
 
 def _colour(name: str, assigned: dict[str, str]) -> str:
     if name not in assigned:
-        assigned[name] = _APP_COLOURS.get(name) or _FALLBACK[len(assigned) % len(_FALLBACK)]
+        assigned[name] = _APP_COLOURS.get(name.rsplit(".", 1)[-1]) or _FALLBACK[len(assigned) % len(_FALLBACK)]
     return assigned[name]
 
 
 def plot_timeline(tl: Timeline, out: str | os.PathLike[str], *, title: str | None = None,
-                  thresholds_c: list[float] | None = None) -> None:
-    """Draw ``tl`` into the PNG ``out``."""
+                  thresholds_c: list[float] | None = None) -> list[str]:
+    """Draw ``tl`` into the PNG ``out``; returns the channel panel's legend, top down."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -143,4 +145,5 @@ def plot_timeline(tl: Timeline, out: str | os.PathLike[str], *, title: str | Non
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
+    return [h.get_label() for h in handles]
 

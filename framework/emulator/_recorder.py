@@ -21,6 +21,8 @@ Records (``type``):
 - ``memory``: MemoryPressure: ``hw_device``, ``used``, ``total``, ``sram_used``,
   ``sram_total``, ``refused``, ``time_ns`` (emulated), ``wall_ns``.
 - ``thermal``: ``severity``, ``temperature_c``, ``wall_ns``.
+- ``package``: ``uid``, ``package``: the package manager's name for an app uid, written
+  once, the first time a work record names that uid (as its uid or its original uid).
 - ``truncated``: work records stopped here (the size cap).
 - ``hal_restart``: init restarted the HAL; ``generation``, and the ``time_ns`` from
   which the new HAL's events are placed (its driver's clock starts at zero again, so
@@ -39,11 +41,16 @@ from typing import Any
 
 import trio
 
+from framework.binder import defaultServiceManager
+
 from ._services import HAL_CONTROL, emulator_interfaces, get_service
 
 __all__ = ["KIND_NAMES", "serve_recorder", "work_record"]
 
 KIND_NAMES = ("requested", "started", "ended")
+
+#: Android's FIRST_APPLICATION_UID: the uids below are the system's, named without asking.
+_FIRST_APPLICATION_UID = 10000
 
 
 def work_record(event: Any) -> dict[str, Any]:
@@ -97,6 +104,36 @@ class _Sink:
         self._f.close()
 
 
+class _PackageNames:
+    """Names each app uid of the recording by the package manager's answer, once.
+
+    The trace names an app by its package; only the package manager knows it for any
+    app (a user's own as much as a sample). A uid is asked about when a work record
+    first names it; a lookup that fails (system_server not up yet) is tried again at
+    the uid's next record.
+    """
+
+    def __init__(self, runtime: Any, sink: _Sink) -> None:
+        self._runtime = runtime
+        self._sink = sink
+        self._known: set[int] = set()
+
+    async def name(self, *uids: int) -> None:
+        for uid in uids:
+            if uid < _FIRST_APPLICATION_UID or uid in self._known:
+                continue
+            binder = await defaultServiceManager(self._runtime).checkService("package")
+            if binder is None:
+                return
+            try:
+                packages = await emulator_interfaces().IPackageManager.asInterface(binder).getPackagesForUid(uid)
+            except Exception:  # system_server restarting: ask again at the uid's next record
+                return
+            self._known.add(uid)
+            if packages:
+                self._sink.write({"type": "package", "uid": uid, "package": packages[0], "wall_ns": time.monotonic_ns()})
+
+
 class _Epoch:
     """One HAL process's life. A restarted HAL's driver counts time and ids from zero
     again; the recorder shifts them so the recording stays one increasing timeline."""
@@ -136,8 +173,6 @@ async def serve_recorder(
     logged once, never the boot. A HAL that dies is looked up again every tick until
     init has restarted it; the new one's events continue the same timeline.
     """
-    from framework.binder import defaultServiceManager
-
     ifaces = emulator_interfaces()
     runtime = emulator.runtime
     sm = defaultServiceManager(runtime)
@@ -158,6 +193,7 @@ async def serve_recorder(
         }
     )
     epoch = _Epoch(0, 0)
+    names = _PackageNames(runtime, sink)
 
     class Listener(ifaces.IHalListener.Stub):
         async def onThermalSeverityChanged(self, severity: int, temperatureC: float) -> None:  # noqa: N802,N803
@@ -216,7 +252,9 @@ async def serve_recorder(
             if hal is not None:
                 try:
                     for event in await hal.recentWorkEvents(4096, epoch.since):
-                        sink.write(epoch.work(event))
+                        record = epoch.work(event)
+                        await names.name(record["uid"], record["original_uid"])
+                        sink.write(record)
                     status = await hal.thermalStatus()
                 except Exception as exc:
                     if not hal.asBinder().isBinderAlive():

@@ -1,7 +1,8 @@
 """A recorded run as a timeline, as a Chrome/Perfetto trace, and as summary numbers.
 
-:func:`load_timeline` reads what init's recorder wrote (``trace.jsonl``) and what the
-apps reported (``apps/*.json``, for package names) and pairs work events into
+:func:`load_timeline` reads what init's recorder wrote (``trace.jsonl``: work events,
+heat, memory, and each app uid's package as the package manager named it, so that
+every app, a user's own as much as a sample, is named by its package) and pairs work events into
 *segments*: one per stretch a job ran on a channel, from a start (INITIAL or RESUMED)
 to its end (PAUSED, COMPLETED, FAILED, CANCELLED_*). A preempted job therefore shows
 as several segments with a pause between them.
@@ -107,9 +108,7 @@ class Timeline:
     executions: list[Execution]
     temperature: list[tuple[float, float, int]]  # (us, degrees C, severity)
     memory: dict[int, list[tuple[float, int, int]]]  # hw device -> (us, used, total)
-    apps: dict[int, str]  # uid -> app name
-    packages: dict[int, str]  # uid -> package
-    app_reports: dict[str, dict[str, Any]]
+    packages: dict[int, str]  # uid -> package, as the package manager named it
     pids: dict[str, int]
     speed: float
     origin_us: float
@@ -118,8 +117,9 @@ class Timeline:
     marks: list[tuple[float, str]] = dataclasses.field(default_factory=list)  # (us, label)
 
     def who(self, uid: int) -> str:
-        if uid in self.apps:
-            return self.apps[uid]
+        """The app's package; root, system or shell; ``uid N`` for a uid nobody named."""
+        if uid in self.packages:
+            return self.packages[uid]
         return {0: "root", 1000: "system", 2000: "shell"}.get(uid, f"uid {uid}")
 
     @property
@@ -165,9 +165,7 @@ def load_timeline(runtime_dir: str | os.PathLike[str]) -> Timeline:
     records = _read_records(files.trace_events)
     meta = next((r for r in records if r.get("type") == "meta"), {})
     speed = float(meta.get("speed", 1.0)) or 1.0
-    reports = read_app_reports(files)
-    apps = {int(r["uid"]): name for name, r in reports.items() if "uid" in r}
-    packages = {int(r["uid"]): r.get("package") or name for name, r in reports.items() if "uid" in r}
+    packages = {int(r["uid"]): str(r["package"]) for r in records if r.get("type") == "package"}
 
     work = sorted((r for r in records if r.get("type") == "work"), key=lambda r: (r["time_ns"], r["id"]))
     memory_records = [r for r in records if r.get("type") == "memory"]
@@ -231,7 +229,7 @@ def load_timeline(runtime_dir: str | os.PathLike[str]) -> Timeline:
             sample for sample in temperature if sample[0] >= origin]
     else:
         origin = min((t for t, _, _ in temperature), default=0.0)
-    return Timeline(segments, list(executions.values()), temperature, dict(memory), apps, packages, reports,
+    return Timeline(segments, list(executions.values()), temperature, dict(memory), packages,
                     dict(meta.get("pids", {})), speed, origin, dict(hw_names), list(meta.get("thresholds_c", [])), marks)
 
 
@@ -324,7 +322,7 @@ def chrome_trace(tl: Timeline) -> dict[str, Any]:
         resumed = seg.start_reason == _RESUMED
         args = {
             "uid": seg.uid,
-            "package": tl.packages.get(seg.uid, tl.who(seg.uid)),
+            "package": tl.who(seg.uid),
             "original_uid": seg.original_uid,
             "pid": seg.pid,
             "work_id": seg.work_id,
@@ -372,7 +370,7 @@ def chrome_trace(tl: Timeline) -> dict[str, Any]:
             ends[free] = end
         lane_of[ex.work_id] = free
     for i, pid in enumerate(app_pids):
-        label = f"{tl.packages.get(by_pid_uid[pid], tl.who(by_pid_uid[pid]))} (pid {pid})"
+        label = f"{tl.who(by_pid_uid[pid])} (pid {pid})"
         events.append(_meta("process_name", pid, 0, {"name": label}))
         events.append(_meta("process_sort_index", pid, 0, {"sort_index": 100 + i}))
         for lane in range(len(lane_ends[pid])):
