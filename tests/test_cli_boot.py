@@ -143,6 +143,7 @@ def test_trace_of_the_running_emulator(emulator, tmp_path):
     trace = json.loads(out.read_text())
     jobs = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "npu.job"]
     assert jobs, "legacy's inference on emu-npu (refused or run) or the test inference left no job"
+    assert "com.example.npuemu.legacy" in {e["name"] for e in jobs}  # named by the package manager's answer
     assert any(e["ph"] == "C" and e["name"] == "temperature (C)" for e in trace["traceEvents"])
 
 
