@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+import npuhal._hal
 from framework import lab
 
 pytestmark = pytest.mark.slow
@@ -84,3 +85,40 @@ def test_whole_stack_runs_repeat_exactly():
 def test_an_unknown_npu_policy_is_refused():
     with pytest.raises(lab.LabRunError, match="npu policy must be one of status-quo, turn-taking, budget"):
         lab.run_workload(workload(), policies("fcfs"), whole_stack=True, npu_policy="lottery")
+
+
+def test_a_task_below_its_weights_streaming_time_runs_at_that_floor_and_the_report_says_so():
+    # 200 MB of weights stream on every inference: about 8 ms on emu-gpu, above fg's 4 ms.
+    # Issue 12: this refused to run ("work_ms 4 is below one layer").
+    w = workload(task=[{**workload().raw["task"][0], "size_mb": 200}, workload().raw["task"][1]])
+    report = lab.run_workload(w, policies("preempt-ckpt"), sweep=False, whole_stack=True)
+    run = report.run("preempt-ckpt")
+    assert run["completed"] == run["requests"] > 20 and run["wrong_results"] == 0
+    floor = report.model_size["floor_ms"]
+    assert report.model_size["layers"][0] == 1 and floor[0] > 6
+    assert report.isolated_ms["preempt-ckpt"][0] == pytest.approx(floor[0], rel=1e-3)
+    # bg's 10 ms is reachable: it gets the layers that make it up.
+    assert floor[1] < 10 and report.isolated_ms["preempt-ckpt"][1] == pytest.approx(10, rel=0.02)
+    text = lab.format_report(report)
+    assert (f"  fg: work_ms 4 is below what a request of its 200 MB model takes on emu-gpu (its weights stream "
+            f"on every inference): {floor[0]:.2f} ms with one layer") in text
+    assert "  bg: work_ms" not in text
+
+
+def test_the_documented_phone_example_runs_through_the_whole_stack(tmp_path):
+    # `npuemu bench scheduling phone --whole-stack --no-sweep --npu-policy budget`, one policy of five.
+    w = lab.load_workload(lab.default_workloads_dir() / "phone.toml")
+    report = lab.run_workload(w, policies("preempt-ckpt"), sweep=False, whole_stack=True, npu_policy="budget")
+    run = report.run("preempt-ckpt")
+    assert run["completed"] == run["requests"] > 100 and run["wrong_results"] == 0
+    assert run["sla_satisfaction"] == 1.0
+
+
+def test_the_hal_record_is_read_as_it_grows(monkeypatch):
+    # The HAL keeps its newest work events only; the lab copies them as they come, so
+    # that a run with more events than that (an overload, a long workload) is measured whole.
+    monkeypatch.setattr(npuhal._hal, "_RECENT_EVENTS", 64)
+    report = lab.run_workload(workload(), policies("preempt-ckpt"), sweep=False, whole_stack=True)
+    run = report.run("preempt-ckpt")
+    assert run["requests"] > 25 and run["completed"] == run["requests"] and run["wrong_results"] == 0
+    assert run["preemptions"] > 0

@@ -254,7 +254,8 @@ class _StackMode:
         self.npu_policy = npu_policy
         self.cal = _stack.calibrate_stack(workload, base)
         self.reference = _stack.stack_reference(workload, self.cal)
-        self.model_size = {"layers": list(self.cal.layers), "width": _stack.STACK_WIDTH}
+        self.model_size = {"layers": list(self.cal.layers), "width": _stack.STACK_WIDTH,
+                           "floor_ms": list(self.cal.floor_ms)}
         self._alone: dict[str | None, tuple[list[int], list[int], list[Any]]] = {}
 
     def isolated(self, policy: Policy) -> tuple[list[int], list[int], list[Any]]:

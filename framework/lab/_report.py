@@ -36,6 +36,10 @@ def format_report(report: WorkloadReport) -> str:
     if report.mode == "whole-stack":
         lines.append(f"whole stack: apps -> npu service (load policy {report.npu_policy}) -> HAL -> driver, "
                      f"in one process on trio's MockClock; models of {report.model_size['layers']} layers")
+        for t, floor in zip(w.tasks, report.model_size.get("floor_ms", [])):
+            if t.work_ms < floor:
+                lines.append(f"  {t.name}: work_ms {t.work_ms:g} is below what a request of its {t.size_mb:g} MB model "
+                             f"takes on {w.device} (its weights stream on every inference): {floor:.2f} ms with one layer")
     else:
         lines.append("driver mode: requests straight to the driver on its virtual clock")
     ref = next(iter(report.isolated_ms.values()))

@@ -33,11 +33,17 @@ with depth: a chain of small FULLY_CONNECTED layers whose emulated time is
 mostly the per-slice overhead; the layer count is calibrated on the driver.
 Preemption points are therefore much finer than in driver mode (one slice is
 tens of microseconds), and a model's emulated weight size is its
-``size_mb``, as ``setEmulatedModelSize`` reports it.
+``size_mb``, as ``setEmulatedModelSize`` reports it.  The hardware streams
+those weights on every inference, so a request cannot be shorter than its
+model's weight traffic plus one layer (300 MB take 6.3 ms on emu-npu): a task
+whose ``work_ms`` is below that floor runs at it, with one layer, and the
+report says so (driver mode reaches any ``work_ms`` through the cost scale,
+which scales the traffic too).
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import math
@@ -56,7 +62,7 @@ from npuhal import FuseCode, ModelBuilder, OperationType
 
 from ._errors import LabRunError
 from ._run import Calibration, Job, Policy, RunResult, _alone_ns
-from ._workload import Arrival, Workload
+from ._workload import Arrival, Task, Workload
 
 __all__ = ["NPU_POLICIES", "StackCalibration", "calibrate_stack", "run_stack"]
 
@@ -69,9 +75,19 @@ MIB = 1 << 20
 
 @dataclass(frozen=True, slots=True)
 class StackCalibration:
-    """Per task: the layer count that gives its ``work_ms`` through NNAPI."""
+    """Per task: the layer count that gives its ``work_ms`` through NNAPI.
+
+    ``floor_ms``: what one request of the task's model takes alone with one
+    layer, the least it can (mostly its weights' streaming); a task whose
+    ``work_ms`` is below it runs at it.
+    """
 
     layers: tuple[int, ...]
+    floor_ms: tuple[float, ...] = ()
+
+    def below_floor(self, workload: Workload) -> list[tuple[Task, float]]:
+        """The tasks that run longer than their ``work_ms`` asks, with what they take."""
+        return [(t, f) for t, f in zip(workload.tasks, self.floor_ms) if t.work_ms < f]
 
 
 def _hal_model(layers: int, seed: int) -> tuple[npuhal.Model, np.ndarray]:
@@ -119,21 +135,24 @@ def calibrate_stack(workload: Workload, policy: Policy) -> StackCalibration:
         return _alone_ns(policy, workload, cal, index)[0]
 
     counts = []
+    floors = []
     for i, task in enumerate(workload.tasks):
         t1, t21 = alone(i, 1), alone(i, 21)
         per_layer = (t21 - t1) / 20
+        if per_layer <= 0:
+            raise LabRunError(f"{workload.source}: task {task.name!r}: a layer costs nothing on {workload.device} "
+                              f"({t1 / 1e6:.3f} ms with 1 layer, {t21 / 1e6:.3f} ms with 21): cannot size its model")
         fixed = t1 - per_layer
-        layers = round((task.work_ms * 1e6 - fixed) / per_layer) if per_layer > 0 else 0
-        if layers < 1:
-            raise LabRunError(f"{workload.source}: task {task.name!r}: work_ms {task.work_ms:g} is below one layer "
-                              f"({t1 / 1e6:.3f} ms) on {workload.device} in whole-stack mode")
+        # Below one layer's time (its weights' traffic, mostly) the task runs at that floor.
+        layers = max(1, round((task.work_ms * 1e6 - fixed) / per_layer))
         if layers > STACK_MAX_LAYERS:
             raise LabRunError(
                 f"{workload.source}: task {task.name!r}: work_ms {task.work_ms:g} needs {layers} layers in whole-stack "
                 f"mode (at most {STACK_MAX_LAYERS}: {per_layer / 1e6:.3f} ms a layer on {workload.device})"
             )
         counts.append(layers)
-    return StackCalibration(tuple(counts))
+        floors.append(t1 / 1e6)
+    return StackCalibration(tuple(counts), tuple(floors))
 
 
 def stack_reference(workload: Workload, cal: StackCalibration) -> list[np.ndarray]:
@@ -344,7 +363,7 @@ class _StackRun:
         self.log: _Collector | None = None
 
 
-async def _stack_main(run: _StackRun, policy: Policy, apps_dir: Path) -> list[Any]:
+async def _stack_main(run: _StackRun, policy: Policy, apps_dir: Path) -> _RecordReader:
     from framework.aidl import framework_interface
     from framework.app import InProcessLauncher
     from framework.binder import MemoryNetwork, defaultServiceManager, open_binder_runtime, serve_servicemanager
@@ -395,17 +414,42 @@ async def _stack_main(run: _StackRun, policy: Policy, apps_dir: Path) -> list[An
                 run.t0 = trio.current_time()
                 run.hal.sync_clock()
                 run.t0_driver_ns = driver.now_ns
+                records = _RecordReader(run.hal.recent)
                 run.go.set()
                 end = run.t0 + run.workload.duration_ms / 1e3 + run.drain_s
                 while trio.current_time() < end:
+                    records.pull()
                     if len(run.requests) == run.total and all(r.end_s is not None for r in run.requests):
                         break
                     await trio.sleep(0.01)
-                records = list(run.hal.recent)
+                records.pull()
                 if run.log is not None:
                     run.log.active = False
                 nursery.cancel_scope.cancel()
     return records
+
+
+class _RecordReader:
+    """Copies the HAL's record of work events as it grows, which it does without bound
+    under overload while the record itself keeps only its newest ``maxlen`` events."""
+
+    def __init__(self, recent: collections.deque[Any]) -> None:
+        self.recent = recent
+        self.records: list[Any] = []
+        self.lost = False
+
+    def pull(self) -> None:
+        last = self.records[-1] if self.records else None
+        new = []
+        for r in reversed(self.recent):
+            if r is last:
+                break
+            new.append(r)
+        else:
+            # The newest record already copied is gone: more events came between two reads
+            # than the HAL keeps.
+            self.lost = self.lost or last is not None
+        self.records.extend(reversed(new))
 
 
 def run_stack(
@@ -440,11 +484,11 @@ def run_stack(
             raise LabRunError(f"whole stack, policy {policy.name}: {e}") from None
         finally:
             root.removeHandler(collector)
-    result = _to_result(run, policy, records, factor)
+    if records.lost:
+        raise LabRunError(f"whole stack, policy {policy.name}: more work events came in 10 ms of emulated time "
+                          f"than the HAL's record keeps ({run.hal.recent.maxlen})")
+    result = _to_result(run, policy, records.records, factor)
     result.log = collector.lines
-    if len(records) >= run.hal.recent.maxlen:
-        raise LabRunError(f"whole stack, policy {policy.name}: the HAL's record of work events overflowed "
-                          f"({len(records)} events); shorten the workload")
     return result
 
 
