@@ -281,3 +281,21 @@ async def test_a_waiting_requester_that_dies_gives_its_reservation_back(autojump
     await slow.listener.notifyModelUnloaded(request(1, BIG, 1000))
     await world.settle()
     assert system.npu.arbiter.budget()["in_use"] == 0 and system.npu.dump_data()["requests"] == []
+
+
+async def test_cmd_npu_set_unload_deadline_is_validated_and_dumped(autojump_clock, world):
+    system = await booted(world)
+    async with await world.shell() as sh:
+        npu = await service(sh, "npu", INpuManager)
+        assert "Unload deadline: 2 s " in await npu.shellCommand(["info"])
+        assert await npu.shellCommand(["set-unload-deadline", "750"]) == "unload deadline: 750 ms\n"
+        assert system.npu.arbiter.unload_timeout == 0.75
+        assert "Unload deadline: 750 ms " in await npu.dump([])
+        assert json.loads(await npu.dump(["--json"]))["unload_timeout_s"] == 0.75
+        for bad in (["0"], ["-5"], ["1.5"], ["2s"], ["abc"], ["2147483648"], ["١٢"], [], ["100", "200"]):
+            with pytest.raises(IllegalArgumentException, match="set-unload-deadline") as info:
+                await npu.shellCommand(["set-unload-deadline", *bad])
+            assert "\n" not in str(info.value)
+        assert system.npu.arbiter.unload_timeout == 0.75  # refused values changed nothing
+        assert await npu.shellCommand(["set-unload-deadline", "3000"]) == "unload deadline: 3 s\n"
+        assert "set-unload-deadline MS" in await npu.shellCommand(["help"])

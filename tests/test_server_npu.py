@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import trio
 
-from framework.binder import IllegalArgumentException, IllegalStateException, SecurityException
+from framework.aidl import framework_interface
+from framework.binder import IllegalArgumentException, IllegalStateException, SecurityException, defaultServiceManager
 from framework.npumanager import NpuManager
 from test_server_support import Recorder, ask, npu_of, request, world  # noqa: F401
 
@@ -16,6 +17,7 @@ CANCELLED = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED
 COMPLETE = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_COMPLETE
 BIG = NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G
 SMALL = NpuManager.NPU_MODEL_SIZE_LESS_THAN_1GB
+INpuManager = framework_interface("android.npumanager.INpuManager")
 
 
 async def booted(world, **kw):
@@ -213,3 +215,31 @@ async def test_completed_work_counts_for_its_original_uid(autojump_clock, world)
     await world.hal.work(a.context.getUid(), reason=3)  # FAILED work moves nothing
     await world.settle()
     assert world.system.npu.dump_data()["counters"]["work_completed"] == 2
+
+
+async def test_set_unload_deadline_applies_to_unload_requests_asked_from_then_on(autojump_clock, world):
+    system = await booted(world, unload_timeout=2.0)
+    bg = await world.launch("com.test.bg")
+    fg = await world.launch("com.test.fg")
+    await npu_of(fg).setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, None)
+    first, second = Recorder(auto_unload=False), Recorder(auto_unload=False)
+    await ask(world, bg, request(1, BIG, 1000), first)
+    rf = Recorder()
+    await npu_of(fg).requestCanLoadModel(request(2, BIG), rf, fg.context.getMainExecutor())
+    await world.settle(0.1)
+    assert first.events[-1] == ("unload", 1, NpuManager.NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE)
+    async with await world.shell() as sh:
+        npu = INpuManager.asInterface(await defaultServiceManager(sh).checkService("npu"))
+        await npu.shellCommand(["set-unload-deadline", "500"])
+    await world.settle(1.0)
+    assert first.events[-1][0] == "unload"  # asked under the 2 s deadline: it keeps it
+    await world.settle(1.0)
+    assert first.events[-1] == ("complete", 1, CANCELLED)
+    await rf.listener.notifyModelUnloaded(request(2, BIG))
+    await ask(world, bg, request(3, BIG, 1000), second)
+    t0 = trio.current_time()
+    await npu_of(fg).requestCanLoadModel(request(4, BIG), Recorder(), fg.context.getMainExecutor())
+    while not (second.events and second.events[-1] == ("complete", 3, CANCELLED)):
+        await trio.sleep(0.01)
+    assert 0.5 <= trio.current_time() - t0 < 0.6  # the new, shorter deadline
+    assert world.system.npu.dump_data()["counters"]["revoked"] == 2

@@ -144,7 +144,7 @@ def _split_own_options(args: tuple[str, ...]) -> tuple[list[str], str | None, bo
 @click.pass_context
 def cmd(ctx: click.Context, service: str, args: tuple[str, ...], runtime_dir: Path) -> None:
     """Run a service's shell command: npu set-status-quo-policy | set-budget-policy
-    [--max-budget N] [--weights A,B,C] | set-turn-taking-policy | info | help.
+    [--max-budget N] [--weights A,B,C] | set-turn-taking-policy | set-unload-deadline MS | info | help.
 
     The arguments after SERVICE go to the service, except npuemu's own --runtime-dir
     DIR (anywhere on the line) and -h/--help (the service's commands, no emulator

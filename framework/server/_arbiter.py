@@ -145,6 +145,12 @@ def _check_request_id(request_id: object) -> int:
     return request_id
 
 
+def _check_unload_timeout(seconds: object) -> float:
+    if type(seconds) not in (int, float) or not (0 < seconds < math.inf):
+        raise IllegalArgumentException(f"unload_timeout must be a positive number of seconds, not {seconds!r}")
+    return float(seconds)
+
+
 def _check_now(now: object) -> float:
     if type(now) not in (int, float) or not math.isfinite(now):
         raise IllegalArgumentException(f"now must be a finite number of seconds, not {now!r}")
@@ -167,9 +173,7 @@ class NpuArbiter:
         policies: Mapping[int, type[NpuPolicy]] = DEFAULT_POLICIES,
         policy: NpuPolicy | None = None,
     ) -> None:
-        if type(unload_timeout) not in (int, float) or not (0 < unload_timeout < math.inf):
-            raise IllegalArgumentException(f"unload_timeout must be a positive number of seconds, not {unload_timeout!r}")
-        self._unload_timeout = float(unload_timeout)
+        self._unload_timeout = _check_unload_timeout(unload_timeout)
         self._policies = dict(policies)
         self._policy: NpuPolicy = policy if policy is not None else StatusQuoPolicy()
         self._requests: dict[Key, _Request] = {}
@@ -330,6 +334,17 @@ class NpuArbiter:
         actions: list[Action] = [Log("I", f"policy {old.name} {old.params()} -> {new.name} {new.params()}")]
         self._settle(now, actions)
         return actions
+
+    def set_unload_timeout(self, seconds: float, now: float) -> list[Action]:
+        """``cmd npu set-unload-deadline``: the unload deadline of unload requests asked from now on.
+
+        A model already asked to unload keeps the deadline it was given (its app was
+        told it, in effect, with the request); nothing else changes.
+        """
+        seconds = _check_unload_timeout(seconds)
+        _check_now(now)
+        old, self._unload_timeout = self._unload_timeout, seconds
+        return [Log("I", f"unload deadline {old:g} s -> {seconds:g} s")]
 
     def tick(self, now: float) -> list[Action]:
         """Time passed: revoke the models of apps past their unload deadline (rule 5)."""

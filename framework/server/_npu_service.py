@@ -601,6 +601,9 @@ class NpuService:
             self._apply(self.arbiter.set_policy(NPU_MODEL_POLICY_TURN_TAKING, None, now))
         elif command == "set-budget-policy":
             self._apply(self.arbiter.set_policy(NPU_MODEL_POLICY_BUDGET, _budget_args(rest), now))
+        elif command == "set-unload-deadline":
+            self._apply(self.arbiter.set_unload_timeout(_deadline_ms_arg(command, rest) / 1000, now))
+            return f"unload deadline: {_duration(self.arbiter.unload_timeout)}\n"
         elif command == "info":
             return self.dump_text(rest)
         else:
@@ -653,6 +656,28 @@ def _no_args(command: str, rest: list[str]) -> None:
         raise IllegalArgumentException(f"{command} takes no arguments, got {' '.join(rest)}")
 
 
+#: The longest unload deadline ``cmd npu set-unload-deadline`` takes: an int32 of ms (~24.8 days).
+MAX_UNLOAD_DEADLINE_MS = 2**31 - 1
+
+
+def _deadline_ms_arg(command: str, rest: list[str]) -> int:
+    """``set-unload-deadline MS``: one whole, positive number of milliseconds."""
+    if len(rest) != 1:
+        got = f", not {' '.join(rest)!r}" if rest else ""
+        raise IllegalArgumentException(f"{command} takes one argument, MS (milliseconds){got}")
+    text = rest[0]
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) <= MAX_UNLOAD_DEADLINE_MS:
+        raise IllegalArgumentException(
+            f"{command}: {text!r} is not a whole number of milliseconds from 1 to {MAX_UNLOAD_DEADLINE_MS}")
+    return int(text)
+
+
+def _duration(seconds: float) -> str:
+    """A deadline as people read it: ``2 s``, ``750 ms``."""
+    ms = round(seconds * 1000, 3)
+    return f"{ms / 1000:g} s" if ms % 1000 == 0 else f"{ms:g} ms"
+
+
 def _budget_args(rest: list[str]) -> dict[str, Any]:
     bundle: dict[str, Any] = {}
     it = iter(rest)
@@ -684,6 +709,9 @@ npu (NPU Manager) commands:
       At most N (default 4) of weight loaded; weights of <1GB, 1-2GB, >2GB models (default 1,2,4).
   set-turn-taking-policy
       One model at a time; apps of equal importance take turns.
+  set-unload-deadline MS
+      How long (1..2147483647 ms; default 2000) an app asked to unload from now on has before its
+      request's models are revoked through the HAL. Apps already asked keep their deadline.
   info
       Show the current policy, requests, priorities, etc. (as dumpsys npu).
 """
@@ -703,7 +731,7 @@ def _format_dump(d: dict[str, Any]) -> str:
     else:
         out.append(f"  Budget: max {b['max']}  in use {b['in_use']}  reserved {b['reserved']}  "
                    f"being freed {b['being_freed']}  free {b['free']}")
-    out.append(f"  Unload deadline: {d['unload_timeout_s']:g} s   Block missing feature: {d['block_missing_feature']}")
+    out.append(f"  Unload deadline: {_duration(d['unload_timeout_s'])}   Block missing feature: {d['block_missing_feature']}")
     t = d["thermal"]
     out.append(f"Thermal: {t['name']} ({t['severity']})")
     hal = d["hal"]
