@@ -90,6 +90,18 @@ class HalControl(_IHalControl.Stub):
         log.info("revoked %d prepared model(s) of uid %d (asked by uid %d)", count, uid, Binder.getCallingUid())
         return count
 
+    async def revokeRequestModels(self, uid: int, requestId: int, keepRequestIds: list[int]) -> int:  # noqa: N802,N803
+        require_system("revokeRequestModels")
+        keep = list(keepRequestIds or ())
+        if requestId in keep:
+            raise IllegalArgumentException(f"request {requestId} is both revoked and kept")
+        count = self._hal.revoke_request(uid, requestId, keep)
+        log.info(
+            "revoked %d prepared model(s) of uid %d request %d%s (asked by uid %d)", count, uid, requestId,
+            f", keeping requests {sorted(keep)}" if keep else "", Binder.getCallingUid(),
+        )
+        return count
+
     async def injectFault(self, device: str, kind: int, arg: float) -> None:  # noqa: N802
         require_shell_or_system("injectFault")
         number = self._device_number(device)

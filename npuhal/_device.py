@@ -17,7 +17,9 @@ Ownership.  A prepared model belongs to the process that called ``prepareModel``
 (its pid, from the kernel): when that process exits the HAL frees the model
 (``Hal._reap``), as it does on ``release()`` and on ``IHalControl.revokeUidModels``.
 Work of the model's execution carries the binder calling uid and pid, never a uid
-from the request.
+from the request.  A ``ModelLoadToken`` given to ``prepareModel`` files the model
+under the caller's NpuManager request as well, (uid, request id), so that
+``IHalControl.revokeRequestModels`` frees one request's models and not its app's others.
 """
 
 from __future__ import annotations
@@ -187,7 +189,8 @@ class NnDevice(_I.IDevice.Stub):
         return _DeviceStatus(int(self._device().status))
 
     async def prepareModel(  # noqa: N802
-        self, model: Any, preference: Any, priority: Any, deadlineNs: int, modelSizeBytes: int  # noqa: N803
+        self, model: Any, preference: Any, priority: Any, deadlineNs: int, modelSizeBytes: int,  # noqa: N803
+        loadToken: Any = None,  # noqa: N803
     ) -> Any:
         try:
             try:
@@ -220,10 +223,12 @@ class NnDevice(_I.IDevice.Stub):
                 _close_all(model.pools)
         self._hal.poll()
         uid, pid = Binder.getCallingUid(), Binder.getCallingPid()
-        prepared = PreparedModel(self._hal, handle, self.name, uid, pid)
+        load_request = None if loadToken is None else loadToken.requestId
+        prepared = PreparedModel(self._hal, handle, self.name, uid, pid, load_request)
         self._hal.track_client(pid, prepared)
         log.info(
-            "prepared model %d on %s for uid %d pid %d (%d emulated bytes)", handle.id, self.name, uid, pid, modelSizeBytes
+            "prepared model %d on %s for uid %d pid %d%s (%d emulated bytes)", handle.id, self.name, uid, pid,
+            "" if load_request is None else f" request {load_request}", modelSizeBytes,
         )
         return prepared
 
@@ -280,22 +285,30 @@ class _Pools:
 
 
 class PreparedModel(_I.IPreparedModel.Stub):
-    """A model loaded in driver memory, owned by one client process."""
+    """A model loaded in driver memory, owned by one client process.
 
-    def __init__(self, hal: Hal, handle: Any, device_name: str, owner_uid: int, owner_pid: int) -> None:
+    ``load_request`` is the id of the owner uid's NpuManager request it was prepared
+    for (its ``ModelLoadToken``), or None when the app named none.
+    """
+
+    def __init__(
+        self, hal: Hal, handle: Any, device_name: str, owner_uid: int, owner_pid: int, load_request: int | None = None
+    ) -> None:
         super().__init__()
         self._hal = hal
         self.handle = handle
         self.device_name = device_name
         self.owner_uid = owner_uid
         self.owner_pid = owner_pid
+        self.load_request = load_request
         self._gone: str | None = None
         self._revoked = False
         self._running: set[int] = set()
 
     def __repr__(self) -> str:
         what = f"model {self.handle.id}" if self.handle is not None else f"gone ({self._gone})"
-        return f"<PreparedModel {what} on {self.device_name} of uid {self.owner_uid} pid {self.owner_pid}>"
+        request = "" if self.load_request is None else f" request {self.load_request}"
+        return f"<PreparedModel {what} on {self.device_name} of uid {self.owner_uid} pid {self.owner_pid}{request}>"
 
     def free(self, why: str, *, revoked: bool = False) -> None:
         """Unload now (idempotent).  Work in flight ends CANCELLED_SYSTEM."""

@@ -584,10 +584,25 @@ class Hal:
             log.info("client pid %d died: freed %d prepared model(s)", pid, len(models))
 
     def revoke_uid(self, uid: int) -> int:
+        """Free every prepared model of ``uid`` (its app died); returns how many."""
+        return self._revoke(uid, lambda p: True, f"models of uid {uid} were revoked")
+
+    def revoke_request(self, uid: int, request_id: int, keep: Any) -> int:
+        """``request_id``'s unload deadline passed: free ``uid``'s models not filed under ``keep``.
+
+        That is the request's own models, and those filed under no request (or one the
+        framework does not vouch for): only a model of another live request survives.
+        """
+        keep = frozenset(keep)
+        return self._revoke(
+            uid, lambda p: p.load_request not in keep, f"request {request_id} of uid {uid} was revoked"
+        )
+
+    def _revoke(self, uid: int, chosen: Any, why: str) -> int:
         count = 0
         for prepared in list(self.prepared):
-            if prepared.owner_uid == uid:
-                prepared.free(f"models of uid {uid} were revoked", revoked=True)
+            if prepared.owner_uid == uid and chosen(prepared):
+                prepared.free(why, revoked=True)
                 count += 1
         # The debouncer keeps the uid's state: its cancelled work still ends, and the
         # framework must hear that end like any other.
@@ -619,7 +634,13 @@ class Hal:
         for (uid, pid), models in sorted(by_owner.items()):
             sizes = sum(p.handle.emulated_size_bytes for p in models)
             names = ", ".join(sorted({p.device_name for p in models}))
-            lines.append(f"    uid {uid:<6} pid {pid:<7} {len(models)} model(s), {_size(sizes)} on {names}")
+            requests = sorted({p.load_request for p in models if p.load_request is not None})
+            untagged = sum(p.load_request is None for p in models)
+            filed = [f"request{'s' if len(requests) > 1 else ''} {', '.join(map(str, requests))}"] if requests else []
+            filed += [f"{untagged} for no request"] if untagged else []
+            lines.append(
+                f"    uid {uid:<6} pid {pid:<7} {len(models)} model(s), {_size(sizes)} on {names} ({'; '.join(filed)})"
+            )
         lines.append("")
         try:
             lines.append(self.driver.dump().rstrip("\n"))

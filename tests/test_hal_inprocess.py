@@ -37,6 +37,7 @@ ADataLocation = P("android.hardware.neuralnetworks.DataLocation")
 Request = P("android.hardware.neuralnetworks.Request")
 RequestArgument = P("android.hardware.neuralnetworks.RequestArgument")
 ExecutionHints = P("android.hardware.neuralnetworks.ExecutionHints")
+ModelLoadToken = P("android.hardware.neuralnetworks.ModelLoadToken")
 ErrorStatus = I.enum("android.hardware.neuralnetworks.ErrorStatus")
 StartReason = I.enum("android.hardware.npu.StartReason")
 EndReason = I.enum("android.hardware.npu.EndReason")
@@ -219,10 +220,12 @@ def app_config(uid=APP, priority=500, **kw):
     return SchedulingConfig(uid=uid, appPriority=priority, minPriority=0, maxPriority=2000, **kw)
 
 
-async def prepare(world, rt, device="emu-npu", model=None, size=0):
+async def prepare(world, rt, device="emu-npu", model=None, size=0, request_id=None):
+    """prepareModel on ``device``; ``request_id`` names the NpuManager request (a ModelLoadToken)."""
     model = model or fc_model()[0]
     dev = await world.device(rt, device)
-    return await dev.prepareModel(aidl_model(model), ExecutionPreference.FAST_SINGLE_ANSWER, Priority.MEDIUM, -1, size)
+    token = None if request_id is None else ModelLoadToken(requestId=request_id)
+    return await dev.prepareModel(aidl_model(model), ExecutionPreference.FAST_SINGLE_ANSWER, Priority.MEDIUM, -1, size, token)
 
 
 async def wait_for(recorder, predicate):
@@ -293,7 +296,7 @@ async def test_a_valid_operation_the_device_cannot_run_is_false_not_an_error(aut
     npu = await world.device(system, "emu-npu")
     assert await npu.getSupportedOperations(model) == [False]
     with pytest.raises(ServiceSpecificException) as info:
-        await npu.prepareModel(model, ExecutionPreference.LOW_POWER, Priority.LOW, -1, 0)
+        await npu.prepareModel(model, ExecutionPreference.LOW_POWER, Priority.LOW, -1, 0, None)
     assert info.value.error_code == ErrorStatus.INVALID_ARGUMENT
 
 
@@ -509,6 +512,33 @@ async def test_revoked_models_fail_their_later_executes_cleanly(autojump_clock, 
     assert not world.hal.prepared
 
 
+async def test_revoking_a_request_frees_its_models_and_keeps_the_other_requests(autojump_clock, world, system):
+    await configure(world, system, app_config(), app_config(OTHER_APP))
+    app, _ = await world.process(APP)
+    other, _ = await world.process(OTHER_APP)
+    late = await prepare(world, app, request_id=1)
+    late_too = await prepare(world, app, device="emu-gpu", request_id=1)  # one request, two devices
+    kept = await prepare(world, app, request_id=2)
+    untagged = await prepare(world, app)  # named no request: nobody vouches for it
+    stray = await prepare(world, app, request_id=99)  # a request the framework does not have
+    same_id_other_uid = await prepare(world, other, request_id=1)
+    assert "(requests 1, 2, 99; 1 for no request)" in await (await world.control(system)).dump()
+    with pytest.raises(SecurityException):
+        await (await world.control(app)).revokeRequestModels(APP, 2, [])  # an app cannot revoke
+    with pytest.raises(IllegalArgumentException, match="both revoked and kept"):
+        await (await world.control(system)).revokeRequestModels(APP, 1, [1, 2])
+    assert len(world.hal.prepared) == 6  # refused calls freed nothing
+    assert await (await world.control(system)).revokeRequestModels(APP, 1, [2]) == 4
+    run = Execution([np.ones((1, 16))], [(1, 8)])
+    for gone in (late, late_too, untagged, stray):
+        with pytest.raises(ServiceSpecificException) as info:
+            await gone.executeSynchronously(run.request(), False, -1, 0)
+        assert info.value.error_code == ErrorStatus.GENERAL_FAILURE
+    for alive in (kept, same_id_other_uid):
+        await alive.executeSynchronously(run.request(), False, -1, 0)
+    assert sorted((p.owner_uid, p.load_request) for p in world.hal.prepared) == [(APP, 2), (OTHER_APP, 1)]
+
+
 async def test_a_dead_callback_is_cleared_and_the_hal_goes_on(autojump_clock, world, system):
     await configure(world, system, app_config())
     other_system, kill_framework = await world.process(1000)
@@ -548,7 +578,7 @@ async def test_bad_requests_and_models_are_invalid_argument(autojump_clock, worl
     model = aidl_model(fc_model()[0])
     bad_model = model.replace(main=model.main.replace(inputIndexes=[7]))
     with pytest.raises(ServiceSpecificException) as info:
-        await npu.prepareModel(bad_model, ExecutionPreference.LOW_POWER, Priority.LOW, -1, 0)
+        await npu.prepareModel(bad_model, ExecutionPreference.LOW_POWER, Priority.LOW, -1, 0, None)
     assert info.value.error_code == ErrorStatus.INVALID_ARGUMENT
     # Still works after all that.
     await prepared.executeSynchronously(req, False, -1, 0)

@@ -38,7 +38,7 @@ CLIENT = textwrap.dedent(
         async with open_binder_runtime():
             dev = I.IDevice.asInterface(
                 await defaultServiceManager().checkService("android.hardware.neuralnetworks.IDevice/emu-npu"))
-            await dev.prepareModel(aidl_model(fc_model()[0]), 1, 1, -1, 1 << 30)
+            await dev.prepareModel(aidl_model(fc_model()[0]), 1, 1, -1, 1 << 30, None)
             print("prepared", flush=True)
             await trio.sleep_forever()
 
@@ -59,7 +59,7 @@ async def test_services_and_one_execute_through_shared_memory(tmp_path):
         assert await hal.device_names() == ["emu-dsp", "emu-gpu", "emu-hetero", "emu-npu"]
         model, w, b = fc_model(seed=11)
         npu = await hal.device("emu-npu")
-        prepared = await npu.prepareModel(aidl_model(model), ExecutionPreference.FAST_SINGLE_ANSWER, Priority.HIGH, -1, 0)
+        prepared = await npu.prepareModel(aidl_model(model), ExecutionPreference.FAST_SINGLE_ANSWER, Priority.HIGH, -1, 0, None)
         x = np.random.default_rng(2).standard_normal((1, 16)).astype(np.float32)
         ex = Execution([x], [(1, 8)])
         await prepared.executeSynchronously(ex.request(), False, -1, 0)

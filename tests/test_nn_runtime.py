@@ -38,6 +38,7 @@ from framework.nn import (
     sampleModel,
 )
 from framework.nn._aidl import halTypes, toAidlModel
+from framework.npumanager import ModelLoadRequest
 from npuhal import open_driver
 from npuhal._hal import serve_hal
 
@@ -666,6 +667,23 @@ async def test_the_emulated_model_size_is_reserved_on_the_devices_that_run_it(au
     assert {d.name: driver.memory_info(d).weight_memory_used for d in (npu, dsp)} == before  # released
     with pytest.raises(BadDataError):
         nn.createCompilation(model).setEmulatedModelSize(-1)
+
+
+async def test_the_model_load_request_reaches_every_prepared_model_of_the_compilation(autojump_clock, stack, nn):
+    model = sampleModel()
+    devices = [nn.getDeviceByName("emu-npu"), nn.getDeviceByName("emu-dsp")]
+    async with nn.createCompilationForDevices(model, devices) as named, nn.createCompilation(model) as unnamed:
+        named.setPreference(ExecutionPreference.LOW_POWER)  # split across both devices
+        named.setModelLoadRequest(ModelLoadRequest.Builder(-7).build())
+        await named.finish()
+        await unnamed.finish()
+        assert {p.device_name for p in stack.hal.prepared if p.load_request == -7} == {"emu-npu", "emu-dsp"}
+        assert {p.load_request for p in stack.hal.prepared} == {-7, None}  # the unnamed one names none
+        with pytest.raises(BadStateError):
+            named.setModelLoadRequest(8)
+    for bad in (2**31, "7", 1.0, True, None):
+        with pytest.raises(BadDataError, match="setModelLoadRequest"):
+            nn.createCompilation(model).setModelLoadRequest(bad)
 
 
 async def test_a_hal_dead_before_finish_is_dead_object_for_devices_and_the_cpu_otherwise(autojump_clock, stack, nn):

@@ -8,7 +8,10 @@ import functools
 import pytest
 import trio
 
+import numpy as np
+
 from framework.binder import ServiceSpecificException, defaultServiceManager, open_binder_runtime
+from framework.nn import NeuralNetworksError, open_nn_runtime, sampleModel
 from framework.npumanager import NpuManager
 from npuhal import open_driver
 from npuhal._hal import hal_interfaces, serve_hal
@@ -103,7 +106,7 @@ async def test_a_model_not_unloaded_in_time_is_revoked_in_the_driver(autojump_cl
     await ask(world, bg, request(1, 2, 1000), stubborn)
     model, _, _ = fc_model()
     dev = I.IDevice.asInterface(await defaultServiceManager(bg.context.runtime).checkService("android.hardware.neuralnetworks.IDevice/emu-npu"))
-    prepared = await dev.prepareModel(aidl_model(model), EXEC_PREF.FAST_SINGLE_ANSWER, PRIORITY.MEDIUM, -1, 0)
+    prepared = await dev.prepareModel(aidl_model(model), EXEC_PREF.FAST_SINGLE_ANSWER, PRIORITY.MEDIUM, -1, 0, None)
     execution = Execution([[[1.0] * 16]], [(1, 8)])
     await prepared.executeSynchronously(execution.request(), False, -1, -1)  # works while approved
     rf = Recorder()
@@ -131,3 +134,55 @@ async def test_the_die_heating_up_reaches_the_npu_service(autojump_clock, world)
     assert end.info.effectivePriority == 2000  # pinned last while it is this hot
     end = ends(await (await control_of(fg)).runTestInference(0, -1, "", -1))[-1]
     assert end.info.effectivePriority == 0
+
+
+async def test_revocation_frees_the_late_request_and_spares_the_apps_other_model(autojump_clock, world):
+    """One app, two approved and loaded requests, each with its NNAPI compilation: the
+    one asked to unload ignores it past the deadline; only its prepared model is freed."""
+    bg = await world.launch("com.test.bg")  # cached: the victim of a foreground request
+    fg = await world.launch("com.test.fg")
+    await npu_of(fg).setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, None)  # maxBudget 4, weights 1, 2, 4
+    kept_req = request(1, NpuManager.NPU_MODEL_SIZE_BETWEEN_1GB_AND_2GB)  # weight 2, NORMAL
+    late_req = request(2, NpuManager.NPU_MODEL_SIZE_LESS_THAN_1GB, NpuManager.NPU_MODEL_PRIORITY_BACKGROUND)
+    well_behaved, stubborn = Recorder(), Recorder(auto_unload=False)
+    await ask(world, bg, kept_req, well_behaved)
+    await ask(world, bg, late_req, stubborn)
+    model = sampleModel()
+    rng = np.random.default_rng(5)
+    inputs = [rng.random((1, 8, 8, 3), dtype=np.float32), rng.standard_normal((1, 16), dtype=np.float32)]
+
+    async def run(compilation):
+        execution = compilation.createExecution()
+        for i, x in enumerate(inputs):
+            execution.setInput(i, x)
+        return await execution.compute_async()
+
+    async with open_nn_runtime(bg.context.runtime, environ={}) as nn:
+        npu = nn.getDeviceByName("emu-npu")
+        compilations = {}
+        for req in (kept_req, late_req):
+            compilation = nn.createCompilationForDevices(model, [npu])
+            compilation.setModelLoadRequest(req)
+            await compilation.finish()
+            compilations[req.id] = compilation
+        expected = await run(compilations[1])
+        bg_uid = bg.context.getUid()
+        assert sorted(p.load_request for p in world.real_hal.prepared if p.owner_uid == bg_uid) == [1, 2]
+
+        rf = Recorder()
+        await npu_of(fg).requestCanLoadModel(request(7, NpuManager.NPU_MODEL_SIZE_BETWEEN_1GB_AND_2GB), rf,
+                                             fg.context.getMainExecutor())
+        await world.settle(0.1)
+        assert stubborn.events[-1] == ("unload", 2, NpuManager.NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE)
+        assert well_behaved.events == [("can_load", 1, CAN), ("loaded", 1)]  # never asked
+        await world.settle(2.0)  # past the 2 s deadline: request 2 is revoked
+        assert stubborn.events[-1] == ("complete", 2, CANCELLED)
+        assert rf.events[-2:] == [("can_load", 7, CAN), ("loaded", 7)]
+        with pytest.raises(NeuralNetworksError):
+            await run(compilations[2])
+        for got, want in zip(await run(compilations[1]), expected, strict=True):  # the other still executes
+            np.testing.assert_array_equal(got, want)
+        assert [p.load_request for p in world.real_hal.prepared if p.owner_uid == bg_uid] == [1]
+        assert [r["id"] for r in world.system.npu.dump_data()["requests"] if r["uid"] == bg_uid] == [1]
+        for compilation in compilations.values():
+            await compilation.aclose()

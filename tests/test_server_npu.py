@@ -118,10 +118,11 @@ async def test_an_app_that_ignores_the_unload_request_is_revoked_at_the_deadline
     await npu_of(fg).requestCanLoadModel(request(2, BIG), rf, fg.context.getMainExecutor())
     await world.settle(1.0)
     assert rf.events == [("can_load", 2, WAIT)]
-    assert world.hal.revoked == []
+    assert world.hal.revoked_requests == []
     await world.settle(1.5)
     bg_uid = bg.context.getUid()
-    assert world.hal.revoked == [bg_uid]
+    assert world.hal.revoked_requests == [(bg_uid, 1, [])]  # that request's models, none of another kept
+    assert world.hal.revoked == []  # not every model of the uid
     assert stubborn.events[-1] == ("complete", 1, CANCELLED)
     assert rf.events[1:] == [("can_load", 2, CAN), ("loaded", 2)]
     assert system.npu.dump_data()["counters"]["revoked"] == 1

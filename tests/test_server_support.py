@@ -88,7 +88,8 @@ class FakeHal:
         self.set_calls: list[list[Any]] = []
         self.update_calls: list[list[Any]] = []
         self.callback: Any = None
-        self.revoked: list[int] = []
+        self.revoked: list[int] = []  # revokeUidModels: an app died
+        self.revoked_requests: list[tuple[int, int, list[int]]] = []  # revokeRequestModels: a deadline passed
         self.listeners: list[Any] = []
         self.severity = 0
         self.next_id = 1
@@ -120,6 +121,11 @@ class FakeHal:
             async def revokeUidModels(self, uid):  # noqa: N802
                 hal._check_caller()
                 hal.revoked.append(uid)
+                return 1
+
+            async def revokeRequestModels(self, uid, requestId, keepRequestIds):  # noqa: N802,N803
+                hal._check_caller()
+                hal.revoked_requests.append((uid, requestId, list(keepRequestIds)))
                 return 1
 
             async def registerListener(self, listener):  # noqa: N802

@@ -80,6 +80,7 @@ class HalTypes:
     Request: type
     RequestArgument: type
     ExecutionHints: type
+    ModelLoadToken: type
     NpuUuid: type
 
 
@@ -100,6 +101,7 @@ def halTypes() -> HalTypes:
         Request=p(f"{_PKG}.Request"),
         RequestArgument=p(f"{_PKG}.RequestArgument"),
         ExecutionHints=p(f"{_PKG}.ExecutionHints"),
+        ModelLoadToken=p(f"{_PKG}.ModelLoadToken"),
         NpuUuid=p("android.hardware.npu.NpuUuid"),
     )
 

@@ -11,6 +11,12 @@
    step that reads them) and comes back as an ``IPreparedModel``. CPU steps need no
    preparation; they are checked by the C kernels when they run.
 
+An app that loads under an NpuManager request names it with
+``setModelLoadRequest(request)``: every ``prepareModel`` of the compilation then
+carries the request's id (a ``ModelLoadToken``), so that when that request's unload
+deadline passes the HAL frees exactly its models, not the app's others (npuemu's
+addition; AOSP would pass it as a compilation hint).
+
 A plain compilation (``createCompilation``) survives a failing driver: a driver that
 cannot say what it supports is taken to support nothing, and one that fails to
 prepare its step (or, later, to execute it, or dies) has its operations moved to the
@@ -32,7 +38,7 @@ import trio
 
 from framework.binder import RemoteException, SharedMemory
 
-from ._aidl import errorFromRemote, sharedMemoryFor, toAidlModel
+from ._aidl import errorFromRemote, halTypes, sharedMemoryFor, toAidlModel
 from ._errors import BadDataError, BadStateError, NeuralNetworksError
 from ._hal import HalModel
 from ._model import Model
@@ -107,7 +113,8 @@ def _constant_bytes(hal: HalModel) -> int:
 class Compilation:
     """A model compiled for a set of devices. Made by ``NeuralNetworks.createCompilation*``.
 
-    Set options (``setPreference``, ``setPriority``, ``setEmulatedModelSize``), then
+    Set options (``setPreference``, ``setPriority``, ``setEmulatedModelSize``,
+    ``setModelLoadRequest``), then
     ``await finish()``; after that, ``plan`` says which operation runs where and
     ``createExecution()`` runs it.
     """
@@ -120,6 +127,7 @@ class Compilation:
         self._preference = ExecutionPreference.FAST_SINGLE_ANSWER
         self._priority = Priority.DEFAULT
         self._emulatedSize = 0
+        self._loadRequestId: int | None = None
         self._plan: ExecutionPlan | None = None
         self._prepared: dict[tuple[str, tuple[int, ...]], Any] = {}
         self._pools = WeightPools()
@@ -162,6 +170,21 @@ class Compilation:
         if isinstance(sizeBytes, bool) or not isinstance(sizeBytes, int) or sizeBytes < 0:
             raise BadDataError(f"setEmulatedModelSize: a size in bytes >= 0, not {sizeBytes!r}")
         self._emulatedSize = sizeBytes
+
+    def setModelLoadRequest(self, request: Any) -> None:
+        """npuemu: the NpuManager ``ModelLoadRequest`` (or its id) this model is loaded for.
+
+        Every ``prepareModel`` of the compilation passes its id to the driver's HAL,
+        which files the prepared models under (this app's uid, that id). If the app
+        then ignores ``onRequestUnloadModel`` for that request past the unload deadline,
+        only these models are revoked; models of the app's other requests live on.
+        A model loaded under no named request is revoked with any of its app's requests.
+        """
+        self._check_open("setModelLoadRequest")
+        request_id = request.getId() if callable(getattr(request, "getId", None)) else request
+        if isinstance(request_id, bool) or not isinstance(request_id, int) or not -(2**31) <= request_id < 2**31:
+            raise BadDataError(f"setModelLoadRequest: a ModelLoadRequest or its 32-bit id, not {request!r}")
+        self._loadRequestId = request_id
 
     # -- finishing ------------------------------------------------------------------
 
@@ -260,9 +283,10 @@ class Compilation:
             return
         size = self._share_of_emulated_size(step)
         model = toAidlModel(step.model, self._pools.regionsFor(step.model))
+        token = None if self._loadRequestId is None else halTypes().ModelLoadToken(requestId=self._loadRequestId)
         try:
             prepared = await proxy.prepareModel(
-                model, int(self._preference), self._priority.halValue, NO_DEADLINE, size
+                model, int(self._preference), self._priority.halValue, NO_DEADLINE, size, token
             )
         except RemoteException as e:
             raise errorFromRemote(step.device.name, "prepareModel", e) from None

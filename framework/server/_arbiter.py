@@ -384,6 +384,11 @@ class NpuArbiter:
     def unload_timeout(self) -> float:
         return self._unload_timeout
 
+    def request_ids(self, uid: int) -> list[int]:
+        """The ids of ``uid``'s live requests (any state), oldest first."""
+        check_uid(uid)
+        return [r.request_id for r in self._sorted(q for q in self._requests.values() if q.uid == uid)]
+
     def importance_of(self, uid: int) -> int:
         """The importance ``uid`` is ranked by (system/root 100, unknown 1000)."""
         return self._imp(check_uid(uid))

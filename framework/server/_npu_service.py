@@ -17,8 +17,11 @@ and carries out its ``Action``s:
   caused them. An app whose callback is dead is treated as dead.
 - **Deadlines**: one task sleeps until the arbiter's ``next_deadline()`` and then
   ``tick``s it; a model not unloaded in time is revoked through
-  ``IHalControl.revokeUidModels`` (the HAL frees every prepared model of the uid: the
-  HAL knows models, not requests) and its request ends CANCELLED.
+  ``IHalControl.revokeRequestModels`` and its request ends CANCELLED. The HAL files
+  each prepared model under the request the app named for it (the compilation's
+  ``ModelLoadToken``), so it frees that request's models, and any of the uid's models
+  filed under no request the service still has on file, while the app's other
+  requests keep theirs. ``cmd npu set-unload-deadline MS`` sets the deadline.
 - **The HAL**: the service waits for ``android.hardware.npu.IScheduling/default``, sets
   its ``ISchedulingCallback``, pushes every uid's ``SchedulingConfig``
   (``_priority.scheduling_config_for``) with ``setSchedulingConfigs``, and from then on
@@ -51,6 +54,7 @@ import logging
 import math
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +125,14 @@ def _load_aidl(root: str) -> AidlRegistry:
     # memoises its own: loading costs ~0.2 s, and every system_server of a test run
     # would pay it twice.
     return AidlRegistry.load(root)
+
+
+@dataclass(frozen=True, slots=True)
+class _RevokeUid:
+    """Free every model of ``uid`` in the HAL: its app died (the service's own action,
+    queued behind the arbiter's so it is carried out in order with them)."""
+
+    uid: int
 
 
 class _Died(DeathRecipient):
@@ -195,7 +207,7 @@ class NpuService:
         self._hal_deaths = 0
         self._counters = {"work_events": 0, "work_completed": 0, "callbacks_sent": 0, "callbacks_failed": 0,
                           "revocations_sent": 0, "revocations_failed": 0, "config_pushes": 0, "refused_calls": 0}
-        self._actions_send, self._actions_recv = trio.open_memory_channel[Action | None](math.inf)
+        self._actions_send, self._actions_recv = trio.open_memory_channel[Action | _RevokeUid](math.inf)
         self._wake = trio.Event()
         self._configs_dirty = trio.Event()
         self._hal_listeners: list[Any] = []
@@ -249,7 +261,7 @@ class NpuService:
         actions = self.arbiter.app_died(uid, self._now())
         if had:
             log.info("uid %d (%s): %s; its requests are dropped", uid, self._name(uid), why)
-            actions = [*actions, Revoke(uid, -1)]
+            actions = [*actions, _RevokeUid(uid)]
         self._apply(actions)
 
     def thermal_changed(self, severity: int) -> None:
@@ -372,7 +384,7 @@ class NpuService:
     def _now(self) -> float:
         return trio.current_time()
 
-    def _apply(self, actions: Iterable[Action]) -> None:
+    def _apply(self, actions: Iterable[Action | _RevokeUid]) -> None:
         for action in actions:
             self._actions_send.send_nowait(action)
         self._wake.set()
@@ -393,6 +405,9 @@ class NpuService:
             return
         if isinstance(action, Revoke):
             await self._revoke(action.uid, action.request_id)
+            return
+        if isinstance(action, _RevokeUid):
+            await self._revoke(action.uid, None)
             return
         key = (action.uid, action.request_id)
         cb = self._callbacks.pop(key, None) if isinstance(action, RequestComplete) else self._callbacks.get(key)
@@ -415,16 +430,22 @@ class NpuService:
             log.warning("uid %d: callback failed (%s); treating the app as dead", action.uid, exc)
             self.app_died(action.uid, "its callback is unreachable")
 
-    async def _revoke(self, uid: int, request_id: int) -> None:
+    async def _revoke(self, uid: int, request_id: int | None) -> None:
+        """Free models in the HAL: the uid's all (``request_id`` None: its app died), or
+        one request's, keeping those of the uid's requests still on file."""
         control = self._control
-        what = "app death" if request_id < 0 else f"request {request_id} past its unload deadline"
+        what = "app death" if request_id is None else f"request {request_id} past its unload deadline"
         if control is None:
             log.warning("uid %d: cannot revoke models (%s): the HAL is not connected", uid, what)
             self._counters["revocations_failed"] += 1
             return
         try:
             with trio.fail_after(_REVOKE_TIMEOUT_S):
-                n = await control.revokeUidModels(uid)
+                if request_id is None:
+                    n = await control.revokeUidModels(uid)
+                else:
+                    keep = [i for i in self.arbiter.request_ids(uid) if i != request_id]
+                    n = await control.revokeRequestModels(uid, request_id, keep)
         except (RemoteException, trio.TooSlowError) as exc:
             self._counters["revocations_failed"] += 1
             log.warning("uid %d: revokeUidModels failed (%s): %s", uid, what, exc)

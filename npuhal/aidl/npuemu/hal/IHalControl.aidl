@@ -25,8 +25,22 @@ interface IHalControl {
     /**
      * System only. Frees every prepared model of uid in the driver; their later
      * executions fail with ServiceSpecificException(GENERAL_FAILURE). Returns how many.
+     * (The npu service calls it when an app dies.)
      */
     int revokeUidModels(int uid);
+
+    /**
+     * System only. The unload deadline of uid's NpuManager request requestId passed:
+     * frees that request's prepared models (the ones prepareModel was given its
+     * ModelLoadToken for) and every other model of uid that is not filed under one of
+     * keepRequestIds, the uid's other requests the npu service still honours. So a
+     * well-behaved model of the same app lives on, and an app cannot shelter a model
+     * from revocation by naming no request, or one the service does not know.
+     * Later executions of the freed models fail with ServiceSpecificException
+     * (GENERAL_FAILURE). requestId in keepRequestIds is an IllegalArgumentException.
+     * Returns how many were freed.
+     */
+    int revokeRequestModels(int uid, int requestId, in int[] keepRequestIds);
 
     /** System or shell. One FAULT_* on the named IDevice instance. */
     void injectFault(String device, int kind, double arg);

@@ -9,6 +9,7 @@ import android.hardware.neuralnetworks.ExecutionPreference;
 import android.hardware.neuralnetworks.Extension;
 import android.hardware.neuralnetworks.IPreparedModel;
 import android.hardware.neuralnetworks.Model;
+import android.hardware.neuralnetworks.ModelLoadToken;
 import android.hardware.neuralnetworks.NumberOfCacheFiles;
 import android.hardware.neuralnetworks.Priority;
 
@@ -27,7 +28,9 @@ interface IDevice {
 
     // AOSP returns the prepared model through an IPreparedModelCallback; npuemu returns
     // it directly (errors as ServiceSpecificException with an ErrorStatus code).
-    // modelSizeBytes is the emulated weight size reserved in device memory.
+    // modelSizeBytes is the emulated weight size reserved in device memory. loadToken
+    // names the NpuManager request the model is loaded for (null: none named).
     IPreparedModel prepareModel(in Model model, in ExecutionPreference preference,
-            in Priority priority, in long deadlineNs, in long modelSizeBytes);
+            in Priority priority, in long deadlineNs, in long modelSizeBytes,
+            in @nullable ModelLoadToken loadToken);
 }
