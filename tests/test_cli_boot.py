@@ -160,6 +160,31 @@ def test_a_services_refusal_of_bad_arguments_exits_2_with_its_message(emulator):
         assert (result.exit_code, result.stderr) == (2, f"npuemu: error: {message}\n"), argv
 
 
+def test_cmd_npu_set_unload_deadline_is_shown_by_dumpsys_and_bad_values_exit_2(emulator):
+    root, _ = emulator
+    runner = CliRunner()
+
+    def run(*argv):
+        return runner.invoke(main, [*argv, "--runtime-dir", str(root)])
+
+    try:
+        result = run("cmd", "npu", "set-unload-deadline", "750")
+        assert (result.exit_code, result.output) == (0, "unload deadline: 750 ms\n"), result.stderr
+        assert "Unload deadline: 750 ms " in run("dumpsys", "npu").output
+        assert json.loads(run("dumpsys", "npu", "--json").output)["unload_timeout_s"] == 0.75
+        for bad in ("0", "-1", "1.5", "soon", "2147483648"):
+            result = run("cmd", "npu", "set-unload-deadline", bad)
+            assert (result.exit_code, result.stderr) == (
+                2, f"npuemu: error: set-unload-deadline: {bad!r} is not a whole number of milliseconds "
+                   "from 1 to 2147483647\n"), bad
+        result = run("cmd", "npu", "set-unload-deadline")
+        assert (result.exit_code, result.stderr) == (
+            2, "npuemu: error: set-unload-deadline takes one argument, MS (milliseconds)\n")
+        assert "Unload deadline: 750 ms " in run("dumpsys", "npu").output  # refusals changed nothing
+    finally:
+        run("cmd", "npu", "set-unload-deadline", "2000")  # the module's emulator is shared
+
+
 def test_run_test_inference_runs_at_the_default_job_priority(emulator):
     root, _ = emulator
     result = CliRunner().invoke(main, ["run-test-inference", "--runtime-dir", str(root)])

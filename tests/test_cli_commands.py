@@ -193,6 +193,7 @@ def test_cmd_npu_help_needs_no_emulator(runner, tmp_path):
         assert result.output.startswith("Usage: npuemu cmd [--runtime-dir DIR] npu COMMAND [ARGS]...")
         assert "npu (NPU Manager) commands:" in result.output
         assert "set-budget-policy [--max-budget N] [--weights A,B,C]" in result.output
+        assert "set-unload-deadline MS" in result.output
 
 
 def test_run_test_inference_has_a_default_job_priority(runner, tmp_path):
