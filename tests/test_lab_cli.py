@@ -63,6 +63,26 @@ def test_prints_the_table_and_writes_json_and_a_png(tmp_path, workload_file):
     assert (out / "tiny.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_the_table_comes_with_a_key_to_its_columns_once(tmp_path, workload_file):
+    result = run(workload_file, workload_file, "--no-plot", "--policy", "preempt-kill", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert text.count("== tiny:") == 2
+    # Under the first table, before the second.
+    assert text.index("== tiny:") < text.index("\nkey (") < text.index("== tiny:", text.index("== tiny:") + 1)
+    for column in ("ANTT", "STP", "fair", "SLA%", "hi p50, hi p99", "preempt", "ovh ms", "ovh%", "per task NTT"):
+        lines = [line for line in text.splitlines() if line.startswith(f"  {column} ")]
+        assert len(lines) == 1, column
+    assert "ovh%     ovh ms over the run's useful work" in text and "137.5 = the" in text
+    assert "1.375 times all the useful work done" in text
+    # Kill-restart throws work away: its ovh% is the table's ovh ms over the useful channel time.
+    (w,) = [json.loads((tmp_path / "scheduling.json").read_text())["workloads"][0]]
+    kill = w["nominal"][0]
+    assert kill["overhead_pct"] > 0
+    useful = sum(w["isolated_ms"]["preempt-kill"][j[0]] for j in kill["jobs"] if j[4] == "COMPLETED")
+    assert kill["overhead_pct"] == pytest.approx(100 * kill["preemption_overhead_ms"] / useful, rel=0.01)
+
+
 def test_options_pick_policies_seed_k_and_loads(tmp_path, workload_file):
     out = tmp_path / "o"
     args = [workload_file, "--policy", "fcfs", "--policy", "preempt-ckpt", "--seed", 9, "--k", 2.5,

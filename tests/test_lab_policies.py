@@ -158,6 +158,25 @@ def test_overload_runs_to_the_end_and_reports(monkeypatch):
     assert "!!" not in text and "ANTT by offered load" in text
 
 
+def test_every_panel_of_the_figure_has_a_legend_naming_every_policy(report):
+    import matplotlib.pyplot as plt
+
+    fig = lab.report_figure(report)
+    try:
+        assert len(fig.axes) == 6
+        names = [p.name for p in report.policies]
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            assert legend is not None, ax.get_title()
+            labels = [t.get_text() for t in legend.get_texts()]
+            assert labels[:len(names)] == names, ax.get_title()
+            if ax.get_xlabel() == "offered load":
+                # The dotted line at the nominal load says what it is.
+                assert labels[len(names):] == [f"nominal load {report.nominal_load:.2f}"]
+    finally:
+        plt.close(fig)
+
+
 def test_same_seed_same_numbers_other_seed_other_numbers():
     policies = [p for p in lab.builtin_policies() if p.name in ("fcfs", "preempt-ckpt")]
     first = json.dumps(lab.run_workload(workload(), policies).to_dict())
@@ -202,3 +221,19 @@ def test_a_driver_so_is_measured_with_its_own_scheduling(tmp_path):
     assert g["completed"] == g["requests"] and f["completed"] == f["requests"]
     assert g["preemptions"] > 0 and f["preemptions"] == 0
     assert g["high_p99_ms"] * 3 < f["high_p99_ms"]
+
+
+def test_the_lab_policies_run_on_a_driver_whose_device_the_reference_driver_lacks(tmp_path):
+    # `npuemu bench scheduling my.toml --driver mine.so` (a --help example) for a driver
+    # author whose device is not one of the reference driver's: the hardware's modes are set
+    # on their driver instead (the reference driver's own scheduling has no meaning there).
+    mine = lab.driver_policy(_build(tmp_path, "csrc/drivers/template/template.c"))
+    report = lab.run_workload(workload(device="tmpl-npu"), [*lab.builtin_policies(), mine], sweep=False)
+    assert [p.name for p in report.policies] == ["fcfs", "priority", "preempt-ckpt", "preempt-kill", "driver:template"]
+    assert {p.driver_path for p in report.policies} == {mine.driver_path}
+    for run in report.nominal:
+        assert run["completed"] == run["requests"] and run["wrong_results"] == 0
+    assert report.run("fcfs")["preemptions"] == report.run("priority")["preemptions"] == 0
+    assert report.run("preempt-ckpt")["preemptions"] > 0 and report.run("preempt-kill")["context_save_ms"] == 0
+    assert "the lab's policies set the hardware's modes on template.so (the reference driver has no tmpl-npu)" in \
+        lab.format_report(report)

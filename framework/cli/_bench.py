@@ -90,9 +90,11 @@ def scheduling(
     under non-preemptive FCFS, non-preemptive priority, preemptive
     highest-priority-first with checkpoint and with kill-restart, the
     reference driver's own scheduling, and any --driver given; at its nominal
-    load and across its load sweep.  Prints a table per workload; writes
-    OUT/scheduling.json (every number) and OUT/<workload>.png.  The same seed
-    gives the same numbers.
+    load and across its load sweep.  A workload whose device only a --driver
+    has runs the built-in policies on that driver, with the hardware's modes
+    set.  Prints a table per workload, with a key to its columns under the
+    first; writes OUT/scheduling.json (every number) and OUT/<workload>.png
+    (every panel with its legend).  The same seed gives the same numbers.
 
     --whole-stack runs the same arrivals through the full framework in one
     process (each task an app that asks the npu service for its model load and
@@ -138,7 +140,8 @@ def scheduling(
             report = lab.run_workload(workload, policies, sweep=not no_sweep, progress=say, whole_stack=whole_stack,
                                       npu_policy=npu_policy)
             reports.append(report)
-            click.echo(lab.format_report(report))
+            # The key to the columns once, under the first table.
+            click.echo(lab.format_report(report, key=len(reports) == 1))
             click.echo("")
         out = Path(out_dir)
         json_path = lab.write_json(lab.report_json(reports, seed_override=seed), out / "scheduling.json")

@@ -36,8 +36,10 @@ from ._metrics import (
     stp as stp,
 )
 from ._report import (
+    METRICS_KEY as METRICS_KEY,
     format_report as format_report,
     plot_report as plot_report,
+    report_figure as report_figure,
     report_json as report_json,
     write_json as write_json,
 )

@@ -224,6 +224,23 @@ def _calibration_policy(workload: Workload, policies: Sequence[Policy]) -> Polic
     raise LabRunError(f"{workload.source}: no driver has the device {workload.device!r} (the reference driver has {names})")
 
 
+def _onto(driver_path: str, policies: Sequence[Policy]) -> list[Policy]:
+    """The lab's policies (the hardware's modes, set on the reference driver) set on ``driver_path`` instead.
+
+    The reference driver's own scheduling has no meaning there and is left out:
+    the driver's own is its ``driver:`` policy.
+    """
+    out = []
+    for p in policies:
+        if p.driver_path is None:
+            if p.scheduling is None and p.preemption is None:
+                continue
+            p = dataclasses.replace(p, description=f"{p.description}, on {Path(driver_path).name}",
+                                    driver_path=driver_path)
+        out.append(p)
+    return out
+
+
 class _DriverMode:
     """Requests straight to the driver (``_run``)."""
 
@@ -300,6 +317,10 @@ def run_workload(
         raise LabRunError(f"two policies share a name: {names}")
     say = progress or (lambda _msg: None)
     base = _calibration_policy(workload, policies)
+    if base.driver_path is not None:
+        policies = _onto(base.driver_path, policies)
+        say(f"{workload.name}: the reference driver has no {workload.device}: the lab's policies set their modes "
+            f"on {Path(base.driver_path).name}")
     say(f"{workload.name}: calibrating {len(workload.tasks)} task models on {workload.device} ({base.description})")
     if whole_stack:
         from ._stack import NPU_POLICIES

@@ -10,7 +10,22 @@ from typing import Any
 
 from ._lab import WorkloadReport, prema_comparison
 
-__all__ = ["format_report", "report_json", "write_json", "plot_report"]
+__all__ = ["format_report", "METRICS_KEY", "report_json", "write_json", "report_figure", "plot_report"]
+
+#: What each column of the table means, as ``_lab.summarize`` computes it.
+METRICS_KEY = """\
+key (a task is one stream of requests; a request's NTT is its turnaround over its turnaround alone on an idle device):
+  ANTT     mean over the tasks of each task's mean NTT; 1 = no slowdown, lower is better ('-': a task completed nothing)
+  STP      sum over the tasks of 1/NTT: how many tasks' worth of isolated progress; at most the task count
+  fair     the least progressing task's 1/NTT over the most progressing one's: 1 = slowed alike, 0 = one starves
+  SLA%     share of the SLA tasks' requests that completed within k x their isolated time (the header's 'SLA within kx')
+  hi p50, hi p99  the SLA tasks' completed requests' turnaround percentiles, ms (nearest rank)
+  preempt  preemptions (a running request paused for a more important one)
+  ovh ms   preemption overhead: context saves, plus the channel time preempted requests took beyond their
+           isolated channel time (restores, work redone after a kill)
+  ovh%     ovh ms over the run's useful work (every completed request's isolated channel time): 137.5 = the
+           preemptions cost 1.375 times all the useful work done, 0 = they cost nothing
+  per task NTT  each task's mean NTT"""
 
 
 def _f(value: float | None, spec: str, width: int) -> str:
@@ -23,8 +38,8 @@ def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
-def format_report(report: WorkloadReport) -> str:
-    """The workload's tables: every policy at the nominal load, then the sweep."""
+def format_report(report: WorkloadReport, *, key: bool = True) -> str:
+    """The workload's tables: every policy at the nominal load, then the sweep; ``key``: with ``METRICS_KEY``."""
     w = report.workload
     lines = []
     n = report.nominal[0]["requests"]
@@ -42,6 +57,10 @@ def format_report(report: WorkloadReport) -> str:
                              f"takes on {w.device} (its weights stream on every inference): {floor:.2f} ms with one layer")
     else:
         lines.append("driver mode: requests straight to the driver on its virtual clock")
+    hosts = sorted({Path(p.driver_path).name for p in report.policies if p.driver_path and p.preemptive is not None})
+    if hosts:
+        lines.append(f"the lab's policies set the hardware's modes on {', '.join(hosts)} "
+                     f"(the reference driver has no {w.device})")
     ref = next(iter(report.isolated_ms.values()))
     lines.append("tasks: " + "; ".join(
         f"{t.name} (prio {t.priority}{', SLA' if t.sla else ''}) {iso:.2f} ms alone"
@@ -68,6 +87,9 @@ def format_report(report: WorkloadReport) -> str:
     for r in problems:
         lines.append(f"!! {r['policy']}: {r['failed']} requests failed, {r['wrong_results']} wrong results, "
                      f"{r['events_dropped']} events dropped")
+    if key:
+        lines.append("")
+        lines.append(METRICS_KEY)
     if report.sweep:
         lines.append("")
         loads = [s["load"] for s in report.sweep]
@@ -123,15 +145,14 @@ def write_json(document: dict[str, Any], path: str | Path) -> Path:
     return path
 
 
-def plot_report(report: WorkloadReport, path: str | Path) -> Path:
-    """A 2x3 figure: ANTT, STP, fairness, SLA, high-priority p99 against load; per-task NTT at the nominal load."""
+def report_figure(report: WorkloadReport) -> Any:
+    """The 2x3 ``matplotlib`` figure: ANTT, STP, fairness, SLA, high-priority p99 against load;
+    per-task NTT at the nominal load.  Every panel has its legend.  Close it with ``plt.close``."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     levels = [(report.nominal_load, report.nominal)] + [(s["load"], s["runs"]) for s in report.sweep]
     levels.sort(key=lambda x: x[0])
     fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
@@ -158,11 +179,12 @@ def plot_report(report: WorkloadReport, path: str | Path) -> Path:
                     markerfacecolor="none" if own else None, markersize=9 if own else 6)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("offered load")
-        ax.axvline(report.nominal_load, color="grey", linewidth=0.6, linestyle=":")
+        ax.axvline(report.nominal_load, color="grey", linewidth=0.6, linestyle=":",
+                   label=f"nominal load {report.nominal_load:.2f}")
         if log:
             ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
-    axes[0][0].legend(fontsize=8)
+        ax.legend(fontsize=7)
     ax = axes[1][2]
     tasks = [t.name for t in report.workload.tasks]
     n = len(report.policies)
@@ -173,10 +195,23 @@ def plot_report(report: WorkloadReport, path: str | Path) -> Path:
     ax.set_yscale("log")
     ax.set_title(f"per-task NTT at the nominal load {report.nominal_load:.2f}", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7)
     w = report.workload
     mode = f", whole stack ({report.npu_policy})" if report.mode == "whole-stack" else ""
     fig.suptitle(f"{w.name} on {w.device} ({report.channels} ch){mode}, seed {w.seed}: {w.description}", fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    return fig
+
+
+def plot_report(report: WorkloadReport, path: str | Path) -> Path:
+    """``report_figure`` as a PNG at ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig = report_figure(report)
+    import matplotlib.pyplot as plt
+
+    try:
+        fig.savefig(path, dpi=90)
+    finally:
+        plt.close(fig)
     return path
