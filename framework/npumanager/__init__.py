@@ -1,7 +1,7 @@
 """framework.npumanager: the app-side NPU Manager API (``android.npumanager``).
 
 ``_constants`` holds the numbers an app and the ``npu`` service share (AOSP's names
-and values); ``_manager`` the app's face of the service: ``NpuManager`` (obtained with
+and values) and ``constantToString``, their names for logs and dumps; ``_manager`` the app's face of the service: ``NpuManager`` (obtained with
 ``context.getSystemService(Context.NPU_SERVICE)``), ``ModelLoadRequest`` and its
 ``Builder``, ``ModelLoadRequestCallback``, ``ModelLoadStatusListener``, and two
 executors (``TrioExecutor`` for an app's nursery, ``SynchronousExecutor``).
@@ -33,6 +33,7 @@ from ._constants import (
     FEATURE_NEURAL_PROCESSING_UNIT as FEATURE_NEURAL_PROCESSING_UNIT,
     ACCESS_NPU_MODEL_MANAGER_API as ACCESS_NPU_MODEL_MANAGER_API,
     ATTRIBUTE_WORK_TO_OTHER_APPS as ATTRIBUTE_WORK_TO_OTHER_APPS,
+    constantToString as constantToString,
 )
 from ._manager import (
     ModelLoadRequest as ModelLoadRequest,

@@ -97,3 +97,29 @@ ACCESS_NPU_MODEL_MANAGER_API = "android.permission.ACCESS_NPU_MODEL_MANAGER_API"
 
 ATTRIBUTE_WORK_TO_OTHER_APPS = "android.permission.ATTRIBUTE_WORK_TO_OTHER_APPS"
 """Lets a uid submit NPU work on behalf of another uid (``canAttributeOtherUid``)."""
+
+
+# --- names for people: logs, dumps, reports ---
+
+
+def constantToString(prefix: str, value: object) -> str:
+    """The name of the constant of this module that starts with ``prefix`` and equals ``value``.
+
+    Android's ``DebugUtils.constantToString(NpuManager.class, prefix, value)``, over
+    the constants above rather than a second table of names::
+
+        constantToString("NPU_MODEL_LOAD_STATUS_", 1)    == "WAIT_FOR_UNLOAD"
+        constantToString("NPU_MODEL_UNLOAD_REASON_", 3)  == "THERMAL"
+
+    The prefix is cut off. A value no such constant has comes back as its number, so
+    a log line never hides what was actually sent.
+    """
+    if type(value) is int:
+        for name, constant in _CONSTANTS.items():
+            if constant == value and name.startswith(prefix):
+                return name[len(prefix):]
+    return str(value)
+
+
+# Every int constant above, by name (the naming tuples such as NPU_MODEL_SIZES are not ints).
+_CONSTANTS = {name: value for name, value in globals().items() if name.startswith("NPU_") and type(value) is int}

@@ -83,6 +83,7 @@ from framework.npumanager._constants import (
     NPU_MODEL_POLICY_STATUS_QUO,
     NPU_MODEL_POLICY_TURN_TAKING,
     NPU_SERVICE,
+    constantToString,
 )
 
 from ._actions import Action, CanLoad, Log, RequestComplete, RequestUnload, Revoke
@@ -195,6 +196,8 @@ class NpuService:
         self._ISchedulingCallback = interface_class(registry.interface("android.hardware.npu.ISchedulingCallback"))
         self._IHalControl = interface_class(registry.interface("npuemu.hal.IHalControl"))
         self._SchedulingConfig = registry.parcelable("android.hardware.npu.SchedulingConfig")
+        self._work_reasons = {"started": registry.enum("android.hardware.npu.StartReason"),
+                              "ended": registry.enum("android.hardware.npu.EndReason")}
         self._IModelLoadCallback = framework_interface("android.npumanager.IModelLoadCallback")
         self._callbacks: dict[tuple[int, int], Any] = {}
         self._importance: dict[int, int] = {}
@@ -313,7 +316,7 @@ class NpuService:
             async def setPolicy(self, policy: int, params: Any) -> None:  # noqa: N802
                 uid = svc._enforce_caller("setPolicy")
                 actions = svc.arbiter.set_policy(policy, _policy_bundle(params), svc._now())
-                log.info("setPolicy(%d) by uid %d (%s)", policy, uid, svc._name(uid))
+                log.info("setPolicy(%s) by uid %d (%s)", _named("NPU_MODEL_POLICY_", policy), uid, svc._name(uid))
                 svc._apply(actions)
 
             async def dump(self, args: list[str]) -> str:
@@ -415,14 +418,16 @@ class NpuService:
             return  # the app died first: nobody to tell
         try:
             if isinstance(action, CanLoad):
-                log.info("uid %d request %d: onCanLoadModel(%d)", action.uid, action.request_id, action.status)
+                log.info("uid %d request %d: onCanLoadModel(%s)", action.uid, action.request_id,
+                         _named("NPU_MODEL_LOAD_STATUS_", action.status))
                 await cb.onCanLoadModel(action.status)
             elif isinstance(action, RequestUnload):
-                log.info("uid %d request %d: onRequestUnloadModel(reason %d, deadline in %.3g s)",
-                         action.uid, action.request_id, action.reason, action.deadline - self._now())
+                log.info("uid %d request %d: onRequestUnloadModel(%s, deadline in %.3g s)", action.uid,
+                         action.request_id, _named("NPU_MODEL_UNLOAD_REASON_", action.reason), action.deadline - self._now())
                 await cb.onRequestUnloadModel(action.reason)
             elif isinstance(action, RequestComplete):
-                log.info("uid %d request %d: onModelLoadRequestComplete(%d)", action.uid, action.request_id, action.status)
+                log.info("uid %d request %d: onModelLoadRequestComplete(%s)", action.uid, action.request_id,
+                         _named("NPU_MODEL_LOAD_REQUEST_STATUS_", action.status))
                 await cb.onModelLoadRequestComplete(action.status)
             self._counters["callbacks_sent"] += 1
         except TransactionError as exc:
@@ -492,6 +497,7 @@ class NpuService:
             {
                 "kind": kind,
                 "reason": reason,
+                "reasonName": None if reason is None else _enum_name(self._work_reasons[kind], reason),
                 "id": info.id,
                 "uid": info.uid,
                 "originalUid": info.originalUid,
@@ -738,7 +744,19 @@ npu (NPU Manager) commands:
 """
 
 _SIZE_NAMES = ("<1GB", "1-2GB", ">2GB")
-_PRIORITY_NAMES = {0: "NORMAL", 1000: "BACKGROUND", 2000: "OPPORTUNISTIC"}
+
+
+def _named(prefix: str, value: int) -> str:
+    """An NpuManager constant for the log: its name and, in brackets, the number sent."""
+    return f"{constantToString(prefix, value)} [{value}]"
+
+
+def _enum_name(enum_type: Any, value: int) -> str:
+    """An AIDL enum's name for ``value`` (the number itself if the enum has no such value)."""
+    try:
+        return enum_type(value).name
+    except ValueError:
+        return str(value)
 
 
 def _format_dump(d: dict[str, Any]) -> str:
@@ -767,7 +785,7 @@ def _format_dump(d: dict[str, Any]) -> str:
                 extra = f"  unload due in {r['unload_deadline_in_s']:.3g} s"
             out.append(
                 f"    {r['uid']:>6} {r['package'][:28]:<28} {r['id']:>6} {_SIZE_NAMES[r['size']]:<6} "
-                f"{_PRIORITY_NAMES.get(r['priority'], r['priority']):<13} {r['state'].upper():<16} {r['age_s']:>7.2f}s{extra}"
+                f"{constantToString('NPU_MODEL_PRIORITY_', r['priority']):<13} {r['state'].upper():<16} {r['age_s']:>7.2f}s{extra}"
             )
     out.append(f"Loaded models: {len(d['loaded_models'])}")
     for m in d["loaded_models"]:
@@ -786,7 +804,7 @@ def _format_dump(d: dict[str, Any]) -> str:
     out.append("")
     out.append(f"Recent work events: {len(d['recent_work_events'])}")
     for e in d["recent_work_events"][-16:]:
-        reason = "" if e["reason"] is None else f" reason {e['reason']}"
+        reason = "" if e["reason"] is None else f" {e.get('reasonName', e['reason'])} [{e['reason']}]"
         out.append(f"    #{e['id']:<6} {e['kind']:<9} uid {e['uid']} (orig {e['originalUid']}) job {e['jobPriority']} "
                    f"eff {e['effectivePriority']} dev {e['deviceNumber']} t={e['timestampMs']}ms{reason}")
     out.append("")
