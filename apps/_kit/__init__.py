@@ -12,6 +12,8 @@ plumbing a real app would also write for itself:
 - :class:`LoadSlot`: one ``ModelLoadRequest``'s life as a stream of events an app's
   main loop can ``await`` (``can_load``, ``unload``, ``complete``), instead of logic
   spread over callbacks.
+- :func:`device_for` (``_devices``): the device to load a model on, found by NNAPI
+  discovery (type, then the operations the device supports), never by name.
 - :func:`mlp` and :func:`convnet`: small models built with ``framework.nn.Model``, each
   with a numpy reference the app computes itself to check what the device returned.
 """
@@ -32,9 +34,12 @@ import numpy as np
 import trio
 
 from framework.nn import FuseCode, Model, OperandType, OperationType
-from framework.npumanager import ModelLoadRequest, ModelLoadRequestCallback
+from framework.npumanager import ModelLoadRequest, ModelLoadRequestCallback, constantToString
 
-__all__ = ["LoadSlot", "Report", "SlotEvent", "close_enough", "convnet", "mlp", "percentile"]
+from ._devices import choose_device, cpu_device, device_for
+
+__all__ = ["LoadSlot", "Report", "SlotEvent", "choose_device", "close_enough", "convnet", "cpu_device", "device_for",
+           "mlp", "percentile"]
 
 _RUNTIME_DIR_ENV = "NPUEMU_RUNTIME_DIR"
 MIB = 1 << 20
@@ -177,8 +182,9 @@ class LoadSlot(ModelLoadRequestCallback):
 
     async def file(self) -> None:
         """``requestCanLoadModel`` with this slot as the callback."""
-        self.report.note("request", f"request {self.request.getId()} size {self.request.getSize()}"
-                         f" priority {self.request.getPriority()}")
+        self.report.note("request", f"request {self.request.getId()}"
+                         f" size {constantToString('NPU_MODEL_SIZE_', self.request.getSize())}"
+                         f" priority {constantToString('NPU_MODEL_PRIORITY_', self.request.getPriority())}")
         await self.npu.requestCanLoadModel(self.request, self, self.executor)
 
     async def next(self) -> SlotEvent:
@@ -207,21 +213,22 @@ class LoadSlot(ModelLoadRequestCallback):
     async def onCanLoadModel(self, request: Any, status: int, listener: Any) -> None:  # noqa: N802
         self.listener = listener
         self.report.data["statuses"].append(int(status))
-        names = {0: "CAN_LOAD_NOW", 1: "WAIT_FOR_UNLOAD", 2: "NOT_PRIORITIZED"}
-        self.report.note("can_load", f"request {request.getId()}: {names.get(status, status)}", status=int(status))
+        self.report.note("can_load", f"request {request.getId()}: {constantToString('NPU_MODEL_LOAD_STATUS_', status)}",
+                         status=int(status))
         await self._send.send(SlotEvent("can_load", status=int(status)))
 
     async def onRequestUnloadModel(self, request: Any, reason: int = 0) -> None:  # noqa: N802
         self.report.bump("unload_requests")
         self.report.data.setdefault("unload_reasons", []).append(int(reason))
-        self.report.note("unload_requested", f"request {request.getId()}, reason {reason}", reason=int(reason))
+        self.report.note("unload_requested", f"request {request.getId()},"
+                         f" reason {constantToString('NPU_MODEL_UNLOAD_REASON_', reason)}", reason=int(reason))
         await self._send.send(SlotEvent("unload", reason=int(reason)))
 
     async def onModelLoadRequestComplete(self, request: Any, status: int) -> None:  # noqa: N802
         self.done = True
         self.report.data["completions"].append(int(status))
-        names = {3: "CANCELLED", 4: "COMPLETE"}
-        self.report.note("complete", f"request {request.getId()}: {names.get(status, status)}", status=int(status))
+        self.report.note("complete", f"request {request.getId()}:"
+                         f" {constantToString('NPU_MODEL_LOAD_REQUEST_STATUS_', status)}", status=int(status))
         await self._send.send(SlotEvent("complete", status=int(status)))
 
 

@@ -12,13 +12,12 @@ and lets the model go again (notifyModelUnloaded), so the others get their turn 
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 import trio
 
-from apps._kit import LoadSlot, Report, close_enough, mlp
+from apps._kit import LoadSlot, Report, close_enough, device_for, mlp
 from framework.app import Context
 from framework.nn import NeuralNetworksError, open_nn_runtime
 from framework.npumanager import NpuManager
@@ -26,7 +25,6 @@ from framework.npumanager import NpuManager
 EMULATED_SIZE = 2560 << 20
 TOKENS_PER_QUERY = 40
 VISIBLE = 200  # ActivityManager.RunningAppProcessInfo.IMPORTANCE_VISIBLE
-DEVICE = os.environ.get("NPUEMU_ASSISTANT_DEVICE", "emu-npu")
 
 
 async def main(context: Context) -> None:
@@ -37,6 +35,7 @@ async def main(context: Context) -> None:
     activity = context.getSystemService(Context.ACTIVITY_SERVICE)
     async with trio.open_nursery() as nursery, open_nn_runtime(context.runtime) as nn:
         nursery.start_soon(report.autosave)
+        device = await device_for(nn, model, report)
         while True:
             # Idle until the user brings the assistant up, and one query per time.
             while await activity.getUidImportance(context.getUid()) > VISIBLE:
@@ -48,18 +47,18 @@ async def main(context: Context) -> None:
             await slot.file()
             if await slot.wait_can_load_now():
                 report.data.setdefault("wait_for_load_ms", []).append(round((time.perf_counter() - t_ask) * 1000, 1))
-                await _answer(nn, model, reference, rng, slot, report)
+                await _answer(nn, model, reference, rng, slot, report, device)
             while await activity.getUidImportance(context.getUid()) <= VISIBLE:
                 await trio.sleep(0.1)  # answered; wait until the user leaves and comes back
 
 
-async def _answer(nn, model, reference, rng, slot: LoadSlot, report: Report) -> None:
-    compilation = nn.createCompilationForDevices(model, [nn.getDeviceByName(DEVICE)])
+async def _answer(nn, model, reference, rng, slot: LoadSlot, report: Report, device) -> None:
+    compilation = nn.createCompilationForDevices(model, [device])
     compilation.setEmulatedModelSize(EMULATED_SIZE)
     await compilation.finish()
     await slot.listener.notifyModelLoaded(slot.request)
     report.bump("loads")
-    report.note("loaded", f"language model on {DEVICE}")
+    report.note("loaded", f"language model on {device.getName()}")
     for _ in range(TOKENS_PER_QUERY):
         event = slot.poll()
         if event is not None and event.kind in ("unload", "complete"):
@@ -75,7 +74,7 @@ async def _answer(nn, model, reference, rng, slot: LoadSlot, report: Report) -> 
             report.data["errors"].append(str(exc))
             report.note("inference_failed", str(exc))
             break
-        report.inference((time.perf_counter() - t) * 1000, close_enough(out, reference(x)), DEVICE)
+        report.inference((time.perf_counter() - t) * 1000, close_enough(out, reference(x)), device.getName())
     await compilation.aclose()
     if not slot.done:
         await slot.listener.notifyModelUnloaded(slot.request)

@@ -9,13 +9,12 @@ again a second later; meanwhile frames run on the CPU so the preview never stops
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 import trio
 
-from apps._kit import LoadSlot, Report, close_enough, mlp
+from apps._kit import LoadSlot, Report, close_enough, cpu_device, device_for, mlp
 from framework.app import Context
 from framework.nn import NeuralNetworksError, open_nn_runtime
 from framework.npumanager import NpuManager
@@ -24,7 +23,6 @@ FRAME_PERIOD_S = 1 / 30
 LATENCY_TARGET_MS = 50.0
 EMULATED_SIZE = 64 << 20
 JOB_PRIORITY = 100  # a camera frame is urgent within the app, too
-DEVICE = os.environ.get("NPUEMU_CAMERA_DEVICE", "emu-npu")
 
 
 async def main(context: Context) -> None:
@@ -35,7 +33,8 @@ async def main(context: Context) -> None:
     rng = np.random.default_rng(1)
     async with trio.open_nursery() as nursery, open_nn_runtime(context.runtime) as nn:
         nursery.start_soon(report.autosave)
-        cpu = nn.getDeviceByName("nnapi-reference")
+        device = await device_for(nn, model, report)
+        cpu = cpu_device(nn)
         cpu_compilation = nn.createCompilationForDevices(model, [cpu])
         await cpu_compilation.finish()
         while True:
@@ -45,13 +44,13 @@ async def main(context: Context) -> None:
             if not await slot.wait_can_load_now():
                 await trio.sleep(1.0)
                 continue
-            compilation = nn.createCompilationForDevices(model, [nn.getDeviceByName(DEVICE)])
+            compilation = nn.createCompilationForDevices(model, [device])
             compilation.setEmulatedModelSize(EMULATED_SIZE)
             await compilation.finish()
             await slot.listener.notifyModelLoaded(slot.request)
             report.bump("loads")
-            report.note("loaded", f"classifier on {DEVICE}")
-            asked = await _frames(slot, compilation, reference, rng, report, DEVICE)
+            report.note("loaded", f"classifier on {device.getName()}")
+            asked = await _frames(slot, compilation, reference, rng, report, device.getName())
             await compilation.aclose()
             if asked and not slot.done:
                 await slot.listener.notifyModelUnloaded(slot.request)
@@ -59,7 +58,7 @@ async def main(context: Context) -> None:
                 report.note("unloaded", "model released as asked")
             # Until the NPU is ours again, frames go to the CPU: the preview must not stop.
             with trio.move_on_after(1.0):
-                await _frames(None, cpu_compilation, reference, rng, report, "nnapi-reference")
+                await _frames(None, cpu_compilation, reference, rng, report, cpu.getName())
 
 
 async def _frames(slot, compilation, reference, rng, report: Report, device: str) -> bool:

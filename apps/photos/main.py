@@ -10,13 +10,12 @@ next request waits (WAIT_FOR_UNLOAD / NOT_PRIORITIZED) until the budget frees.
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 import trio
 
-from apps._kit import LoadSlot, Report, close_enough, convnet
+from apps._kit import LoadSlot, Report, close_enough, convnet, device_for
 from framework.app import Context
 from framework.nn import NeuralNetworksError, open_nn_runtime
 from framework.npumanager import NpuManager
@@ -25,7 +24,6 @@ EMULATED_SIZE = 1536 << 20
 JOB_PRIORITY = 900
 RETRY_AFTER_S = 1.0
 WORKERS = 2
-DEVICE = os.environ.get("NPUEMU_PHOTOS_DEVICE", "emu-npu")
 
 
 async def main(context: Context) -> None:
@@ -35,6 +33,7 @@ async def main(context: Context) -> None:
     rng = np.random.default_rng(3)
     async with trio.open_nursery() as nursery, open_nn_runtime(context.runtime) as nn:
         nursery.start_soon(report.autosave)
+        device = await device_for(nn, model, report)
         while True:
             slot = LoadSlot(npu, context.getMainExecutor(), report, NpuManager.NPU_MODEL_SIZE_BETWEEN_1GB_AND_2GB,
                             NpuManager.NPU_MODEL_PRIORITY_BACKGROUND)
@@ -42,12 +41,12 @@ async def main(context: Context) -> None:
             if not await slot.wait_can_load_now():
                 await trio.sleep(RETRY_AFTER_S)
                 continue
-            compilation = nn.createCompilationForDevices(model, [nn.getDeviceByName(DEVICE)])
+            compilation = nn.createCompilationForDevices(model, [device])
             compilation.setEmulatedModelSize(EMULATED_SIZE)
             await compilation.finish()
             await slot.listener.notifyModelLoaded(slot.request)
             report.bump("loads")
-            report.note("loaded", f"feature extractor on {DEVICE}")
+            report.note("loaded", f"feature extractor on {device.getName()}")
             # Two photos at a time, as a batch indexer does; the first callback that
             # says "unload" (or ends the request) stops both between two photos.
             stop = trio.Event()
@@ -66,7 +65,7 @@ async def main(context: Context) -> None:
             async with trio.open_nursery() as workers:
                 workers.start_soon(watch)
                 for _ in range(WORKERS):
-                    workers.start_soon(_index, compilation, reference, rng, report, stop)
+                    workers.start_soon(_index, compilation, reference, rng, report, stop, device.getName())
                 await stop.wait()  # the workers finish the photo in hand, then return
                 watch_scope.cancel()
             await compilation.aclose()
@@ -78,7 +77,7 @@ async def main(context: Context) -> None:
             await trio.sleep(RETRY_AFTER_S)
 
 
-async def _index(compilation, reference, rng, report: Report, stop: trio.Event) -> None:
+async def _index(compilation, reference, rng, report: Report, stop: trio.Event, device: str) -> None:
     while not stop.is_set():
         photo = rng.random((1, 24, 24, 3), dtype=np.float32)
         execution = compilation.createExecution()
@@ -92,5 +91,5 @@ async def _index(compilation, reference, rng, report: Report, stop: trio.Event) 
             report.note("inference_failed", str(exc))
             stop.set()
             return
-        report.inference((time.perf_counter() - t) * 1000, close_enough(features, reference(photo)), DEVICE)
+        report.inference((time.perf_counter() - t) * 1000, close_enough(features, reference(photo)), device)
         await trio.sleep(0)

@@ -17,13 +17,12 @@ import time
 import numpy as np
 import trio
 
-from apps._kit import LoadSlot, Report, close_enough, mlp
+from apps._kit import LoadSlot, Report, close_enough, device_for, mlp
 from framework.app import Context
 from framework.nn import NeuralNetworksError, open_nn_runtime
 from framework.npumanager import NpuManager
 
 EMULATED_SIZE = 1536 << 20
-DEVICE = os.environ.get("NPUEMU_ROGUE_DEVICE", "emu-npu")
 VICTIM_UID = int(os.environ.get("NPUEMU_ROGUE_VICTIM_UID", "1000"))
 
 
@@ -34,18 +33,19 @@ async def main(context: Context) -> None:
     rng = np.random.default_rng(13)
     async with trio.open_nursery() as nursery, open_nn_runtime(context.runtime) as nn:
         nursery.start_soon(report.autosave)
+        device = await device_for(nn, model, report)
         slot = LoadSlot(npu, context.getMainExecutor(), report, NpuManager.NPU_MODEL_SIZE_BETWEEN_1GB_AND_2GB,
                         NpuManager.NPU_MODEL_PRIORITY_NORMAL)
         await slot.file()
         if not await slot.wait_can_load_now():
             report.note("never_loaded", "the request ended before CAN_LOAD_NOW")
             await trio.sleep_forever()
-        compilation = nn.createCompilationForDevices(model, [nn.getDeviceByName(DEVICE)])
+        compilation = nn.createCompilationForDevices(model, [device])
         compilation.setEmulatedModelSize(EMULATED_SIZE)
         await compilation.finish()
         await slot.listener.notifyModelLoaded(slot.request)
         report.bump("loads")
-        report.note("loaded", f"model on {DEVICE}")
+        report.note("loaded", f"model on {device.getName()}")
 
         # Misdeed one: work attributed to someone else.
         x = rng.standard_normal((1, 128)).astype(np.float32)
@@ -87,7 +87,7 @@ async def main(context: Context) -> None:
                 else:
                     report.note("inference_failed", str(exc))
                 break
-            report.inference((time.perf_counter() - t) * 1000, close_enough(out, reference(x)), DEVICE)
+            report.inference((time.perf_counter() - t) * 1000, close_enough(out, reference(x)), device.getName())
             await trio.sleep(0.01)
         await compilation.aclose()
         await trio.sleep_forever()

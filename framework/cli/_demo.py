@@ -31,7 +31,7 @@ def _print_summary(s: dict) -> None:
     echo("")
     echo(f"  preemptions {s['preemptions']}, resumes {s['resumes']}; revocations {s['revocations']};"
          f" apps warned or blocked {s['blocked_or_warned']};"
-         f" thermal max severity {s['thermal_max_severity']} ({s['temperature_max_c']} C)")
+         f" thermal max severity {s['thermal_max_severity_name']} ({s['temperature_max_c']} C)")
     echo("")
     for c in s["checks"]:
         echo(f"  {'PASS' if c['passed'] else 'FAIL'} {c['name']}: {c['detail']}")
@@ -49,8 +49,10 @@ def _print_summary(s: dict) -> None:
               help="About how long the scenario runs once the apps are up (at least 8).")
 @click.option("--out-dir", type=click.Path(file_okay=False), default=None,
               help="Where the trace, the plot, the log and summary.json go (default /tmp/npuemu-<uid>/demo).")
+@click.option("--driver", type=click.Path(dir_okay=False), default=None,
+              help="Run on a driver .so (built with `make driver`) instead of the reference driver.")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
-def demo(as_json: bool, seconds: float, out_dir: str, quiet: bool) -> None:
+def demo(as_json: bool, seconds: float, out_dir: str, driver: str | None, quiet: bool) -> None:
     """Run the whole story on a private emulator and check that every app behaved.
 
     camera runs in the foreground and photos indexes in the background under the
@@ -58,15 +60,19 @@ def demo(as_json: bool, seconds: float, out_dir: str, quiet: bool) -> None:
     ignores the request and is revoked); legacy, which lacks the NPU feature, is
     refused and runs on the CPU; a thermal spike sends the background away until the
     die cools. Then a summary, a Perfetto trace and a PNG. Exit status 0 only if
-    every check passed.
+    every check passed. The apps find their devices by NNAPI discovery, so with
+    --driver the same story runs on a driver author's devices.
 
     \b
     Examples:
       npuemu demo
       npuemu demo --json --seconds 12 --out-dir /tmp/demo
+      npuemu demo --driver build/drivers/mydriver.so --seconds 8
     """
     if not seconds >= 8:
         raise CliError(f"--seconds must be at least 8, not {seconds:g}", 2)
+    if driver is not None and not os.path.isfile(driver):
+        raise CliError(f"no driver at {driver}", 2)
 
     def progress(text: str) -> None:
         if not quiet:
@@ -74,7 +80,7 @@ def demo(as_json: bool, seconds: float, out_dir: str, quiet: bool) -> None:
 
     if out_dir is None:
         out_dir = os.fspath(default_runtime_dir().parent / "demo")
-    summary = run(lambda: run_demo(seconds=seconds, out_dir=out_dir, progress=progress))
+    summary = run(lambda: run_demo(seconds=seconds, out_dir=out_dir, driver=driver, progress=progress))
     if as_json:
         click.echo(json.dumps(summary, indent=1))
     else:

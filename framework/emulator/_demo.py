@@ -46,8 +46,17 @@ from typing import Any
 
 import trio
 
+from framework.nn import CPU_DEVICE_NAME
+from framework.npumanager import (
+    NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW,
+    NPU_MODEL_LOAD_STATUS_WAIT_FOR_UNLOAD,
+    NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE,
+    NPU_MODEL_UNLOAD_REASON_THERMAL,
+    constantToString,
+)
+
 from ._boot import BootConfig, open_emulator
-from ._control import launch_apps, read_log
+from ._control import THERMAL_SEVERITIES, launch_apps, list_devices, read_log
 from ._plot import plot_timeline
 from ._services import HAL_CONTROL, emulator_interfaces, get_service
 from ._trace import chrome_trace, load_timeline, read_app_reports, summarize
@@ -56,11 +65,17 @@ __all__ = ["DEMO_APPS", "Check", "run_demo"]
 
 DEMO_APPS = ("camera", "photos", "rogue", "legacy", "assistant")
 _MAX_BUDGET = 5
-_CRITICAL = 4
-_WAIT_FOR_UNLOAD = 1
-_CAN_LOAD_NOW = 0
-_RESOURCE_PRESSURE = 1
-_THERMAL = 3
+_CRITICAL = THERMAL_SEVERITIES.index("CRITICAL")
+
+
+def _names(prefix: str, values: list[int]) -> str:
+    """``[WAIT_FOR_UNLOAD, CAN_LOAD_NOW]`` for the NpuManager constants ``values``."""
+    return "[" + ", ".join(constantToString(prefix, v) for v in values) + "]"
+
+
+def severity_name(severity: int) -> str:
+    """The thermal HAL's name for ``severity`` (its number if it has none)."""
+    return THERMAL_SEVERITIES[severity] if 0 <= severity < len(THERMAL_SEVERITIES) else str(severity)
 _SUMMARY_KEYS = ("loads", "unload_requests", "unloads", "inferences", "results_ok", "p50_ms", "p99_ms")
 
 
@@ -90,6 +105,7 @@ async def run_demo(
     out_dir: str | os.PathLike[str] | None = None,
     runtime_dir: str | os.PathLike[str] | None = None,
     speed: float = 1.0,
+    driver: str | os.PathLike[str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run the scenario; write ``trace.json``, ``timeline.png`` and ``summary.json`` into ``out_dir``.
@@ -97,94 +113,34 @@ async def run_demo(
     ``seconds`` is roughly how long the scenario runs once the apps are up (at
     least 8; the assistant's phase lasts as long as the revocation takes). A fresh
     temporary runtime directory is used (and removed) unless ``runtime_dir`` is given.
+    ``driver`` is a driver ``.so`` to boot the HAL on instead of the reference driver:
+    the apps find its devices by NNAPI discovery, as on any phone. A missing file is
+    FileNotFoundError, before anything starts.
     """
     if not seconds >= 8:
         raise ValueError(f"the demo needs at least 8 seconds, not {seconds!r}")
+    config = BootConfig(
+        speed=speed,
+        driver=None if driver is None else os.fspath(driver),
+        system_server_args=("--block-missing-feature",),
+    )
     out = Path(out_dir or "npuemu-demo").absolute()
     out.mkdir(parents=True, exist_ok=True)
     own_dir = runtime_dir is None
     # Short: the binder's Unix socket paths must fit in 108 bytes.
     root = Path(tempfile.mkdtemp(prefix="npuemu-demo-", dir="/tmp")) if own_dir else Path(runtime_dir)
     t_start = time.monotonic()
-    config = BootConfig(
-        speed=speed,
-        system_server_args=("--block-missing-feature",),
-    )
     reports: dict[str, dict[str, Any]] = {}
     npu_dump: dict[str, Any] = {}
     phases: dict[str, float] = {}
+    errors: list[str] = []
     try:
         async with open_emulator(root, config) as emu:
-            _say(progress, f"booted in {emu.boot_seconds:.1f} s ({root})")
-            ifaces = emulator_interfaces()
-            runtime = emu.runtime
-            npu = await get_service(runtime, "npu", ifaces.INpuManager)
-            hal = await get_service(runtime, HAL_CONTROL, ifaces.IHalControl)
-            await npu.shellCommand(["set-budget-policy", "--max-budget", str(_MAX_BUDGET)])
-            _say(progress, f"npu service: budget policy, maxBudget {_MAX_BUDGET}")
-
-            def fresh() -> dict[str, dict[str, Any]]:
-                reports.update(read_app_reports(emu.files))
-                return reports
-
-            def app(name: str) -> dict[str, Any]:
-                return fresh().get(name, {})
-
-            await launch_apps(runtime, ["camera"], 100)
-            await launch_apps(runtime, ["photos"], 400)
-            await launch_apps(runtime, ["rogue"], 300)
-            await launch_apps(runtime, ["legacy"], 200)
-            # The assistant starts in the background and holds nothing until it is brought up.
-            (assistant,) = await launch_apps(runtime, ["assistant"], 400)
-            _say(progress, "launched camera (foreground), photos (cached), rogue (service), legacy (visible),"
-                           " assistant (cached, idle)")
-            up = await _wait_for(
-                lambda: all(app(a).get("loads", 0) >= 1 for a in ("camera", "photos", "rogue"))
-                and app("legacy").get("inferences", 0) > 0 and "uid" in app("assistant"),
-                timeout=60,
-            )
-            phases["apps_up_s"] = round(time.monotonic() - t_start, 1)
-            _say(progress, "apps up, budget full (camera 1 + photos 2 + rogue 2)" if up else
-                 "not every app came up in time")
-            await trio.sleep(max(1.0, 0.3 * seconds))
-
-            am = await get_service(runtime, "activity", ifaces.IActivityManager)
-            emu.mark("assistant brought up")
-            await am.setImportance(assistant.package, 200)
-            _say(progress, "the user brings up the assistant (visible; a 2.5 GB model)")
-            await _wait_for(lambda: app("assistant").get("unloads", 0) >= 1, timeout=max(10.0, 0.4 * seconds))
-            a = app("assistant")
-            _say(progress, f"assistant: statuses {a.get('statuses')}, {a.get('inferences', 0)} inferences;"
-                           f" rogue revoked {app('rogue').get('revoked', 0)}")
-            await am.setImportance(assistant.package, 400)
-            await _wait_for(lambda: app("photos").get("loads", 0) >= 2, timeout=10)
-            _say(progress, f"photos is back (loads {app('photos').get('loads', 0)})")
-            await trio.sleep(max(0.5, 0.15 * seconds))
-            phases["assistant_done_s"] = round(time.monotonic() - t_start, 1)
-
-            photos_asked = app("photos").get("unload_requests", 0)
-            emu.mark("thermal spike")
-            status = await hal.setThermalSeverity(_CRITICAL)
-            _say(progress, f"thermal spike: die at {status.temperatureC:.0f} C (CRITICAL)")
-            await _wait_for(lambda: app("photos").get("unload_requests", 0) > photos_asked, timeout=5)
-            cooled = False
-            with trio.move_on_after(max(4.0, 0.35 * seconds)):
-                while True:
-                    if int((await hal.thermalStatus()).severity) == 0:
-                        cooled = True
-                        break
-                    await trio.sleep(0.2)
-            _say(progress, "the die has cooled" if cooled else "the die is still warm")
-            await _wait_for(lambda: app("photos").get("loads", 0) >= 3, timeout=6)
-            _say(progress, f"photos is back again (loads {app('photos').get('loads', 0)})")
-            await trio.sleep(max(0.5, 0.1 * seconds))
-            phases["thermal_done_s"] = round(time.monotonic() - t_start, 1)
-            await trio.sleep(0.5)  # the apps' last autosave
-            fresh()
             try:
-                npu_dump = json.loads(await npu.dump(["--json"]))
-            except Exception as exc:  # the summary says what it could not read
-                npu_dump = {"error": f"{type(exc).__name__}: {exc}"}
+                npu_dump = await _scenario(emu, driver, seconds, progress, reports, phases, t_start)
+            except Exception as exc:  # an app or a driver that broke the story: report it, keep the files
+                errors.append(f"{type(exc).__name__}: {exc}")
+                _say(progress, f"the scenario stopped early: {errors[-1]}")
             _say(progress, "shutting down")
         log = read_log(root)
         timeline = load_timeline(root)
@@ -198,8 +154,9 @@ async def run_demo(
         recording.mkdir(mode=0o700)
         shutil.copy(root / "trace.jsonl", recording / "trace.jsonl")
         shutil.copytree(root / "apps", recording / "apps", ignore=shutil.ignore_patterns("*.tmp"))
-        summary = _summarize(reports, timeline, log, npu_dump, time.monotonic() - t_start)
+        summary = _summarize(reports, timeline, log, npu_dump, time.monotonic() - t_start, errors)
         summary["phases"] = phases
+        summary["driver"] = None if driver is None else config.driver
         summary["trace"] = os.fspath(out / "trace.json")
         summary["plot"] = os.fspath(out / "timeline.png")
         summary["log"] = os.fspath(out / "logcat.txt")
@@ -210,8 +167,88 @@ async def run_demo(
             shutil.rmtree(root, ignore_errors=True)
 
 
+async def _scenario(emu: Any, driver: Any, seconds: float, progress: Callable[[str], None] | None,
+                    reports: dict[str, dict[str, Any]], phases: dict[str, float], t_start: float) -> dict[str, Any]:
+    """The story on a booted emulator; ``reports`` and ``phases`` fill as it goes. Returns ``dumpsys npu``."""
+    ifaces = emulator_interfaces()
+    runtime = emu.runtime
+    devices = [f"{d.name} ({d.type})" for d in await list_devices(runtime)]
+    on = "the reference driver" if driver is None else f"driver {os.fspath(driver)}"
+    _say(progress, f"booted in {emu.boot_seconds:.1f} s ({emu.files.root}) on {on}: {', '.join(devices)}")
+    npu = await get_service(runtime, "npu", ifaces.INpuManager)
+    hal = await get_service(runtime, HAL_CONTROL, ifaces.IHalControl)
+    await npu.shellCommand(["set-budget-policy", "--max-budget", str(_MAX_BUDGET)])
+    _say(progress, f"npu service: budget policy, maxBudget {_MAX_BUDGET}")
+
+    def fresh() -> dict[str, dict[str, Any]]:
+        reports.update(read_app_reports(emu.files))
+        return reports
+
+    def app(name: str) -> dict[str, Any]:
+        return fresh().get(name, {})
+
+    await launch_apps(runtime, ["camera"], 100)
+    await launch_apps(runtime, ["photos"], 400)
+    await launch_apps(runtime, ["rogue"], 300)
+    await launch_apps(runtime, ["legacy"], 200)
+    # The assistant starts in the background and holds nothing until it is brought up.
+    (assistant,) = await launch_apps(runtime, ["assistant"], 400)
+    _say(progress, "launched camera (foreground), photos (cached), rogue (service), legacy (visible),"
+                   " assistant (cached, idle)")
+    up = await _wait_for(
+        lambda: all(app(a).get("loads", 0) >= 1 for a in ("camera", "photos", "rogue"))
+        and app("legacy").get("inferences", 0) > 0 and "uid" in app("assistant"),
+        timeout=60,
+    )
+    phases["apps_up_s"] = round(time.monotonic() - t_start, 1)
+    _say(progress, "apps up, budget full (camera 1 + photos 2 + rogue 2)" if up else
+         "not every app came up in time")
+    await trio.sleep(max(1.0, 0.3 * seconds))
+
+    am = await get_service(runtime, "activity", ifaces.IActivityManager)
+    emu.mark("assistant brought up")
+    await am.setImportance(assistant.package, 200)
+    _say(progress, "the user brings up the assistant (visible; a 2.5 GB model)")
+    await _wait_for(lambda: app("assistant").get("unloads", 0) >= 1, timeout=max(10.0, 0.4 * seconds))
+    a = app("assistant")
+    _say(progress, f"assistant: {_names('NPU_MODEL_LOAD_STATUS_', a.get('statuses', []))},"
+                   f" {a.get('inferences', 0)} inferences;"
+                   f" rogue revoked {app('rogue').get('revoked', 0)}")
+    await am.setImportance(assistant.package, 400)
+    await _wait_for(lambda: app("photos").get("loads", 0) >= 2, timeout=10)
+    _say(progress, f"photos is back (loads {app('photos').get('loads', 0)})")
+    await trio.sleep(max(0.5, 0.15 * seconds))
+    phases["assistant_done_s"] = round(time.monotonic() - t_start, 1)
+
+    photos_asked = app("photos").get("unload_requests", 0)
+    emu.mark("thermal spike")
+    status = await hal.setThermalSeverity(_CRITICAL)
+    _say(progress, f"thermal spike: die at {status.temperatureC:.0f} C (CRITICAL)")
+    await _wait_for(lambda: app("photos").get("unload_requests", 0) > photos_asked, timeout=5)
+    cooled = False
+    with trio.move_on_after(max(4.0, 0.35 * seconds)):
+        while True:
+            if int((await hal.thermalStatus()).severity) == 0:
+                cooled = True
+                break
+            await trio.sleep(0.2)
+    _say(progress, "the die has cooled" if cooled else "the die is still warm")
+    await _wait_for(lambda: app("photos").get("loads", 0) >= 3, timeout=6)
+    _say(progress, f"photos is back again (loads {app('photos').get('loads', 0)})")
+    await trio.sleep(max(0.5, 0.1 * seconds))
+    phases["thermal_done_s"] = round(time.monotonic() - t_start, 1)
+    await trio.sleep(0.5)  # the apps' last autosave
+    fresh()
+    try:
+        npu_dump = json.loads(await npu.dump(["--json"]))
+    except Exception as exc:  # the summary says what it could not read
+        npu_dump = {"error": f"{type(exc).__name__}: {exc}"}
+    _say(progress, "shutting down")
+    return npu_dump
+
+
 def _summarize(reports: dict[str, dict[str, Any]], timeline: Any, log: list[Any], npu_dump: dict[str, Any],
-               duration: float) -> dict[str, Any]:
+               duration: float, errors: list[str]) -> dict[str, Any]:
     hw = summarize(timeline)
     apps = {}
     for name in DEMO_APPS:
@@ -233,12 +270,14 @@ def _summarize(reports: dict[str, dict[str, Any]], timeline: Any, log: list[Any]
         "resumes": hw["resumes"],
         "jobs": hw["jobs"],
         "thermal_max_severity": hw["thermal_max_severity"],
+        "thermal_max_severity_name": severity_name(hw["thermal_max_severity"]),
         "temperature_max_c": hw["temperature_max_c"],
         "revocations": revocations,
         "blocked_or_warned": len(warned_uids),
         "duration_s": round(duration, 1),
         "results_checked": sum(a["inferences"] for a in apps.values()),
         "results_wrong": sum(a["results_bad"] for a in apps.values()),
+        "errors": errors,
     }
     checks = _checks(reports, summary)
     summary["checks"] = [dataclasses.asdict(c) for c in checks]
@@ -252,6 +291,8 @@ def _checks(reports: dict[str, dict[str, Any]], s: dict[str, Any]) -> list[Check
     def check(name: str, passed: bool, detail: str) -> None:
         checks.append(Check(name, bool(passed), detail))
 
+    check("scenario: ran to the end", not s["errors"], "; ".join(s["errors"]) or "every phase ran")
+
     for name in DEMO_APPS:
         r = reports.get(name, {})
         n, ok = r.get("inferences", 0), r.get("results_ok", 0)
@@ -264,16 +305,17 @@ def _checks(reports: dict[str, dict[str, Any]], s: dict[str, Any]) -> list[Check
     ph = reports.get("photos", {})
     reasons = ph.get("unload_reasons", [])
     check("photos: asked to unload (budget, then heat), complied every time, came back",
-          _RESOURCE_PRESSURE in reasons and _THERMAL in reasons
+          NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE in reasons and NPU_MODEL_UNLOAD_REASON_THERMAL in reasons
           and ph.get("unloads", 0) == ph.get("unload_requests", 0) and ph.get("loads", 0) >= 3,
-          f"unload requests {ph.get('unload_requests', 0)} (reasons {reasons}), unloads {ph.get('unloads', 0)},"
+          f"unload requests {ph.get('unload_requests', 0)} (reasons {_names('NPU_MODEL_UNLOAD_REASON_', reasons)}), unloads {ph.get('unloads', 0)},"
           f" loads {ph.get('loads', 0)}")
     asst = reports.get("assistant", {})
     statuses = asst.get("statuses", [])
     check("assistant: waited for the unloads, then loaded and released",
-          _WAIT_FOR_UNLOAD in statuses and _CAN_LOAD_NOW in statuses and asst.get("loads", 0) >= 1
+          NPU_MODEL_LOAD_STATUS_WAIT_FOR_UNLOAD in statuses and NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW in statuses
+          and asst.get("loads", 0) >= 1
           and asst.get("unloads", 0) >= 1,
-          f"statuses {statuses}, loads {asst.get('loads', 0)}, unloads {asst.get('unloads', 0)}")
+          f"statuses {_names('NPU_MODEL_LOAD_STATUS_', statuses)}, loads {asst.get('loads', 0)}, unloads {asst.get('unloads', 0)}")
     rogue = reports.get("rogue", {})
     refused = [f for f in rogue.get("refusals", []) if f.get("what") == "attribution"]
     check("rogue: ignored the unload request and was revoked",
@@ -286,11 +328,11 @@ def _checks(reports: dict[str, dict[str, Any]], s: dict[str, Any]) -> list[Check
           "; ".join(f.get("error", "") for f in refused) or "no attribution attempt recorded")
     leg = reports.get("legacy", {})
     check("legacy: blocked or warned, ran on the CPU",
-          s["blocked_or_warned"] >= 1 and leg.get("devices") == ["nnapi-reference"],
+          s["blocked_or_warned"] >= 1 and leg.get("devices") == [CPU_DEVICE_NAME],
           f"warned/blocked uids {s['blocked_or_warned']}, refusals {[f.get('what') for f in leg.get('refusals', [])]},"
           f" devices {leg.get('devices')}")
     check("NPU: background work was preempted and resumed", s["preemptions"] >= 1 and s["resumes"] >= 1,
           f"{s['preemptions']} preemptions, {s['resumes']} resumes in {s['jobs']} jobs")
     check("thermal: the spike reached CRITICAL", s["thermal_max_severity"] >= _CRITICAL,
-          f"max severity {s['thermal_max_severity']}, max {s['temperature_max_c']} C")
+          f"max severity {s['thermal_max_severity_name']}, max {s['temperature_max_c']} C")
     return checks

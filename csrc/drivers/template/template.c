@@ -49,7 +49,7 @@ static int tmpl_init(const struct npu_hw_api *hw, struct npu_hw *h, void **out)
         .channel_count = 1,
         .flops_per_ns = 1000.0,                 /* 1 TFLOP/s */
         .bytes_per_ns = 20.0,                   /* 20 GB/s */
-        .weight_memory_bytes = UINT64_C(1) << 30,
+        .weight_memory_bytes = UINT64_C(4) << 30,  /* 4 GiB: `npuemu demo --driver` loads 3.1 GiB at once */
         .sram_bytes = 2 << 20,
         .slice_overhead_ns = 20000,
         .context_save_fixed_ns = 10000,
