@@ -81,6 +81,10 @@ struct device {
     uint64_t completed, failed, cancelled, preemptions, restarts, models;
 };
 
+/* A loaded model.  Each is its own allocation, owned by hw->models[handle - 1]
+ * from its load until its unload (which ends all its jobs first): a job's
+ * `model` pointer must stay valid for the job's whole life, so the table that
+ * grows with every load holds pointers and never moves a model. */
 struct model {
     bool live;
     uint32_t dev;
@@ -101,7 +105,7 @@ struct npu_hw {
     struct npu_hw_options opt;
     struct device dev[NPU_HW_MAX_DEVICES];
     uint32_t ndev;
-    struct model *models;
+    struct model **models;        /* by handle - 1; NULL once unloaded (handles are never reused) */
     uint32_t nmodels, models_cap;
     struct job *jobs;
     int32_t next_id;
@@ -779,7 +783,10 @@ void npu_hw_destroy(struct npu_hw *hw)
     }
     pthread_mutex_unlock(&hw->lock);
     for (uint32_t i = 0; i < hw->nmodels; i++)
-        npu_plan_destroy(hw->models[i].plan);
+        if (hw->models[i]) {
+            npu_plan_destroy(hw->models[i]->plan);
+            free(hw->models[i]);
+        }
     free(hw->models);
     for (uint32_t d = 0; d < hw->ndev; d++)
         free(hw->dev[d].queue);
@@ -825,11 +832,12 @@ static int api_add_device(struct npu_hw *hw, const struct npu_hw_device_config *
     return rc;
 }
 
+/* The live model of a handle, or NULL (never loaded, unloaded, or being unloaded). */
 static struct model *find_model(struct npu_hw *hw, uint32_t handle)
 {
-    if (handle == 0 || handle > hw->nmodels || !hw->models[handle - 1].live)
+    if (handle == 0 || handle > hw->nmodels || !hw->models[handle - 1] || !hw->models[handle - 1]->live)
         return NULL;
-    return &hw->models[handle - 1];
+    return hw->models[handle - 1];
 }
 
 static int api_load_model(struct npu_hw *hw, uint32_t dev, int32_t device_number, const struct npu_model *model,
@@ -850,6 +858,11 @@ static int api_load_model(struct npu_hw *hw, uint32_t dev, int32_t device_number
         return rc;
     uint64_t weight = p.emulated_weight_bytes ? p.emulated_weight_bytes : plan->const_bytes;
     uint64_t sram = p.emulated_sram_bytes ? p.emulated_sram_bytes : plan->temp_bytes;
+    struct model *m = calloc(1, sizeof *m);
+    if (!m) {
+        npu_plan_destroy(plan);
+        return NPU_E_NO_MEMORY;
+    }
     pthread_mutex_lock(&hw->lock);
     if (dev >= hw->ndev) {
         rc = NPU_E_BAD_DEVICE;
@@ -866,9 +879,14 @@ static int api_load_model(struct npu_hw *hw, uint32_t dev, int32_t device_number
         emit_memory(hw, d, device_number, rc);
         goto fail;
     }
+    if (hw->nmodels == UINT32_MAX) {
+        rc = NPU_E_TOO_MANY;
+        goto fail;
+    }
     if (hw->nmodels == hw->models_cap) {
-        uint32_t ncap = hw->models_cap ? hw->models_cap * 2 : 16;
-        struct model *nm = realloc(hw->models, ncap * sizeof *nm);
+        /* moves the pointers only: jobs keep pointing at their models */
+        uint32_t ncap = hw->models_cap ? (hw->models_cap > UINT32_MAX / 2 ? UINT32_MAX : hw->models_cap * 2) : 16;
+        struct model **nm = realloc(hw->models, (size_t)ncap * sizeof *nm);
         if (!nm) {
             rc = NPU_E_NO_MEMORY;
             goto fail;
@@ -876,7 +894,7 @@ static int api_load_model(struct npu_hw *hw, uint32_t dev, int32_t device_number
         hw->models = nm;
         hw->models_cap = ncap;
     }
-    struct model *m = &hw->models[hw->nmodels++];
+    hw->models[hw->nmodels++] = m;
     m->live = true;
     m->dev = dev;
     m->device_number = device_number;
@@ -897,6 +915,7 @@ static int api_load_model(struct npu_hw *hw, uint32_t dev, int32_t device_number
 fail:
     pthread_mutex_unlock(&hw->lock);
     npu_plan_destroy(plan);
+    free(m);
     return rc;
 }
 
@@ -940,9 +959,11 @@ static int api_unload_model(struct npu_hw *hw, uint32_t handle)
     d->weight_used -= m->weight;
     d->sram_used -= m->sram;
     d->models--;
-    npu_plan_destroy(m->plan);
-    m->plan = NULL;
+    /* No job refers to m any more (all ended above, none can start: !live). */
     emit_memory(hw, d, m->device_number, NPU_OK);
+    hw->models[handle - 1] = NULL;
+    npu_plan_destroy(m->plan);
+    free(m);
     device_dispatch(hw, d, now);
     pthread_cond_broadcast(&hw->cond);
     pthread_mutex_unlock(&hw->lock);

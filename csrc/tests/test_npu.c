@@ -1065,6 +1065,57 @@ static void test_unload_cancels_system(void)
     CHECK(after == -1);
 }
 
+/* Issue 12's segfault: apps unload and reload models (the budget policy asks
+ * them to) while other work is queued and running, so the hardware's model
+ * table grows past its capacity (16, then 32, ...) under live jobs.  A job
+ * refers to its model for as long as it lives: the table's growth must never
+ * move a model.  Under `make asan` the old table (an array of models that
+ * realloc moved) is a heap-use-after-free at the next slice boundary. */
+static void test_model_table_grows_under_live_work(void)
+{
+    static struct run r;
+    OK(run_setup(&r, NPU_PREEMPT_KILL_RESTART, 1, 50.0)); /* emu-gpu: one channel */
+    int32_t running = submit(&r, 0, 10001, 500), queued = submit(&r, 0, 10001, 600);
+    struct mb *small = binary_model(NPU_OP_ADD, 4, NPU_FUSE_NONE);
+    float x[4] = {1, 2, 3, 4}, y[4] = {10, 20, 30, 40}, o[4] = {0};
+    struct npu_buffer sin[2] = {{x, sizeof x}, {y, sizeof y}}, sout[1] = {{o, sizeof o}};
+    int rc = NPU_OK, last_small = -1;
+    uint32_t handles = 1;
+    for (int round = 0; round < 70 && rc == NPU_OK; round++) {
+        /* a slice boundary between loads: the job on the channel and the
+         * queued one are looked at with the table at every size */
+        rc = npu_system_advance(r.s, 20000);
+        uint32_t m = 0;
+        if (rc == NPU_OK)
+            rc = npu_system_load_model(r.s, 1, mb_model(small), NULL, &m);
+        handles += rc == NPU_OK;
+        if (rc == NPU_OK && round % 10 == 8) {
+            /* a short job of a fresh model preempts the long ones (kill-restart) */
+            struct npu_work_request q = req(m, 10002, 0, sin, sout);
+            q.input_count = 2;
+            rc = npu_system_submit_work(r.s, &q, &last_small);
+        }
+        if (rc == NPU_OK && round % 2 == 1)
+            rc = npu_system_unload_model(r.s, m);
+    }
+    if (rc == NPU_OK)
+        rc = npu_system_run_until_idle(r.s, 0);
+    struct npu_event *ev;
+    uint32_t n = drain(r.s, &ev);
+    float want[256];
+    expected_mlp_output(want);
+    int same = memcmp(r.out[0], want, sizeof want) == 0;
+    run_teardown(&r);
+    free(small);
+    OK(rc);
+    CHECK(handles == 71);
+    CHECK(find_ev(ev, n, NPU_EVENT_WORK_ENDED, running, NPU_END_REASON_COMPLETED, 0) >= 0);
+    CHECK(find_ev(ev, n, NPU_EVENT_WORK_ENDED, queued, NPU_END_REASON_COMPLETED, 0) >= 0);
+    CHECK(find_ev(ev, n, NPU_EVENT_WORK_ENDED, last_small, NPU_END_REASON_COMPLETED, 0) >= 0);
+    CHECK(same);
+    CHECK(o[0] == 11 && o[3] == 44);
+}
+
 /* ---- events, clock, determinism ---- */
 
 static void test_eventfd_and_ids(void)
@@ -1248,7 +1299,10 @@ static void *stress_submitter(void *arg)
     return NULL;
 }
 
-/* Loads, uses and unloads a model over and over while others run. */
+/* Loads, uses and unloads a model over and over while others run: more
+ * loads than the hardware's model table first holds (16, 32), so it grows
+ * while the channel threads run the other threads' jobs. */
+enum { CHURN_ROUNDS = 40 };
 struct churn {
     struct npu_system *s;
     int32_t submitted;
@@ -1260,7 +1314,7 @@ static void *stress_churn(void *arg)
 {
     struct churn *c = arg;
     struct mb *b = mlp_model(64, 64, 64, 5);
-    for (int round = 0; round < 8; round++) {
+    for (int round = 0; round < CHURN_ROUNDS; round++) {
         uint32_t model;
         struct npu_load_params p = {0, 0, 20.0};
         int rc = npu_system_load_model(c->s, round % 2 ? 3 : 0, mb_model(b), &p, &model);
@@ -1343,8 +1397,8 @@ static void test_real_clock_stress(void)
         pthread_join(th[t], NULL);
     npu_system_destroy(s);
     CHECK_RC(churn.rc, NPU_OK);
-    CHECK(churn.submitted == 32);
-    CHECK(submitted == T * 32 + 32);
+    CHECK(churn.submitted == 4 * CHURN_ROUNDS);
+    CHECK(submitted == T * 32 + 4 * CHURN_ROUNDS);
     CHECK(ended == submitted);
 }
 
@@ -1438,7 +1492,8 @@ static const struct test TESTS[] = {
     T(test_kill_restart), T(test_vts_later_higher_priority_finishes_first), T(test_fcfs_ignores_priority),
     T(test_cancel), T(test_thermal_throttling_and_severities), T(test_thermal_rises_with_load),
     T(test_capacity_errors), T(test_emulated_weights_cost_their_streaming_time), T(test_hetero_places_on_a_part), T(test_faults_fail_hang_reset),
-    T(test_crash_aborts), T(test_unload_cancels_system), T(test_eventfd_and_ids), T(test_ring_full_counts_drops),
+    T(test_crash_aborts), T(test_unload_cancels_system), T(test_model_table_grows_under_live_work),
+    T(test_eventfd_and_ids), T(test_ring_full_counts_drops),
     T(test_virtual_clock_is_repeatable), T(test_real_clock_refuses_advance_and_runs),
     T(test_real_clock_stress), T(test_loader), T(test_errors_and_dump),
 };
