@@ -102,9 +102,10 @@ FUZZ_TIME    ?= 300
 LOAD_APPS    ?= 64
 ASAN_DIR     := build/asan
 ASAN_PRELOAD  = $(shell $(NPU_CC) -print-file-name=libasan.so):$(shell $(NPU_CC) -print-file-name=libubsan.so)
-# The multi-process tests that the sanitized HAL runs under.
+# The multi-process tests that the sanitized HAL runs under, and the driver under
+# model churn while work runs (issue 12's use-after-free, up to the user's bench command).
 SANITIZE_TESTS := tests/test_hal_process.py tests/test_reliability_faults.py tests/test_fuzz_socket.py \
-	tests/test_nn_multiprocess.py tests/test_security_isolation.py
+	tests/test_nn_multiprocess.py tests/test_security_isolation.py tests/test_driver_model_reloads.py
 
 .PHONY: fuzz soak load sanitize
 
@@ -136,12 +137,19 @@ soak: $(STAMP)
 # every HAL process (the sanitizer runtime preloaded; Python's own leaks not reported;
 # a UBSan finding aborts). They run from $(ASAN_DIR) so `import npuhal` finds the
 # instrumented copy there first; the installed extension is not touched.
+# Every finding goes to $(ASAN_REPORTS).<pid> (pytest's capture would swallow one in
+# the test process; a HAL child's dies with the child, which the framework survives
+# by design): the run fails if any process wrote one, and prints them.
+ASAN_REPORTS := $(CURDIR)/$(ASAN_DIR)/report
 sanitize: $(STAMP)
 	$(PY) tests/fuzz/build_asan_ext.py $(ASAN_DIR)
 	cd $(ASAN_DIR) && LD_PRELOAD=$(ASAN_PRELOAD) ASAN_OPTIONS=detect_leaks=0 $(CURDIR)/$(PY) -c \
 		'import npuhal._npu as m, sys; sys.exit(0 if "/$(ASAN_DIR)/" in m.__file__ else "not the ASan build: " + m.__file__)'
+	rm -f $(ASAN_REPORTS).*
 	cd $(ASAN_DIR) && LD_PRELOAD=$(ASAN_PRELOAD) \
-		ASAN_OPTIONS=detect_leaks=0:handle_abort=0:detect_stack_use_after_return=0 \
-		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ASAN_OPTIONS=detect_leaks=0:handle_abort=0:detect_stack_use_after_return=0:log_path=$(ASAN_REPORTS) \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(ASAN_REPORTS) \
 		$(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider -c $(CURDIR)/pyproject.toml --rootdir $(CURDIR) \
-		$(addprefix $(CURDIR)/,$(SANITIZE_TESTS))
+		$(addprefix $(CURDIR)/,$(SANITIZE_TESTS)); rc=$$?; \
+	for f in $(ASAN_REPORTS).*; do [ -e "$$f" ] || continue; echo "== sanitizer finding: $$f"; cat "$$f"; rc=1; done; \
+	exit $$rc
