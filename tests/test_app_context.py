@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from framework.app import Context, load_app_main
+from framework.emulator._logcat import parse_line
 from framework.npumanager import NpuManager
 from test_server_support import world  # noqa: F401
 
@@ -71,3 +72,26 @@ def test_app_process_usage_and_no_emulator(tmp_path):
     lonely = subprocess.run([sys.executable, "-m", "framework.app", str(tmp_path)], capture_output=True, text=True,
                             timeout=60, env=env, cwd=Path(__file__).resolve().parents[1])
     assert lonely.returncode == 1 and "FATAL EXCEPTION" in lonely.stderr
+    # Every line of the crash, traceback included, is a logcat line of this process's own.
+    lines = [parse_line(line) for line in lonely.stderr.splitlines()]
+    assert all(lines), lonely.stderr
+    fatal = [line for line in lines if line.tag == "AndroidRuntime"]
+    assert {line.pid for line in lines} == {fatal[0].pid} and {line.level for line in fatal} == {"E"}
+    assert [line.message for line in fatal[:3]] == [
+        "FATAL EXCEPTION: main", f"Process: {tmp_path}, PID: {fatal[0].pid}", "Traceback (most recent call last):"]
+    assert len(fatal) > 5 and "DeadObjectException: no process serves servicemanager" in fatal[-1].message
+
+
+def test_the_app_log_prefixes_every_line_of_a_message_and_its_traceback():
+    import logging
+
+    from framework.app._main import _Logcat
+
+    try:
+        raise ValueError("bad\nvalue")
+    except ValueError:
+        record = logging.LogRecord("AndroidRuntime", logging.ERROR, __file__, 1, "one\ntwo", None, sys.exc_info())
+    lines = [parse_line(line) for line in _Logcat().format(record).splitlines()]
+    assert all(line is not None and (line.tag, line.level) == ("AndroidRuntime", "E") for line in lines)
+    assert [line.message for line in lines][:3] == ["one", "two", "Traceback (most recent call last):"]
+    assert [line.message for line in lines][-2:] == ["ValueError: bad", "value"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 
@@ -118,7 +119,7 @@ def test_launch_runs_an_app_through_the_activity_manager(emulator):
     result = runner.invoke(main, ["launch", "legacy", "--runtime-dir", str(root)])
     assert result.exit_code == 0, result.output + result.stderr
     assert result.output.startswith("launched com.example.npuemu.legacy pid ")
-    assert result.output.strip().endswith("(visible)")
+    assert re.search(r" \(visible\) in \d+ ms$", result.output.strip())  # waited until it was up
     report_path = RuntimeFiles(root).app_reports / "legacy.json"
 
     def report():
@@ -135,6 +136,82 @@ def test_launch_runs_an_app_through_the_activity_manager(emulator):
     assert "does not declare" in warned and "com.example.npuemu.legacy" in warned
 
 
+MY_APP_MANIFEST = """<manifest xmlns:android="http://schemas.android.com/apk/res/android" package="{package}">
+    <uses-feature android:name="android.hardware.npu" android:required="false" />
+    <uses-permission android:name="android.permission.ACCESS_NPU_MODEL_MANAGER_API" />
+</manifest>
+"""
+
+MY_APP_MAIN = """
+import numpy as np
+import trio
+
+from framework.nn import Model, OperandType, OperationType, open_nn_runtime
+
+
+async def main(context):
+    m = Model()
+    a, b, out = (m.addOperand(OperandType.TENSOR_FLOAT32, [1, 4]) for _ in range(3))
+    fuse = m.addOperand(OperandType.INT32)
+    m.setOperandValue(fuse, 0)
+    m.addOperation(OperationType.ADD, [a, b, fuse], [out])
+    m.identifyInputsAndOutputs([a, b], [out])
+    m.finish()
+    async with open_nn_runtime(context.runtime) as nn:
+        compilation = nn.createCompilationForDevices(m, [nn.getDeviceByName("emu-npu")])
+        await compilation.finish()
+        execution = compilation.createExecution()
+        execution.setInput(0, np.ones((1, 4), np.float32))
+        execution.setInput(1, np.ones((1, 4), np.float32))
+        (y,) = await execution.compute_async()
+        assert (y == 2).all()
+    await trio.sleep_forever()
+"""
+
+
+def _my_app(root, name: str, main: str | None):
+    folder = root / name
+    folder.mkdir()
+    (folder / "AndroidManifest.xml").write_text(MY_APP_MANIFEST.format(package=f"org.example.{name}"))
+    if main is not None:
+        (folder / "main.py").write_text(main)
+    return str(folder)
+
+
+def test_launch_waits_for_the_app_and_reports_a_crash_at_start(emulator, tmp_path):
+    """`npuemu launch` of a user's apps, as `am start -W`: up, or crashed with its cause."""
+    root, _ = emulator
+    runner = CliRunner()
+    result = runner.invoke(main, ["launch", _my_app(tmp_path, "mine", MY_APP_MAIN), "--runtime-dir", str(root)])
+    assert result.exit_code == 0, result.output + result.stderr
+    assert re.fullmatch(r"launched org\.example\.mine pid \d+ uid \d+ \(foreground\) in \d+ ms\n", result.output)
+
+    broken = _my_app(tmp_path, "broken", "async def main(context)\n    pass\n")
+    missing = _my_app(tmp_path, "missing", None)
+    result = runner.invoke(main, ["launch", broken, missing, "--runtime-dir", str(root)])
+    assert result.exit_code == 1 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2, result.stderr
+    pids = []
+    for line, package, cause in zip(lines, ("broken", "missing"), (
+            r"SyntaxError: expected ':' at .*/broken/main\.py:1", r"FileNotFoundError: .*/missing/main\.py: no such file \(an app folder holds AndroidManifest\.xml and main\.py\)")):
+        m = re.fullmatch(rf"npuemu: error: org\.example\.{package} \(pid (\d+)\) crashed at start: {cause}"
+                         rf" \(the traceback: npuemu logcat -d --pid (\d+)\)", line)
+        assert m and m[1] == m[2], line
+        pids.append(int(m[1]))
+
+    # The traceback is the app's own: its pid, the tag AndroidRuntime, every line.
+    log = runner.invoke(main, ["logcat", "-d", "--pid", str(pids[0]), "--runtime-dir", str(root)]).output.splitlines()
+    assert log and all(f" {pids[0]} " in line[18:32] for line in log)
+    fatal = [line.split(": ", 1)[1] for line in log if " E AndroidRuntime: " in line]
+    assert fatal[:2] == ["FATAL EXCEPTION: main", f"Process: org.example.broken, PID: {pids[0]}"]
+    assert fatal[2] == "Traceback (most recent call last):" and fatal[-1] == "SyntaxError: expected ':'"
+    tagged = runner.invoke(main, ["logcat", "-d", "-s", "AndroidRuntime", "--runtime-dir", str(root)]).output
+    assert "FileNotFoundError: " in tagged and "SyntaxError: expected ':'" in tagged
+    am_says = runner.invoke(main, ["logcat", "-d", "-s", "ActivityManager", "--runtime-dir", str(root)]).output
+    assert f"Process org.example.broken (pid {pids[0]}) crashed at start: SyntaxError" in am_says
+
+
 def test_trace_of_the_running_emulator(emulator, tmp_path):
     root, _ = emulator
     out = tmp_path / "trace.json"
@@ -143,7 +220,8 @@ def test_trace_of_the_running_emulator(emulator, tmp_path):
     trace = json.loads(out.read_text())
     jobs = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "npu.job"]
     assert jobs, "legacy's inference on emu-npu (refused or run) or the test inference left no job"
-    assert "com.example.npuemu.legacy" in {e["name"] for e in jobs}  # named by the package manager's answer
+    names = {e["name"] for e in jobs}
+    assert {"com.example.npuemu.legacy", "org.example.mine"} <= names  # named by the package manager's answer
     assert any(e["ph"] == "C" and e["name"] == "temperature (C)" for e in trace["traceEvents"])
 
 

@@ -4,22 +4,27 @@
 ``framework.server``) that, instead of a real process, starts a *task* with its own
 fake pid on the ``MemoryNetwork``: it registers that pid with the servicemanager as
 the app's uid (as ``launch_process`` does), opens the app's own binder runtime and
-Context, and runs ``apps[package](context)``. Killing it cancels the task, which
-closes its runtime: to everybody else, the process died.
+runs the app as the real process does (``_activity_thread``: a Context,
+``apps[package](context)``, up or crashed told to the activity manager). An
+``apps`` value may also be an app folder, loaded as the real process loads it.
+Killing it cancels the task, which closes its runtime: to everybody else, the process
+died.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
-
-import logging
 
 import trio
 
 from framework.binder import defaultServiceManager, open_binder_runtime
 
-from ._context import Context, open_app_context
+from ._activity_thread import run_app_process
+from ._context import Context
+from ._main import load_app_main
 
 __all__ = ["InProcessApp", "InProcessLauncher"]
 
@@ -71,18 +76,22 @@ class InProcessLauncher:
         self.nursery.start_soon(self._run, app, main)
         return app
 
-    async def _run(self, app: InProcessApp, main: AppMain) -> None:
+    async def _run(self, app: InProcessApp, main: AppMain | str | os.PathLike) -> None:
+        # A path is an app folder, loaded as the real process loads it (a missing
+        # main.py or a syntax error then crashes the app at start, as it would there).
+        load = (lambda: load_app_main(main)) if isinstance(main, (str, os.PathLike)) else (lambda: main)
+
+        def keep(context: Context) -> None:
+            app.context = context
+            app.started.set()
+
         try:
             with app._scope:
                 async with open_binder_runtime(network=self.network, pid=app.pid) as rt:
-                    async with open_app_context(rt) as context:
-                        app.context = context
-                        app.started.set()
-                        await main(context)
-            app.returncode = 0 if not app._scope.cancelled_caught else -9
-        except Exception as exc:  # an app crashing is a process dying, not a test framework error
-            app.error = exc
-            app.returncode = 1
+                    app.error = await run_app_process(rt, load, name=app.package, on_context=keep)
+            app.returncode = -9 if app._scope.cancelled_caught else (0 if app.error is None else 1)
+        except Exception as exc:  # its runtime failed: a process dying, not a test framework error
+            app.error, app.returncode = exc, 1
             log.warning("app %s (pid %d) crashed", app.package, app.pid, exc_info=exc)
         finally:
             log.info("app %s (pid %d) exited with %s", app.package, app.pid, app.returncode)

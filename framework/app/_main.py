@@ -1,9 +1,12 @@
 """The app process: ``python -m framework.app APP_DIR``.
 
 ``APP_DIR/main.py`` defines ``async def main(context)``; the process opens its binder
-runtime (the runtime dir from ``$NPUEMU_RUNTIME_DIR``), a Context, runs ``main`` and
-exits with its result: 0 when it returns, 1 when it raises (the traceback goes to the
-log, as an Android app's crash goes to logcat). Logs are logcat lines on stderr.
+runtime (the runtime dir from ``$NPUEMU_RUNTIME_DIR``), and runs the app through
+``_activity_thread``: a Context, ``main``, the activity manager told when it is up or
+crashed. It exits 0 when ``main`` returns, 1 when anything raises (the traceback goes
+to the log under the app's pid and the tag ``AndroidRuntime``, as an Android app's
+crash goes to logcat). Logs are logcat lines on stderr, one per line of a message or
+traceback, so that every line carries the app's pid and tag.
 """
 
 from __future__ import annotations
@@ -21,11 +24,9 @@ import trio
 
 from framework.binder import open_binder_runtime
 
-from ._context import open_app_context
+from ._activity_thread import log_fatal_exception, run_app_process
 
 __all__ = ["load_app_main", "run_app", "main"]
-
-log = logging.getLogger("AppProcess")
 
 
 def load_app_main(app_dir: str | os.PathLike) -> Any:
@@ -44,25 +45,23 @@ def load_app_main(app_dir: str | os.PathLike) -> Any:
     return fn
 
 
-async def run_app(app_dir: str | os.PathLike, runtime_dir: str | None = None) -> Any:
-    fn = load_app_main(app_dir)
+async def run_app(app_dir: str | os.PathLike, runtime_dir: str | None = None) -> BaseException | None:
+    """The app in ``app_dir`` as this process: its crash (already logged and reported), or None."""
     async with open_binder_runtime(runtime_dir) as rt:
-        async with open_app_context(rt) as context:
-            log.info("app %s (uid %d) pid %d starting", context.getPackageName(), rt.uid, rt.pid)
-            result = fn(context)
-            if hasattr(result, "__await__"):
-                result = await result
-            return result
+        return await run_app_process(rt, lambda: load_app_main(app_dir), name=os.fspath(app_dir))
 
 
 class _Logcat(logging.Formatter):
+    """One logcat ``threadtime`` line per line of the message and its traceback."""
+
     def format(self, record: logging.LogRecord) -> str:
         stamp = time.strftime("%m-%d %H:%M:%S", time.localtime(record.created))
-        line = (f"{stamp}.{int(record.msecs):03d} {record.process:5d} {threading.get_native_id():5d} "
-                f"{record.levelname[0]} {record.name}: {record.getMessage()}")
+        prefix = (f"{stamp}.{int(record.msecs):03d} {record.process:5d} {threading.get_native_id():5d} "
+                  f"{record.levelname[0]} {record.name}: ")
+        text = record.getMessage()
         if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
-        return line
+            text += "\n" + self.formatException(record.exc_info)
+        return "\n".join(prefix + line for line in text.splitlines() or [""])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,10 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(os.environ.get("NPUEMU_LOG_LEVEL", "INFO"))
     try:
-        trio.run(run_app, args[0])
+        crash = trio.run(run_app, args[0])
     except KeyboardInterrupt:
         return 130
-    except BaseException:
-        log.exception("FATAL EXCEPTION in app %s", args[0])
+    except BaseException as exc:  # before the app could run: no emulator, no binder
+        log_fatal_exception(exc, args[0], os.getpid())
         return 1
-    return 0
+    return 0 if crash is None else 1

@@ -1,4 +1,4 @@
-"""``npuemu launch APP...``: start sample apps (or your own) through the activity manager."""
+"""``npuemu launch APP...``: start sample apps (or your own) and wait until they are up."""
 
 from __future__ import annotations
 
@@ -8,21 +8,24 @@ import click
 
 from framework.emulator import _control
 from framework.emulator._services import open_shell
+from framework.server import importance_name, parse_importance
 
-from ._common import CliError, run, runtime_dir_option
+from ._common import EXIT_USAGE, CliError, run, runtime_dir_option
 
 __all__ = ["launch"]
 
+#: How long each app may take to come up before `launch` gives up waiting.
+DEFAULT_WAIT_S = 30.0
 
-def _importance(level: str | None) -> int:
+
+def importance_arg(level: str | None) -> int:
+    """An importance a user typed (name or number), 0 for none given; bad usage otherwise."""
     if level is None:
         return 0
-    from framework.server._activity import parse_importance
-
     try:
         return parse_importance(level)
     except ValueError as exc:
-        raise CliError(str(exc), 2) from None
+        raise CliError(str(exc), EXIT_USAGE) from None
 
 
 @click.command()
@@ -30,27 +33,42 @@ def _importance(level: str | None) -> int:
 @click.option("--importance", "level", default=None,
               help="foreground, foreground_service, visible, perceptible, service, top_sleeping, cached, or a"
               " number (default: what each manifest asks for).")
+@click.option("--timeout", "wait_s", type=click.FloatRange(min=0), default=DEFAULT_WAIT_S, show_default=True,
+              help="Seconds to wait for each app to come up.")
 @runtime_dir_option
-def launch(apps: tuple[str, ...], level: str | None, runtime_dir: Path) -> None:
+def launch(apps: tuple[str, ...], level: str | None, wait_s: float, runtime_dir: Path) -> None:
     """Install and start APPs, each its own process, through the activity manager.
 
     An APP is a sample's folder name under apps/ (camera, assistant, photos, legacy,
     rogue) or a path to a folder holding an AndroidManifest.xml and a main.py.
+
+    Waits, as `am start -W` does, until each app is up (its main.py loaded and its
+    main(context) waiting at its first await). An app that crashes before (no main.py,
+    a syntax error, an exception) is reported with its cause, and the exit status is 1;
+    its traceback is in `npuemu logcat --pid PID`.
 
     \b
     Examples:
       npuemu launch camera photos
       npuemu launch ./myapp --importance visible
     """
-    importance = _importance(level)
+    importance = importance_arg(level)
 
     async def go() -> list[_control.LaunchedApp]:
         for app in apps:  # a misspelt name fails before the emulator is touched
             _control.resolve_app(app)
         async with open_shell(runtime_dir) as runtime:
-            return await _control.launch_apps(runtime, apps, importance)
+            return await _control.launch_apps(runtime, apps, importance, wait_s=wait_s)
 
+    failures = []
     for app in run(go):
-        from framework.server._activity import importance_name
-
-        click.echo(f"launched {app.package} pid {app.pid} uid {app.uid} ({importance_name(app.importance)})")
+        failure = _control.describe_start(app)
+        if failure is None:
+            click.echo(f"launched {app.package} pid {app.pid} uid {app.uid} ({importance_name(app.importance)})"
+                       f" in {app.start.totalTimeMs} ms")
+        else:
+            failures.append(failure)
+    for failure in failures[:-1]:
+        click.echo(f"npuemu: error: {failure}", err=True)
+    if failures:
+        raise CliError(failures[-1])

@@ -18,8 +18,10 @@ __all__ = ["logcat"]
 @click.option("-d", "dump", is_flag=True, help="Print the log so far and exit (else follow it, Ctrl-C to stop).")
 @click.option("-s", "specs", multiple=True, metavar="TAG[:LEVEL]",
               help="Show only this tag (repeatable), from LEVEL (V D I W E F) up; *:W for every tag.")
+@click.option("--pid", "pid", type=int, default=None, metavar="PID",
+              help="Show only the lines of process PID (as adb logcat --pid).")
 @runtime_dir_option
-def logcat(dump: bool, specs: tuple[str, ...], runtime_dir: Path) -> None:
+def logcat(dump: bool, specs: tuple[str, ...], pid: int | None, runtime_dir: Path) -> None:
     """Print every process's log lines: init, servicemanager, the HAL, system_server, apps.
 
     \b
@@ -27,9 +29,10 @@ def logcat(dump: bool, specs: tuple[str, ...], runtime_dir: Path) -> None:
       npuemu logcat -d                      # everything so far
       npuemu logcat -s NpuManagerService    # follow the npu service
       npuemu logcat -d -s '*:W'             # warnings and errors only
+      npuemu logcat -d --pid 4242           # one app's lines (its crash, if any)
     """
     try:
-        log_filter = LogFilter.parse(specs)
+        log_filter = LogFilter.parse(specs, pid)
     except ValueError as exc:
         raise CliError(str(exc), 2) from None
     if dump:

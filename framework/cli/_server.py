@@ -32,6 +32,7 @@ from framework.emulator import resolve_runtime_dir
 from framework.server import NPU_SHELL_HELP
 
 from ._common import EXIT_NOT_RUNNING, EXIT_USAGE, CliError, run, runtime_dir_option
+from ._launch import importance_arg
 from ._main import main
 
 SERVICES = {
@@ -175,15 +176,6 @@ def am() -> None:
     """The activity manager: launch and kill apps, set their importance."""
 
 
-def _importance(value: str) -> int:
-    from framework.server._activity import parse_importance
-
-    try:
-        return parse_importance(value)
-    except ValueError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
-
-
 @am.command("set-importance")
 @click.argument("package")
 @click.argument("level")
@@ -193,7 +185,7 @@ def set_importance(package: str, level: str, runtime_dir: Path) -> None:
 
     Example: npuemu am set-importance com.example.npuemu.camera cached
     """
-    importance = _importance(level)
+    importance = importance_arg(level)
 
     async def body(rt: Any) -> None:
         await (await _service(rt, "activity")).setImportance(package, importance)
@@ -227,7 +219,7 @@ def launch(package: str, importance: str | None, runtime_dir: Path) -> None:
 
     Example: npuemu am launch com.example.npuemu.camera --importance visible
     """
-    level = 0 if importance is None else _importance(importance)
+    level = importance_arg(importance)
 
     async def body(rt: Any) -> int:
         return await (await _service(rt, "activity")).startApp(package, level)

@@ -16,6 +16,7 @@ from typing import Any
 
 import trio
 
+from framework.aidl import framework_aidl
 from framework.binder import BinderRuntime, defaultServiceManager
 
 from ._errors import EmulatorError, EmulatorNotRunningError, NoSuchAppError
@@ -28,6 +29,7 @@ __all__ = [
     "DeviceRow",
     "LaunchedApp",
     "apps_root",
+    "describe_start",
     "follow_log",
     "launch_apps",
     "list_devices",
@@ -148,14 +150,20 @@ class LaunchedApp:
     pid: int
     importance: int
     folder: Path
+    #: How its start ended (a ``WaitResult``: up, crashed, died, timed out); None unwaited.
+    start: Any = None
 
 
-async def launch_apps(runtime: BinderRuntime, apps: Sequence[str], importance: int = 0) -> list[LaunchedApp]:
+async def launch_apps(
+    runtime: BinderRuntime, apps: Sequence[str], importance: int = 0, *, wait_s: float | None = None
+) -> list[LaunchedApp]:
     """Install (if needed) and start each app through the package and activity managers.
 
     ``importance`` 0 means the one the app's manifest asks for
     (``npuemu.launch.importance``). Folders are resolved before anything starts, so
-    a misspelt name launches nothing.
+    a misspelt name launches nothing. With ``wait_s``, every app is started first and
+    then waited for, up to ``wait_s`` seconds each, until it is up or has crashed or
+    died (``am start -W``): each ``LaunchedApp.start`` says which.
     """
     folders = [resolve_app(a) for a in apps]
     ifaces = emulator_interfaces()
@@ -170,7 +178,31 @@ async def launch_apps(runtime: BinderRuntime, apps: Sequence[str], importance: i
         package = packages[0]
         pid = await am.startApp(package, importance)
         launched.append(LaunchedApp(package, uid, pid, await am.getUidImportance(uid), folder))
+    if wait_s is not None:
+        launched = [dataclasses.replace(app, start=await am.waitForAppStart(app.pid, round(wait_s * 1000)))
+                    for app in launched]
     return launched
+
+
+def describe_start(app: LaunchedApp) -> str | None:
+    """Why ``app`` is not up, in one line (None when it is, or was not waited for)."""
+    start = app.start
+    WaitResult = framework_aidl().parcelable("npuemu.server.WaitResult")
+    if start is None or start.result == WaitResult.START_SUCCESS:
+        return None
+    who = f"{app.package} (pid {app.pid})"
+    if start.result == WaitResult.START_CRASHED:
+        crash = start.crashInfo
+        where = ""
+        if crash.throwFileName and Path(crash.throwFileName).is_relative_to(app.folder):  # the app's own code
+            where = f" at {crash.throwFileName}" + (f":{crash.throwLineNumber}" if crash.throwLineNumber else "")
+        message = f": {crash.exceptionMessage}" if crash.exceptionMessage else ""
+        return (f"{who} crashed at start: {crash.exceptionClassName}{message}{where}"
+                f" (the traceback: npuemu logcat -d --pid {app.pid})")
+    if start.result == WaitResult.START_DIED:
+        how = f"was killed by signal {-start.exitStatus}" if start.exitStatus < 0 else f"exited with status {start.exitStatus}"
+        return f"{who} {how} before it was up (npuemu logcat -d --pid {app.pid})"
+    return f"{who} is not up after {start.totalTimeMs / 1000:g} s (still starting; npuemu logcat --pid {app.pid})"
 
 
 # -- thermal ----------------------------------------------------------------------------

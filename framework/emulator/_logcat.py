@@ -98,18 +98,20 @@ def parse_lines(lines: Iterable[str]) -> Iterator[LogLine]:
 
 @dataclasses.dataclass(frozen=True)
 class LogFilter:
-    """``npuemu logcat -s TAG[:LEVEL] ...``: which lines to show.
+    """``npuemu logcat [--pid N] -s TAG[:LEVEL] ...``: which lines to show.
 
     With no specs every line shows. ``TAG`` shows that tag at any level,
     ``TAG:W`` from warnings up, ``*:E`` every tag from errors up; a tag is matched
     exactly, or as a prefix ending in a dot (``android.hardware.npu`` shows
-    ``android.hardware.npu.IScheduling`` too).
+    ``android.hardware.npu.IScheduling`` too). ``pid`` keeps only that process's
+    lines (``adb logcat --pid``), before the tags are looked at.
     """
 
     specs: tuple[tuple[str, str], ...] = ()
+    pid: int | None = None
 
     @classmethod
-    def parse(cls, specs: Iterable[str]) -> LogFilter:
+    def parse(cls, specs: Iterable[str], pid: int | None = None) -> LogFilter:
         parsed = []
         for spec in specs:
             tag, _, level = spec.partition(":")
@@ -117,9 +119,13 @@ class LogFilter:
             if not tag or level not in LEVELS or len(level) != 1:
                 raise ValueError(f"bad filter {spec!r}: use TAG or TAG:LEVEL with LEVEL one of {', '.join(LEVELS)}")
             parsed.append((tag, level))
-        return cls(tuple(parsed))
+        if pid is not None and pid <= 0:
+            raise ValueError(f"bad pid {pid}: a process id is 1 or more")
+        return cls(tuple(parsed), pid)
 
     def __call__(self, line: LogLine) -> bool:
+        if self.pid is not None and line.pid != self.pid:
+            return False
         if not self.specs:
             return True
         for tag, level in self.specs:

@@ -33,6 +33,8 @@ from ._policies import (
     StatusQuoPolicy as StatusQuoPolicy,
     TurnTakingPolicy as TurnTakingPolicy,
 )
+from ._activity import importance_name as importance_name
+from ._activity import parse_importance as parse_importance
 from ._priority import (
     IMPORTANCE_CACHED as IMPORTANCE_CACHED,
     IMPORTANCE_FOREGROUND as IMPORTANCE_FOREGROUND,

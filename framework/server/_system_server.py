@@ -16,6 +16,8 @@ Who may call what (the binder calling uid decides):
 
 ================================  ==========================================
 ``activity``: startApp, setImportance, killApp     system, root, shell
+``activity``: waitForAppStart                      system, root, shell
+``activity``: attachApplication, handleAppl...Crash  the app process itself (its own pid)
 ``activity``: getUidImportance                     anyone
 ``package``: installPackage                        system, root, shell
 ``package``: lookups                               anyone
@@ -29,10 +31,19 @@ from its first binder call. Tests pass an in-process launcher
 (``framework.app.InProcessLauncher``) instead. A launcher is
 ``async launcher(info, runtime) -> process`` where the process has ``pid``,
 ``async wait()`` and ``kill()``.
+
+Starting, as ``am start -W`` sees it. A launched process is *starting* until it calls
+``attachApplication`` (its code loaded, its ``main`` at its first await: *up*), reports
+an uncaught exception with ``handleApplicationCrash`` (*crashed*), or dies (*died*).
+``waitForAppStart(pid, timeoutMs)`` returns that outcome as a ``WaitResult``; the
+outcomes of the last 64 launches are kept, so a wait that begins after a fast crash
+still learns of it. The crash's traceback is the app's own log (tag ``AndroidRuntime``,
+its pid); the activity manager logs one line of it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -44,7 +55,7 @@ from typing import Any, Protocol
 
 import trio
 
-from framework.aidl import framework_interface
+from framework.aidl import framework_aidl, framework_interface
 from framework.binder import (
     AID_ROOT,
     AID_SHELL,
@@ -236,6 +247,9 @@ class ActivityManagerService:
 
     log = logging.getLogger("ActivityManager")
 
+    #: How many launches' outcomes ``waitForAppStart`` can still report.
+    STARTS_KEPT = 64
+
     def __init__(self, runtime: Any, packages: PackageManager, npu: NpuService, launcher: Launcher | None) -> None:
         self.runtime = runtime
         self.packages = packages
@@ -243,6 +257,7 @@ class ActivityManagerService:
         self.launcher = launcher or launch_app_process
         self.state = ActivityState()
         self._procs: dict[int, AppProcess] = {}
+        self._starts: dict[int, _AppStart] = {}
         self._nursery: trio.Nursery | None = None
         self._events: list[dict[str, Any]] = []
         self.stub = self._make_stub()
@@ -275,6 +290,10 @@ class ActivityManagerService:
             proc.kill()
             raise
         self._procs[proc.pid] = proc
+        self._starts.pop(proc.pid, None)  # a reused pid: the old record is another process's
+        self._starts[proc.pid] = _AppStart(package, proc.pid, trio.current_time())
+        while len(self._starts) > self.STARTS_KEPT:
+            del self._starts[next(iter(self._starts))]
         self._nursery.start_soon(self._watch, proc)
         self.log.info("Start proc %d:%s/u0a%d for npuemu.launch (importance %s)",
                       proc.pid, package, info.uid - 10000, importance_name(changes[0].new))
@@ -295,8 +314,44 @@ class ActivityManagerService:
         self.log.info("Killing %d:%s: am kill", pid, package)
         self._procs[pid].kill()
 
+    def attached(self, pid: int) -> None:
+        """``attachApplication`` from process ``pid``: it is up."""
+        start = self._own_start(pid, "attachApplication")
+        if start.settle(_START_SUCCESS):
+            self.log.info("Displayed %s (pid %d): +%d ms", start.package, pid, start.total_ms())
+
+    def crashed(self, pid: int, crash: Any) -> None:
+        """``handleApplicationCrash`` from process ``pid``."""
+        start = self._own_start(pid, "handleApplicationCrash")
+        when = "at start" if start.settle(_START_CRASHED, crash=crash) else "while running"
+        start.crash = crash
+        where = f" ({crash.throwFileName}:{crash.throwLineNumber})" if crash.throwFileName else ""
+        self.log.warning("Process %s (pid %d) crashed %s: %s: %s%s", start.package, pid, when,
+                         crash.exceptionClassName, crash.exceptionMessage, where)
+
+    async def wait_for_start(self, pid: int, timeout_ms: int) -> Any:
+        """The outcome of process ``pid``'s start as a ``WaitResult``, waiting up to ``timeout_ms``."""
+        start = self._starts.get(pid)
+        if start is None:
+            raise IllegalArgumentException(f"pid {pid} is no app process the activity manager launched recently")
+        if timeout_ms < 0:
+            raise IllegalArgumentException(f"a timeout is 0 ms or more, not {timeout_ms}")
+        with trio.move_on_after(timeout_ms / 1000):
+            await start.settled.wait()
+        return _wait_result(start)
+
+    def _own_start(self, pid: int, what: str) -> _AppStart:
+        start = self._starts.get(pid)
+        if start is None or pid not in self._procs:
+            raise SecurityException(f"{what}: pid {pid} is no app process this activity manager launched")
+        return start
+
     async def _watch(self, proc: AppProcess) -> None:
         status = await proc.wait()
+        start = self._starts.get(proc.pid)
+        if start is not None:
+            start.exit_status = status if isinstance(status, int) else 0
+            start.settle(_START_DIED)
         self._procs.pop(proc.pid, None)
         changes = self.state.process_died(proc.pid)
         for c in changes:
@@ -347,7 +402,55 @@ class ActivityManagerService:
                 svc.packages.enforcePermission(PERMISSION_DUMP, Binder.getCallingUid(), "dumpsys activity")
                 return svc.dump_text(args)
 
+            async def attachApplication(self) -> None:  # noqa: N802
+                svc.attached(Binder.getCallingPid())
+
+            async def handleApplicationCrash(self, crashInfo: Any) -> None:  # noqa: N802,N803
+                svc.crashed(Binder.getCallingPid(), crashInfo)
+
+            async def waitForAppStart(self, pid: int, timeoutMs: int) -> Any:  # noqa: N802,N803
+                _enforce_privileged("waitForAppStart")
+                return await svc.wait_for_start(pid, timeoutMs)
+
         return ActivityManagerStub()
+
+
+_START_SUCCESS, _START_CRASHED, _START_DIED, _START_TIMED_OUT = 0, 1, 2, 3
+
+
+@dataclass
+class _AppStart:
+    """One launch's way to up, crashed or died (WaitResult's START_* codes)."""
+
+    package: str
+    pid: int
+    launched_at: float
+    result: int | None = None
+    settled_at: float | None = None
+    crash: Any = None
+    exit_status: int = 0
+    settled: trio.Event = dataclasses.field(default_factory=trio.Event)
+
+    def settle(self, result: int, *, crash: Any = None) -> bool:
+        """Record the outcome if none is yet; whether this call did."""
+        if self.result is not None:
+            return False
+        self.result, self.crash, self.settled_at = result, crash, trio.current_time()
+        self.settled.set()
+        return True
+
+    def total_ms(self) -> int:
+        end = self.settled_at if self.settled_at is not None else trio.current_time()
+        return round((end - self.launched_at) * 1000)
+
+
+def _wait_result(start: _AppStart) -> Any:
+    WaitResult = framework_aidl().parcelable("npuemu.server.WaitResult")
+    result = _START_TIMED_OUT if start.result is None else start.result
+    if result == _START_DIED and start.crash is not None:
+        result = _START_CRASHED  # reported, then exited: the report says why
+    return WaitResult(result=result, pid=start.pid, totalTimeMs=start.total_ms(),
+                      exitStatus=start.exit_status if start.result is not None else 0, crashInfo=start.crash)
 
 
 # --------------------------------------------------------------------------- thermal

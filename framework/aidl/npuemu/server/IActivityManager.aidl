@@ -1,5 +1,8 @@
 package npuemu.server;
 
+import npuemu.server.CrashInfo;
+import npuemu.server.WaitResult;
+
 /**
  * system_server's activity manager, npuemu's private face of it (`npuemu am`).
  *
@@ -24,4 +27,23 @@ interface IActivityManager {
 
     /** `dumpsys activity [--json]`. */
     String dump(in String[] args);
+
+    /**
+     * The calling app process is up: its code loaded and its main(context) run to its
+     * first await (ActivityThread's attachApplication and the first activity's resume,
+     * in one). Only a process the activity manager launched may call it.
+     */
+    void attachApplication();
+
+    /**
+     * The calling app process is dying of an uncaught exception
+     * (ActivityManager.handleApplicationCrash). Only for the caller's own process.
+     */
+    void handleApplicationCrash(in CrashInfo crashInfo);
+
+    /**
+     * Wait until the app process pid (as startApp returned it) is up, has crashed or
+     * has died, or timeoutMs has passed, as `am start -W` does. System, root and shell.
+     */
+    WaitResult waitForAppStart(int pid, long timeoutMs);
 }
