@@ -217,3 +217,22 @@ def test_a_services_illegal_argument_is_bad_usage_with_its_message_alone():
     with pytest.raises(CliError) as caught:  # any other refusal stays a failed operation, named
         run(refused, IllegalStateException("not running"))
     assert (caught.value.exit_code, caught.value.format_message()) == (1, "IllegalStateException: not running")
+
+
+def test_logcat_pid_keeps_one_process_lines(runner, tmp_path):
+    (tmp_path / "logcat").write_text("\n".join([
+        format_line(10, 10, "I", "init", "booting", now=0),
+        format_line(4242, 4242, "E", "AndroidRuntime", "FATAL EXCEPTION: main", now=0),
+        format_line(11, 11, "W", "ActivityManager", "Process org.example.mine (pid 4242) crashed at start", now=0),
+        format_line(4242, 4242, "E", "AndroidRuntime", "Traceback (most recent call last):", now=0),
+        format_line(42420, 42420, "I", "AndroidRuntime", "another process", now=0),
+    ]) + "\n")
+    result = runner.invoke(main, ["logcat", "-d", "--pid", "4242", "--runtime-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert [line.split(": ", 1)[1] for line in result.output.splitlines()] == [
+        "FATAL EXCEPTION: main", "Traceback (most recent call last):"]
+    both = runner.invoke(main, ["logcat", "-d", "--pid", "11", "-s", "ActivityManager:W", "--runtime-dir", str(tmp_path)])
+    assert both.exit_code == 0 and len(both.output.splitlines()) == 1 and "crashed at start" in both.output
+    bad = runner.invoke(main, ["logcat", "-d", "--pid", "0", "--runtime-dir", str(tmp_path)])
+    assert bad.exit_code == 2
+    _one_error_line(bad, "bad pid 0")

@@ -5,6 +5,8 @@
 - ``__main__``: ``python -m framework.app APP_DIR``, the app process the activity
   manager launches: it opens the binder runtime, a Context, and runs ``APP_DIR/main.py``'s
   ``async def main(context)``.
+- ``_activity_thread``: what both kinds of app process run around the app's code: tell
+  the activity manager when the app is up, log and report its crash (``AndroidRuntime``).
 - ``_inprocess``: ``InProcessLauncher``, apps as tasks for whole-stack tests.
 """
 

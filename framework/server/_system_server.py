@@ -317,13 +317,13 @@ class ActivityManagerService:
     def attached(self, pid: int) -> None:
         """``attachApplication`` from process ``pid``: it is up."""
         start = self._own_start(pid, "attachApplication")
-        if start.settle(_START_SUCCESS):
+        if start.settle(_WaitResult().START_SUCCESS):
             self.log.info("Displayed %s (pid %d): +%d ms", start.package, pid, start.total_ms())
 
     def crashed(self, pid: int, crash: Any) -> None:
         """``handleApplicationCrash`` from process ``pid``."""
         start = self._own_start(pid, "handleApplicationCrash")
-        when = "at start" if start.settle(_START_CRASHED, crash=crash) else "while running"
+        when = "at start" if start.settle(_WaitResult().START_CRASHED, crash=crash) else "while running"
         start.crash = crash
         where = f" ({crash.throwFileName}:{crash.throwLineNumber})" if crash.throwFileName else ""
         self.log.warning("Process %s (pid %d) crashed %s: %s: %s%s", start.package, pid, when,
@@ -351,7 +351,7 @@ class ActivityManagerService:
         start = self._starts.get(proc.pid)
         if start is not None:
             start.exit_status = status if isinstance(status, int) else 0
-            start.settle(_START_DIED)
+            start.settle(_WaitResult().START_DIED)
         self._procs.pop(proc.pid, None)
         changes = self.state.process_died(proc.pid)
         for c in changes:
@@ -415,7 +415,8 @@ class ActivityManagerService:
         return ActivityManagerStub()
 
 
-_START_SUCCESS, _START_CRASHED, _START_DIED, _START_TIMED_OUT = 0, 1, 2, 3
+def _WaitResult() -> Any:  # noqa: N802 - the parcelable class, as the .aidl declares it
+    return framework_aidl().parcelable("npuemu.server.WaitResult")
 
 
 @dataclass
@@ -445,10 +446,8 @@ class _AppStart:
 
 
 def _wait_result(start: _AppStart) -> Any:
-    WaitResult = framework_aidl().parcelable("npuemu.server.WaitResult")
-    result = _START_TIMED_OUT if start.result is None else start.result
-    if result == _START_DIED and start.crash is not None:
-        result = _START_CRASHED  # reported, then exited: the report says why
+    WaitResult = _WaitResult()
+    result = WaitResult.START_TIMED_OUT if start.result is None else start.result
     return WaitResult(result=result, pid=start.pid, totalTimeMs=start.total_ms(),
                       exitStatus=start.exit_status if start.result is not None else 0, crashInfo=start.crash)
 
