@@ -11,8 +11,8 @@ keeps its story in a JSON file). The faults:
 - the driver failing one work (a FAILED end, the app sees the error and goes on);
 - a hung channel (the HAL's watchdog, drm_sched's TDR, resets it; the stuck work
   fails instead of waiting for ever);
-- the HAL SIGKILLed, and the driver crashing the HAL (SIGABRT): the npu service
-  notices, reconnects when the HAL returns, keeps the apps' requests coherent, and
+- the HAL SIGKILLed, and the driver crashing the HAL (SIGABRT): init restarts it,
+  the npu service notices, reconnects to the new HAL, keeps the apps' requests, and
   the apps compute on the NPU again.
 
 After each, nothing is leaked: no request or budget in ``dumpsys npu``, no prepared
@@ -25,15 +25,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import trio
 
 import npuhal
-from framework.binder import AID_SYSTEM, launch_process
 from framework.emulator import emulator_interfaces
 from test_reliability_support import (
     HAL_CONTROL,
@@ -160,55 +157,16 @@ async def test_apps_sigkilled_while_loading_executing_and_asked_to_unload_leave_
             assert emu.process(name).returncode is None
 
 
-class HalKeeper:
-    """Brings a HAL back after it died, as a phone's init would (npuemu's init only
-    reports the death): a fresh ``python -m npuhal`` as uid 1000, registered."""
-
-    def __init__(self, emu, log_dir: Path) -> None:
-        self.emu = emu
-        self.log_dir = log_dir
-        self.procs: list[trio.Process] = []
-
-    @property
-    def pid(self) -> int:
-        return self.procs[-1].pid if self.procs else self.emu.pids["hal"]
-
-    def process(self) -> trio.Process:
-        return self.procs[-1] if self.procs else self.emu.process("hal")
-
-    async def restart(self) -> None:
-        env = dict(os.environ, NPUEMU_RUNTIME_DIR=os.fspath(self.emu.runtime_dir))
-        argv = self.emu.config.hal_argv(self.emu.runtime_dir)
-        log = open(self.log_dir / f"hal-{len(self.procs)}.log", "wb")
-        try:
-            proc = await launch_process(argv, uid=AID_SYSTEM, env=env, runtime=self.emu.runtime,
-                                        stdout=log, stderr=subprocess.STDOUT)
-        finally:
-            log.close()
-        self.procs.append(proc)
-        await wait_until(lambda: _hal_registered_by(self.emu, proc.pid), timeout=30)
-
-    async def aclose(self) -> None:
-        for proc in self.procs:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-
-
 async def test_driver_failure_hung_channel_hal_kill_and_driver_crash(tmp_path):
     apps = tmp_path / "apps"
     for name in ("exec_npu", "exec_dsp"):
         write_app(apps, name, f"com.rel.{name}", WORKER, importance="service")
     async with booted(apps, hal_args=("--hang-timeout-ms", "400")) as emu:
-        keeper = HalKeeper(emu, tmp_path)
-        try:
-            with trio.fail_after(180):  # a hang anywhere is a failure, not a stuck suite
-                await _faults(emu, keeper)
-        finally:
-            await keeper.aclose()
+        with trio.fail_after(180):  # a hang anywhere is a failure, not a stuck suite
+            await _faults(emu)
 
 
-async def _faults(emu, keeper: HalKeeper) -> None:
+async def _faults(emu) -> None:
     I = emulator_interfaces()
     am = await get(emu, "activity", I.IActivityManager)
     await wait_until(lambda: _hal_connected(emu))
@@ -240,14 +198,17 @@ async def _faults(emu, keeper: HalKeeper) -> None:
     await wait_story(emu, "exec_dsp", lambda s: s["executions"] >= n + 3 and s["last_ok"], timeout=20)
     assert "restarts 1" in await control.dump() or "reset" in (emu.runtime_dir / "logcat").read_text()
 
-    # The HAL SIGKILLed, then the driver crashing it: noticed, reconnected, coherent.
+    # The HAL SIGKILLed, then the driver crashing it: init restarts it (as Android's
+    # init restarts a crashed HAL service), the npu service notices the death,
+    # reconnects to the new HAL, keeps the apps' requests, and the apps compute again.
     for round_, how in enumerate(("sigkill", "driver-crash"), start=1):
         dump = await npu_dump(emu)
-        deaths = dump["hal"]["deaths"]
+        deaths, connects = dump["hal"]["deaths"], dump["hal"]["connects"]
         requests_before = sorted((r["uid"], r["id"], r["state"]) for r in dump["requests"])
         assert [s for _, _, s in requests_before] == ["loaded", "loaded"]
         recovered = story(emu, "exec_npu")["recovered"]
-        proc = keeper.process()
+        proc = emu.process("hal")
+        assert emu.hal_generation == round_ - 1 and await _hal_registered_by(emu, proc.pid)
         if how == "sigkill":
             os.kill(proc.pid, signal.SIGKILL)
         else:
@@ -256,12 +217,17 @@ async def _faults(emu, keeper: HalKeeper) -> None:
                 await control.injectFault("emu-npu", FAULT_CRASH, 0.0)
         status = await proc.wait()
         assert status == (-signal.SIGKILL if how == "sigkill" else -signal.SIGABRT), status
-        await wait_until(lambda: _hal_state(emu, lambda h: not h["connected"] and h["deaths"] == deaths + 1))
-        # While the HAL is away, the requests stay on file as they were.
+        # The npu service counts the death. Its "not connected" is a moment that init's
+        # restart may end before anyone looks; the count stays.
+        await wait_until(lambda: _hal_state(emu, lambda h: h["deaths"] == deaths + 1))
+        # Across the HAL's death the requests stay on file as they were.
         dump = await npu_dump(emu)
         assert sorted((r["uid"], r["id"], r["state"]) for r in dump["requests"]) == requests_before
-        await keeper.restart()
-        await wait_until(lambda: _hal_state(emu, lambda h: h["connected"]), timeout=20)
+        # init's new HAL, and the npu service on it: connected once more, configs pushed.
+        await wait_until(lambda: _hal_state(emu, lambda h: h["connected"] and h["connects"] == connects + 1),
+                         timeout=20)
+        assert emu.hal_generation == round_ and emu.pids["hal"] != proc.pid
+        assert await _hal_registered_by(emu, emu.pids["hal"])
         dump = await npu_dump(emu)
         assert all(c["pushed"] for c in dump["scheduling_configs"]), dump["scheduling_configs"]
         for name in ("exec_npu", "exec_dsp"):
@@ -269,6 +235,8 @@ async def _faults(emu, keeper: HalKeeper) -> None:
             n = s["executions"]
             await wait_story(emu, name, lambda s: s["executions"] >= n + 3 and s["last_ok"], timeout=30)
         assert story(emu, "exec_npu")["recovered"] == recovered + 1
+        dump = await npu_dump(emu)
+        assert sorted((r["uid"], r["id"], r["state"]) for r in dump["requests"]) == requests_before
         if round_ == 1:
             # The first HAL restart makes connections that then live as long as the
             # HAL does (the servicemanager's death links to the new HAL's services,
@@ -282,9 +250,10 @@ async def _faults(emu, keeper: HalKeeper) -> None:
     await am.killApp("com.rel.exec_dsp")
     for name in ("servicemanager", "system_server"):
         assert emu.process(name).returncode is None
-    hal_now = ProcFacts.of(keeper.pid)
+    hal_pid = emu.pids["hal"]
+    hal_now = ProcFacts.of(hal_pid)
     await assert_nothing_left(emu, baseline)
-    final = ProcFacts.of(keeper.pid)
+    final = ProcFacts.of(hal_pid)
     assert final.memfd_fds == 0 and final.memfd_maps == 0, final
     assert final.fds <= hal_now.fds
 
