@@ -15,6 +15,8 @@ waits until ``android.hardware.npu.IScheduling/default`` is registered; if the H
 exits first or does not register in time, it raises :class:`PrivateHalError` with the
 tail of the HAL's stderr (a driver that crashes at load shows its last words there).
 On exit everything it started is terminated and everything it created removed.
+Both children run in sessions of their own (as init starts the emulator's stages), so a
+Ctrl-C at the caller's terminal reaches the caller only, and the caller stops them.
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ class PrivateHal:
     async def _launch(self) -> None:
         self._stderr.clear()
         proc = await launch_process(
-            self._argv, uid=AID_SYSTEM, env=self._env, runtime=self.runtime, stderr=subprocess.PIPE
+            self._argv, uid=AID_SYSTEM, env=self._env, runtime=self.runtime, stderr=subprocess.PIPE,
+            start_new_session=True,  # see open_private_hal: the caller's Ctrl-C is the caller's
         )
         self.process = proc
         self._nursery.start_soon(self._pump_stderr, proc.stderr)
@@ -221,6 +224,10 @@ async def open_private_hal(
             [sys.executable, "-m", "framework.binder.servicemanager", "--runtime-dir", str(rtdir), "--log-level", "WARNING"],
             stdout=subprocess.PIPE,
             env=env,
+            # Each child in a session of its own, as init starts the emulator's: a Ctrl-C
+            # at the caller's terminal reaches the caller alone, which stops them in order
+            # (not a HAL dying of SIGINT halfway through, taken for a crashing driver).
+            start_new_session=True,
         )
         with trio.move_on_after(timeout):
             line = b""

@@ -78,6 +78,7 @@ __all__ = [
     "DEFAULT_CHECK_TIMEOUT_S",
     "DEFAULT_TIMEOUT_S",
     "VtsCheckResult",
+    "VtsDriverNotLoadedError",
     "VtsReport",
     "default_version_record",
     "describe_checks",
@@ -119,6 +120,15 @@ _END_NAMES = {0: "CANCELLED_USER", 1: "CANCELLED_SYSTEM", 2: "PAUSED", 3: "FAILE
 # npuemu.hal.WorkEvent kinds.
 _KIND_REQUESTED, _KIND_STARTED, _KIND_ENDED = 0, 1, 2
 _EXTENSION_NAME = re.compile(r"[a-z0-9_.]+")
+
+
+class VtsDriverNotLoadedError(NpuDriverError):
+    """The driver under test never came up: the HAL exited, or hung, before it served.
+
+    No check can run on such a driver, so ``run_vts`` raises this (one line: why the
+    HAL did not start, and what loading the driver alone said) instead of failing
+    every check with the same sentence.
+    """
 
 
 class _Fail(Exception):
@@ -251,11 +261,16 @@ async def _probe(so_path: str | None) -> dict:
     if so_path is not None:
         argv += ["--driver", so_path]
     with trio.move_on_after(_PROBE_TIMEOUT_S) as scope:
-        done = await trio.run_process(argv, capture_stdout=True, capture_stderr=True, check=False)
+        # Its own session, as the HAL's: a Ctrl-C at the terminal is vts's to handle
+        # (it cancels the run, which kills this child), not a traceback of the probe's.
+        done = await trio.run_process(
+            argv, capture_stdout=True, capture_stderr=True, check=False, start_new_session=True
+        )
     if scope.cancelled_caught:
         raise _Fail(f"the driver did not describe its devices within {_PROBE_TIMEOUT_S:g} s (it hangs)")
     if done.returncode != 0:
-        why = _signal_note(done.returncode) or done.stderr.decode(errors="replace").strip().splitlines()[-1:]
+        last = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
+        why = _signal_note(done.returncode) or (last[0] if last else f"exit status {done.returncode}")
         raise _Fail(f"loading the driver alone failed: {why}")
     try:
         return json.loads(done.stdout)
@@ -1167,8 +1182,9 @@ async def run_vts(
         only: run just these checks (names from ``CHECK_NAMES``).
 
     Raises ``NpuValueError`` for a driver path that does not exist or an unknown
-    check name, ``NpuDriverError`` for C source that does not compile.  A driver
-    that cannot even boot is a report whose every check failed, not an exception.
+    check name, ``NpuDriverError`` for C source that does not compile, and
+    :class:`VtsDriverNotLoadedError` for a driver on which the HAL does not come up
+    (it fails to load, crashes or hangs at start): no check ran, and one error says why.
     """
     from ._boot import open_private_hal
     from ._hal import hal_interfaces
@@ -1230,13 +1246,15 @@ async def run_vts(
                         await session.connect()
                     if scope.cancelled_caught:
                         boot_error = f"the HAL did not answer within {boot_timeout:g} s of booting (the driver hangs)"
-                if boot_error is not None:
-                    if probe_error:
-                        boot_error += f"; {probe_error}"
-                    return VtsReport(target.label, tuple(VtsCheckResult(c.name, False, boot_error) for c in checks))
-                results = await _run_checks(
-                    session, checks, deadline=deadline, check_timeout=check_timeout, timeout=timeout
-                )
+                if boot_error is None:
+                    results = await _run_checks(
+                        session, checks, deadline=deadline, check_timeout=check_timeout, timeout=timeout
+                    )
+        if boot_error is not None:
+            # Raised out here, not in the nursery: the caller catches the error itself.
+            # The driver's own words first (the probe loaded it alone), then the HAL's fate.
+            why = f"{probe_error}; {boot_error}" if probe_error else boot_error
+            raise VtsDriverNotLoadedError(f"{target.label} did not come up: {why}")
         return VtsReport(target.label, tuple(results))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

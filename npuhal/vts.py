@@ -13,6 +13,7 @@ from ._vts import (
     DEFAULT_CHECK_TIMEOUT_S as DEFAULT_CHECK_TIMEOUT_S,
     DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S,
     VtsCheckResult as VtsCheckResult,
+    VtsDriverNotLoadedError as VtsDriverNotLoadedError,
     VtsReport as VtsReport,
     default_version_record as default_version_record,
     describe_checks as describe_checks,

@@ -427,3 +427,101 @@ async def test_run_test_inference_through_a_running_emulator():
             assert len(unknown.output.strip().splitlines()) == 1
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_vts_cli_a_driver_that_does_not_load_is_one_error_line(tmp_path):
+    """No check can run on a driver the HAL cannot load: one line says why, exit 1."""
+    bad = tmp_path / "bad.so"
+    bad.write_bytes(b"not an ELF object\n")
+    result = CliRunner().invoke(vts, ["--driver", str(bad), "--version-record", str(tmp_path / "v.json")])
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith(
+        f"npuemu: error: {bad} did not come up: loading the driver alone failed: NpuDriverError: "
+    ), lines[0]
+    assert "[DRIVER_LOAD_FAILED]" in lines[0] and "; the HAL did not start: the HAL (pid " in lines[0], lines[0]
+
+
+# ---- Ctrl-C ----------------------------------------------------------------------------
+
+
+def _proc_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line), for every process /proc shows now."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        table[int(entry)] = (int(stat[stat.rindex(")") + 2 :].split()[1]), cmdline)
+    return table
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    table = _proc_table()
+    found, frontier = {}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, (ppid, cmdline) in table.items():
+            if ppid == parent and child not in found:
+                found[child] = cmdline
+                frontier.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+@pytest.mark.multiprocess
+def test_vts_ctrl_c_mid_run_is_an_interrupted_run_that_leaves_nothing(tmp_path):
+    """Ctrl-C at the terminal (SIGINT to vts's process group) while the HAL serves the
+    checks: the run is reported as interrupted (exit 130), not as a driver that crashed;
+    no child prints a KeyboardInterrupt traceback; nothing vts started is left."""
+    import signal
+    import time
+
+    npuemu = Path(sys.executable).with_name("npuemu")
+    proc = subprocess.Popen(
+        [str(npuemu), "vts", "--version-record", str(tmp_path / "v.json")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # its own process group, as a shell gives a foreground job
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    seen: dict[int, str] = {}
+    try:
+        # Mid-run: the private HAL is up and serving (its binder socket exists).
+        deadline = time.monotonic() + 60
+        serving = None
+        while serving is None and time.monotonic() < deadline and proc.poll() is None:
+            seen.update(_descendants(proc.pid))
+            for pid, cmdline in seen.items():
+                args = cmdline.split()
+                if "npuhal" in args and "--runtime-dir" in args:
+                    rtdir = Path(args[args.index("--runtime-dir") + 1])
+                    if _alive(pid) and list(rtdir.glob(f"binder-{pid}-*")):
+                        serving = (pid, rtdir)
+            time.sleep(0.02)
+        assert serving is not None, f"the HAL never served (vts exit {proc.poll()})"
+        seen.update(_descendants(proc.pid))
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130, (out, err)
+    assert err.strip() == "npuemu: error: interrupted", err
+    assert out == "", out  # no report: no check was judged on a HAL that was being stopped
+    assert "Traceback" not in out + err and "KeyboardInterrupt" not in out + err
+    left = {pid: cmdline for pid, cmdline in seen.items() if _alive(pid)}
+    assert left == {}, left
+    assert not serving[1].exists(), f"the private HAL's runtime directory {serving[1]} was left behind"

@@ -9,11 +9,17 @@ code with one clear line on stderr, as every ``npuemu`` command does
 from __future__ import annotations
 
 import json
+import signal
 import sys
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import click
+import trio
 
-from ._common import EXIT_FAILED, EXIT_USAGE, CliError, run, runtime_dir_option
+from ._common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, run, runtime_dir_option
+
+T = TypeVar("T")
 
 __all__ = ["format_work_event", "run_test_inference", "vts"]
 
@@ -55,12 +61,20 @@ def vts(driver, as_json, check_timeout, timeout, version_record, only, list_chec
     VtsHalNpuSchedulingTargetTest, the NN HAL 1.2 IDevice tests and the seeds'
     rules, and prints a line per check (PASS name / FAIL name: why) and then
     "N passed, M failed". Exit status 0 only when every check passed. A driver
-    that crashes or hangs fails the checks it breaks, within a bounded time.
+    that crashes or hangs fails the checks it breaks, within a bounded time; one
+    on which the HAL does not even come up is one error line (exit 1). Ctrl-C
+    stops the run and everything it started (exit 130).
 
     Example: npuemu vts --driver build/drivers/mydriver.so
     """
     from npuhal import NpuError
-    from npuhal.vts import DEFAULT_CHECK_TIMEOUT_S, DEFAULT_TIMEOUT_S, describe_checks, run_vts
+    from npuhal.vts import (
+        DEFAULT_CHECK_TIMEOUT_S,
+        DEFAULT_TIMEOUT_S,
+        VtsDriverNotLoadedError,
+        describe_checks,
+        run_vts,
+    )
 
     if list_checks:
         checks = describe_checks()
@@ -74,13 +88,17 @@ def vts(driver, as_json, check_timeout, timeout, version_record, only, list_chec
 
     async def main():
         try:
-            return await run_vts(
-                driver,
-                check_timeout=check_timeout or DEFAULT_CHECK_TIMEOUT_S,
-                timeout=timeout or DEFAULT_TIMEOUT_S,
-                version_record=version_record,
-                only=list(only) or None,
+            return await _until_signalled(
+                lambda: run_vts(
+                    driver,
+                    check_timeout=check_timeout or DEFAULT_CHECK_TIMEOUT_S,
+                    timeout=timeout or DEFAULT_TIMEOUT_S,
+                    version_record=version_record,
+                    only=list(only) or None,
+                )
             )
+        except VtsDriverNotLoadedError as exc:  # the driver was tried and never came up: nothing ran
+            raise CliError(_first_line(exc), EXIT_FAILED) from None
         except NpuError as exc:  # a bad --driver or --check, C that does not compile: nothing ran
             raise CliError(_first_line(exc), EXIT_USAGE) from None
 
@@ -91,6 +109,51 @@ def vts(driver, as_json, check_timeout, timeout, version_record, only, list_chec
         for line in report.lines():
             click.echo(line)
     sys.exit(0 if report.ok else EXIT_FAILED)
+
+
+#: What ends a vts run from outside: Ctrl-C at the terminal, `kill`, the terminal closing.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+async def _until_signalled(run_fn: Callable[[], Awaitable[T]]) -> T:
+    """``await run_fn()``, cancelled by SIGINT, SIGTERM or SIGHUP.
+
+    A signal is a cancellation here, not a KeyboardInterrupt that may land anywhere
+    (in the middle of stopping the HAL, say): whatever the run started is stopped
+    and removed as at any cancellation, and then the command reports the run as
+    interrupted (exit 130 for Ctrl-C, 128 + the signal for the others). The HAL and
+    the probe run in sessions of their own, so the terminal's Ctrl-C reaches only
+    this process: no child dies of it first, to be taken for a crashing driver.
+    """
+    got: list[int] = []
+    result: list[T] = []
+    failure: list[BaseException] = []
+    with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                async for signum in signals:
+                    got.append(signum)
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(watch)
+            try:
+                result.append(await run_fn())
+            except Exception as exc:  # noqa: BLE001 - carried out of the nursery as itself
+                failure.append(exc)
+            nursery.cancel_scope.cancel()
+    if got:  # whatever the run said as it was cut short (a killed compiler...) is moot
+        name = signal.Signals(got[0]).name
+        if got[0] == signal.SIGINT:
+            raise CliError("interrupted", EXIT_INTERRUPTED)
+        raise CliError(f"interrupted by {name}", 128 + got[0])
+    if failure:
+        try:
+            raise failure[0]
+        finally:
+            failure.clear()
+    return result[0]
 
 
 _KINDS = {0: "requested", 1: "started", 2: "ended"}
