@@ -134,29 +134,57 @@ class HalControl(_IHalControl.Stub):
             raise IllegalArgumentException(str(exc)) from None
 
     def _thermal(self) -> Any:
-        severity, temp = self._hal.driver.thermal_state()
-        return _ThermalStatus(severity=int(severity), temperatureC=float(temp), thresholdsC=list(self._hal.thresholds))
+        # Under a virtual clock, emulated time has stood still since the last work:
+        # bring it to now first, so the die has cooled (or not) as it would have.
+        self._hal.sync_clock()
+        self._hal.poll()
+        driver = self._hal.driver
+        severity, temp = driver.thermal_state()
+        return _ThermalStatus(severity=int(severity), temperatureC=float(temp), thresholdsC=list(self._hal.thresholds),
+                              overridden=driver.thermal_held)
 
-    async def thermalStatus(self) -> Any:  # noqa: N802
-        return self._thermal()
-
-    async def setThermalSeverity(self, severity: int) -> Any:  # noqa: N802
-        require_shell_or_system("setThermalSeverity")
+    def _band_middle(self, severity: int) -> tuple[ThermalSeverity, float]:
+        """``severity``'s band and the temperature in its middle (from the driver's thresholds)."""
         try:
             sev = ThermalSeverity(severity)
         except ValueError:
             raise IllegalArgumentException(f"severity {severity} is not NONE (0) .. SHUTDOWN (6)") from None
         t = self._hal.thresholds
         if sev is ThermalSeverity.NONE:
-            target = t[0] - 5.0
-        elif sev is ThermalSeverity.SHUTDOWN:
-            target = t[5] + 5.0
-        else:
-            target = (t[sev - 1] + t[sev]) / 2  # the middle of the band
-        _, now = self._hal.driver.thermal_state()
+            return sev, t[0] - 5.0
+        if sev is ThermalSeverity.SHUTDOWN:
+            return sev, t[5] + 5.0
+        return sev, (t[sev - 1] + t[sev]) / 2
+
+    async def thermalStatus(self) -> Any:  # noqa: N802
+        return self._thermal()
+
+    async def setThermalSeverity(self, severity: int) -> Any:  # noqa: N802
+        require_shell_or_system("setThermalSeverity")
+        sev, target = self._band_middle(severity)
+        now = self._thermal().temperatureC
         self._hal.driver.heat_spike(target - now)
         self._hal.poll()
         log.info("thermal set to %s (%.1f C) by uid %d", sev.name, target, Binder.getCallingUid())
+        return self._thermal()
+
+    async def overrideThermalSeverity(self, severity: int) -> Any:  # noqa: N802
+        require_shell_or_system("overrideThermalSeverity")
+        sev, target = self._band_middle(severity)
+        self._thermal()  # time up to now passes under the old rule
+        self._hal.driver.hold_temperature(target)
+        self._hal.poll()
+        log.info("thermal override: the die is held at %s (%.1f C) by uid %d until reset",
+                 sev.name, target, Binder.getCallingUid())
+        return self._thermal()
+
+    async def resetThermalOverride(self) -> Any:  # noqa: N802
+        require_shell_or_system("resetThermalOverride")
+        was = self._thermal()
+        self._hal.driver.hold_temperature(None)
+        if was.overridden:
+            log.info("thermal override released by uid %d at %s (%.1f C): the die heats and cools again",
+                     Binder.getCallingUid(), ThermalSeverity(was.severity).name, was.temperatureC)
         return self._thermal()
 
     async def dump(self) -> str:

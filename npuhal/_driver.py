@@ -741,6 +741,26 @@ class Driver:
         """(severity, die temperature in degrees C) now."""
         return self._live().thermal_state()
 
+    def hold_temperature(self, celsius: float | None) -> None:
+        """A thermal override: hold the die at ``celsius`` (None: release it).
+
+        Held, the die neither heats with load nor cools at rest, so its severity and
+        the throttling that goes with it stay until released (a heat spike moves the
+        held temperature). Released, it heats and cools from where it was.
+        """
+        sys = self._live()
+        if celsius is None:
+            sys.thermal_override(False)
+            return
+        if isinstance(celsius, bool) or not isinstance(celsius, (int, float)) or not math.isfinite(celsius):
+            raise NpuValueError(f"hold_temperature needs a finite temperature in degrees C or None, not {celsius!r}")
+        sys.thermal_override(True, float(celsius))
+
+    @property
+    def thermal_held(self) -> bool:
+        """Whether a thermal override holds the die."""
+        return self._live().thermal_held()
+
     def fail_next_work(self, device: Device | int) -> None:
         """Fault: the next slice to finish on ``device`` fails its work (ENDED FAILED)."""
         self._live().inject_fault(_lowlevel.lib.NPU_FAULT_FAIL_NEXT_WORK, device=self._number(device))

@@ -600,6 +600,14 @@ class System:
         _check(lib.npu_system_thermal_state(self.ptr, sev, temp), "thermal_state")
         return ThermalSeverity(sev[0]), float(temp[0])
 
+    def thermal_override(self, hold: bool, temperature_c: float = 0.0) -> None:
+        if hold and not np.isfinite(temperature_c):
+            raise NpuValueError(f"a held temperature must be finite, not {temperature_c!r}")
+        _check(lib.npu_system_thermal_override(self.ptr, bool(hold), float(temperature_c)), "thermal_override")
+
+    def thermal_held(self) -> bool:
+        return bool(lib.npu_system_thermal_held(self.ptr))
+
     def dump(self) -> str:
         length = ffi.new("size_t *")
         cap = 4096

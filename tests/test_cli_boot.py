@@ -97,20 +97,27 @@ def test_a_second_boot_in_the_same_directory_is_refused(emulator):
     assert RuntimeFiles(root).read_state()["init_pid"] == state["init_pid"]
 
 
-def test_thermal_set_moves_the_die_and_the_service_follows(emulator):
+def test_thermal_set_holds_the_die_and_the_service_follows_until_reset(emulator):
     root, _ = emulator
     runner = CliRunner()
-    result = runner.invoke(main, ["thermal", "set", "severe", "--json", "--runtime-dir", str(root)])
+    try:
+        result = runner.invoke(main, ["thermal", "set", "severe", "--json", "--runtime-dir", str(root)])
+        assert result.exit_code == 0, result.output
+        status = json.loads(result.output)
+        assert (status["severity_name"], status["held"]) == ("SEVERE", True)
+        assert status["thresholds_c"]["SEVERE"] <= status["temperature_c"] < status["thresholds_c"]["CRITICAL"]
+        log = _wait(lambda: [line for line in runner.invoke(
+            main, ["logcat", "-d", "-s", "ThermalService", "--runtime-dir", str(root)]).output.splitlines()
+            if "SEVERE" in line], 10, "the thermal service to follow")
+        assert "-> SEVERE" in log[0]
+        result = runner.invoke(main, ["thermal", "status", "--runtime-dir", str(root)])
+        assert result.exit_code == 0 and result.output.startswith("severity     SEVERE (3)\n")
+        assert "override     held (npuemu thermal reset releases it)" in result.output
+    finally:
+        result = runner.invoke(main, ["thermal", "reset", "--json", "--runtime-dir", str(root)])  # the emulator is shared
     assert result.exit_code == 0, result.output
-    status = json.loads(result.output)
-    assert status["severity_name"] == "SEVERE"
-    assert status["thresholds_c"]["SEVERE"] <= status["temperature_c"] < status["thresholds_c"]["CRITICAL"]
-    log = _wait(lambda: [line for line in runner.invoke(
-        main, ["logcat", "-d", "-s", "ThermalService", "--runtime-dir", str(root)]).output.splitlines()
-        if "SEVERE" in line], 10, "the thermal service to follow")
-    assert "-> SEVERE" in log[0]
-    result = runner.invoke(main, ["thermal", "status", "--runtime-dir", str(root)])
-    assert result.exit_code == 0 and result.output.startswith("severity ")
+    assert json.loads(result.output)["held"] is False
+    assert "override" not in runner.invoke(main, ["thermal", "status", "--runtime-dir", str(root)]).output
 
 
 def test_launch_runs_an_app_through_the_activity_manager(emulator):

@@ -19,7 +19,7 @@ from framework.emulator import NoSuchAppError
 
 COMMANDS = [
     ["boot"], ["shutdown"], ["service", "list"], ["devices"], ["launch"], ["logcat"],
-    ["thermal", "set"], ["thermal", "status"], ["trace"], ["plot"], ["demo"],
+    ["thermal", "set"], ["thermal", "reset"], ["thermal", "status"], ["trace"], ["plot"], ["demo"],
 ]
 
 
@@ -44,7 +44,8 @@ def test_every_command_has_help_with_an_example(runner, argv):
 
 
 def test_no_emulator_is_one_line_and_exit_3(runner, tmp_path):
-    for argv in (["service", "list"], ["devices"], ["thermal", "status"], ["shutdown"], ["launch", "camera"]):
+    for argv in (["service", "list"], ["devices"], ["thermal", "status"], ["thermal", "reset"], ["shutdown"],
+                 ["launch", "camera"]):
         result = runner.invoke(main, [*argv, "--runtime-dir", str(tmp_path / "none")])
         assert result.exit_code == 3, (argv, result.output)
         _one_error_line(result, r"no emulator is running in .*/none")

@@ -277,6 +277,8 @@ def test_run_model_without_a_device_uses_the_same_kernels():
         lambda d, h: d.device(-3),
         lambda d, h: d.memory_info(2**33),
         lambda d, h: d.heat_spike(float("nan")),
+        lambda d, h: d.hold_temperature(float("inf")),
+        lambda d, h: d.hold_temperature("hot"),
         lambda d, h: d.advance(1e30),
         lambda d, h: d.cancel("7"),
         lambda d, h: d.set_preemption_mode(42),

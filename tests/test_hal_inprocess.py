@@ -21,6 +21,7 @@ from framework.binder import (
     open_binder_runtime,
     serve_servicemanager,
 )
+from framework.emulator import _control as emulator_control
 from npuhal import FuseCode, ModelBuilder, OperationType, open_driver
 from nn_reference import fully_connected  # the plain numpy oracle
 from npuhal._hal import hal_interfaces, serve_hal, valid_instance_name
@@ -654,6 +655,49 @@ async def test_thermal_severity_is_set_from_the_thresholds_and_heard(autojump_cl
     with pytest.raises(ServiceSpecificException) as info:
         await prepare(world, app)
     assert info.value.error_code == ErrorStatus.DEVICE_UNAVAILABLE
+
+
+async def test_a_thermal_override_holds_the_die_until_reset(autojump_clock, world, system):
+    control = await world.control(system)
+    listener = Listener()
+    await control.registerListener(listener)
+    status = await control.overrideThermalSeverity(3)  # `npuemu thermal set severe`
+    assert (status.severity, status.overridden) == (3, True)
+    held_at = status.temperatureC
+    assert status.thresholdsC[2] <= held_at < status.thresholdsC[3]
+    await trio.sleep(30)  # 30 s at rest: a free die would be back to NONE in about 2
+    await control.runTestInference(0, -1, "", -1)  # and load would heat it
+    status = await control.thermalStatus()
+    assert (status.severity, status.temperatureC, status.overridden) == (3, held_at, True)
+    assert "(held by an override)" in await control.dump()
+    app, _ = await world.process(APP)
+    for call in ("overrideThermalSeverity", "resetThermalOverride"):
+        with pytest.raises(SecurityException):
+            await getattr(await world.control(app), call)(*([0] if call.startswith("override") else []))
+    with pytest.raises(IllegalArgumentException):
+        await control.overrideThermalSeverity(7)
+    await control.overrideThermalSeverity(4)  # another override moves it
+    status = await control.resetThermalOverride()  # `npuemu thermal reset`
+    assert (status.severity, status.overridden) == (4, False)
+    await trio.sleep(30)
+    status = await control.thermalStatus()
+    assert (status.severity, status.overridden) == (0, False)
+    await trio.sleep(0.01)
+    assert [severity for severity, _ in listener.thermal][:2] == [3, 4] and listener.thermal[-1][0] == 0
+    assert (await control.resetThermalOverride()).severity == 0  # nothing held: harmless
+
+
+async def test_thermal_set_holds_and_thermal_reset_releases(autojump_clock, world):
+    """What `npuemu thermal set` / `reset` / `status` do, as the shell (uid 2000)."""
+    shell, _ = await world.process(2000)
+    status = await emulator_control.set_thermal_severity(shell, "critical")
+    assert (status["severity_name"], status["held"]) == ("CRITICAL", True)
+    await trio.sleep(10)
+    status = await emulator_control.thermal_status(shell)
+    assert (status["severity_name"], status["held"]) == ("CRITICAL", True)
+    assert (await emulator_control.reset_thermal(shell))["held"] is False
+    await trio.sleep(30)
+    assert (await emulator_control.thermal_status(shell))["severity_name"] == "NONE"
 
 
 async def test_memory_pressure_reaches_listeners(autojump_clock, world, system):

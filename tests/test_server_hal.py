@@ -186,3 +186,22 @@ async def test_revocation_frees_the_late_request_and_spares_the_apps_other_model
         assert [r["id"] for r in world.system.npu.dump_data()["requests"] if r["uid"] == bg_uid] == [1]
         for compilation in compilations.values():
             await compilation.aclose()
+
+
+async def test_a_held_override_keeps_the_system_at_that_severity_until_reset(autojump_clock, world):
+    bg = await world.launch("com.test.a")  # service importance: not foreground
+    control = I.IHalControl.asInterface(await defaultServiceManager(world.init).checkService("npuemu.hal.IHalControl/default"))
+    await control.overrideThermalSeverity(4)  # CRITICAL, held: `npuemu thermal set critical`
+    await world.settle(30)  # a free die would have cooled to NONE long ago
+    await (await control_of(bg)).runTestInference(0, -1, "", -1)  # emulated time catches up, under load
+    await world.settle(0.2)
+    assert world.system.thermal.severity == 4 and world.system.npu.arbiter.thermal_severity == 4
+    held = Recorder()
+    await ask(world, bg, request(1), held)
+    assert held.events == [("can_load", 1, NpuManager.NPU_MODEL_LOAD_STATUS_NOT_PRIORITIZED)]
+    await control.resetThermalOverride()  # `npuemu thermal reset`
+    await world.settle(30)
+    await (await control_of(bg)).runTestInference(0, -1, "", -1)
+    await world.settle(0.2)
+    assert world.system.thermal.severity == 0
+    assert held.events[1:] == [("can_load", 1, CAN), ("loaded", 1)]

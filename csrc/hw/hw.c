@@ -116,6 +116,7 @@ struct npu_hw {
     double temp;
     int32_t severity;
     int64_t thermal_last;
+    bool thermal_held;  /* npu_hw_thermal_override: temp neither heats nor cools */
     int64_t last_ts_ms;
     bool started, stop;
     pthread_t thermal_thread;
@@ -220,6 +221,10 @@ static void thermal_update(struct npu_hw *hw, int64_t t)
 {
     if (t <= hw->thermal_last)
         return;
+    if (hw->thermal_held) {
+        hw->thermal_last = t; /* time passes; the held die does not follow the load */
+        return;
+    }
     double rise = 0.0;
     for (uint32_t d = 0; d < hw->ndev; d++)
         for (uint32_t c = 0; c < hw->dev[d].cfg.channel_count; c++)
@@ -237,6 +242,8 @@ static void thermal_update(struct npu_hw *hw, int64_t t)
  * carry the exact time of the crossing, not the time someone next looked. */
 static int64_t next_thermal_crossing(struct npu_hw *hw)
 {
+    if (hw->thermal_held)
+        return NEVER;
     double rise = 0.0;
     for (uint32_t d = 0; d < hw->ndev; d++)
         for (uint32_t c = 0; c < hw->dev[d].cfg.channel_count; c++)
@@ -1189,6 +1196,32 @@ static int api_device_state(struct npu_hw *hw, uint32_t dev, struct npu_hw_devic
     return rc;
 }
 
+int npu_hw_thermal_override(struct npu_hw *hw, bool hold, double temperature_c)
+{
+    if (!hw || (hold && !isfinite(temperature_c)))
+        return NPU_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&hw->lock);
+    thermal_update(hw, hw_now(hw)); /* up to now under the old rule */
+    hw->thermal_held = hold;
+    if (hold) {
+        hw->temp = temperature_c;
+        thermal_set_severity(hw);
+    }
+    pthread_cond_broadcast(&hw->cond);
+    pthread_mutex_unlock(&hw->lock);
+    return NPU_OK;
+}
+
+bool npu_hw_thermal_held(struct npu_hw *hw)
+{
+    if (!hw)
+        return false;
+    pthread_mutex_lock(&hw->lock);
+    bool held = hw->thermal_held;
+    pthread_mutex_unlock(&hw->lock);
+    return held;
+}
+
 static int api_thermal_state(struct npu_hw *hw, int32_t *severity, float *temperature)
 {
     if (!hw)
@@ -1251,7 +1284,8 @@ static void api_dump(struct npu_hw *hw, char *buf, size_t cap, size_t *len)
     appendf(buf, cap, len, "Emulated hardware (%s clock, now %.3f ms, preemption %s, scheduling %s)\n",
             hw->opt.clock == NPU_CLOCK_VIRTUAL ? "virtual" : "real", (double)now / 1e6,
             PREEMPT_NAMES[hw->preempt_mode], hw->sched_mode == NPU_SCHED_PRIORITY ? "priority" : "fcfs");
-    appendf(buf, cap, len, "  Thermal: %.1f C, severity %s\n", hw->temp, SEVERITY_NAMES[hw->severity]);
+    appendf(buf, cap, len, "  Thermal: %.1f C, severity %s%s\n", hw->temp, SEVERITY_NAMES[hw->severity],
+            hw->thermal_held ? " (held by an override)" : "");
     for (uint32_t i = 0; i < hw->ndev; i++) {
         struct device *d = &hw->dev[i];
         char wu[32], wt[32], su[32], stt[32];

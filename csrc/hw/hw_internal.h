@@ -6,6 +6,7 @@
 #define NPU_HW_INTERNAL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "npu/hw.h"
@@ -47,5 +48,8 @@ int32_t npu_hw_clock(struct npu_hw *hw);
 int npu_hw_advance(struct npu_hw *hw, int64_t ns);
 int npu_hw_advance_to_next_event(struct npu_hw *hw, int64_t *now_ns);
 int npu_hw_run_until_idle(struct npu_hw *hw, int64_t max_ns);
+/* See npu_system_thermal_override. */
+int npu_hw_thermal_override(struct npu_hw *hw, bool hold, double temperature_c);
+bool npu_hw_thermal_held(struct npu_hw *hw);
 
 #endif

@@ -276,6 +276,13 @@ int npu_system_thermal_state(struct npu_system *sys, int32_t *severity, float *t
     return sys ? sys->hw_api->thermal_state(sys->hw, severity, temperature_c) : NPU_E_INVALID_ARGUMENT;
 }
 
+int npu_system_thermal_override(struct npu_system *sys, bool hold, float temperature_c)
+{
+    return sys ? npu_hw_thermal_override(sys->hw, hold, temperature_c) : NPU_E_INVALID_ARGUMENT;
+}
+
+bool npu_system_thermal_held(struct npu_system *sys) { return sys && npu_hw_thermal_held(sys->hw); }
+
 int npu_system_dump(struct npu_system *sys, char *buf, size_t cap, size_t *len)
 {
     if (!sys || !len || (cap && !buf))

@@ -899,6 +899,55 @@ static void test_thermal_rises_with_load(void)
     CHECK(temp > 30.0f); /* 2 channels x 12 C: heading for 49 C */
 }
 
+/* `npuemu thermal set` / `thermal reset`: an override holds the die until released. */
+static void test_thermal_override_holds_until_released(void)
+{
+    static struct run r;
+    OK(run_setup(&r, 0, 1, 1.0));
+    int64_t cool = job_duration(&r, 0);
+    struct npu_event *ev;
+    uint32_t n = drain(r.s, &ev);
+    int held_before = npu_system_thermal_held(r.s);
+    int bad = npu_system_thermal_override(r.s, true, NAN);
+    OK(npu_system_thermal_override(r.s, true, 70.0f)); /* the middle of SEVERE */
+    n = drain(r.s, &ev);
+    int told = n == 1 && ev[0].type == NPU_EVENT_THERMAL && ev[0].thermal_severity == NPU_THERMAL_SEVERE;
+    OK(npu_system_advance(r.s, 20LL * 1000000000)); /* at rest: it would have cooled to NONE */
+    uint32_t at_rest = drain(r.s, &ev);
+    int64_t hot = job_duration(&r, 1); /* under load: it would have heated */
+    n = drain(r.s, &ev);
+    int thermal_under_load = 0;
+    for (uint32_t i = 0; i < n; i++)
+        thermal_under_load += ev[i].type == NPU_EVENT_THERMAL;
+    int32_t sev;
+    float temp;
+    OK(npu_system_thermal_state(r.s, &sev, &temp));
+    int held = npu_system_thermal_held(r.s);
+    struct npu_fault spike = {.kind = NPU_FAULT_HEAT_SPIKE, .heat_c = 10.0f}; /* moves the held die */
+    OK(npu_system_inject_fault(r.s, &spike));
+    OK(npu_system_advance(r.s, 5LL * 1000000000));
+    int32_t sev_spiked;
+    float temp_spiked;
+    OK(npu_system_thermal_state(r.s, &sev_spiked, &temp_spiked));
+    OK(npu_system_thermal_override(r.s, false, 0.0f));
+    OK(npu_system_advance(r.s, 30LL * 1000000000));
+    n = drain(r.s, &ev);
+    int32_t sev_released;
+    float temp_released;
+    OK(npu_system_thermal_state(r.s, &sev_released, &temp_released));
+    int held_after = npu_system_thermal_held(r.s);
+    int64_t cooled = job_duration(&r, 2);
+    run_teardown(&r);
+    CHECK(!held_before && held && !held_after);
+    CHECK_RC(bad, NPU_E_INVALID_ARGUMENT);
+    CHECK(told && at_rest == 0 && thermal_under_load == 0);
+    CHECK(sev == NPU_THERMAL_SEVERE && temp == 70.0f);
+    CHECK(hot >= 2 * cool - 64 && hot <= 2 * cool + 64); /* SEVERE's throttling holds too */
+    CHECK(sev_spiked == NPU_THERMAL_CRITICAL && temp_spiked == 80.0f);
+    CHECK(n >= 4 && ev[n - 1].type == NPU_EVENT_THERMAL && ev[n - 1].thermal_severity == NPU_THERMAL_NONE);
+    CHECK(sev_released == NPU_THERMAL_NONE && temp_released < 30.0f && cooled == cool);
+}
+
 /* ---- memory ---- */
 
 static void test_capacity_errors(void)
@@ -1491,6 +1540,7 @@ static const struct test TESTS[] = {
     T(test_priority_order_and_effective_priority), T(test_checkpoint_pause_resume_identical),
     T(test_kill_restart), T(test_vts_later_higher_priority_finishes_first), T(test_fcfs_ignores_priority),
     T(test_cancel), T(test_thermal_throttling_and_severities), T(test_thermal_rises_with_load),
+    T(test_thermal_override_holds_until_released),
     T(test_capacity_errors), T(test_emulated_weights_cost_their_streaming_time), T(test_hetero_places_on_a_part), T(test_faults_fail_hang_reset),
     T(test_crash_aborts), T(test_unload_cancels_system), T(test_model_table_grows_under_live_work),
     T(test_eventfd_and_ids), T(test_ring_full_counts_drops),

@@ -1,4 +1,7 @@
-"""``npuemu thermal set SEVERITY | status``: the die's heat, as the thermal HAL sees it."""
+"""``npuemu thermal set SEVERITY | reset | status``: the die's heat, as the thermal HAL sees it.
+
+``set`` is a thermal override, as ``cmd thermalservice override-status`` on a phone: the
+die is held in the band until ``reset`` (``cmd thermalservice reset``) releases it."""
 
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ def _print(status: dict, as_json: bool) -> None:
         return
     click.echo(f"severity     {status['severity_name']} ({status['severity']})")
     click.echo(f"temperature  {status['temperature_c']:.1f} C")
+    if status.get("held"):
+        click.echo("override     held (npuemu thermal reset releases it)")
     if "thermal_service_status" in status:
         sev = status["thermal_service_status"]
         names = _control.THERMAL_SEVERITIES
@@ -37,6 +42,7 @@ def thermal() -> None:
     Examples:
       npuemu thermal status
       npuemu thermal set severe
+      npuemu thermal reset
     """
 
 
@@ -61,9 +67,11 @@ def thermal_status(as_json: bool, runtime_dir: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the new state as JSON.")
 @runtime_dir_option
 def thermal_set(severity: str, as_json: bool, runtime_dir: Path) -> None:
-    """Move the die into SEVERITY's band (none light moderate severe critical emergency shutdown, or 0-6).
+    """Hold the die in SEVERITY's band (none light moderate severe critical emergency shutdown, or 0-6).
 
-    The die then heats with load and cools at rest from there, as the thermal model says.
+    A thermal override, as `cmd thermalservice override-status` on a phone: the die
+    neither heats with load nor cools at rest, so the driver throttles and system_server
+    follows that severity until `npuemu thermal reset` (or another `set`).
 
     Example: npuemu thermal set critical
     """
@@ -75,5 +83,23 @@ def thermal_set(severity: str, as_json: bool, runtime_dir: Path) -> None:
     async def go() -> dict:
         async with open_shell(runtime_dir) as runtime:
             return await _control.set_thermal_severity(runtime, value)
+
+    _print(run(go), as_json)
+
+
+@thermal.command("reset")
+@click.option("--json", "as_json", is_flag=True, help="Print the state as JSON.")
+@runtime_dir_option
+def thermal_reset(as_json: bool, runtime_dir: Path) -> None:
+    """Release `thermal set`'s override: the die heats and cools again from where it was.
+
+    As `cmd thermalservice reset` on a phone; harmless when nothing is held.
+
+    Example: npuemu thermal reset
+    """
+
+    async def go() -> dict:
+        async with open_shell(runtime_dir) as runtime:
+            return await _control.reset_thermal(runtime)
 
     _print(run(go), as_json)

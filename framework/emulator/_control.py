@@ -35,7 +35,9 @@ __all__ = [
     "list_devices",
     "parse_severity",
     "read_log",
+    "reset_thermal",
     "resolve_app",
+    "set_thermal_severity",
     "shutdown",
     "thermal_status",
 ]
@@ -232,6 +234,7 @@ def _thermal_dict(status: Any) -> dict[str, Any]:
         "severity_name": THERMAL_SEVERITIES[sev] if 0 <= sev < len(THERMAL_SEVERITIES) else str(sev),
         "temperature_c": round(float(status.temperatureC), 2),
         "thresholds_c": dict(zip(THERMAL_SEVERITIES[1:], (round(float(t), 2) for t in status.thresholdsC))),
+        "held": bool(status.overridden),
     }
 
 
@@ -247,9 +250,15 @@ async def thermal_status(runtime: BinderRuntime) -> dict[str, Any]:
 
 
 async def set_thermal_severity(runtime: BinderRuntime, severity: int) -> dict[str, Any]:
-    """Move the die into ``severity``'s band; it then heats and cools from there."""
+    """Hold the die in ``severity``'s band until :func:`reset_thermal` (a thermal override)."""
     hal = await get_service(runtime, HAL_CONTROL, emulator_interfaces().IHalControl)
-    return _thermal_dict(await hal.setThermalSeverity(parse_severity(severity)))
+    return _thermal_dict(await hal.overrideThermalSeverity(parse_severity(severity)))
+
+
+async def reset_thermal(runtime: BinderRuntime) -> dict[str, Any]:
+    """Release the override: the die heats and cools again from where it was held."""
+    hal = await get_service(runtime, HAL_CONTROL, emulator_interfaces().IHalControl)
+    return _thermal_dict(await hal.resetThermalOverride())
 
 
 # -- devices ----------------------------------------------------------------------------

@@ -121,6 +121,16 @@ int npu_system_set_scheduling_mode(struct npu_system *sys, int32_t mode);
 /* Current die temperature and severity. */
 int npu_system_thermal_state(struct npu_system *sys, int32_t *severity, float *temperature_c);
 
+/* A thermal override, as `cmd thermalservice override-status` on a phone: with
+ * hold, the die is set to temperature_c (finite, else NPU_E_INVALID_ARGUMENT)
+ * and stays there, neither heating with load nor cooling at rest, so the
+ * severity (and the throttling) hold too; a later override moves it, and a
+ * heat spike moves the held temperature.  Without hold, the die heats and
+ * cools again from where it was (temperature_c is ignored).  Any clock. */
+int npu_system_thermal_override(struct npu_system *sys, bool hold, float temperature_c);
+/* Whether an override holds the die now. */
+bool npu_system_thermal_held(struct npu_system *sys);
+
 /* The dumpsys text (driver part, then hardware part) into buf (NUL-terminated,
  * truncated to cap).  *len receives the full length; NPU_E_BUFFER_TOO_SMALL
  * when it did not fit, so the caller can retry with *len + 1 bytes. */

@@ -52,11 +52,28 @@ interface IHalControl {
     ThermalStatus thermalStatus();
 
     /**
-     * System or shell (`npuemu thermal set`). Moves the die temperature to the middle
-     * of severity's band (computed from the driver's thresholds); the die then heats
-     * and cools from there as the thermal model says.
+     * System or shell (a heat spike: the demo's). Moves the die temperature to the
+     * middle of severity's band (computed from the driver's thresholds); the die then
+     * heats and cools from there as the thermal model says (or, while an override
+     * holds it, is held there).
      */
     ThermalStatus setThermalSeverity(int severity);
+
+    /**
+     * System or shell (`npuemu thermal set`): a thermal override, as
+     * `cmd thermalservice override-status` on a phone. Holds the die at the middle of
+     * severity's band until resetThermalOverride (or another override moves it): it
+     * neither heats with load nor cools at rest, so the driver throttles, and the
+     * listeners hear, that severity until then.
+     */
+    ThermalStatus overrideThermalSeverity(int severity);
+
+    /**
+     * System or shell (`npuemu thermal reset`, as `cmd thermalservice reset`): releases
+     * the override; the die heats and cools from where it was held. Harmless when no
+     * override holds it.
+     */
+    ThermalStatus resetThermalOverride();
 
     /** System or shell. The driver's dump and the HAL's state, for people. */
     String dump();

@@ -7,4 +7,6 @@ parcelable ThermalStatus {
     float temperatureC;
     /** Where LIGHT, MODERATE, SEVERE, CRITICAL, EMERGENCY and SHUTDOWN begin. */
     float[] thresholdsC;
+    /** An override (IHalControl.overrideThermalSeverity) holds the die until reset. */
+    boolean overridden;
 }
