@@ -55,6 +55,7 @@ async def main(context: Context) -> None:
 async def _answer(nn, model, reference, rng, slot: LoadSlot, report: Report, device) -> None:
     compilation = nn.createCompilationForDevices(model, [device])
     compilation.setEmulatedModelSize(EMULATED_SIZE)
+    compilation.setModelLoadRequest(slot.request)  # revoked alone if ever late
     await compilation.finish()
     await slot.listener.notifyModelLoaded(slot.request)
     report.bump("loads")

@@ -46,6 +46,7 @@ async def main(context: Context) -> None:
                 continue
             compilation = nn.createCompilationForDevices(model, [device])
             compilation.setEmulatedModelSize(EMULATED_SIZE)
+            compilation.setModelLoadRequest(slot.request)  # revoked alone if ever late
             await compilation.finish()
             await slot.listener.notifyModelLoaded(slot.request)
             report.bump("loads")

@@ -6,7 +6,9 @@ It loads a "BETWEEN_1GB_AND_2GB" model and then misbehaves twice:
   ``ATTRIBUTE_WORK_TO_OTHER_APPS``: the HAL refuses that execution.
 - It ignores ``onRequestUnloadModel`` and keeps computing. At the unload deadline the
   npu service revokes its models through the HAL; its next executions fail, and it
-  records the revocation (and the request's end, if the service sends one).
+  records the revocation (and the request's end, if the service sends one). It names
+  no request on its compilation (``setModelLoadRequest``), which shelters nothing: a
+  model filed under no request goes with its app's late request.
 """
 
 from __future__ import annotations
