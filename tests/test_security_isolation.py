@@ -141,6 +141,9 @@ THIEF = textwrap.dedent("""\
         await attempt(results, "setCallback(null)", sched.setCallback(None))
         control = HAL.IHalControl.asInterface(await sm.checkService("npuemu.hal.IHalControl/default"))
         await attempt(results, "revokeUidModels(victim)", control.revokeUidModels(vuid))
+        await attempt(results, "revokeRequestModels(victim)", control.revokeRequestModels(vuid, 1, []))
+        await attempt(results, "overrideThermalSeverity", control.overrideThermalSeverity(6))
+        await attempt(results, "resetThermalOverride", control.resetThermalOverride())
         await attempt(results, "injectFault(crash)", control.injectFault("emu-npu", 4, 0.0))
         await attempt(results, "runTestInference(as victim)", control.runTestInference(0, -1, "emu-npu", vuid))
         # Posing as system to the registry, and steering other apps.
@@ -206,7 +209,8 @@ async def test_an_app_cannot_act_for_another_app_or_for_the_system(tmp_path):
         refused("cancelModelLoad(victim id)", EX_ILLEGAL_STATE)
         refused("notifyModelLoaded(victim id)", EX_ILLEGAL_STATE)
         for name in ("dump npu", "setSchedulingConfigs", "updateSchedulingConfigs", "setCallback(null)",
-                     "revokeUidModels(victim)", "injectFault(crash)", "runTestInference(as victim)",
+                     "revokeUidModels(victim)", "revokeRequestModels(victim)", "overrideThermalSeverity",
+                     "resetThermalOverride", "injectFault(crash)", "runTestInference(as victim)",
                      "registerProcess(self as system)", "addService(npu)", "killApp(victim)",
                      "setImportance(self foreground)"):
             refused(name)
