@@ -110,6 +110,41 @@ def test_turn_taking_between_equals():
     assert acts == [RequestUnload(PIP, 1, PRESSURE, 6.0, for_uid=CAMERA), CanLoad(CAMERA, 2, WAIT)]
 
 
+def test_completing_work_asks_only_the_finishers_loaded_models_to_unload():
+    # Issue 12 point 3. Two equals; the camera holds the whole budget: one model loaded,
+    # one approved and still compiling. PIP needs more than is free and waits.
+    a = make()
+    a.importance_changed(PIP, 100, 0.0)
+    load(a, CAMERA, 1, M)
+    assert calls(a.request_can_load(CAMERA, 2, M, NORMAL, 0.0)) == [CanLoad(CAMERA, 2, NOW)]
+    assert calls(a.request_can_load(PIP, 1, M, NORMAL, 1.0)) == [CanLoad(PIP, 1, NOT_PRIORITIZED)]
+    # The camera completes work while its equal waits: rule 7 asks its loaded model to
+    # unload, and nothing else. Its approved request is not cancelled, and PIP is not
+    # granted before anything was unloaded (the completion frees no budget: rule 6).
+    assert calls(a.work_completed(CAMERA, 2.0)) == [RequestUnload(CAMERA, 1, TURN, 4.0)]
+    assert states(a) == {(CAMERA, 1): "unloading", (CAMERA, 2): "approved", (PIP, 1): "not_prioritized"}
+    # Inputs that free no budget re-examine nobody either.
+    assert calls(a.notify_loaded(CAMERA, 2, 2.2)) == []
+    assert calls(a.tick(3.0)) == []
+    assert states(a)[(PIP, 1)] == "not_prioritized"
+    # The unload frees budget: now the waiter is looked at again, and it fits.
+    assert calls(a.notify_unloaded(CAMERA, 1, 3.5)) == [RequestComplete(CAMERA, 1, COMPLETE), CanLoad(PIP, 1, NOW)]
+    assert states(a) == {(CAMERA, 2): "loaded", (PIP, 1): "approved"}
+
+
+def test_after_a_turn_unload_a_waiter_that_still_does_not_fit_walks_again():
+    # The freed budget re-examines the waiter (rule 6): it still needs more, and the
+    # camera, which ran more recently, is now its victim (rule 3) for what is left.
+    a = make()
+    a.importance_changed(PIP, 100, 0.0)
+    load(a, CAMERA, 1, M)
+    load(a, CAMERA, 2, M)
+    assert calls(a.request_can_load(PIP, 1, L, NORMAL, 1.0)) == [CanLoad(PIP, 1, NOT_PRIORITIZED)]
+    assert calls(a.work_completed(CAMERA, 2.0)) == [RequestUnload(CAMERA, 1, TURN, 4.0), RequestUnload(CAMERA, 2, TURN, 4.0)]
+    assert calls(a.notify_unloaded(CAMERA, 1, 2.5)) == [RequestComplete(CAMERA, 1, COMPLETE)]
+    assert calls(a.notify_unloaded(CAMERA, 2, 2.6)) == [RequestComplete(CAMERA, 2, COMPLETE), CanLoad(PIP, 1, NOW)]
+
+
 def test_not_prioritized_when_only_more_important_uids_hold_the_budget():
     a = make()
     load(a, CAMERA, 1, M)

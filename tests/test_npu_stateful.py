@@ -14,7 +14,11 @@ been *told*, built from the returned actions alone. After every step it checks:
 - nobody is displaced for a less important uid (an equal only if it ran more recently),
   heat unloads only what the thermal rule forbids, turn unloads only for the finisher;
 - a bad call raises and leaves the state untouched;
-- an unload deadline is honoured exactly, and ``next_deadline`` says when.
+- an unload deadline is honoured exactly, and ``next_deadline`` says when;
+- rule 7: a COMPLETED work event asks the finisher's loaded models to unload, and does
+  nothing else;
+- rule 6: a waiting request moves only at a step that could let it: one where a
+  request ended or was dropped, or an importance, the heat or the policy changed.
 
 Run longer with ``NPUEMU_HYPOTHESIS_PROFILE=soak``.
 """
@@ -121,6 +125,7 @@ class NpuArbiterMachine(RuleBasedStateMachine):
         self.dead_quiet: set[int] = set()  # uids that died and have not asked since
         self.step_kind = ""
         self.finisher: int | None = None
+        self.reexamines = False  # whether this step may move a waiting request (rule 6)
 
     # ------------------------------------------------------------ the model's helpers
 
@@ -141,15 +146,22 @@ class NpuArbiterMachine(RuleBasedStateMachine):
         return vi > fi or (vi == fi and self.ran.get(victim, float("-inf")) > self.ran.get(for_uid, float("-inf")))
 
     def apply(self, actions) -> None:
+        reexamines = self.reexamines or self.step_kind in ("cancel", "unloaded", "death", "thermal", "policy")
+        self.reexamines = False
         for x in actions:
             if isinstance(x, Log):
                 assert x.level in "VDIWE" and x.message
                 continue
+            if self.step_kind == "work":
+                assert isinstance(x, RequestUnload) and x.reason == TURN, f"{x}: rule 7 asks for unloads, and nothing else"
+            if isinstance(x, (RequestComplete, Revoke)):
+                reexamines = True  # a request ends: its budget frees
             key = (x.uid, x.request_id)
             assert key in self.live, f"{x} for a request that is not live"
             t = self.live[key]
             if isinstance(x, CanLoad):
                 assert t.status in ("new", "np", "wfu"), f"{x} for a request already {t.status}"
+                assert t.status == "new" or reexamines, f"{x}: a waiting request moved at a {self.step_kind} step (rule 6)"
                 assert t.told != x.status, f"{x} told twice in a row"
                 if t.status == "wfu" and x.status == NOT_PRIORITIZED:
                     # A reservation is kept until granted (rule 1): only a new policy
@@ -271,6 +283,7 @@ class NpuArbiterMachine(RuleBasedStateMachine):
     @rule(uid=st.sampled_from(UIDS), importance=st.sampled_from(IMPORTANCES))
     def importance_changed(self, uid, importance):
         self.step_kind = "importance"
+        self.reexamines = self.importance.get(uid) != importance
         self.importance[uid] = importance
         self.apply(self.a.importance_changed(uid, importance, self.now))
 

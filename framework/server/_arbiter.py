@@ -182,6 +182,7 @@ class NpuArbiter:
         self._last_completed: dict[int, float] = {}
         self._thermal = THERMAL_STATUS_NONE
         self._seq = 0
+        self._recheck = False  # rule 6's trigger: set by what can let a waiting request move
         self._counters = {
             "requests": 0,
             "can_load_now": 0,
@@ -288,7 +289,9 @@ class NpuArbiter:
         check_uid(uid)
         check_importance(importance)
         now = _check_now(now)
-        self._importance[uid] = importance
+        if self._importance.get(uid) != importance:
+            self._importance[uid] = importance
+            self._recheck = True
         actions: list[Action] = []
         self._settle(now, actions)
         return actions
@@ -317,6 +320,7 @@ class NpuArbiter:
             actions.append(
                 Log("I", f"thermal {self._thermal_name()} -> {THERMAL_STATUS_NAMES[severity]}")
             )
+            self._recheck = True
         self._thermal = severity
         self._settle(now, actions)
         return actions
@@ -330,6 +334,7 @@ class NpuArbiter:
         new = cls.from_params(params)  # raises before anything changed
         old = self._policy
         self._policy = new
+        self._recheck = True
         self._counters["policy_changes"] += 1
         actions: list[Action] = [Log("I", f"policy {old.name} {old.params()} -> {new.name} {new.params()}")]
         self._settle(now, actions)
@@ -529,6 +534,8 @@ class NpuArbiter:
     def _release(self, r: _Request) -> None:
         self._release_claims(r)
         del self._requests[r.key]
+        # What it held or reserved is free; if it was waiting, nobody waits behind it.
+        self._recheck = True
 
     def _remember_end(self, key: Key, status: int | None) -> None:
         self._ended[key] = status
@@ -620,10 +627,20 @@ class NpuArbiter:
                 r.state = RequestState.NOT_PRIORITIZED
 
     def _settle(self, now: float, actions: list[Action]) -> None:
-        """After every input: heat first, then rule 6's re-examination, then tell changes."""
+        """After every input: heat first, then rule 6's re-examination, then tell changes.
+
+        Waiting requests are looked at again only when the input could let one move
+        (``_recheck``): a request left (budget or a reservation freed, a rule-2 block
+        lifted), or an importance, the heat or the policy changed. Other inputs leave
+        them as they are, even where a walk would now succeed: a COMPLETED work event
+        makes its uid a victim for its equals (rule 3), and rule 7 alone says what that
+        event costs the finisher; the walk waits until budget next frees.
+        """
         self._enforce_thermal(now, actions)
-        while self._reexamine_once(now, actions):
-            pass
+        if self._recheck:
+            while self._reexamine_once(now, actions):
+                pass
+            self._recheck = False
         for r in self._sorted(self._requests.values()):
             status = _WAIT_STATUS.get(r.state)
             if status is not None and r.told != status:
