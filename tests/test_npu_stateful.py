@@ -293,6 +293,9 @@ class NpuArbiterMachine(RuleBasedStateMachine):
         self.ran[uid] = self.now
         self.apply(self.a.work_completed(uid, self.now))
 
+    # Twice as often: the finisher of a turn often has a request approved but not loaded yet.
+    work_completed_again = rule(uid=st.sampled_from(UIDS))(lambda self, uid: self.work_completed(uid))
+
     @rule(uid=st.sampled_from(UIDS))
     def app_died(self, uid):
         self.step_kind = "death"
