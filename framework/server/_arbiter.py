@@ -47,6 +47,12 @@ SPEC leaves open, decided here:
   and if nothing more can be freed it gives the reservation up and is told
   NOT_PRIORITIZED (its victims keep unloading; what they free goes back to the pool).
   So running the same ``cmd npu set-budget-policy`` twice changes nothing.
+- Rule 6's "whenever budget frees" is read as: whenever a request leaves (ended,
+  revoked, dropped at a death: what it held or reserved frees, and nobody waits behind
+  it any more); besides that, an importance, the heat or the policy changing. No other
+  input moves a waiting request. A COMPLETED work event does only what rule 7 says (the
+  finisher's loaded models are asked to unload): it makes the finisher a victim for its
+  equals (rule 3), but their walk runs when budget next frees, not at the completion.
 - An app's death ends its requests with no callback (the app is gone) and frees their
   budget at once; the HAL frees the dead client's models through its own death notice.
 - AOSP quirks not reproduced: a refused request holds no budget, and no callback is
@@ -267,7 +273,11 @@ class NpuArbiter:
         return actions
 
     def work_completed(self, uid: int, now: float) -> list[Action]:
-        """A COMPLETED work event for ``uid`` (the work's originalUid): turns (rule 7)."""
+        """A COMPLETED work event for ``uid`` (the work's originalUid): turns (rule 7).
+
+        Only the finisher's loaded models are asked to unload, and only when an equally
+        important uid waits; nothing else moves (it frees no budget: rule 6).
+        """
         check_uid(uid)
         now = _check_now(now)
         self._last_completed[uid] = now
