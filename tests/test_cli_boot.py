@@ -172,6 +172,13 @@ async def main(context):
         execution.setInput(1, np.ones((1, 4), np.float32))
         (y,) = await execution.compute_async()
         assert (y == 2).all()
+        on_cpu = nn.createCompilationForDevices(m, [nn.getDeviceByName("nnapi-reference")])
+        await on_cpu.finish()
+        execution = on_cpu.createExecution()
+        execution.setInput(0, np.ones((1, 4), np.float32))
+        execution.setInput(1, np.ones((1, 4), np.float32))
+        (y,) = await execution.compute_async()
+        assert (y == 2).all()
     await trio.sleep_forever()
 """
 
@@ -222,13 +229,20 @@ def test_launch_waits_for_the_app_and_reports_a_crash_at_start(emulator, tmp_pat
 def test_trace_of_the_running_emulator(emulator, tmp_path):
     root, _ = emulator
     out = tmp_path / "trace.json"
-    result = CliRunner().invoke(main, ["trace", "--out", str(out), "--runtime-dir", str(root)])
-    assert result.exit_code == 0, result.output + result.stderr
-    trace = json.loads(out.read_text())
+
+    def traced():  # until org.example.mine's step on the CPU (after it was up) is recorded
+        result = CliRunner().invoke(main, ["trace", "--out", str(out), "--runtime-dir", str(root)])
+        assert result.exit_code == 0, result.output + result.stderr
+        trace = json.loads(out.read_text())
+        return any(e.get("cat") == "cpu" for e in trace["traceEvents"]) and trace
+
+    trace = _wait(traced, 30, "the CPU step of org.example.mine in the trace")
     jobs = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "npu.job"]
     assert jobs, "legacy's inference on emu-npu (refused or run) or the test inference left no job"
     names = {e["name"] for e in jobs}
     assert {"com.example.npuemu.legacy", "org.example.mine"} <= names  # named by the package manager's answer
+    on_cpu = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "cpu"]
+    assert [(e["name"], e["args"]["why"]) for e in on_cpu] == [("org.example.mine", "planned")]  # its own track
     assert any(e["ph"] == "C" and e["name"] == "temperature (C)" for e in trace["traceEvents"])
 
 

@@ -64,7 +64,9 @@ def test_demo_writes_a_trace_and_a_plot(demo):
     _, s, out = demo
     trace = json.loads((out / "trace.json").read_text())
     jobs = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "npu.job"]
-    assert {e["name"].split()[0] for e in jobs} >= {"camera", "photos", "rogue", "assistant"}
+    assert {e["name"].split()[0] for e in jobs} >= {f"com.example.npuemu.{app}" for app in ("camera", "photos", "rogue", "assistant")}
+    on_cpu = {e["name"] for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "cpu"}
+    assert on_cpu == {"com.example.npuemu.legacy"}  # legacy runs on nnapi-reference: the CPU track
     assert sum(1 for e in trace["traceEvents"] if e.get("cat") == "npu.preemption") >= 2
     png = (out / "timeline.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"

@@ -730,3 +730,36 @@ async def test_refresh_after_a_hal_restart_brings_the_devices_back(autojump_cloc
         await nn.createCompilationForDevices(model, [old_npu]).finish()
     await nn.refresh()
     assert nn.getDeviceByName("emu-npu") is new_npu  # a live device keeps its descriptor
+
+
+async def test_cpu_work_is_marked_for_the_trace_as_planned_or_fallback(autojump_clock, stack, nn, tmp_path):
+    """Work on nnapi-reference happens in the app, where no HAL sees it: the runtime marks
+    every CPU step in the emulator's trace_marker (here a runtime dir of our own)."""
+    import json
+
+    from framework.nn import TRACE_MARKER_NAME
+    from framework.nn._atrace import CpuTracer
+
+    nn._cpu_tracer = CpuTracer(tmp_path, 10123, 4242)
+    marker = tmp_path / TRACE_MARKER_NAME
+
+    def records():
+        return [json.loads(line) for line in marker.read_text().splitlines()] if marker.exists() else []
+
+    model = sampleModel()
+    inputs = sample_inputs()
+    async with nn.createCompilationForDevices(model, [nn.cpu]) as on_cpu, nn.createCompilation(model) as plain:
+        await on_cpu.finish()
+        await plain.finish()
+        await run(plain, inputs)  # all on the NPU: nothing to mark
+        assert records() == []
+        await run(on_cpu, inputs)
+        (planned,) = records()
+        assert planned["why"] == "planned" and "failed_device" not in planned
+        assert (planned["uid"], planned["pid"], planned["device"]) == (10123, 4242, "nnapi-reference")
+        assert planned["operations"] == len(model.to_hal().operations)
+        assert 0 < planned["wall_start_ns"] <= planned["wall_end_ns"]
+        stack.driver.fail_next_work(stack.driver.device_by_name("emu-npu"))
+        assert_matches_reference(model, inputs, await run(plain, inputs))
+        fallback = records()[1:]
+        assert fallback and all(r["why"] == "fallback" and r["failed_device"] == "emu-npu" for r in fallback)

@@ -241,3 +241,61 @@ def test_an_app_is_named_by_its_package_never_by_a_report(recording):
     tl = load_timeline(recording)
     assert tl.who(10001) == "com.example.camera"
     assert tl.who(10077) == "uid 10077" and tl.who(1000) == "system"
+
+
+def test_work_on_the_cpu_has_its_own_track(recording):
+    """legacy's model runs on nnapi-reference in its own process (the marker's records, as
+    the recorder folded them in); camera's once fell back after the NPU failed its run."""
+    base = 1_000_000_000_000
+    cpu = [
+        {"type": "package", "uid": 10004, "package": "com.example.legacy", "wall_ns": 1},
+        {"type": "cpu", "uid": 10004, "pid": 5004, "device": "nnapi-reference", "operations": 3, "why": "planned",
+         "wall_start_ns": base + 14 * MS, "wall_end_ns": base + 15 * MS},
+        {"type": "cpu", "uid": 10004, "pid": 5004, "device": "nnapi-reference", "operations": 3, "why": "planned",
+         "wall_start_ns": base + 25 * MS, "wall_end_ns": base + 26 * MS},
+        {"type": "cpu", "uid": 10001, "pid": 5001, "device": "nnapi-reference", "operations": 2, "why": "fallback",
+         "failed_device": "emu-npu", "wall_start_ns": base + 27 * MS, "wall_end_ns": base + 28 * MS},
+    ]
+    with open(recording / "trace.jsonl", "a") as f:
+        f.write("\n" + "\n".join(json.dumps(r) for r in cpu) + "\n")
+    tl = load_timeline(recording)
+    assert [(c.uid, c.why) for c in tl.cpu] == [(10004, "planned"), (10004, "planned"), (10001, "fallback")]
+    events = chrome_trace(tl)["traceEvents"]
+    (proc,) = [e for e in events if e["ph"] == "M" and e["name"] == "process_name"
+               and e["args"]["name"].startswith("CPU (nnapi-reference")]
+    tracks = {e["tid"]: e["args"]["name"] for e in events
+              if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == proc["pid"]}
+    assert tracks == {5001: "com.example.camera (pid 5001)", 5004: "com.example.legacy (pid 5004)"}
+    slices = [e for e in events if e["ph"] == "X" and e["cat"] == "cpu"]
+    assert [(e["name"], e["tid"]) for e in slices] == [
+        ("com.example.legacy", 5004), ("com.example.legacy", 5004), ("com.example.camera (fallback)", 5001)]
+    assert all(e["pid"] == proc["pid"] for e in slices)  # not on any NPU channel
+    assert slices[2]["args"]["failed_device"] == "emu-npu" and slices[0]["args"]["operations"] == 3
+    assert slices[0]["dur"] == pytest.approx(1_000, rel=0.01)
+    s = summarize(tl)
+    assert (s["cpu_steps"], s["cpu_fallbacks"]) == (3, 1)
+    assert s["per_app"]["com.example.legacy"] == {"segments": 0, "jobs": 0, "preempted": 0, "cpu_steps": 2}
+    legend = plot_timeline(tl, recording / "t.png")
+    assert "com.example.legacy" in legend  # its only work is on the CPU row
+
+
+def test_the_recorder_folds_in_the_apps_marker_lines(tmp_path):
+    from framework.emulator._recorder import _MarkerReader
+    from framework.nn._atrace import CpuTracer
+
+    tracer = CpuTracer(tmp_path, 10004, 5004)
+    reader = _MarkerReader(tmp_path / "trace_marker")
+    assert reader.read() == []  # no app has run on the CPU yet
+    tracer.step(10, 20, 3, "planned")
+    with open(tmp_path / "trace_marker", "ab") as f:  # what a misbehaving app might write
+        f.write(b'not json\n{"type": "cpu", "uid": "x"}\n{"type": "cpu", "uid": 1, "pid": 2, "operations": 1, "why"')
+    (first,) = reader.read()
+    assert (first["uid"], first["why"], first["wall_start_ns"], first["wall_end_ns"]) == (10004, "planned", 10, 20)
+    with open(tmp_path / "trace_marker", "ab") as f:  # the cut line is completed later
+        f.write(b': "planned", "wall_start_ns": 5, "wall_end_ns": 6}\n')
+    (second,) = reader.read()
+    assert (second["uid"], second["pid"]) == (1, 2)
+    assert reader.read() == []
+    CpuTracer(None, 1, 2).step(1, 2, 1, "planned")  # a runtime with no directory marks nothing
+    assert _MarkerReader(tmp_path / "trace_marker", fresh=True).read() == []  # a new boot: an old marker is gone
+    assert not (tmp_path / "trace_marker").exists()

@@ -4,7 +4,8 @@ Three panels over one emulated time axis (seconds from the first event):
 
 1. The execution channels of every NPU hardware device, one row each, with a bar
    per job segment coloured by app (the legend names each by its package), and a red
-   triangle where a job was preempted.
+   triangle where a job was preempted; below them, a row for the work the apps ran
+   on the CPU (``nnapi-reference``, in their own processes).
 2. The die's temperature, with the thermal severity bands shaded behind it.
 3. Weight memory in use per hardware device.
 
@@ -30,6 +31,8 @@ _APP_COLOURS = {
     "shell": "#7f7f7f",
     "system": "#bcbd22",
 }
+#: The row of the apps' work on the CPU, after every NPU channel.
+_CPU_TRACK = ("~cpu", 0)
 _FALLBACK = ["#17becf", "#ff7f0e", "#e377c2", "#aec7e8", "#98df8a", "#c5b0d5"]
 _BAND_COLOURS = ["#ffffff", "#fff7d6", "#ffe9b0", "#ffd28a", "#ffb27a", "#ff8f70", "#ff6b6b"]
 _BAND_NAMES = ("none", "light", "moderate", "severe", "critical", "emergency", "shutdown")
@@ -56,7 +59,9 @@ def plot_timeline(tl: Timeline, out: str | os.PathLike[str], *, title: str | Non
     def sec(us: float) -> float:
         return (us - o) / 1e6
 
-    tracks = sorted({s.track for s in tl.segments})
+    tracks: list[tuple[str, int]] = sorted({s.track for s in tl.segments})
+    if tl.cpu:
+        tracks.append(_CPU_TRACK)
     row_of = {t: i for i, t in enumerate(tracks)}
     fig, (ax_ch, ax_temp, ax_mem) = plt.subplots(
         3, 1, figsize=(13, 3.2 + 0.45 * max(len(tracks), 1) + 4), sharex=True,
@@ -70,6 +75,8 @@ def plot_timeline(tl: Timeline, out: str | os.PathLike[str], *, title: str | Non
     for seg in tl.segments:
         key = (seg.track, tl.who(seg.uid))
         by_track_app.setdefault(key, []).append((sec(seg.start_us), (seg.end_us - seg.start_us) / 1e6))
+    for c in tl.cpu:
+        by_track_app.setdefault((_CPU_TRACK, tl.who(c.uid)), []).append((sec(c.start_us), (c.end_us - c.start_us) / 1e6))
     for who in sorted({w for _, w in by_track_app}):
         _colour(who, assigned)  # legend and colours in name order
     order = sorted(by_track_app.items(), key=lambda kv: -sum(d for _, d in kv[1]) / len(kv[1]))
@@ -83,6 +90,9 @@ def plot_timeline(tl: Timeline, out: str | os.PathLike[str], *, title: str | Non
     ax_ch.set_yticks(range(len(tracks)))
     labels = []
     for key, ch in tracks:
+        if (key, ch) == _CPU_TRACK:
+            labels.append("CPU (nnapi-reference)")
+            continue
         devices = "/".join(tl.hw_names.get(key, [])) or key
         kind = "ch" if any(s.track == (key, ch) and s.channel >= 0 for s in tl.segments) else "lane"
         labels.append(f"{devices} {kind}{ch}")

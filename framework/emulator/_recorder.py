@@ -22,7 +22,12 @@ Records (``type``):
   ``sram_total``, ``refused``, ``time_ns`` (emulated), ``wall_ns``.
 - ``thermal``: ``severity``, ``temperature_c``, ``wall_ns``.
 - ``package``: ``uid``, ``package``: the package manager's name for an app uid, written
-  once, the first time a work record names that uid (as its uid or its original uid).
+  once, the first time a work or cpu record names that uid (as its uid or its original uid).
+- ``cpu``: a step an app's NNAPI runtime ran on the CPU (``nnapi-reference``), as the
+  app marked it in the runtime directory's ``trace_marker`` (``framework.nn._atrace``):
+  ``uid``, ``pid``, ``device``, ``operations``, ``why`` (planned or fallback),
+  ``failed_device``, ``wall_start_ns`` and ``wall_end_ns`` (CLOCK_MONOTONIC). The
+  recorder folds the marker's new lines in at every poll, as traced reads ftrace.
 - ``truncated``: work records stopped here (the size cap).
 - ``hal_restart``: init restarted the HAL; ``generation``, and the ``time_ns`` from
   which the new HAL's events are placed (its driver's clock starts at zero again, so
@@ -37,11 +42,13 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import trio
 
 from framework.binder import defaultServiceManager
+from framework.nn import TRACE_MARKER_NAME
 
 from ._services import HAL_CONTROL, emulator_interfaces, get_service
 
@@ -78,8 +85,8 @@ def work_record(event: Any) -> dict[str, Any]:
 
 
 class _Sink:
-    """``trace.jsonl``, appended to; work records stop at ``max_bytes`` (a week-long run
-    at 30 frames a second would otherwise fill the disk), the rest never do."""
+    """``trace.jsonl``, appended to; work and cpu records stop at ``max_bytes`` (a
+    week-long run at 30 frames a second would otherwise fill the disk), the rest never do."""
 
     def __init__(self, path: os.PathLike[str], max_bytes: int) -> None:
         self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the recorder
@@ -88,7 +95,7 @@ class _Sink:
 
     def write(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, separators=(",", ":")) + "\n"
-        if record["type"] == "work":
+        if record["type"] in ("work", "cpu"):
             if self._left < len(line):
                 if not self.truncated:
                     self.truncated = True
@@ -102,6 +109,47 @@ class _Sink:
 
     def close(self) -> None:
         self._f.close()
+
+
+class _MarkerReader:
+    """The new complete lines of the runtime directory's ``trace_marker``, as records.
+
+    ``fresh`` removes a marker an earlier emulator of the directory left (its lines
+    are in its own recording), before any app of this one runs.
+    """
+
+    def __init__(self, path: Path, *, fresh: bool = False) -> None:
+        self._path = path
+        self._offset = 0
+        self._pending = b""
+        if fresh:
+            path.unlink(missing_ok=True)
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            with open(self._path, "rb") as f:
+                f.seek(self._offset)
+                chunk = f.read(1 << 20)
+        except FileNotFoundError:  # no app has run on the CPU yet
+            return []
+        self._offset += len(chunk)
+        *lines, self._pending = (self._pending + chunk).split(b"\n")
+        records = []
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # not ours to judge: a marker line that does not parse is dropped
+            if isinstance(record, dict) and record.get("type") == "cpu" and _valid_cpu(record):
+                records.append(record)
+        return records
+
+
+def _valid_cpu(record: dict[str, Any]) -> bool:
+    """Whether a marker line is a cpu record the trace can draw (apps write the file)."""
+    ints = ("uid", "pid", "operations", "wall_start_ns", "wall_end_ns")
+    return (all(isinstance(record.get(k), int) and not isinstance(record.get(k), bool) for k in ints)
+            and record["wall_start_ns"] <= record["wall_end_ns"] and isinstance(record.get("why"), str))
 
 
 class _PackageNames:
@@ -194,6 +242,7 @@ async def serve_recorder(
     )
     epoch = _Epoch(0, 0)
     names = _PackageNames(runtime, sink)
+    marker = _MarkerReader(emulator.files.root / TRACE_MARKER_NAME, fresh=True)
 
     class Listener(ifaces.IHalListener.Stub):
         async def onThermalSeverityChanged(self, severity: int, temperatureC: float) -> None:  # noqa: N802,N803
@@ -269,6 +318,9 @@ async def serve_recorder(
                         sink.write({"type": "thermal", "severity": sample[0], "temperature_c": sample[1],
                                     "wall_ns": now})
                         last_thermal, last_thermal_wall = sample, now
+            for record in marker.read():
+                await names.name(record["uid"])
+                sink.write(record)
             if sink.truncated and "truncated" not in warned:
                 warned.add("truncated")
                 emulator.log("W", f"recorder: {max_bytes >> 20} MiB of work events recorded; recording no more of"
@@ -279,6 +331,8 @@ async def serve_recorder(
         with trio.CancelScope(shield=True):
             try:
                 with trio.move_on_after(0.5):
+                    for record in marker.read():  # the apps' last CPU steps (named already, or not at all)
+                        sink.write(record)
                     if hal is not None:
                         for event in await hal.recentWorkEvents(4096, epoch.since):
                             sink.write(epoch.work(event))

@@ -17,6 +17,9 @@ ui.perfetto.dev and chrome://tracing open (``{"traceEvents": [...]}``):
 - one process per app (by its pid, as the HAL saw it), one ``X`` event per
   execution: the binder call from its request until the job ended, and a flow
   (``s`` -> ``f``) from that call to the job's first segment on a channel;
+- work the apps ran on the CPU (``nnapi-reference``, in their own processes, marked
+  by their NNAPI runtime): a ``CPU (nnapi-reference)`` process with one track per app,
+  an ``X`` event per step, named after the app, ``why`` planned or fallback in ``args``;
 - counters (``C``): weight memory per hardware device, the die's temperature and
   thermal severity;
 - ``M`` metadata events naming every process and thread, and sorting them.
@@ -45,6 +48,7 @@ from ._paths import RuntimeFiles
 __all__ = [
     "END_REASONS",
     "START_REASONS",
+    "CpuSlice",
     "Segment",
     "Timeline",
     "chrome_trace",
@@ -61,6 +65,7 @@ _SEVERITIES = ("NONE", "LIGHT", "MODERATE", "SEVERE", "CRITICAL", "EMERGENCY", "
 
 _HW_PID_BASE = 100_000_000  # fake pids for hardware tracks, far from real ones
 _THERMAL_PID = _HW_PID_BASE - 1
+_CPU_PID = _HW_PID_BASE - 2
 
 
 @dataclasses.dataclass
@@ -103,6 +108,20 @@ class Execution:
 
 
 @dataclasses.dataclass
+class CpuSlice:
+    """One step an app ran on the CPU device, in emulated microseconds."""
+
+    uid: int
+    pid: int
+    device: str
+    operations: int
+    why: str  # "planned" (the compilation put it there) or "fallback" (a driver failed the run)
+    failed_device: str | None
+    start_us: float
+    end_us: float
+
+
+@dataclasses.dataclass
 class Timeline:
     segments: list[Segment]
     executions: list[Execution]
@@ -115,6 +134,7 @@ class Timeline:
     hw_names: dict[str, list[str]]  # hardware key -> driver device names seen on it
     thresholds_c: list[float] = dataclasses.field(default_factory=list)
     marks: list[tuple[float, str]] = dataclasses.field(default_factory=list)  # (us, label)
+    cpu: list[CpuSlice] = dataclasses.field(default_factory=list)  # the apps' work on the CPU
 
     def who(self, uid: int) -> str:
         """The app's package; root, system or shell; ``uid N`` for a uid nobody named."""
@@ -124,7 +144,7 @@ class Timeline:
 
     @property
     def end_us(self) -> float:
-        ends = [s.end_us for s in self.segments] + [t for t, _, _ in self.temperature]
+        ends = [s.end_us for s in self.segments] + [t for t, _, _ in self.temperature] + [c.end_us for c in self.cpu]
         return max(ends, default=0.0)
 
 
@@ -214,6 +234,12 @@ def load_timeline(runtime_dir: str | os.PathLike[str]) -> Timeline:
     )
     marks = sorted((to_emulated(r["wall_ns"]) / 1000, r["label"]) for r in records
                    if r.get("type") == "mark" and to_emulated is not None)
+    cpu = sorted((
+        CpuSlice(int(r["uid"]), int(r["pid"]), str(r.get("device", "nnapi-reference")), int(r["operations"]),
+                 str(r["why"]), r.get("failed_device"), to_emulated(r["wall_start_ns"]) / 1000,
+                 to_emulated(r["wall_end_ns"]) / 1000)
+        for r in records if r.get("type") == "cpu" and to_emulated is not None
+    ), key=lambda c: c.start_us)
     memory: dict[int, list[tuple[float, int, int]]] = defaultdict(list)
     for r in sorted(memory_records, key=lambda r: r["time_ns"]):
         memory[int(r["hw_device"])].append((r["time_ns"] / 1000, int(r["used"]), int(r["total"])))
@@ -221,7 +247,7 @@ def load_timeline(runtime_dir: str | os.PathLike[str]) -> Timeline:
     # The story starts with the first work or memory event (a second before it):
     # the boot's flat temperature line before that is only noise.
     starts = [s.start_us for s in segments] + [e.requested_us for e in executions.values()]
-    starts += [t for series in memory.values() for t, _, _ in series]
+    starts += [t for series in memory.values() for t, _, _ in series] + [c.start_us for c in cpu]
     if starts:
         origin = min(starts) - 1e6
         before = [sample for sample in temperature if sample[0] < origin]
@@ -230,7 +256,8 @@ def load_timeline(runtime_dir: str | os.PathLike[str]) -> Timeline:
     else:
         origin = min((t for t, _, _ in temperature), default=0.0)
     return Timeline(segments, list(executions.values()), temperature, dict(memory), packages,
-                    dict(meta.get("pids", {})), speed, origin, dict(hw_names), list(meta.get("thresholds_c", [])), marks)
+                    dict(meta.get("pids", {})), speed, origin, dict(hw_names), list(meta.get("thresholds_c", [])), marks,
+                    cpu)
 
 
 def _merge_same_time(samples: Iterable[tuple[float, float, int]]) -> list[tuple[float, float, int]]:
@@ -398,6 +425,22 @@ def chrome_trace(tl: Timeline) -> dict[str, Any]:
             events.append({**flow, "ph": "s", "ts": ts(ex.requested_us), "pid": ex.pid, "tid": tid})
             events.append({**flow, "ph": "f", "bp": "e", "ts": ts(seg.start_us), "pid": hw_pid[key], "tid": ch + 1})
 
+    # The apps' work on the CPU: a track per app, beside the NPU's channels.
+    if tl.cpu:
+        events.append(_meta("process_name", _CPU_PID, 0, {"name": "CPU (nnapi-reference, in the app processes)"}))
+        events.append(_meta("process_sort_index", _CPU_PID, 0, {"sort_index": len(hw_keys)}))
+        for pid in sorted({c.pid for c in tl.cpu}):
+            uid = next(c.uid for c in tl.cpu if c.pid == pid)
+            events.append(_meta("thread_name", _CPU_PID, pid, {"name": f"{tl.who(uid)} (pid {pid})"}))
+    for c in tl.cpu:
+        args = {"uid": c.uid, "package": tl.who(c.uid), "pid": c.pid, "device": c.device,
+                "operations": c.operations, "why": c.why}
+        if c.failed_device is not None:
+            args["failed_device"] = c.failed_device
+        events.append({"name": tl.who(c.uid) + (" (fallback)" if c.why == "fallback" else ""), "cat": "cpu",
+                       "ph": "X", "ts": ts(c.start_us), "dur": round(max(c.end_us - c.start_us, 0.001), 3),
+                       "pid": _CPU_PID, "tid": c.pid, "args": args})
+
     # Counters.
     for hw, series in sorted(tl.memory.items()):
         key = f"hw{hw}" if hw >= 0 else "hw?"
@@ -470,8 +513,13 @@ def summarize(tl: Timeline) -> dict[str, Any]:
         if seg.end_reason == _PAUSED:
             row["preempted"] += 1
     ended = [e for e in tl.executions if e.end_reason is not None]
+    for c in tl.cpu:
+        per_app[tl.who(c.uid)].setdefault("cpu_steps", 0)
+        per_app[tl.who(c.uid)]["cpu_steps"] += 1
     return {
         "jobs": len({s.work_id for s in tl.segments}),
+        "cpu_steps": len(tl.cpu),
+        "cpu_fallbacks": sum(1 for c in tl.cpu if c.why == "fallback"),
         "preemptions": sum(1 for s in tl.segments if s.end_reason == _PAUSED),
         "resumes": sum(1 for s in tl.segments if s.start_reason == _RESUMED),
         "failed": sum(1 for e in ended if e.end_reason == 3),

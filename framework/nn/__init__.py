@@ -29,6 +29,8 @@ The runtime over the binder and the C kernels, built on the core:
 - ``_execution``    ``Execution`` and ``Event``: one run through the request pool.
 - ``_runtime``      ``open_nn_runtime`` and ``NeuralNetworks``: discovery through the
                     servicemanager, the enabled-devices filter, the app's entry point.
+- ``_atrace``       the runtime's trace points: each CPU step, appended to the emulator's
+                    ``trace_marker`` for its trace recorder.
 
 Everything public is re-exported here, once.
 """
@@ -52,6 +54,7 @@ from ._errors import UnexpectedNullError as UnexpectedNullError
 from ._errors import UnmappableError as UnmappableError
 from ._errors import convertErrorStatusToResultCode as convertErrorStatusToResultCode
 from ._errors import error_for_result_code as error_for_result_code
+from ._atrace import TRACE_MARKER_NAME as TRACE_MARKER_NAME
 from ._compilation import Compilation as Compilation
 from ._discovery import getDevice as getDevice
 from ._discovery import isValidDeviceName as isValidDeviceName

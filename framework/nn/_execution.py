@@ -277,9 +277,10 @@ class Execution:
 
     async def _compute(self) -> list[np.ndarray]:
         plan = self._compilation.plan
+        failed_device: str | None = None  # the driver whose failure sent this run to the CPU
         while True:
             try:
-                return await self._run(plan)
+                return await self._run(plan, failed_device)
             except _StepFailed as failure:
                 if not self._compilation.allowsCpuFallback:
                     raise failure.error from None
@@ -287,12 +288,14 @@ class Execution:
                     # The device's process is gone: its operations move to the CPU for
                     # good (the compilation's plan changes; its other devices stay).
                     plan = await self._compilation.fallBack(plan, failure.device)
+                    failed_device = failure.device
                 else:
                     # A failure of this run only (a FAILED work, a refused hint): as
                     # Android's runtime, run this execution again wholly on the CPU and
                     # leave the plan alone, so the next one tries the device again.
                     log.warning("%s failed an execution (%s); this one runs on the CPU", failure.device, failure.error)
                     plan = plan.fallBackToCpu()
+                    failed_device = failure.device
 
     def compute(self) -> list[np.ndarray]:
         """``ANeuralNetworksExecution_compute``: blocking, from a thread that is not trio's."""
@@ -362,7 +365,7 @@ class Execution:
             return place.memory.view(place.offset, place.length)
         return memoryview(self._mapping)[place.offset : place.offset + place.length]
 
-    async def _run(self, plan: ExecutionPlan) -> list[np.ndarray]:
+    async def _run(self, plan: ExecutionPlan, failed_device: str | None = None) -> list[np.ndarray]:
         hal = self._hal
         places = self._layout(plan)
         timings: list[tuple[int, int]] = []  # (on hardware, in driver) per step, -1 unknown
@@ -374,6 +377,7 @@ class Execution:
             if self._compilation._nn._proxy(step.device) is None:
                 await trio.lowlevel.checkpoint()
                 began = time.perf_counter_ns()
+                wall_start = time.monotonic_ns()
                 _cpu_kernels.runModel(
                     step.model,
                     [self._view(places[i]) for i in step.inputs],
@@ -381,6 +385,9 @@ class Execution:
                 )
                 spent = time.perf_counter_ns() - began
                 timings.append((spent, spent))
+                self._compilation._nn._cpu_tracer.step(
+                    wall_start, time.monotonic_ns(), len(step.operations),
+                    "planned" if failed_device is None else "fallback", failed_device)
             else:
                 timings.append(await self._run_on_driver(step, places))
         if self._measure:

@@ -45,6 +45,7 @@ import trio
 from framework.binder import BinderRuntime, RemoteException, defaultServiceManager
 
 from . import _cpu_kernels
+from ._atrace import CpuTracer
 from ._aidl import IDEVICE_DESCRIPTOR, capabilitiesFromAidl, errorFromRemote, halTypes
 from ._compilation import Compilation, WeightPools, driverSupportedOperations
 from ._discovery import getDevice, isValidDeviceName, listDevices
@@ -97,6 +98,8 @@ class NeuralNetworks:
         self._proxies: dict[DeviceDescriptor, Any] = {}
         self._token = trio.lowlevel.current_trio_token()
         self._closed = False
+        # Work on the CPU is marked where the emulator's trace recorder reads it.
+        self._cpu_tracer = CpuTracer(getattr(binder.network, "runtime_dir", None), binder.uid, binder.pid)
 
     # -- discovery (ANeuralNetworks_getDeviceCount, ANeuralNetworks_getDevice) -----
 
