@@ -214,16 +214,21 @@ def test_launch_waits_for_the_app_and_reports_a_crash_at_start(emulator, tmp_pat
         assert m and m[1] == m[2], line
         pids.append(int(m[1]))
 
-    # The traceback is the app's own: its pid, the tag AndroidRuntime, every line.
-    log = runner.invoke(main, ["logcat", "-d", "--pid", str(pids[0]), "--runtime-dir", str(root)]).output.splitlines()
-    assert log and all(f" {pids[0]} " in line[18:32] for line in log)
+    # The traceback is the app's own: its pid, the tag AndroidRuntime, every line. (init
+    # copies the processes' output into the log as it comes: the last line may lag.)
+    def logged(*argv: str, until: str):
+        out = runner.invoke(main, ["logcat", "-d", *argv, "--runtime-dir", str(root)]).output
+        return until in out and out
+
+    log = _wait(lambda: logged("--pid", str(pids[0]), until="SyntaxError: expected"), 10, "the traceback").splitlines()
+    assert all(f" {pids[0]} " in line[18:32] for line in log)
     fatal = [line.split(": ", 1)[1] for line in log if " E AndroidRuntime: " in line]
     assert fatal[:2] == ["FATAL EXCEPTION: main", f"Process: org.example.broken, PID: {pids[0]}"]
     assert fatal[2] == "Traceback (most recent call last):" and fatal[-1] == "SyntaxError: expected ':'"
-    tagged = runner.invoke(main, ["logcat", "-d", "-s", "AndroidRuntime", "--runtime-dir", str(root)]).output
-    assert "FileNotFoundError: " in tagged and "SyntaxError: expected ':'" in tagged
-    am_says = runner.invoke(main, ["logcat", "-d", "-s", "ActivityManager", "--runtime-dir", str(root)]).output
-    assert f"Process org.example.broken (pid {pids[0]}) crashed at start: SyntaxError" in am_says
+    tagged = _wait(lambda: logged("-s", "AndroidRuntime", until="FileNotFoundError: "), 10, "the other traceback")
+    assert "SyntaxError: expected ':'" in tagged
+    am_says = f"Process org.example.broken (pid {pids[0]}) crashed at start: SyntaxError"
+    _wait(lambda: logged("-s", "ActivityManager", until=am_says), 10, "the activity manager's line")
 
 
 def test_trace_of_the_running_emulator(emulator, tmp_path):
