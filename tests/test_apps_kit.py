@@ -112,3 +112,146 @@ async def test_load_slot_turns_callbacks_into_events(tmp_path, monkeypatch):
     assert report.data["statuses"] == [1, 0] and report.data["unload_reasons"] == [3]
     await slot.onModelLoadRequestComplete(request, NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_COMPLETE)
     assert slot.done and slot.poll().kind == "complete"
+
+
+# -- loading an approved request's model: what CAN_LOAD_NOW does not promise --------------
+#
+# Issue 12 point 9: under the budget policy a more important app's request cancels an
+# approved request that is still compiling (rule 4) and takes its budget at once (rule 8),
+# while the cancelled app's model may still sit in device memory until that app learns
+# of the cancellation and releases it. The new holder's prepareModel then fails with
+# RESOURCE_EXHAUSTED_PERSISTENT (WEIGHT_MEMORY_FULL). An app must give the approval back,
+# wait and ask again; the cancelled app must release what it compiled, unused. These run
+# the real HAL (virtual-clock driver), system_server and two apps in one trio run.
+
+from framework.nn import open_nn_runtime  # noqa: E402
+from test_server_hal import world  # noqa: E402,F401  (the real-HAL world fixture)
+
+GIB = 1 << 30
+_L = NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G  # weight 4 of the default maxBudget 4
+
+
+class _App:
+    """One in-process app's NpuManager, report and NNAPI runtime."""
+
+    def __init__(self, app, name: str, nn) -> None:
+        self.context = app.context
+        self.npu = app.context.getSystemService("npu")
+        self.report = Report(name, app.context)
+        self.nn = nn
+        self.model, _ = mlp(seed=1, sizes=(8, 8, 4))
+
+    def slot(self) -> LoadSlot:
+        return LoadSlot(self.npu, self.context.getMainExecutor(), self.report, _L, NpuManager.NPU_MODEL_PRIORITY_NORMAL)
+
+    def compilation(self, slot: LoadSlot, size: int):
+        c = self.nn.createCompilationForDevices(self.model, [self.nn.getDeviceByName("emu-npu")])  # 4 GiB of weights
+        c.setEmulatedModelSize(size)
+        c.setModelLoadRequest(slot.request)
+        return c
+
+    async def approved(self, world) -> LoadSlot:
+        slot = self.slot()
+        await slot.file()
+        with trio.fail_after(5):
+            assert await slot.wait_can_load_now()
+        return slot
+
+
+def _held(world, app: _App) -> list[int]:
+    return sorted(p.load_request for p in world.real_hal.prepared if p.owner_uid == app.context.getUid())
+
+
+class _Gated:
+    """A compilation whose finish() waits for the test to open the gate (a slow compile)."""
+
+    def __init__(self, compilation) -> None:
+        self.compilation = compilation
+        self.gate = trio.Event()
+
+    async def finish(self) -> None:
+        await self.gate.wait()
+        await self.compilation.finish()
+
+    async def aclose(self) -> None:
+        await self.compilation.aclose()
+
+
+async def _two_apps(world):
+    bg = await world.launch("com.test.bg")  # cached: rule 3's victim
+    fg = await world.launch("com.test.fg")
+    await fg.context.getSystemService("npu").setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, None)
+    return bg, fg
+
+
+async def test_a_load_refused_for_memory_gives_the_approval_back_and_the_next_request_loads(
+        autojump_clock, world, monkeypatch):
+    monkeypatch.delenv("NPUEMU_RUNTIME_DIR", raising=False)
+    bg_app, fg_app = await _two_apps(world)
+    async with open_nn_runtime(bg_app.context.runtime, environ={}) as bg_nn, \
+            open_nn_runtime(fg_app.context.runtime, environ={}) as fg_nn:
+        bg, fg = _App(bg_app, "bg", bg_nn), _App(fg_app, "fg", fg_nn)
+        # The cached app is approved and compiles 3 GiB, but has not said "loaded" yet.
+        bg_slot = await bg.approved(world)
+        bg_compilation = bg.compilation(bg_slot, 3 * GIB)
+        await bg_compilation.finish()
+        # The foreground app's request cancels it (rule 4) and is granted at once (rule 5).
+        fg_slot = await fg.approved(world)
+        await world.settle()
+        assert bg_slot.done and bg.report.data["completions"] == [NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED]
+        # Its 2 GiB do not fit beside the cancelled app's 3 GiB: the load is refused, the
+        # approval given back, nothing of it left in the HAL or the service.
+        assert await fg_slot.load(fg.compilation(fg_slot, 2 * GIB)) is False
+        await world.settle()
+        assert fg_slot.done and fg.report.data["completions"] == [NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED]
+        assert fg.report.data["load_retries"] == 1
+        assert any(e["kind"] == "device_memory_full" for e in fg.report.data["events"])
+        assert _held(world, fg) == [] and _held(world, bg) == [bg_slot.request.getId()]
+        assert world.system.npu.dump_data()["requests"] == []
+        assert world.system.npu.dump_data()["budget"]["in_use"] == 0
+        # The cancelled app learns and releases; the foreground app asks again and loads.
+        await bg_compilation.aclose()
+        fg_again = await fg.approved(world)
+        compilation = fg.compilation(fg_again, 2 * GIB)
+        assert await fg_again.load(compilation) is True
+        await world.settle()
+        assert _held(world, fg) == [fg_again.request.getId()] and _held(world, bg) == []
+        assert [r["state"] for r in world.system.npu.dump_data()["requests"]] == ["loaded"]
+        await compilation.aclose()
+        await fg_again.listener.notifyModelUnloaded(fg_again.request)
+
+
+async def test_a_request_cancelled_while_its_model_compiles_releases_the_model_unused(
+        autojump_clock, world, monkeypatch):
+    monkeypatch.delenv("NPUEMU_RUNTIME_DIR", raising=False)
+    bg_app, fg_app = await _two_apps(world)
+    async with open_nn_runtime(bg_app.context.runtime, environ={}) as bg_nn, \
+            open_nn_runtime(fg_app.context.runtime, environ={}) as fg_nn:
+        bg, fg = _App(bg_app, "bg", bg_nn), _App(fg_app, "fg", fg_nn)
+        # Cancelled before it started compiling: nothing reaches the device.
+        slot = await bg.approved(world)
+        fg_slot = await fg.approved(world)
+        await world.settle()
+        assert await slot.load(bg.compilation(slot, GIB)) is False
+        assert _held(world, bg) == [] and world.real_hal.prepared == set()
+        await fg_slot.listener.notifyModelUnloaded(fg_slot.request)
+        await world.settle()
+        # Cancelled while compiling: the compile ends, notifyModelLoaded is refused (or
+        # the callback came first), and the model is released, never reported loaded.
+        slot = await bg.approved(world)
+        gated = _Gated(bg.compilation(slot, GIB))
+        result = {}
+
+        async def load():
+            result["loaded"] = await slot.load(gated)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(load)
+            await world.settle()
+            fg_slot = await fg.approved(world)
+            gated.gate.set()
+        assert result == {"loaded": False}
+        assert _held(world, bg) == []
+        assert bg.report.data["load_retries"] == 2 and bg.report.data["loads"] == 0
+        assert [e["kind"] for e in bg.report.data["events"]].count("ended_while_loading") == 2
+        assert [r["uid"] for r in world.system.npu.dump_data()["requests"]] == [fg.context.getUid()]

@@ -11,7 +11,10 @@ plumbing a real app would also write for itself:
   so a killed app still leaves its story) and logged as logcat lines.
 - :class:`LoadSlot`: one ``ModelLoadRequest``'s life as a stream of events an app's
   main loop can ``await`` (``can_load``, ``unload``, ``complete``), instead of logic
-  spread over callbacks.
+  spread over callbacks; :meth:`LoadSlot.load` (``_loading``) loads an approved request's
+  model and copes with what CAN_LOAD_NOW does not promise: the request may end while
+  the model compiles, and the device may refuse it for memory another app is still
+  releasing (release, wait, ask again).
 - :func:`device_for` (``_devices``): the device to load a model on, found by NNAPI
   discovery (type, then the operations the device supports), never by name.
 - :func:`mlp` and :func:`convnet`: small models built with ``framework.nn.Model``, each
@@ -37,9 +40,10 @@ from framework.nn import FuseCode, Model, OperandType, OperationType
 from framework.npumanager import ModelLoadRequest, ModelLoadRequestCallback, constantToString
 
 from ._devices import choose_device, cpu_device, device_for
+from ._loading import LoadOutcome, load_model
 
-__all__ = ["LoadSlot", "Report", "SlotEvent", "choose_device", "close_enough", "convnet", "cpu_device", "device_for",
-           "mlp", "percentile"]
+__all__ = ["LoadOutcome", "LoadSlot", "Report", "SlotEvent", "choose_device", "close_enough", "convnet", "cpu_device",
+           "device_for", "load_model", "mlp", "percentile"]
 
 _RUNTIME_DIR_ENV = "NPUEMU_RUNTIME_DIR"
 MIB = 1 << 20
@@ -83,6 +87,7 @@ class Report:
             "completions": [],
             "refusals": [],
             "revoked": 0,
+            "load_retries": 0,
             "devices": [],
             "errors": [],
             "events": [],
@@ -189,6 +194,24 @@ class LoadSlot(ModelLoadRequestCallback):
 
     async def next(self) -> SlotEvent:
         return await self._recv.receive()
+
+    async def load(self, compilation: Any) -> bool:
+        """After CAN_LOAD_NOW: finish ``compilation`` and notifyModelLoaded (:func:`load_model`).
+
+        True when loaded. False when not, the compilation closed and the request ended
+        (cancelled while the model compiled, or given back because the device's memory
+        was still taken): the app waits a little and files a new request.
+        """
+        outcome = await load_model(self.npu, self.request, self.listener, compilation, ended=lambda: self.done)
+        if outcome is LoadOutcome.DEVICE_FULL:
+            self.report.bump("load_retries")
+            self.report.note("device_memory_full", f"request {self.request.getId()}: the device refused the model"
+                             " for memory another app is still releasing; request given back, will ask again")
+        elif outcome is LoadOutcome.ENDED:
+            self.report.bump("load_retries")
+            self.report.note("ended_while_loading", f"request {self.request.getId()} ended before its model"
+                             " was loaded; the compilation is released unused")
+        return outcome is LoadOutcome.LOADED
 
     def poll(self) -> SlotEvent | None:
         """The next callback if one has come, else None (for a loop that must not block)."""
