@@ -16,7 +16,9 @@ It prints, for people (or as JSON):
 - admission latency (request filed to CAN_LOAD_NOW) p50/p99/max, and execution
   latency (one compute, start to result) p50/p99/max, over all apps;
 - statuses seen (CAN_LOAD_NOW, WAIT_FOR_UNLOAD, NOT_PRIORITIZED, COMPLETE...),
-  errors and wrong results;
+  errors and wrong results; approvals cancelled before their model was loaded, and
+  loads the device refused for memory a cancelled app was still releasing (the app
+  gave the approval back and asked again: ``load_app.py`` says why neither is an error);
 - leaks, checked after every app has stopped: requests or budget left in
   ``dumpsys npu``, prepared models or weight memory left in the HAL, and descriptors
   and memfd mappings of the three long-lived processes against their count before
@@ -188,6 +190,7 @@ async def run(args: argparse.Namespace) -> dict:
         "statuses": statuses, "cancelled": sum(r["cancelled"] for r in reports.values()),
         "unload_asked": sum(r["unload_asked"] for r in reports.values()),
         "ended_before_load": sum(r.get("ended_before_load", 0) for r in reports.values()),
+        "device_full": sum(r.get("device_full", 0) for r in reports.values()),
         "cycles_by_importance": by_importance,
         "bad_results": sum(r["bad_results"] for r in reports.values()), "errors": len(errors),
         "first_errors": errors[:5], "apps_alive_after": alive_at_end, "stack_crashed": crashed,
@@ -213,8 +216,8 @@ def render(r: dict) -> str:
         f"  statuses       {json.dumps(r['statuses'], sort_keys=True)}",
         f"  cycles by importance {json.dumps(r['cycles_by_importance'])}",
         f"  cancelled while waiting {r['cancelled']}  ended after approval {r['ended_before_load']}"
-        f"  unload asked {r['unload_asked']}  wrong results {r['bad_results']}"
-        f"  errors {r['errors']}",
+        f"  device full, asked again {r['device_full']}  unload asked {r['unload_asked']}"
+        f"  wrong results {r['bad_results']}  errors {r['errors']}",
         f"  stack crashed  {r['stack_crashed'] or 'none'}",
         f"  leaks          {'; '.join(r['leaks']) or 'none'}",
     ]

@@ -24,6 +24,7 @@ from framework.npumanager import NpuManager
 
 EMULATED_SIZE = 2560 << 20
 TOKENS_PER_QUERY = 40
+RETRY_AFTER_S = 0.2
 VISIBLE = 200  # ActivityManager.RunningAppProcessInfo.IMPORTANCE_VISIBLE
 
 
@@ -41,23 +42,27 @@ async def main(context: Context) -> None:
             while await activity.getUidImportance(context.getUid()) > VISIBLE:
                 await trio.sleep(0.1)
             report.note("query", "the user asked something")
-            slot = LoadSlot(npu, context.getMainExecutor(), report, NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G,
-                            NpuManager.NPU_MODEL_PRIORITY_NORMAL)
             t_ask = time.perf_counter()
-            await slot.file()
-            if await slot.wait_can_load_now():
-                report.data.setdefault("wait_for_load_ms", []).append(round((time.perf_counter() - t_ask) * 1000, 1))
-                await _answer(nn, model, reference, rng, slot, report, device)
+            while True:  # until answered or refused; a load the device could not take yet asks again
+                slot = LoadSlot(npu, context.getMainExecutor(), report, NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G,
+                                NpuManager.NPU_MODEL_PRIORITY_NORMAL)
+                await slot.file()
+                if not await slot.wait_can_load_now() or await _answer(nn, model, reference, rng, slot, report, device,
+                                                                       t_ask):
+                    break
+                await trio.sleep(RETRY_AFTER_S)
             while await activity.getUidImportance(context.getUid()) <= VISIBLE:
                 await trio.sleep(0.1)  # answered; wait until the user leaves and comes back
 
 
-async def _answer(nn, model, reference, rng, slot: LoadSlot, report: Report, device) -> None:
+async def _answer(nn, model, reference, rng, slot: LoadSlot, report: Report, device, t_ask: float) -> bool:
+    """The reply, if the model could be loaded (False: ask again)."""
     compilation = nn.createCompilationForDevices(model, [device])
     compilation.setEmulatedModelSize(EMULATED_SIZE)
     compilation.setModelLoadRequest(slot.request)  # revoked alone if ever late
-    await compilation.finish()
-    await slot.listener.notifyModelLoaded(slot.request)
+    if not await slot.load(compilation):  # ended while compiling, or the device was full
+        return False
+    report.data.setdefault("wait_for_load_ms", []).append(round((time.perf_counter() - t_ask) * 1000, 1))
     report.bump("loads")
     report.note("loaded", f"language model on {device.getName()}")
     for _ in range(TOKENS_PER_QUERY):
@@ -81,3 +86,4 @@ async def _answer(nn, model, reference, rng, slot: LoadSlot, report: Report, dev
         await slot.listener.notifyModelUnloaded(slot.request)
         report.bump("unloads")
         report.note("unloaded", "reply done, model released")
+    return True

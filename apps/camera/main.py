@@ -47,8 +47,9 @@ async def main(context: Context) -> None:
             compilation = nn.createCompilationForDevices(model, [device])
             compilation.setEmulatedModelSize(EMULATED_SIZE)
             compilation.setModelLoadRequest(slot.request)  # revoked alone if ever late
-            await compilation.finish()
-            await slot.listener.notifyModelLoaded(slot.request)
+            if not await slot.load(compilation):  # ended while compiling, or the device was full
+                await trio.sleep(1.0)
+                continue
             report.bump("loads")
             report.note("loaded", f"classifier on {device.getName()}")
             asked = await _frames(slot, compilation, reference, rng, report, device.getName())

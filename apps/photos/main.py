@@ -44,8 +44,9 @@ async def main(context: Context) -> None:
             compilation = nn.createCompilationForDevices(model, [device])
             compilation.setEmulatedModelSize(EMULATED_SIZE)
             compilation.setModelLoadRequest(slot.request)  # revoked alone if ever late
-            await compilation.finish()
-            await slot.listener.notifyModelLoaded(slot.request)
+            if not await slot.load(compilation):  # ended while compiling, or the device was full
+                await trio.sleep(RETRY_AFTER_S)
+                continue
             report.bump("loads")
             report.note("loaded", f"feature extractor on {device.getName()}")
             # Two photos at a time, as a batch indexer does; the first callback that

@@ -44,8 +44,9 @@ async def main(context: Context) -> None:
             await trio.sleep_forever()
         compilation = nn.createCompilationForDevices(model, [device])
         compilation.setEmulatedModelSize(EMULATED_SIZE)
-        await compilation.finish()
-        await slot.listener.notifyModelLoaded(slot.request)
+        if not await slot.load(compilation):
+            report.note("never_loaded", "the model was not loaded (the request ended, or the device was full)")
+            await trio.sleep_forever()
         report.bump("loads")
         report.note("loaded", f"model on {device.getName()}")
 
