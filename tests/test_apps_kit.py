@@ -7,6 +7,7 @@ good as that reference: each model's numpy reference must equal what the C kerne
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import numpy as np
@@ -14,8 +15,9 @@ import pytest
 import trio
 
 from apps._kit import LoadSlot, Report, close_enough, convnet, mlp, percentile
-from framework.nn import _cpu_kernels
+from framework.nn import _cpu_kernels, open_nn_runtime
 from framework.npumanager import NpuManager, SynchronousExecutor
+from test_server_hal import world  # noqa: F401  (the real-HAL world fixture, for the loading tests)
 
 
 def _run_on_kernels(model, x: np.ndarray, out_shape) -> np.ndarray:
@@ -124,9 +126,6 @@ async def test_load_slot_turns_callbacks_into_events(tmp_path, monkeypatch):
 # wait and ask again; the cancelled app must release what it compiled, unused. These run
 # the real HAL (virtual-clock driver), system_server and two apps in one trio run.
 
-from framework.nn import open_nn_runtime  # noqa: E402
-from test_server_hal import world  # noqa: E402,F401  (the real-HAL world fixture)
-
 GIB = 1 << 30
 _L = NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G  # weight 4 of the default maxBudget 4
 
@@ -177,20 +176,21 @@ class _Gated:
         await self.compilation.aclose()
 
 
-async def _two_apps(world):
-    bg = await world.launch("com.test.bg")  # cached: rule 3's victim
-    fg = await world.launch("com.test.fg")
-    await fg.context.getSystemService("npu").setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, None)
-    return bg, fg
+@contextlib.asynccontextmanager
+async def _two_apps(world, monkeypatch):
+    """A cached app (rule 3's victim) and a foreground one, under the budget policy."""
+    monkeypatch.delenv("NPUEMU_RUNTIME_DIR", raising=False)
+    bg_app = await world.launch("com.test.bg")
+    fg_app = await world.launch("com.test.fg")
+    await fg_app.context.getSystemService("npu").setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, None)
+    async with open_nn_runtime(bg_app.context.runtime, environ={}) as bg_nn, \
+            open_nn_runtime(fg_app.context.runtime, environ={}) as fg_nn:
+        yield _App(bg_app, "bg", bg_nn), _App(fg_app, "fg", fg_nn)
 
 
 async def test_a_load_refused_for_memory_gives_the_approval_back_and_the_next_request_loads(
         autojump_clock, world, monkeypatch):
-    monkeypatch.delenv("NPUEMU_RUNTIME_DIR", raising=False)
-    bg_app, fg_app = await _two_apps(world)
-    async with open_nn_runtime(bg_app.context.runtime, environ={}) as bg_nn, \
-            open_nn_runtime(fg_app.context.runtime, environ={}) as fg_nn:
-        bg, fg = _App(bg_app, "bg", bg_nn), _App(fg_app, "fg", fg_nn)
+    async with _two_apps(world, monkeypatch) as (bg, fg):
         # The cached app is approved and compiles 3 GiB, but has not said "loaded" yet.
         bg_slot = await bg.approved(world)
         bg_compilation = bg.compilation(bg_slot, 3 * GIB)
@@ -223,11 +223,7 @@ async def test_a_load_refused_for_memory_gives_the_approval_back_and_the_next_re
 
 async def test_a_request_cancelled_while_its_model_compiles_releases_the_model_unused(
         autojump_clock, world, monkeypatch):
-    monkeypatch.delenv("NPUEMU_RUNTIME_DIR", raising=False)
-    bg_app, fg_app = await _two_apps(world)
-    async with open_nn_runtime(bg_app.context.runtime, environ={}) as bg_nn, \
-            open_nn_runtime(fg_app.context.runtime, environ={}) as fg_nn:
-        bg, fg = _App(bg_app, "bg", bg_nn), _App(fg_app, "fg", fg_nn)
+    async with _two_apps(world, monkeypatch) as (bg, fg):
         # Cancelled before it started compiling: nothing reaches the device.
         slot = await bg.approved(world)
         fg_slot = await fg.approved(world)
