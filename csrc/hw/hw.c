@@ -11,10 +11,24 @@
  * channel_boundary() is what happens then.  The virtual clock calls it from
  * npu_hw_advance() in time order; the real clock's worker threads call it
  * when the wall clock reaches busy_until x speed_factor.
+ *
+ * The real clock's worker of a channel computes each slice as soon as the
+ * slice starts (while its emulated time runs), then sleeps on the channel's
+ * own condition variable towards the wall-clock deadline of busy_until, so
+ * that the boundary itself (a preemption, the next job's start) costs only
+ * its bookkeeping.  When a queued job waits for that boundary it sleeps only
+ * to SPIN_BEFORE_WALL_NS before it and spins the rest, as a timed sleep wakes
+ * late.  Its condition is signalled only when its plan changes: a job started
+ * on it, a submission to its device (which may now wait for its boundary), a
+ * stop.  hw->cond is broadcast when a slice's computation ends (an unload
+ * waits for that); the thermal thread sleeps on a condition of its own.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,6 +78,8 @@ struct channel {
     struct job *claim;            /* the job this channel is saving a context for */
     int64_t busy_until;
     bool hung, computing;
+    bool ahead;                   /* real clock: the running slice is already computed */
+    pthread_cond_t wake;          /* real clock: the worker sleeps here (CLOCK_MONOTONIC) */
     pthread_t thread;
     bool thread_started;
     struct npu_hw *hw;
@@ -101,7 +117,9 @@ struct model {
 
 struct npu_hw {
     pthread_mutex_t lock;
-    pthread_cond_t cond;
+    pthread_cond_t cond;          /* broadcast when a slice's computation ends */
+    pthread_cond_t thermal_wake;  /* the thermal thread's sleep; signalled at stop */
+    pthread_condattr_t mono;      /* CLOCK_MONOTONIC, for every condition variable */
     struct npu_hw_options opt;
     struct device dev[NPU_HW_MAX_DEVICES];
     uint32_t ndev;
@@ -392,9 +410,13 @@ static void channel_start(struct npu_hw *hw, struct channel *ch, struct job *j, 
     j->ch = ch;
     ch->job = j;
     ch->state = CH_RUNNING;
+    ch->ahead = false;
     emit_work(hw, NPU_EVENT_WORK_STARTED, j->started ? NPU_START_REASON_RESUMED : NPU_START_REASON_INITIAL, j);
     j->started = true;
     channel_schedule_slice(hw, ch, t);
+    /* its worker sleeps until a deadline it did not have: wake it (a no-op
+     * when this is the worker itself, or on the virtual clock) */
+    pthread_cond_signal(&ch->wake);
 }
 
 static void device_dispatch(struct npu_hw *hw, struct device *d, int64_t t)
@@ -415,6 +437,7 @@ static void channel_release(struct channel *ch)
     ch->job = NULL;
     ch->state = CH_IDLE;
     ch->busy_until = 0;
+    ch->ahead = false;
 }
 
 /* The queued job, if any, that should take this channel's running job's place. */
@@ -501,12 +524,15 @@ static void channel_boundary(struct npu_hw *hw, struct channel *ch, int64_t t)
         j->pending_end = NPU_END_REASON_FAILED;
     }
     if (j->pending_end < 0) {
-        ch->computing = true;
-        pthread_mutex_unlock(&hw->lock);
-        npu_plan_run_slice(j->model->plan, j->next_slice, j->arena, j->in, j->out);
-        pthread_mutex_lock(&hw->lock);
-        ch->computing = false;
-        pthread_cond_broadcast(&hw->cond);
+        if (!ch->ahead) {
+            ch->computing = true;
+            pthread_mutex_unlock(&hw->lock);
+            npu_plan_run_slice(j->model->plan, j->next_slice, j->arena, j->in, j->out);
+            pthread_mutex_lock(&hw->lock);
+            ch->computing = false;
+            pthread_cond_broadcast(&hw->cond);
+        }
+        ch->ahead = false;
         j->next_slice++;
         j->restore_pending = false;
         ch->slices++;
@@ -624,12 +650,70 @@ int npu_hw_run_until_idle(struct npu_hw *hw, int64_t max_ns)
 
 /* ---- the real clock ---- */
 
+/* Real clock: how long (wall ns) before a boundary that a job waits for the
+ * worker stops sleeping and spins to it.  A timed sleep wakes tens of
+ * microseconds late (timer interrupt, wake-up, context switch: a p90 of about
+ * 30 us on a 2-vCPU VM, timer slack 1 ns); the spin, spent only where a job
+ * waits for this very boundary, takes that out of the job's wait. */
+enum { SPIN_BEFORE_WALL_NS = 100000 };
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Whether a job waits for the channel's next boundary: a queued job that
+ * preempts there, the preemptor whose way this context save clears, or a
+ * queued job that takes the channel when its job ends there. */
+static bool boundary_awaited(struct npu_hw *hw, struct channel *ch)
+{
+    if (ch->state == CH_SAVING)
+        return ch->claim || queue_best(hw, ch->dev);
+    struct job *j = ch->job;
+    if (ch->state != CH_RUNNING || !j)
+        return false;
+    if (j->pending_end >= 0 || !j->model->live || j->next_slice + 1 >= j->model->plan->slice_count)
+        return queue_best(hw, ch->dev) != NULL;
+    return preemptor(hw, ch) != NULL;
+}
+
+/* Whether the worker may compute the running slice before its boundary: not
+ * if the job is to end there anyway, or the channel is hung. */
+static bool slice_to_compute_ahead(const struct channel *ch)
+{
+    const struct job *j = ch->job;
+    return ch->state == CH_RUNNING && j && !ch->ahead && !ch->hung && ch->busy_until != NEVER &&
+           j->pending_end < 0 && j->model->live && !ch->dev->fail_next;
+}
+
 static void *channel_thread(void *arg)
 {
     struct channel *ch = arg;
     struct npu_hw *hw = ch->hw;
+#ifdef __linux__
+    /* Wake at the deadline, not up to the default 50 us after it: a
+     * preemptor waits for exactly this wake-up. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
     pthread_mutex_lock(&hw->lock);
     while (!hw->stop) {
+        if (slice_to_compute_ahead(ch)) {
+            /* The slice's real computation happens during its emulated time;
+             * cancel, reset and unload see `computing` and wait or defer. */
+            struct job *j = ch->job;
+            ch->computing = true;
+            pthread_mutex_unlock(&hw->lock);
+            npu_plan_run_slice(j->model->plan, j->next_slice, j->arena, j->in, j->out);
+            pthread_mutex_lock(&hw->lock);
+            ch->computing = false;
+            ch->ahead = true;
+            pthread_cond_broadcast(&hw->cond);
+            continue;
+        }
         if (ch->state != CH_IDLE && ch->busy_until != NEVER) {
             int64_t now = hw_now(hw);
             if (now >= ch->busy_until) {
@@ -637,10 +721,22 @@ static void *channel_thread(void *arg)
                 channel_boundary(hw, ch, ch->busy_until);
                 continue;
             }
-            struct timespec ts = wall_deadline(hw, ch->busy_until);
-            pthread_cond_timedwait(&hw->cond, &hw->lock, &ts);
+            bool awaited = boundary_awaited(hw, ch);
+            int64_t spin_emu = (int64_t)((double)SPIN_BEFORE_WALL_NS / hw->opt.speed_factor);
+            if (awaited && ch->busy_until - now <= spin_emu) {
+                /* Unlocked, so that submitters do not wait for us; the loop
+                 * looks at the channel afresh after it. */
+                int64_t until = ch->busy_until;
+                pthread_mutex_unlock(&hw->lock);
+                while (hw_now(hw) < until)
+                    cpu_relax();
+                pthread_mutex_lock(&hw->lock);
+                continue;
+            }
+            struct timespec ts = wall_deadline(hw, awaited ? ch->busy_until - spin_emu : ch->busy_until);
+            pthread_cond_timedwait(&ch->wake, &hw->lock, &ts);
         } else {
-            pthread_cond_wait(&hw->cond, &hw->lock);
+            pthread_cond_wait(&ch->wake, &hw->lock);
         }
     }
     pthread_mutex_unlock(&hw->lock);
@@ -660,7 +756,7 @@ static void *thermal_thread(void *arg)
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000;
         }
-        pthread_cond_timedwait(&hw->cond, &hw->lock, &ts);
+        pthread_cond_timedwait(&hw->thermal_wake, &hw->lock, &ts);
         if (!hw->stop)
             thermal_update(hw, hw_now(hw));
     }
@@ -719,16 +815,19 @@ int npu_hw_create(const struct npu_hw_options *in, struct npu_hw **out)
         free(hw);
         return rc;
     }
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    if (pthread_mutex_init(&hw->lock, NULL) != 0 || pthread_cond_init(&hw->cond, &ca) != 0) {
-        pthread_condattr_destroy(&ca);
+    if (pthread_condattr_init(&hw->mono) != 0) {
         npu_ring_fini(&hw->ring);
         free(hw);
         return NPU_E_SYSTEM_ERROR;
     }
-    pthread_condattr_destroy(&ca);
+    pthread_condattr_setclock(&hw->mono, CLOCK_MONOTONIC);
+    if (pthread_mutex_init(&hw->lock, NULL) != 0 || pthread_cond_init(&hw->cond, &hw->mono) != 0 ||
+        pthread_cond_init(&hw->thermal_wake, &hw->mono) != 0) {
+        pthread_condattr_destroy(&hw->mono);
+        npu_ring_fini(&hw->ring);
+        free(hw);
+        return NPU_E_SYSTEM_ERROR;
+    }
     clock_gettime(CLOCK_MONOTONIC, &hw->start);
     *out = hw;
     return NPU_OK;
@@ -739,6 +838,10 @@ static void stop_threads(struct npu_hw *hw)
     pthread_mutex_lock(&hw->lock);
     hw->stop = true;
     pthread_cond_broadcast(&hw->cond);
+    pthread_cond_signal(&hw->thermal_wake);
+    for (uint32_t d = 0; d < hw->ndev; d++)
+        for (uint32_t c = 0; c < hw->dev[d].cfg.channel_count; c++)
+            pthread_cond_signal(&hw->dev[d].ch[c].wake);
     pthread_mutex_unlock(&hw->lock);
     for (uint32_t d = 0; d < hw->ndev; d++)
         for (uint32_t c = 0; c < hw->dev[d].cfg.channel_count; c++)
@@ -795,9 +898,14 @@ void npu_hw_destroy(struct npu_hw *hw)
             free(hw->models[i]);
         }
     free(hw->models);
-    for (uint32_t d = 0; d < hw->ndev; d++)
+    for (uint32_t d = 0; d < hw->ndev; d++) {
         free(hw->dev[d].queue);
+        for (uint32_t c = 0; c < hw->dev[d].cfg.channel_count; c++)
+            pthread_cond_destroy(&hw->dev[d].ch[c].wake);
+    }
     pthread_cond_destroy(&hw->cond);
+    pthread_cond_destroy(&hw->thermal_wake);
+    pthread_condattr_destroy(&hw->mono);
     pthread_mutex_destroy(&hw->lock);
     npu_ring_fini(&hw->ring);
     free(hw);
@@ -828,12 +936,21 @@ static int api_add_device(struct npu_hw *hw, const struct npu_hw_device_config *
         d->cfg = *cfg;
         d->cfg.name[NPU_HW_NAME_MAX - 1] = '\0';
         d->index = hw->ndev;
-        for (uint32_t c = 0; c < cfg->channel_count; c++) {
+        uint32_t c = 0;
+        for (; c < cfg->channel_count; c++) {
             d->ch[c].dev = d;
             d->ch[c].index = c;
             d->ch[c].hw = hw;
+            if (pthread_cond_init(&d->ch[c].wake, &hw->mono) != 0)
+                break;
         }
-        *index = hw->ndev++;
+        if (c < cfg->channel_count) {
+            while (c--)
+                pthread_cond_destroy(&d->ch[c].wake);
+            rc = NPU_E_SYSTEM_ERROR;
+        } else {
+            *index = hw->ndev++;
+        }
     }
     pthread_mutex_unlock(&hw->lock);
     return rc;
@@ -1040,7 +1157,12 @@ static int api_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const str
     thermal_update(hw, now);
     emit_work(hw, NPU_EVENT_WORK_REQUESTED, 0, j);
     device_dispatch(hw, d, now);
-    pthread_cond_broadcast(&hw->cond);
+    /* The device's busy workers sleep towards their next boundary; the new job
+     * may wait for one of them now (to preempt there, or to follow): let them
+     * plan the wake-up afresh (see boundary_awaited). */
+    for (uint32_t c = 0; c < d->cfg.channel_count; c++)
+        if (d->ch[c].state != CH_IDLE)
+            pthread_cond_signal(&d->ch[c].wake);
 out:
     pthread_mutex_unlock(&hw->lock);
     return rc;

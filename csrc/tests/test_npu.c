@@ -1316,6 +1316,82 @@ static void test_real_clock_refuses_advance_and_runs(void)
     CHECK(same);
 }
 
+/* Waits (polling the eventfd, 10 s at most) for the final ENDED of every id;
+ * copies the WORK events into evs.  Returns how many. */
+static uint32_t real_clock_collect(struct npu_system *s, const int32_t *ids, int nids, struct npu_event *evs,
+                                   uint32_t cap)
+{
+    uint32_t n = 0;
+    int done = 0;
+    for (int spins = 0; spins < 1000 && done < nids; spins++) {
+        struct pollfd p = {npu_system_event_fd(s), POLLIN, 0};
+        poll(&p, 1, 10);
+        uint32_t got = 0;
+        npu_system_drain_events(s, evs + n, cap - n, &got);
+        for (uint32_t i = n; i < n + got; i++)
+            for (int k = 0; k < nids; k++)
+                done += evs[i].type == NPU_EVENT_WORK_ENDED && evs[i].reason != NPU_END_REASON_PAUSED &&
+                        evs[i].work.id == ids[k];
+        n += got;
+    }
+    return n;
+}
+
+/* Preemption on the worker thread (slices computed ahead of their boundary,
+ * the preemptor's boundary spun to): a checkpointed job resumes bit-identical,
+ * a killed one restarts, and the high job runs in between. */
+static void test_real_clock_preemption_pauses_and_resumes(void)
+{
+    int32_t modes[2] = {NPU_PREEMPT_CHECKPOINT, NPU_PREEMPT_KILL_RESTART};
+    for (int k = 0; k < 2; k++) {
+        static struct run r;
+        struct npu_system_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.clock = NPU_CLOCK_REAL;
+        cfg.preemption_mode = modes[k];
+        OK(npu_system_create(&cfg, &r.s));
+        r.b = mlp_model(256, 256, 256, 7);
+        /* about 12 slices of 30 ms on emu-gpu: the high job arrives mid-run */
+        struct npu_load_params p = {0, 0, 5000.0};
+        int rl = npu_system_load_model(r.s, 1, mb_model(r.b), &p, &r.model);
+        unsigned seed = 99;
+        for (int i = 0; i < 2; i++) {
+            for (int e = 0; e < 256; e++)
+                r.in[i][e] = frand(&seed);
+            r.ib[i] = (struct npu_buffer){r.in[i], sizeof r.in[i]};
+            r.ob[i] = (struct npu_buffer){r.out[i], sizeof r.out[i]};
+        }
+        int32_t low = rl == NPU_OK ? submit(&r, 0, 10001, 1000) : -1;
+        static struct npu_event evs[64];
+        uint32_t n = 0;
+        for (int spins = 0; spins < 1000 && low > 0 && find_ev(evs, n, NPU_EVENT_WORK_STARTED, low, -1, 0) < 0;
+             spins++) {
+            struct pollfd pf = {npu_system_event_fd(r.s), POLLIN, 0};
+            poll(&pf, 1, 10);
+            uint32_t got = 0;
+            npu_system_drain_events(r.s, evs + n, 64 - n, &got);
+            n += got;
+        }
+        int32_t high = submit(&r, 1, 10001, 0);
+        int32_t ids[2] = {low, high};
+        n += real_clock_collect(r.s, ids, 2, evs + n, 64 - n);
+        float want[256];
+        expected_mlp_output(want);
+        int same = memcmp(r.out[0], want, sizeof want) == 0;
+        run_teardown(&r);
+        OK(rl);
+        CHECK(low > 0 && high > 0);
+        int paused = find_ev(evs, n, NPU_EVENT_WORK_ENDED, low, NPU_END_REASON_PAUSED, 0);
+        int h_start = find_ev(evs, n, NPU_EVENT_WORK_STARTED, high, -1, 0);
+        int h_end = find_ev(evs, n, NPU_EVENT_WORK_ENDED, high, NPU_END_REASON_COMPLETED, 0);
+        int resumed = find_ev(evs, n, NPU_EVENT_WORK_STARTED, low, NPU_START_REASON_RESUMED, 0);
+        int l_end = find_ev(evs, n, NPU_EVENT_WORK_ENDED, low, NPU_END_REASON_COMPLETED, 0);
+        CHECK(paused >= 0 && paused < h_start && h_start < h_end && h_end < resumed && resumed < l_end);
+        CHECK(evs[h_start].time_ns >= evs[paused].time_ns);
+        CHECK(same);
+    }
+}
+
 /* Several threads submit, cancel and drain at once on the real clock: what
  * `make tsan` runs. */
 struct stress {
@@ -1545,6 +1621,7 @@ static const struct test TESTS[] = {
     T(test_crash_aborts), T(test_unload_cancels_system), T(test_model_table_grows_under_live_work),
     T(test_eventfd_and_ids), T(test_ring_full_counts_drops),
     T(test_virtual_clock_is_repeatable), T(test_real_clock_refuses_advance_and_runs),
+    T(test_real_clock_preemption_pauses_and_resumes),
     T(test_real_clock_stress), T(test_loader), T(test_errors_and_dump),
 };
 

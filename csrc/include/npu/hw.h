@@ -45,7 +45,11 @@
  * Clocks: NPU_CLOCK_VIRTUAL has no threads at all; emulated time moves only
  * in npu_system_advance() and friends, so a run is exactly repeatable.
  * NPU_CLOCK_REAL runs one worker pthread per channel (plus one thermal
- * thread); an emulated duration d takes d x speed_factor of wall time.
+ * thread); an emulated duration d takes d x speed_factor of wall time.  A
+ * worker computes each slice while the slice's time runs and meets the
+ * boundary that a queued job waits for within microseconds (it spins the last
+ * 0.1 ms of wall time to it), so a preemptor's wait on the real clock is the
+ * virtual clock's plus that, on a machine that gives the worker a CPU.
  * The hardware never calls back into its user: everything it has to say goes
  * into the event ring and signals the system's eventfd.
  *
