@@ -7,8 +7,8 @@ import os
 
 import click
 
+from framework.emulator import resolve_runtime_dir
 from framework.emulator._demo import run_demo
-from framework.emulator._paths import default_runtime_dir
 
 from ._common import CliError, EXIT_FAILED, run
 
@@ -48,7 +48,8 @@ def _print_summary(s: dict) -> None:
 @click.option("--seconds", type=float, default=20.0, show_default=True,
               help="About how long the scenario runs once the apps are up (at least 8).")
 @click.option("--out-dir", type=click.Path(file_okay=False), default=None,
-              help="Where the trace, the plot, the log and summary.json go (default /tmp/npuemu-<uid>/demo).")
+              help="Where the trace, the plot, the log and summary.json go (default: demo beside the runtime"
+                   " directory, /tmp/npuemu-<uid>/demo unless $NPUEMU_RUNTIME_DIR says otherwise).")
 @click.option("--driver", type=click.Path(dir_okay=False), default=None,
               help="Run on a driver .so (built with `make driver`) instead of the reference driver.")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
@@ -66,8 +67,7 @@ def demo(as_json: bool, seconds: float, out_dir: str, driver: str | None, quiet:
     \b
     Examples:
       npuemu demo
-      npuemu demo --json --seconds 12 --out-dir /tmp/demo
-      npuemu demo --driver build/drivers/mydriver.so --seconds 8
+      npuemu demo --driver build/drivers/mydriver.so
     """
     if not seconds >= 8:
         raise CliError(f"--seconds must be at least 8, not {seconds:g}", 2)
@@ -79,7 +79,7 @@ def demo(as_json: bool, seconds: float, out_dir: str, driver: str | None, quiet:
             click.echo(f"demo: {text}", err=True)
 
     if out_dir is None:
-        out_dir = os.fspath(default_runtime_dir().parent / "demo")
+        out_dir = os.fspath(resolve_runtime_dir().parent / "demo")
     summary = run(lambda: run_demo(seconds=seconds, out_dir=out_dir, driver=driver, progress=progress))
     if as_json:
         click.echo(json.dumps(summary, indent=1))
