@@ -23,6 +23,7 @@ from framework.binder import (
     IllegalArgumentException,
     IllegalStateException,
     MemoryNetwork,
+    ParcelFileDescriptor,
     SecurityException,
     ServiceSpecificException,
     SharedMemory,
@@ -77,6 +78,7 @@ AIDL = {
             byte[] big(int n);
             void notImplemented();
             byte[] readAll(in ParcelFileDescriptor pfd);
+            ParcelFileDescriptor dupLater(in ParcelFileDescriptor pfd, int ms);
         }
     """,
 }
@@ -182,6 +184,11 @@ def make_echo(aidl, IEcho, ICallback):
 
         async def big(self, n):
             return b"\x01" * n
+
+        async def dupLater(self, pfd, ms):
+            with pfd:
+                await trio.sleep(ms / 1000)
+                return pfd.dup()
 
         async def readAll(self, pfd):
             with pfd:
@@ -660,6 +667,28 @@ async def test_a_cancelled_reading_caller_hands_the_replies_on(autojump_clock, e
     assert done[0] == ("long", True)
     assert done[1][0] == "short" and done[1][1] - start < 0.2
     assert await echo.whoami() == 10001  # and the connection reads on
+
+
+async def test_a_cancelled_reading_caller_leaks_nothing_of_its_late_reply(autojump_clock, echo_world):
+    # A lone call reads its own reply; cancelled while it waits, it must leave no trace:
+    # its reply, read later by whoever reads next, is nobody's, and the descriptors it
+    # carries are closed (not kept for ever by a forgotten waiter).
+    echo = echo_world["echo"]
+    r, w = os.pipe()
+    try:
+        with trio.move_on_after(0.05) as scope:
+            await echo.dupLater(ParcelFileDescriptor.fromFd(w), 100)
+        assert scope.cancelled_caught
+        await trio.sleep(0.2)  # the reply, with a copy of the pipe's write end, is on its way
+        assert await echo.whoami() == 10001  # this call reads it first
+        os.close(w)
+        w = -1
+        os.set_blocking(r, False)
+        assert os.read(r, 1) == b"", "a copy of the write end is still open somewhere"
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
 
 
 async def test_a_blocked_handler_does_not_hold_up_the_next_call(autojump_clock, echo_world):

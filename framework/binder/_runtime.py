@@ -705,7 +705,15 @@ class _ClientConn:
             if slot.lead or not self._reading:
                 slot.lead = False
                 self._reading = True
-                return await self._lead(slot)
+                try:
+                    return await self._lead(slot)
+                except BaseException:
+                    # Cancelled while reading (or the connection broke): nobody waits for
+                    # this reply now. Whoever reads it later must find no waiter and close
+                    # the descriptors it carries, not hand them to a forgotten slot.
+                    if self.slots.get(txn_id) is slot:
+                        del self.slots[txn_id]
+                    raise
             slot.parked = True
 
             def abort(_raise_cancel: Any) -> trio.lowlevel.Abort:
