@@ -455,6 +455,49 @@ def test_boot_on_a_driver_authors_so(tmp_path):
         assert runner.invoke(main, ["shutdown", "--runtime-dir", str(root)]).exit_code == 0
 
 
+def test_boot_detach_collects_none_of_the_commands_garbage_in_init(tmp_path, monkeypatch):
+    """`boot --detach` forks the command's own process into init. Garbage the command
+    leaves (in a test process: a socket in a reference cycle from an earlier trio run)
+    must never be collected in init, where its finalizer would close a descriptor number
+    init has reused for its own sockets: "boot failed: [Errno 9] Bad file descriptor",
+    now and then, in a full test run."""
+    import gc
+
+    record = tmp_path / "finalized-by"
+    me = os.getpid()
+    real_fork = os.fork
+
+    class Garbage:
+        def __init__(self) -> None:
+            self.cycle = self  # only the cyclic collector frees it
+
+        def __del__(self) -> None:
+            fd = os.open(record, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, f"{os.getpid()}\n".encode())
+            finally:
+                os.close(fd)
+
+    def fork_with_garbage() -> int:
+        if os.getpid() == me:
+            gc.collect()  # nothing of the test's own is pending; then fresh garbage, uncollected
+            for _ in range(50):
+                Garbage()
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", fork_with_garbage)
+    root = tmp_path / "rt"
+    runner = CliRunner()
+    result = runner.invoke(main, ["boot", "--detach", "--runtime-dir", str(root)])
+    try:
+        assert result.exit_code == 0, result.output + result.stderr
+    finally:
+        assert runner.invoke(main, ["shutdown", "--runtime-dir", str(root)]).exit_code == 0
+    gc.collect()
+    finalized_in = record.read_text().split()
+    assert len(finalized_in) >= 50 and set(finalized_in) == {str(me)}, finalized_in
+
+
 def test_a_sigkilled_init_leaves_nothing_running(tmp_path):
     """init's dead-man switch: when init dies without shutting down, its stack dies with it."""
     import signal

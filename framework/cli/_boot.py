@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -125,10 +126,24 @@ def _boot_detached(runtime_dir: Path, config: BootConfig) -> dict:
     # so the stack's boot does not wait for one more interpreter to start (a third of
     # the boot on a 2-core machine). Forked before trio runs here, so no trio state is
     # copied; the child double-forks into a session of its own, as a daemon does.
-    child = os.fork()
-    if child == 0:
-        os.close(read_end)
-        _run_daemon(runtime_dir, config, write_end, err_path)  # never returns
+    # The child does inherit every object of this process, though, and the descriptors
+    # their finalizers close: garbage the child's collector freed there (a socket left
+    # in a reference cycle by an earlier trio run of the same process: a test's) would
+    # close a descriptor number the child has since reused for its own epoll or socket
+    # ("boot failed: [Errno 9] Bad file descriptor"). So no collection runs across the
+    # fork, and the child freezes what it inherited: none of it is collected there.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        child = os.fork()
+        if child == 0:
+            gc.freeze()
+            gc.enable()
+            os.close(read_end)
+            _run_daemon(runtime_dir, config, write_end, err_path)  # never returns
+    finally:
+        if collecting:
+            gc.enable()
     os.close(write_end)
     _, wait_status = os.waitpid(child, 0)  # at once: the daemon is its child, now orphaned
     first_fork_status = os.waitstatus_to_exitcode(wait_status)
