@@ -237,3 +237,19 @@ def test_logcat_pid_keeps_one_process_lines(runner, tmp_path):
     bad = runner.invoke(main, ["logcat", "-d", "--pid", "0", "--runtime-dir", str(tmp_path)])
     assert bad.exit_code == 2
     _one_error_line(bad, "bad pid 0")
+
+
+def test_ctrl_c_before_a_command_runs_is_interrupted_not_aborted(runner, monkeypatch):
+    # A Ctrl-C that lands before the command's trio run (here: while vts lists its
+    # checks) is the same "interrupted", exit 130, as one during the run: not
+    # click's "Aborted!" with exit 1, which reads as a failure.
+    import npuhal.vts
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(npuhal.vts, "describe_checks", interrupted)
+    result = runner.invoke(main, ["vts", "--list"])
+    assert result.exit_code == 130
+    assert result.stderr.strip() == "npuemu: error: interrupted"
+    assert "Aborted" not in result.output

@@ -9,6 +9,8 @@ import click
 
 from framework.binder import RUNTIME_DIR_ENV
 
+from ._common import EXIT_INTERRUPTED, CliError
+
 
 def version_text() -> str:
     """``npuemu X, C layer Y (ABI N, build H)``: what ``npuemu --version`` and ``npuemu version`` print."""
@@ -23,7 +25,22 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
         ctx.exit()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _RootGroup(click.Group):
+    """The root group: Ctrl-C anywhere in a command is ``interrupted`` (exit 130).
+
+    Commands that run trio map it through :func:`~._common.run`; this catches the
+    rest (a Ctrl-C while a command parses, imports or prints), which click would
+    otherwise report as ``Aborted!`` with exit 1, as if something had failed.
+    """
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise CliError("interrupted", EXIT_INTERRUPTED) from None
+
+
+@click.group(cls=_RootGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Print the versions of the Python package and the compiled C layer, and exit.")
 @click.option(
