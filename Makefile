@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CSRC   := $(shell find csrc -name '*.c' -o -name '*.h' -o -name '*.py' 2>/dev/null)
 
-.PHONY: demo test install ext clean
+.PHONY: demo test install ext clean aidl
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ install: $(STAMP)
 # Rebuild only the C extension, in place (fast, for work on csrc/).
 ext: | $(STAMP)
 	$(PY) setup.py -q build_ext --inplace
+
+# Compile every .aidl file into its package's Python module (committed; a test checks them).
+aidl: $(STAMP)
+	$(VENV)/bin/npuemu aidl
 
 demo: $(STAMP)
 	$(VENV)/bin/npuemu demo

@@ -37,11 +37,13 @@ import logging
 import math
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import trio
 
+import interfaces.android.hardware.neuralnetworks as nn_hal
+import interfaces.android.hardware.npu as npu_hal
+import interfaces.npuemu.hal as emu_hal
 from framework.binder import (
     AID_ROOT,
     AID_SHELL,
@@ -54,7 +56,6 @@ from framework.binder import (
     SecurityException,
     TransactionError,
     defaultServiceManager,
-    interface_class,
 )
 
 from ._debounce import Debouncer, Emit, Kind
@@ -71,8 +72,6 @@ from ._types import (
 __all__ = ["serve_hal", "Hal", "hal_interfaces", "HalInterfaces", "valid_instance_name"]
 
 log = logging.getLogger("android.hardware.npu")
-
-AIDL_ROOT = Path(__file__).with_name("aidl")
 
 SCHEDULING_INSTANCE = "android.hardware.npu.IScheduling/default"
 CONTROL_INSTANCE = "npuemu.hal.IHalControl/default"
@@ -122,20 +121,15 @@ class HalInterfaces:
 
 @functools.cache
 def hal_interfaces() -> HalInterfaces:
-    """The interfaces of ``npuhal/aidl`` (a memo of a pure function, as the servicemanager's)."""
-    registry = AidlRegistry.load(AIDL_ROOT)
-
-    def cls(name: str) -> type:
-        return interface_class(registry.interface(name))
-
+    """The HAL's interfaces, as compiled into ``interfaces`` (one object per process)."""
     return HalInterfaces(
-        registry=registry,
-        IScheduling=cls("android.hardware.npu.IScheduling"),
-        ISchedulingCallback=cls("android.hardware.npu.ISchedulingCallback"),
-        IDevice=cls("android.hardware.neuralnetworks.IDevice"),
-        IPreparedModel=cls("android.hardware.neuralnetworks.IPreparedModel"),
-        IHalControl=cls("npuemu.hal.IHalControl"),
-        IHalListener=cls("npuemu.hal.IHalListener"),
+        registry=AidlRegistry.from_modules(nn_hal, npu_hal, emu_hal),
+        IScheduling=npu_hal.IScheduling,
+        ISchedulingCallback=npu_hal.ISchedulingCallback,
+        IDevice=nn_hal.IDevice,
+        IPreparedModel=nn_hal.IPreparedModel,
+        IHalControl=emu_hal.IHalControl,
+        IHalListener=emu_hal.IHalListener,
     )
 
 

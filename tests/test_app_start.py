@@ -13,12 +13,9 @@ import logging
 import pytest
 import trio
 
-from framework.aidl import framework_aidl, framework_interface
 from framework.binder import IllegalArgumentException, SecurityException, defaultServiceManager
+from interfaces.npuemu.server import CrashInfo, IActivityManager, WaitResult
 from test_server_support import world  # noqa: F401
-
-IActivityManager = framework_interface("npuemu.server.IActivityManager")
-WaitResult = framework_aidl().parcelable("npuemu.server.WaitResult")
 
 
 async def _launch(world, package: str, main) -> int:
@@ -161,7 +158,7 @@ async def test_only_an_app_itself_attaches_and_only_the_shell_waits(autojump_clo
         am = IActivityManager.asInterface(await defaultServiceManager(sh).checkService("activity"))
         with pytest.raises(SecurityException, match="attachApplication"):
             await am.attachApplication()
-        crash = framework_aidl().parcelable("npuemu.server.CrashInfo")(exceptionClassName="Fake")
+        crash = CrashInfo(exceptionClassName="Fake")
         with pytest.raises(SecurityException, match="handleApplicationCrash"):
             await am.handleApplicationCrash(crash)
         with pytest.raises(IllegalArgumentException, match="pid 99999"):

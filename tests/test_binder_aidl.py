@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from framework.binder import AidlRegistry
 from framework.binder._aidl import (
-    AidlRegistry,
     AidlResolutionError,
     AidlSyntaxError,
     Annotation,

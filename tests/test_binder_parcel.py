@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from framework.binder._aidl import AidlRegistry, TypeRef
+from framework.binder import AidlRegistry
+from framework.binder._aidl import TypeRef
 from framework.binder._fd import ParcelFileDescriptor, SharedMemory
 from framework.binder._status import BadParcelableException
 

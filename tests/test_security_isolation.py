@@ -90,11 +90,11 @@ THIEF = textwrap.dedent("""\
     import json, os
     import trio
     from apps._kit import mlp
-    from framework.aidl import framework_aidl, framework_interface
     from framework.app import Context
     from framework.binder import RemoteException, defaultServiceManager, open_binder_runtime
     from framework.nn import NeuralNetworksError, open_nn_runtime
     from framework.npumanager import ModelLoadRequest, ModelLoadRequestCallback, NpuManager
+    from interfaces.android.npumanager import INpuManager, ModelLoadRequestParcelable
     import npuhal
 
     HAL = npuhal.hal_interfaces()
@@ -123,8 +123,8 @@ THIEF = textwrap.dedent("""\
         vuid = victim["uid"]
         results = {}
         sm = defaultServiceManager(context.runtime)
-        raw = framework_interface("android.npumanager.INpuManager").asInterface(await sm.checkService("npu"))
-        Parcel = framework_aidl().parcelable("android.npumanager.ModelLoadRequestParcelable")
+        raw = INpuManager.asInterface(await sm.checkService("npu"))
+        Parcel = ModelLoadRequestParcelable
         theirs = Parcel(id=7, size=0, priority=0)
         # The victim's request, by its id: the service keys requests by the calling uid.
         await attempt(results, "notifyModelUnloaded(victim id)", raw.notifyModelUnloaded(theirs))

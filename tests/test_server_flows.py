@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from framework.aidl import framework_interface
+from interfaces.android.npumanager import INpuManager
+from interfaces.npuemu.server import IActivityManager, IPackageManager
 from framework.binder import IllegalArgumentException, SecurityException, defaultServiceManager
 from framework.npumanager import NpuManager
 from test_server_support import FakeHal, Recorder, ask, npu_of, request, world  # noqa: F401
@@ -21,9 +22,6 @@ NOT = NpuManager.NPU_MODEL_LOAD_STATUS_NOT_PRIORITIZED
 CANCELLED = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED
 COMPLETE = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_COMPLETE
 BIG = NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G
-INpuManager = framework_interface("android.npumanager.INpuManager")
-IActivityManager = framework_interface("npuemu.server.IActivityManager")
-IPackageManager = framework_interface("npuemu.server.IPackageManager")
 MANIFESTS = Path(__file__).parent / "manifests"
 
 

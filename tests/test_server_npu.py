@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from framework.aidl import framework_interface
+from interfaces.android.npumanager import INpuManager
 from framework.binder import IllegalArgumentException, IllegalStateException, SecurityException, defaultServiceManager
 from framework.npumanager import NpuManager
 from test_server_support import Recorder, ask, npu_of, request, world  # noqa: F401
@@ -17,7 +17,6 @@ CANCELLED = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED
 COMPLETE = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_COMPLETE
 BIG = NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G
 SMALL = NpuManager.NPU_MODEL_SIZE_LESS_THAN_1GB
-INpuManager = framework_interface("android.npumanager.INpuManager")
 
 
 async def booted(world, **kw):

@@ -19,26 +19,18 @@ import trio
 
 from framework.app import Context, InProcessLauncher
 from framework.binder import (
-    AidlRegistry,
     Binder,
     IllegalArgumentException,
     MemoryNetwork,
     SecurityException,
     defaultServiceManager,
-    interface_class,
     open_binder_runtime,
     serve_servicemanager,
 )
 from framework.npumanager import ModelLoadRequest, ModelLoadRequestCallback, NpuManager
 from framework.server import serve_system_server
-from framework.server._npu_service import HAL_AIDL_ROOT
-
-HAL = AidlRegistry.load(HAL_AIDL_ROOT)
-IScheduling = interface_class(HAL.interface("android.hardware.npu.IScheduling"))
-IHalControl = interface_class(HAL.interface("npuemu.hal.IHalControl"))
-IHalListener = interface_class(HAL.interface("npuemu.hal.IHalListener"))
-WorkInfo = HAL.parcelable("android.hardware.npu.WorkInfo")
-ThermalStatus = HAL.parcelable("npuemu.hal.ThermalStatus")
+from interfaces.android.hardware.npu import IScheduling, WorkInfo
+from interfaces.npuemu.hal import IHalControl, IHalListener, ThermalStatus
 
 NPU_PERM = '<uses-permission android:name="android.permission.ACCESS_NPU_MODEL_MANAGER_API" />'
 NPU_FEATURE = '<uses-feature android:name="android.hardware.npu" android:required="false" />'

@@ -29,8 +29,8 @@ from typing import Any
 
 import trio
 
-from framework.aidl import framework_aidl
 from framework.binder import SecurityException
+from interfaces.npuemu.server import CrashInfo
 
 from ._context import Context, open_app_context
 
@@ -70,7 +70,6 @@ def crash_info(exc: BaseException) -> Any:
         frames = traceback.extract_tb(exc.__traceback__)
         if frames:
             filename, line = frames[-1].filename, frames[-1].lineno or 0
-    CrashInfo = framework_aidl().parcelable("npuemu.server.CrashInfo")
     message = exc.msg if isinstance(exc, SyntaxError) and exc.msg else str(exc)
     return CrashInfo(
         exceptionClassName=type(exc).__name__,

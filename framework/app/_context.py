@@ -19,9 +19,9 @@ from typing import Any
 
 import trio
 
-from framework.aidl import framework_interface
 from framework.binder import IllegalStateException, defaultServiceManager
 from framework.npumanager import NpuManager, TrioExecutor
+from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermalService
 
 __all__ = ["Context", "open_app_context"]
 
@@ -73,11 +73,11 @@ class Context:
         if name == self.NPU_SERVICE:
             manager: Any = NpuManager(binder)
         elif name == self.ACTIVITY_SERVICE:
-            manager = framework_interface("npuemu.server.IActivityManager").asInterface(binder)
+            manager = IActivityManager.asInterface(binder)
         elif name == self.PACKAGE_SERVICE:
-            manager = framework_interface("npuemu.server.IPackageManager").asInterface(binder)
+            manager = IPackageManager.asInterface(binder)
         elif name == self.THERMAL_SERVICE:
-            manager = framework_interface("npuemu.server.IThermalService").asInterface(binder)
+            manager = IThermalService.asInterface(binder)
         else:
             return None
         self._managers[name] = manager
@@ -94,7 +94,7 @@ async def open_app_context(runtime: Any, *, timeout: float = 10.0) -> AsyncItera
         if binder is None:
             raise IllegalStateException(f"system service {name!r} did not appear within {timeout:g} s: is system_server up?")
         services[name] = binder
-    pm = framework_interface("npuemu.server.IPackageManager").asInterface(services[Context.PACKAGE_SERVICE])
+    pm = IPackageManager.asInterface(services[Context.PACKAGE_SERVICE])
     packages = await pm.getPackagesForUid(runtime.uid)
     async with trio.open_nursery() as nursery:
         yield Context(runtime, nursery, packages[0] if packages else None, services)

@@ -9,11 +9,15 @@ General layout (everything lives in private modules; this file only re-exports):
 - ``_transport``: where the bytes travel. ``UnixNetwork`` (sockets 0600 in a 0700
   runtime directory, ``SO_PEERCRED``, ``SCM_RIGHTS``) and ``MemoryNetwork`` (a
   whole stack inside one trio run, for tests under the mock clock).
-- ``_aidl`` and ``_parcel``: the AIDL loader and the typed codec of parcelables;
-  ``_fd``: ``ParcelFileDescriptor`` and ``SharedMemory``.
+- ``_aidl``, ``aidlc``, ``aidl_support``: the AIDL compiler, which runs ahead of
+  time as Android's ``aidl`` tool does: the front end (a lark grammar, resolution and
+  every check), the back end (readable, typed Python modules: ``npuemu aidl``), and
+  what the generated modules call when imported. ``_parcel``: the typed codec of
+  parcelables and method calls; ``_fd``: ``ParcelFileDescriptor`` and ``SharedMemory``.
+  ``aidl/``: the binder's own AIDL (``android.os.IServiceManager``), compiled.
 - ``_runtime``: the per-process runtime (``open_binder_runtime``), ``Binder`` and
   ``BinderProxy``, death notices, calling identity.
-- ``_interface``: ``interface_class``: stubs and proxies from an ``InterfaceDef``.
+- ``_interface``: the bases of generated interfaces, stubs and proxies.
 - ``_servicemanager``: the registry and pid -> uid records; ``servicemanager`` is
   its ``python -m`` entry point. ``_launch`` and ``_gate``: starting a child under
   a uid.
@@ -23,7 +27,8 @@ The layering is one way: ``_wire`` knows only ``_status``; ``_transport`` knows
 the runtime. Nothing here knows anything about NPUs.
 """
 
-from ._aidl import AidlRegistry as AidlRegistry
+from ._aidl import AidlError as AidlError
+from .aidlc import AidlRegistry as AidlRegistry
 from ._aidl import AidlSyntaxError as AidlSyntaxError
 from ._fd import ParcelFileDescriptor as ParcelFileDescriptor
 from ._fd import SharedMemory as SharedMemory

@@ -1,12 +1,13 @@
-"""The AIDL loader: ``.aidl`` files in, typed definitions with ready-made codecs out.
+"""The AIDL compiler's front end: ``.aidl`` text in, resolved and checked definitions out.
 
 npuemu declares every binder interface and parcelable once, in AIDL, exactly as an
-Android tree would (``android/hardware/npu/IScheduling.aidl``, ...), and loads them at
-import time::
+Android tree would (``android/hardware/npu/IScheduling.aidl``, ...). As Android's
+``aidl`` tool, the compiler runs ahead of time: this module parses and resolves the
+files (``parse_aidl``, ``resolve``), ``aidlc`` writes the Python module of each
+package, and ``aidl_support`` is what those modules call when imported::
 
-    registry = AidlRegistry.load(Path(__file__).parent / "aidl")
-    WorkInfo = registry.parcelable("android.hardware.npu.WorkInfo")
-    IScheduling = registry.interface("android.hardware.npu.IScheduling")
+    npuemu aidl                      # make aidl: npuemu's own trees
+    from interfaces.android.hardware.npu import IScheduling, WorkInfo
 
 The subset understood is what the project needs, with AIDL's own rules:
 
@@ -32,8 +33,8 @@ Parsing is a lark LALR grammar; a syntax error is an ``AidlSyntaxError`` whose t
 ``file:line:column: message``. Everything after parsing (an unknown type, an import
 of a definition that no file provides, a name defined twice, a oneway method with a
 result) is an ``AidlResolutionError`` in the same form, pointing at the offending
-line. The registry is immutable once built; building it also builds every codec, so
-no reflection happens per call.
+line. The definitions (``ParcelableDef``, ``MethodDef``...) are what a generated module
+lists at its bottom; ``codec_for`` builds the codec of one type use from them.
 """
 
 from __future__ import annotations
@@ -46,18 +47,17 @@ import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 import lark
 from lark import Token, Tree
 
 from . import _parcel
-from ._parcel import Codec, MethodCodec, Parcelable
+from ._parcel import Codec
 from ._status import FIRST_CALL_TRANSACTION
 
 __all__ = [
     "AidlError",
-    "AidlRegistry",
     "AidlResolutionError",
     "AidlSyntaxError",
     "Annotation",
@@ -68,6 +68,10 @@ __all__ = [
     "MethodDef",
     "ParcelableDef",
     "TypeRef",
+    "codec_for",
+    "parse_aidl",
+    "resolve",
+    "with_default",
 ]
 
 
@@ -222,6 +226,7 @@ class InterfaceDef:
     doc: str | None = field(default=None, repr=False)
     _by_code: Mapping[int, MethodDef] = field(default_factory=dict, repr=False)
     _by_name: Mapping[str, MethodDef] = field(default_factory=dict, repr=False)
+    cls: type = field(default=None, repr=False)  # type: ignore[assignment]  # the generated class
 
     @property
     def descriptor(self) -> str:
@@ -990,45 +995,7 @@ class _Loader:
         return self.decls[name].kind
 
     def codec(self, tr: TypeRef) -> Codec:
-        c = self.codecs.get(tr)
-        if c is None:
-            c = self.codecs[tr] = self._make_codec(tr)
-        return c
-
-    def _make_codec(self, tr: TypeRef) -> Codec:
-        if tr.array is not None:
-            if tr.name == "byte":
-                c = _parcel._bytes_codec(None if tr.array < 0 else tr.array)
-            else:
-                elem = self.codec(TypeRef(tr.name, tr.args))
-                c = _parcel.array_codec(elem, None if tr.array < 0 else tr.array, "array")
-            return _parcel.nullable(c) if tr.nullable else c
-        if tr.name == "List":
-            c = _parcel.array_codec(self.codec(tr.args[0]), None, "list")
-            return _parcel.nullable(c) if tr.nullable else c
-        if tr.name in _PRIMITIVES:
-            return _parcel.primitive_codec(tr.name)
-        if tr.name == "String":
-            c = _parcel.primitive_codec("String")
-            return _parcel.nullable(c) if tr.nullable else c
-        if tr.name in ("IBinder", "ParcelFileDescriptor", "SharedMemory") or self.kind_of(tr.name) == "interface":
-            if tr.name == "IBinder":
-                c = _parcel.binder_codec(None)
-            elif tr.name == "ParcelFileDescriptor":
-                c = _parcel.pfd_codec()
-            elif tr.name == "SharedMemory":
-                c = _parcel.shared_memory_codec()
-            else:
-                d = self.defs[tr.name]
-                assert isinstance(d, InterfaceDef)
-                c = _parcel.binder_codec(d)
-            return _parcel.nullable(c) if tr.nullable else _parcel.non_null_object(c)
-        d = self.defs[tr.name]
-        if isinstance(d, EnumDef):
-            return _parcel.enum_codec(d.cls, d.name)
-        assert isinstance(d, ParcelableDef)
-        c = _parcel.parcelable_codec(d.cls, d.name)
-        return _parcel.nullable(c) if tr.nullable else c
+        return codec_for(tr, self.defs, self.codecs)
 
     # ---- constants
 
@@ -1190,7 +1157,7 @@ class _Loader:
 
     # ---- phase 2: definitions
 
-    def build(self) -> AidlRegistry:
+    def build(self) -> dict[str, Definition]:
         self.index()
         self.check_imports()
         # Enums and parcelable shells first: every type can then refer to every other.
@@ -1207,10 +1174,9 @@ class _Loader:
             if d.kind == "parcelable":
                 self.finish_parcelable(d)
         self.check_recursion()
-        for q, d in self.decls.items():
-            if d.kind == "interface":
-                self.finish_interface(d)
-        return AidlRegistry(dict(sorted(self.defs.items())))
+        # Codecs and classes are the back end's (aidl_support.bind, when a compiled
+        # module is imported); a field's codec here only gives its default.
+        return dict(sorted(self.defs.items()))
 
     def make_enum(self, d: _RawDecl) -> EnumDef:
         f = d.file
@@ -1281,7 +1247,7 @@ class _Loader:
         f = d.file
         pdef = self.defs[d.qualified]
         assert isinstance(pdef, ParcelableDef)
-        fields, codecs = [], []
+        fields = []
         for m in d.members:
             if m.kind != "field":
                 continue
@@ -1292,12 +1258,9 @@ class _Loader:
             if m.expr is not None:
                 raw = _evaluate(m.expr, self.scope_lookup(d), f.filename)  # type: ignore[union-attr]
                 value = self.coerce(raw, tr, f, m.pos, f"field {m.name}")
-                codec = _with_default(codec, value)
                 default = value
             fields.append(FieldDef(m.name, tr, default, m.annotations, m.pos[0]))
-            codecs.append(codec)
         object.__setattr__(pdef, "fields", tuple(fields))
-        _parcel.finish_parcelable_class(pdef.cls, pdef, codecs)
 
     def check_recursion(self) -> None:
         """A parcelable that always contains itself has no finite default; AIDL refuses it too."""
@@ -1385,23 +1348,52 @@ class _Loader:
             types.MappingProxyType({md.name: md for md in methods}),
         )
 
-    def finish_interface(self, d: _RawDecl) -> None:
-        idef = self.defs[d.qualified]
-        assert isinstance(idef, InterfaceDef)
-        for md in idef.methods:
-            codecs = [self.codec(a.type) for a in md.args]
-            ret = None if md.return_type.name == "void" else self.codec(md.return_type)
-            mc = MethodCodec(
-                f"{idef.name}.{md.name}", [a.name for a in md.args], [a.direction for a in md.args], codecs, ret
-            )
-            object.__setattr__(md, "_codec", mc)
-            # The hot path: instance attributes shadow the delegating methods, so a
-            # proxy's md.encode_call(...) is one call into the generated function.
-            for fn in ("encode_call", "decode_call", "encode_reply", "decode_reply"):
-                object.__setattr__(md, fn, getattr(mc, fn))
+
+def codec_for(tr: TypeRef, defs: Mapping[str, Definition], cache: dict[TypeRef, Codec]) -> Codec:
+    """The codec of one type use; ``defs`` holds every user type it may name (memoised in ``cache``)."""
+    c = cache.get(tr)
+    if c is None:
+        c = cache[tr] = _make_codec(tr, defs, cache)
+    return c
 
 
-def _with_default(codec: Codec, value: Any) -> Codec:
+def _make_codec(tr: TypeRef, defs: Mapping[str, Definition], cache: dict[TypeRef, Codec]) -> Codec:
+    if tr.array is not None:
+        if tr.name == "byte":
+            c = _parcel._bytes_codec(None if tr.array < 0 else tr.array)
+        else:
+            elem = codec_for(TypeRef(tr.name, tr.args), defs, cache)
+            c = _parcel.array_codec(elem, None if tr.array < 0 else tr.array, "array")
+        return _parcel.nullable(c) if tr.nullable else c
+    if tr.name == "List":
+        c = _parcel.array_codec(codec_for(tr.args[0], defs, cache), None, "list")
+        return _parcel.nullable(c) if tr.nullable else c
+    if tr.name in _PRIMITIVES:
+        return _parcel.primitive_codec(tr.name)
+    if tr.name == "String":
+        c = _parcel.primitive_codec("String")
+        return _parcel.nullable(c) if tr.nullable else c
+    if tr.name in ("IBinder", "ParcelFileDescriptor", "SharedMemory") or isinstance(defs.get(tr.name), InterfaceDef):
+        if tr.name == "IBinder":
+            c = _parcel.binder_codec(None)
+        elif tr.name == "ParcelFileDescriptor":
+            c = _parcel.pfd_codec()
+        elif tr.name == "SharedMemory":
+            c = _parcel.shared_memory_codec()
+        else:
+            d = defs[tr.name]
+            assert isinstance(d, InterfaceDef)
+            c = _parcel.binder_codec(d)
+        return _parcel.nullable(c) if tr.nullable else _parcel.non_null_object(c)
+    d = defs[tr.name]
+    if isinstance(d, EnumDef):
+        return _parcel.enum_codec(d.cls, d.name)
+    assert isinstance(d, ParcelableDef)
+    c = _parcel.parcelable_codec(d.cls, d.name)
+    return _parcel.nullable(c) if tr.nullable else c
+
+
+def with_default(codec: Codec, value: Any) -> Codec:
     """``codec`` with the field's declared default (lists are copied per instance)."""
     if isinstance(value, list):
         frozen = tuple(value)
@@ -1423,98 +1415,6 @@ def _with_default(codec: Codec, value: Any) -> Codec:
     )
 
 
-# --------------------------------------------------------------------------- registry
-
-
-class AidlRegistry:
-    """Every definition loaded from a set of AIDL roots; immutable once built.
-
-    ``load(*roots)`` reads every ``*.aidl`` under each root (a directory holding
-    package directories, as ``aidl -I`` takes), or a single ``.aidl`` file given
-    directly. Lookups take qualified names.
-    """
-
-    __slots__ = ("_defs",)
-
-    def __init__(self, defs: Mapping[str, Definition]):
-        self._defs = types.MappingProxyType(dict(defs))
-
-    @classmethod
-    def load(cls, *roots: Path | str) -> AidlRegistry:
-        if not roots:
-            raise TypeError("AidlRegistry.load needs at least one root")
-        files: list[_RawFile] = []
-        for r in roots:
-            root = Path(r)
-            if root.is_file():
-                paths = [(root, None)]
-            elif root.is_dir():
-                paths = [(p, root) for p in sorted(root.rglob("*.aidl")) if p.is_file()]
-            else:
-                raise FileNotFoundError(f"AIDL root {root} does not exist")
-            for p, base in paths:
-                try:
-                    text = p.read_text(encoding="utf-8")
-                except UnicodeDecodeError as e:
-                    raise AidlSyntaxError(f"not UTF-8 text ({e.reason} at byte {e.start})", str(p), 1, 1) from None
-                files.append(parse_aidl(text, str(p), root=base, path=p))
-        return _Loader(files).build()
-
-    @classmethod
-    def from_text(cls, *sources: str | tuple[str, str]) -> AidlRegistry:
-        """Load AIDL given as text (``(filename, text)`` pairs or bare text); handy in tests.
-
-        File names and package directories are not checked, since there are none.
-        """
-        files = []
-        for i, s in enumerate(sources):
-            filename, text = s if isinstance(s, tuple) else (f"<aidl {i}>", s)
-            files.append(parse_aidl(text, filename, root=None, path=Path(filename)))
-        return _Loader(files).build()
-
-    def _get(self, name: str, kind: type, what: str) -> Any:
-        d = self._defs.get(name)
-        if d is None:
-            similar = [k for k in self._defs if k.rpartition(".")[2] == name.rpartition(".")[2]]
-            hint = f"; did you mean {similar[0]}?" if similar and similar[0] != name else ""
-            raise KeyError(f"no AIDL definition named {name!r}{hint}")
-        if not isinstance(d, kind):
-            raise KeyError(f"{name} is {_kind_word(d)}, not {what}")
-        return d
-
-    def interface(self, name: str) -> InterfaceDef:
-        return self._get(name, InterfaceDef, "an interface")
-
-    def parcelable(self, name: str) -> type[Parcelable]:
-        return self._get(name, ParcelableDef, "a parcelable").cls
-
-    def enum(self, name: str) -> type[enum.IntEnum]:
-        return self._get(name, EnumDef, "an enum").cls
-
-    def definition(self, name: str) -> Definition:
-        """The ParcelableDef, EnumDef or InterfaceDef named ``name``."""
-        return self._get(name, (ParcelableDef, EnumDef, InterfaceDef), "a definition")
-
-    def lookup(self, name: str) -> Any:
-        """The parcelable class, the enum class or the InterfaceDef named ``name``."""
-        d = self.definition(name)
-        return d if isinstance(d, InterfaceDef) else d.cls
-
-    def __iter__(self) -> Iterator[Definition]:
-        return iter(self._defs.values())
-
-    def __len__(self) -> int:
-        return len(self._defs)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._defs
-
-    def names(self) -> list[str]:
-        return list(self._defs)
-
-    def __repr__(self) -> str:
-        return f"<AidlRegistry of {len(self._defs)} definitions>"
-
-
-def _kind_word(d: Definition) -> str:
-    return {ParcelableDef: "a parcelable", EnumDef: "an enum", InterfaceDef: "an interface"}[type(d)]
+def resolve(files: list[_RawFile]) -> dict[str, Definition]:
+    """The front end's last phase: every definition of ``files``, resolved and checked."""
+    return _Loader(files).build()

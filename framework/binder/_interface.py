@@ -1,13 +1,14 @@
-"""Interface classes made from AIDL definitions: ``IFoo.Stub``, ``IFoo.asInterface``.
+"""The bases of the interface classes the AIDL compiler generates: ``IFoo.Stub``, ``IFoo.Proxy``.
 
-``interface_class(registry.interface("android.hardware.npu.IScheduling"))`` gives
-what the AIDL compiler would have generated::
+A generated module (see ``aidlc``) declares, for ``interface IScheduling``::
 
-    class MyScheduling(IScheduling.Stub):           # the service side
-        async def setSchedulingConfigs(self, configs):
-            ...
+    class IScheduling(Interface):
+        class Stub(InterfaceStub):      # the service side: override the async methods
+            async def setSchedulingConfigs(self, configs: list[SchedulingConfig]) -> None: ...
+        class Proxy(InterfaceProxy):    # the caller side: each method sends a transaction
+            async def setSchedulingConfigs(self, configs: list[SchedulingConfig]) -> None: ...
 
-    hal = IScheduling.asInterface(binder)           # the caller side
+    hal = IScheduling.asInterface(binder)
     await hal.setSchedulingConfigs([...])
 
 Handlers are ``async def`` methods named as in the .aidl, taking the arguments in
@@ -16,36 +17,35 @@ declaration order. A method with ``out``/``inout`` arguments returns
 shape, so local and remote calls look alike. A handler raises an exception of
 ``framework.binder`` (``IllegalArgumentException``, ``ServiceSpecificException``...)
 to send that status; anything else is logged and becomes a failure status, and
-the server goes on.
+the server goes on. A method the service does not override answers
+``UnsupportedOperationException``.
 
-The per-method work is done once, here, when the class is made: the proxy's
-methods close over their ``MethodDef`` and the stub's dispatch is a dict lookup
-from code to an unbound function, so a call costs no reflection.
+The per-method work is done once, when a Stub class is made: its dispatch is a dict
+lookup from transaction code to an unbound function, so a call costs no reflection.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ._runtime import Binder, BinderProxy, IBinder
 from ._status import BadParcelableException, UnknownTransactionException, UnsupportedOperationException
 
-__all__ = ["interface_class"]
-
-# id(InterfaceDef) -> (InterfaceDef, class). A memo of a pure function (like the
-# re module's cache), so that every caller gets the same class and isinstance works;
-# it holds the definition, so an id is never reused while its entry lives.
-_CLASSES: dict[int, tuple[Any, type]] = {}
+__all__ = ["Interface", "InterfaceProxy", "InterfaceStub", "interface_class", "unimplemented"]
 
 
 def interface_class(interface: Any) -> type:
-    """The interface class (with ``Stub``, ``Proxy``, ``asInterface``) for an ``InterfaceDef``."""
-    hit = _CLASSES.get(id(interface))
-    if hit is not None and hit[0] is interface:
-        return hit[1]
-    cls = _make_interface_class(interface)
-    _CLASSES[id(interface)] = (interface, cls)
+    """The generated interface class (``Stub``, ``Proxy``, ``asInterface``) of an ``InterfaceDef``."""
+    cls = getattr(interface, "cls", None)
+    if cls is None:
+        raise TypeError(f"{interface!r} is not an interface compiled by the AIDL compiler")
     return cls
+
+
+def unimplemented(fn: Any) -> Any:
+    """Marks a generated Stub method: a service that does not override it does not implement it."""
+    fn._aidl_unimplemented = True
+    return fn
 
 
 class InterfaceProxy:
@@ -74,103 +74,85 @@ def _has_outs(method: Any) -> bool:
     return any(arg.direction != "in" for arg in method.args)
 
 
-def _make_proxy_method(method: Any):
-    name = method.name
-
-    # Arity and types are the codec's to check (encode_call takes either every
-    # argument or only the in/inout ones), so a bad call fails before it is sent.
-    async def call(self: InterfaceProxy, *args: Any) -> Any:
-        return await self._remote._call(method, args)
-
-    call.__name__ = call.__qualname__ = name
-    sig = ", ".join(f"{a.direction} {a.type.name} {a.name}" for a in method.args)
-    call.__doc__ = f"{'oneway ' if method.oneway else ''}{method.return_type.name} {name}({sig})"
-    return call
+def _dispatch_table(cls: type) -> dict[int, tuple[Any, Any, bool]]:
+    table = {}
+    for m in cls._interface.methods:
+        fn = getattr(cls, m.name, None)
+        if fn is not None and getattr(fn, "_aidl_unimplemented", False):
+            fn = None
+        table[m.code] = (m, fn, _has_outs(m))
+    return table
 
 
-def _make_interface_class(interface: Any) -> type:
-    descriptor = interface.name
-    short = descriptor.rsplit(".", 1)[-1]
-    methods = tuple(interface.methods)
-    by_code = {m.code: m for m in methods}
-    if len(by_code) != len(methods):
-        raise ValueError(f"{descriptor}: two methods share a transaction code")
+class InterfaceStub(Binder):
+    """Base of generated stubs: decodes a transaction, calls the method, encodes the reply."""
 
-    proxy_ns: dict[str, Any] = {"__slots__": (), "DESCRIPTOR": descriptor}
-    for m in methods:
-        proxy_ns[m.name] = _make_proxy_method(m)
-    Proxy = type(f"{short}.Proxy", (InterfaceProxy,), proxy_ns)
-    Proxy.__qualname__ = f"{short}.Proxy"
+    DESCRIPTOR = ""
+    _interface: ClassVar[Any] = None
+    _table: ClassVar[dict[int, tuple[Any, Any, bool]]] = {}
 
-    class Stub(Binder):
-        __doc__ = f"Subclass and implement the methods of {descriptor} as ``async def``."
-        DESCRIPTOR = descriptor
-        _interface = interface
-        _table: dict[int, tuple[Any, Any, bool]] = {}
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls._interface is not None:  # a service's subclass; the generated Stub is bound later
+            cls._table = _dispatch_table(cls)
 
-        def __init_subclass__(cls, **kwargs: Any) -> None:
-            super().__init_subclass__(**kwargs)
-            cls._table = {
-                m.code: (m, getattr(cls, m.name, None), _has_outs(m)) for m in methods
-            }
+    def asBinder(self) -> Binder:  # noqa: N802
+        return self
 
-        def asBinder(self) -> Binder:  # noqa: N802
-            return self
+    async def onTransact(self, code: int, data: Any, ctx: Any) -> Any:  # noqa: N802
+        entry = self._table.get(code)
+        if entry is None:
+            raise UnknownTransactionException(f"{self.DESCRIPTOR} has no transaction code {code}")
+        method, fn, has_outs = entry
+        if fn is None:
+            raise UnsupportedOperationException(f"{type(self).__name__} does not implement {method.name}")
+        args = method.decode_call(data, ctx)
+        result = await fn(self, *args)
+        if method.oneway:
+            return None
+        if has_outs:
+            if not isinstance(result, tuple) or len(result) != 1 + sum(a.direction != "in" for a in method.args):
+                raise TypeError(f"{type(self).__name__}.{method.name} has out arguments: return (result, *outs)")
+            return method.encode_reply(result[0], result[1:], ctx)
+        return method.encode_reply(result, (), ctx)
 
-        async def onTransact(self, code: int, data: Any, ctx: Any) -> Any:  # noqa: N802
-            entry = self._table.get(code)
-            if entry is None:
-                raise UnknownTransactionException(f"{descriptor} has no transaction code {code}")
-            method, fn, has_outs = entry
-            if fn is None:
-                raise UnsupportedOperationException(f"{type(self).__name__} does not implement {method.name}")
-            args = method.decode_call(data, ctx)
-            result = await fn(self, *args)
-            if method.oneway:
-                return None
-            if has_outs:
-                if not isinstance(result, tuple) or len(result) != 1 + sum(
-                    a.direction != "in" for a in method.args
-                ):
-                    raise TypeError(
-                        f"{type(self).__name__}.{method.name} has out arguments: return (result, *outs)"
-                    )
-                return method.encode_reply(result[0], result[1:], ctx)
-            return method.encode_reply(result, (), ctx)
 
-    Stub.__qualname__ = Stub.__name__ = f"{short}.Stub"
-    Stub._table = {m.code: (m, None, _has_outs(m)) for m in methods}
+class Interface:
+    """Base of generated interface classes; ``definition`` is the ``InterfaceDef``."""
 
-    def asInterface(binder: Any) -> Any:  # noqa: N802
+    DESCRIPTOR: ClassVar[str] = ""
+    definition: ClassVar[Any] = None
+    Stub: ClassVar[type[InterfaceStub]]
+    Proxy: ClassVar[type[InterfaceProxy]]
+
+    @classmethod
+    def asInterface(cls, binder: Any) -> Any:  # noqa: N802
         """The typed interface of ``binder``: itself if it is a local implementation,
         a proxy if it is remote, None for None."""
         if binder is None:
             return None
-        if isinstance(binder, (Stub, Proxy)):
+        if isinstance(binder, (cls.Stub, cls.Proxy)):
             return binder
         if isinstance(binder, InterfaceProxy):
             binder = binder._remote
         if isinstance(binder, BinderProxy):
-            if binder._descriptor and binder._descriptor != descriptor:
-                raise BadParcelableException(f"{binder!r} is not a {descriptor}")
-            return Proxy(binder)
+            if binder._descriptor and binder._descriptor != cls.DESCRIPTOR:
+                raise BadParcelableException(f"{binder!r} is not a {cls.DESCRIPTOR}")
+            return cls.Proxy(binder)
         if isinstance(binder, Binder):
             raise BadParcelableException(
-                f"local {type(binder).__name__} ({binder.DESCRIPTOR or 'IBinder'}) is not a {descriptor}"
+                f"local {type(binder).__name__} ({binder.DESCRIPTOR or 'IBinder'}) is not a {cls.DESCRIPTOR}"
             )
         if isinstance(binder, IBinder):
-            return Proxy(binder)  # pragma: no cover - no other IBinder kinds today
+            return cls.Proxy(binder)  # pragma: no cover - no other IBinder kinds today
         raise TypeError(f"expected an IBinder, got {type(binder).__name__}")
 
-    ns: dict[str, Any] = {
-        "__doc__": f"The AIDL interface {descriptor}.",
-        "DESCRIPTOR": descriptor,
-        "Stub": Stub,
-        "Proxy": Proxy,
-        "asInterface": staticmethod(asInterface),
-        "definition": interface,
-    }
-    for cname, value in dict(interface.constants).items():
-        ns[cname] = value
-    cls = type(short, (), ns)
-    return cls
+
+def bind_interface(cls: type[Interface], interface: Any) -> None:
+    """Ties a generated interface class to its definition (called by ``aidl_support.bind``)."""
+    if len({m.code for m in interface.methods}) != len(interface.methods):
+        raise ValueError(f"{interface.name}: two methods share a transaction code")
+    cls.definition = interface
+    cls.Stub._interface = interface
+    cls.Stub._table = _dispatch_table(cls.Stub)
+    cls.__doc__ = interface.doc or f"The AIDL interface {interface.name}."

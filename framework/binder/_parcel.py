@@ -768,7 +768,9 @@ def field_name_problem(name: str) -> str | None:
     return None
 
 
-def finish_parcelable_class(cls: type[Parcelable], pdef: ParcelableDef, codecs: list[Codec]) -> None:
+def finish_parcelable_class(
+    cls: type[Parcelable], pdef: ParcelableDef, codecs: list[Codec], *, module: str | None = None
+) -> None:
     """Compile ``__init__``, ``to_wire`` and the decoder of ``cls`` from its field codecs."""
     names = cls._aidl_fields
     qual = pdef.name
@@ -875,7 +877,7 @@ def finish_parcelable_class(cls: type[Parcelable], pdef: ParcelableDef, codecs: 
     cls.to_wire = g["to_wire"]  # type: ignore[method-assign]
     cls._aidl_decode = staticmethod(g["_aidl_decode"])  # type: ignore[method-assign, assignment]
     cls.__aidl__ = pdef
-    cls.__module__ = pdef.name.rpartition(".")[0] or "aidl"
+    cls.__module__ = module or pdef.name.rpartition(".")[0] or "aidl"
     cls.__qualname__ = simple
     cls.__doc__ = pdef.doc or f"AIDL parcelable {qual}."
 

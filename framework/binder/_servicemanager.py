@@ -21,7 +21,6 @@ service whose process dies leaves the registry at once.
 
 from __future__ import annotations
 
-import functools
 import hmac
 import logging
 import os
@@ -32,7 +31,7 @@ from typing import Any
 
 import trio
 
-from ._interface import interface_class
+from .aidl.android.os import IServiceCallback, IServiceManager
 from ._runtime import (
     SERVICEMANAGER_ADDRESS,
     SHELL_TOKEN_FILE,
@@ -63,20 +62,12 @@ AID_SYSTEM = 1000
 AID_SHELL = 2000
 FIRST_APPLICATION_UID = 10000
 
-_AIDL_ROOT = Path(__file__).with_name("aidl")
 _NAME = re.compile(r"[A-Za-z0-9_.\-/]{1,127}")
 
 
-@functools.cache
-def servicemanager_interfaces() -> tuple[type, type]:
-    """``(IServiceManager, IServiceCallback)`` interface classes, loaded once from the .aidl."""
-    from ._aidl import AidlRegistry
-
-    registry = AidlRegistry.load(_AIDL_ROOT)
-    return (
-        interface_class(registry.interface("android.os.IServiceManager")),
-        interface_class(registry.interface("android.os.IServiceCallback")),
-    )
+def servicemanager_interfaces() -> tuple[type[IServiceManager], type[IServiceCallback]]:
+    """``(IServiceManager, IServiceCallback)``, the interface classes compiled from ``aidl/``."""
+    return IServiceManager, IServiceCallback
 
 
 def defaultServiceManager(runtime: BinderRuntime | None = None) -> Any:  # noqa: N802 - libbinder's name

@@ -117,5 +117,7 @@ main.add_command(run_test_inference)
 
 from ._nn import nn  # noqa: E402 - commands register after the group
 main.add_command(nn)
+from ._aidl import aidl  # noqa: E402 - commands register after the group
+main.add_command(aidl)
 from ._bench import bench; main.add_command(bench)  # noqa: E402, E702 - the scheduling lab (framework.lab)
 from ._server import am, cmd, dumpsys  # noqa: E402,F401 - dumpsys, cmd npu, am register themselves on main

@@ -26,20 +26,21 @@ from typing import Any
 
 import click
 
-from framework.aidl import framework_interface
 from framework.binder import SecurityException, defaultServiceManager, open_binder_runtime
 from framework.emulator import resolve_runtime_dir
 from framework.server import NPU_SHELL_HELP
+from interfaces.android.npumanager import INpuManager
+from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermalService
 
 from ._common import EXIT_NOT_RUNNING, EXIT_USAGE, CliError, run, runtime_dir_option
 from ._launch import importance_arg
 from ._main import main
 
 SERVICES = {
-    "npu": "android.npumanager.INpuManager",
-    "activity": "npuemu.server.IActivityManager",
-    "package": "npuemu.server.IPackageManager",
-    "thermal": "npuemu.server.IThermalService",
+    "npu": INpuManager,
+    "activity": IActivityManager,
+    "package": IPackageManager,
+    "thermal": IThermalService,
 }
 
 
@@ -60,7 +61,7 @@ async def _service(rt: Any, name: str) -> Any:
     binder = await defaultServiceManager(rt).checkService(name)
     if binder is None:
         raise CliError(f"service {name!r} is not running (is system_server up?)", EXIT_NOT_RUNNING)
-    return framework_interface(SERVICES[name]).asInterface(binder)
+    return SERVICES[name].asInterface(binder)
 
 
 def _run_as_shell(runtime_dir: Path, body: Callable[[Any], Awaitable[Any]]) -> Any:

@@ -16,8 +16,8 @@ from typing import Any
 
 import trio
 
-from framework.aidl import framework_aidl
 from framework.binder import BinderRuntime, defaultServiceManager
+from interfaces.npuemu.server import WaitResult
 
 from ._errors import EmulatorError, EmulatorNotRunningError, NoSuchAppError
 from ._logcat import LogFilter, LogLine, parse_line, parse_lines
@@ -189,7 +189,6 @@ async def launch_apps(
 def describe_start(app: LaunchedApp) -> str | None:
     """Why ``app`` is not up, in one line (None when it is, or was not waited for)."""
     start = app.start
-    WaitResult = framework_aidl().parcelable("npuemu.server.WaitResult")
     if start is None or start.result == WaitResult.START_SUCCESS:
         return None
     who = f"{app.package} (pid {app.pid})"

@@ -1,28 +1,29 @@
 """The emulator's interfaces as a client sees them, and the shell's connection.
 
 The CLI and the recorder reach the HAL and system_server only through binder
-interfaces, loaded from the ``.aidl`` files (``npuhal/aidl`` for the HAL's,
-``framework/aidl`` for system_server's), as any client of a service would. The files
-are located without importing the packages that serve them.
+interfaces, compiled from the ``.aidl`` files into ``interfaces``, as any client of a
+service would; they never import the packages that serve them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
+import interfaces.android.hardware.neuralnetworks as nn_hal
+import interfaces.android.hardware.npu as npu_hal
+import interfaces.android.npumanager as npumanager
+import interfaces.npuemu.hal as emu_hal
+import interfaces.npuemu.server as server
 from framework.binder import (
     AidlRegistry,
     BinderRuntime,
     SecurityException,
     defaultServiceManager,
-    interface_class,
     open_binder_runtime,
 )
 
@@ -41,13 +42,6 @@ HAL_CONTROL = "npuemu.hal.IHalControl/default"
 IDEVICE_PREFIX = "android.hardware.neuralnetworks.IDevice/"
 
 
-def _package_dir(name: str) -> Path:
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError(f"package {name} is not installed")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
 @dataclasses.dataclass(frozen=True)
 class EmulatorInterfaces:
     """Interface classes of the services the CLI talks to."""
@@ -64,18 +58,16 @@ class EmulatorInterfaces:
 
 @functools.cache
 def emulator_interfaces() -> EmulatorInterfaces:
-    """Parsed once per process (a memo of a pure function of the installed .aidl files)."""
-    registry = AidlRegistry.load(_package_dir("npuhal") / "aidl", _package_dir("framework") / "aidl")
-    i = registry.interface
+    """The compiled interfaces (one object per process)."""
     return EmulatorInterfaces(
-        registry=registry,
-        IHalControl=interface_class(i("npuemu.hal.IHalControl")),
-        IHalListener=interface_class(i("npuemu.hal.IHalListener")),
-        IActivityManager=interface_class(i("npuemu.server.IActivityManager")),
-        IPackageManager=interface_class(i("npuemu.server.IPackageManager")),
-        IThermalService=interface_class(i("npuemu.server.IThermalService")),
-        IDevice=interface_class(i("android.hardware.neuralnetworks.IDevice")),
-        INpuManager=interface_class(i("android.npumanager.INpuManager")),
+        registry=AidlRegistry.from_modules(nn_hal, npu_hal, npumanager, emu_hal, server),
+        IHalControl=emu_hal.IHalControl,
+        IHalListener=emu_hal.IHalListener,
+        IActivityManager=server.IActivityManager,
+        IPackageManager=server.IPackageManager,
+        IThermalService=server.IThermalService,
+        IDevice=nn_hal.IDevice,
+        INpuManager=npumanager.INpuManager,
     )
 
 

@@ -59,6 +59,7 @@ import trio.testing
 
 import npuhal
 from npuhal import FuseCode, ModelBuilder, OperationType
+from interfaces.android.npumanager import INpuManager
 
 from ._errors import LabRunError
 from ._run import Calibration, Job, Policy, RunResult, _alone_ns
@@ -364,7 +365,6 @@ class _StackRun:
 
 
 async def _stack_main(run: _StackRun, policy: Policy, apps_dir: Path) -> _RecordReader:
-    from framework.aidl import framework_interface
     from framework.app import InProcessLauncher
     from framework.binder import MemoryNetwork, defaultServiceManager, open_binder_runtime, serve_servicemanager
     from framework.server import serve_system_server
@@ -400,7 +400,7 @@ async def _stack_main(run: _StackRun, policy: Policy, apps_dir: Path) -> _Record
                 system = await nursery.start(system_process)
                 await system.npu.wait_hal_connected()
                 async with open_binder_runtime(network=net, pid=net.spawn(), shell=True) as shell:
-                    npu = framework_interface("android.npumanager.INpuManager").asInterface(
+                    npu = INpuManager.asInterface(
                         await defaultServiceManager(shell).getService("npu"))
                     await npu.shellCommand([f"set-{run.npu_policy}-policy"])
                 for i, task in enumerate(run.workload.tasks):

@@ -1,11 +1,11 @@
 """The runtime's side of the NN HAL: the AIDL types, and conversions to and from them.
 
 The HAL process serves ``android.hardware.neuralnetworks.IDevice/{name}``, declared in
-``npuhal/aidl``. Those ``.aidl`` files are the contract between the two processes, as
-the HAL's interface definitions are on Android, where libneuralnetworks is built
-against ``android.hardware.neuralnetworks-V*``: the runtime reads the *files*, it never
-imports the HAL's Python package (DESIGN.md: nothing imports upward). The package is
-only located, with ``importlib.util.find_spec``, which does not import it.
+``interfaces/android/hardware/neuralnetworks``. Those ``.aidl`` files, and the module
+the AIDL compiler made of them, are the contract between the two processes, as the
+HAL's interface definitions are on Android, where libneuralnetworks is built against
+``android.hardware.neuralnetworks-V*``: the runtime imports the compiled interfaces,
+never the HAL's Python package (DESIGN.md: nothing imports upward).
 
 Conversions, one place each:
 
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
-from pathlib import Path
 from typing import Any
 
+import interfaces.android.hardware.neuralnetworks as nn_hal
+import interfaces.android.hardware.npu as npu_hal
 from framework.binder import (
     AidlRegistry,
     DeadObjectException,
@@ -35,7 +35,6 @@ from framework.binder import (
     ServiceSpecificException,
     SharedMemory,
     TransactionError,
-    interface_class,
 )
 
 from ._errors import (
@@ -56,13 +55,6 @@ __all__ = ["IDEVICE_DESCRIPTOR", "HalTypes", "capabilitiesFromAidl", "errorFromR
 #: The interface name; an instance is registered as ``{IDEVICE_DESCRIPTOR}/{name}``.
 IDEVICE_DESCRIPTOR = "android.hardware.neuralnetworks.IDevice"
 _PKG = "android.hardware.neuralnetworks"
-
-
-def _aidl_root() -> Path:
-    spec = importlib.util.find_spec("npuhal")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("the NN HAL's AIDL files (npuhal/aidl) are not installed")
-    return Path(next(iter(spec.submodule_search_locations))) / "aidl"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -86,13 +78,13 @@ class HalTypes:
 
 @functools.cache
 def halTypes() -> HalTypes:
-    """The HAL's AIDL, parsed once per process (a memo of a pure function)."""
-    registry = AidlRegistry.load(_aidl_root())
+    """The HAL's AIDL types, as compiled into ``interfaces`` (one object per process)."""
+    registry = AidlRegistry.from_modules(nn_hal, npu_hal)
     p = registry.parcelable
     return HalTypes(
         registry=registry,
-        IDevice=interface_class(registry.interface(f"{_PKG}.IDevice")),
-        IPreparedModel=interface_class(registry.interface(f"{_PKG}.IPreparedModel")),
+        IDevice=nn_hal.IDevice,
+        IPreparedModel=nn_hal.IPreparedModel,
         Model=p(f"{_PKG}.Model"),
         Subgraph=p(f"{_PKG}.Subgraph"),
         Operand=p(f"{_PKG}.Operand"),

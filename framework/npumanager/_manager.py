@@ -54,8 +54,13 @@ from typing import Any
 
 import trio
 
-from framework.aidl import framework_aidl, framework_interface
 from framework.binder import IllegalArgumentException, IllegalStateException
+from interfaces.android.npumanager import (
+    IModelLoadCallback,
+    INpuManager,
+    ModelLoadRequestParcelable,
+    PolicyParams,
+)
 
 from . import _constants as c
 
@@ -268,11 +273,10 @@ class NpuManager:
     def __init__(self, service: Any) -> None:
         if service is None:
             raise IllegalStateException("the npu service is not running on this device")
-        INpuManager = framework_interface("android.npumanager.INpuManager")
         self._service = INpuManager.asInterface(service)
-        self._ICallback = framework_interface("android.npumanager.IModelLoadCallback")
-        self._Parcel = framework_aidl().parcelable("android.npumanager.ModelLoadRequestParcelable")
-        self._PolicyParams = framework_aidl().parcelable("android.npumanager.PolicyParams")
+        self._ICallback = IModelLoadCallback
+        self._Parcel = ModelLoadRequestParcelable
+        self._PolicyParams = PolicyParams
         self._requests: dict[int, _Tracked] = {}
         self._listener = ModelLoadStatusListener(self)
 

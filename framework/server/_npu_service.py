@@ -48,24 +48,20 @@ autojump MockClock.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import math
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import trio
 
-from framework.aidl import framework_interface
 from framework.binder import (
     AID_ROOT,
     AID_SHELL,
     AID_SYSTEM,
-    AidlRegistry,
     Binder,
     DeathRecipient,
     IllegalArgumentException,
@@ -73,7 +69,6 @@ from framework.binder import (
     SecurityException,
     TransactionError,
     defaultServiceManager,
-    interface_class,
 )
 from framework.npumanager._constants import (
     ACCESS_NPU_MODEL_MANAGER_API,
@@ -85,6 +80,15 @@ from framework.npumanager._constants import (
     NPU_SERVICE,
     constantToString,
 )
+from interfaces.android.hardware.npu import (
+    EndReason,
+    IScheduling,
+    ISchedulingCallback,
+    SchedulingConfig,
+    StartReason,
+)
+from interfaces.android.npumanager import IModelLoadCallback, INpuManager
+from interfaces.npuemu.hal import IHalControl
 
 from ._actions import Action, CanLoad, Log, RequestComplete, RequestUnload, Revoke
 from ._arbiter import DEFAULT_UNLOAD_TIMEOUT_S, NpuArbiter
@@ -93,39 +97,19 @@ from ._policies import MAX_BUDGET_KEY, MODEL_SIZE_WEIGHTS_KEY
 from ._priority import scheduling_config_for
 
 __all__ = [
-    "HAL_AIDL_ROOT",
     "HAL_CONTROL_SERVICE",
     "HAL_SCHEDULING_SERVICE",
     "NpuService",
-    "hal_aidl",
 ]
 
 log = logging.getLogger("NpuManagerService")
 
 HAL_SCHEDULING_SERVICE = "android.hardware.npu.IScheduling/default"
 HAL_CONTROL_SERVICE = "npuemu.hal.IHalControl/default"
-#: Where the HAL's .aidl files live in the source tree; a client reads them by path.
-HAL_AIDL_ROOT = Path(__file__).resolve().parents[2] / "npuhal" / "aidl"
-
-# AIDL EndReason.COMPLETED (byte enum: CANCELLED_USER 0 .. COMPLETED 4).
-_END_COMPLETED = 4
 _RECENT_EVENTS = 64
 _REVOKE_TIMEOUT_S = 1.0
 # Android 17 (CINNAMON_BUN): the release from which a missing NPU feature matters.
 _FEATURE_RULE_FROM_SDK = 37
-
-
-def hal_aidl(root: str | Path | None = None) -> AidlRegistry:
-    """The HAL's AIDL (``android.hardware.npu``, ``npuemu.hal``), read from ``root``."""
-    return _load_aidl(str(Path(root).resolve() if root is not None else HAL_AIDL_ROOT))
-
-
-@functools.lru_cache(maxsize=8)
-def _load_aidl(root: str) -> AidlRegistry:
-    # A memo of a pure function of the files (a registry is immutable), as the binder
-    # memoises its own: loading costs ~0.2 s, and every system_server of a test run
-    # would pay it twice.
-    return AidlRegistry.load(root)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +166,6 @@ class NpuService:
         unload_timeout: float = DEFAULT_UNLOAD_TIMEOUT_S,
         block_missing_feature: bool = False,
         hal_timeout: float = 10.0,
-        hal_aidl_root: str | Path | None = None,
     ) -> None:
         if not (isinstance(hal_timeout, (int, float)) and 0 < hal_timeout < math.inf):
             raise IllegalArgumentException(f"hal_timeout must be a positive number of seconds, not {hal_timeout!r}")
@@ -191,14 +174,12 @@ class NpuService:
         self.arbiter = NpuArbiter(unload_timeout=unload_timeout)
         self.block_missing_feature = bool(block_missing_feature)
         self.hal_timeout = float(hal_timeout)
-        registry = hal_aidl(hal_aidl_root)
-        self._IScheduling = interface_class(registry.interface("android.hardware.npu.IScheduling"))
-        self._ISchedulingCallback = interface_class(registry.interface("android.hardware.npu.ISchedulingCallback"))
-        self._IHalControl = interface_class(registry.interface("npuemu.hal.IHalControl"))
-        self._SchedulingConfig = registry.parcelable("android.hardware.npu.SchedulingConfig")
-        self._work_reasons = {"started": registry.enum("android.hardware.npu.StartReason"),
-                              "ended": registry.enum("android.hardware.npu.EndReason")}
-        self._IModelLoadCallback = framework_interface("android.npumanager.IModelLoadCallback")
+        self._IScheduling = IScheduling
+        self._ISchedulingCallback = ISchedulingCallback
+        self._IHalControl = IHalControl
+        self._SchedulingConfig = SchedulingConfig
+        self._work_reasons = {"started": StartReason, "ended": EndReason}
+        self._IModelLoadCallback = IModelLoadCallback
         self._callbacks: dict[tuple[int, int], Any] = {}
         self._importance: dict[int, int] = {}
         self._warned_feature: set[int] = set()
@@ -281,7 +262,6 @@ class NpuService:
     # ------------------------------------------------------------------ the binder face
 
     def _make_stub(self) -> Binder:
-        INpuManager = framework_interface("android.npumanager.INpuManager")
         svc = self
 
         class NpuManagerStub(INpuManager.Stub):
@@ -484,7 +464,7 @@ class NpuService:
 
             async def onWorkEnded(self, info: Any, reason: int) -> None:  # noqa: N802
                 svc._record("ended", info, int(reason))
-                if int(reason) == _END_COMPLETED:
+                if int(reason) == EndReason.COMPLETED:
                     uid = info.originalUid if info.originalUid >= 0 else info.uid
                     svc._counters["work_completed"] += 1
                     svc._apply(svc.arbiter.work_completed(uid, svc._now()))

@@ -55,7 +55,6 @@ from typing import Any, Protocol
 
 import trio
 
-from framework.aidl import framework_aidl, framework_interface
 from framework.binder import (
     AID_ROOT,
     AID_SHELL,
@@ -66,9 +65,10 @@ from framework.binder import (
     RemoteException,
     SecurityException,
     defaultServiceManager,
-    interface_class,
     launch_process,
 )
+from interfaces.npuemu.hal import IHalListener
+from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermalService, WaitResult
 
 from ._activity import (
     ActivityState,
@@ -78,7 +78,7 @@ from ._activity import (
     launch_importance,
 )
 from ._arbiter import DEFAULT_UNLOAD_TIMEOUT_S
-from ._npu_service import NpuService, hal_aidl
+from ._npu_service import NpuService
 from ._package import (
     FEATURE_NEURAL_PROCESSING_UNIT,
     MANIFEST_FILENAME,
@@ -190,7 +190,6 @@ class PackageManagerService:
         return "\n".join(out) + "\n"
 
     def _make_stub(self) -> Binder:
-        IPackageManager = framework_interface("npuemu.server.IPackageManager")
         svc = self
 
         class PackageManagerStub(IPackageManager.Stub):
@@ -317,13 +316,13 @@ class ActivityManagerService:
     def attached(self, pid: int) -> None:
         """``attachApplication`` from process ``pid``: it is up."""
         start = self._own_start(pid, "attachApplication")
-        if start.settle(_WaitResult().START_SUCCESS):
+        if start.settle(WaitResult.START_SUCCESS):
             self.log.info("Displayed %s (pid %d): +%d ms", start.package, pid, start.total_ms())
 
     def crashed(self, pid: int, crash: Any) -> None:
         """``handleApplicationCrash`` from process ``pid``."""
         start = self._own_start(pid, "handleApplicationCrash")
-        when = "at start" if start.settle(_WaitResult().START_CRASHED, crash=crash) else "while running"
+        when = "at start" if start.settle(WaitResult.START_CRASHED, crash=crash) else "while running"
         start.crash = crash
         where = f" ({crash.throwFileName}:{crash.throwLineNumber})" if crash.throwFileName else ""
         self.log.warning("Process %s (pid %d) crashed %s: %s: %s%s", start.package, pid, when,
@@ -351,7 +350,7 @@ class ActivityManagerService:
         start = self._starts.get(proc.pid)
         if start is not None:
             start.exit_status = status if isinstance(status, int) else 0
-            start.settle(_WaitResult().START_DIED)
+            start.settle(WaitResult.START_DIED)
         self._procs.pop(proc.pid, None)
         changes = self.state.process_died(proc.pid)
         for c in changes:
@@ -379,7 +378,6 @@ class ActivityManagerService:
         return "\n".join(out) + "\n"
 
     def _make_stub(self) -> Binder:
-        IActivityManager = framework_interface("npuemu.server.IActivityManager")
         svc = self
 
         class ActivityManagerStub(IActivityManager.Stub):
@@ -415,10 +413,6 @@ class ActivityManagerService:
         return ActivityManagerStub()
 
 
-def _WaitResult() -> Any:  # noqa: N802 - the parcelable class, as the .aidl declares it
-    return framework_aidl().parcelable("npuemu.server.WaitResult")
-
-
 @dataclass
 class _AppStart:
     """One launch's way to up, crashed or died (WaitResult's START_* codes)."""
@@ -446,7 +440,6 @@ class _AppStart:
 
 
 def _wait_result(start: _AppStart) -> Any:
-    WaitResult = _WaitResult()
     result = WaitResult.START_TIMED_OUT if start.result is None else start.result
     return WaitResult(result=result, pid=start.pid, totalTimeMs=start.total_ms(),
                       exitStatus=start.exit_status if start.result is not None else 0, crashInfo=start.crash)
@@ -460,14 +453,13 @@ class ThermalService:
 
     log = logging.getLogger("ThermalService")
 
-    def __init__(self, npu: NpuService, packages: PackageManager, hal_aidl_root: Any = None) -> None:
+    def __init__(self, npu: NpuService, packages: PackageManager) -> None:
         self.npu = npu
         self.packages = packages
         self.severity = THERMAL_STATUS_NONE
         self.temperature: float | None = None
         self.changes: list[dict[str, Any]] = []
         self.memory: dict[int, dict[str, Any]] = {}
-        IHalListener = interface_class(hal_aidl(hal_aidl_root).interface("npuemu.hal.IHalListener"))
         svc = self
 
         class Listener(IHalListener.Stub):
@@ -518,7 +510,6 @@ class ThermalService:
         return "\n".join(out) + "\n"
 
     def _make_stub(self) -> Binder:
-        IThermalService = framework_interface("npuemu.server.IThermalService")
         svc = self
 
         class ThermalStub(IThermalService.Stub):
@@ -555,7 +546,6 @@ async def serve_system_server(
     apps_dir: str | os.PathLike | None = None,
     system_features: Iterable[str] = (FEATURE_NEURAL_PROCESSING_UNIT,),
     launcher: Launcher | None = None,
-    hal_aidl_root: str | os.PathLike | None = None,
     task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve system_server's services on ``runtime`` (uid 1000) until cancelled.
@@ -571,10 +561,10 @@ async def serve_system_server(
         pms.scan(apps_dir)
     npu = NpuService(
         runtime, packages, unload_timeout=unload_timeout, block_missing_feature=block_missing_feature,
-        hal_timeout=hal_timeout, hal_aidl_root=hal_aidl_root,
+        hal_timeout=hal_timeout,
     )
     pms.listeners.append(npu.packages_changed)
-    thermal = ThermalService(npu, packages, hal_aidl_root)
+    thermal = ThermalService(npu, packages)
     async with trio.open_nursery() as nursery:
         activity = ActivityManagerService(runtime, packages, npu, launcher)
         await nursery.start(activity.serve)

@@ -54,7 +54,7 @@ def decoders() -> tuple[Any, ...]:
     from framework.binder import AidlRegistry
     from framework.binder._aidl import InterfaceDef, ParcelableDef
 
-    registry = AidlRegistry.load(ROOT / "npuhal" / "aidl", ROOT / "framework" / "aidl")
+    registry = AidlRegistry.load(ROOT / "interfaces")
     sm = AidlRegistry.load(ROOT / "framework" / "binder" / "aidl")
     ctx = NoObjectsContext()
     out = []

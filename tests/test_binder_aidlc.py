@@ -1,0 +1,142 @@
+"""The AIDL compiler, ahead of time: the committed modules are current, typed and readable,
+a user's AIDL goes through the same compiler, and nothing parses AIDL at run time."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import inspect
+import shutil
+import subprocess
+import sys
+import textwrap
+import typing
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from framework.binder import AidlError, BadParcelableException
+from framework.binder.aidl_support import definitions_of
+from framework.binder.aidlc import compile_tree, orphan_modules, stale_files
+from framework.cli import main
+from framework.cli._aidl import npuemu_trees
+from interfaces.android.hardware import npu
+from interfaces.android.hardware.npu import IScheduling, SchedulingConfig, WorkInfo
+
+
+@pytest.mark.parametrize("tree", npuemu_trees(), ids=lambda t: t[1])
+def test_the_committed_modules_are_what_the_compiler_writes(tree) -> None:
+    root, package, include = tree
+    files = compile_tree(root, package, include)
+    assert files, f"no modules compiled from {root}"
+    stale = stale_files(files) + orphan_modules(root, files)
+    assert not stale, f"stale generated modules (run `make aidl`): {[str(p) for p in stale]}"
+
+
+def test_an_edited_aidl_file_makes_its_module_stale(tmp_path: Path) -> None:
+    root, package, include = npuemu_trees()[1]
+    copy = tmp_path / "interfaces"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert stale_files(compile_tree(copy, package, include)) == []
+    aidl = copy / "android/hardware/npu/WorkInfo.aidl"
+    aidl.write_text(aidl.read_text().replace("int deviceNumber;", "int deviceNumber;\n    int added;"))
+    assert stale_files(compile_tree(copy, package, include)) == [copy / "android/hardware/npu/__init__.py"]
+    result = CliRunner().invoke(main, ["aidl", str(copy), "--package", package, "--check"])
+    assert result.exit_code == 1 and "stale: " in result.output and "run `make aidl`" in result.output
+    for gone in (copy / "npuemu/server").glob("*.aidl"):  # the package's files go: its module is orphaned
+        gone.unlink()
+    assert orphan_modules(copy, compile_tree(copy, package, include)) == [copy / "npuemu/server/__init__.py"]
+
+
+def test_generated_types_are_typed_python() -> None:
+    assert WorkInfo.__module__ == "interfaces.android.hardware.npu"
+    assert dataclasses.is_dataclass(WorkInfo)
+    assert [f.name for f in dataclasses.fields(WorkInfo)] == list(WorkInfo.__slots__)
+    info = WorkInfo(uid=10001, jobPriority=7)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.uid = 1  # type: ignore[misc]
+    assert issubclass(npu.EndReason, enum.IntEnum) and npu.EndReason.COMPLETED == 4
+    assert SchedulingConfig().maxPriority == 2000  # the declared default
+    assert IScheduling.MAX_PRIORITY == 1000 and IScheduling.DESCRIPTOR == "android.hardware.npu.IScheduling"
+    # Real signatures a reader and a type checker can follow past the proxy.
+    call = IScheduling.Proxy.setSchedulingConfigs
+    assert list(inspect.signature(call).parameters) == ["self", "configs"]
+    assert typing.get_type_hints(call) == {"configs": list[SchedulingConfig], "return": type(None)}
+    assert [m.code for m in IScheduling.definition.methods] == [1, 2, 3]
+    # The codec is the one the wire has always had: an array in field order.
+    assert info.to_wire()[2] == 10001 and WorkInfo.from_wire(info.to_wire()) == info
+    with pytest.raises(BadParcelableException, match=r"android\.hardware\.npu\.WorkInfo\.uid: expected int"):
+        WorkInfo.from_wire([1, None, "x"])
+    assert {d.name for d in definitions_of(npu)} >= {"android.hardware.npu.WorkInfo", "android.hardware.npu.IScheduling"}
+
+
+USER_AIDL = {
+    "com/example/vision/IVision.aidl": """
+        package com.example.vision;
+        import android.hardware.npu.WorkInfo;
+        import com.example.vision.Frame;
+        /** An app's own service. */
+        interface IVision {
+            const int VERSION = 2;
+            Frame describe(in Frame frame, in WorkInfo work);
+        }
+    """,
+    "com/example/vision/Frame.aidl": """
+        package com.example.vision;
+        parcelable Frame { int width = 640; int height; byte[] pixels; }
+    """,
+}
+
+
+def test_a_users_aidl_compiles_through_npuemu_aidl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "visionaidl"
+    for rel, text in USER_AIDL.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text))
+    result = CliRunner().invoke(main, ["aidl", str(root)])
+    assert result.exit_code == 0, result.output
+    module = root / "com/example/vision/__init__.py"
+    assert f"wrote {module}" in result.output
+    source = module.read_text()
+    assert "from interfaces.android.hardware.npu import WorkInfo" in source  # the shipped vocabulary
+    assert "async def describe(self, frame: Frame, work: WorkInfo) -> Frame:" in source
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        from visionaidl.com.example.vision import Frame, IVision
+
+        assert Frame().width == 640 and IVision.VERSION == 2
+        method = IVision.definition.method("describe")
+        wire = method.encode_call((Frame(height=1), WorkInfo(uid=3)), None)
+        frame, work = method.decode_call(wire, None)
+        assert frame == Frame(height=1) and type(work) is WorkInfo and work.uid == 3
+    finally:
+        for name in [n for n in sys.modules if n.startswith("visionaidl")]:
+            del sys.modules[name]
+    again = CliRunner().invoke(main, ["aidl", str(root), "--check"])
+    assert again.exit_code == 0 and again.output == ""
+
+
+def test_a_broken_user_aidl_file_is_one_line(tmp_path: Path) -> None:
+    root = tmp_path / "broken"
+    (root / "a").mkdir(parents=True)
+    (root / "a/P.aidl").write_text("package a;\nparcelable P {\n    Missing m;\n}\n")
+    result = CliRunner().invoke(main, ["aidl", str(root)])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"npuemu: error: {root / 'a/P.aidl'}:3:5: unknown type Missing"
+    assert not (root / "a/__init__.py").exists()
+    assert issubclass(AidlError, Exception)
+
+
+def test_the_stack_parses_no_aidl_when_it_starts() -> None:
+    code = textwrap.dedent("""
+        import framework.binder, framework.emulator, framework.npumanager, framework.server, npuhal
+        from framework.binder import _aidl
+        framework.binder.servicemanager_interfaces()
+        npuhal.hal_interfaces()
+        framework.emulator.emulator_interfaces()
+        assert _aidl._parser.cache_info().currsize == 0, "an AIDL file was parsed at run time"
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
