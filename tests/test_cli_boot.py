@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from framework.cli import main
 from framework.emulator import BootConfig, BootError, RuntimeFiles, open_emulator
 from framework.emulator._paths import pid_alive
+from framework.emulator._reaper import BOOT_ID_ENV, kill_boot
 
 pytestmark = pytest.mark.multiprocess
 
@@ -46,12 +47,9 @@ def emulator(tmp_path_factory):
     try:
         yield root, state
     finally:
-        latest = RuntimeFiles(root).read_state() or state
         if RuntimeFiles(root).read_state() is not None:
             runner.invoke(main, ["shutdown", "--runtime-dir", str(root)])
-        for pid in [latest["init_pid"], *latest["pids"].values()]:
-            if pid_alive(pid):
-                os.kill(pid, 9)
+        kill_boot(state["boot_id"])  # nothing, unless a test failed half-way
 
 
 def test_boot_registers_every_service(emulator):
@@ -358,7 +356,7 @@ def test_foreground_boot_beside_another_emulator_streams_the_log_and_stops_on_ct
     assert "Traceback" not in err
     lines = out.splitlines()
     assert any("NpuManagerService" in line and "npu service registered" in line for line in lines)
-    assert any(" init: SIGINT received at the terminal" in line for line in lines)
+    assert any(" init: SIGINT received" in line for line in lines)
     for pid in [state["init_pid"], *state["pids"].values()]:
         assert not pid_alive(pid), pid
     other_now = RuntimeFiles(other_root).read_state()  # (the HAL test above restarted its HAL)
@@ -374,8 +372,14 @@ def test_shutdown_stops_every_process(emulator):
     for pid in [state["init_pid"], *state["pids"].values()]:
         assert not pid_alive(pid), pid
     assert RuntimeFiles(root).read_state() is None
-    result = CliRunner().invoke(main, ["service", "list", "--runtime-dir", str(root)])
-    assert result.exit_code == 3
+    # What boot created for the running emulator is gone; its records stay for logcat and trace.
+    assert sorted(p.name for p in root.iterdir()) == ["apps", "logcat", "trace.jsonl"]
+    for argv in (["service", "list"], ["dumpsys"], ["cmd", "npu", "info"], ["am", "kill", "com.example.npuemu.camera"]):
+        result = CliRunner().invoke(main, ["--runtime-dir", str(root), *argv])
+        assert result.exit_code == 3, (argv, result.output)
+        assert result.stderr == f"npuemu: error: no emulator is running in {root} (start one with `npuemu boot`)\n"
+    result = CliRunner().invoke(main, ["logcat", "-d", "-s", "init", "--runtime-dir", str(root)])
+    assert result.exit_code == 0 and " init: init exiting" in result.output.splitlines()[-1]
 
 
 # -- init's boot errors, with stand-in stages ------------------------------------------------
@@ -404,7 +408,8 @@ async def test_a_stage_that_never_registers_times_out(tmp_path):
 
 
 async def test_shutdown_after_init_was_killed_stops_its_leftovers(tmp_path):
-    """A SIGKILLed init cannot clean up; `npuemu shutdown` then stops what init.json names."""
+    """A SIGKILLed init (and its reaper) cannot clean up; `npuemu shutdown` then stops
+    every process of the boot init.json names, and only those, and removes its files."""
     import subprocess
 
     from framework.emulator._control import shutdown
@@ -412,20 +417,23 @@ async def test_shutdown_after_init_was_killed_stops_its_leftovers(tmp_path):
 
     root = tmp_path / "rt"
     root.mkdir(mode=0o700)
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--runtime-dir", str(root)],
-                             start_new_session=True)
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    ours = subprocess.Popen(sleep, start_new_session=True, env={**os.environ, BOOT_ID_ENV: "b00700"})
+    # Another emulator's process, and one that only names this directory: not of this boot.
+    others = [subprocess.Popen(sleep, start_new_session=True, env={**os.environ, BOOT_ID_ENV: "0th3r"}),
+              subprocess.Popen([*sleep, "--runtime-dir", str(root)], start_new_session=True)]
     try:
         dead_init = subprocess.Popen([sys.executable, "-c", "pass"])
         dead_init.wait()
-        RuntimeFiles(root).write_state({"init_pid": dead_init.pid, "pids": {"hal": child.pid, "system_server": other.pid}})
-        with pytest.raises(EmulatorError, match=rf"had died; killed what it left running \(pids {child.pid}\)"):
+        RuntimeFiles(root).write_state({"init_pid": dead_init.pid, "boot_id": "b00700", "pids": {"hal": ours.pid}})
+        (root / "shell.token").write_text("0" * 64)
+        with pytest.raises(EmulatorError, match=rf"had died; killed what it left running \(pids {ours.pid}\)"):
             await shutdown(root)
-        assert child.wait(timeout=10) == -9
-        assert other.poll() is None  # not started for this runtime dir: not ours to kill
-        assert not RuntimeFiles(root).state.exists()
+        assert ours.wait(timeout=10) == -9
+        assert all(p.poll() is None for p in others)
+        assert sorted(p.name for p in root.iterdir()) == []
     finally:
-        for p in (child, other):
+        for p in (ours, *others):
             if p.poll() is None:
                 p.kill()
                 p.wait()
@@ -498,8 +506,9 @@ def test_boot_detach_collects_none_of_the_commands_garbage_in_init(tmp_path, mon
     assert len(finalized_in) >= 50 and set(finalized_in) == {str(me)}, finalized_in
 
 
-def test_a_sigkilled_init_leaves_nothing_running(tmp_path):
-    """init's dead-man switch: when init dies without shutting down, its stack dies with it."""
+def test_a_sigkilled_init_leaves_nothing_running_and_the_next_boot_takes_over(tmp_path):
+    """init's dead-man switch: when init dies without shutting down, its stack dies with it;
+    a boot in the same directory then removes what the dead one left and runs."""
     import signal
     import subprocess
 
@@ -527,3 +536,82 @@ def test_a_sigkilled_init_leaves_nothing_running(tmp_path):
             init.kill()
             init.wait()
         init.stdout.close()
+    stale = sorted(p.name for p in RuntimeFiles(root).live_files())
+    assert "init.json" in stale and "servicemanager" in stale and "shell.token" in stale
+    # Stale, not running: every command says so, and a boot takes the directory over.
+    result = CliRunner().invoke(main, ["dumpsys", "--runtime-dir", str(root)])
+    assert (result.exit_code, result.stderr) == (3, f"npuemu: error: no emulator is running in {root} (start one with `npuemu boot`)\n")
+    runner = CliRunner()
+    result = runner.invoke(main, ["boot", "--detach", "--runtime-dir", str(root)])
+    assert result.exit_code == 0, result.output + result.stderr
+    try:
+        log = (root / "logcat").read_text()
+        assert "removed what a dead emulator left: " + ", ".join(stale) in log
+        assert runner.invoke(main, ["devices", "--runtime-dir", str(root)]).exit_code == 0
+    finally:
+        assert runner.invoke(main, ["shutdown", "--runtime-dir", str(root)]).exit_code == 0
+    assert RuntimeFiles(root).live_files() == []
+
+
+#: A boot that cannot complete: system_server is a stand-in that never registers.
+_NEVER_BOOTS = (
+    "import sys, trio\n"
+    "from framework.emulator import BootConfig\n"
+    "from framework.emulator._daemon import serve_until_signalled\n"
+    "standin = [sys.executable, '-c', 'import time; print(\"stand-in up\", flush=True); time.sleep(600)']\n"
+    "config = BootConfig(record=False, boot_timeout=60, commands={'system_server': standin})\n"
+    "sys.exit(trio.run(serve_until_signalled, sys.argv[1], config, 1))\n"
+)
+
+
+def _processes_in(root) -> list[str]:
+    """Command lines of live processes that belong to the emulator in ``root``."""
+    found = []
+    marker = f"NPUEMU_RUNTIME_DIR={root}".encode()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as f:
+                if marker not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                found.append(f.read().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("moment", [None, r"servicemanager: servicemanager pid \d+ serving",
+                                    r"init: hal \(pid \d+\) registered", "stand-in up"],
+                         ids=["at-once", "servicemanager-up", "hal-registered", "system-server-running"])
+def test_a_sigterm_at_any_moment_of_the_boot_stops_everything_it_started(tmp_path, moment):
+    """`npuemu shutdown` (SIGTERM) while init boots: the boot stops where it is, every process
+    it had started is stopped, init exits, and the directory keeps only the log."""
+    import re
+    import signal
+    import subprocess
+
+    root = tmp_path / "rt"
+    init = subprocess.Popen([sys.executable, "-c", _NEVER_BOOTS, str(root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        if moment is not None:
+            log = root / "logcat"
+            _wait(lambda: log.exists() and re.search(moment, log.read_text()), 60, moment)
+            assert _processes_in(root)  # (the moment is inside the boot: something runs)
+        init.send_signal(signal.SIGTERM)
+        out, err = init.communicate(timeout=30)
+    finally:
+        if init.poll() is None:
+            init.kill()
+            init.wait()
+    if moment is None and init.returncode == -signal.SIGTERM:
+        assert not root.exists() or not (root / "logcat").exists()  # killed before it started anything
+    else:
+        assert (init.returncode, out) == (1, "error boot interrupted by SIGTERM\n"), err
+        log = (root / "logcat").read_text()
+        assert "W init: boot interrupted: stopping what it started" in log
+        assert log.rstrip().endswith("I init: init exiting")
+    assert _processes_in(root) == []
+    assert RuntimeFiles(root).live_files() == []

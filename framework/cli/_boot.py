@@ -6,7 +6,6 @@ import gc
 import json
 import os
 import select
-import signal
 import sys
 import time
 from pathlib import Path
@@ -14,9 +13,9 @@ from pathlib import Path
 import click
 import trio
 
-from framework.emulator import BootConfig, RuntimeFiles, open_emulator
+from framework.emulator import BootConfig, Emulator, RuntimeFiles
 from framework.emulator import _control
-from framework.emulator._daemon import serve_until_signalled
+from framework.emulator._daemon import hold_until_signalled, serve_until_signalled
 from framework.emulator._services import open_shell
 
 from ._common import CliError, run, runtime_dir_option
@@ -74,20 +73,22 @@ def boot(driver: str | None, speed: float, clock: str, detach: bool, boot_timeou
 async def _boot_foreground(runtime_dir: Path, config: BootConfig) -> None:
     log_path = RuntimeFiles(runtime_dir).log
     offset = log_path.stat().st_size if log_path.exists() else 0
+
     async def stream() -> None:
         async for line in _control.follow_log(log_path, offset=offset):
             click.echo(str(line))
 
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-            # The log streams from the first line of the boot to the last of the shutdown.
-            nursery.start_soon(stream)
-            async with open_emulator(runtime_dir, config) as emu:
-                click.echo(f"npuemu: booted in {emu.boot_seconds:.2f} s in {runtime_dir}; Ctrl-C shuts down", err=True)
-                async for sig in signals:
-                    emu.log("I", f"{signal.Signals(sig).name} received at the terminal")
-                    break
-            await trio.sleep(0.3)  # the follower polls every 0.1 s: let it print the last lines
+    def booted(emu: Emulator) -> None:
+        click.echo(f"npuemu: booted in {emu.boot_seconds:.2f} s in {runtime_dir}; Ctrl-C shuts down", err=True)
+
+    async with trio.open_nursery() as nursery:
+        # The log streams from the first line of the boot to the last of the shutdown.
+        nursery.start_soon(stream)
+        try:
+            await hold_until_signalled(runtime_dir, config, booted)
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(0.3)  # the follower polls every 0.1 s: let it print the last lines
             nursery.cancel_scope.cancel()
     click.echo("npuemu: shut down", err=True)
 
@@ -110,6 +111,8 @@ def _run_daemon(runtime_dir: Path, config: BootConfig, ready_fd: int, err_path: 
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False)
         status = trio.run(serve_until_signalled, os.fspath(runtime_dir), config, ready_fd)
+        if status == 0 and os.fstat(2).st_size == 0:
+            err_path.unlink(missing_ok=True)  # a clean run said nothing: leave no empty file
     except BaseException:  # noqa: BLE001 - the daemon's last words go to init.err
         import traceback
 

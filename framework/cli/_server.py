@@ -26,8 +26,8 @@ from typing import Any
 
 import click
 
-from framework.binder import SecurityException, defaultServiceManager, open_binder_runtime
-from framework.emulator import resolve_runtime_dir
+from framework.binder import defaultServiceManager
+from framework.emulator import open_shell, resolve_runtime_dir
 from framework.server import NPU_SHELL_HELP
 from interfaces.android.npumanager import INpuManager
 from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermalService
@@ -68,17 +68,8 @@ def _run_as_shell(runtime_dir: Path, body: Callable[[Any], Awaitable[Any]]) -> A
     """Run ``body(runtime)`` as the shell; what a user can cause becomes one clear line."""
 
     async def session() -> Any:
-        if not runtime_dir.is_dir():
-            raise CliError(f"no emulator in {runtime_dir} (start one with `npuemu boot`)", EXIT_NOT_RUNNING)
-        opened = False
-        try:
-            async with open_binder_runtime(runtime_dir, shell=True) as rt:
-                opened = True
-                return await body(rt)
-        except (SecurityException, ConnectionError, FileNotFoundError) as exc:
-            if opened:  # the service's own refusal: _common maps it
-                raise
-            raise CliError(f"cannot reach the emulator in {runtime_dir}: {exc}", EXIT_NOT_RUNNING) from None
+        async with open_shell(runtime_dir) as rt:
+            return await body(rt)
 
     return run(session)
 

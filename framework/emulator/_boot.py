@@ -44,6 +44,7 @@ import collections
 import dataclasses
 import math
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -67,7 +68,8 @@ from framework.binder import (
 
 from ._errors import BootError, EmulatorAlreadyRunningError
 from ._logcat import adopt_line, format_line
-from ._paths import RuntimeFiles, resolve_runtime_dir
+from ._paths import RuntimeFiles, process_start, resolve_runtime_dir
+from ._reaper import BOOT_ID_ENV, kill_boot
 
 __all__ = [
     "HAL_SERVICES",
@@ -201,6 +203,9 @@ class Emulator:
         self._children: dict[str, _Child] = {}
         #: How many times init has restarted the HAL (0 until it first crashes).
         self.hal_generation = 0
+        #: Carried by every process of this boot in its environment (``NPUEMU_BOOT_ID``):
+        #: how the reaper, shutdown and ``npuemu shutdown`` find them all (see ``_reaper``).
+        self.boot_id = secrets.token_hex(8)
         self._reaper: subprocess.Popen | None = None
         self._reaper_fd = -1
         self.booted_at = time.time()
@@ -220,31 +225,30 @@ class Emulator:
 
     def _start_reaper(self, env: Mapping[str, str]) -> None:
         read_end, self._reaper_fd = os.pipe()  # both non-inheritable: no child holds it open
+        env = {k: v for k, v in env.items() if k != BOOT_ID_ENV}  # it is not one of the stack
         try:
             self._reaper = subprocess.Popen(
                 # By path: a few ms to start, where importing the package would take 0.4 s.
-                [sys.executable, os.fspath(Path(__file__).with_name("_reaper.py")), str(read_end)],
-                pass_fds=(read_end,), env=dict(env), stdin=subprocess.DEVNULL,
+                [sys.executable, os.fspath(Path(__file__).with_name("_reaper.py")), self.boot_id, str(read_end)],
+                pass_fds=(read_end,), env=env, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # it must outlive a killed init's process group
             )
         finally:
             os.close(read_end)
 
-    def _watch_group(self, pgid: int) -> None:
+    def _stop_reaper(self, stand_down: bool) -> None:
+        """Close the reaper's pipe: with ``q`` (everything is stopped) or without (kill the rest)."""
         if self._reaper_fd >= 0:
-            os.write(self._reaper_fd, f"{pgid}\n".encode())
-
-    def _stop_reaper(self) -> None:
-        if self._reaper_fd >= 0:
-            try:
-                os.write(self._reaper_fd, b"q\n")  # everything is stopped: stand down
-            except OSError:
-                pass
+            if stand_down:
+                try:
+                    os.write(self._reaper_fd, b"q\n")
+                except OSError:
+                    pass
             os.close(self._reaper_fd)
             self._reaper_fd = -1
         if self._reaper is not None:
             try:
-                self._reaper.wait(timeout=5)
+                self._reaper.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self._reaper.kill()
                 self._reaper.wait()
@@ -272,6 +276,8 @@ class Emulator:
     def state(self) -> dict[str, Any]:
         return {
             "init_pid": os.getpid(),
+            "init_start": process_start(os.getpid()),
+            "boot_id": self.boot_id,
             "pids": self.pids,
             "driver": self.config.driver,
             "speed": self.config.speed,
@@ -341,35 +347,94 @@ class Emulator:
             )
 
     async def _stop(self, child: _Child, grace: float) -> None:
+        """SIGTERM to the child's process group, SIGKILL after ``grace``; then reap it.
+
+        The group is signalled only while its leader is not reaped: until then the
+        leader's pid, which is the group's number, cannot belong to anybody else.
+        (``proc.returncode`` reaps a child that has exited, so it is asked once.)
+        """
         proc = child.process
         if proc.returncode is None:
             self.log("I", f"stopping {child.name} (pid {proc.pid})")
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                # The whole process group: system_server's takes the apps it launched.
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                pass
-            except PermissionError:
-                proc.send_signal(sig)
-            with trio.move_on_after(grace):
-                await proc.wait()
-            if proc.returncode is not None:
-                try:  # stragglers of the group (an app that ignored SIGTERM)
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-                break
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                _signal_group(proc, sig)
+                with trio.move_on_after(grace):
+                    await _exited(proc)
+                    break
+            # Stragglers of the group (an app that ignored SIGTERM) go with their leader,
+            # which has exited but is not reaped yet.
+            _signal_group(proc, signal.SIGKILL)
         await proc.wait()
         self.log("I", f"{child.name} (pid {proc.pid}) {child.describe_exit()}")
 
+    async def _stop_all(self, grace: float) -> bool:
+        """Stop every process of the stack, in order; whether none is left running.
 
-def _child_env(runtime_dir: Path, extra: Mapping[str, str]) -> dict[str, str]:
+        Each is stopped whatever happened to the one before; then whatever still
+        carries this boot's id (an app that left its group) is killed.
+        """
+        for name in ("system_server", "hal", "servicemanager"):
+            child = self._children.get(name)
+            if child is None:
+                continue
+            try:
+                await self._stop(child, grace)
+            except Exception as exc:  # noqa: BLE001 - the next one must be stopped all the same
+                self.log("E", f"stopping {name} (pid {child.process.pid}) failed: {exc!r}")
+        for pid in await trio.to_thread.run_sync(kill_boot, self.boot_id):
+            self.log("W", f"killed pid {pid}, left running by the stack")
+        return all(c.process.returncode is not None for c in self._children.values())
+
+
+def _signal_group(proc: trio.Process, sig: signal.Signals) -> None:
+    """``sig`` to the process group ``proc`` leads; ``proc`` must not be reaped yet."""
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        proc.send_signal(sig)
+
+
+async def _exited(proc: trio.Process) -> None:
+    """Until ``proc`` (not reaped yet) has exited, without reaping it: its pid stays reserved."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except ProcessLookupError:
+        return
+    try:
+        await trio.lowlevel.wait_readable(fd)
+    finally:
+        trio.lowlevel.notify_closing(fd)
+        os.close(fd)
+
+
+def _child_env(runtime_dir: Path, extra: Mapping[str, str], boot_id: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(extra)
     env[RUNTIME_DIR_ENV] = os.fspath(runtime_dir)
+    env[BOOT_ID_ENV] = boot_id
     env["PYTHONUNBUFFERED"] = "1"  # lines reach the log as they are written
     return env
+
+
+def _claim(files: RuntimeFiles) -> list[Path]:
+    """Take the runtime directory for a new boot; the dead emulator's files it removed.
+
+    A live init there, or a socket something still serves (what a dead init left
+    running), is refused; what only a running emulator has (``init.json``, the shell
+    token, sockets) and nobody serves is a killed predecessor's, and goes.
+    """
+    existing = files.read_state()
+    if existing is not None:
+        raise EmulatorAlreadyRunningError(
+            f"an emulator already runs in {files.root} (init pid {existing['init_pid']}); stop it with `npuemu shutdown`")
+    served = files.served_sockets()
+    if served:
+        raise EmulatorAlreadyRunningError(
+            f"processes of a dead emulator still serve in {files.root} ({', '.join(p.name for p in served)});"
+            f" `npuemu shutdown --runtime-dir {files.root}` stops them")
+    return files.remove_live_files()
 
 
 @asynccontextmanager
@@ -383,25 +448,29 @@ async def open_emulator(
 
     ``runtime_dir`` defaults as for every command (``_paths.resolve_runtime_dir``).
     Raises :class:`EmulatorAlreadyRunningError` if a live init owns the directory and
-    :class:`BootError` if a stage fails (everything started so far is stopped first).
+    :class:`BootError` if a stage fails. However the boot ends (a failure, a
+    cancellation, a Ctrl-C at any moment), everything started so far is stopped, and
+    on exit the directory keeps only its records (``logcat``, ``trace.jsonl``,
+    ``apps/``), none of the files of a running emulator.
     """
     config = config or BootConfig()
     root = resolve_runtime_dir(runtime_dir)
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     files = RuntimeFiles(root)
-    existing = files.read_state()
-    if existing is not None:
-        raise EmulatorAlreadyRunningError(f"an emulator already runs in {root} (init pid {existing['init_pid']})")
-    for stale in (files.state, files.trace_events):
-        stale.unlink(missing_ok=True)
+    stale = _claim(files)
+    files.trace_events.unlink(missing_ok=True)
     files.app_reports.mkdir(mode=0o700, exist_ok=True)
     log = _Log(files.log)
     emu = Emulator(root, config, log)
-    env = _child_env(root, config.extra_env)
-    emu._start_reaper(env)
-    t0 = trio.current_time()
-    log("I", f"init pid {os.getpid()} booting in {root} (driver {config.driver or 'reference'}, speed {config.speed:g})")
+    env = _child_env(root, config.extra_env, emu.boot_id)
+    booted = stopped = False
     try:
+        # First the dead-man switch: from here on, whatever init starts dies with it.
+        emu._start_reaper(env)
+        t0 = trio.current_time()
+        log("I", f"init pid {os.getpid()} booting in {root} (driver {config.driver or 'reference'}, speed {config.speed:g})")
+        if stale:
+            log("W", f"removed what a dead emulator left: {', '.join(p.name for p in stale)}")
         async with trio.open_nursery() as nursery:
             try:
                 sm = _Child(
@@ -415,7 +484,6 @@ async def open_emulator(
                     ),
                 )
                 emu._children["servicemanager"] = sm
-                emu._watch_group(sm.process.pid)
                 # The HAL and system_server start now, held: they import while the
                 # servicemanager comes up, and wait inside open_binder_runtime until
                 # init has registered them (both at once, too: system_server waits for
@@ -437,7 +505,6 @@ async def open_emulator(
                             start_new_session=True,
                         )
                         child = emu._children[name] = _Child(name, held[name].process)
-                        emu._watch_group(held[name].pid)
                         nursery.start_soon(emu._pump, child, held[name].process.stdout)
                     await _wait_ready(sm, nursery, emu, config.boot_timeout)
                 except BaseException:
@@ -475,23 +542,29 @@ async def open_emulator(
                         emu.booted_at = time.time()
                         files.write_state(emu.state())
                         log("I", f"boot complete in {emu.boot_seconds:.2f} s: {emu.pids}")
+                        booted = True
                         try:
                             yield emu
                         finally:
                             files.state.unlink(missing_ok=True)
                             helpers.cancel_scope.cancel()
+            except BaseException as exc:
+                if not booted and _interrupted(exc):
+                    log("W", "boot interrupted: stopping what it started")
+                raise
             finally:
                 with trio.CancelScope(shield=True):
                     log("I", "shutting down")
-                    for name in ("system_server", "hal", "servicemanager"):
-                        if name in emu._children:
-                            await emu._stop(emu._children[name], grace)
+                    stopped = await emu._stop_all(grace)
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # One failure is the common case: surface it as itself, not as a group.
         raise _single(group) from None
     finally:
-        emu._stop_reaper()
+        # The reaper stands down only if nothing is left; else it kills the rest.
+        emu._stop_reaper(stand_down=stopped)
+        if stopped:
+            files.remove_live_files()
         log("I", "init exiting")
         log.close()
 
@@ -531,7 +604,6 @@ async def _supervise(emu: Emulator, nursery: trio.Nursery, name: str, argv: list
         proc = await launch_process(argv, uid=AID_SYSTEM, env=env, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         fresh = emu._children[name] = _Child(name, proc)
-        emu._watch_group(proc.pid)
         nursery.start_soon(emu._pump, fresh, proc.stdout)
         emu.hal_generation += 1
         emu.files.write_state(emu.state())
@@ -541,6 +613,13 @@ async def _supervise(emu: Emulator, nursery: trio.Nursery, name: str, argv: list
             emu.log("E", f"restarted hal failed: {exc}")
         else:
             emu.log("I", f"hal (pid {proc.pid}) is back: {', '.join(services)}")
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is a cancellation or a Ctrl-C (alone or grouped), not a failure."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_interrupted(e) for e in exc.exceptions)
+    return isinstance(exc, (trio.Cancelled, KeyboardInterrupt))
 
 
 def _single(exc: BaseException) -> BaseException:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import os
 import signal
 from collections.abc import AsyncIterator, Sequence
@@ -21,7 +22,8 @@ from interfaces.npuemu.server import WaitResult
 
 from ._errors import EmulatorError, EmulatorNotRunningError, NoSuchAppError
 from ._logcat import LogFilter, LogLine, parse_line, parse_lines
-from ._paths import RuntimeFiles, pid_alive
+from ._paths import RuntimeFiles, process_start
+from ._reaper import kill_boot
 from ._services import HAL_CONTROL, IDEVICE_PREFIX, emulator_interfaces, get_service
 
 __all__ = [
@@ -58,61 +60,49 @@ async def shutdown(runtime_dir: Path, *, timeout: float = 15.0) -> int:
     """SIGTERM to the emulator's init, then wait until it has exited. Returns init's pid.
 
     init stops system_server (and its apps), the HAL and the servicemanager in
-    order before it exits; if it has not exited after ``timeout`` it is SIGKILLed,
-    and its children, which have init as their parent-death signal, follow.
+    order, removes the files of a running emulator, and exits; if it has not
+    exited after ``timeout``, it and every process of its boot are SIGKILLed.
+    Where init died without that (a SIGKILL) and its reaper too, whatever of its boot
+    still runs is killed here and its files removed.
     """
     files = RuntimeFiles(runtime_dir)
-    state = files.read_state()
-    if state is None:
+    try:
+        state = files.running_state()
+    except EmulatorNotRunningError:
         leftovers = _orphans(files)
+        files.remove_live_files()
         if leftovers:
-            # init was SIGKILLed: nobody stopped its children. They are ours to stop now.
-            for victim in leftovers:
-                try:
-                    os.killpg(victim, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            files.state.unlink(missing_ok=True)
             raise EmulatorError(f"init of {runtime_dir} had died; killed what it left running (pids "
-                                f"{', '.join(map(str, leftovers))})")
-        raise EmulatorNotRunningError(f"no emulator is running in {runtime_dir}")
-    pid = int(state["init_pid"])
+                                f"{', '.join(map(str, leftovers))})") from None
+        raise
+    pid, start = int(state["init_pid"]), state.get("init_start")
+
+    def init_alive() -> bool:  # that init, not a process that got its pid since
+        now = process_start(pid)
+        return now is not None and start in (None, now)
+
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return pid
     with trio.move_on_after(timeout):
-        while pid_alive(pid):
+        while init_alive():
             await trio.sleep(0.05)
         return pid
-    for victim in [pid, *state.get("pids", {}).values()]:
-        try:
-            os.killpg(int(victim), signal.SIGKILL) if victim != pid else os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    files.state.unlink(missing_ok=True)
+    if init_alive():
+        os.kill(pid, signal.SIGKILL)
+    await trio.to_thread.run_sync(kill_boot, str(state.get("boot_id", "")))
+    files.remove_live_files()
     raise EmulatorError(f"init (pid {pid}) did not shut down within {timeout:g} s; it and its stack were killed")
 
 
 def _orphans(files: RuntimeFiles) -> list[int]:
-    """Stack processes named in a dead init's ``init.json`` that still run in this directory."""
-    import json
-
+    """Kill what a dead init's boot (named in its ``init.json``) left running; their pids."""
     try:
-        state = json.loads(files.state.read_text())
-        pids = [int(p) for p in state.get("pids", {}).values()]
-    except (OSError, ValueError, TypeError, AttributeError):
+        boot_id = json.loads(files.state.read_text())["boot_id"]
+    except (OSError, ValueError, TypeError, KeyError):
         return []
-    alive = []
-    for p in pids:
-        try:
-            cmdline = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        # A reused pid is somebody else's: only a process started for this directory counts.
-        if os.fsencode(files.root) in cmdline and pid_alive(p):
-            alive.append(p)
-    return alive
+    return kill_boot(str(boot_id)) if boot_id else []
 
 
 # -- apps -------------------------------------------------------------------------------

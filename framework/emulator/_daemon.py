@@ -5,8 +5,9 @@ trusts its parent as root, and only a process's parent may register it. So ``boo
 --detach`` starts this module with ``--daemonize`` (it forks once more and runs in a new
 session, with stdin and stdout on ``/dev/null``); it boots the stack with :func:`open_emulator`, reports on the file
 descriptor given by ``--ready-fd`` (``ok <json state>`` or ``error <message>``), and
-then holds the stack until SIGTERM or SIGINT (``npuemu shutdown`` sends SIGTERM),
-when it shuts it down in order and exits 0.
+then holds the stack until SIGTERM, SIGINT or SIGHUP (``npuemu shutdown`` sends SIGTERM),
+when it shuts it down in order and exits 0. A signal during the boot interrupts it and
+stops what it had started (``error boot interrupted by SIGTERM``, exit 1).
 """
 
 from __future__ import annotations
@@ -15,18 +16,64 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 
 import click
 import trio
 
-from ._boot import BootConfig, open_emulator
-from ._errors import EmulatorError
+from ._boot import BootConfig, Emulator, open_emulator
+from ._errors import BootError, EmulatorError
 
-__all__ = ["main", "serve_until_signalled"]
+__all__ = ["hold_until_signalled", "main", "serve_until_signalled"]
+
+#: What stops an emulator's init: ``npuemu shutdown``'s SIGTERM, a Ctrl-C, a closed terminal.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+async def hold_until_signalled(runtime_dir: str | os.PathLike[str], config: BootConfig,
+                               on_booted: Callable[[Emulator], None]) -> None:
+    """Boot, call ``on_booted``, hold the stack until a stop signal, then shut it down.
+
+    A stop signal during the boot interrupts it at once: what the boot had started is
+    stopped, and this raises BootError ("boot interrupted by SIGTERM"). The signals
+    are taken before anything starts, so none can kill init between two processes it
+    starts.
+    """
+    with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        received: list[signal.Signals] = []
+        arrived = trio.Event()
+        booting = trio.CancelScope()
+        booted = False
+
+        async def watch() -> None:
+            async for sig in signals:
+                received.append(signal.Signals(sig))
+                if not booted:
+                    booting.cancel()  # open_emulator stops what the boot had started
+                arrived.set()
+                return
+
+        failure: Exception | None = None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch)
+            with booting:
+                try:
+                    async with open_emulator(runtime_dir, config) as emu:
+                        booted = True  # no checkpoint since the boot completed: the watcher agrees
+                        on_booted(emu)
+                        await arrived.wait()
+                        emu.log("I", f"{received[0].name} received")
+                except Exception as exc:  # noqa: BLE001 - raised below, not as a nursery's group
+                    failure = exc
+            nursery.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        if not booted:
+            raise BootError(f"boot interrupted by {received[0].name}")
 
 
 async def serve_until_signalled(runtime_dir: str, config: BootConfig, ready_fd: int | None) -> int:
-    """Boot, report on ``ready_fd``, hold until SIGTERM/SIGINT, shut down. Returns the exit status."""
+    """Boot, report on ``ready_fd``, hold until SIGTERM/SIGINT/SIGHUP, shut down. Returns the exit status."""
 
     def report(text: str) -> None:
         if ready_fd is not None:
@@ -36,18 +83,16 @@ async def serve_until_signalled(runtime_dir: str, config: BootConfig, ready_fd: 
             except OSError:
                 pass
 
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-        try:
-            async with open_emulator(runtime_dir, config) as emu:
-                report("ok " + json.dumps({"runtime_dir": str(emu.runtime_dir), **emu.state()}))
-                async for sig in signals:
-                    emu.log("I", f"{signal.Signals(sig).name} received")
-                    break
-        except (EmulatorError, OSError, ValueError) as exc:
-            report(f"error {' '.join(str(exc).split()) if ready_fd is not None else exc}")
-            if ready_fd is None:
-                print(f"npuemu: {exc}", file=sys.stderr)
-            return 1
+    def booted(emu: Emulator) -> None:
+        report("ok " + json.dumps({"runtime_dir": str(emu.runtime_dir), **emu.state()}))
+
+    try:
+        await hold_until_signalled(runtime_dir, config, booted)
+    except (EmulatorError, OSError, ValueError) as exc:
+        report(f"error {' '.join(str(exc).split()) if ready_fd is not None else exc}")
+        if ready_fd is None:
+            print(f"npuemu: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -5,6 +5,12 @@ the log, init's pid, the trace recorder's output. Several emulators run side by 
 in different directories. The directory is chosen, in order, by ``--runtime-dir``,
 by ``$NPUEMU_RUNTIME_DIR`` (the binder's ``RUNTIME_DIR_ENV``, which every process of
 the emulator also inherits), or is ``/tmp/npuemu-<uid>/default``.
+
+Two kinds of file live there. The *live* ones exist only while the emulator runs:
+``init.json``, the shell token and the binder's sockets; shutdown removes them, and a
+boot that finds them without a live init removes them as a dead emulator's. The
+*records* stay after shutdown for ``logcat``, ``trace`` and ``plot``: ``logcat``,
+``trace.jsonl``, the apps' reports.
 """
 
 from __future__ import annotations
@@ -12,11 +18,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import socket
+import stat
 from pathlib import Path
 
-from framework.binder import RUNTIME_DIR_ENV
+from framework.binder import RUNTIME_DIR_ENV, SHELL_TOKEN_FILE
 
-__all__ = ["RuntimeFiles", "default_runtime_dir", "pid_alive", "resolve_runtime_dir"]
+from ._errors import EmulatorNotRunningError
+
+__all__ = ["RuntimeFiles", "default_runtime_dir", "pid_alive", "process_start", "resolve_runtime_dir"]
 
 
 def default_runtime_dir() -> Path:
@@ -52,6 +62,19 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot), None if it is gone or a zombie.
+
+    With the pid it names one process: pids are reused within minutes on a busy machine.
+    """
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
 @dataclasses.dataclass(frozen=True)
 class RuntimeFiles:
     """The files init keeps in a runtime directory."""
@@ -78,14 +101,84 @@ class RuntimeFiles:
         """Where sample apps write their JSON reports (one file per package)."""
         return self.root / "apps"
 
+    @property
+    def shell_token(self) -> Path:
+        """The servicemanager's secret for the shell (0600): whoever reads it is uid 2000."""
+        return self.root / SHELL_TOKEN_FILE
+
+    @property
+    def daemon_errors(self) -> Path:
+        """The detached init's stderr (``boot --detach``): empty unless it crashed."""
+        return self.root / "init.err"
+
+    def running_state(self) -> dict:
+        """init's state if an emulator runs here; else EmulatorNotRunningError, said one way.
+
+        Every command that needs a running emulator goes through this check (``open_shell``,
+        ``shutdown``), so each says the same line when none runs.
+        """
+        state = self.read_state()
+        if state is None:
+            raise EmulatorNotRunningError(f"no emulator is running in {self.root} (start one with `npuemu boot`)")
+        return state
+
+    def live_files(self) -> list[Path]:
+        """What only a running emulator has here: ``init.json``, the shell token, sockets."""
+        try:
+            entries = list(os.scandir(self.root))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        found = []
+        for entry in entries:
+            try:
+                is_socket = stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode)
+            except OSError:
+                continue
+            if is_socket or entry.name in (self.state.name, SHELL_TOKEN_FILE):
+                found.append(Path(entry.path))
+        return sorted(found)
+
+    def served_sockets(self) -> list[Path]:
+        """The sockets here that a live process still listens on (a connect succeeds)."""
+        served = []
+        for path in self.live_files():
+            if path.name in (self.state.name, SHELL_TOKEN_FILE):
+                continue
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                probe.settimeout(1.0)
+                try:
+                    probe.connect(os.fspath(path))
+                except (ConnectionRefusedError, FileNotFoundError):
+                    continue  # nobody listens: a dead process's socket
+                except OSError:
+                    pass  # a full backlog, a slow accept: somebody is there
+            served.append(path)
+        return served
+
+    def remove_live_files(self) -> list[Path]:
+        """Remove the live files (once nothing of the emulator runs); the ones removed."""
+        removed = []
+        for path in self.live_files():
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            removed.append(path)
+        return removed
+
     def read_state(self) -> dict | None:
         """init's state if an init that is still alive wrote it, else None."""
         try:
             state = json.loads(self.state.read_text())
-        except (FileNotFoundError, ValueError):
+        except (FileNotFoundError, NotADirectoryError, ValueError):
             return None
-        if not isinstance(state, dict) or not pid_alive(int(state.get("init_pid", -1))):
-            return None
+        try:
+            pid = int(state.get("init_pid", -1))
+        except (AttributeError, TypeError, ValueError):
+            return None  # not init's
+        start = process_start(pid) if pid > 0 else None
+        if start is None or state.get("init_start", start) != start:
+            return None  # init is gone (its pid may already be another process's)
         return state
 
     def write_state(self, state: dict) -> None:

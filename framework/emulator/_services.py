@@ -22,6 +22,7 @@ import interfaces.npuemu.server as server
 from framework.binder import (
     AidlRegistry,
     BinderRuntime,
+    DeadObjectException,
     SecurityException,
     defaultServiceManager,
     open_binder_runtime,
@@ -83,15 +84,13 @@ async def get_service(runtime: BinderRuntime, name: str, interface: type) -> Any
 async def open_shell(runtime_dir: str | os.PathLike[str] | None = None) -> AsyncIterator[BinderRuntime]:
     """A binder runtime as the shell (uid 2000), as ``adb shell`` is, in a running emulator."""
     root = resolve_runtime_dir(runtime_dir)
-    files = RuntimeFiles(root)
-    if not root.is_dir() or files.read_state() is None:
-        raise EmulatorNotRunningError(f"no emulator is running in {root} (start one with `npuemu boot`)")
+    RuntimeFiles(root).running_state()  # the one "no emulator is running" check
     opened = False
     try:
         async with open_binder_runtime(root, shell=True) as runtime:
             opened = True
             yield runtime
-    except (SecurityException, ConnectionError, FileNotFoundError) as exc:
+    except (SecurityException, DeadObjectException, ConnectionError, FileNotFoundError) as exc:
         if opened:  # the body's own error: not ours to rename
             raise
         raise EmulatorNotRunningError(f"cannot reach the emulator in {root}: {exc}") from None

@@ -1,0 +1,325 @@
+"""No test leaves a process or a runtime directory behind.
+
+Real-process tests boot emulators (init, servicemanager, HAL, system_server, apps); a
+test that fails half-way, or a shutdown that misses a process, would leave them
+running for good, each holding sockets and memory on a machine other people share.
+So every test is checked when it ends, and the run fails if it left something:
+
+- **Processes.** The processes of this pytest session are its descendants and every
+  process that carries the session's marker in its environment (``$NPUEMU_TEST_SESSION``,
+  set here, inherited by everything a test starts, whoever re-parents it). pytest makes
+  itself a child subreaper (``PR_SET_CHILD_SUBREAPER``), so a daemon that double-forks
+  away from its parent (``npuemu boot --detach``'s init, which is a fork of this process
+  and so never shows the marker in ``/proc/PID/environ``) is re-parented to pytest, not
+  to pid 1: it stays a descendant. Only this session's processes are counted: other
+  people's emulators on the same machine are none of its business.
+- **Runtime directories.** ``$TMPDIR`` (and :data:`tempfile.tempdir`) point at a
+  directory private to the session, so what a test or its processes make with
+  :mod:`tempfile` (``npuemu-rel-*``, a HAL's private runtime directory, the VTS's
+  work directory) lands there; anything a test leaves there is a leak. Under pytest's
+  own ``tmp_path`` (which pytest keeps and prunes), an emulator's runtime directory (it
+  has a ``logcat``) must not keep what only a running emulator has: ``init.json``, the
+  shell token, sockets.
+
+A test that leaves either gets an error at its teardown naming what it left (pid, parent,
+command line, runtime directory); the leftovers are then killed or removed, so they
+cannot pile up or be blamed on the next test. A module's fixtures are checked the same way
+when the module ends, and the session sweeps whatever is still there at the very end
+(and then fails).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import os
+import secrets
+import shutil
+import signal
+import stat
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+#: The environment variable that marks this session's processes.
+SESSION_ENV = "NPUEMU_TEST_SESSION"
+#: How long a test's processes may take to finish exiting after it ends (seconds).
+EXIT_GRACE = float(os.environ.get("NPUEMU_TEST_EXIT_GRACE", "3"))
+#: What only a running emulator keeps in its runtime directory (see _paths.RuntimeFiles).
+LIVE_FILES = ("init.json", "shell.token")
+#: How a process names the emulator (boot) it belongs to (see framework/emulator/_reaper.py).
+BOOT_ID = b"NPUEMU_BOOT_ID="
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclasses.dataclass(frozen=True)
+class Proc:
+    """One live process of the session, as /proc shows it."""
+
+    pid: int
+    ppid: int
+    start: int  # clock ticks after boot: with the pid, it names one process across pid reuse
+    cmdline: str
+    boot_id: str | None  # the emulator it belongs to ($NPUEMU_BOOT_ID), if any
+
+    def describe(self) -> str:
+        return f"pid {self.pid} (parent {self.ppid}): {self.cmdline[:300]}"
+
+
+class SessionProcesses:
+    """The live processes that belong to this pytest session."""
+
+    def __init__(self, marker: str) -> None:
+        self.me = os.getpid()
+        self._marker = f"{SESSION_ENV}={marker}".encode()
+        self._marked: dict[tuple[int, int], bool] = {}  # (pid, start) -> carries the marker
+
+    def _is_marked(self, pid: int, start: int) -> bool:
+        key = (pid, start)
+        if key not in self._marked:
+            try:
+                self._marked[key] = self._marker in _environ(pid)
+            except OSError:
+                return False  # gone, or not ours to read: not this session's
+        return self._marked[key]
+
+    def snapshot(self) -> dict[tuple[int, int], Proc]:
+        table: dict[int, tuple[int, int]] = {}  # pid -> (ppid, start), live processes only
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] in (b"Z", b"X"):
+                continue  # dead: a zombie holds nothing
+            table[int(entry.name)] = (int(fields[1]), int(fields[19]))
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        ours: set[int] = set()
+        stack = [self.me]
+        while stack:
+            for child in children.get(stack.pop(), ()):
+                ours.add(child)
+                stack.append(child)
+        ours.update(pid for pid, (_, start) in table.items() if pid != self.me and self._is_marked(pid, start))
+        found = {}
+        for pid in ours:
+            ppid, start = table[pid]
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmdline = f.read().rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")
+                boot = next((v.split(b"=", 1)[1].decode() for v in _environ(pid) if v.startswith(BOOT_ID)), None)
+            except OSError:
+                continue
+            found[(pid, start)] = Proc(pid, ppid, start, cmdline, boot)
+        return found
+
+    def left_since(self, before: dict[tuple[int, int], Proc], grace: float) -> list[Proc]:
+        """Processes that were not in ``before`` and still run after ``grace`` seconds.
+
+        A process of an emulator that already ran in ``before`` (an app a test launched
+        into its module's emulator, a HAL that init restarted) is that emulator's: it
+        stops with it, and is checked with it.
+        """
+        boots = {p.boot_id for p in before.values() if p.boot_id}
+        deadline = time.monotonic() + grace
+        while True:
+            new = [p for key, p in self.snapshot().items() if key not in before and p.boot_id not in boots]
+            if not new or time.monotonic() >= deadline:
+                return sorted(new, key=lambda p: p.pid)
+            time.sleep(0.05)
+
+    def kill(self, procs: list[Proc]) -> None:
+        """SIGKILL each of ``procs`` that is still the same process, and reap those that are ours."""
+        for p in procs:
+            if self._start_of(p.pid) == p.start:
+                try:
+                    os.kill(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + 5
+        for p in procs:
+            while time.monotonic() < deadline:
+                try:  # our child (maybe re-parented to us, the subreaper): reap it
+                    if os.waitpid(p.pid, os.WNOHANG)[0]:
+                        break
+                except ChildProcessError:  # somebody else's to reap: wait until it is gone
+                    if self._start_of(p.pid) != p.start:
+                        break
+                time.sleep(0.02)
+
+    @staticmethod
+    def _start_of(pid: int) -> int | None:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        return None if fields[0] in (b"Z", b"X") else int(fields[19])
+
+
+def _environ(pid: int) -> list[bytes]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        return f.read().split(b"\0")
+
+
+def _runtime_dir_of(proc: Proc) -> str | None:
+    words = proc.cmdline.split()
+    if "--runtime-dir" in words[:-1]:
+        return words[words.index("--runtime-dir") + 1]
+    try:
+        return next((v.split(b"=", 1)[1].decode(errors="replace") for v in _environ(proc.pid)
+                     if v.startswith(b"NPUEMU_RUNTIME_DIR=")), None)
+    except OSError:
+        return None
+
+
+def _live_files(root: Path) -> list[str]:
+    """What a stopped emulator's runtime directory ``root`` still holds of a running one."""
+    found = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            if entry.name in LIVE_FILES or stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
+                found.append(entry.name)
+        except OSError:
+            pass
+    return sorted(found)
+
+
+def _emulator_dirs(top: Path, depth: int = 4) -> Iterator[Path]:
+    """Emulator runtime directories (they have a ``logcat``) at or under ``top``."""
+    if (top / "logcat").is_file():
+        yield top
+    if depth == 0:
+        return
+    try:
+        subdirs = [Path(e.path) for e in os.scandir(top) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for sub in subdirs:
+        yield from _emulator_dirs(sub, depth - 1)
+
+
+class LeakCheck:
+    """Before and after a test (or a module): what it started and left behind."""
+
+    def __init__(self, procs: SessionProcesses, private_tmp: Path, basetemp: Path) -> None:
+        self.procs = procs
+        self.private_tmp = private_tmp
+        self.basetemp = basetemp
+        self._reported: set[Path] = set()  # runtime directories already blamed on a test
+
+    def before(self) -> tuple[dict, set[str], set[str]]:
+        return self.procs.snapshot(), _names(self.private_tmp), _names(self.basetemp)
+
+    def after(self, before: tuple[dict, set[str], set[str]], who: str) -> list[str]:
+        """Problems ``who`` left since ``before`` (each cleaned up once reported)."""
+        procs_before, tmp_before, base_before = before
+        problems = []
+        left = self.procs.left_since(procs_before, EXIT_GRACE)
+        if left:
+            lines = [f"{who} left {len(left)} process(es) running (killed now):"]
+            for p in left:
+                rt = _runtime_dir_of(p)
+                lines.append("  " + p.describe() + (f"  [runtime dir {rt}]" if rt else ""))
+            problems.append("\n".join(lines))
+            self.procs.kill(left)
+        for name in sorted(_names(self.private_tmp) - tmp_before):
+            path = self.private_tmp / name
+            live = [f"{d} ({', '.join(_live_files(d))})" for d in _emulator_dirs(path) if _live_files(d)]
+            problems.append(f"{who} left {path} behind (removed now)" + (f"; a running emulator's files in {'; '.join(live)}" if live else ""))
+            shutil.rmtree(path, ignore_errors=True)
+        for name in sorted(_names(self.basetemp) - base_before):
+            top = self.basetemp / name
+            if top.is_symlink():
+                continue  # pytest's "<name>current" link to a directory seen under its own name
+            for d in _emulator_dirs(top):
+                files = _live_files(d)
+                if files and d not in self._reported:
+                    self._reported.add(d)
+                    problems.append(f"{who} left the runtime directory {d} as if its emulator still ran: {', '.join(files)}")
+        return problems
+
+
+def _names(folder: Path) -> set[str]:
+    try:
+        return set(os.listdir(folder))
+    except OSError:
+        return set()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A pytest that a test runs gets a marker of its own: its processes are still the
+    # outer session's (its descendants), and its own checks see only its own.
+    os.environ[SESSION_ENV] = f"{os.getpid()}-{secrets.token_hex(6)}"
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+@pytest.fixture(scope="session")
+def _leak_check(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LeakCheck]:
+    basetemp = tmp_path_factory.getbasetemp()
+    # Short (Unix socket paths hold 108 bytes) and in the usual temp dir, but ours alone.
+    private_tmp = Path(tempfile.mkdtemp(prefix="pytest-npuemu-"))
+    saved = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"] = tempfile.tempdir = os.fspath(private_tmp)
+    check = LeakCheck(SessionProcesses(os.environ[SESSION_ENV]), private_tmp, basetemp)
+    try:
+        yield check
+    finally:
+        if saved[0] is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved[0]
+        tempfile.tempdir = saved[1]
+        shutil.rmtree(private_tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_leak_from_module(request: pytest.FixtureRequest, _leak_check: LeakCheck) -> Iterator[None]:
+    before = _leak_check.before()
+    yield
+    problems = _leak_check.after(before, f"the fixtures of {request.module.__name__}")
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_leak_from_test(request: pytest.FixtureRequest, _leak_check: LeakCheck) -> Iterator[None]:
+    before = _leak_check.before()
+    yield
+    problems = _leak_check.after(before, request.node.nodeid)
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Whatever is still running now escaped every check above: kill it and fail the run."""
+    marker = os.environ.get(SESSION_ENV)
+    if marker is None:
+        return
+    procs = SessionProcesses(marker)
+    left = procs.left_since({}, EXIT_GRACE)
+    if not left:
+        return
+    procs.kill(left)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [f"the session left {len(left)} process(es) running (killed now):", *("  " + p.describe() for p in left)]
+    if reporter is not None:
+        reporter.write_sep("=", "processes left behind", red=True)
+        for line in lines:
+            reporter.write_line(line)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
