@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from framework.cli import main
 from framework.emulator import BootConfig, BootError, RuntimeFiles, open_emulator
 from framework.emulator._paths import pid_alive
-from framework.emulator._reaper import BOOT_ID_ENV, kill_boot
+from framework.emulator._reaper import BOOT_ID_ENV, kill_boot, processes_with_env
 
 pytestmark = pytest.mark.multiprocess
 
@@ -564,22 +564,9 @@ _NEVER_BOOTS = (
 )
 
 
-def _processes_in(root) -> list[str]:
-    """Command lines of live processes that belong to the emulator in ``root``."""
-    found = []
-    marker = f"NPUEMU_RUNTIME_DIR={root}".encode()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as f:
-                if marker not in f.read().split(b"\0"):
-                    continue
-            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                found.append(f.read().replace(b"\0", b" ").decode())
-        except OSError:
-            continue
-    return found
+def _processes_in(root) -> list[tuple[int, int]]:
+    """The live processes of the emulator in ``root`` (each has it in its environment)."""
+    return processes_with_env("NPUEMU_RUNTIME_DIR", str(root))
 
 
 @pytest.mark.parametrize("moment", [None, r"servicemanager: servicemanager pid \d+ serving",

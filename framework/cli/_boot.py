@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import json
 import os
 import select
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import click
@@ -94,9 +96,16 @@ async def _boot_foreground(runtime_dir: Path, config: BootConfig) -> None:
 
 
 def _run_daemon(runtime_dir: Path, config: BootConfig, ready_fd: int, err_path: Path) -> None:
-    """The forked child of ``boot --detach``: becomes the detached init, then exits."""
+    """The forked child of ``boot --detach``: becomes the detached init, then exits.
+
+    It inherits the state of whatever program ran the command (a test session has run
+    hundreds of tests in it): its garbage is frozen before this runs (_boot_detached);
+    its warning filters (pytest's "error" would turn a warning into init's death) and
+    its fault handler (on a descriptor closed below) are dropped here.
+    """
     status = 1
     try:
+        warnings.resetwarnings()
         os.setsid()  # a Ctrl-C or a closed terminal does not reach it
         if os.fork() > 0:
             os._exit(0)
@@ -110,6 +119,8 @@ def _run_daemon(runtime_dir: Path, config: BootConfig, ready_fd: int, err_path: 
         sys.stdin = open(0, closefd=False)
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False)
+        if faulthandler.is_enabled():
+            faulthandler.enable(file=sys.stderr)  # not the host's descriptor, closed above
         status = trio.run(serve_until_signalled, os.fspath(runtime_dir), config, ready_fd)
         if status == 0 and os.fstat(2).st_size == 0:
             err_path.unlink(missing_ok=True)  # a clean run said nothing: leave no empty file

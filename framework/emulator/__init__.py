@@ -12,7 +12,9 @@ Layout:
 - ``_errors``: ``EmulatorError`` and its builtin-flavoured subclasses.
 - ``_logcat``: writing, adopting and parsing logcat lines, and ``-s`` filters.
 - ``_boot``: ``open_emulator``, init itself: servicemanager, HAL, system_server.
-- ``_daemon``: ``python -m framework.emulator``, the detached init of ``boot --detach``.
+- ``_daemon``: ``python -m framework.emulator``, the detached init of ``boot --detach``,
+  and ``hold_until_signalled`` (a stop signal during the boot interrupts it).
+- ``_reaper``: init's dead-man switch; it finds a boot's processes by ``$NPUEMU_BOOT_ID``.
 - ``_services``: the AIDL interfaces a client uses, and ``open_shell`` (uid 2000).
 - ``_recorder``: init's trace recorder (``trace.jsonl``).
 - ``_trace``: the recorded run as a Chrome/Perfetto trace, and its summary numbers.

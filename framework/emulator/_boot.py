@@ -60,6 +60,7 @@ from framework.binder import (
     AID_SYSTEM,
     RUNTIME_DIR_ENV,
     BinderRuntime,
+    UnixNetwork,
     defaultServiceManager,
     launch_process,
     open_binder_runtime,
@@ -359,7 +360,8 @@ class Emulator:
             for sig in (signal.SIGTERM, signal.SIGKILL):
                 _signal_group(proc, sig)
                 with trio.move_on_after(grace):
-                    await _exited(proc)
+                    # Until it exits, without reaping it: its pid (the group's number) stays reserved.
+                    await UnixNetwork(self.runtime_dir).wait_exit(proc.pid)
                     break
             # Stragglers of the group (an app that ignored SIGTERM) go with their leader,
             # which has exited but is not reaped yet.
@@ -394,19 +396,6 @@ def _signal_group(proc: trio.Process, sig: signal.Signals) -> None:
         pass
     except PermissionError:
         proc.send_signal(sig)
-
-
-async def _exited(proc: trio.Process) -> None:
-    """Until ``proc`` (not reaped yet) has exited, without reaping it: its pid stays reserved."""
-    try:
-        fd = os.pidfd_open(proc.pid)
-    except ProcessLookupError:
-        return
-    try:
-        await trio.lowlevel.wait_readable(fd)
-    finally:
-        trio.lowlevel.notify_closing(fd)
-        os.close(fd)
 
 
 def _child_env(runtime_dir: Path, extra: Mapping[str, str], boot_id: str) -> dict[str, str]:

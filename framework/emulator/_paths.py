@@ -111,15 +111,15 @@ class RuntimeFiles:
         """The detached init's stderr (``boot --detach``): empty unless it crashed."""
         return self.root / "init.err"
 
-    def running_state(self) -> dict:
-        """init's state if an emulator runs here; else EmulatorNotRunningError, said one way.
+    def not_running(self) -> EmulatorNotRunningError:
+        """The one way every command says that no emulator runs here (exit status 3)."""
+        return EmulatorNotRunningError(f"no emulator is running in {self.root} (start one with `npuemu boot`)")
 
-        Every command that needs a running emulator goes through this check (``open_shell``,
-        ``shutdown``), so each says the same line when none runs.
-        """
+    def running_state(self) -> dict:
+        """init's state if an init runs here, else :meth:`not_running`."""
         state = self.read_state()
         if state is None:
-            raise EmulatorNotRunningError(f"no emulator is running in {self.root} (start one with `npuemu boot`)")
+            raise self.not_running()
         return state
 
     def live_files(self) -> list[Path]:

@@ -25,15 +25,15 @@ import signal
 import sys
 import time
 
-__all__ = ["BOOT_ID_ENV", "kill_boot", "main", "processes_of_boot"]
+__all__ = ["BOOT_ID_ENV", "kill_boot", "main", "processes_with_env"]
 
 #: The environment variable naming the boot a process belongs to.
 BOOT_ID_ENV = "NPUEMU_BOOT_ID"
 
 
-def processes_of_boot(boot_id: str) -> list[tuple[int, int]]:
-    """``(pid, pgid)`` of every live process of boot ``boot_id`` other than this one."""
-    marker = f"{BOOT_ID_ENV}={boot_id}".encode()
+def processes_with_env(name: str, value: str) -> list[tuple[int, int]]:
+    """``(pid, pgid)`` of every live process (but this one) whose environment has ``name=value``."""
+    marker = f"{name}={value}".encode()
     found = []
     me = os.getpid()
     for name in os.listdir("/proc"):
@@ -62,7 +62,7 @@ def kill_boot(boot_id: str, timeout: float = 5.0) -> list[int]:
     killed: list[int] = []
     deadline = time.monotonic() + timeout
     while True:
-        procs = processes_of_boot(boot_id)
+        procs = processes_with_env(BOOT_ID_ENV, boot_id)
         if not procs or time.monotonic() > deadline:
             return killed
         pids = {pid for pid, _ in procs}

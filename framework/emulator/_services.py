@@ -82,15 +82,21 @@ async def get_service(runtime: BinderRuntime, name: str, interface: type) -> Any
 
 @asynccontextmanager
 async def open_shell(runtime_dir: str | os.PathLike[str] | None = None) -> AsyncIterator[BinderRuntime]:
-    """A binder runtime as the shell (uid 2000), as ``adb shell`` is, in a running emulator."""
-    root = resolve_runtime_dir(runtime_dir)
-    RuntimeFiles(root).running_state()  # the one "no emulator is running" check
+    """A binder runtime as the shell (uid 2000), as ``adb shell`` is, in a running emulator.
+
+    The check every command makes: if no servicemanager answers in the directory (never
+    booted, shut down, or what a killed emulator left), EmulatorNotRunningError, said as
+    :meth:`RuntimeFiles.not_running` says it.
+    """
+    files = RuntimeFiles(resolve_runtime_dir(runtime_dir))
+    if not files.root.is_dir():
+        raise files.not_running()  # (and no directory made for it)
     opened = False
     try:
-        async with open_binder_runtime(root, shell=True) as runtime:
+        async with open_binder_runtime(files.root, shell=True) as runtime:
             opened = True
             yield runtime
-    except (SecurityException, DeadObjectException, ConnectionError, FileNotFoundError) as exc:
+    except (SecurityException, DeadObjectException, ConnectionError, FileNotFoundError):
         if opened:  # the body's own error: not ours to rename
             raise
-        raise EmulatorNotRunningError(f"cannot reach the emulator in {root}: {exc}") from None
+        raise files.not_running() from None
