@@ -3,7 +3,9 @@
 :func:`open_emulator` plays init, as ``npuemu boot`` does. In order:
 
 1. It takes the runtime directory (0700) and refuses one where a live init already
-   runs (two emulators never share a directory).
+   runs, or where a process of a dead one still serves (two emulators never share a
+   directory); what a dead emulator left there (``init.json``, the shell token,
+   sockets) it removes.
 2. It starts the servicemanager. The servicemanager counts its parent as init, uid 0,
    so this process becomes init.
 3. It launches the vendor HAL (``python -m npuhal``) and system_server (``python -m
@@ -28,14 +30,20 @@ Every child's output is read by init and appended to the runtime directory's
 ``_logcat``). Children run in their own process groups, so a Ctrl-C at the terminal
 reaches only init, which then shuts the stack down in order: system_server (and, in
 its process group, the apps the activity manager launched), the HAL, the
-servicemanager; each gets SIGTERM, then SIGKILL after a grace period.
+servicemanager; each gets SIGTERM, then SIGKILL after a grace period, each whatever
+happened to the one before. However the boot or the run ends (a failed stage, a
+cancellation, a stop signal at any moment of the boot), this shutdown runs for every
+process started so far; then init removes the live files and keeps the records.
 
-There is no parent-death signal: trio forks from a worker thread, and the kernel
-sends that signal when the forking *thread* exits, seconds later. Instead init starts
-a dead-man switch first (``_reaper``): a small process holding the read end of a pipe
-and the stack's process groups; if init dies without standing it down, the pipe
-closes and the reaper kills the groups. (``npuemu shutdown`` also kills what a dead
-init's ``init.json`` names, should even the reaper be gone.)
+Every process of the stack carries the boot's id in its environment
+(``NPUEMU_BOOT_ID``, inherited by the apps). What still carries it after the orderly
+stop is killed; and there is no parent-death signal (trio forks from a worker thread,
+and the kernel sends that signal when the forking *thread* exits), so init starts a
+dead-man switch first (``_reaper``): a small process holding the read end of a pipe;
+unless init stands it down once nothing is left, it kills every process of the boot.
+(``npuemu shutdown`` does the same from a dead init's ``init.json``, should even the
+reaper be gone.) Processes are found by that id, never by a remembered pid or group:
+pids are reused within minutes on a busy machine.
 """
 
 from __future__ import annotations
