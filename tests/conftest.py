@@ -23,9 +23,11 @@ So every test is checked when it ends, and the run fails if it left something:
 
 A test that leaves either gets an error at its teardown naming what it left (pid, parent,
 command line, runtime directory); the leftovers are then killed or removed, so they
-cannot pile up or be blamed on the next test. A module's fixtures are checked the same way
-when the module ends, and the session sweeps whatever is still there at the very end
-(and then fails).
+cannot pile up or be blamed on the next test. What a test adds to an emulator that ran
+before it (an app launched into its module's emulator) is that emulator's. A module's
+fixtures are checked the same way when the module ends (a module marked
+``module_owns_processes``, whose tests boot the emulator its fixture stops, only then),
+and the session sweeps whatever is still there at the very end (and then fails).
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ EXIT_GRACE = float(os.environ.get("NPUEMU_TEST_EXIT_GRACE", "3"))
 LIVE_FILES = ("init.json", "shell.token")
 #: How a process names the emulator (boot) it belongs to (see framework/emulator/_reaper.py).
 BOOT_ID = b"NPUEMU_BOOT_ID="
+#: The marker of a module whose tests hand what they start over to the module's fixtures.
+MODULE_OWNS_PROCESSES = "module_owns_processes"
 
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -261,6 +265,9 @@ def _names(folder: Path) -> set[str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{MODULE_OWNS_PROCESSES}: what a test starts may outlive it (the module's emulator,"
+                   " booted by a test); the module's fixtures stop it, and it is checked when the module ends")
     # A pytest that a test runs gets a marker of its own: its processes are still the
     # outer session's (its descendants), and its own checks see only its own.
     os.environ[SESSION_ENV] = f"{os.getpid()}-{secrets.token_hex(6)}"
@@ -293,17 +300,33 @@ def _no_leak_from_module(request: pytest.FixtureRequest, _leak_check: LeakCheck)
     before = _leak_check.before()
     yield
     problems = _leak_check.after(before, f"the fixtures of {request.module.__name__}")
-    if problems:
-        pytest.fail("\n".join(problems), pytrace=False)
+    if not problems:
+        return
+    if request.session.shouldstop or request.session.shouldfail:
+        # Torn down at the end of a run stopped early (-x): say it, without a traceback.
+        _report(request.config, "left behind", problems)
+        return
+    pytest.fail("\n".join(problems), pytrace=False)
 
 
 @pytest.fixture(autouse=True)
 def _no_leak_from_test(request: pytest.FixtureRequest, _leak_check: LeakCheck) -> Iterator[None]:
+    if request.node.get_closest_marker(MODULE_OWNS_PROCESSES) is not None:
+        yield  # checked when the module ends
+        return
     before = _leak_check.before()
     yield
     problems = _leak_check.after(before, request.node.nodeid)
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
+
+
+def _report(config: pytest.Config, title: str, lines: list[str]) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_sep("=", title, red=True)
+        for line in lines:
+            reporter.write_line(line)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -316,10 +339,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not left:
         return
     procs.kill(left)
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    lines = [f"the session left {len(left)} process(es) running (killed now):", *("  " + p.describe() for p in left)]
-    if reporter is not None:
-        reporter.write_sep("=", "processes left behind", red=True)
-        for line in lines:
-            reporter.write_line(line)
+    _report(session.config, "processes left behind",
+            [f"the session left {len(left)} process(es) running (killed now):", *("  " + p.describe() for p in left)])
     session.exitstatus = pytest.ExitCode.TESTS_FAILED

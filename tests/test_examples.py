@@ -64,7 +64,9 @@ from framework.cli import main
 from framework.emulator import RuntimeFiles
 from framework.emulator._paths import pid_alive
 
-pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
+# The module's emulator is booted by an example (a test) and stopped by the fixture: what
+# the examples start is checked for leftovers when the module ends (see conftest.py).
+pytestmark = [pytest.mark.multiprocess, pytest.mark.slow, pytest.mark.module_owns_processes]
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -149,6 +149,7 @@ NEEDS_AN_EMULATOR = {
     "run-test-inference": ["--job-priority", "100"],
     "service list": [],
     "shutdown": [],
+    "thermal reset": [],
     "thermal set": ["severe"],
     "thermal status": [],
 }

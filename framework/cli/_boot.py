@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 import trio
 
-from framework.emulator import BootConfig, Emulator, RuntimeFiles
+from framework.emulator import BootConfig, BootInterruptedError, Emulator, RuntimeFiles
 from framework.emulator import _control
 from framework.emulator._daemon import hold_until_signalled, serve_until_signalled
 from framework.emulator._services import open_shell
@@ -88,6 +88,8 @@ async def _boot_foreground(runtime_dir: Path, config: BootConfig) -> None:
         nursery.start_soon(stream)
         try:
             await hold_until_signalled(runtime_dir, config, booted)
+        except BootInterruptedError as exc:  # a Ctrl-C during the boot: 130, as a shell says it
+            raise CliError(str(exc), 128 + exc.signum) from None
         finally:
             with trio.CancelScope(shield=True):
                 await trio.sleep(0.3)  # the follower polls every 0.1 s: let it print the last lines

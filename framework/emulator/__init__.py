@@ -29,6 +29,7 @@ from ._boot import BootConfig as BootConfig
 from ._boot import Emulator as Emulator
 from ._boot import open_emulator as open_emulator
 from ._errors import BootError as BootError
+from ._errors import BootInterruptedError as BootInterruptedError
 from ._errors import EmulatorAlreadyRunningError as EmulatorAlreadyRunningError
 from ._errors import EmulatorError as EmulatorError
 from ._errors import EmulatorNotRunningError as EmulatorNotRunningError

@@ -22,7 +22,7 @@ import click
 import trio
 
 from ._boot import BootConfig, Emulator, open_emulator
-from ._errors import BootError, EmulatorError
+from ._errors import BootInterruptedError, EmulatorError
 
 __all__ = ["hold_until_signalled", "main", "serve_until_signalled"]
 
@@ -35,7 +35,7 @@ async def hold_until_signalled(runtime_dir: str | os.PathLike[str], config: Boot
     """Boot, call ``on_booted``, hold the stack until a stop signal, then shut it down.
 
     A stop signal during the boot interrupts it at once: what the boot had started is
-    stopped, and this raises BootError ("boot interrupted by SIGTERM"). The signals
+    stopped, and this raises BootInterruptedError ("boot interrupted by SIGTERM"). The signals
     are taken before anything starts, so none can kill init between two processes it
     starts.
     """
@@ -69,7 +69,7 @@ async def hold_until_signalled(runtime_dir: str | os.PathLike[str], config: Boot
         if failure is not None:
             raise failure
         if not booted:
-            raise BootError(f"boot interrupted by {received[0].name}")
+            raise BootInterruptedError(received[0])
 
 
 async def serve_until_signalled(runtime_dir: str, config: BootConfig, ready_fd: int | None) -> int:

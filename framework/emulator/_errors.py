@@ -6,8 +6,11 @@ a caller of the library catches either the base class or the builtin.
 
 from __future__ import annotations
 
+import signal
+
 __all__ = [
     "BootError",
+    "BootInterruptedError",
     "EmulatorAlreadyRunningError",
     "EmulatorError",
     "EmulatorNotRunningError",
@@ -29,6 +32,14 @@ class EmulatorAlreadyRunningError(EmulatorError, FileExistsError):
 
 class BootError(EmulatorError, RuntimeError):
     """A process of the stack died or did not register its services in time."""
+
+
+class BootInterruptedError(BootError):
+    """A stop signal (SIGTERM, a Ctrl-C) arrived during the boot; what it had started is stopped."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"boot interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
 
 
 class NoSuchAppError(EmulatorError, LookupError):
