@@ -19,13 +19,14 @@ It prints, for people (or as JSON):
   errors and wrong results; approvals cancelled before their model was loaded, and
   loads the device refused for memory a cancelled app was still releasing (the app
   gave the approval back and asked again: ``load_app.py`` says why neither is an error);
-- leaks, checked after every app has stopped: requests or budget left in
+- leaks, checked after every app has stopped (their processes gone; one still running
+  two minutes after its report is a failure): requests or budget left in
   ``dumpsys npu``, prepared models or weight memory left in the HAL, and descriptors
   and memfd mappings of the three long-lived processes against their count before
   the apps started (``/proc/PID/fd``, ``/proc/PID/maps``).
 
-The exit status is 1 if anything leaked, an app failed to report, a result was
-wrong, or there were errors; 0 otherwise. ``make load`` runs a minute, ``make soak``
+The exit status is 1 if anything leaked, an app failed to report or to exit, a result
+was wrong, or there were errors; 0 otherwise. ``make load`` runs a minute, ``make soak``
 ten.
 """
 
@@ -63,6 +64,7 @@ MANIFEST = textwrap.dedent("""\
     </manifest>
     """)
 IMPORTANCES = ["foreground", "visible", "service", "cached"]
+APP_EXIT_TIMEOUT_S = 120.0  # after its report, an app still running this long is a failure
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -138,6 +140,15 @@ async def run(args: argparse.Namespace) -> dict:
                     if path.name not in reports:
                         reports[path.name] = json.loads(path.read_text())
                 await trio.sleep(0.5)
+            # Every app stops after writing its report; its process takes a while to
+            # exit (seconds, growing with the requests it made, and 64 exit at once on
+            # a busy machine). Leaks are looked for only once all are gone: their
+            # connections are still open until then.
+            t_reported = time.monotonic()
+            with trio.move_on_after(APP_EXIT_TIMEOUT_S):
+                while any(os.path.exists(f"/proc/{p}") for p in pids.values()):
+                    await trio.sleep(0.2)
+            exit_s = time.monotonic() - t_reported
             alive_at_end = sum(os.path.exists(f"/proc/{p}") for p in pids.values())
             # Leaks: after every app exited, nothing of theirs may remain.
             leaks: list[str] = []
@@ -193,7 +204,8 @@ async def run(args: argparse.Namespace) -> dict:
         "device_full": sum(r.get("device_full", 0) for r in reports.values()),
         "cycles_by_importance": by_importance,
         "bad_results": sum(r["bad_results"] for r in reports.values()), "errors": len(errors),
-        "first_errors": errors[:5], "apps_alive_after": alive_at_end, "stack_crashed": crashed,
+        "first_errors": errors[:5], "apps_alive_after": alive_at_end, "apps_exit_s": round(exit_s, 1),
+        "stack_crashed": crashed,
         "leaks": leaks, "npu_counters": {k: counters[k] for k in ("requests", "can_load_now", "wait_for_unload",
                                                                   "not_prioritized", "cancelled", "completed",
                                                                   "dropped_at_death", "revoked")},
@@ -218,6 +230,8 @@ def render(r: dict) -> str:
         f"  cancelled while waiting {r['cancelled']}  ended after approval {r['ended_before_load']}"
         f"  device full, asked again {r['device_full']}  unload asked {r['unload_asked']}"
         f"  wrong results {r['bad_results']}  errors {r['errors']}",
+        f"  apps stopped   {r['apps_exit_s']:g} s after their reports"
+        + (f"; {r['apps_alive_after']} still running" if r["apps_alive_after"] else ""),
         f"  stack crashed  {r['stack_crashed'] or 'none'}",
         f"  leaks          {'; '.join(r['leaks']) or 'none'}",
     ]
@@ -238,7 +252,8 @@ def main() -> int:
     result = trio.run(run, args)
     print(json.dumps(result, indent=2) if args.json else render(result))
     ok = (not result["leaks"] and result["reported"] == result["apps"] and not result["bad_results"]
-          and not result["errors"] and not result["stack_crashed"] and result["cycles"] > 0)
+          and not result["errors"] and not result["stack_crashed"] and not result["apps_alive_after"]
+          and result["cycles"] > 0)
     return 0 if ok else 1
 
 
