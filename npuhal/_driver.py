@@ -610,7 +610,7 @@ class Driver:
         self._pulled = trio.Event()
 
     def _on_ended(self, event: WorkEnded) -> None:
-        if not event.reason.is_final:
+        if not event.is_final:
             return
         work = self._works.pop(event.info.id, None)
         if work is None:

@@ -303,7 +303,7 @@ class Hal:
             emits = self.debouncer.started(work, uid, info, reason, now)
         else:
             kind, reason = 2, int(event.reason)
-            if event.reason.is_final and timing is not None:
+            if event.is_final and timing is not None:
                 timing.ended_ns = event.time_ns
                 del self.in_flight[work]
                 recorded = self._end_recorded.pop(work, None)

@@ -1,8 +1,10 @@
 """Plain-data types of the driver binding: enums, devices, configs, work events.
 
 Every number here is Android's (NN HAL 1.2, ``android.hardware.npu``, the thermal
-HAL).  The C header uses the same numbers; ``npuhal._lowlevel`` checks at import
-that the compiled extension agrees, so a mismatch fails loudly instead of
+HAL). The enums the AIDL declares (``DeviceType``, ``DeviceStatus``, ``OperandType``,
+``OperationType``, ``StartReason``, ``EndReason``) are the compiled ``interfaces``
+ones, not copies. The C header uses the same numbers; ``npuhal._lowlevel`` checks at
+import that the compiled extension agrees, so a mismatch fails loudly instead of
 silently mislabelling events.
 
 All of these are frozen, slotted dataclasses: they are values, safe to hash,
@@ -14,6 +16,9 @@ from __future__ import annotations
 import enum
 import uuid
 from dataclasses import dataclass, field
+
+from interfaces.android.hardware.neuralnetworks import DeviceStatus, DeviceType, OperandType, OperationType
+from interfaces.android.hardware.npu import EndReason, StartReason
 
 __all__ = [
     "DeviceType",
@@ -50,34 +55,6 @@ MAX_PRIORITY = 1000
 MAX_EFFECTIVE_PRIORITY = 2000
 
 
-class DeviceType(enum.IntEnum):
-    """NN HAL 1.2 ``DeviceType`` (AOSP numbering; 0 is not a valid type)."""
-
-    OTHER = 1
-    CPU = 2
-    GPU = 3
-    ACCELERATOR = 4
-
-
-class DeviceStatus(enum.IntEnum):
-    """NN HAL 1.0 ``DeviceStatus``."""
-
-    AVAILABLE = 0
-    BUSY = 1
-    OFFLINE = 2
-    UNKNOWN = 3
-
-
-class OperandType(enum.IntEnum):
-    FLOAT32 = 0
-    INT32 = 1
-    UINT32 = 2
-    TENSOR_FLOAT32 = 3
-    TENSOR_INT32 = 4
-    TENSOR_QUANT8_ASYMM = 5
-    BOOL = 6
-
-
 class OperandLifeTime(enum.IntEnum):
     TEMPORARY_VARIABLE = 0
     MODEL_INPUT = 1
@@ -87,43 +64,11 @@ class OperandLifeTime(enum.IntEnum):
     NO_VALUE = 5
 
 
-class OperationType(enum.IntEnum):
-    ADD = 0
-    CONV_2D = 3
-    FULLY_CONNECTED = 9
-    MUL = 18
-    RELU = 19
-    SOFTMAX = 25
-    SUB = 36
-
-
 class FuseCode(enum.IntEnum):
     NONE = 0
     RELU = 1
     RELU1 = 2
     RELU6 = 3
-
-
-class StartReason(enum.IntEnum):
-    """``android.hardware.npu.StartReason`` (a byte enum in AIDL)."""
-
-    INITIAL = 0
-    RESUMED = 1
-
-
-class EndReason(enum.IntEnum):
-    """``android.hardware.npu.EndReason`` (a byte enum in AIDL)."""
-
-    CANCELLED_USER = 0
-    CANCELLED_SYSTEM = 1
-    PAUSED = 2
-    FAILED = 3
-    COMPLETED = 4
-
-    @property
-    def is_final(self) -> bool:
-        """True unless the work will start again (only ``PAUSED`` is not final)."""
-        return self is not EndReason.PAUSED
 
 
 class ThermalSeverity(enum.IntEnum):
@@ -288,6 +233,11 @@ class WorkEnded:
     time_ns: int = 0
     hw_device: int = -1
     channel: int = -1
+
+    @property
+    def is_final(self) -> bool:
+        """True unless the work will start again (only ``PAUSED`` is not final)."""
+        return self.reason is not EndReason.PAUSED
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,11 +67,12 @@ from framework.binder import (
     SecurityException,
     defaultServiceManager,
 )
+from interfaces.npuemu.hal import WorkEvent
 
 from ._errors import NpuDriverError, NpuValueError
 from ._lowlevel import BUILD_ID
 from ._model import ModelBuilder
-from ._types import OperationType
+from ._types import DeviceStatus, DeviceType, EndReason, OperationType, StartReason
 
 __all__ = [
     "CHECK_NAMES",
@@ -109,16 +110,15 @@ FEATURE_NPU = "android.hardware.npu"
 _MIN_BAND, _MAX_BAND = 0, 2000
 # NN HAL 1.2 constants (types.hal: Constant).
 _MAX_NUMBER_OF_CACHE_FILES = 32
-_DEVICE_TYPES = {1: "OTHER", 2: "CPU", 3: "GPU", 4: "ACCELERATOR"}
-_TYPE_OTHER, _TYPE_ACCELERATOR = 1, 4
-_STATUS_AVAILABLE = 0
-_STATUS_NAMES = {0: "AVAILABLE", 1: "BUSY", 2: "OFFLINE", 3: "UNKNOWN"}
-# android.hardware.npu StartReason / EndReason (byte enums, AIDL numbering).
-_START_INITIAL = 0
-_END_PAUSED, _END_COMPLETED = 2, 4
-_END_NAMES = {0: "CANCELLED_USER", 1: "CANCELLED_SYSTEM", 2: "PAUSED", 3: "FAILED", 4: "COMPLETED"}
-# npuemu.hal.WorkEvent kinds.
-_KIND_REQUESTED, _KIND_STARTED, _KIND_ENDED = 0, 1, 2
+# The names of the AIDL enums, for messages (the enums are the compiled interfaces').
+_DEVICE_TYPES = {int(t): t.name for t in DeviceType}
+_TYPE_OTHER, _TYPE_ACCELERATOR = DeviceType.OTHER, DeviceType.ACCELERATOR
+_STATUS_AVAILABLE = DeviceStatus.AVAILABLE
+_STATUS_NAMES = {int(s): s.name for s in DeviceStatus}
+_START_INITIAL = StartReason.INITIAL
+_END_PAUSED, _END_COMPLETED = EndReason.PAUSED, EndReason.COMPLETED
+_END_NAMES = {int(r): r.name for r in EndReason}
+_KIND_REQUESTED, _KIND_STARTED, _KIND_ENDED = WorkEvent.KIND_REQUESTED, WorkEvent.KIND_STARTED, WorkEvent.KIND_ENDED
 _EXTENSION_NAME = re.compile(r"[a-z0-9_.]+")
 
 
@@ -466,7 +466,7 @@ def _describe(events: Sequence[tuple[str, Any, int | None]]) -> str:
     out = []
     for method, _, reason in events:
         if method == "onWorkStarted":
-            method += "(INITIAL)" if reason == _START_INITIAL else f"({'RESUMED' if reason == 1 else reason})"
+            method += "(INITIAL)" if reason == _START_INITIAL else f"({'RESUMED' if reason == StartReason.RESUMED else reason})"
         elif method == "onWorkEnded":
             method += f"({_END_NAMES.get(reason, reason)})"
         out.append(method)

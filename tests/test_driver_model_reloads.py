@@ -60,7 +60,7 @@ async def test_seventy_loads_while_work_is_queued_and_running_end_with_every_res
                 driver.unload_model(handle)
         assert max(h.id for h in driver._models.values()) > 64  # the table grew past 16, 32 and 64
         driver.run_until_idle()
-        ends = {e.info.id: e.reason for e in driver.drain_events() if isinstance(e, WorkEnded) and e.reason.is_final}
+        ends = {e.info.id: e.reason for e in driver.drain_events() if isinstance(e, WorkEnded) and e.is_final}
         assert [ends[w] for w in (running, queued, *shorts)] == [EndReason.COMPLETED] * (2 + len(shorts))
         np.testing.assert_array_equal(driver.outputs(running)[0], want)
         np.testing.assert_array_equal(driver.outputs(queued)[0], want)

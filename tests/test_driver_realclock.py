@@ -97,7 +97,7 @@ async def test_checkpoint_preemption_on_worker_threads_gives_identical_results()
         life = [(type(e).__name__, e.reason.name if hasattr(e, "reason") else None) for e in events if hasattr(e, "info") and e.info.id == low]
         assert ("WorkEnded", "PAUSED") in life and ("WorkStarted", "RESUMED") in life
         assert life[-1] == ("WorkEnded", "COMPLETED")
-        ends = [e.info.id for e in events if isinstance(e, WorkEnded) and e.reason.is_final]
+        ends = [e.info.id for e in events if isinstance(e, WorkEnded) and e.is_final]
         assert ends == [high, low]
         np.testing.assert_array_equal(driver.outputs(low)[0], reference(model, x_low))
         np.testing.assert_array_equal(driver.outputs(high)[0], reference(model, x_high))

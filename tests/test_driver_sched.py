@@ -138,7 +138,7 @@ async def _preempted_run(mode):
         high = driver.submit(handle, [x_input(4)], uid=UID, job_priority=0)
         driver.run_until_idle()
         events = driver.drain_events()
-        ends = {e.info.id: e for e in events if isinstance(e, WorkEnded) and e.reason.is_final}
+        ends = {e.info.id: e for e in events if isinstance(e, WorkEnded) and e.is_final}
         return events, low, high, driver.outputs(low)[0].copy(), driver.outputs(high)[0].copy(), ends
 
 
