@@ -85,7 +85,7 @@ def times(events, work_id):
             req = e.time_ns
         elif isinstance(e, WorkStarted) and start is None:
             start = e.time_ns
-        elif isinstance(e, WorkEnded) and e.reason.is_final:
+        elif isinstance(e, WorkEnded) and e.is_final:
             assert e.reason is EndReason.COMPLETED, e
             end = e.time_ns
     return req, start, end

@@ -203,7 +203,7 @@ def _alone_ns(policy: Policy, workload: Workload, cal: Calibration, index: int) 
                 req = e.time_ns
             elif isinstance(e, WorkStarted) and start is None:
                 start = e.time_ns
-            elif isinstance(e, WorkEnded) and e.reason.is_final:
+            elif isinstance(e, WorkEnded) and e.is_final:
                 if e.reason is not EndReason.COMPLETED:
                     raise LabRunError(f"policy {policy.name}: task {task.name!r} alone ended {e.reason.name}")
                 end = e.time_ns
