@@ -155,13 +155,8 @@ _STILL_WRITTEN_BY_HAND = {
     ("npuhal/_types.py", "SchedulingConfig"): "the driver binding's value type (snake_case)",
     ("npuhal/_types.py", "WorkInfo"): "the driver binding's value type (snake_case)",
     ("npuhal/_types.py", "MemoryPressure"): "the driver binding's event type",
-    ("framework/nn/_errors.py", "ErrorStatus"): "the app-side runtime's copy",
     ("framework/nn/_hal.py", "DataLocation"): "HalModel, the runtime's in-memory model",
     ("framework/nn/_model.py", "Model"): "ANeuralNetworksModel, the NDK's builder: not the HAL's parcelable",
-    ("framework/nn/_types.py", "DeviceType"): "the NDK's, with UNKNOWN = 0 that the HAL's lacks",
-    ("framework/nn/_types.py", "DeviceStatus"): "the app-side runtime's copy",
-    ("framework/nn/_types.py", "OperandType"): "the app-side runtime's copy, with isScalar and dtype",
-    ("framework/nn/_types.py", "OperationType"): "the app-side runtime's copy",
     ("framework/nn/_types.py", "OperandLifeTime"): "NN HAL 1.2 names",
     ("framework/nn/_types.py", "ExecutionPreference"): "the NDK's PREFER_* codes",
     ("framework/nn/_types.py", "PerformanceInfo"): "the app-side runtime's value type",
@@ -199,3 +194,9 @@ def test_no_layer_writes_an_aidl_type_again() -> None:
 
     assert npuhal.EndReason is npu.EndReason and npuhal.StartReason is npu.StartReason
     assert npuhal.DeviceType is neuralnetworks.DeviceType and npuhal.OperationType is neuralnetworks.OperationType
+    # ... and the app-side runtime's are the same classes.
+    import framework.nn
+
+    for name in ("DeviceType", "DeviceStatus", "OperandType", "OperationType", "ErrorStatus"):
+        assert getattr(framework.nn, name) is getattr(neuralnetworks, name), name
+    assert framework.nn.OperandType is npuhal.OperandType

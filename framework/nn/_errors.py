@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import enum
 
+from interfaces.android.hardware.neuralnetworks import ErrorStatus
+
 
 class ResultCode(enum.IntEnum):
     """``ANEURALNETWORKS_*`` result codes.
@@ -151,23 +153,6 @@ def error_for_result_code(code: int, message: str = "") -> NeuralNetworksError:
     except ValueError:
         return OpFailedError(f"unknown result code {code}" + (f": {message}" if message else ""))
     return cls(message)
-
-
-class ErrorStatus(enum.IntEnum):
-    """The HAL's ``ErrorStatus``, what an IDevice answers (the code of its ServiceSpecificException).
-
-    0..4 are NN HAL 1.0's; 5..8 arrived with 1.3 and are in the AIDL HAL npuemu serves.
-    """
-
-    NONE = 0
-    DEVICE_UNAVAILABLE = 1
-    GENERAL_FAILURE = 2
-    OUTPUT_INSUFFICIENT_SIZE = 3
-    INVALID_ARGUMENT = 4
-    MISSED_DEADLINE_TRANSIENT = 5
-    MISSED_DEADLINE_PERSISTENT = 6
-    RESOURCE_EXHAUSTED_TRANSIENT = 7
-    RESOURCE_EXHAUSTED_PERSISTENT = 8
 
 
 _FROM_ERROR_STATUS = {

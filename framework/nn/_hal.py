@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import BadDataError
-from ._types import OperandLifeTime, OperandType, OperationType
+from ._types import OperandLifeTime, OperandType, OperationType, isScalar
 
 
 def _seq(value: Any, what: str) -> Sequence[Any]:
@@ -155,7 +155,7 @@ class HalModel:
         """Constant operand ``index`` as a read-only numpy array of its type and shape."""
         operand = self.operands[index]
         array = np.frombuffer(self.constantBytes(index), dtype=operand.type.dtype)
-        return array.reshape(operand.dimensions) if not operand.type.isScalar else array.reshape(())
+        return array.reshape(operand.dimensions) if not isScalar(operand.type) else array.reshape(())
 
     def to_dict(self) -> dict[str, Any]:
         """The plain form (ints, lists, bytes, the pool buffers), with the HAL's key names."""

@@ -41,7 +41,7 @@ import numpy as np
 
 from ._errors import BadDataError, BadStateError
 from ._hal import NO_LOCATION, DataLocation, HalModel, HalOperand, HalOperation
-from ._types import MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES, OperandLifeTime, OperandType, OperationType
+from ._types import MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES, OperandLifeTime, OperandType, OperationType, dtypeOf, isScalar
 from ._validate import SIGNATURES, checkSignature, expectedByteSize, validateModel
 
 # Android aligns each value in operandValues to 4 bytes and each large value in its
@@ -119,7 +119,7 @@ class Model:
             if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
                 raise BadDataError(f"addOperand: dimensions must be ints >= 0, got {list(dimensions)!r}")
             dims.append(int(d))
-        if operandType.isScalar and dims:
+        if isScalar(operandType) and dims:
             raise BadDataError(f"addOperand: a {operandType.name} scalar has no dimensions, got {dims}")
         self._operands.append(_Operand(operandType, tuple(dims)))
         return len(self._operands) - 1
@@ -365,12 +365,12 @@ def _index_list(call: str, what: str, value: Any) -> Sequence[Any]:
 
 
 def _to_bytes(index: int, operand: _Operand, value: Any) -> bytes:
-    target = operand.type.dtype
+    target = dtypeOf(operand.type)
     try:
         array = np.asarray(value)
     except (ValueError, TypeError) as e:
         raise BadDataError(f"setOperandValue: operand {index}: {value!r} is not an array ({e})") from None
-    shape = () if operand.type.isScalar else operand.dimensions
+    shape = () if isScalar(operand.type) else operand.dimensions
     if array.shape != shape:
         raise BadDataError(
             f"setOperandValue: operand {index} is {operand.type.name} {list(shape)}, the value has shape {list(array.shape)}"

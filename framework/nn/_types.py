@@ -1,8 +1,10 @@
 """The NNAPI enums and small value types, with Android's names and numbers.
 
-Sources: NN HAL 1.2 (``types.hal``) for operand and operation types, lifetimes,
-``DeviceStatus``, ``PerformanceInfo`` and ``Capabilities``; the NDK
-(``NeuralNetworks.h``) for ``DeviceType``, ``FuseCode`` and ``ExecutionPreference``.
+Sources: NN HAL 1.2 (``types.hal``) for lifetimes, ``PerformanceInfo`` and
+``Capabilities``; the NDK (``NeuralNetworks.h``) for ``FuseCode`` and
+``ExecutionPreference``. ``DeviceType``, ``DeviceStatus``, ``OperandType`` and
+``OperationType`` are the HAL's AIDL enums as compiled into ``interfaces`` (the same
+classes the HAL uses), re-exported here.
 npuemu models are float32 only, so only the types the shared model format names are
 here; the numbers are Android's so a model means the same thing in C, in Python and on
 the wire.
@@ -18,6 +20,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from interfaces.android.hardware.neuralnetworks import DeviceStatus, DeviceType, OperandType, OperationType
+
 from ._errors import BadDataError
 
 #: ``ANeuralNetworksDevice_getFeatureLevel`` of an Android 10 (NN HAL 1.2) device.
@@ -32,44 +36,6 @@ MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES = 128
 FLT_MAX = float(np.finfo(np.float32).max)
 
 
-class DeviceType(enum.IntEnum):
-    """``ANEURALNETWORKS_DEVICE_*``; UNKNOWN is the NDK's 0, never a real device."""
-
-    UNKNOWN = 0
-    OTHER = 1
-    CPU = 2
-    GPU = 3
-    ACCELERATOR = 4
-
-
-class DeviceStatus(enum.IntEnum):
-    """``IDevice::getStatus()`` (HAL 1.0)."""
-
-    AVAILABLE = 0
-    BUSY = 1
-    OFFLINE = 2
-    UNKNOWN = 3
-
-
-class OperandType(enum.IntEnum):
-    FLOAT32 = 0
-    INT32 = 1
-    UINT32 = 2
-    TENSOR_FLOAT32 = 3
-    TENSOR_INT32 = 4
-    TENSOR_QUANT8_ASYMM = 5
-    BOOL = 6
-
-    @property
-    def isScalar(self) -> bool:
-        return self in _SCALARS
-
-    @property
-    def dtype(self) -> np.dtype:
-        """The numpy dtype of one element, as the model stores it (little-endian)."""
-        return _DTYPES[self]
-
-
 _SCALARS = frozenset({OperandType.FLOAT32, OperandType.INT32, OperandType.UINT32, OperandType.BOOL})
 _DTYPES = {
     OperandType.FLOAT32: np.dtype("<f4"),
@@ -82,16 +48,14 @@ _DTYPES = {
 }
 
 
-class OperationType(enum.IntEnum):
-    """The operations the emulated hardware computes (a subset of NNAPI's, same numbers)."""
+def isScalar(operandType: OperandType) -> bool:  # noqa: N802 - NNAPI's spelling
+    """True for the scalar types (FLOAT32, INT32, UINT32, BOOL), False for tensors."""
+    return operandType in _SCALARS
 
-    ADD = 0
-    CONV_2D = 3
-    FULLY_CONNECTED = 9
-    MUL = 18
-    RELU = 19
-    SOFTMAX = 25
-    SUB = 36
+
+def dtypeOf(operandType: OperandType) -> np.dtype:  # noqa: N802
+    """The numpy dtype of one element, as the model stores it (little-endian)."""
+    return _DTYPES[operandType]
 
 
 class FuseCode(enum.IntEnum):

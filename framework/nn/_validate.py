@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 
 from ._errors import BadDataError
 from ._hal import HalModel, HalOperand
-from ._types import FuseCode, OperandLifeTime, OperandType, OperationType
+from ._types import FuseCode, OperandLifeTime, OperandType, OperationType, dtypeOf, isScalar
 
 _T = OperandType.TENSOR_FLOAT32
 _I = OperandType.INT32
@@ -73,11 +73,11 @@ def checkSignature(
 
 def expectedByteSize(operand: HalOperand) -> int | None:
     """Bytes of a fully specified operand; ``None`` while a dimension is unknown."""
-    if operand.type.isScalar:
-        return operand.type.dtype.itemsize
+    if isScalar(operand.type):
+        return dtypeOf(operand.type).itemsize
     if not operand.dimensions or 0 in operand.dimensions:
         return None
-    return math.prod(operand.dimensions) * operand.type.dtype.itemsize
+    return math.prod(operand.dimensions) * dtypeOf(operand.type).itemsize
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -198,7 +198,7 @@ def validateModel(model: HalModel) -> HalModel:
         where = f"operand {i}"
         if o.type == OperandType.TENSOR_QUANT8_ASYMM:
             raise BadDataError(f"{where}: TENSOR_QUANT8_ASYMM needs a scale and zero point; npuemu models are float32")
-        if o.type.isScalar and o.dimensions:
+        if isScalar(o.type) and o.dimensions:
             raise BadDataError(f"{where}: a {o.type.name} scalar has no dimensions, got {list(o.dimensions)}")
         if any(d < 0 for d in o.dimensions):
             raise BadDataError(f"{where}: negative dimension in {list(o.dimensions)}")
@@ -258,7 +258,7 @@ def validateModel(model: HalModel) -> HalModel:
                     f"{where}: input {position} reads operand {index} before any operation writes it "
                     "(operations must be in run order, and every temporary written)"
                 )
-            if o.type.isScalar and o.lifetime not in _CONSTANTS:
+            if isScalar(o.type) and o.lifetime not in _CONSTANTS:
                 raise BadDataError(f"{where}: scalar input {position} (operand {index}) must be a constant")
         for index in op.outputs:
             o = operands[index]
