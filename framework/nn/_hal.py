@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import BadDataError
-from ._types import OperandLifeTime, OperandType, OperationType, isScalar
+from ._types import OperandLifeTime, OperandType, OperationType, dtypeOf, isScalar
 
 
 def _seq(value: Any, what: str) -> Sequence[Any]:
@@ -154,7 +154,7 @@ class HalModel:
     def constantArray(self, index: int) -> np.ndarray:
         """Constant operand ``index`` as a read-only numpy array of its type and shape."""
         operand = self.operands[index]
-        array = np.frombuffer(self.constantBytes(index), dtype=operand.type.dtype)
+        array = np.frombuffer(self.constantBytes(index), dtype=dtypeOf(operand.type))
         return array.reshape(operand.dimensions) if not isScalar(operand.type) else array.reshape(())
 
     def to_dict(self) -> dict[str, Any]:
