@@ -69,7 +69,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from framework.binder._status import IllegalArgumentException, IllegalStateException
+from framework.binder import IllegalArgumentException, IllegalStateException
 
 __all__ = [
     "Importance",

@@ -79,8 +79,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from framework.binder._status import IllegalArgumentException, IllegalStateException
-from framework.npumanager._constants import (
+from framework.binder import IllegalArgumentException, IllegalStateException
+from framework.npumanager import (
     NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED,
     NPU_MODEL_LOAD_REQUEST_STATUS_COMPLETE,
     NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW,

@@ -70,7 +70,7 @@ from framework.binder import (
     TransactionError,
     defaultServiceManager,
 )
-from framework.npumanager._constants import (
+from framework.npumanager import (
     ACCESS_NPU_MODEL_MANAGER_API,
     ATTRIBUTE_WORK_TO_OTHER_APPS,
     FEATURE_NEURAL_PROCESSING_UNIT,

@@ -91,7 +91,7 @@ from types import MappingProxyType
 from defusedxml import DefusedXmlException, DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden
 from defusedxml import expatreader as _defused_expatreader
 
-from framework.binder._status import (
+from framework.binder import (
     IllegalArgumentException,
     SecurityException,
     ServiceSpecificException,

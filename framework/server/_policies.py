@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from framework.binder._status import IllegalArgumentException
-from framework.npumanager._constants import (
+from framework.binder import IllegalArgumentException
+from framework.npumanager import (
     NPU_MODEL_POLICY_BUDGET,
     NPU_MODEL_POLICY_STATUS_QUO,
     NPU_MODEL_POLICY_TURN_TAKING,

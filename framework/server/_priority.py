@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from framework.binder._status import IllegalArgumentException
+from framework.binder import IllegalArgumentException
 
 from ._thermal import THERMAL_STATUS_CRITICAL, THERMAL_STATUS_SEVERE, check_severity
 

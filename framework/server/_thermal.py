@@ -23,8 +23,8 @@ request; models already asked to unload are not called back.
 
 from __future__ import annotations
 
-from framework.binder._status import IllegalArgumentException
-from framework.npumanager._constants import NPU_MODEL_PRIORITY_NORMAL
+from framework.binder import IllegalArgumentException
+from framework.npumanager import NPU_MODEL_PRIORITY_NORMAL
 
 THERMAL_STATUS_NONE = 0
 THERMAL_STATUS_LIGHT = 1
