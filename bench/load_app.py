@@ -33,7 +33,7 @@ import time
 import numpy as np
 import trio
 
-from apps._kit import LoadOutcome, load_model, mlp
+from apps import LoadOutcome, load_model, mlp
 from framework.app import Context
 from framework.binder import IllegalStateException
 from framework.nn import NeuralNetworksError, open_nn_runtime

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-from framework.cli._bench import scheduling
+from framework.cli import scheduling
 
 if __name__ == "__main__":
     sys.exit(scheduling.main(args=sys.argv[1:], prog_name="bench/scheduling.py", standalone_mode=True))

@@ -73,6 +73,7 @@ from ._hal import (
 from ._lowlevel import (
     ABI_VERSION as ABI_VERSION,
     BUILD_ID as BUILD_ID,
+    C_VERSION as C_VERSION,
 )
 from ._model import (
     DataLocation as DataLocation,

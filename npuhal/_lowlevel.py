@@ -121,13 +121,15 @@ def _check_enums() -> None:
 _check_abi()
 _check_enums()
 
-__all__ = ["ABI_VERSION", "BUILD_ID"]
+__all__ = ["ABI_VERSION", "BUILD_ID", "C_VERSION"]
 
 #: The NPU ABI version (hw.h + driver.h) of the compiled extension.
 ABI_VERSION: int = int(lib.npu_abi_version())
 #: A hash of the C sources the extension was built from (``npu_build_id``);
 #: every driver version string of the reference driver embeds it.
 BUILD_ID: str = ffi.string(lib.npu_build_id()).decode()
+#: The C layer's version line (``npu_build_version``): version, ABI and build id.
+C_VERSION: str = ffi.string(lib.npu_build_version()).decode()
 
 
 def _c_str(cdata_chars) -> str:

@@ -10,4 +10,5 @@ other module holds the commands of one area and is registered at the end of
 errors to one line on stderr and an exit status.
 """
 
+from ._bench import scheduling as scheduling
 from ._main import main as main

@@ -15,10 +15,16 @@ from pathlib import Path
 import click
 import trio
 
-from framework.emulator import BootConfig, BootInterruptedError, Emulator, RuntimeFiles
-from framework.emulator import _control
-from framework.emulator._daemon import hold_until_signalled, serve_until_signalled
-from framework.emulator._services import open_shell
+from framework import emulator
+from framework.emulator import (
+    BootConfig,
+    BootInterruptedError,
+    Emulator,
+    RuntimeFiles,
+    hold_until_signalled,
+    open_shell,
+    serve_until_signalled,
+)
 
 from ._common import CliError, run, runtime_dir_option
 
@@ -77,7 +83,7 @@ async def _boot_foreground(runtime_dir: Path, config: BootConfig) -> None:
     offset = log_path.stat().st_size if log_path.exists() else 0
 
     async def stream() -> None:
-        async for line in _control.follow_log(log_path, offset=offset):
+        async for line in emulator.follow_log(log_path, offset=offset):
             click.echo(str(line))
 
     def booted(emu: Emulator) -> None:
@@ -195,7 +201,7 @@ def shutdown(timeout: float, runtime_dir: Path) -> None:
 
     Example: npuemu shutdown --runtime-dir /tmp/emu2
     """
-    pid = run(lambda: _control.shutdown(runtime_dir, timeout=timeout))
+    pid = run(lambda: emulator.shutdown(runtime_dir, timeout=timeout))
     click.echo(f"emulator in {runtime_dir} shut down (init pid {pid})")
 
 
@@ -236,9 +242,9 @@ def devices(as_json: bool, runtime_dir: Path) -> None:
     Example: npuemu devices
     """
 
-    async def go() -> list[_control.DeviceRow]:
+    async def go() -> list[emulator.DeviceRow]:
         async with open_shell(runtime_dir) as runtime:
-            return await _control.list_devices(runtime)
+            return await emulator.list_devices(runtime)
 
     rows = run(go)
     if as_json:

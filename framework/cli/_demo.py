@@ -7,8 +7,7 @@ import os
 
 import click
 
-from framework.emulator import resolve_runtime_dir
-from framework.emulator._demo import run_demo
+from framework.emulator import resolve_runtime_dir, run_demo
 
 from ._common import CliError, EXIT_FAILED, run
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from framework.emulator import _control
-from framework.emulator._services import open_shell
+from framework import emulator
+from framework.emulator import open_shell
 from framework.server import importance_name, parse_importance
 
 from ._common import EXIT_USAGE, CliError, run, runtime_dir_option
@@ -54,15 +54,15 @@ def launch(apps: tuple[str, ...], level: str | None, wait_s: float, runtime_dir:
     """
     importance = importance_arg(level)
 
-    async def go() -> list[_control.LaunchedApp]:
+    async def go() -> list[emulator.LaunchedApp]:
         for app in apps:  # a misspelt name fails before the emulator is touched
-            _control.resolve_app(app)
+            emulator.resolve_app(app)
         async with open_shell(runtime_dir) as runtime:
-            return await _control.launch_apps(runtime, apps, importance, wait_s=wait_s)
+            return await emulator.launch_apps(runtime, apps, importance, wait_s=wait_s)
 
     failures = []
     for app in run(go):
-        failure = _control.describe_start(app)
+        failure = emulator.describe_start(app)
         if failure is None:
             click.echo(f"launched {app.package} pid {app.pid} uid {app.uid} ({importance_name(app.importance)})"
                        f" in {app.start.totalTimeMs} ms")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
+from framework import emulator
 from framework.emulator import LogFilter, RuntimeFiles
-from framework.emulator import _control
 
 from ._common import CliError, run, runtime_dir_option
 
@@ -44,8 +44,8 @@ def logcat(dump: bool, specs: tuple[str, ...], pid: int | None, runtime_dir: Pat
     async def follow() -> None:
         path = RuntimeFiles(runtime_dir).log
         if not path.exists():
-            _control.read_log(runtime_dir)  # raises the not-running error
-        async for line in _control.follow_log(path, log_filter=log_filter):
+            emulator.read_log(runtime_dir)  # raises the not-running error
+        async for line in emulator.follow_log(path, log_filter=log_filter):
             click.echo(str(line))
 
     try:
@@ -57,4 +57,4 @@ def logcat(dump: bool, specs: tuple[str, ...], pid: int | None, runtime_dir: Pat
 
 
 async def _read(runtime_dir: Path, log_filter: LogFilter):
-    return _control.read_log(runtime_dir, log_filter)
+    return emulator.read_log(runtime_dir, log_filter)

@@ -14,9 +14,9 @@ from ._common import EXIT_INTERRUPTED, CliError
 
 def version_text() -> str:
     """``npuemu X, C layer Y (ABI N, build H)``: what ``npuemu --version`` and ``npuemu version`` print."""
-    from npuhal import _npu
+    from npuhal import C_VERSION
 
-    return f"npuemu {importlib.metadata.version('npuemu')}, C layer {_npu.ffi.string(_npu.lib.npu_build_version()).decode()}"
+    return f"npuemu {importlib.metadata.version('npuemu')}, C layer {C_VERSION}"
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

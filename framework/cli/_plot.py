@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from framework.emulator._plot import plot_timeline
-from framework.emulator._trace import load_timeline, summarize
+from framework.emulator import load_timeline, plot_timeline, summarize
 
 from ._common import mapped_errors, runtime_dir_option
 

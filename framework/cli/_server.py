@@ -49,7 +49,7 @@ HAL_DUMP = "hal"
 
 
 async def _hal_dump(rt: Any) -> str:
-    from framework.emulator._services import HAL_CONTROL, emulator_interfaces
+    from framework.emulator import HAL_CONTROL, emulator_interfaces
 
     binder = await defaultServiceManager(rt).checkService(HAL_CONTROL)
     if binder is None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import click
 
-from framework.emulator import _control
-from framework.emulator._services import open_shell
+from framework import emulator
+from framework.emulator import open_shell
 
 from ._common import CliError, run, runtime_dir_option
 
@@ -28,7 +28,7 @@ def _print(status: dict, as_json: bool) -> None:
         click.echo("override     held (npuemu thermal reset releases it)")
     if "thermal_service_status" in status:
         sev = status["thermal_service_status"]
-        names = _control.THERMAL_SEVERITIES
+        names = emulator.THERMAL_SEVERITIES
         click.echo(f"service      {names[sev] if 0 <= sev < len(names) else sev} (what system_server follows)")
     bands = ", ".join(f"{name.lower()} {t:.1f}" for name, t in status["thresholds_c"].items())
     click.echo(f"thresholds   {bands}")
@@ -57,7 +57,7 @@ def thermal_status(as_json: bool, runtime_dir: Path) -> None:
 
     async def go() -> dict:
         async with open_shell(runtime_dir) as runtime:
-            return await _control.thermal_status(runtime)
+            return await emulator.thermal_status(runtime)
 
     _print(run(go), as_json)
 
@@ -76,13 +76,13 @@ def thermal_set(severity: str, as_json: bool, runtime_dir: Path) -> None:
     Example: npuemu thermal set critical
     """
     try:
-        value = _control.parse_severity(severity)
+        value = emulator.parse_severity(severity)
     except ValueError as exc:
         raise CliError(str(exc), 2) from None
 
     async def go() -> dict:
         async with open_shell(runtime_dir) as runtime:
-            return await _control.set_thermal_severity(runtime, value)
+            return await emulator.set_thermal_severity(runtime, value)
 
     _print(run(go), as_json)
 
@@ -100,6 +100,6 @@ def thermal_reset(as_json: bool, runtime_dir: Path) -> None:
 
     async def go() -> dict:
         async with open_shell(runtime_dir) as runtime:
-            return await _control.reset_thermal(runtime)
+            return await emulator.reset_thermal(runtime)
 
     _print(run(go), as_json)

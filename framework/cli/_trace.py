@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from framework.emulator._trace import summarize, load_timeline, write_trace
+from framework.emulator import load_timeline, summarize, write_trace
 
 from ._common import mapped_errors, runtime_dir_option
 

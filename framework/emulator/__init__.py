@@ -23,11 +23,28 @@ Layout:
 - ``_demo``: the scenario of ``npuemu demo``.
 """
 
-from ._boot import HAL_SERVICES as HAL_SERVICES
-from ._boot import SYSTEM_SERVER_SERVICES as SYSTEM_SERVER_SERVICES
 from ._boot import BootConfig as BootConfig
 from ._boot import Emulator as Emulator
+from ._boot import HAL_SERVICES as HAL_SERVICES
+from ._boot import SYSTEM_SERVER_SERVICES as SYSTEM_SERVER_SERVICES
 from ._boot import open_emulator as open_emulator
+from ._control import DeviceRow as DeviceRow
+from ._control import LaunchedApp as LaunchedApp
+from ._control import THERMAL_SEVERITIES as THERMAL_SEVERITIES
+from ._control import describe_start as describe_start
+from ._control import follow_log as follow_log
+from ._control import launch_apps as launch_apps
+from ._control import list_devices as list_devices
+from ._control import parse_severity as parse_severity
+from ._control import read_log as read_log
+from ._control import reset_thermal as reset_thermal
+from ._control import resolve_app as resolve_app
+from ._control import set_thermal_severity as set_thermal_severity
+from ._control import shutdown as shutdown
+from ._control import thermal_status as thermal_status
+from ._daemon import hold_until_signalled as hold_until_signalled
+from ._daemon import serve_until_signalled as serve_until_signalled
+from ._demo import run_demo as run_demo
 from ._errors import BootError as BootError
 from ._errors import BootInterruptedError as BootInterruptedError
 from ._errors import EmulatorAlreadyRunningError as EmulatorAlreadyRunningError
@@ -39,5 +56,10 @@ from ._logcat import LogLine as LogLine
 from ._logcat import parse_lines as parse_lines
 from ._paths import RuntimeFiles as RuntimeFiles
 from ._paths import resolve_runtime_dir as resolve_runtime_dir
+from ._plot import plot_timeline as plot_timeline
+from ._services import HAL_CONTROL as HAL_CONTROL
 from ._services import emulator_interfaces as emulator_interfaces
 from ._services import open_shell as open_shell
+from ._trace import load_timeline as load_timeline
+from ._trace import summarize as summarize
+from ._trace import write_trace as write_trace

@@ -368,7 +368,7 @@ async def _stack_main(run: _StackRun, policy: Policy, apps_dir: Path) -> _Record
     from framework.app import InProcessLauncher
     from framework.binder import MemoryNetwork, defaultServiceManager, open_binder_runtime, serve_servicemanager
     from framework.server import serve_system_server
-    from npuhal._hal import serve_hal
+    from npuhal import serve_hal
 
     net = MemoryNetwork()
     async with trio.open_nursery() as nursery:
