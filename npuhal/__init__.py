@@ -18,14 +18,14 @@ General layout (read bottom up; nothing imports a module above it):
   ``run_model`` runs a model on the calling thread with the same kernels, for
   a CPU device.
 - The HAL process itself builds on ``_driver`` and never reaches below it:
-  ``_hal`` (``serve_hal`` and the state the services share: the event pump,
-  the debounce, ``WorkInfo`` ids, client tracking), ``_scheduling``
-  (``IScheduling``), ``_device`` (``IDevice`` and ``IPreparedModel``),
-  ``_control`` (the emulator-private ``npuemu.hal.IHalControl``), ``_debounce``
-  (the sans-IO debounce rules), ``_logcat`` (the log format) and ``__main__``
-  (``python -m npuhal``).  ``_boot`` (``open_private_hal``) starts a
-  servicemanager and a HAL process of one's own, for tests and ``npuemu vts``.
-  The AIDL files are in ``aidl/``.
+  ``_hal`` (the state the services share: the event pump, the debounce,
+  ``WorkInfo`` ids, client tracking), ``_scheduling`` (``IScheduling``),
+  ``_device`` (``IDevice`` and ``IPreparedModel``), ``_control`` (the
+  emulator-private ``npuemu.hal.IHalControl``), ``_debounce`` (the sans-IO
+  debounce rules), ``_logcat`` (the log format); ``_serve`` (``serve_hal``)
+  assembles them, above all of them; ``__main__`` (``python -m npuhal``) runs it.
+  ``_boot`` (``open_private_hal``) starts a servicemanager and a HAL process of
+  one's own, for tests and ``npuemu vts``.  The AIDL files are in ``aidl/``.
 
 Everything public is re-exported here, exactly once; import from ``npuhal``.
 """
@@ -67,7 +67,6 @@ from ._hal import (
     Hal as Hal,
     HalInterfaces as HalInterfaces,
     hal_interfaces as hal_interfaces,
-    serve_hal as serve_hal,
     valid_instance_name as valid_instance_name,
 )
 from ._lowlevel import (
@@ -82,6 +81,7 @@ from ._model import (
     Operand as Operand,
     Operation as Operation,
 )
+from ._serve import serve_hal as serve_hal
 from ._types import (
     MAX_EFFECTIVE_PRIORITY as MAX_EFFECTIVE_PRIORITY,
     MAX_PRIORITY as MAX_PRIORITY,

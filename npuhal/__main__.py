@@ -34,8 +34,9 @@ from framework.binder import RUNTIME_DIR_ENV, RemoteException, open_binder_runti
 
 from ._driver import open_driver
 from ._errors import NpuError
-from ._hal import DEFAULT_HANG_TIMEOUT_MS, serve_hal
+from ._hal import DEFAULT_HANG_TIMEOUT_MS
 from ._logcat import LogcatFormatter
+from ._serve import serve_hal
 
 log = logging.getLogger("android.hardware.npu")
 

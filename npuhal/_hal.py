@@ -1,6 +1,6 @@
-"""The vendor HAL process's core: ``serve_hal`` and the state its services share.
+"""The vendor HAL process's core: the state its services share.
 
-One :class:`Hal` per process sits between one :class:`~npuhal.Driver` and one binder
+One :class:`Hal` per process (made by ``serve_hal``, in ``_serve``) sits between one :class:`~npuhal.Driver` and one binder
 runtime, and serves:
 
 - ``android.hardware.npu.IScheduling/default`` (``_scheduling``): configs down to the
@@ -34,7 +34,6 @@ from __future__ import annotations
 import collections
 import functools
 import logging
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,7 +54,6 @@ from framework.binder import (
     RemoteException,
     SecurityException,
     TransactionError,
-    defaultServiceManager,
 )
 
 from ._debounce import Debouncer, Emit, Kind
@@ -69,7 +67,7 @@ from ._types import (
     WorkStarted,
 )
 
-__all__ = ["serve_hal", "Hal", "hal_interfaces", "HalInterfaces", "valid_instance_name"]
+__all__ = ["Hal", "hal_interfaces", "HalInterfaces", "valid_instance_name"]
 
 log = logging.getLogger("android.hardware.npu")
 
@@ -648,71 +646,3 @@ def _size(n: int) -> str:
         if n >= div:
             return f"{n / div:.1f} {unit}"
     return f"{n} B"
-
-
-async def serve_hal(
-    driver: Any,
-    runtime: Any,
-    *,
-    thermal_thresholds_c: Any = None,
-    hang_timeout_ms: float | None = DEFAULT_HANG_TIMEOUT_MS,
-    task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Serve the vendor HAL over ``driver`` in ``runtime`` until cancelled.
-
-    Registers ``IScheduling/default``, one ``IDevice/<name>`` per validly named driver
-    device (a bad name is logged and skipped), and ``npuemu.hal.IHalControl/default``
-    with the runtime's servicemanager, then ``task_status.started(hal)`` with the
-    :class:`Hal`.  ``thermal_thresholds_c`` are the ones the driver was opened with
-    (default: the C layer's), for ``setThermalSeverity``.  ``hang_timeout_ms`` is the
-    watchdog's patience with a channel that makes no progress, in emulated ms
-    (``None``: no watchdog).
-
-    The servicemanager has no removeService: the services leave its registry when
-    this process's runtime closes (binder death), which is what a clean shutdown
-    does.  Leaving this function does not close the driver; its owner does.
-    """
-    from ._control import HalControl
-    from ._device import NnDevice
-    from ._scheduling import Scheduling
-
-    thresholds = thermal_thresholds_c or getattr(driver, "thermal_thresholds_c", None) or DEFAULT_THERMAL_THRESHOLDS_C
-    if len(thresholds) != 6 or any(not math.isfinite(t) for t in thresholds):
-        raise ValueError(f"thermal_thresholds_c needs six finite temperatures, got {thresholds!r}")
-    sm = defaultServiceManager(runtime)
-    async with trio.open_nursery() as nursery:
-        hal = Hal(driver, runtime, nursery, thermal_thresholds_c=thresholds)
-        nursery.start_soon(hal._pump)
-        nursery.start_soon(hal._flusher)
-        nursery.start_soon(hal._sender)
-        nursery.start_soon(hal._listener_sender)
-        if driver.clock == "virtual":
-            nursery.start_soon(hal._follow_virtual_clock)
-        if hang_timeout_ms is not None:
-            if not (hang_timeout_ms > 0 and math.isfinite(hang_timeout_ms)):
-                raise ValueError(f"hang_timeout_ms must be a positive number or None, not {hang_timeout_ms!r}")
-            nursery.start_soon(hal._watchdog, float(hang_timeout_ms))
-        for device in driver.devices:
-            if not valid_instance_name(device.name):
-                log.error(
-                    "driver device %d is named %r, not {VENDOR}-{DEVICE_NAME} with exactly one '-': not registered",
-                    device.number,
-                    device.name,
-                )
-                continue
-            service = NnDevice(hal, device)
-            hal.devices[device.number] = service
-            hal.device_names[device.number] = device.name
-        for number, service in hal.devices.items():
-            await sm.addService(DEVICE_PREFIX + hal.device_names[number], service, False, 0)
-        await sm.addService(CONTROL_INSTANCE, HalControl(hal), False, 0)
-        # IScheduling last: whoever waits for it (open_private_hal, the npu service)
-        # then finds every other service already there.
-        await sm.addService(SCHEDULING_INSTANCE, Scheduling(hal), False, 0)
-        log.info(
-            "serving IScheduling/default, IHalControl/default and %d IDevice(s): %s",
-            len(hal.devices),
-            ", ".join(hal.device_names.values()),
-        )
-        task_status.started(hal)
-        await trio.sleep_forever()

@@ -24,7 +24,8 @@ from framework.binder import (
 from framework.emulator import _control as emulator_control
 from npuhal import FuseCode, ModelBuilder, OperationType, open_driver
 from nn_reference import fully_connected  # the plain numpy oracle
-from npuhal._hal import hal_interfaces, serve_hal, valid_instance_name
+from npuhal import serve_hal
+from npuhal._hal import hal_interfaces, valid_instance_name
 
 I = hal_interfaces()
 P = I.parcelable

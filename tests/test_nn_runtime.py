@@ -40,7 +40,7 @@ from framework.nn import (
 from framework.nn._aidl import halTypes, toAidlModel
 from framework.npumanager import ModelLoadRequest
 from npuhal import open_driver
-from npuhal._hal import serve_hal
+from npuhal import serve_hal
 
 APP_UID = 10001
 DRIVERS = ["emu-dsp", "emu-gpu", "emu-hetero", "emu-npu"]  # the servicemanager lists names sorted

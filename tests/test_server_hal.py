@@ -14,7 +14,8 @@ from framework.binder import ServiceSpecificException, defaultServiceManager, op
 from framework.nn import NeuralNetworksError, open_nn_runtime, sampleModel
 from framework.npumanager import NpuManager
 from npuhal import open_driver
-from npuhal._hal import hal_interfaces, serve_hal
+from npuhal import serve_hal
+from npuhal._hal import hal_interfaces
 from test_hal_inprocess import Execution, aidl_model, fc_model
 from test_server_support import Recorder, World, ask, npu_of, request, write_apps
 
