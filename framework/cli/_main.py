@@ -1,4 +1,4 @@
-"""The root ``npuemu`` group. Commands live in their own modules and register at the end."""
+"""The root ``npuemu`` group. Commands live in their own modules; the group adds them at the end."""
 
 from __future__ import annotations
 
@@ -9,7 +9,19 @@ import click
 
 from framework.binder import RUNTIME_DIR_ENV
 
+from ._aidl import aidl
+from ._bench import bench
+from ._boot import boot, devices, service, shutdown
 from ._common import EXIT_INTERRUPTED, CliError
+from ._demo import demo
+from ._launch import launch
+from ._logcat import logcat
+from ._nn import nn
+from ._plot import plot
+from ._server import am, cmd, dumpsys
+from ._thermal import thermal
+from ._trace import trace
+from ._vts import run_test_inference, vts
 
 
 def version_text() -> str:
@@ -91,33 +103,6 @@ def version() -> None:
     click.echo(version_text())
 
 
-from ._boot import boot, devices, service, shutdown  # noqa: E402 - commands register after the group
-from ._demo import demo  # noqa: E402
-from ._launch import launch  # noqa: E402
-from ._logcat import logcat  # noqa: E402
-from ._plot import plot  # noqa: E402
-from ._thermal import thermal  # noqa: E402
-from ._trace import trace  # noqa: E402
-
-main.add_command(boot)
-main.add_command(shutdown)
-main.add_command(service)
-main.add_command(devices)
-main.add_command(launch)
-main.add_command(logcat)
-main.add_command(thermal)
-main.add_command(trace)
-main.add_command(plot)
-main.add_command(demo)
-
-from ._vts import run_test_inference, vts  # noqa: E402 - commands register after the group
-
-main.add_command(vts)
-main.add_command(run_test_inference)
-
-from ._nn import nn  # noqa: E402 - commands register after the group
-main.add_command(nn)
-from ._aidl import aidl  # noqa: E402 - commands register after the group
-main.add_command(aidl)
-from ._bench import bench; main.add_command(bench)  # noqa: E402, E702 - the scheduling lab (framework.lab)
-from ._server import am, cmd, dumpsys  # noqa: E402,F401 - dumpsys, cmd npu, am register themselves on main
+for _command in (boot, shutdown, service, devices, launch, logcat, thermal, trace, plot, demo, vts, run_test_inference,
+                nn, aidl, bench, dumpsys, cmd, am):
+    main.add_command(_command)

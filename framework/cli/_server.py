@@ -34,7 +34,6 @@ from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermal
 
 from ._common import EXIT_NOT_RUNNING, EXIT_USAGE, CliError, run, runtime_dir_option
 from ._launch import importance_arg
-from ._main import main
 
 SERVICES = {
     "npu": INpuManager,
@@ -74,7 +73,7 @@ def _run_as_shell(runtime_dir: Path, body: Callable[[Any], Awaitable[Any]]) -> A
     return run(session)
 
 
-@main.command()
+@click.command()
 @click.argument("service", required=False, type=click.Choice(sorted(SERVICES) + [HAL_DUMP]))
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (system_server's services).")
 @runtime_dir_option
@@ -130,7 +129,7 @@ def _split_own_options(args: tuple[str, ...]) -> tuple[list[str], str | None, bo
     return rest, runtime_dir, wants_help
 
 
-@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("service", type=click.Choice(sorted(SHELL_HELP)))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @runtime_dir_option
@@ -163,7 +162,7 @@ def cmd(ctx: click.Context, service: str, args: tuple[str, ...], runtime_dir: Pa
     click.echo(_run_as_shell(runtime_dir, body), nl=False)
 
 
-@main.group()
+@click.group()
 def am() -> None:
     """The activity manager: launch and kill apps, set their importance."""
 
