@@ -15,16 +15,21 @@ General layout (everything lives in private modules; this file only re-exports):
   what the generated modules call when imported. ``_parcel``: the typed codec of
   parcelables and method calls; ``_fd``: ``ParcelFileDescriptor`` and ``SharedMemory``.
   ``aidl/``: the binder's own AIDL (``android.os.IServiceManager``), compiled.
-- ``_runtime``: the per-process runtime (``open_binder_runtime``), ``Binder`` and
-  ``BinderProxy``, death notices, calling identity.
+- ``_runtime``: the per-process runtime (``open_runtime``), ``Binder`` and
+  ``BinderProxy``, death notices, calling identity. It is given, not imports, who
+  vouches for a peer's uid (a resolver) and how a binder gets its typed face (an
+  interface factory).
 - ``_interface``: the bases of generated interfaces, stubs and proxies.
 - ``_servicemanager``: the registry and pid -> uid records; ``servicemanager`` is
   its ``python -m`` entry point. ``_launch`` and ``_gate``: starting a child under
   a uid.
+- ``_open``: ``open_binder_runtime``, the runtime with the usual resolver (ask the
+  servicemanager) and interface factory (``interface_class``) passed in.
 
 The layering is one way: ``_wire`` knows only ``_status``; ``_transport`` knows
-``_wire``; ``_runtime`` builds on both; the servicemanager is an ordinary user of
-the runtime. Nothing here knows anything about NPUs.
+``_wire``; ``_runtime`` builds on both; ``_interface`` and the servicemanager are
+ordinary users of the runtime, and ``_open`` ties them together. Nothing here knows
+anything about NPUs.
 """
 
 from ._aidl import AidlError as AidlError
@@ -45,7 +50,7 @@ from ._runtime import BinderProxy as BinderProxy
 from ._runtime import BinderRuntime as BinderRuntime
 from ._runtime import DeathRecipient as DeathRecipient
 from ._runtime import IBinder as IBinder
-from ._runtime import open_binder_runtime as open_binder_runtime
+from ._open import open_binder_runtime as open_binder_runtime
 from ._servicemanager import AID_ROOT as AID_ROOT
 from ._servicemanager import AID_SHELL as AID_SHELL
 from ._servicemanager import AID_SYSTEM as AID_SYSTEM

@@ -21,6 +21,7 @@ from typing import Any
 import trio
 
 from ._runtime import LAUNCH_GATE_ENV, RUNTIME_DIR_ENV, BinderRuntime, _current
+from ._servicemanager import defaultServiceManager
 from ._status import IllegalStateException
 from ._transport import UnixNetwork
 
@@ -47,8 +48,6 @@ class HeldProcess:
         return self.process.pid
 
     async def release(self, uid: int, runtime: BinderRuntime | None = None) -> trio.Process:
-        from ._servicemanager import defaultServiceManager
-
         if self._gate is None:
             raise IllegalStateException(f"pid {self.pid} was already released or abandoned")
         runtime = runtime or _current.get()

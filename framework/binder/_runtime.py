@@ -95,7 +95,7 @@ __all__ = [
     "BinderRuntime",
     "DeathRecipient",
     "IBinder",
-    "open_binder_runtime",
+    "open_runtime",
 ]
 
 log = logging.getLogger("binder")
@@ -126,6 +126,10 @@ _current: contextvars.ContextVar[BinderRuntime | None] = contextvars.ContextVar(
 #: How a runtime learns a caller's uid: (runtime, kernel pid, shell token) -> uid, or
 #: None to refuse. The default asks the servicemanager.
 Resolver = Callable[["BinderRuntime", int, "str | None"], Awaitable["int | None"]]
+#: How a runtime makes the typed face of a binder it reads: an ``InterfaceDef`` to its
+#: interface class (the one with ``asInterface``). ``_interface.interface_class`` is the one
+#: ``open_binder_runtime`` passes; the runtime imports no interface machinery itself.
+InterfaceFactory = Callable[[Any], Any]
 
 
 _new_event = tuple.__new__  # an event built from trusted fields, without re-checking
@@ -416,9 +420,7 @@ class _ParcelContext:
         binder = self._runtime._binder_for(address, object_id, descriptor)
         if interface is None:
             return binder
-        from ._interface import interface_class
-
-        return interface_class(interface).asInterface(binder)
+        return self._runtime._interfaces(interface).asInterface(binder)
 
     def write_fd(self, fd: int) -> int:
         if type(fd) is not int or fd < 0:
@@ -967,6 +969,7 @@ class BinderRuntime:
         uid: int,
         address: str,
         resolver: Resolver | None,
+        interfaces: InterfaceFactory,
         token: str | None,
     ) -> None:
         self.network = network
@@ -975,6 +978,7 @@ class BinderRuntime:
         self.address = address
         self._nursery = nursery
         self._resolver = resolver
+        self._interfaces = interfaces
         self._token = token
         self._objects: dict[int, Binder] = {}
         self._object_ids = itertools.count(CONTEXT_OBJECT_ID + 1)
@@ -1242,18 +1246,23 @@ def _read_shell_token(runtime_dir: Path) -> str:
 
 
 @asynccontextmanager
-async def open_binder_runtime(
+async def open_runtime(
     runtime_dir: str | os.PathLike[str] | None = None,
     *,
+    resolver: Resolver,
+    interfaces: InterfaceFactory,
     network: Any = None,
     pid: int | None = None,
     shell: bool = False,
     uid: int | None = None,
-    resolver: Resolver | None = None,
     address: str | None = None,
     context_object: Binder | None = None,
 ) -> AsyncIterator[BinderRuntime]:
     """Open this process's binder runtime; it serves until the block exits.
+
+    ``open_binder_runtime`` (``_open``) is this with the usual ``resolver`` (ask the
+    servicemanager) and ``interfaces`` (``interface_class``) filled in; the
+    servicemanager itself passes its own resolver.
 
     ``runtime_dir`` (default ``$NPUEMU_RUNTIME_DIR``) selects Unix sockets there;
     or pass a ``network`` (a :class:`MemoryNetwork` and a fake ``pid`` for tests).
@@ -1261,9 +1270,9 @@ async def open_binder_runtime(
     does not know is refused (:class:`SecurityException`) unless ``shell`` is set
     and the shell token can be read, which makes it the shell, uid 2000.
 
-    ``uid`` and ``resolver`` are for the servicemanager itself (which knows the
-    uids without asking) and for tests that run without one; ``context_object``
-    is served as object 0 from the first moment (the servicemanager's registry).
+    ``uid`` is for the servicemanager itself (which knows the uids without asking)
+    and for tests that run without one; ``context_object`` is served as object 0
+    from the first moment (the servicemanager's registry).
     """
     if network is None:
         await _pass_launch_gate()
@@ -1284,10 +1293,6 @@ async def open_binder_runtime(
                 raise SecurityException("this network has no shell token")
         else:
             token = _read_shell_token(network.runtime_dir)
-    if resolver is None:
-        from ._servicemanager import servicemanager_resolver
-
-        resolver = servicemanager_resolver
     if address is None:
         address = f"binder-{pid}-{secrets.token_hex(4)}"
     # The body's own exceptions are carried out of the nursery by hand, so that a
@@ -1301,6 +1306,7 @@ async def open_binder_runtime(
             uid=-1 if uid is None else uid,
             address=address,
             resolver=resolver,
+            interfaces=interfaces,
             token=token,
         )
         if context_object is not None:

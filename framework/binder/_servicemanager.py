@@ -31,6 +31,7 @@ from typing import Any
 
 import trio
 
+from ._interface import interface_class
 from .aidl.android.os import IServiceCallback, IServiceManager
 from ._runtime import (
     SERVICEMANAGER_ADDRESS,
@@ -40,7 +41,7 @@ from ._runtime import (
     BinderRuntime,
     DeathRecipient,
     _current,
-    open_binder_runtime,
+    open_runtime,
 )
 from ._status import IllegalArgumentException, IllegalStateException, SecurityException
 from ._transport import MemoryNetwork, UnixNetwork
@@ -282,11 +283,12 @@ async def serve_servicemanager(
             await trio.lowlevel.checkpoint()
             return registry.resolve(peer_pid, peer_token)
 
-        async with open_binder_runtime(
+        async with open_runtime(
             network=network,
             pid=pid,
             uid=own_uid,
             resolver=resolve,
+            interfaces=interface_class,
             address=SERVICEMANAGER_ADDRESS,
             context_object=stub,
         ) as runtime:
