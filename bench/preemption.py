@@ -38,7 +38,7 @@ import numpy as np
 import trio
 
 import npuhal
-from npuhal import EndReason, FuseCode, ModelBuilder, OperationType, PreemptionMode, WorkEnded, WorkRequested, WorkStarted
+from npuhal import EndReason, FuseCode, ModelBuilder, OperationType, PreemptionMode, WorkStarted, work_times
 
 LOW, HIGH = 1000, 0
 UID = 10001
@@ -77,18 +77,9 @@ class Setup:
 
 
 def times(events, work_id):
-    req = start = end = None
-    for e in events:
-        if not hasattr(e, "info") or e.info.id != work_id:
-            continue
-        if isinstance(e, WorkRequested):
-            req = e.time_ns
-        elif isinstance(e, WorkStarted) and start is None:
-            start = e.time_ns
-        elif isinstance(e, WorkEnded) and e.is_final:
-            assert e.reason is EndReason.COMPLETED, e
-            end = e.time_ns
-    return req, start, end
+    t = work_times(events, work_id)
+    assert t.end_reason in (None, EndReason.COMPLETED), t
+    return t.requested_ns, t.started_ns, t.ended_ns
 
 
 def solo_ns(setup: Setup, which: str) -> tuple[int, int]:

@@ -39,8 +39,10 @@ from ._driver import (
     Driver as Driver,
     MemoryInfo as MemoryInfo,
     ModelHandle as ModelHandle,
+    WorkTimes as WorkTimes,
     open_driver as open_driver,
     run_model as run_model,
+    work_times as work_times,
 )
 from ._errors import (
     NpuAbiError as NpuAbiError,

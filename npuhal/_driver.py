@@ -44,7 +44,7 @@ import collections
 import math
 import os
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -64,10 +64,11 @@ from ._types import (
     SchedulingMode,
     ThermalSeverity,
     WorkEnded,
+    WorkRequested,
     WorkStarted,
 )
 
-__all__ = ["open_driver", "Driver", "ModelHandle", "MemoryInfo", "run_model"]
+__all__ = ["open_driver", "Driver", "ModelHandle", "MemoryInfo", "WorkTimes", "run_model", "work_times"]
 
 _CLOCKS = {"virtual": "NPU_CLOCK_VIRTUAL", "real": "NPU_CLOCK_REAL"}
 
@@ -169,6 +170,33 @@ def _as_output(obj: Any, shape: tuple[int, ...], position: int) -> Any:
     return obj
 
 
+@dataclass(frozen=True, slots=True)
+class WorkTimes:
+    """One work's life read from driver events, in emulated ns (``None``: no such event)."""
+
+    requested_ns: int | None
+    started_ns: int | None  # the first start (later ones resume it after a pause)
+    ended_ns: int | None  # the final end (a pause is not one)
+    end_reason: EndReason | None  # that end's reason
+
+
+def work_times(events: Iterable[Any], work: int) -> WorkTimes:
+    """When work ``work`` (a ``Driver.submit`` id) was requested, first started and
+    finally ended, and why it ended, from a stream of driver events."""
+    requested = started = ended = reason = None
+    for e in events:
+        if not isinstance(e, (WorkRequested, WorkStarted, WorkEnded)) or e.info.id != work:
+            continue
+        if isinstance(e, WorkRequested):
+            requested = e.time_ns
+        elif isinstance(e, WorkStarted):
+            if started is None:
+                started = e.time_ns
+        elif e.is_final and reason is None:
+            ended, reason = e.time_ns, e.reason
+    return WorkTimes(requested, started, ended, reason)
+
+
 def run_model(model: Any, inputs: Sequence[Any], outputs: Sequence[Any] | None = None) -> list[np.ndarray]:
     """Run a whole model on the calling thread with the hardware's own kernels.
 
@@ -242,7 +270,22 @@ class Driver:
         keep_ended: int = 4096,
         max_backlog: int = 1 << 16,
     ) -> Driver:
-        """Open a driver synchronously (for tools).  See ``open_driver`` for the arguments."""
+        """Open a vendor driver over a fresh emulated NPU, synchronously (for tools; close it).
+
+        Arguments:
+            path: a driver ``.so`` to dlopen; ``None`` for the built-in reference driver.
+            clock: ``"virtual"`` (no threads; time moves only in ``advance`` and
+                ``run_until_idle``, so runs repeat exactly) or ``"real"`` (worker
+                threads; emulated durations take ``speed`` times as long in wall time).
+            preemption, scheduling: override the driver's modes (``None``: its choice).
+            slices_per_operation: how finely each operation is cut (preemption points).
+            thermal_thresholds_c: six temperatures at which LIGHT..SHUTDOWN begin.
+            ambient_c, thermal_time_constant_ms: the thermal model (``None``: C defaults).
+            keep_ended, max_backlog: bounds on remembered results and undrained events.
+
+        Errors: ``NpuDriverError`` when the ``.so`` cannot be loaded or its init
+        fails, ``NpuAbiError`` when it was built against other headers.
+        """
         if clock not in _CLOCKS:
             raise NpuValueError(f"clock must be 'virtual' or 'real', not {clock!r}")
         if not (isinstance(speed, (int, float)) and speed > 0 and math.isfinite(speed)):
@@ -810,49 +853,11 @@ class _EventStream:
 
 
 @asynccontextmanager
-async def open_driver(
-    path: str | os.PathLike[str] | None = None,
-    *,
-    clock: str = "virtual",
-    speed: float = 1.0,
-    preemption: PreemptionMode | None = None,
-    scheduling: SchedulingMode | None = None,
-    slices_per_operation: int | None = None,
-    thermal_thresholds_c: Sequence[float] | None = None,
-    ambient_c: float | None = None,
-    thermal_time_constant_ms: float | None = None,
-    keep_ended: int = 4096,
-    max_backlog: int = 1 << 16,
-) -> AsyncIterator[Driver]:
-    """Open a vendor driver over a fresh emulated NPU; closes it on exit.
-
-    Arguments:
-        path: a driver ``.so`` to dlopen; ``None`` for the built-in reference driver.
-        clock: ``"virtual"`` (no threads; time moves only in ``advance`` and
-            ``run_until_idle``, so runs repeat exactly) or ``"real"`` (worker
-            threads; emulated durations take ``speed`` times as long in wall time).
-        preemption, scheduling: override the driver's modes (``None``: its choice).
-        slices_per_operation: how finely each operation is cut (preemption points).
-        thermal_thresholds_c: six temperatures at which LIGHT..SHUTDOWN begin.
-        ambient_c, thermal_time_constant_ms: the thermal model (``None``: C defaults).
-        keep_ended, max_backlog: bounds on remembered results and undrained events.
-
-    Errors: ``NpuDriverError`` when the ``.so`` cannot be loaded or its init
-    fails, ``NpuAbiError`` when it was built against other headers.
+async def open_driver(path: str | os.PathLike[str] | None = None, **options: Any) -> AsyncIterator[Driver]:
+    """Open a vendor driver over a fresh emulated NPU (:meth:`Driver.open`, which names
+    the options); closes it on exit.
     """
-    driver = Driver.open(
-        path,
-        clock=clock,
-        speed=speed,
-        preemption=preemption,
-        scheduling=scheduling,
-        slices_per_operation=slices_per_operation,
-        thermal_thresholds_c=thermal_thresholds_c,
-        ambient_c=ambient_c,
-        thermal_time_constant_ms=thermal_time_constant_ms,
-        keep_ended=keep_ended,
-        max_backlog=max_backlog,
-    )
+    driver = Driver.open(path, **options)
     try:
         yield driver
     finally:

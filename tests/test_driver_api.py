@@ -399,3 +399,22 @@ def test_shared_memory_carries_weights_inputs_and_outputs():
         np.testing.assert_array_equal(driver.outputs(work)[0], x + w)
     # The results are in the region itself, visible through a fresh mapping.
     np.testing.assert_array_equal(np.frombuffer(shm_out.mapReadOnly(), np.float32).reshape(2, 4), x + w)
+
+
+def test_work_times_reads_one_works_life_from_the_events():
+    # The lab and bench/preemption.py both time a work from its events with this.
+    with npuhal.Driver.open() as driver:
+        handle = driver.load_model(0, small_model())
+        done = driver.submit(handle, [np.zeros((2, 4), np.float32)], uid=1, job_priority=0)
+        cancelled = driver.submit(handle, [np.zeros((2, 4), np.float32)], uid=1, job_priority=0)
+        driver.cancel(cancelled)
+        driver.run_until_idle()
+        events = driver.drain_events()
+    times = npuhal.work_times(events, done)
+    assert times.end_reason is npuhal.EndReason.COMPLETED
+    assert times.requested_ns <= times.started_ns < times.ended_ns
+    ours = [e for e in events if getattr(e, "info", None) is not None and e.info.id == done]
+    assert times.requested_ns == ours[0].time_ns and times.ended_ns == ours[-1].time_ns
+    gone = npuhal.work_times(events, cancelled)
+    assert gone.end_reason is npuhal.EndReason.CANCELLED_USER and gone.requested_ns is not None
+    assert npuhal.work_times(events, 10**9) == npuhal.WorkTimes(None, None, None, None)

@@ -45,7 +45,6 @@ from npuhal import (
     SchedulingConfig,
     SchedulingMode,
     WorkEnded,
-    WorkRequested,
     WorkStarted,
 )
 
@@ -195,18 +194,10 @@ def _alone_ns(policy: Policy, workload: Workload, cal: Calibration, index: int) 
         handle = _load(driver, device, workload, cal, f"policy {policy.name}", only=index)[index]
         work = driver.submit(handle, [cal.inputs[index]], uid=task.uid, job_priority=task.priority)
         driver.run_until_idle()
-        req = start = end = None
-        for e in driver.drain_events():
-            if not isinstance(e, (WorkRequested, WorkStarted, WorkEnded)) or e.info.id != work:
-                continue
-            if isinstance(e, WorkRequested):
-                req = e.time_ns
-            elif isinstance(e, WorkStarted) and start is None:
-                start = e.time_ns
-            elif isinstance(e, WorkEnded) and e.is_final:
-                if e.reason is not EndReason.COMPLETED:
-                    raise LabRunError(f"policy {policy.name}: task {task.name!r} alone ended {e.reason.name}")
-                end = e.time_ns
+        times = npuhal.work_times(driver.drain_events(), work)
+        if times.end_reason not in (None, EndReason.COMPLETED):
+            raise LabRunError(f"policy {policy.name}: task {task.name!r} alone ended {times.end_reason.name}")
+        req, start, end = times.requested_ns, times.started_ns, times.ended_ns
         if req is None or start is None or end is None or end <= req:
             raise LabRunError(f"policy {policy.name}: task {task.name!r} alone did not report a full life")
         return end - req, end - start, driver.outputs(work)[0].copy()
