@@ -26,8 +26,13 @@ General layout (read bottom up; nothing imports a module above it):
   assembles them, above all of them; ``__main__`` (``python -m npuhal``) runs it.
   ``_boot`` (``open_private_hal``) starts a servicemanager and a HAL process of
   one's own, for tests and ``npuemu vts``.  The AIDL files are in ``aidl/``.
+- ``vts`` (the public face of ``_vts``, with ``_vts_probe``): the conformance
+  suite ``npuemu vts`` runs against a driver.
 
-Everything public is re-exported here, exactly once; import from ``npuhal``.
+What npuhal may import: ``framework.binder`` (and the AIDL it compiles), nothing
+else of the framework: the HAL knows no framework service (``tests/test_layering.py``
+holds the table). Everything public is re-exported here, exactly once; import from
+``npuhal``.
 """
 
 from ._boot import (

@@ -124,10 +124,14 @@ def imports_of(module: str, source: str, modules: dict[str, pathlib.Path], is_pa
             else:
                 absolute = node.module or ""
             for alias in node.names:
-                if f"{absolute}.{alias.name}" in modules:
-                    found.append(Import(module, f"{absolute}.{alias.name}", None, node.lineno, hidden, type_only))
+                submodule = f"{absolute}.{alias.name}"
+                # A module of the tree, or (``from . import _npu``) a compiled extension not built yet.
+                if submodule in modules or (node.level and _is_private(alias.name) and submodule not in modules
+                                            and absolute in modules and modules[absolute].name == "__init__.py"):
+                    found.append(Import(module, submodule, None, node.lineno, hidden, type_only))
                     continue
-                target = _known_prefix(absolute, modules)
+                # A relative import names a module of this tree even when it is not built yet.
+                target = absolute if node.level else _known_prefix(absolute, modules)
                 if target is not None:
                     name = alias.name if target == absolute else None
                     found.append(Import(module, target, name, node.lineno, hidden, type_only))
@@ -344,3 +348,70 @@ def test_a_module_outside_every_layer_is_reported(tmp_path):
 ])
 def test_layer_of(module, layer):
     assert layer_of(module) == layer
+
+
+# Public faces: what other layers may import.
+
+
+def _public_faces() -> list[pathlib.Path]:
+    """Every package ``__init__`` that re-exports from its private modules, and every public
+    module that is nothing but such re-exports (``npuhal.vts``)."""
+    faces = []
+    for module, path in collect_modules(ROOT).items():
+        if path.suffix != ".py" or any(_is_private(p) for p in module.split(".")) or path.stem == "__main__":
+            continue
+        body = ast.parse(path.read_text()).body
+        reexports = [n for n in body if isinstance(n, ast.ImportFrom) and n.level == 1
+                     and _is_private((n.module or "_").split(".")[0])]
+        only_imports = all(
+            isinstance(n, (ast.ImportFrom, ast.Import)) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+            or (isinstance(n, ast.Assign) and [getattr(t, "id", None) for t in n.targets] == ["__all__"])
+            for n in body
+        )
+        if reexports and (path.name == "__init__.py" or only_imports):
+            faces.append(path)
+    return faces
+
+
+def test_every_package_with_a_public_face_is_checked():
+    names = {_module_name(p, ROOT) for p in _public_faces()}
+    assert {"apps", "framework.binder", "framework.cli", "framework.emulator", "framework.lab", "framework.nn",
+            "framework.npumanager", "framework.server", "framework.app", "npuhal", "npuhal.vts"} <= names
+
+
+@pytest.mark.parametrize("path", _public_faces(), ids=lambda p: _module_name(p, ROOT))
+def test_each_public_name_is_exported_exactly_once_from_a_private_module(path):
+    import importlib
+
+    module = _module_name(path, ROOT)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    face = importlib.import_module(module)
+    exported: dict[str, list[tuple[str, str]]] = collections.defaultdict(list)  # name -> [(source, its name)]
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            assert node.level == 1 and _is_private((node.module or "_").split(".")[0]), (
+                f"{module} re-exports only from its own private modules, not {node.module!r}"
+            )
+            for alias in node.names:
+                exported[alias.asname or alias.name].append((f"{package}.{node.module}", alias.name))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            assert _is_private(node.name), f"{module} defines {node.name} itself: a public face only re-exports"
+    twice = sorted(n for n, sources in exported.items() if len(sources) > 1)
+    assert not twice, f"{module} exports {twice} more than once"
+    public = {n for n, v in vars(face).items() if not n.startswith("_") and not isinstance(v, type(face))}
+    assert public == set(exported), f"{module}: public names not re-exported from a private module: {public ^ set(exported)}"
+    for name, [(source, original)] in exported.items():
+        declared = getattr(importlib.import_module(source), "__all__", None)
+        assert declared is None or original in declared or _is_private(original), (
+            f"{module}.{name} is not in {source}.__all__"
+        )
+
+
+def test_the_framework_layout_names_every_folder():
+    doc = ast.get_docstring(ast.parse((ROOT / "framework" / "__init__.py").read_text()))
+    folders = sorted(p.name for p in (ROOT / "framework").iterdir() if (p / "__init__.py").is_file())
+    missing = [f for f in folders if f"``{f}/``" not in doc]
+    assert not missing, f"framework/__init__.py's layout does not name {missing}"
+    for layer in LAYERS:
+        if layer.startswith("framework."):
+            assert f"``{layer.split('.')[1]}/``" in doc, layer

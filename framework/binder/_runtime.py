@@ -88,6 +88,7 @@ from ._wire import (
 )
 
 __all__ = [
+    "RUNTIME_DIR_ENV",
     "SERVICEMANAGER_ADDRESS",
     "SHELL_TOKEN_FILE",
     "Binder",
