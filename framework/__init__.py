@@ -5,19 +5,19 @@ ones it names, never another's private ``_x`` module, and no import hides in a
 function to dodge a cycle: ``tests/test_layering.py`` holds the same table and
 checks every import of the tree):
 
-- ``binder/``: the IPC (sans-IO wire, transports, Binder objects, the AIDL front
-  end and parcel codec, death notices, calling identity, servicemanager). Imports
-  nothing of npuemu.
-- ``aidl/``: the framework's own ``.aidl`` files (the npu service, the activity,
-  package and thermal services) and ``framework_interface``. Imports ``binder``.
+- ``binder/``: the IPC (sans-IO wire, transports, Binder objects, the AIDL
+  compiler and parcel codec, death notices, calling identity, servicemanager).
+  Imports nothing of npuemu.
+- (beside the framework) ``interfaces``: every ``.aidl`` file and the modules
+  compiled from it, the one vocabulary. Imports ``binder``.
 - ``npumanager/``: the app-side NpuManager API and its constants. Imports
-  ``binder``, ``aidl``.
+  ``binder``, ``interfaces``.
 - ``nn/``: the app-side NNAPI runtime (discovery, compilation, partitioning,
-  execution, the CPU device). Imports ``binder``, ``aidl``.
+  execution, the CPU device). Imports ``binder``, ``interfaces``.
 - ``server/``: system_server: the ``npu`` service and its policies, activity,
-  package and thermal services. Imports ``binder``, ``aidl``, ``npumanager``.
-- ``app/``: the app process and its ``Context``. Imports ``binder``, ``aidl``,
-  ``npumanager``, ``nn``.
+  package and thermal services. Imports ``binder``, ``interfaces``, ``npumanager``.
+- ``app/``: the app process and its ``Context``. Imports ``binder``,
+  ``interfaces``, ``npumanager``, ``nn``.
 - ``emulator/``: booting and driving whole emulators (init, logcat, traces, the
   demo). Imports everything above and ``npuhal``.
 - ``lab/``: the scheduling lab. Imports everything above but ``emulator``, and
@@ -25,7 +25,7 @@ checks every import of the tree):
 - ``cli/``: the click command ``npuemu``, a thin face of the above. Imports all of
   them.
 
-Beside the framework: ``npuhal`` (the vendor HAL; imports only ``binder`` and the
-AIDL), ``apps`` (sample apps; only ``app``, ``npumanager``, ``nn`` and ``binder``'s
+Beside the framework: ``npuhal`` (the vendor HAL; imports only ``binder`` and
+``interfaces``), ``apps`` (sample apps; only ``app``, ``npumanager``, ``nn`` and ``binder``'s
 exceptions), ``bench`` (anything public) and ``tests`` (anything).
 """

@@ -25,7 +25,7 @@ General layout (read bottom up; nothing imports a module above it):
   debounce rules), ``_logcat`` (the log format); ``_serve`` (``serve_hal``)
   assembles them, above all of them; ``__main__`` (``python -m npuhal``) runs it.
   ``_boot`` (``open_private_hal``) starts a servicemanager and a HAL process of
-  one's own, for tests and ``npuemu vts``.  The AIDL files are in ``aidl/``.
+  one's own, for tests and ``npuemu vts``.  Its AIDL lives, compiled, in ``interfaces``.
 - ``vts`` (the public face of ``_vts``, with ``_vts_probe``): the conformance
   suite ``npuemu vts`` runs against a driver.
 
