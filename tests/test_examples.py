@@ -16,7 +16,7 @@ environment, as a test of its own (its id is the example), in a scratch working
 directory that holds what the examples name: ``path/to/mydriver.c`` (a copy of the
 template driver, as the driver guide says to start), ``build/drivers/mydriver.so`` and
 ``mine.so`` built from it, ``my.toml`` (the phone workload on the template's device)
-and ``myapp/``. What the test changes, and why:
+and ``myapp/`` (with an AIDL file of its own under ``myapp/aidl``). What the test changes, and why:
 
 - ``$NPUEMU_RUNTIME_DIR`` points at this module's emulator, ``$XDG_STATE_HOME`` (where
   vts remembers the builds it saw) into the scratch directory, and a ``/tmp/...`` path in
@@ -276,6 +276,15 @@ def scratch(tmp_path_factory):
     (work / "myapp").mkdir()
     for name, text in files.items():
         (work / "myapp" / name).write_text(text)
+    # the app's own AIDL, which `npuemu aidl myapp/aidl --package myapp.aidl` compiles
+    aidl = work / "myapp" / "aidl" / "com" / "example" / "myapp"
+    aidl.mkdir(parents=True)
+    (aidl / "IFrameListener.aidl").write_text(
+        "package com.example.myapp;\n\n"
+        "import android.hardware.npu.WorkInfo;\n\n"
+        "oneway interface IFrameListener {\n"
+        "    void onFrame(int frame, in WorkInfo work);\n"
+        "}\n")
     (work / "tmp").mkdir()
     s = Scratch(work, work / "emu")
     try:
