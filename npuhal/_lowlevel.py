@@ -347,12 +347,12 @@ def _c_configs(configs: Sequence[SchedulingConfig]):
         if not isinstance(cfg, SchedulingConfig):
             raise NpuValueError(f"configs[{i}] is a {type(cfg).__name__}, not a SchedulingConfig")
         c = arr[i]
-        c.min_priority = _i32(cfg.min_priority, "minPriority")
-        c.max_priority = _i32(cfg.max_priority, "maxPriority")
+        c.min_priority = _i32(cfg.minPriority, "minPriority")
+        c.max_priority = _i32(cfg.maxPriority, "maxPriority")
         c.uid = _i32(cfg.uid, "uid")
-        c.app_priority = _i32(cfg.app_priority, "appPriority")
-        c.has_direct_access = bool(cfg.has_direct_access)
-        c.can_attribute_other_uid = bool(cfg.can_attribute_other_uid)
+        c.app_priority = _i32(cfg.appPriority, "appPriority")
+        c.has_direct_access = bool(cfg.hasDirectAccess)
+        c.can_attribute_other_uid = bool(cfg.canAttributeOtherUid)
     return arr
 
 

@@ -13,10 +13,10 @@ import logging
 from typing import Any
 
 from framework.binder import IllegalArgumentException
+from interfaces.android.hardware.npu import SchedulingConfig
 
 from ._errors import NpuValueError
 from ._hal import Hal, hal_interfaces, require_system
-from ._types import SchedulingConfig
 
 __all__ = ["Scheduling"]
 
@@ -24,23 +24,12 @@ log = logging.getLogger("android.hardware.npu")
 
 
 def driver_configs(configs: Any) -> list[SchedulingConfig]:
-    """The seed's AIDL SchedulingConfig list as the driver's configs."""
+    """The AIDL SchedulingConfig list, checked for nulls: the driver takes it as it is."""
     if configs is None:
         raise IllegalArgumentException("configs must not be null")
-    out = []
-    for c in configs:
-        if c is None:
-            raise IllegalArgumentException("a null SchedulingConfig")
-        out.append(
-            SchedulingConfig(
-                min_priority=c.minPriority,
-                max_priority=c.maxPriority,
-                uid=c.uid,
-                app_priority=c.appPriority,
-                has_direct_access=c.hasDirectAccess,
-                can_attribute_other_uid=c.canAttributeOtherUid,
-            )
-        )
+    out = list(configs)
+    if any(c is None for c in out):
+        raise IllegalArgumentException("a null SchedulingConfig")
     return out
 
 

@@ -2,8 +2,8 @@
 
 Every number here is Android's (NN HAL 1.2, ``android.hardware.npu``, the thermal
 HAL). The enums the AIDL declares (``DeviceType``, ``DeviceStatus``, ``OperandType``,
-``OperationType``, ``StartReason``, ``EndReason``) are the compiled ``interfaces``
-ones, not copies. The C header uses the same numbers; ``npuhal._lowlevel`` checks at
+``OperationType``, ``StartReason``, ``EndReason``) and the parcelable
+``SchedulingConfig`` are the compiled ``interfaces`` ones, not copies. The C header uses the same numbers; ``npuhal._lowlevel`` checks at
 import that the compiled extension agrees, so a mismatch fails loudly instead of
 silently mislabelling events.
 
@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from interfaces.android.hardware.neuralnetworks import DeviceStatus, DeviceType, OperandType, OperationType
-from interfaces.android.hardware.npu import EndReason, StartReason
+from interfaces.android.hardware.npu import EndReason, SchedulingConfig, StartReason
 
 __all__ = [
     "DeviceType",
@@ -146,29 +146,6 @@ class Device:
     @property
     def is_heterogeneous(self) -> bool:
         return bool(self.parts)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SchedulingConfig:
-    """``android.hardware.npu.SchedulingConfig`` in the seed's form.
-
-    Fields in the seed's order.  The driver accepts a config iff
-    ``0 <= app_priority <= 1000`` and ``0 <= min_priority <= max_priority <= 2000``;
-    a job's effective priority is ``clamp(app_priority + job_priority,
-    min_priority, max_priority)`` and lower runs first.  The defaults are what a
-    uid without any config gets: the lowest priority, direct access allowed,
-    no attribution to other uids.
-
-    (AOSP's ``SchedulingConfig`` has a single ``priority``; the seed's
-    min/max/app triple is what npuemu implements.)
-    """
-
-    min_priority: int = MIN_PRIORITY
-    max_priority: int = MAX_EFFECTIVE_PRIORITY
-    uid: int
-    app_priority: int = MAX_PRIORITY
-    has_direct_access: bool = True
-    can_attribute_other_uid: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,7 +75,7 @@ def x_input(seed=1, n_in=64):
 
 async def test_one_inference_yields_requested_started_ended_with_its_work_info():
     async with npuhal.open_driver() as driver:
-        driver.set_scheduling_configs([SchedulingConfig(uid=1001, app_priority=500)])
+        driver.set_scheduling_configs([SchedulingConfig(uid=1001, appPriority=500, hasDirectAccess=True)])
         npu = by_type(driver, DeviceType.ACCELERATOR)
         handle = driver.load_model(npu, fc_model(), cost_scale=LONG)
         group = uuid.uuid4()
@@ -98,7 +98,7 @@ async def test_one_inference_yields_requested_started_ended_with_its_work_info()
 
 async def test_effective_priority_is_clamped_and_job_priority_orders_it():
     async with npuhal.open_driver() as driver:
-        driver.set_scheduling_configs([SchedulingConfig(uid=7, app_priority=300, min_priority=400, max_priority=900)])
+        driver.set_scheduling_configs([SchedulingConfig(uid=7, appPriority=300, minPriority=400, maxPriority=900, hasDirectAccess=True)])
         handle = driver.load_model(0, fc_model())
         ids = [driver.submit(handle, [x_input()], uid=7, job_priority=p) for p in (0, 300, 1000)]
         driver.run_until_idle()
@@ -217,15 +217,15 @@ async def test_unloading_a_model_ends_its_work_cancelled_system():
 
 async def test_invalid_configs_are_refused_distinctly_and_change_nothing():
     async with npuhal.open_driver() as driver:
-        driver.set_scheduling_configs([SchedulingConfig(uid=1001, app_priority=500)])
+        driver.set_scheduling_configs([SchedulingConfig(uid=1001, appPriority=500, hasDirectAccess=True)])
         with pytest.raises(npuhal.NpuInvalidPriorityError) as bad_priority:
-            driver.set_scheduling_configs([SchedulingConfig(uid=1002, app_priority=-1)])
+            driver.set_scheduling_configs([SchedulingConfig(uid=1002, appPriority=-1, hasDirectAccess=True)])
         with pytest.raises(npuhal.NpuDuplicateUidError) as duplicate:
-            driver.update_scheduling_configs([SchedulingConfig(uid=5, app_priority=1), SchedulingConfig(uid=5, app_priority=2)])
+            driver.update_scheduling_configs([SchedulingConfig(uid=5, appPriority=1, hasDirectAccess=True), SchedulingConfig(uid=5, appPriority=2, hasDirectAccess=True)])
         for bad in (
-            SchedulingConfig(uid=1, app_priority=1001),
-            SchedulingConfig(uid=1, min_priority=900, max_priority=800),
-            SchedulingConfig(uid=1, max_priority=2001),
+            SchedulingConfig(uid=1, appPriority=1001, hasDirectAccess=True),
+            SchedulingConfig(uid=1, minPriority=900, maxPriority=800, hasDirectAccess=True),
+            SchedulingConfig(uid=1, maxPriority=2001, hasDirectAccess=True),
         ):
             with pytest.raises(npuhal.NpuInvalidPriorityError):
                 driver.update_scheduling_configs([bad])
@@ -246,9 +246,9 @@ async def test_work_without_direct_access_or_with_unauthorised_attribution_is_re
     async with npuhal.open_driver() as driver:
         driver.set_scheduling_configs(
             [
-                SchedulingConfig(uid=2001, has_direct_access=False),
-                SchedulingConfig(uid=2002),
-                SchedulingConfig(uid=1000, app_priority=100, can_attribute_other_uid=True),
+                SchedulingConfig(uid=2001, hasDirectAccess=False),
+                SchedulingConfig(uid=2002, hasDirectAccess=True),
+                SchedulingConfig(uid=1000, appPriority=100, canAttributeOtherUid=True, hasDirectAccess=True),
             ]
         )
         handle = driver.load_model(0, fc_model())

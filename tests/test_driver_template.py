@@ -70,10 +70,10 @@ def test_a_bare_file_name_means_the_current_directory(template_so, monkeypatch):
 async def test_the_template_driver_keeps_the_scheduling_rules(template_so):
     async with npuhal.open_driver(template_so) as driver:
         with pytest.raises(npuhal.NpuInvalidPriorityError):
-            driver.set_scheduling_configs([SchedulingConfig(uid=1001, app_priority=-1)])
+            driver.set_scheduling_configs([SchedulingConfig(uid=1001, appPriority=-1, hasDirectAccess=True)])
         with pytest.raises(npuhal.NpuDuplicateUidError):
-            driver.set_scheduling_configs([SchedulingConfig(uid=1), SchedulingConfig(uid=1)])
-        driver.set_scheduling_configs([SchedulingConfig(uid=1001, has_direct_access=False)])
+            driver.set_scheduling_configs([SchedulingConfig(uid=1, hasDirectAccess=True), SchedulingConfig(uid=1, hasDirectAccess=True)])
+        driver.set_scheduling_configs([SchedulingConfig(uid=1001, hasDirectAccess=False)])
         handle = driver.load_model(0, add_model())
         z = np.zeros((4, 8), np.float32)
         with pytest.raises(npuhal.NpuDirectAccessError):

@@ -297,7 +297,7 @@ def run_policy(
         device = _device(driver, workload, who)
         # Each task's uid at the highest app priority, so a request's effective
         # priority is its job priority: the workload's numbers, unchanged.
-        driver.set_scheduling_configs([SchedulingConfig(uid=t.uid, app_priority=0) for t in workload.tasks])
+        driver.set_scheduling_configs([SchedulingConfig(uid=t.uid, appPriority=0, hasDirectAccess=True) for t in workload.tasks])
         handles = _load(driver, device, workload, cal, who)
         jobs: dict[int, Job] = {}
         order: list[Job] = []
