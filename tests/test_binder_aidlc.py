@@ -152,7 +152,6 @@ _STILL_WRITTEN_BY_HAND = {
     ("npuhal/_model.py", "Model"): "the HAL's builder model",
     ("npuhal/_types.py", "OperandLifeTime"): "NN HAL 1.2 names (MODEL_INPUT...) where the AIDL says SUBGRAPH_INPUT",
     ("npuhal/_types.py", "PerformanceInfo"): "the driver binding's value type",
-    ("npuhal/_types.py", "SchedulingConfig"): "the driver binding's value type (snake_case)",
     ("npuhal/_types.py", "WorkInfo"): "the driver binding's value type (snake_case)",
     ("npuhal/_types.py", "MemoryPressure"): "the driver binding's event type",
     ("framework/nn/_hal.py", "DataLocation"): "HalModel, the runtime's in-memory model",
@@ -162,7 +161,6 @@ _STILL_WRITTEN_BY_HAND = {
     ("framework/nn/_types.py", "PerformanceInfo"): "the app-side runtime's value type",
     ("framework/nn/_types.py", "Capabilities"): "the app-side runtime's value type",
     ("framework/nn/_types.py", "Priority"): "the NDK's PRIORITY_* codes",
-    ("framework/server/_priority.py", "SchedulingConfig"): "the npu service's value type",
 }
 
 

@@ -19,9 +19,11 @@ from framework.server import (
     THERMAL_STATUS_CRITICAL,
     THERMAL_STATUS_NONE,
     THERMAL_STATUS_SEVERE,
-    SchedulingConfig,
+    check_config,
+    effective_priority,
     scheduling_config_for,
 )
+from interfaces.android.hardware.npu import SchedulingConfig
 
 APP = 10001
 ALL_IMPORTANCES = [
@@ -91,22 +93,22 @@ def test_a_background_job_never_overtakes_foreground_work_at_any_job_priority():
     """For every pair of job priorities: the background job's effective priority is >= the foreground's."""
     for sev in SEVERITIES:
         worst_foreground = max(
-            scheduling_config_for(uid, imp, thermal_severity=sev).effective_priority(j)
+            effective_priority(scheduling_config_for(uid, imp, thermal_severity=sev), j)
             for imp in FOREGROUND
             for uid in (APP, SYSTEM_UID)
             for j in JOBS
         )
         for imp in BACKGROUND:
             c = scheduling_config_for(APP + 1, imp, thermal_severity=sev)
-            best_background = min(c.effective_priority(j) for j in JOBS)
+            best_background = min(effective_priority(c, j) for j in JOBS)
             assert best_background >= worst_foreground, (sev, imp)
 
 
 def test_within_a_band_job_priority_still_orders_jobs():
     c = scheduling_config_for(APP, IMPORTANCE_FOREGROUND)
-    assert [c.effective_priority(j) for j in (0, 250, 500, 1000)] == [0, 250, 500, 1000]
+    assert [effective_priority(c, j) for j in (0, 250, 500, 1000)] == [0, 250, 500, 1000]
     bg = scheduling_config_for(APP, IMPORTANCE_SERVICE)
-    assert bg.effective_priority(0) < bg.effective_priority(500) <= bg.effective_priority(1000)
+    assert effective_priority(bg, 0) < effective_priority(bg, 500) <= effective_priority(bg, 1000)
 
 
 def test_less_important_never_gets_a_better_band():
@@ -124,14 +126,14 @@ def test_heat_tightens_the_fences():
     # Critical: everything but the foreground proper goes to the very end.
     for imp in ALL_IMPORTANCES[1:]:
         c = scheduling_config_for(APP, imp, thermal_severity=THERMAL_STATUS_CRITICAL)
-        assert {c.effective_priority(j) for j in (0, 1000)} == {2000}
+        assert {effective_priority(c, j) for j in (0, 1000)} == {2000}
     assert band(scheduling_config_for(APP, IMPORTANCE_FOREGROUND, thermal_severity=THERMAL_STATUS_CRITICAL)) == (0, 0, 1000)
 
 
-def test_to_parcel_has_the_aidl_fields_in_declaration_order():
+def test_the_config_is_the_compiled_aidl_parcelable():
     c = scheduling_config_for(APP, IMPORTANCE_VISIBLE)
-    assert list(c.to_parcel()) == ["minPriority", "maxPriority", "uid", "appPriority", "hasDirectAccess", "canAttributeOtherUid"]
-    assert c.to_parcel()["uid"] == APP
+    assert type(c) is SchedulingConfig and c.uid == APP
+    assert SchedulingConfig.from_wire(c.to_wire()) == c
 
 
 @pytest.mark.parametrize(
@@ -142,11 +144,11 @@ def test_to_parcel_has_the_aidl_fields_in_declaration_order():
         lambda: scheduling_config_for(APP, 1001),
         lambda: scheduling_config_for(APP, "foreground"),
         lambda: scheduling_config_for(APP, 100, thermal_severity=7),
-        lambda: scheduling_config_for(APP, 100).effective_priority(1001),
-        lambda: scheduling_config_for(APP, 100).effective_priority(-1),
-        lambda: SchedulingConfig(1500, 1000, APP, 0, True, False),
-        lambda: SchedulingConfig(0, 2001, APP, 0, True, False),
-        lambda: SchedulingConfig(0, 1000, APP, 1001, True, False),
+        lambda: effective_priority(scheduling_config_for(APP, 100), 1001),
+        lambda: effective_priority(scheduling_config_for(APP, 100), -1),
+        lambda: check_config(SchedulingConfig(minPriority=1500, maxPriority=1000, uid=APP, appPriority=0, hasDirectAccess=True)),
+        lambda: check_config(SchedulingConfig(minPriority=0, maxPriority=2001, uid=APP, appPriority=0, hasDirectAccess=True)),
+        lambda: check_config(SchedulingConfig(minPriority=0, maxPriority=1000, uid=APP, appPriority=1001, hasDirectAccess=True)),
     ],
 )
 def test_bad_input_is_a_clear_illegal_argument(call):

@@ -46,7 +46,8 @@ from ._priority import (
     IMPORTANCE_VISIBLE as IMPORTANCE_VISIBLE,
     ROOT_UID as ROOT_UID,
     SYSTEM_UID as SYSTEM_UID,
-    SchedulingConfig as SchedulingConfig,
+    check_config as check_config,
+    effective_priority as effective_priority,
     priority_band as priority_band,
     scheduling_config_for as scheduling_config_for,
 )

@@ -53,6 +53,7 @@ import logging
 import math
 from collections import deque
 from collections.abc import Iterable
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,7 +85,6 @@ from interfaces.android.hardware.npu import (
     EndReason,
     IScheduling,
     ISchedulingCallback,
-    SchedulingConfig,
     StartReason,
 )
 from interfaces.android.npumanager import IModelLoadCallback, INpuManager
@@ -177,7 +177,6 @@ class NpuService:
         self._IScheduling = IScheduling
         self._ISchedulingCallback = ISchedulingCallback
         self._IHalControl = IHalControl
-        self._SchedulingConfig = SchedulingConfig
         self._work_reasons = {"started": StartReason, "ended": EndReason}
         self._IModelLoadCallback = IModelLoadCallback
         self._callbacks: dict[tuple[int, int], Any] = {}
@@ -508,7 +507,7 @@ class NpuService:
                 control_binder = await sm.waitForService(HAL_CONTROL_SERVICE, int(min(self.hal_timeout, 2.0) * 1000))
                 control = self._IHalControl.asInterface(control_binder) if control_binder is not None else None
                 configs = self._all_configs()
-                await scheduling.setSchedulingConfigs([self._parcel(c) for c in configs.values()])
+                await scheduling.setSchedulingConfigs(list(configs.values()))
             except TransactionError as exc:
                 log.warning("connecting to %s failed (%s); waiting for it again", HAL_SCHEDULING_SERVICE, exc)
                 await trio.sleep(0.05)
@@ -561,9 +560,6 @@ class NpuService:
     def _all_configs(self) -> dict[int, Any]:
         return {uid: self._config_for(uid) for uid in self._config_uids()}
 
-    def _parcel(self, config: Any) -> Any:
-        return self._SchedulingConfig(**config.to_parcel())
-
     def _configs_changed(self) -> None:
         self._configs_dirty.set()
 
@@ -579,7 +575,7 @@ class NpuService:
             if not changed:
                 continue
             try:
-                await scheduling.updateSchedulingConfigs([self._parcel(c) for c in changed])
+                await scheduling.updateSchedulingConfigs(list(changed))
             except TransactionError as exc:
                 log.warning("updateSchedulingConfigs failed (%s); the full set goes on reconnect", exc)
                 continue
@@ -635,7 +631,7 @@ class NpuService:
             if r["state"] in ("loaded", "unloading")
         ]
         data["scheduling_configs"] = [
-            {"package": self._name(uid), **cfg.to_parcel(), "pushed": self._pushed.get(uid) == cfg}
+            {"package": self._name(uid), **dataclasses.asdict(cfg), "pushed": self._pushed.get(uid) == cfg}
             for uid, cfg in self._all_configs().items()
         ]
         data["hal"] = {

@@ -2,7 +2,7 @@
 
 The activity manager ranks every uid by *importance* (``ActivityManager.RunningAppProcessInfo``;
 a smaller number is more important). The ``npu`` service turns that rank, and the
-device's thermal severity, into the seed's ``SchedulingConfig`` for the uid, which the
+device's thermal severity, into the seed's ``SchedulingConfig`` for the uid (the compiled parcelable), which the
 HAL applies to every job the uid submits::
 
     effectivePriority = clamp(appPriority + jobPriority, minPriority, maxPriority)
@@ -48,9 +48,8 @@ is true for system and root, and otherwise only with ``ATTRIBUTE_WORK_TO_OTHER_A
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from framework.binder import IllegalArgumentException
+from interfaces.android.hardware.npu import SchedulingConfig
 
 from ._thermal import THERMAL_STATUS_CRITICAL, THERMAL_STATUS_SEVERE, check_severity
 
@@ -109,44 +108,22 @@ def is_foreground(importance: int) -> bool:
     return importance <= IMPORTANCE_FOREGROUND_SERVICE
 
 
-@dataclass(frozen=True, slots=True)
-class SchedulingConfig:
-    """The seed's ``android.hardware.npu.SchedulingConfig``, one per uid.
+def check_config(config: SchedulingConfig) -> SchedulingConfig:
+    """``config`` if the HAL would accept it, else IllegalArgumentException (its checks)."""
+    if not MIN_APP_PRIORITY <= config.appPriority <= MAX_APP_PRIORITY:
+        raise IllegalArgumentException(f"appPriority {config.appPriority} outside 0..1000")
+    if not MIN_EFFECTIVE_PRIORITY <= config.minPriority <= config.maxPriority <= MAX_EFFECTIVE_PRIORITY:
+        raise IllegalArgumentException(
+            f"need 0 <= minPriority <= maxPriority <= 2000, got {config.minPriority}, {config.maxPriority}"
+        )
+    return config
 
-    Field names are the AIDL's, so ``to_parcel()`` is the parcelable's field dict.
-    """
 
-    minPriority: int
-    maxPriority: int
-    uid: int
-    appPriority: int
-    hasDirectAccess: bool
-    canAttributeOtherUid: bool
-
-    def __post_init__(self) -> None:
-        if not MIN_APP_PRIORITY <= self.appPriority <= MAX_APP_PRIORITY:
-            raise IllegalArgumentException(f"appPriority {self.appPriority} outside 0..1000")
-        if not MIN_EFFECTIVE_PRIORITY <= self.minPriority <= self.maxPriority <= MAX_EFFECTIVE_PRIORITY:
-            raise IllegalArgumentException(
-                f"need 0 <= minPriority <= maxPriority <= 2000, got {self.minPriority}, {self.maxPriority}"
-            )
-
-    def effective_priority(self, job_priority: int) -> int:
-        """What the HAL computes for a job of this uid: clamp(app + job, min, max)."""
-        if type(job_priority) is not int or not MIN_JOB_PRIORITY <= job_priority <= MAX_JOB_PRIORITY:
-            raise IllegalArgumentException(f"jobPriority must be an int in 0..1000, not {job_priority!r}")
-        return min(max(self.appPriority + job_priority, self.minPriority), self.maxPriority)
-
-    def to_parcel(self) -> dict[str, int | bool]:
-        """The fields in AIDL declaration order, ready for the binder's parcelable codec."""
-        return {
-            "minPriority": self.minPriority,
-            "maxPriority": self.maxPriority,
-            "uid": self.uid,
-            "appPriority": self.appPriority,
-            "hasDirectAccess": self.hasDirectAccess,
-            "canAttributeOtherUid": self.canAttributeOtherUid,
-        }
+def effective_priority(config: SchedulingConfig, job_priority: int) -> int:
+    """What the HAL computes for a job of ``config``'s uid: clamp(app + job, min, max)."""
+    if type(job_priority) is not int or not MIN_JOB_PRIORITY <= job_priority <= MAX_JOB_PRIORITY:
+        raise IllegalArgumentException(f"jobPriority must be an int in 0..1000, not {job_priority!r}")
+    return min(max(config.appPriority + job_priority, config.minPriority), config.maxPriority)
 
 
 def priority_band(importance: int, thermal_severity: int = 0) -> tuple[int, int, int]:
@@ -185,11 +162,13 @@ def scheduling_config_for(
     imp = effective_importance(uid, importance)
     app, lo, hi = priority_band(imp, thermal_severity)
     privileged = uid in (ROOT_UID, SYSTEM_UID)
-    return SchedulingConfig(
-        minPriority=lo,
-        maxPriority=hi,
-        uid=uid,
-        appPriority=app,
-        hasDirectAccess=not blocked,
-        canAttributeOtherUid=privileged or bool(has_attribution_permission),
+    return check_config(
+        SchedulingConfig(
+            minPriority=lo,
+            maxPriority=hi,
+            uid=uid,
+            appPriority=app,
+            hasDirectAccess=not blocked,
+            canAttributeOtherUid=privileged or bool(has_attribution_permission),
+        )
     )
