@@ -201,8 +201,6 @@ class Hal:
         self.nursery = nursery
         self.ifaces = hal_interfaces()
         self.thresholds = tuple(float(t) for t in thermal_thresholds_c)
-        self._WorkInfo = self.ifaces.parcelable("android.hardware.npu.WorkInfo")
-        self._NpuUuid = self.ifaces.parcelable("android.hardware.npu.NpuUuid")
         self._StartReason = self.ifaces.enum("android.hardware.npu.StartReason")
         self._EndReason = self.ifaces.enum("android.hardware.npu.EndReason")
         self.callback: Any = None
@@ -255,21 +253,6 @@ class Hal:
 
     # ---- driver events -> WorkInfo -------------------------------------------
 
-    def aidl_work_info(self, info: Any, event_id: int) -> Any:
-        group = None if info.group_id is None else self._NpuUuid(uuid=info.group_id.bytes)
-        return self._WorkInfo(
-            id=event_id,
-            groupId=group,
-            uid=info.uid,
-            debugPid=info.debug_pid,
-            originalUid=info.original_uid,
-            debugFeatureId=info.debug_feature_id,
-            jobPriority=info.job_priority,
-            effectivePriority=info.effective_priority,
-            timestampMs=info.timestamp_ms,
-            deviceNumber=info.device_number,
-        )
-
     def on_event(self, event: Any) -> None:
         now = trio.current_time()
         if isinstance(event, WorkRequested | WorkStarted | WorkEnded):
@@ -282,13 +265,13 @@ class Hal:
             self._notify_listeners("onMemoryPressure", self._aidl_memory(event))
 
     def _on_work_event(self, event: Any, now: float) -> None:
-        info = self.aidl_work_info(event.info, self.new_event_id())
+        info = event.info.replace(id=self.new_event_id())  # the HAL-wide id over the driver's
         work = event.info.id
         uid = event.info.uid
         timing = self.in_flight.get(work)
         if timing is not None:
             timing.last_ns = event.time_ns
-            timing.device_number = event.info.device_number
+            timing.device_number = event.info.deviceNumber
         channel = getattr(event, "channel", -1)
         hw_device = getattr(event, "hw_device", -1)
         if isinstance(event, WorkRequested):

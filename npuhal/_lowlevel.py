@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from interfaces.android.hardware.npu import NpuUuid
+
 from ._errors import NpuAbiError, NpuError, NpuModelError, NpuStateError, NpuValueError, error_class_for
 from ._model import Model
 from ._types import (
@@ -274,15 +276,15 @@ def run_model(model: Model, inputs: Sequence[Any], outputs: Sequence[Any]) -> No
 def _work_info(w) -> WorkInfo:
     return WorkInfo(
         id=int(w.id),
-        group_id=uuid.UUID(bytes=bytes(ffi.buffer(w.group_id))) if w.has_group_id else None,
+        groupId=NpuUuid(uuid=bytes(ffi.buffer(w.group_id))) if w.has_group_id else None,
         uid=int(w.uid),
-        debug_pid=int(w.debug_pid),
-        original_uid=int(w.original_uid),
-        debug_feature_id=_c_str(w.debug_feature_id) if w.has_debug_feature_id else None,
-        job_priority=int(w.job_priority),
-        effective_priority=int(w.effective_priority),
-        timestamp_ms=int(w.timestamp_ms),
-        device_number=int(w.device_number),
+        debugPid=int(w.debug_pid),
+        originalUid=int(w.original_uid),
+        debugFeatureId=_c_str(w.debug_feature_id) if w.has_debug_feature_id else None,
+        jobPriority=int(w.job_priority),
+        effectivePriority=int(w.effective_priority),
+        timestampMs=int(w.timestamp_ms),
+        deviceNumber=int(w.device_number),
     )
 
 

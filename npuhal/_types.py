@@ -2,8 +2,9 @@
 
 Every number here is Android's (NN HAL 1.2, ``android.hardware.npu``, the thermal
 HAL). The enums the AIDL declares (``DeviceType``, ``DeviceStatus``, ``OperandType``,
-``OperationType``, ``StartReason``, ``EndReason``) and the parcelable
-``SchedulingConfig`` are the compiled ``interfaces`` ones, not copies. The C header uses the same numbers; ``npuhal._lowlevel`` checks at
+``OperationType``, ``StartReason``, ``EndReason``) and the parcelables
+``SchedulingConfig`` and ``WorkInfo`` (a work event's ``info``, its ``id`` the
+driver's work id) are the compiled ``interfaces`` ones, not copies. The C header uses the same numbers; ``npuhal._lowlevel`` checks at
 import that the compiled extension agrees, so a mismatch fails loudly instead of
 silently mislabelling events.
 
@@ -18,7 +19,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from interfaces.android.hardware.neuralnetworks import DeviceStatus, DeviceType, OperandType, OperationType
-from interfaces.android.hardware.npu import EndReason, SchedulingConfig, StartReason
+from interfaces.android.hardware.npu import EndReason, SchedulingConfig, StartReason, WorkInfo
 
 __all__ = [
     "DeviceType",
@@ -149,32 +150,11 @@ class Device:
 
 
 @dataclass(frozen=True, slots=True)
-class WorkInfo:
-    """``android.hardware.npu.WorkInfo``: who asked for a piece of work, and when.
-
-    ``id`` increases monotonically over the driver's life; ``timestamp_ms`` never
-    decreases (virtual milliseconds under the virtual clock, CLOCK_MONOTONIC
-    milliseconds under the real one); ``device_number`` counts from 0.
-    """
-
-    id: int
-    group_id: uuid.UUID | None
-    uid: int
-    debug_pid: int
-    original_uid: int
-    debug_feature_id: str | None
-    job_priority: int
-    effective_priority: int
-    timestamp_ms: int
-    device_number: int
-
-
-@dataclass(frozen=True, slots=True)
 class WorkRequested:
     """The driver queued the work (``onWorkRequested``).
 
     ``time_ns`` (on every work event) is the emulated time of the event in
-    nanoseconds, finer than ``info.timestamp_ms``: what traces and benchmarks use.
+    nanoseconds, finer than ``info.timestampMs``: what traces and benchmarks use.
     ``hw_device`` and ``channel`` (on every work event) say where the event happened:
     the hardware device index and its execution channel, -1 where there is none
     (a request, or the end of work that never left the queue).

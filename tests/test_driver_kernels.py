@@ -72,7 +72,7 @@ def run(driver, model, inputs, device=None):
     driver.run_until_idle()
     ended = driver.work_ended(work)
     assert ended is not None and ended.reason is npuhal.EndReason.COMPLETED, ended
-    assert ended.info.device_number == device.number
+    assert ended.info.deviceNumber == device.number
     return driver.outputs(work)
 
 

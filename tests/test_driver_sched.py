@@ -26,9 +26,11 @@ from npuhal import (
     ThermalChanged,
     ThermalSeverity,
     WorkEnded,
+    WorkInfo,
     WorkRequested,
     WorkStarted,
 )
+from interfaces.android.hardware.npu import NpuUuid
 
 UID = 10001
 # The reference hardware computes these small models in about 0.1 ms; a cost
@@ -87,11 +89,11 @@ async def test_one_inference_yields_requested_started_ended_with_its_work_info()
         assert [type(e) for e in events] == [WorkRequested, WorkStarted, WorkEnded]
         assert events[1].reason is StartReason.INITIAL and events[2].reason is EndReason.COMPLETED
         info = events[0].info
-        assert (info.id, info.uid, info.original_uid, info.debug_pid) == (work, 1001, 1001, 4242)
-        assert (info.job_priority, info.effective_priority) == (250, 750)
-        assert info.group_id == group and info.debug_feature_id == "camera.hdr"
-        assert info.device_number == npu.number
-        stamps = [e.info.timestamp_ms for e in events]
+        assert (info.id, info.uid, info.originalUid, info.debugPid) == (work, 1001, 1001, 4242)
+        assert (info.jobPriority, info.effectivePriority) == (250, 750)
+        assert info.groupId == NpuUuid(uuid=group.bytes) and type(info) is WorkInfo and info.debugFeatureId == "camera.hdr"
+        assert info.deviceNumber == npu.number
+        stamps = [e.info.timestampMs for e in events]
         assert stamps == sorted(stamps) and stamps[-1] > stamps[0]
         assert driver.drain_events() == []  # each event is drained once
 
@@ -102,13 +104,13 @@ async def test_effective_priority_is_clamped_and_job_priority_orders_it():
         handle = driver.load_model(0, fc_model())
         ids = [driver.submit(handle, [x_input()], uid=7, job_priority=p) for p in (0, 300, 1000)]
         driver.run_until_idle()
-        eff = {e.info.id: e.info.effective_priority for e in driver.drain_events() if isinstance(e, WorkRequested)}
+        eff = {e.info.id: e.info.effectivePriority for e in driver.drain_events() if isinstance(e, WorkRequested)}
         assert [eff[i] for i in ids] == [400, 600, 900]
         # A uid without a config: appPriority 1000, so jobPriority 1000 ranks below 0.
         a = driver.submit(handle, [x_input()], uid=8, job_priority=0)
         b = driver.submit(handle, [x_input()], uid=8, job_priority=1000)
         driver.run_until_idle()
-        eff = {e.info.id: e.info.effective_priority for e in driver.drain_events() if isinstance(e, WorkRequested)}
+        eff = {e.info.id: e.info.effectivePriority for e in driver.drain_events() if isinstance(e, WorkRequested)}
         assert eff[a] == 1000 and eff[b] == 2000
 
 
@@ -236,7 +238,7 @@ async def test_invalid_configs_are_refused_distinctly_and_change_nothing():
         handle = driver.load_model(0, fc_model())
         a = driver.submit(handle, [x_input()], uid=1001, job_priority=0)
         b = driver.submit(handle, [x_input()], uid=5, job_priority=0)
-        eff = {e.info.id: e.info.effective_priority for e in driver.drain_events() if isinstance(e, WorkRequested)}
+        eff = {e.info.id: e.info.effectivePriority for e in driver.drain_events() if isinstance(e, WorkRequested)}
         assert eff == {a: 500, b: 1000}
         with pytest.raises(npuhal.NpuValueError):
             driver.set_scheduling_configs([{"uid": 1}])  # not a SchedulingConfig
@@ -265,7 +267,7 @@ async def test_work_without_direct_access_or_with_unauthorised_attribution_is_re
         ok = driver.submit(handle, [x_input()], uid=1000, original_uid=42, job_priority=0)
         driver.run_until_idle()
         requested = [e for e in driver.drain_events() if isinstance(e, WorkRequested)]
-        assert [(e.info.id, e.info.uid, e.info.original_uid) for e in requested] == [(ok, 1000, 42)]
+        assert [(e.info.id, e.info.uid, e.info.originalUid) for e in requested] == [(ok, 1000, 42)]
 
 
 async def test_loading_past_weight_memory_is_a_capacity_error_and_unload_frees_it():
@@ -429,7 +431,7 @@ async def test_virtual_clock_is_exactly_repeatable():
                 driver.submit(handle, [x_input(i)], uid=UID + i % 2, job_priority=(i * 373) % 1000)
                 driver.advance(0.05)
             driver.run_until_idle()
-            return [(type(e).__name__, getattr(e, "reason", None), e.info.id, e.info.timestamp_ms)
+            return [(type(e).__name__, getattr(e, "reason", None), e.info.id, e.info.timestampMs)
                     for e in driver.drain_events() if hasattr(e, "info")]
 
     assert await trace() == await trace()

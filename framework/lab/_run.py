@@ -396,7 +396,7 @@ class _Accounting:
                 if freed is not None:
                     self.saves_ns += t - freed
                 return
-            prio = e.info.effective_priority
+            prio = e.info.effectivePriority
             for i, (paused_at, paused_prio) in enumerate(self.pending):
                 if prio < paused_prio and t >= paused_at:
                     self.saves_ns += t - paused_at
@@ -412,7 +412,7 @@ class _Accounting:
             if place[1] >= 0:
                 self.paused_on[place] = t
             else:
-                self.pending.append((t, e.info.effective_priority))
+                self.pending.append((t, e.info.effectivePriority))
         else:
             job.end_ns = t
             job.reason = e.reason
