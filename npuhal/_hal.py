@@ -262,7 +262,7 @@ class Hal:
             log.info("thermal severity %s at %.1f C", event.severity.name, event.temperature_c)
             self._notify_listeners("onThermalSeverityChanged", int(event.severity), float(event.temperature_c))
         elif isinstance(event, MemoryPressure):
-            self._notify_listeners("onMemoryPressure", self._aidl_memory(event))
+            self._notify_listeners("onMemoryPressure", event)
 
     def _on_work_event(self, event: Any, now: float) -> None:
         info = event.info.replace(id=self.new_event_id())  # the HAL-wide id over the driver's
@@ -385,18 +385,6 @@ class Hal:
                 self.deliver(emit)
 
     # ---- listeners (IHalControl) -----------------------------------------------
-
-    def _aidl_memory(self, event: MemoryPressure) -> Any:
-        return self.ifaces.parcelable("npuemu.hal.MemoryPressure")(
-            deviceNumber=-1 if event.device_number is None else event.device_number,
-            hwDevice=event.hw_device,
-            weightMemoryUsed=event.weight_memory_used,
-            weightMemoryTotal=event.weight_memory_total,
-            sramUsed=event.sram_used,
-            sramTotal=event.sram_total,
-            refused=event.refused,
-            timeNs=event.time_ns,
-        )
 
     def _notify_listeners(self, method: str, *args: Any) -> None:
         if not self.listeners:

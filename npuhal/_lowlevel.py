@@ -302,14 +302,14 @@ def convert_event(ev) -> DriverEvent:
         )
     if kind == lib.NPU_EVENT_MEMORY:
         return MemoryPressure(
-            device_number=None if ev.device_number < 0 else int(ev.device_number),
-            hw_device=int(ev.memory_device),
-            weight_memory_used=int(ev.weight_memory_used),
-            weight_memory_total=int(ev.weight_memory_total),
-            sram_used=int(ev.sram_used),
-            sram_total=int(ev.sram_total),
+            deviceNumber=max(int(ev.device_number), -1),
+            hwDevice=int(ev.memory_device),
+            weightMemoryUsed=int(ev.weight_memory_used),
+            weightMemoryTotal=int(ev.weight_memory_total),
+            sramUsed=int(ev.sram_used),
+            sramTotal=int(ev.sram_total),
             refused=None if ev.memory_status == lib.NPU_OK else error_name(ev.memory_status),
-            time_ns=int(ev.time_ns),
+            timeNs=int(ev.time_ns),
         )
     raise NpuError(f"the C layer sent an event of unknown type {kind}")
 

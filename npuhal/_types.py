@@ -4,7 +4,8 @@ Every number here is Android's (NN HAL 1.2, ``android.hardware.npu``, the therma
 HAL). The enums the AIDL declares (``DeviceType``, ``DeviceStatus``, ``OperandType``,
 ``OperationType``, ``StartReason``, ``EndReason``) and the parcelables
 ``SchedulingConfig`` and ``WorkInfo`` (a work event's ``info``, its ``id`` the
-driver's work id) are the compiled ``interfaces`` ones, not copies. The C header uses the same numbers; ``npuhal._lowlevel`` checks at
+driver's work id) and the event ``MemoryPressure`` (``npuemu.hal``; ``deviceNumber``
+-1 when the driver did not say) are the compiled ``interfaces`` ones, not copies. The C header uses the same numbers; ``npuhal._lowlevel`` checks at
 import that the compiled extension agrees, so a mismatch fails loudly instead of
 silently mislabelling events.
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 
 from interfaces.android.hardware.neuralnetworks import DeviceStatus, DeviceType, OperandType, OperationType
 from interfaces.android.hardware.npu import EndReason, SchedulingConfig, StartReason, WorkInfo
+from interfaces.npuemu.hal import MemoryPressure
 
 __all__ = [
     "DeviceType",
@@ -204,32 +206,6 @@ class ThermalChanged:
     severity: ThermalSeverity
     temperature_c: float
     time_ns: int
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryPressure:
-    """A device's memory changed: after a load, an unload, or a refused load.
-
-    ``device_number`` is the driver device whose load or unload caused it
-    (``None`` if the driver did not say).  ``hw_device`` is the *hardware*
-    device index whose memory it is, which is not necessarily the same (a
-    heterogeneous device shares its parts' silicon), and the used/total
-    figures are that hardware device's.  ``refused`` is the C name of the
-    error a refused load got (e.g. ``"WEIGHT_MEMORY_FULL"``), or ``None``.
-    """
-
-    device_number: int | None
-    hw_device: int
-    weight_memory_used: int
-    weight_memory_total: int
-    sram_used: int
-    sram_total: int
-    refused: str | None
-    time_ns: int
-
-    @property
-    def weight_memory_fraction(self) -> float:
-        return self.weight_memory_used / self.weight_memory_total if self.weight_memory_total else 0.0
 
 
 DriverEvent = WorkRequested | WorkStarted | WorkEnded | ThermalChanged | MemoryPressure

@@ -282,8 +282,8 @@ async def test_loading_past_weight_memory_is_a_capacity_error_and_unload_frees_i
         with pytest.raises(npuhal.NpuCapacityError):
             driver.load_model(npu, fc_model(), emulated_size_bytes=total + 1)
         pressure = [e for e in driver.drain_events() if isinstance(e, npuhal.MemoryPressure)]
-        assert pressure[0].refused is None and pressure[0].device_number == npu.number
-        assert pressure[0].weight_memory_used >= total * 6 // 10 and pressure[0].weight_memory_total == total
+        assert pressure[0].refused is None and pressure[0].deviceNumber == npu.number
+        assert pressure[0].weightMemoryUsed >= total * 6 // 10 and pressure[0].weightMemoryTotal == total
         assert [e.refused for e in pressure[1:]] == ["WEIGHT_MEMORY_FULL"] * 2
         big.unload()
         again = driver.load_model(npu, fc_model(), emulated_size_bytes=total * 6 // 10)
