@@ -125,10 +125,6 @@ def _close_all(objs: Any) -> None:
                 pass
 
 
-def _perf(p: Any) -> Any:
-    return _PerformanceInfo(execTime=float(p.exec_time), powerUsage=float(p.power_usage))
-
-
 class NnDevice(_I.IDevice.Stub):
     """One driver device as an NN HAL ``IDevice``."""
 
@@ -149,13 +145,13 @@ class NnDevice(_I.IDevice.Stub):
         tensor = dev.relaxed_float32_to_float16_tensor or caps.get(OperandType.TENSOR_FLOAT32)
         # Sorted by operand type: NNAPI VTS checks the order (binary search in the runtime).
         performance = [
-            _OperandPerformance(type=_OperandTypeAidl(int(t)), info=_perf(caps[t]))
+            _OperandPerformance(type=_OperandTypeAidl(int(t)), info=caps[t])
             for t in sorted(caps, key=int)
             if int(t) in _OperandTypeAidl._value2member_map_
         ]
         return _Capabilities(
-            relaxedFloat32toFloat16PerformanceScalar=_perf(scalar) if scalar else unsupported,
-            relaxedFloat32toFloat16PerformanceTensor=_perf(tensor) if tensor else unsupported,
+            relaxedFloat32toFloat16PerformanceScalar=scalar if scalar else unsupported,
+            relaxedFloat32toFloat16PerformanceTensor=tensor if tensor else unsupported,
             operandPerformance=performance,
             ifPerformance=unsupported,
             whilePerformance=unsupported,

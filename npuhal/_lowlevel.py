@@ -319,7 +319,7 @@ def _device(number: int, info) -> Device:
     for t in OperandType:
         if int(t) < lib.NPU_OPERAND_TYPE_COUNT:
             p = info.operand_performance[int(t)]
-            caps[t] = PerformanceInfo(float(p.exec_time), float(p.power_usage))
+            caps[t] = _perf(p)
     return Device(
         number=number,
         name=_c_str(info.name),
@@ -332,15 +332,13 @@ def _device(number: int, info) -> Device:
         sram_bytes=int(info.sram_bytes),
         channels=int(info.channel_count),
         parts=tuple(int(info.parts[i]) for i in range(info.part_count)),
-        relaxed_float32_to_float16_scalar=PerformanceInfo(
-            float(info.relaxed_float32_to_float16_scalar.exec_time),
-            float(info.relaxed_float32_to_float16_scalar.power_usage),
-        ),
-        relaxed_float32_to_float16_tensor=PerformanceInfo(
-            float(info.relaxed_float32_to_float16_tensor.exec_time),
-            float(info.relaxed_float32_to_float16_tensor.power_usage),
-        ),
+        relaxed_float32_to_float16_scalar=_perf(info.relaxed_float32_to_float16_scalar),
+        relaxed_float32_to_float16_tensor=_perf(info.relaxed_float32_to_float16_tensor),
     )
+
+
+def _perf(p) -> PerformanceInfo:
+    return PerformanceInfo(execTime=float(p.exec_time), powerUsage=float(p.power_usage))
 
 
 def _c_configs(configs: Sequence[SchedulingConfig]):

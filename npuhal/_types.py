@@ -3,7 +3,8 @@
 Every number here is Android's (NN HAL 1.2, ``android.hardware.npu``, the thermal
 HAL). The enums the AIDL declares (``DeviceType``, ``DeviceStatus``, ``OperandType``,
 ``OperationType``, ``StartReason``, ``EndReason``) and the parcelables
-``SchedulingConfig`` and ``WorkInfo`` (a work event's ``info``, its ``id`` the
+``PerformanceInfo`` (NN HAL: ratios to the CPU, lower is better), ``SchedulingConfig``
+and ``WorkInfo`` (a work event's ``info``, its ``id`` the
 driver's work id) and the event ``MemoryPressure`` (``npuemu.hal``; ``deviceNumber``
 -1 when the driver did not say) are the compiled ``interfaces`` ones, not copies. The C header uses the same numbers; ``npuhal._lowlevel`` checks at
 import that the compiled extension agrees, so a mismatch fails loudly instead of
@@ -16,10 +17,9 @@ compare, log and hand across tasks; none holds any C memory.
 from __future__ import annotations
 
 import enum
-import uuid
 from dataclasses import dataclass, field
 
-from interfaces.android.hardware.neuralnetworks import DeviceStatus, DeviceType, OperandType, OperationType
+from interfaces.android.hardware.neuralnetworks import DeviceStatus, DeviceType, OperandType, OperationType, PerformanceInfo
 from interfaces.android.hardware.npu import EndReason, SchedulingConfig, StartReason, WorkInfo
 from interfaces.npuemu.hal import MemoryPressure
 
@@ -106,14 +106,6 @@ class SchedulingMode(enum.IntEnum):
 
     PRIORITY = 1
     FCFS = 2
-
-
-@dataclass(frozen=True, slots=True)
-class PerformanceInfo:
-    """NN HAL ``PerformanceInfo``: ratios to the CPU, lower is better."""
-
-    exec_time: float
-    power_usage: float
 
 
 @dataclass(frozen=True, slots=True)

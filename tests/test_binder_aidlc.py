@@ -151,7 +151,6 @@ _STILL_WRITTEN_BY_HAND = {
     ("npuhal/_model.py", "Operation"): "the HAL's builder model",
     ("npuhal/_model.py", "Model"): "the HAL's builder model",
     ("npuhal/_types.py", "OperandLifeTime"): "NN HAL 1.2 names (MODEL_INPUT...) where the AIDL says SUBGRAPH_INPUT",
-    ("npuhal/_types.py", "PerformanceInfo"): "the driver binding's value type",
     ("framework/nn/_hal.py", "DataLocation"): "HalModel, the runtime's in-memory model",
     ("framework/nn/_model.py", "Model"): "ANeuralNetworksModel, the NDK's builder: not the HAL's parcelable",
     ("framework/nn/_types.py", "OperandLifeTime"): "NN HAL 1.2 names",

@@ -89,8 +89,8 @@ async def test_devices_describe_the_reference_driver():
             assert vendor == driver.vendor and rest and "-" not in rest
             assert d.version and d.feature_level == 29 and d.status is DeviceStatus.AVAILABLE
             assert npuhal.BUILD_ID in d.version  # a new C build is a new getVersionString()
-            assert d.capabilities[OperandType.TENSOR_FLOAT32].exec_time > 0
-            assert d.capabilities[OperandType.TENSOR_FLOAT32].power_usage > 0
+            assert d.capabilities[OperandType.TENSOR_FLOAT32].execTime > 0
+            assert d.capabilities[OperandType.TENSOR_FLOAT32].powerUsage > 0
             assert d.channels >= 1 and d.weight_memory_bytes > 0
         assert {DeviceType.ACCELERATOR, DeviceType.GPU, DeviceType.OTHER} <= {d.type for d in devices}
         npu = next(d for d in devices if d.type is DeviceType.ACCELERATOR)

@@ -97,7 +97,7 @@ async def _offline(names, preference, enabled):
 
         def describe(dev):
             table = {
-                OperandType(int(t)): PerformanceInfo(p.exec_time, p.power_usage) for t, p in dev.capabilities.items()
+                OperandType(int(t)): PerformanceInfo(p.execTime, p.powerUsage) for t, p in dev.capabilities.items()
             }
             return DeviceDescriptor(
                 name=dev.name,
