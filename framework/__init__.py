@@ -22,6 +22,9 @@ checks every import of the tree):
   demo). Imports everything above and ``npuhal``.
 - ``lab/``: the scheduling lab. Imports everything above but ``emulator``, and
   ``npuhal``.
+- ``vts/``: the tools side: the conformance suite ``npuemu vts`` runs against a
+  driver and the HAL on it. What judges a layer lives outside it: it imports everything
+  above but ``lab``, and ``npuhal``.
 - ``cli/``: the click command ``npuemu``, a thin face of the above. Imports all of
   them.
 

@@ -26,8 +26,9 @@ General layout (read bottom up; nothing imports a module above it):
   assembles them, above all of them; ``__main__`` (``python -m npuhal``) runs it.
   ``_boot`` (``open_private_hal``) starts a servicemanager and a HAL process of
   one's own, for tests and ``npuemu vts``.  Its AIDL lives, compiled, in ``interfaces``.
-- ``vts`` (the public face of ``_vts``, with ``_vts_probe``): the conformance
-  suite ``npuemu vts`` runs against a driver.
+
+The conformance suite that judges a driver and this HAL (``npuemu vts``) is not part
+of it: it lives on the tools side, ``framework.vts``.
 
 What npuhal may import: ``framework.binder`` (and the AIDL it compiles), nothing
 else of the framework: the HAL knows no framework service (``tests/test_layering.py``

@@ -243,12 +243,12 @@ def test_ctrl_c_before_a_command_runs_is_interrupted_not_aborted(runner, monkeyp
     # A Ctrl-C that lands before the command's trio run (here: while vts lists its
     # checks) is the same "interrupted", exit 130, as one during the run: not
     # click's "Aborted!" with exit 1, which reads as a failure.
-    import npuhal.vts
+    import framework.vts
 
     def interrupted():
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(npuhal.vts, "describe_checks", interrupted)
+    monkeypatch.setattr(framework.vts, "describe_checks", interrupted)
     result = runner.invoke(main, ["vts", "--list"])
     assert result.exit_code == 130
     assert result.stderr.strip() == "npuemu: error: interrupted"

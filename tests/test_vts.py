@@ -26,8 +26,8 @@ import trio
 from click.testing import CliRunner
 
 from framework.cli._vts import run_test_inference, vts
-from npuhal import _vts
-from npuhal.vts import CHECK_NAMES, VtsCheckResult, VtsReport
+from framework.vts import _suite as _vts
+from framework.vts import CHECK_NAMES, VtsCheckResult, VtsReport
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIVERS = ROOT / "tests" / "drivers"
@@ -68,7 +68,7 @@ EXPECTED_FAILURES = {
 _CHILD = textwrap.dedent(
     """
     import json, sys, trio
-    from npuhal.vts import run_vts
+    from framework.vts import run_vts
     driver, record, check_timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
     report = trio.run(lambda: run_vts(driver, version_record=record, check_timeout=check_timeout, timeout=120))
     print(json.dumps(report.as_dict()))

@@ -1,6 +1,6 @@
 """``npuemu vts`` and ``npuemu run-test-inference``: the driver author's two tools.
 
-Both are thin: parse, call the library (``npuhal.vts.run_vts``; the HAL's
+Both are thin: parse, call the library (``framework.vts.run_vts``; the HAL's
 ``npuemu.hal.IHalControl.runTestInference``), print, and map failures to an exit
 code with one clear line on stderr, as every ``npuemu`` command does
 (``_common``): 1 for a failed run, 2 for bad usage, 3 when no emulator runs.
@@ -68,7 +68,7 @@ def vts(driver, as_json, check_timeout, timeout, version_record, only, list_chec
     Example: npuemu vts --driver build/drivers/mydriver.so
     """
     from npuhal import NpuError
-    from npuhal.vts import (
+    from framework.vts import (
         DEFAULT_CHECK_TIMEOUT_S,
         DEFAULT_TIMEOUT_S,
         VtsDriverNotLoadedError,

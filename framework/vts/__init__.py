@@ -2,13 +2,13 @@
 
 ::
 
-    report = await npuhal.vts.run_vts("build/drivers/mydriver.so")
+    report = await framework.vts.run_vts("build/drivers/mydriver.so")
     print("\\n".join(report.lines()))      # PASS/FAIL per check, then "N passed, M failed"
 
-See ``npuhal._vts`` for every check and the rules it enforces.
+See ``_suite`` for every check and the rules it enforces.
 """
 
-from ._vts import (
+from ._suite import (
     CHECK_NAMES as CHECK_NAMES,
     DEFAULT_CHECK_TIMEOUT_S as DEFAULT_CHECK_TIMEOUT_S,
     DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S,

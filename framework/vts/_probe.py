@@ -8,7 +8,7 @@ second build.  It asks the driver directly, in a throwaway process, because the
 driver under test may crash or hang in its very first callback and the suite must
 survive that::
 
-    python -m npuhal._vts_probe [--driver PATH]
+    python -m framework.vts._probe [--driver PATH]
 
 prints one JSON object (``{"vendor": ..., "devices": [{"number", "name", "type",
 "version", "channels", "parts"}, ...]}``) and exits 0, or prints the error on
@@ -22,8 +22,7 @@ import argparse
 import json
 import sys
 
-from ._driver import Driver
-from ._errors import NpuError
+from npuhal import Driver, NpuError
 
 
 def probe(path: str | None) -> dict:
@@ -46,7 +45,7 @@ def probe(path: str | None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m npuhal._vts_probe")
+    parser = argparse.ArgumentParser(prog="python -m framework.vts._probe")
     parser.add_argument("--driver", default=None, help="driver .so (default: the built-in reference)")
     args = parser.parse_args(argv)
     try:

@@ -37,7 +37,7 @@ configs the inference checks set are for that uid.
 Some facts no public interface carries (which devices the driver *describes*, how
 many channels each has, which parts a heterogeneous device manages, the versions
 of a second build) come from the driver itself, asked in a throwaway child process
-(``npuhal._vts_probe``), so that a driver that crashes on its first callback takes
+(``framework.vts._probe``), so that a driver that crashes on its first callback takes
 only that child with it.
 """
 
@@ -68,11 +68,19 @@ from framework.binder import (
     defaultServiceManager,
 )
 from interfaces.npuemu.hal import WorkEvent
-
-from ._errors import NpuDriverError, NpuValueError
-from ._lowlevel import BUILD_ID
-from ._model import ModelBuilder
-from ._types import DeviceStatus, DeviceType, EndReason, OperationType, StartReason
+from npuhal import (
+    BUILD_ID,
+    DeviceStatus,
+    DeviceType,
+    EndReason,
+    ModelBuilder,
+    NpuDriverError,
+    NpuValueError,
+    OperationType,
+    StartReason,
+    hal_interfaces,
+    open_private_hal,
+)
 
 __all__ = [
     "CHECK_NAMES",
@@ -256,8 +264,8 @@ async def _prepare_target(driver: str | os.PathLike[str] | None, workdir: Path) 
 
 
 async def _probe(so_path: str | None) -> dict:
-    """The driver's own description of its devices (see ``npuhal._vts_probe``)."""
-    argv = [sys.executable, "-m", "npuhal._vts_probe"]
+    """The driver's own description of its devices (see ``framework.vts._probe``)."""
+    argv = [sys.executable, "-m", "framework.vts._probe"]
     if so_path is not None:
         argv += ["--driver", so_path]
     with trio.move_on_after(_PROBE_TIMEOUT_S) as scope:
@@ -1186,9 +1194,6 @@ async def run_vts(
     :class:`VtsDriverNotLoadedError` for a driver on which the HAL does not come up
     (it fails to load, crashes or hangs at start): no check ran, and one error says why.
     """
-    from ._boot import open_private_hal
-    from ._hal import hal_interfaces
-
     if not (check_timeout > 0 and timeout > 0):
         raise NpuValueError("check_timeout and timeout must be positive")
     checks = _CHECKS
