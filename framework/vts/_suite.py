@@ -216,7 +216,7 @@ class _Target:
 
 
 def _csrc_include() -> Path:
-    return Path(__file__).resolve().parent.parent / "csrc" / "include"
+    return Path(__file__).resolve().parents[2] / "csrc" / "include"
 
 
 async def _compile(src: Path, out: Path, build_id: str) -> None:
