@@ -36,7 +36,13 @@ from typing import Any
 
 import trio
 
-from framework.binder import AID_SYSTEM, defaultServiceManager, launch_process, open_binder_runtime
+from framework.binder import (
+    AID_SYSTEM,
+    defaultServiceManager,
+    launch_process,
+    open_binder_runtime,
+    open_service_nursery,
+)
 
 from ._hal import CONTROL_INSTANCE, DEVICE_PREFIX, SCHEDULING_INSTANCE, hal_interfaces
 
@@ -238,27 +244,16 @@ async def open_private_hal(
                 line += chunk
         if b"ready" not in line:
             raise PrivateHalError("the servicemanager did not start")
-        # Errors of the launch and of the caller's body are carried out of the
-        # nursery by hand, so that callers catch PrivateHalError (or their own
-        # AssertionError), not an ExceptionGroup around it.
-        escaped: BaseException | None = None
-        async with open_binder_runtime(rtdir) as runtime:
-            async with trio.open_nursery() as nursery:
-                hal = PrivateHal(rtdir, runtime, nursery, argv, env, timeout)
-                try:
-                    await hal._launch()
-                    yield hal
-                except BaseException as exc:
-                    escaped = exc
-                finally:
-                    with trio.CancelScope(shield=True):
-                        await hal._terminate()
-                    nursery.cancel_scope.cancel()
-        if escaped is not None:
+        # Callers catch PrivateHalError (or their own AssertionError), not an
+        # ExceptionGroup around it.
+        async with open_binder_runtime(rtdir) as runtime, open_service_nursery() as nursery:
+            hal = PrivateHal(rtdir, runtime, nursery, argv, env, timeout)
             try:
-                raise escaped
+                await hal._launch()
+                yield hal
             finally:
-                escaped = None
+                with trio.CancelScope(shield=True):
+                    await hal._terminate()
     finally:
         with trio.CancelScope(shield=True):
             if sm_proc is not None:

@@ -29,7 +29,7 @@ from typing import Any
 
 import trio
 
-from framework.binder import SecurityException
+from framework.binder import SecurityException, single_exception
 from interfaces.npuemu.server import CrashInfo
 
 from ._context import Context, open_app_context
@@ -48,16 +48,10 @@ _REPORT_TIMEOUT_S = 2.0
 _MAX_STACK_TRACE = 64 << 10
 
 
-def _single(exc: BaseException) -> BaseException:
-    """The one exception inside nested one-exception groups (trio's nurseries wrap)."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
 
 def log_fatal_exception(exc: BaseException, process_name: str, pid: int) -> None:
     """The crash as Android logs it: ``FATAL EXCEPTION: main``, the process, the traceback."""
-    exc = _single(exc)
+    exc = single_exception(exc)
     crash_log.error("FATAL EXCEPTION: main\nProcess: %s, PID: %d", process_name, pid, exc_info=exc)
 
 
@@ -104,7 +98,7 @@ async def run_app_process(
                 on_context(context)
             await _run_main(context, load, activity)
     except Exception as caught:
-        exc = _single(caught)
+        exc = single_exception(caught)
         log_fatal_exception(exc, process_name, runtime.pid)
         if activity is not None:
             with trio.move_on_after(_REPORT_TIMEOUT_S):

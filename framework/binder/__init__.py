@@ -23,6 +23,8 @@ General layout (everything lives in private modules; this file only re-exports):
 - ``_servicemanager``: the registry and pid -> uid records; ``servicemanager`` is
   its ``python -m`` entry point. ``_launch`` and ``_gate``: starting a child under
   a uid.
+- ``_nursery``: ``open_service_nursery`` (a nursery whose body's exception leaves
+  as itself, not in an ``ExceptionGroup``) and ``single_exception``.
 - ``_open``: ``open_binder_runtime``, the runtime with the usual resolver (ask the
   servicemanager) and interface factory (``interface_class``) passed in.
 
@@ -42,6 +44,8 @@ from ._interface import interface_class as interface_class
 from ._launch import HeldProcess as HeldProcess
 from ._launch import launch_process as launch_process
 from ._launch import spawn_held as spawn_held
+from ._nursery import open_service_nursery as open_service_nursery
+from ._nursery import single_exception as single_exception
 from ._runtime import RUNTIME_DIR_ENV as RUNTIME_DIR_ENV
 from ._runtime import SERVICEMANAGER_ADDRESS as SERVICEMANAGER_ADDRESS
 from ._runtime import SHELL_TOKEN_FILE as SHELL_TOKEN_FILE

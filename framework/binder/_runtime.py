@@ -61,6 +61,7 @@ import outcome
 import trio
 
 from . import _status
+from ._nursery import open_service_nursery
 from ._status import (
     DeadObjectException,
     IllegalStateException,
@@ -1296,10 +1297,8 @@ async def open_runtime(
             token = _read_shell_token(network.runtime_dir)
     if address is None:
         address = f"binder-{pid}-{secrets.token_hex(4)}"
-    # The body's own exceptions are carried out of the nursery by hand, so that a
-    # caller catches SecurityException, not an ExceptionGroup around it.
-    escaped: BaseException | None = None
-    async with trio.open_nursery() as nursery:
+    # A caller catches SecurityException, not an ExceptionGroup around it.
+    async with open_service_nursery() as nursery:
         runtime = BinderRuntime(
             network,
             nursery,
@@ -1314,27 +1313,15 @@ async def open_runtime(
             runtime.set_context_object(context_object)
         rt_token = _current.set(runtime)
         try:
+            await runtime._start()
+            if uid is None:
+                await runtime._learn_identity()
+            id_token = _calling.set((runtime.pid, runtime.uid))
             try:
-                await runtime._start()
-                if uid is None:
-                    await runtime._learn_identity()
-            except BaseException as exc:
-                escaped = exc
-            else:
-                id_token = _calling.set((runtime.pid, runtime.uid))
-                try:
-                    yield runtime
-                except BaseException as exc:
-                    escaped = exc
-                finally:
-                    _calling.reset(id_token)
+                yield runtime
+            finally:
+                _calling.reset(id_token)
         finally:
             _current.reset(rt_token)
             with trio.CancelScope(shield=True):
                 await runtime._aclose()
-            nursery.cancel_scope.cancel()
-    if escaped is not None:
-        try:
-            raise escaped
-        finally:
-            escaped = None

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import click
 import trio
 
-from framework.binder import IllegalArgumentException, RemoteException
+from framework.binder import IllegalArgumentException, RemoteException, single_exception
 from framework.emulator import EmulatorError, EmulatorNotRunningError, NoSuchAppError, resolve_runtime_dir
 
 __all__ = [
@@ -93,7 +93,7 @@ def run(async_fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     except KeyboardInterrupt:
         raise CliError("interrupted", EXIT_INTERRUPTED) from None
     except BaseExceptionGroup as group:
-        exc = _single(group)
+        exc = single_exception(group)
         if exc is group:
             raise
         _raise_mapped(exc)
@@ -102,11 +102,6 @@ def run(async_fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         _raise_mapped(exc)
         raise
 
-
-def _single(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
 
 
 def _raise_mapped(exc: BaseException) -> None:

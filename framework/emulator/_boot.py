@@ -72,6 +72,7 @@ from framework.binder import (
     defaultServiceManager,
     launch_process,
     open_binder_runtime,
+    single_exception,
     spawn_held,
 )
 
@@ -556,7 +557,7 @@ async def open_emulator(
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # One failure is the common case: surface it as itself, not as a group.
-        raise _single(group) from None
+        raise single_exception(group) from None
     finally:
         # The reaper stands down only if nothing is left; else it kills the rest.
         emu._stop_reaper(stand_down=stopped)
@@ -618,12 +619,6 @@ def _interrupted(exc: BaseException) -> bool:
         return all(_interrupted(e) for e in exc.exceptions)
     return isinstance(exc, (trio.Cancelled, KeyboardInterrupt))
 
-
-def _single(exc: BaseException) -> BaseException:
-    """The one exception inside nested single-member groups, else the group itself."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
 
 
 async def _wait_ready(sm: _Child, nursery: trio.Nursery, emu: Emulator, timeout: float) -> None:

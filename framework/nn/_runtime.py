@@ -42,7 +42,7 @@ from typing import Any
 
 import trio
 
-from framework.binder import BinderRuntime, RemoteException, defaultServiceManager
+from framework.binder import BinderRuntime, RemoteException, defaultServiceManager, open_service_nursery
 
 from . import _cpu_kernels
 from ._atrace import CpuTracer
@@ -282,21 +282,11 @@ async def open_nn_runtime(
             pattern = re.compile(enabledDevices)
         except re.error as e:
             raise BadDataError(f"enabled devices {enabledDevices!r} is not a regular expression: {e}") from None
-    # The body's own exceptions are carried out of the nursery by hand, so that the
-    # app catches BadDataError, not an ExceptionGroup around it (as the binder does).
-    escaped: BaseException | None = None
-    async with trio.open_nursery() as nursery:
+    # The app catches BadDataError, not an ExceptionGroup around it.
+    async with open_service_nursery() as nursery:
         nn = NeuralNetworks(binder, nursery, pattern)
         try:
             await nn.refresh()
             yield nn
-        except BaseException as exc:
-            escaped = exc
         finally:
             nn._closed = True
-            nursery.cancel_scope.cancel()
-    if escaped is not None:
-        try:
-            raise escaped
-        finally:
-            escaped = None
