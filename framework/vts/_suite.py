@@ -256,9 +256,21 @@ async def _prepare_target(driver: str | os.PathLike[str] | None, workdir: Path) 
     if path.suffix == ".c":
         source_id = _sha256(path)[:12]
         first, second = workdir / f"{path.stem}.so", workdir / f"{path.stem}.rebuild.so"
+        # Each build runs to its end, even when the other fails: a compiler killed
+        # halfway leaves its temporary files behind.
+        failures: list[NpuDriverError] = []
+
+        async def build(out: Path, build_id: str) -> None:
+            try:
+                await _compile(path, out, build_id)
+            except NpuDriverError as exc:
+                failures.append(exc)
+
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_compile, path, first, source_id)
-            nursery.start_soon(_compile, path, second, f"{source_id}-rebuild")
+            nursery.start_soon(build, first, source_id)
+            nursery.start_soon(build, second, f"{source_id}-rebuild")
+        if failures:
+            raise failures[0]  # both builds of one source fail alike: one error is enough
         return _Target(os.fspath(driver), os.fspath(first), _sha256(first), os.fspath(second))
     return _Target(os.fspath(driver), os.fspath(path.resolve()), _sha256(path), None)
 
@@ -1206,10 +1218,7 @@ async def run_vts(
     workdir = Path(tempfile.mkdtemp(prefix="npuemu-vts-"))
     try:
         deadline = trio.current_time() + timeout
-        try:
-            target = await _prepare_target(driver, workdir)
-        except BaseExceptionGroup as group:  # both builds failed: one error is enough
-            raise group.exceptions[0] from None
+        target = await _prepare_target(driver, workdir)
         probes: dict[str, tuple[dict | None, str | None]] = {}
         probed = trio.Event()
 
