@@ -42,6 +42,7 @@ from test_reliability_support import (
     hal_dump,
     hal_prepared_models,
     long_lived,
+    settled_baseline,
     npu_dump,
     wait_until,
     write_app,
@@ -116,7 +117,7 @@ async def test_apps_sigkilled_while_loading_executing_and_asked_to_unload_leave_
         npu = await get(emu, "npu", I.INpuManager)
         await wait_until(lambda: _hal_connected(emu))
         assert "budget" in await npu.shellCommand(["set-budget-policy", "--max-budget", "4"])
-        baseline = long_lived(emu)
+        baseline = await settled_baseline(emu)
 
         # 1. Killed while loading: approved and prepared in the HAL, not yet notified.
         await am.startApp("com.rel.loading_npu", 0)
@@ -170,7 +171,7 @@ async def _faults(emu) -> None:
     I = emulator_interfaces()
     am = await get(emu, "activity", I.IActivityManager)
     await wait_until(lambda: _hal_connected(emu))
-    baseline = long_lived(emu)
+    baseline = await settled_baseline(emu)
     await am.startApp("com.rel.exec_npu", 0)
     await am.startApp("com.rel.exec_dsp", 0)
     npu_app = await wait_story(emu, "exec_npu", lambda s: s["executions"] >= 3)
@@ -242,7 +243,7 @@ async def _faults(emu) -> None:
             # HAL does (the servicemanager's death links to the new HAL's services,
             # the npu service's new proxies). From here on, a HAL death must cost
             # nothing: the second one is measured against this.
-            baseline = long_lived(emu, ("servicemanager", "system_server"))
+            baseline = await settled_baseline(emu, ("servicemanager", "system_server"))
 
     # Done: both apps go, and nothing is left anywhere (the HAL is a new process:
     # it must hold exactly nothing).

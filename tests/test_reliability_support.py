@@ -67,6 +67,23 @@ def long_lived(emu: Emulator, names: Any = None) -> dict[str, ProcFacts]:
     return {name: ProcFacts.of(pid) for name, pid in emu.pids.items() if names is None or name in names}
 
 
+async def settled_baseline(emu: Emulator, names: Any = None, *, samples: int = 5, timeout: float = 10.0) -> dict[str, ProcFacts]:
+    """:func:`long_lived` once the stack is at rest: the same facts ``samples`` times in a row.
+
+    Connections and their death watches come up asynchronously after a service is
+    registered (a watch's epoll is made when its connection's task first waits for a
+    hang-up), so a baseline taken at once may miss a descriptor that the stack at
+    rest holds, and every later comparison would count it as a leak.
+    """
+    with trio.fail_after(timeout):
+        last, same = long_lived(emu, names), 1
+        while same < samples:
+            await trio.sleep(0.05)
+            now = long_lived(emu, names)
+            last, same = now, (same + 1 if now == last else 1)
+    return last
+
+
 def socket_addresses(emu: Emulator) -> dict[str, str]:
     """Each stack process's binder address (its socket's name in the runtime directory)."""
     found = {"servicemanager": "servicemanager"}
