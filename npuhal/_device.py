@@ -50,6 +50,7 @@ from ._errors import (
     NpuValueError,
 )
 from ._hal import Hal, hal_interfaces
+from ._model import Model
 from ._types import DeviceStatus, EndReason, OperandType
 
 __all__ = ["NnDevice", "PreparedModel", "ErrorStatus", "model_from_aidl"]
@@ -83,36 +84,21 @@ def service_error(status: Any, message: str) -> ServiceSpecificException:
     return ServiceSpecificException(int(status), f"{ErrorStatus(status).name}: {message}")
 
 
-def model_from_aidl(model: Any) -> dict:
-    """An AIDL ``Model`` as the driver's model data (``npuhal._model`` plain form).
+def model_from_aidl(model: Any) -> Model:
+    """An AIDL ``Model`` as the driver's ``npuhal.Model`` (``Model.from_aidl``).
 
     Pools stay ``SharedMemory`` objects (the driver maps them read-only).  Referenced
     subgraphs (IF/WHILE bodies) are refused: the emulated hardware has no control flow.
+    A malformed model is INVALID_ARGUMENT.
     """
     if model is None:
         raise service_error(ErrorStatus.INVALID_ARGUMENT, "model must not be null")
     if model.referenced:
         raise service_error(ErrorStatus.INVALID_ARGUMENT, "referenced subgraphs (control flow) are not supported")
-    main = model.main
-    operands = []
-    for o in main.operands:
-        loc = o.location
-        operands.append(
-            {
-                "type": int(o.type),
-                "dimensions": list(o.dimensions),
-                "lifetime": int(o.lifetime),
-                "location": {"poolIndex": loc.poolIndex, "offset": loc.offset, "length": loc.length},
-            }
-        )
-    return {
-        "operands": operands,
-        "operations": [{"type": int(op.type), "inputs": list(op.inputs), "outputs": list(op.outputs)} for op in main.operations],
-        "inputIndexes": list(main.inputIndexes),
-        "outputIndexes": list(main.outputIndexes),
-        "operandValues": bytes(model.operandValues),
-        "pools": list(model.pools),
-    }
+    try:
+        return Model.from_aidl(model)
+    except NpuValueError as exc:  # NpuModelError included
+        raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None
 
 
 def _close_all(objs: Any) -> None:
@@ -165,8 +151,10 @@ class NnDevice(_I.IDevice.Stub):
         return []
 
     async def getSupportedOperations(self, model: Any) -> list[bool]:  # noqa: N802
-        data = model_from_aidl(model)
+        if model is None:
+            raise service_error(ErrorStatus.INVALID_ARGUMENT, "model must not be null")
         try:
+            data = model_from_aidl(model)
             return [bool(b) for b in self._hal.driver.supported_operations(self.number, data)]
         except NpuValueError as exc:  # NpuModelError included: a malformed model
             raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None

@@ -17,7 +17,8 @@ NNAPI's own camelCase names::
         "pools": [memoryview(...)],     # CONSTANT_REFERENCE buffers
     }
 
-``Model.from_hal`` accepts such a mapping (camelCase or snake_case keys), any
+The HAL builds a ``Model`` straight from the compiled AIDL ``Model`` it receives
+(``Model.from_aidl``), with no intermediate form.  ``Model.from_hal`` accepts such a mapping (camelCase or snake_case keys), any
 object with those attributes, or a ``Model``; ``Model.to_hal`` gives the dict
 back.  Numbers (operand types, lifetimes, operation types) are NNAPI's.  Type
 codes this emulator does not know are kept as plain ints, not refused here: the
@@ -36,6 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from interfaces.android.hardware import neuralnetworks as nn_aidl
 
 from ._errors import NpuModelError, NpuValueError
 from ._types import OperandLifeTime, OperandType, OperationType
@@ -240,6 +243,45 @@ class Model:
             input_indexes=_index_tuple(_get(data, "inputIndexes", "input_indexes"), "inputIndexes"),
             output_indexes=_index_tuple(_get(data, "outputIndexes", "output_indexes"), "outputIndexes"),
             operand_values=bytes(_as_bytes_like(values, "operandValues")),
+            pools=pools,
+        )
+
+    @classmethod
+    def from_aidl(cls, model: nn_aidl.Model) -> Model:
+        """The HAL's ``android.hardware.neuralnetworks.Model`` as the driver's model, field by field.
+
+        Only its main subgraph (the caller refuses referenced ones); pools are kept as
+        their read-only mappings. Bad values raise ``NpuModelError`` as ``from_hal`` does.
+        """
+        main = model.main
+        pools = tuple(mapped(pool, writable=False) for pool in model.pools)
+        for i, pool in enumerate(pools):
+            _as_bytes_like(pool, f"pools[{i}]")
+        operands = []
+        for o in main.operands:
+            loc = o.location
+            operands.append(
+                Operand(
+                    type=_enum_or_int(OperandType, o.type, "operand type"),
+                    dimensions=_index_tuple(o.dimensions, "operand dimensions"),
+                    lifetime=_enum_or_int(OperandLifeTime, o.lifetime, "operand lifetime"),
+                    location=DataLocation(*_index_tuple((loc.poolIndex, loc.offset, loc.length), "operand location")),
+                )
+            )
+        operations = tuple(
+            Operation(
+                type=_enum_or_int(OperationType, op.type, "operation type"),
+                inputs=_index_tuple(op.inputs, "operation inputs"),
+                outputs=_index_tuple(op.outputs, "operation outputs"),
+            )
+            for op in main.operations
+        )
+        return cls(
+            operands=tuple(operands),
+            operations=operations,
+            input_indexes=_index_tuple(main.inputIndexes, "inputIndexes"),
+            output_indexes=_index_tuple(main.outputIndexes, "outputIndexes"),
+            operand_values=bytes(_as_bytes_like(model.operandValues, "operandValues")),
             pools=pools,
         )
 

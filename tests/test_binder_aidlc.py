@@ -146,10 +146,14 @@ def test_the_stack_parses_no_aidl_when_it_starts() -> None:
 # why it is still there (what remains of issue 13 point 2). A new mirror fails the test
 # below, and so does leaving an entry here once its class is gone.
 _STILL_WRITTEN_BY_HAND = {
-    ("npuhal/_model.py", "DataLocation"): "the HAL's builder model (point 2: convert AIDL straight to C)",
-    ("npuhal/_model.py", "Operand"): "the HAL's builder model",
-    ("npuhal/_model.py", "Operation"): "the HAL's builder model",
-    ("npuhal/_model.py", "Model"): "the HAL's builder model",
+    # The driver binding's model, what C loads: pools are mapped buffers (not SharedMemory),
+    # one subgraph, and ModelBuilder/tools make it without a binder. The HAL builds it
+    # straight from the AIDL Model (Model.from_aidl, no dict in between); from_hal still
+    # takes dicts and framework.nn's HalModel (duck-typed keys) for tools and tests.
+    ("npuhal/_model.py", "DataLocation"): "the driver binding's model (see above)",
+    ("npuhal/_model.py", "Operand"): "the driver binding's model",
+    ("npuhal/_model.py", "Operation"): "the driver binding's model",
+    ("npuhal/_model.py", "Model"): "the driver binding's model",
     ("npuhal/_types.py", "OperandLifeTime"): "NN HAL 1.2 names (MODEL_INPUT...) where the AIDL says SUBGRAPH_INPUT",
     ("framework/nn/_hal.py", "DataLocation"): "HalModel, the runtime's in-memory model",
     ("framework/nn/_model.py", "Model"): "ANeuralNetworksModel, the NDK's builder: not the HAL's parcelable",

@@ -822,3 +822,23 @@ async def test_group_and_feature_ids_reach_the_callback(autojump_clock, world, s
     await prepared.executeWithHints(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, hints)
     await wait_for(recorder, lambda r: len(r.events) == 3)
     assert {(i.groupId, i.debugFeatureId) for _, i, _ in recorder.events} == {(group, "camera.segmentation")}
+
+
+def test_the_hal_builds_the_driver_model_straight_from_the_aidl_model():
+    # No dict in between: the compiled AIDL Model's fields go into npuhal.Model, with
+    # from_hal's checks (a bad index is NpuModelError, which the HAL answers INVALID_ARGUMENT).
+    import npuhal
+
+    model, _, _ = fc_model()
+    wire = aidl_model(model)
+    try:
+        built = npuhal.Model.from_aidl(wire)
+        assert type(built) is npuhal.Model and built == model
+        assert [bytes(p) for p in built.pools] == [bytes(p) for p in model.pools]
+        del built
+        bad = wire.replace(main=wire.main.replace(inputIndexes=[-1]))
+        with pytest.raises(npuhal.NpuModelError, match="inputIndexes must not be negative"):
+            npuhal.Model.from_aidl(bad)
+    finally:
+        for pool in wire.pools:
+            pool.close()
