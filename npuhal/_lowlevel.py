@@ -33,6 +33,7 @@ from ._types import (
     DeviceType,
     EndReason,
     MemoryPressure,
+    OperandLifeTime,
     OperandType,
     PerformanceInfo,
     SchedulingConfig,
@@ -118,6 +119,15 @@ def _check_enums() -> None:
                     f"{prefix}{member.name} is {c_value} in C but {enum_cls.__name__}.{member.name} "
                     f"is {int(member)} in npuhal: the headers changed, update the binding"
                 )
+    # The header keeps NN 1.2's lifetime names where the AIDL enum says SUBGRAPH_* / CONSTANT_POOL.
+    c_names = {"SUBGRAPH_INPUT": "MODEL_INPUT", "SUBGRAPH_OUTPUT": "MODEL_OUTPUT", "CONSTANT_POOL": "CONSTANT_REFERENCE"}
+    for member in OperandLifeTime:
+        name = "NPU_LIFETIME_" + c_names.get(member.name, member.name)
+        if int(getattr(lib, name)) != int(member):
+            raise NpuAbiError(
+                f"{name} is {getattr(lib, name)} in C but OperandLifeTime.{member.name} "
+                f"is {int(member)} in npuhal: the headers changed, update the binding"
+            )
 
 
 _check_abi()

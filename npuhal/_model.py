@@ -14,7 +14,7 @@ NNAPI's own camelCase names::
         "inputIndexes": [0, 1],
         "outputIndexes": [3],
         "operandValues": b"...",        # CONSTANT_COPY bytes
-        "pools": [memoryview(...)],     # CONSTANT_REFERENCE buffers
+        "pools": [memoryview(...)],     # CONSTANT_POOL buffers
     }
 
 The HAL builds a ``Model`` straight from the compiled AIDL ``Model`` it receives
@@ -46,7 +46,7 @@ from ._types import OperandLifeTime, OperandType, OperationType
 __all__ = ["DataLocation", "Operand", "Operation", "Model", "ModelBuilder"]
 
 #: Constants up to this many bytes are copied into ``operandValues``; larger
-#: ones go to a pool as CONSTANT_REFERENCE, as the NNAPI runtime does (128 bytes).
+#: ones go to a pool as CONSTANT_POOL, as the NNAPI runtime does (128 bytes).
 _MAX_COPY_BYTES = 128
 
 
@@ -324,7 +324,7 @@ class ModelBuilder:
         model = b.build()
 
     Small constants go to ``operandValues`` (CONSTANT_COPY), large ones to a pool
-    (CONSTANT_REFERENCE), as the NNAPI runtime places them.  No shape inference:
+    (CONSTANT_POOL), as the NNAPI runtime places them.  No shape inference:
     the caller gives each operation's output dimensions (the driver checks them).
     """
 
@@ -341,7 +341,7 @@ class ModelBuilder:
         return len(self._operands) - 1
 
     def input(self, dims: Sequence[int]) -> int:
-        index = self._add(Operand(OperandType.TENSOR_FLOAT32, tuple(dims), OperandLifeTime.MODEL_INPUT))
+        index = self._add(Operand(OperandType.TENSOR_FLOAT32, tuple(dims), OperandLifeTime.SUBGRAPH_INPUT))
         self._inputs.append(index)
         return index
 
@@ -356,7 +356,7 @@ class ModelBuilder:
             self._pool.extend(b"\0" * (-len(self._pool) % 16))
             location = DataLocation(0, len(self._pool), len(data))
             self._pool.extend(data)
-            lifetime = OperandLifeTime.CONSTANT_REFERENCE
+            lifetime = OperandLifeTime.CONSTANT_POOL
         return self._add(Operand(type_, dims, lifetime, location))
 
     def constant(self, array: Any) -> int:
@@ -383,7 +383,7 @@ class ModelBuilder:
         operand = self._operands[index]
         if operand.lifetime != OperandLifeTime.TEMPORARY_VARIABLE:
             raise NpuModelError(f"operand {index} is not a computed tensor")
-        self._operands[index] = Operand(operand.type, operand.dimensions, OperandLifeTime.MODEL_OUTPUT, operand.location)
+        self._operands[index] = Operand(operand.type, operand.dimensions, OperandLifeTime.SUBGRAPH_OUTPUT, operand.location)
         self._outputs.append(index)
 
     def build(self) -> Model:

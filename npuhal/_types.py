@@ -2,12 +2,14 @@
 
 Every number here is Android's (NN HAL 1.2, ``android.hardware.npu``, the thermal
 HAL). The enums the AIDL declares (``DeviceType``, ``DeviceStatus``, ``OperandType``,
-``OperationType``, ``StartReason``, ``EndReason``) and the parcelables
+``OperandLifeTime`` in the AIDL's names (``SUBGRAPH_INPUT``/``SUBGRAPH_OUTPUT``,
+``CONSTANT_POOL`` for NN 1.2's MODEL_INPUT/MODEL_OUTPUT/CONSTANT_REFERENCE, same
+numbers), ``OperationType``, ``StartReason``, ``EndReason``) and the parcelables
 ``PerformanceInfo`` (NN HAL: ratios to the CPU, lower is better), ``SchedulingConfig``
 and ``WorkInfo`` (a work event's ``info``, its ``id`` the
 driver's work id) and the event ``MemoryPressure`` (``npuemu.hal``; ``deviceNumber``
--1 when the driver did not say) are the compiled ``interfaces`` ones, not copies. The C header uses the same numbers; ``npuhal._lowlevel`` checks at
-import that the compiled extension agrees, so a mismatch fails loudly instead of
+-1 when the driver did not say) are the compiled ``interfaces`` ones, not copies.
+The C header uses the same numbers; ``npuhal._lowlevel`` checks at import that the compiled extension agrees, so a mismatch fails loudly instead of
 silently mislabelling events.
 
 All of these are frozen, slotted dataclasses: they are values, safe to hash,
@@ -19,7 +21,14 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from interfaces.android.hardware.neuralnetworks import DeviceStatus, DeviceType, OperandType, OperationType, PerformanceInfo
+from interfaces.android.hardware.neuralnetworks import (
+    DeviceStatus,
+    DeviceType,
+    OperandLifeTime,
+    OperandType,
+    OperationType,
+    PerformanceInfo,
+)
 from interfaces.android.hardware.npu import EndReason, SchedulingConfig, StartReason, WorkInfo
 from interfaces.npuemu.hal import MemoryPressure
 
@@ -56,15 +65,6 @@ MIN_PRIORITY = 0
 MAX_PRIORITY = 1000
 #: uid priority + job priority never exceeds this.
 MAX_EFFECTIVE_PRIORITY = 2000
-
-
-class OperandLifeTime(enum.IntEnum):
-    TEMPORARY_VARIABLE = 0
-    MODEL_INPUT = 1
-    MODEL_OUTPUT = 2
-    CONSTANT_COPY = 3
-    CONSTANT_REFERENCE = 4
-    NO_VALUE = 5
 
 
 class FuseCode(enum.IntEnum):

@@ -154,7 +154,6 @@ _STILL_WRITTEN_BY_HAND = {
     ("npuhal/_model.py", "Operand"): "the driver binding's model",
     ("npuhal/_model.py", "Operation"): "the driver binding's model",
     ("npuhal/_model.py", "Model"): "the driver binding's model",
-    ("npuhal/_types.py", "OperandLifeTime"): "NN HAL 1.2 names (MODEL_INPUT...) where the AIDL says SUBGRAPH_INPUT",
     ("framework/nn/_hal.py", "DataLocation"): "HalModel, the runtime's in-memory model",
     ("framework/nn/_model.py", "Model"): "ANeuralNetworksModel, the NDK's builder: not the HAL's parcelable",
     ("framework/nn/_types.py", "OperandLifeTime"): "NN HAL 1.2 names",
@@ -193,6 +192,9 @@ def test_no_layer_writes_an_aidl_type_again() -> None:
 
     assert npuhal.EndReason is npu.EndReason and npuhal.StartReason is npu.StartReason
     assert npuhal.DeviceType is neuralnetworks.DeviceType and npuhal.OperationType is neuralnetworks.OperationType
+    assert npuhal.OperandLifeTime is neuralnetworks.OperandLifeTime and npuhal.PerformanceInfo is neuralnetworks.PerformanceInfo
+    assert npuhal.SchedulingConfig is npu.SchedulingConfig and npuhal.WorkInfo is npu.WorkInfo
+    assert npuhal.MemoryPressure is interfaces.npuemu.hal.MemoryPressure
     # ... and the app-side runtime's are the same classes.
     import framework.nn
 

@@ -387,7 +387,7 @@ def test_shared_memory_carries_weights_inputs_and_outputs():
     weights = SharedMemory.create("weights", w.nbytes)
     weights.mapReadWrite()[:] = w.tobytes()
     const = hal["operations"][0]["inputs"][1]
-    hal["operands"][const]["lifetime"] = npuhal.OperandLifeTime.CONSTANT_REFERENCE
+    hal["operands"][const]["lifetime"] = npuhal.OperandLifeTime.CONSTANT_POOL
     hal["operands"][const]["location"] = {"poolIndex": 0, "offset": 0, "length": w.nbytes}
     hal["pools"] = [weights]
     shm_in, shm_out = SharedMemory.create("in", x.nbytes), SharedMemory.create("out", x.nbytes)

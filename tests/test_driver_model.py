@@ -34,7 +34,7 @@ def test_builder_places_small_constants_in_operand_values_and_large_in_a_pool():
     assert model.operands[small].lifetime == OperandLifeTime.CONSTANT_COPY
     loc = model.operands[small].location
     assert np.frombuffer(model.operand_values[loc.offset : loc.offset + loc.length], np.float32).tolist() == [0, 1, 2, 3]
-    assert model.operands[big].lifetime == OperandLifeTime.CONSTANT_REFERENCE
+    assert model.operands[big].lifetime == OperandLifeTime.CONSTANT_POOL
     loc = model.operands[big].location
     pool = bytes(model.pools[loc.pool_index])
     got = np.frombuffer(pool[loc.offset : loc.offset + loc.length], np.float32)
@@ -46,7 +46,7 @@ def test_to_hal_and_back_is_identity():
     model = _add_model()
     hal = model.to_hal()
     assert hal["operations"] == [{"type": 0, "inputs": [0, 1, 2], "outputs": [3]}]
-    assert hal["operands"][3]["lifetime"] == OperandLifeTime.MODEL_OUTPUT
+    assert hal["operands"][3]["lifetime"] == OperandLifeTime.SUBGRAPH_OUTPUT
     assert Model.from_hal(hal) == model
 
 
