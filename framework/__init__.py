@@ -19,9 +19,9 @@ checks every import of the tree):
 - ``app/``: the app process and its ``Context``. Imports ``binder``,
   ``interfaces``, ``npumanager``, ``nn``.
 - ``emulator/``: booting and driving whole emulators (init, logcat, traces, the
-  demo). Imports everything above and ``npuhal``.
-- ``lab/``: the scheduling lab. Imports everything above but ``emulator``, and
-  ``npuhal``.
+  demo), and ``open_stack``, the same stack in one process over the in-memory binder. Imports everything above and ``npuhal``.
+- ``lab/``: the scheduling lab. Imports everything above (its whole-stack runs
+  are ``emulator``'s ``open_stack``), and ``npuhal``.
 - ``vts/``: the tools side: the conformance suite ``npuemu vts`` runs against a
   driver and the HAL on it. What judges a layer lives outside it: it imports everything
   above but ``lab``, and ``npuhal``.

@@ -3,7 +3,6 @@ a virtual-clock driver whose emulated time follows trio's autojump MockClock."""
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -13,18 +12,16 @@ import trio
 from framework.binder import (
     DeadObjectException,
     IllegalArgumentException,
-    MemoryNetwork,
     SecurityException,
     ServiceSpecificException,
     SharedMemory,
     defaultServiceManager,
     open_binder_runtime,
-    serve_servicemanager,
 )
 from framework.emulator import _control as emulator_control
+from framework.emulator import open_stack
 from npuhal import FuseCode, ModelBuilder, OperationType, open_driver
 from nn_reference import fully_connected  # the plain numpy oracle
-from npuhal import serve_hal
 from npuhal._hal import hal_interfaces, valid_instance_name
 
 I = hal_interfaces()
@@ -188,21 +185,9 @@ class World:
 @pytest.fixture
 async def world(autojump_clock, request):
     hal_options = getattr(request, "param", {})  # indirect parametrization: serve_hal's options
-    net = MemoryNetwork()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(functools.partial(serve_servicemanager, network=net))
-        async with open_binder_runtime(network=net, pid=net.init_pid) as init:
-            async with open_driver(clock="virtual") as driver:
-                hal_pid = net.spawn(net.init_pid)
-                await defaultServiceManager(init).registerProcess(hal_pid, 1000)
-
-                async def hal_proc(task_status):
-                    async with open_binder_runtime(network=net, pid=hal_pid) as rt:
-                        await serve_hal(driver, rt, task_status=task_status, **hal_options)
-
-                hal = await nursery.start(hal_proc)
-                yield World(net, nursery, init, driver, hal)
-                nursery.cancel_scope.cancel()
+    async with open_driver(clock="virtual") as driver:
+        async with open_stack(driver, system_server=False, hal_options=hal_options) as stack:
+            yield World(stack.network, stack.nursery, stack.init, driver, stack.hal)
 
 
 @pytest.fixture
@@ -760,23 +745,11 @@ class _Renamed:
 
 
 async def test_a_badly_named_driver_device_is_not_registered(autojump_clock, caplog):
-    net = MemoryNetwork()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(functools.partial(serve_servicemanager, network=net))
-        async with open_binder_runtime(network=net, pid=net.init_pid) as init, open_driver(clock="virtual") as driver:
-            pid = net.spawn(net.init_pid)
-            await defaultServiceManager(init).registerProcess(pid, 1000)
-
-            async def hal_proc(task_status):
-                async with open_binder_runtime(network=net, pid=pid) as rt:
-                    await serve_hal(_Renamed(driver), rt, task_status=task_status)
-
-            await nursery.start(hal_proc)
-            names = await defaultServiceManager(init).listServices(15)
-            devices = sorted(n.rsplit("/", 1)[1] for n in names if "IDevice/" in n)
-            assert devices == ["emu-dsp", "emu-hetero", "emu-npu"]
-            assert any("badname" in r.getMessage() and r.levelname == "ERROR" for r in caplog.records)
-            nursery.cancel_scope.cancel()
+    async with open_driver(clock="virtual") as driver, open_stack(_Renamed(driver), system_server=False) as stack:
+        names = await defaultServiceManager(stack.init).listServices(15)
+        devices = sorted(n.rsplit("/", 1)[1] for n in names if "IDevice/" in n)
+        assert devices == ["emu-dsp", "emu-hetero", "emu-npu"]
+        assert any("badname" in r.getMessage() and r.levelname == "ERROR" for r in caplog.records)
 
 
 @pytest.mark.parametrize("world", [{"hang_timeout_ms": 400}], indirect=True)

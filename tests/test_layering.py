@@ -45,7 +45,7 @@ LAYERS: dict[str, set[str]] = {
     "framework.server": {BINDER, *INTERFACES, "framework.npumanager"},
     "framework.app": {BINDER, *INTERFACES, "framework.npumanager", "framework.nn"},
     "framework.emulator": SYSTEM | {"framework.app"},
-    "framework.lab": SYSTEM | {"framework.app"},
+    "framework.lab": SYSTEM | {"framework.app", "framework.emulator"},
     # The tools side: what judges a layer lives outside it (the conformance suite judges the HAL).
     "framework.vts": SYSTEM | {"framework.app", "framework.emulator"},
     "framework.cli": SYSTEM | {"framework.app", "framework.emulator", "framework.lab", "framework.vts"},

@@ -12,6 +12,8 @@ Layout:
 - ``_errors``: ``EmulatorError`` and its builtin-flavoured subclasses.
 - ``_logcat``: writing, adopting and parsing logcat lines, and ``-s`` filters.
 - ``_boot``: ``open_emulator``, init itself: servicemanager, HAL, system_server.
+- ``_stack``: ``open_stack``, the same stack in one process over the in-memory
+  binder (the lab and the tests).
 - ``_daemon``: ``python -m framework.emulator``, the detached init of ``boot --detach``,
   and ``hold_until_signalled`` (a stop signal during the boot interrupts it).
 - ``_reaper``: init's dead-man switch; it finds a boot's processes by ``$NPUEMU_BOOT_ID``.
@@ -60,6 +62,8 @@ from ._plot import plot_timeline as plot_timeline
 from ._services import HAL_CONTROL as HAL_CONTROL
 from ._services import emulator_interfaces as emulator_interfaces
 from ._services import open_shell as open_shell
+from ._stack import MemoryStack as MemoryStack
+from ._stack import open_stack as open_stack
 from ._trace import load_timeline as load_timeline
 from ._trace import summarize as summarize
 from ._trace import write_trace as write_trace

@@ -9,7 +9,8 @@ device through NNAPI (``framework.nn``) once approved, and executing each
 request at its arrival time with the task's job priority.  Between them run
 the real servicemanager, the vendor HAL (``serve_hal`` over a virtual-clock
 driver opened with the policy's modes) and system_server with the real
-``npu`` service, each with its own binder runtime on a ``MemoryNetwork``,
+``npu`` service, each with its own binder runtime on a ``MemoryNetwork``
+(``framework.emulator.open_stack``),
 under trio's autojump ``MockClock`` (the HAL's clock follower keeps emulated
 time equal to trio time).  So what is measured includes what the framework
 decides: the priority the npu service gives each uid from its importance
@@ -44,7 +45,6 @@ which scales the traffic too).
 from __future__ import annotations
 
 import collections
-import functools
 import logging
 import math
 import tempfile
@@ -59,6 +59,8 @@ import trio.testing
 
 import npuhal
 from npuhal import FuseCode, ModelBuilder, OperationType
+from framework.binder import defaultServiceManager
+from framework.emulator import open_stack
 from interfaces.android.npumanager import INpuManager
 
 from ._errors import LabRunError
@@ -365,67 +367,36 @@ class _StackRun:
 
 
 async def _stack_main(run: _StackRun, policy: Policy, apps_dir: Path) -> _RecordReader:
-    from framework.app import InProcessLauncher
-    from framework.binder import MemoryNetwork, defaultServiceManager, open_binder_runtime, serve_servicemanager
-    from framework.server import serve_system_server
-    from npuhal import serve_hal
-
-    net = MemoryNetwork()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(functools.partial(serve_servicemanager, network=net))
-        async with open_binder_runtime(network=net, pid=net.init_pid) as init:
-            sm = defaultServiceManager(init)
-            driver = policy.open_driver(run.workload)
-            run.channels = driver.device_by_name(run.workload.device).channels
-            async with driver:
-                hal_pid = net.spawn(net.init_pid)
-                await sm.registerProcess(hal_pid, 1000)
-
-                async def hal_process(task_status: Any) -> None:
-                    async with open_binder_runtime(network=net, pid=hal_pid) as rt:
-                        await serve_hal(driver, rt, task_status=task_status)
-
-                run.hal = await nursery.start(hal_process)
-                launcher = InProcessLauncher(net, {_package(i): app.main for i, app in enumerate(run.apps)}, nursery)
-                system_pid = net.spawn(net.init_pid)
-                await sm.registerProcess(system_pid, 1000)
-
-                async def system_process(task_status: Any) -> None:
-                    async with open_binder_runtime(network=net, pid=system_pid) as rt:
-                        system = await nursery.start(functools.partial(
-                            serve_system_server, rt, apps_dir=apps_dir, launcher=launcher))
-                        task_status.started(system)
-                        await trio.sleep_forever()
-
-                system = await nursery.start(system_process)
-                await system.npu.wait_hal_connected()
-                async with open_binder_runtime(network=net, pid=net.spawn(), shell=True) as shell:
-                    npu = INpuManager.asInterface(
-                        await defaultServiceManager(shell).getService("npu"))
-                    await npu.shellCommand([f"set-{run.npu_policy}-policy"])
-                for i, task in enumerate(run.workload.tasks):
-                    await system.activity.start_app(_package(i), task.importance)
-                    run.uids[system.packages.packages.getPackageInfo(_package(i)).uid] = i
-                with trio.fail_after(60):
-                    for app in run.apps:
-                        await app.ready.wait()
-                # Let the first loads settle (compilations, unload round trips) before the clock starts.
-                await trio.sleep(0.25)
-                run.t0 = trio.current_time()
-                run.hal.sync_clock()
-                run.t0_driver_ns = driver.now_ns
-                records = _RecordReader(run.hal.recent)
-                run.go.set()
-                end = run.t0 + run.workload.duration_ms / 1e3 + run.drain_s
-                while trio.current_time() < end:
-                    records.pull()
-                    if len(run.requests) == run.total and all(r.end_s is not None for r in run.requests):
-                        break
-                    await trio.sleep(0.01)
-                records.pull()
-                if run.log is not None:
-                    run.log.active = False
-                nursery.cancel_scope.cancel()
+    driver = policy.open_driver(run.workload)
+    run.channels = driver.device_by_name(run.workload.device).channels
+    apps = {_package(i): app.main for i, app in enumerate(run.apps)}
+    async with driver, open_stack(driver, apps=apps, apps_dir=apps_dir) as stack:
+        run.hal, system = stack.hal, stack.system
+        async with stack.shell() as shell:
+            npu = INpuManager.asInterface(await defaultServiceManager(shell).getService("npu"))
+            await npu.shellCommand([f"set-{run.npu_policy}-policy"])
+        for i, task in enumerate(run.workload.tasks):
+            await system.activity.start_app(_package(i), task.importance)
+            run.uids[system.packages.packages.getPackageInfo(_package(i)).uid] = i
+        with trio.fail_after(60):
+            for app in run.apps:
+                await app.ready.wait()
+        # Let the first loads settle (compilations, unload round trips) before the clock starts.
+        await trio.sleep(0.25)
+        run.t0 = trio.current_time()
+        run.hal.sync_clock()
+        run.t0_driver_ns = driver.now_ns
+        records = _RecordReader(run.hal.recent)
+        run.go.set()
+        end = run.t0 + run.workload.duration_ms / 1e3 + run.drain_s
+        while trio.current_time() < end:
+            records.pull()
+            if len(run.requests) == run.total and all(r.end_s is not None for r in run.requests):
+                break
+            await trio.sleep(0.01)
+        records.pull()
+        if run.log is not None:
+            run.log.active = False
     return records
 
 
