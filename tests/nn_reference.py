@@ -78,7 +78,7 @@ def run(model: HalModel, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
             raise ValueError(f"input operand {index} is {list(expected)}, got {list(array.shape)}")
         values[index] = array
     for i, operand in enumerate(model.operands):
-        if operand.lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE):
+        if operand.lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_POOL):
             values[i] = model.constantArray(i)
 
     def scalar(i: int):

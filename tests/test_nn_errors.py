@@ -98,7 +98,7 @@ def test_enum_numbers_match_the_hal_and_ndk():
     assert [int(t) for t in nn.OperationType] == [0, 3, 9, 18, 19, 25, 36]
     assert [int(f) for f in nn.FuseCode] == [0, 1, 2, 3]
     assert nn.OperandType.TENSOR_FLOAT32 == 3 and nn.OperandType.BOOL == 6
-    assert nn.OperandLifeTime.CONSTANT_REFERENCE == 4 and nn.OperandLifeTime.NO_VALUE == 5
+    assert nn.OperandLifeTime.CONSTANT_POOL == 4 and nn.OperandLifeTime.NO_VALUE == 5
     assert [s.name for s in nn.DeviceStatus] == ["AVAILABLE", "BUSY", "OFFLINE", "UNKNOWN"]
 
 

@@ -105,7 +105,7 @@ def test_small_values_are_copied_into_operand_values_and_large_ones_pooled():
     weights[:] = -1  # the model copied the value; the app may reuse its buffer
     m.finish()
     hal = m.to_hal()
-    assert hal.operands[w].lifetime == OperandLifeTime.CONSTANT_REFERENCE
+    assert hal.operands[w].lifetime == OperandLifeTime.CONSTANT_POOL
     loc = hal.operands[w].location
     assert (loc.poolIndex, loc.length) == (0, 480) and loc.offset % 64 == 0
     assert np.array_equal(hal.constantArray(w), np.arange(120, dtype=np.float32).reshape(3, 40))
@@ -113,8 +113,8 @@ def test_small_values_are_copied_into_operand_values_and_large_ones_pooled():
     loc = hal.operands[b].location
     assert hal.operandValues[loc.offset : loc.offset + loc.length] == bias.tobytes()
     assert hal.constantArray(fuse).item() == 0
-    assert hal.operands[x].lifetime == OperandLifeTime.MODEL_INPUT
-    assert hal.operands[y].lifetime == OperandLifeTime.MODEL_OUTPUT
+    assert hal.operands[x].lifetime == OperandLifeTime.SUBGRAPH_INPUT
+    assert hal.operands[y].lifetime == OperandLifeTime.SUBGRAPH_OUTPUT
     assert (hal.inputIndexes, hal.outputIndexes) == ((x,), (y,))
 
 
@@ -195,9 +195,9 @@ def test_validate_refuses_hal_models_that_break_the_rules():
     wrong_size = dataclasses.replace(w, dimensions=(3, 39))
     with pytest.raises(BadDataError, match="needs 468"):
         validateModel(dataclasses.replace(hal, operands=(hal.operands[0], wrong_size, *hal.operands[2:])))
-    with pytest.raises(BadDataError, match="MODEL_INPUT but not in inputIndexes"):
+    with pytest.raises(BadDataError, match="SUBGRAPH_INPUT but not in inputIndexes"):
         validateModel(dataclasses.replace(hal, inputIndexes=()))
-    with pytest.raises(BadDataError, match="not MODEL_OUTPUT"):
+    with pytest.raises(BadDataError, match="not SUBGRAPH_OUTPUT"):
         validateModel(dataclasses.replace(hal, outputIndexes=(0,)))
 
 
@@ -298,9 +298,9 @@ def test_set_operand_value_refuses_bad_indexes_inputs_and_outputs():
     for index in (-1, 4, 99, "0", True):
         with pytest.raises(BadDataError):
             m.setOperandValue(index, np.zeros((2, 3)))
-    with pytest.raises(BadDataError, match="MODEL_INPUT and cannot have a value"):
+    with pytest.raises(BadDataError, match="SUBGRAPH_INPUT and cannot have a value"):
         m.setOperandValue(0, np.zeros((2, 3)))
-    with pytest.raises(BadDataError, match="MODEL_OUTPUT and cannot have a value"):
+    with pytest.raises(BadDataError, match="SUBGRAPH_OUTPUT and cannot have a value"):
         m.setOperandValue(2, np.zeros((2, 3)))
     m2 = Model()
     x, y = tensor(m2, [2]), tensor(m2, [2])
@@ -375,7 +375,7 @@ def test_an_operation_cannot_write_a_constant_or_a_model_input():
         m.addOperation(OperationType.RELU, [x], [c])
     m.identifyInputsAndOutputs([x], [])
     z = tensor(m, [2])
-    with pytest.raises(BadDataError, match="MODEL_INPUT and cannot be an output"):
+    with pytest.raises(BadDataError, match="SUBGRAPH_INPUT and cannot be an output"):
         m.addOperation(OperationType.RELU, [z], [x])
 
 
@@ -637,7 +637,7 @@ def test_hal_values_check_their_own_fields():
 
     operand = HalOperand(3, [2, 2], 1)  # plain ints, as a decoded parcel gives them
     assert operand.type is OperandType.TENSOR_FLOAT32 and operand.dimensions == (2, 2)
-    assert operand.lifetime is OperandLifeTime.MODEL_INPUT
+    assert operand.lifetime is OperandLifeTime.SUBGRAPH_INPUT
     for bad, match in [
         (lambda: HalOperand(3, [2], 1, location=(0, 0, 0)), "location is a DataLocation"),
         (lambda: HalOperand(3, [2.5], 1), "dimensions must be an int"),
@@ -650,7 +650,7 @@ def test_hal_values_check_their_own_fields():
         with pytest.raises(BadDataError, match=match):
             bad()
     hal = HalModel((operand,), (), (0,), ())
-    with pytest.raises(BadDataError, match="MODEL_INPUT, not a constant"):
+    with pytest.raises(BadDataError, match="SUBGRAPH_INPUT, not a constant"):
         hal.constantBytes(0)
     with pytest.raises(BadDataError, match="takes a HalModel"):
         Model.from_hal(hal.to_dict())

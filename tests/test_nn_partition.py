@@ -314,8 +314,8 @@ def test_a_plan_really_splits_one_model_across_two_devices_and_gives_identical_r
     # Each sub-model numbers its own operands, and carries the constants it reads.
     sub = first.model
     assert len(sub.operands) == 6  # x, c, ADD's fuse, ADD's result, MUL's fuse, MUL's result
-    assert [o.lifetime for o in sub.operands].count(OperandLifeTime.MODEL_INPUT) == 1
-    assert sub.operands[sub.outputIndexes[0]].lifetime == OperandLifeTime.MODEL_OUTPUT
+    assert [o.lifetime for o in sub.operands].count(OperandLifeTime.SUBGRAPH_INPUT) == 1
+    assert sub.operands[sub.outputIndexes[0]].lifetime == OperandLifeTime.SUBGRAPH_OUTPUT
     assert sub.operands[sub.operations[0].outputs[0]].lifetime == OperandLifeTime.TEMPORARY_VARIABLE
     x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
     whole = ref.run(hal, [x])

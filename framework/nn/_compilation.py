@@ -106,7 +106,7 @@ def _constant_bytes(hal: HalModel) -> int:
     return sum(
         o.location.length
         for o in hal.operands
-        if o.lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
+        if o.lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_POOL)
     )
 
 

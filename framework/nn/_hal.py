@@ -14,10 +14,10 @@ sub-model per step. The fields and numbers are the HAL's:
     ``operandValues`` ``bytes`` with the CONSTANT_COPY values; ``location.offset/length``
                       index into it (``poolIndex`` 0, ignored)
     ``pools``         tuple of bytes-like buffers (``bytes``, ``memoryview``, a shared-memory
-                      mapping) holding CONSTANT_REFERENCE values at
+                      mapping) holding CONSTANT_POOL values at
                       ``location.poolIndex/offset/length``
 
-A TEMPORARY_VARIABLE, MODEL_INPUT, MODEL_OUTPUT or NO_VALUE operand has the all-zero
+A TEMPORARY_VARIABLE, SUBGRAPH_INPUT, SUBGRAPH_OUTPUT or NO_VALUE operand has the all-zero
 location. Dimensions are a tuple of ints; a 0 means "not known yet" and only an output
 of an operation may have one (shape inference fills it in).
 
@@ -133,12 +133,12 @@ class HalModel:
         object.__setattr__(self, "pools", pools)
 
     def constantBytes(self, index: int) -> memoryview:
-        """The bytes of constant operand ``index`` (CONSTANT_COPY or CONSTANT_REFERENCE)."""
+        """The bytes of constant operand ``index`` (CONSTANT_COPY or CONSTANT_POOL)."""
         operand = self.operands[index]
         loc = operand.location
         if operand.lifetime == OperandLifeTime.CONSTANT_COPY:
             buf = memoryview(self.operandValues)
-        elif operand.lifetime == OperandLifeTime.CONSTANT_REFERENCE:
+        elif operand.lifetime == OperandLifeTime.CONSTANT_POOL:
             if not 0 <= loc.poolIndex < len(self.pools):
                 raise BadDataError(f"operand {index}: pool {loc.poolIndex} does not exist ({len(self.pools)} pools)")
             buf = memoryview(self.pools[loc.poolIndex]).cast("B")

@@ -131,7 +131,7 @@ class Model:
         number, a ``FuseCode``) of the operand's shape, converted to its element type
         when that loses nothing but float precision; or a bytes-like object of exactly
         the operand's size; or ``None`` for an omitted optional operand (NO_VALUE).
-        Values up to 128 bytes become CONSTANT_COPY, larger ones CONSTANT_REFERENCE.
+        Values up to 128 bytes become CONSTANT_COPY, larger ones CONSTANT_POOL.
         """
         self._check_mutable("setOperandValue")
         operand = self._check_operand("setOperandValue", index)
@@ -150,7 +150,7 @@ class Model:
         operand.lifetime = (
             OperandLifeTime.CONSTANT_COPY
             if size <= MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES
-            else OperandLifeTime.CONSTANT_REFERENCE
+            else OperandLifeTime.CONSTANT_POOL
         )
 
     def setOperandValueFromMemory(self, index: int, memory: Any, offset: int, length: int) -> None:
@@ -174,10 +174,10 @@ class Model:
             raise BadDataError(
                 f"setOperandValueFromMemory: offset {offset} length {length} lies outside the {len(view)}-byte memory"
             )
-        operand.lifetime, operand.value, operand.memory = OperandLifeTime.CONSTANT_REFERENCE, None, (memory, offset, length)
+        operand.lifetime, operand.value, operand.memory = OperandLifeTime.CONSTANT_POOL, None, (memory, offset, length)
 
     def _check_can_be_constant(self, call: str, index: int, operand: _Operand) -> None:
-        if operand.lifetime in (OperandLifeTime.MODEL_INPUT, OperandLifeTime.MODEL_OUTPUT):
+        if operand.lifetime in (OperandLifeTime.SUBGRAPH_INPUT, OperandLifeTime.SUBGRAPH_OUTPUT):
             raise BadDataError(f"{call}: operand {index} is a {operand.lifetime.name} and cannot have a value")
         if index in self._writer:
             raise BadDataError(f"{call}: operand {index} is written by operation {self._writer[index]}")
@@ -209,7 +209,7 @@ class Model:
             if i in self._writer:
                 raise BadDataError(f"{where}: operand {i} is already the output of operation {self._writer[i]}")
             lifetime = self._operands[i].lifetime
-            if lifetime not in (OperandLifeTime.TEMPORARY_VARIABLE, OperandLifeTime.MODEL_OUTPUT):
+            if lifetime not in (OperandLifeTime.TEMPORARY_VARIABLE, OperandLifeTime.SUBGRAPH_OUTPUT):
                 raise BadDataError(f"{where}: operand {i} is a {lifetime.name} and cannot be an output")
             if i in ins:
                 raise BadDataError(f"{where}: operand {i} is both an input and an output")
@@ -234,7 +234,7 @@ class Model:
                 operand = self._check_operand(call, i)
                 if operand.lifetime in (
                     OperandLifeTime.CONSTANT_COPY,
-                    OperandLifeTime.CONSTANT_REFERENCE,
+                    OperandLifeTime.CONSTANT_POOL,
                     OperandLifeTime.NO_VALUE,
                 ):
                     raise BadDataError(f"{call}: operand {i} has a value and cannot be one of the model's {kind}")
@@ -247,9 +247,9 @@ class Model:
         for i in self._inputs + self._outputs:
             self._operands[i].lifetime = OperandLifeTime.TEMPORARY_VARIABLE
         for i in ins:
-            self._operands[i].lifetime = OperandLifeTime.MODEL_INPUT
+            self._operands[i].lifetime = OperandLifeTime.SUBGRAPH_INPUT
         for i in outs:
-            self._operands[i].lifetime = OperandLifeTime.MODEL_OUTPUT
+            self._operands[i].lifetime = OperandLifeTime.SUBGRAPH_OUTPUT
         self._inputs, self._outputs = ins, outs
 
     def finish(self) -> None:
@@ -268,7 +268,7 @@ class Model:
         # shared-memory region); app memories from setOperandValueFromMemory follow it.
         values = bytearray()
         pool = bytearray()
-        own_pool = any(o.lifetime == OperandLifeTime.CONSTANT_REFERENCE and o.memory is None for o in self._operands)
+        own_pool = any(o.lifetime == OperandLifeTime.CONSTANT_POOL and o.memory is None for o in self._operands)
         app_pools: list[Any] = []
         pool_of: dict[int, int] = {}
         operands = []
@@ -278,11 +278,11 @@ class Model:
                 values.extend(bytes(-len(values) % _COPY_ALIGNMENT))
                 location = DataLocation(0, len(values), len(o.value))
                 values.extend(o.value)
-            elif o.lifetime == OperandLifeTime.CONSTANT_REFERENCE and o.memory is None:
+            elif o.lifetime == OperandLifeTime.CONSTANT_POOL and o.memory is None:
                 pool.extend(bytes(-len(pool) % _POOL_ALIGNMENT))
                 location = DataLocation(0, len(pool), len(o.value))
                 pool.extend(o.value)
-            elif o.lifetime == OperandLifeTime.CONSTANT_REFERENCE:
+            elif o.lifetime == OperandLifeTime.CONSTANT_POOL:
                 memory, offset, length = o.memory
                 if id(memory) not in pool_of:
                     pool_of[id(memory)] = len(app_pools) + own_pool
@@ -307,7 +307,7 @@ class Model:
         Operations caught in a cycle, or reading a temporary nothing writes, are left
         at the end in their own order: validation then names the first bad read.
         """
-        _pending = (OperandLifeTime.TEMPORARY_VARIABLE, OperandLifeTime.MODEL_OUTPUT)
+        _pending = (OperandLifeTime.TEMPORARY_VARIABLE, OperandLifeTime.SUBGRAPH_OUTPUT)
         ready_operands = {i for i, o in enumerate(self._operands) if o.lifetime not in _pending}
         waiting = []
         readers: dict[int, list[int]] = {}

@@ -483,7 +483,7 @@ def _extract_step(
             location = DataLocation(0, len(values), o.location.length)
             values.extend(hal.constantBytes(i))
             lifetime = o.lifetime
-        elif o.lifetime == OperandLifeTime.CONSTANT_REFERENCE:
+        elif o.lifetime == OperandLifeTime.CONSTANT_POOL:
             # Pools are shared, not copied: a step refers to the same weights in memory.
             if o.location.poolIndex not in pool_index:
                 pool_index[o.location.poolIndex] = len(pools)
@@ -493,12 +493,12 @@ def _extract_step(
         elif o.lifetime == OperandLifeTime.NO_VALUE:
             lifetime = o.lifetime
         elif i in written_here:
-            outward = o.lifetime == OperandLifeTime.MODEL_OUTPUT or i in readLater
-            lifetime = OperandLifeTime.MODEL_OUTPUT if outward else OperandLifeTime.TEMPORARY_VARIABLE
+            outward = o.lifetime == OperandLifeTime.SUBGRAPH_OUTPUT or i in readLater
+            lifetime = OperandLifeTime.SUBGRAPH_OUTPUT if outward else OperandLifeTime.TEMPORARY_VARIABLE
             if outward:
                 outputs.append(i)
         else:
-            lifetime = OperandLifeTime.MODEL_INPUT
+            lifetime = OperandLifeTime.SUBGRAPH_INPUT
             inputs.append(i)
         new_index[i] = len(operands)
         operands.append(HalOperand(o.type, o.dimensions, lifetime, location))

@@ -1,9 +1,8 @@
 """The NNAPI enums and small value types, with Android's names and numbers.
 
-Sources: NN HAL 1.2 (``types.hal``) for lifetimes, ``PerformanceInfo`` and
-``Capabilities``; the NDK (``NeuralNetworks.h``) for ``FuseCode`` and
-``ExecutionPreference``. ``DeviceType``, ``DeviceStatus``, ``OperandType`` and
-``OperationType`` are the HAL's AIDL enums as compiled into ``interfaces`` (the same
+Sources: NN HAL 1.2 (``types.hal``) for ``PerformanceInfo`` and ``Capabilities``; the
+NDK (``NeuralNetworks.h``) for ``FuseCode`` and ``ExecutionPreference``. ``DeviceType``,
+``DeviceStatus``, ``OperandLifeTime``, ``OperandType`` and ``OperationType`` are the HAL's AIDL enums as compiled into ``interfaces`` (the same
 classes the HAL uses), re-exported here.
 npuemu models are float32 only, so only the types the shared model format names are
 here; the numbers are Android's so a model means the same thing in C, in Python and on
@@ -20,7 +19,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from interfaces.android.hardware.neuralnetworks import DeviceStatus, DeviceType, OperandType, OperationType
+from interfaces.android.hardware.neuralnetworks import DeviceStatus, DeviceType, OperandLifeTime, OperandType, OperationType
 
 from ._errors import BadDataError
 
@@ -65,15 +64,6 @@ class FuseCode(enum.IntEnum):
     RELU = 1
     RELU1 = 2
     RELU6 = 3
-
-
-class OperandLifeTime(enum.IntEnum):
-    TEMPORARY_VARIABLE = 0
-    MODEL_INPUT = 1
-    MODEL_OUTPUT = 2
-    CONSTANT_COPY = 3
-    CONSTANT_REFERENCE = 4
-    NO_VALUE = 5
 
 
 class ExecutionPreference(enum.IntEnum):

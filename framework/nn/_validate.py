@@ -53,7 +53,7 @@ SIGNATURES = types.MappingProxyType(
     }
 )
 
-_CONSTANTS = (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
+_CONSTANTS = (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_POOL)
 
 
 def checkSignature(
@@ -211,8 +211,8 @@ def validateModel(model: HalModel) -> HalModel:
                 raise BadDataError(f"{where}: value is {o.location.length} bytes, {o.type.name} {list(o.dimensions)} needs {size}")
 
     for name, indexes, lifetime in (
-        ("inputIndexes", model.inputIndexes, OperandLifeTime.MODEL_INPUT),
-        ("outputIndexes", model.outputIndexes, OperandLifeTime.MODEL_OUTPUT),
+        ("inputIndexes", model.inputIndexes, OperandLifeTime.SUBGRAPH_INPUT),
+        ("outputIndexes", model.outputIndexes, OperandLifeTime.SUBGRAPH_OUTPUT),
     ):
         for index in indexes:
             if not 0 <= index < count:
@@ -234,7 +234,7 @@ def validateModel(model: HalModel) -> HalModel:
     if not model.operations:
         raise BadDataError("the model has no operations")
 
-    written = [o.lifetime in _CONSTANTS or o.lifetime == OperandLifeTime.MODEL_INPUT for o in operands]
+    written = [o.lifetime in _CONSTANTS or o.lifetime == OperandLifeTime.SUBGRAPH_INPUT for o in operands]
 
     def scalar_of(where: str, inputs: tuple[int, ...]) -> Callable[[int], int | float]:
         def scalar(position: int) -> int | float:
@@ -262,7 +262,7 @@ def validateModel(model: HalModel) -> HalModel:
                 raise BadDataError(f"{where}: scalar input {position} (operand {index}) must be a constant")
         for index in op.outputs:
             o = operands[index]
-            if o.lifetime not in (OperandLifeTime.TEMPORARY_VARIABLE, OperandLifeTime.MODEL_OUTPUT):
+            if o.lifetime not in (OperandLifeTime.TEMPORARY_VARIABLE, OperandLifeTime.SUBGRAPH_OUTPUT):
                 raise BadDataError(f"{where}: cannot write operand {index}, a {o.lifetime.name}")
             if written[index]:
                 raise BadDataError(f"{where}: operand {index} is already the output of another operation")
