@@ -156,7 +156,6 @@ _STILL_WRITTEN_BY_HAND = {
     ("npuhal/_model.py", "Model"): "the driver binding's model",
     ("framework/nn/_hal.py", "DataLocation"): "HalModel, the runtime's in-memory model",
     ("framework/nn/_model.py", "Model"): "ANeuralNetworksModel, the NDK's builder: not the HAL's parcelable",
-    ("framework/nn/_types.py", "ExecutionPreference"): "the NDK's PREFER_* codes",
     ("framework/nn/_types.py", "PerformanceInfo"): "the app-side runtime's value type",
     ("framework/nn/_types.py", "Capabilities"): "the app-side runtime's value type",
     ("framework/nn/_types.py", "Priority"): "the NDK's PRIORITY_* codes",
@@ -197,6 +196,6 @@ def test_no_layer_writes_an_aidl_type_again() -> None:
     # ... and the app-side runtime's are the same classes.
     import framework.nn
 
-    for name in ("DeviceType", "DeviceStatus", "OperandLifeTime", "OperandType", "OperationType", "ErrorStatus"):
+    for name in ("DeviceType", "DeviceStatus", "ExecutionPreference", "OperandLifeTime", "OperandType", "OperationType", "ErrorStatus"):
         assert getattr(framework.nn, name) is getattr(neuralnetworks, name), name
     assert framework.nn.OperandType is npuhal.OperandType

@@ -1,8 +1,9 @@
 """The NNAPI enums and small value types, with Android's names and numbers.
 
 Sources: NN HAL 1.2 (``types.hal``) for ``PerformanceInfo`` and ``Capabilities``; the
-NDK (``NeuralNetworks.h``) for ``FuseCode`` and ``ExecutionPreference``. ``DeviceType``,
-``DeviceStatus``, ``OperandLifeTime``, ``OperandType`` and ``OperationType`` are the HAL's AIDL enums as compiled into ``interfaces`` (the same
+NDK (``NeuralNetworks.h``) for ``FuseCode``. ``DeviceType``, ``DeviceStatus``,
+``ExecutionPreference`` (the NDK's ``ANEURALNETWORKS_PREFER_*`` have the same names and
+numbers), ``OperandLifeTime``, ``OperandType`` and ``OperationType`` are the HAL's AIDL enums as compiled into ``interfaces`` (the same
 classes the HAL uses), re-exported here.
 npuemu models are float32 only, so only the types the shared model format names are
 here; the numbers are Android's so a model means the same thing in C, in Python and on
@@ -19,7 +20,14 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from interfaces.android.hardware.neuralnetworks import DeviceStatus, DeviceType, OperandLifeTime, OperandType, OperationType
+from interfaces.android.hardware.neuralnetworks import (
+    DeviceStatus,
+    DeviceType,
+    ExecutionPreference,
+    OperandLifeTime,
+    OperandType,
+    OperationType,
+)
 
 from ._errors import BadDataError
 
@@ -64,14 +72,6 @@ class FuseCode(enum.IntEnum):
     RELU = 1
     RELU1 = 2
     RELU6 = 3
-
-
-class ExecutionPreference(enum.IntEnum):
-    """``ANEURALNETWORKS_PREFER_*``: what the partitioner optimises for."""
-
-    LOW_POWER = 0
-    FAST_SINGLE_ANSWER = 1
-    SUSTAINED_SPEED = 2
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
