@@ -332,10 +332,7 @@ class _Module:
                     f"{self.annotations(f.annotations)}, line={f.line!r}),"
                 )
             out.append("        ),")
-            consts = "{" + ", ".join(f"{k!r}: {self.value(v)}" for k, v in d.constants.items()) + "}"
-            out.append(f"        {consts}, {self.annotations(d.annotations)}, {where}, cls={simple},")
-            out.append("    ),")
-            return out
+            return out + self._definition_tail(d, where, simple)
         assert isinstance(d, InterfaceDef)
         out = [f"    _rt.InterfaceDef(", f"        {d.name!r},", f"        {d.oneway!r},", "        ("]
         for m in d.methods:
@@ -345,10 +342,12 @@ class _Module:
                 f"{self.typeref(m.return_type)}, {self.annotations(m.annotations)}, doc={m.doc!r}),"
             )
         out.append("        ),")
+        return out + self._definition_tail(d, where, simple)
+
+    def _definition_tail(self, d: ParcelableDef | InterfaceDef, where: str, simple: str) -> list[str]:
+        """The closing lines a parcelable's and an interface's definition share: constants, annotations, place."""
         consts = "{" + ", ".join(f"{k!r}: {self.value(v)}" for k, v in d.constants.items()) + "}"
-        out.append(f"        {consts}, {self.annotations(d.annotations)}, {where}, cls={simple},")
-        out.append("    ),")
-        return out
+        return [f"        {consts}, {self.annotations(d.annotations)}, {where}, cls={simple},", "    ),"]
 
     def source(self, filename_of: Callable[[Definition], str | None]) -> str:
         names = sorted(_simple(d.name) for d in self.defs)
