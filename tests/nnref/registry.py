@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from . import conv, elementwise, norm, shape
-from .core import Call, Operand
+from .core import BadOperation, Call, Operand
 
 #: NN HAL 1.2's OperationType, by code (the index): all 95 operations.
 OPERATION_TYPES: tuple[str, ...] = (
@@ -65,4 +65,9 @@ def evaluate(operation: object, inputs: Sequence[Operand], outputs: Sequence[Ope
     kernel = KERNELS.get(name)
     if kernel is None:
         raise NotImplementedError(f"nnref has no reference for {name} yet")
-    return kernel(Call(name, inputs, outputs, relaxed))
+    try:
+        return kernel(Call(name, inputs, outputs, relaxed))
+    except BadOperation:
+        raise
+    except ValueError as e:  # a shared rule (padding, broadcasting, shapes) refused the call
+        raise BadOperation(f"{name}: {e}") from e
