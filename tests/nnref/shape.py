@@ -388,7 +388,7 @@ def hashtable_lookup(call: Call) -> list[Operand]:
         if int(k) in rows:
             out[i] = values.value[rows[int(k)]]  # type: ignore[index]
     return [_moved(call, 0, values, out),
-            call.raw_result(1, hits.astype(np.uint8), type="TENSOR_QUANT8_ASYMM")]
+            call.raw_result(1, hits.astype(np.uint8), Operand("TENSOR_QUANT8_ASYMM", None, 1.0, 0))]
 
 
 OPERATIONS: dict[str, Callable[[Call], list[Operand]]] = {
