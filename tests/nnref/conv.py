@@ -142,50 +142,48 @@ def _filter(call: Call, x: Operand, i: int = 1, channel_dim: int = 0) -> Operand
     return f
 
 
+def _convolution(call: Call, implicit: bool, layout_at: int, channel_dim: int = 0,
+                 dilation: bool = True) -> tuple[Operand, bool, np.ndarray, Operand, Window, int]:
+    """A convolution's common reads: the input (as NHWC), the filter, the window (padding and
+    strides from input 3 on, dilation after the layout); returns them with the next index."""
+    x, nchw, xv = _nhwc_input(call, 0, layout_at, F_Q8)
+    f = _filter(call, x, channel_dim=channel_dim)
+    window, at = _window(call, not implicit, 3, xv.shape[1:3], f.shape[1:3], layout_at + 1 if dilation else None)
+    return x, nchw, xv, f, window, at
+
+
 def conv_2d(call: Call) -> list[Operand]:
     n = call.count(7, 8, 10, 11, 13)
-    implicit = n == 7 or (n >= 8 and call.inputs[7].type == "BOOL")
-    first_after = 3
-    layout_at = 7 if implicit else 10
-    x, nchw, xv = _nhwc_input(call, 0, layout_at, F_Q8)
-    f = _filter(call, x)
-    window, at = _window(call, not implicit, first_after, xv.shape[1:3], f.shape[1:3], layout_at + 1)
-    fuse = call.int(at)
+    implicit = n == 7 or call.inputs[7].type == "BOOL"
+    x, nchw, xv, f, window, at = _convolution(call, implicit, 7 if implicit else 10)
     if f.shape[3] != xv.shape[3]:
         raise call.fail(f"filter depth {f.shape[3]} != input depth {xv.shape[3]}")
     acc = convolve(_centered(x, xv), _centered(f, f.value), window)  # type: ignore[arg-type]
-    return _bias_and_output(call, x, f, acc, fuse, nchw)
+    return _bias_and_output(call, x, f, acc, call.int(at), nchw)
 
 
 def depthwise_conv_2d(call: Call) -> list[Operand]:
     n = call.count(8, 9, 11, 12, 14)
-    implicit = n == 8 or (n >= 9 and call.inputs[8].type == "BOOL")
-    layout_at = 8 if implicit else 11
-    x, nchw, xv = _nhwc_input(call, 0, layout_at, F_Q8)
-    f = _filter(call, x, channel_dim=3)
-    window, at = _window(call, not implicit, 3, xv.shape[1:3], f.shape[1:3], layout_at + 1)
-    multiplier, fuse = call.int(at), call.int(at + 1)
+    implicit = n == 8 or call.inputs[8].type == "BOOL"
+    x, nchw, xv, f, window, at = _convolution(call, implicit, 8 if implicit else 11, channel_dim=3)
+    multiplier = call.int(at)
     if f.shape[0] != 1 or f.shape[3] != xv.shape[3] * multiplier:
         raise call.fail(f"filter {list(f.shape)} is [1, fh, fw, {xv.shape[3]} * {multiplier}]")
     # Output channel k reads input channel k // multiplier: a grouped convolution with one
     # group per input channel, each group's filters the multiplier's slice.
     filters = np.transpose(_centered(f, f.value), (3, 1, 2, 0))  # type: ignore[arg-type]
     acc = convolve(_centered(x, xv), filters, window, groups=xv.shape[3])
-    return _bias_and_output(call, x, f, acc, fuse, nchw)
+    return _bias_and_output(call, x, f, acc, call.int(at + 1), nchw)
 
 
 def grouped_conv_2d(call: Call) -> list[Operand]:
-    n = call.count(9, 12)
-    implicit = n == 9
-    layout_at = 8 if implicit else 11
-    x, nchw, xv = _nhwc_input(call, 0, layout_at, F_Q8)
-    f = _filter(call, x)
-    window, at = _window(call, not implicit, 3, xv.shape[1:3], f.shape[1:3], None)
-    groups, fuse = call.int(at), call.int(at + 1)
+    implicit = call.count(9, 12) == 9
+    x, nchw, xv, f, window, at = _convolution(call, implicit, 8 if implicit else 11, dilation=False)
+    groups = call.int(at)
     if groups < 1 or xv.shape[3] != f.shape[3] * groups or f.shape[0] % groups:
         raise call.fail(f"input depth {xv.shape[3]} and filter {list(f.shape)} do not fit {groups} groups")
     acc = convolve(_centered(x, xv), _centered(f, f.value), window, groups)  # type: ignore[arg-type]
-    return _bias_and_output(call, x, f, acc, fuse, nchw)
+    return _bias_and_output(call, x, f, acc, call.int(at + 1), nchw)
 
 
 def transpose_conv_2d(call: Call) -> list[Operand]:
