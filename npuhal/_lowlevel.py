@@ -15,6 +15,7 @@ rather than strangely, later.
 
 from __future__ import annotations
 
+import enum
 import pathlib
 import re
 import uuid
@@ -32,9 +33,11 @@ from ._types import (
     DeviceStatus,
     DeviceType,
     EndReason,
+    FuseCode,
     MemoryPressure,
     OperandLifeTime,
     OperandType,
+    OperationType,
     PerformanceInfo,
     SchedulingConfig,
     StartReason,
@@ -98,36 +101,59 @@ def _check_abi() -> None:
         raise NpuAbiError(problem)
 
 
+#: The C enum each Python enum must equal, name for name and number for number, and the
+#: prefix of its enumerators. The AIDL's own enums (compiled into ``interfaces``) come
+#: first; the hardware's, which no AIDL declares, follow.
+_C_ENUMS = (
+    (DeviceType, "npu_device_type", "NPU_DEVICE_"),
+    (DeviceStatus, "npu_device_status", "NPU_STATUS_"),
+    (OperandType, "npu_operand_type", "NPU_OPERAND_"),
+    (OperandLifeTime, "npu_operand_lifetime", "NPU_LIFETIME_"),
+    (OperationType, "npu_operation_type", "NPU_OP_"),
+    (StartReason, "npu_start_reason", "NPU_START_REASON_"),
+    (EndReason, "npu_end_reason", "NPU_END_REASON_"),
+    (FuseCode, "npu_fuse_code", "NPU_FUSE_"),
+    (ThermalSeverity, "npu_thermal_severity", "NPU_THERMAL_"),
+    (PreemptionMode, "npu_preemption_mode", "NPU_PREEMPT_"),
+    (SchedulingMode, "npu_sched_mode", "NPU_SCHED_"),
+)
+
+#: The header keeps NN HAL 1.2's lifetime names where the AIDL says SUBGRAPH_* / CONSTANT_POOL.
+_C_ALIASES = {"MODEL_INPUT": "SUBGRAPH_INPUT", "MODEL_OUTPUT": "SUBGRAPH_OUTPUT", "CONSTANT_REFERENCE": "CONSTANT_POOL"}
+
+
+def _enum_problem(enum_cls: type[enum.IntEnum], c_enum: str, c_elements: dict[int, str], prefix: str) -> str | None:
+    """Why the C enum ``c_enum`` (``{number: name}``) and ``enum_cls`` differ, or None.
+
+    Both ways: every C enumerator but a ``*_COUNT`` sentinel must be a member of the same
+    number, and every member must be in C. (Pure, for the tests.)
+    """
+    c_side = {}
+    for number, c_name in c_elements.items():
+        if not c_name.endswith("_COUNT"):
+            name = c_name.removeprefix(prefix)
+            c_side[_C_ALIASES.get(name, name)] = int(number)
+    py_side = {m.name: int(m) for m in enum_cls}
+    where = f"enum {c_enum} (C) and {enum_cls.__module__}.{enum_cls.__name__}"
+    for name in sorted(c_side.keys() | py_side.keys()):
+        c_value, py_value = c_side.get(name), py_side.get(name)
+        if c_value == py_value:
+            continue
+        if c_value is None:
+            return f"{where} differ: {enum_cls.__name__}.{name} = {py_value} is missing in C"
+        if py_value is None:
+            return f"{where} differ: C's {prefix}{name} = {c_value} is missing in {enum_cls.__name__}"
+        return f"{where} differ: {prefix}{name} is {c_value} in C, {py_value} in {enum_cls.__name__}"
+    return None
+
+
 def _check_enums() -> None:
     # The Python enums carry Android's numbers; the header must agree, or every
-    # event and device would be silently mislabelled.
-    pairs = [
-        (DeviceType, "NPU_DEVICE_"),
-        (DeviceStatus, "NPU_STATUS_"),
-        (StartReason, "NPU_START_REASON_"),
-        (EndReason, "NPU_END_REASON_"),
-        (ThermalSeverity, "NPU_THERMAL_"),
-        (PreemptionMode, "NPU_PREEMPT_"),
-        (SchedulingMode, "NPU_SCHED_"),
-        (OperandType, "NPU_OPERAND_"),
-    ]
-    for enum_cls, prefix in pairs:
-        for member in enum_cls:
-            c_value = getattr(lib, prefix + member.name, None)
-            if c_value is not None and int(c_value) != int(member):
-                raise NpuAbiError(
-                    f"{prefix}{member.name} is {c_value} in C but {enum_cls.__name__}.{member.name} "
-                    f"is {int(member)} in npuhal: the headers changed, update the binding"
-                )
-    # The header keeps NN 1.2's lifetime names where the AIDL enum says SUBGRAPH_* / CONSTANT_POOL.
-    c_names = {"SUBGRAPH_INPUT": "MODEL_INPUT", "SUBGRAPH_OUTPUT": "MODEL_OUTPUT", "CONSTANT_POOL": "CONSTANT_REFERENCE"}
-    for member in OperandLifeTime:
-        name = "NPU_LIFETIME_" + c_names.get(member.name, member.name)
-        if int(getattr(lib, name)) != int(member):
-            raise NpuAbiError(
-                f"{name} is {getattr(lib, name)} in C but OperandLifeTime.{member.name} "
-                f"is {int(member)} in npuhal: the headers changed, update the binding"
-            )
+    # event, device and model would be silently mislabelled.
+    for enum_cls, c_enum, prefix in _C_ENUMS:
+        problem = _enum_problem(enum_cls, c_enum, ffi.typeof(f"enum {c_enum}").elements, prefix)
+        if problem:
+            raise NpuAbiError(f"{problem}: the headers changed, update the AIDL or the binding and rebuild (`make ext`)")
 
 
 _check_abi()

@@ -654,3 +654,22 @@ def test_hal_values_check_their_own_fields():
         hal.constantBytes(0)
     with pytest.raises(BadDataError, match="takes a HalModel"):
         Model.from_hal(hal.to_dict())
+
+
+def test_the_cpu_extensions_model_enums_are_checked_against_the_aidl(monkeypatch):
+    from framework.nn import _cpu_kernels
+
+    assert _cpu_kernels._check_enums() is None
+    real = _cpu_kernels.ffi
+
+    class StaleFfi:  # an extension built before SOFTMAX moved
+        def typeof(self, name):
+            ctype = real.typeof(name)
+            if name != "enum npu_operation_type":
+                return ctype
+            elements = {(26 if n == 25 else n): c for n, c in ctype.elements.items()}
+            return type("CEnum", (), {"elements": elements})()
+
+    monkeypatch.setattr(_cpu_kernels, "ffi", StaleFfi())
+    with pytest.raises(ImportError, match=r"npu_operation_type and the AIDL's OperationType differ in \[\('SOFTMAX', 25\), \('SOFTMAX', 26\)\]"):
+        _cpu_kernels._check_enums()

@@ -19,6 +19,7 @@ from typing import Any
 
 from ._errors import BadDataError, NeuralNetworksError, OpFailedError, OutOfMemoryError
 from ._hal import HalModel
+from ._types import OperandLifeTime, OperandType, OperationType
 
 try:
     from ._cpu import ffi, lib
@@ -29,6 +30,32 @@ except ImportError as e:  # pragma: no cover - a broken checkout, not a test cas
     ) from e
 
 __all__ = ["checkSupport", "runModel"]
+
+
+def _check_enums() -> None:
+    """The extension's model enums must be the compiled AIDL ones, name for name, both ways.
+
+    A stale build (or a header that moved on) fails here, at import, not as a mislabelled
+    model later. The header keeps NN 1.2's lifetime names where the AIDL says SUBGRAPH_* and
+    CONSTANT_POOL; ``*_COUNT`` is a sentinel, not a member.
+    """
+    nn12 = {"SUBGRAPH_INPUT": "MODEL_INPUT", "SUBGRAPH_OUTPUT": "MODEL_OUTPUT", "CONSTANT_POOL": "CONSTANT_REFERENCE"}
+    for aidl, c_enum, prefix in (
+        (OperandType, "npu_operand_type", "NPU_OPERAND_"),
+        (OperandLifeTime, "npu_operand_lifetime", "NPU_LIFETIME_"),
+        (OperationType, "npu_operation_type", "NPU_OP_"),
+    ):
+        in_c = {(c_name.removeprefix(prefix), n) for n, c_name in ffi.typeof(f"enum {c_enum}").elements.items()}
+        in_aidl = {(nn12.get(m.name, m.name), int(m)) for m in aidl}
+        differ = sorted(x for x in in_c ^ in_aidl if not x[0].endswith("COUNT"))
+        if differ:
+            raise ImportError(
+                f"framework.nn._cpu's enum {c_enum} and the AIDL's {aidl.__name__} differ in {differ}: "
+                "rebuild the extension (`make ext`) or update the AIDL"
+            )
+
+
+_check_enums()
 
 # C status names that mean "the model or the buffers are wrong" (the caller's data),
 # as opposed to the host running out of memory or an internal failure.
