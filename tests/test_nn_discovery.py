@@ -8,7 +8,6 @@ from framework.nn import (
     CPU_DEVICE_NAME,
     FEATURE_LEVEL,
     BadDataError,
-    Capabilities,
     DeviceDescriptor,
     DeviceType,
     OperationType,
@@ -19,11 +18,12 @@ from framework.nn import (
     listDevices,
     referenceCpuDevice,
     sampleModel,
+    uniformCapabilities,
 )
 
 
 def driver(name, type=DeviceType.ACCELERATOR, execTime=0.5, ops=frozenset(OperationType)):
-    return DeviceDescriptor(name, type, f"{name} v2.1", FEATURE_LEVEL, Capabilities.uniform(execTime, execTime), ops)
+    return DeviceDescriptor(name, type, f"{name} v2.1", FEATURE_LEVEL, uniformCapabilities(execTime, execTime), ops)
 
 
 FIELD_NAMES = ["qti-dsp", "qti-gpu", "qti-hta", "nnapi-sample_float_fast", "nnapi-sample_float_slow"]
@@ -36,7 +36,7 @@ def test_drivers_come_first_in_their_order_then_the_cpu_device():
     assert cpu.getType() == DeviceType.CPU
     assert cpu.getFeatureLevel() == 29
     assert cpu.getVersion()
-    perf = cpu.capabilities.getPerformance(0)
+    perf = cpu.getPerformance(0)
     assert (perf.execTime, perf.powerUsage) == (1.0, 1.0)
     assert [d.getName() for d in listDevices([])] == [CPU_DEVICE_NAME]
 

@@ -102,20 +102,43 @@ def test_enum_numbers_match_the_hal_and_ndk():
     assert [s.name for s in nn.DeviceStatus] == ["AVAILABLE", "BUSY", "OFFLINE", "UNKNOWN"]
 
 
-@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "fast", True])
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan")])
 def test_performance_info_refuses_what_vts_would(bad):
-    with pytest.raises(nn.BadDataError):
-        nn.PerformanceInfo(bad, 1.0)
-    with pytest.raises(nn.BadDataError):
-        nn.PerformanceInfo(1.0, bad)
+    with pytest.raises(nn.BadDataError, match="execTime must be > 0"):
+        nn.checkPerformanceInfo(nn.PerformanceInfo(execTime=bad, powerUsage=1.0), "npu")
+    with pytest.raises(nn.BadDataError, match="powerUsage must be > 0"):
+        nn.checkPerformanceInfo(nn.PerformanceInfo(execTime=1.0, powerUsage=bad), "npu")
+    # A device claiming it is refused when described, its name in the message.
+    caps = nn.makeCapabilities({nn.OperandType.INT32: nn.PerformanceInfo(execTime=bad, powerUsage=1.0)})
+    with pytest.raises(nn.BadDataError, match=r"device acme-npu: capabilities\[INT32\]\.execTime must be > 0"):
+        nn.DeviceDescriptor("acme-npu", nn.DeviceType.ACCELERATOR, "1", 29, caps)
+    relaxed = nn.uniformCapabilities(1, 1).replace(relaxedFloat32toFloat16PerformanceTensor=nn.PerformanceInfo(execTime=1.0, powerUsage=bad))
+    with pytest.raises(nn.BadDataError, match=r"relaxedFloat32toFloat16PerformanceTensor\.powerUsage must be > 0"):
+        nn.checkCapabilities(relaxed)
+
+
+@pytest.mark.parametrize("bad", ["fast", True, None])
+def test_performance_info_is_the_aidl_parcelable_and_checks_its_types(bad):
+    from interfaces.android.hardware import neuralnetworks
+
+    assert nn.PerformanceInfo is neuralnetworks.PerformanceInfo and nn.Capabilities is neuralnetworks.Capabilities
+    with pytest.raises(TypeError, match="execTime"):
+        nn.PerformanceInfo(execTime=bad, powerUsage=1.0)
 
 
 def test_capabilities_without_a_figure_cost_flt_max():
-    caps = nn.Capabilities({nn.OperandType.TENSOR_FLOAT32: nn.PerformanceInfo(0.5, 2)})
-    assert caps.getPerformance(nn.OperandType.TENSOR_FLOAT32) == nn.PerformanceInfo(0.5, 2.0)
-    assert caps.getPerformance(nn.OperandType.INT32).execTime == pytest.approx(3.4028234663852886e38)
-    with pytest.raises(TypeError):
-        caps.operandPerformance[nn.OperandType.INT32] = nn.PerformanceInfo(1, 1)  # read-only
+    caps = nn.makeCapabilities({nn.OperandType.TENSOR_FLOAT32: nn.PerformanceInfo(execTime=0.5, powerUsage=2)})
+    assert nn.checkCapabilities(caps) is caps
+    assert nn.lookupPerformance(caps, nn.OperandType.TENSOR_FLOAT32) == nn.PerformanceInfo(execTime=0.5, powerUsage=2.0)
+    assert nn.lookupPerformance(caps, nn.OperandType.INT32).execTime == pytest.approx(3.4028234663852886e38)
+    assert caps.relaxedFloat32toFloat16PerformanceScalar.execTime == pytest.approx(3.4028234663852886e38)
+    # Listed by type, as the HAL lists them; a type listed twice is refused.
+    assert [int(p.type) for p in nn.uniformCapabilities(1, 1).operandPerformance] == list(range(7))
+    twice = caps.replace(operandPerformance=caps.operandPerformance * 2)
+    with pytest.raises(nn.BadDataError, match="TENSOR_FLOAT32 is listed twice"):
+        nn.checkCapabilities(twice)
+    with pytest.raises(nn.BadDataError, match="must be a Capabilities"):
+        nn.checkCapabilities({nn.OperandType.INT32: (1, 1)})
 
 
 def test_every_public_name_is_exported_once_and_from_a_private_module():
@@ -186,3 +209,13 @@ def test_binder_failures_of_a_device_become_ndk_result_codes():
     assert code(ServiceSpecificException(99)) == ResultCode.OP_FAILED
     assert code(IllegalArgumentException("jobPriority")) == ResultCode.BAD_DATA
     assert code(SecurityException("no direct access")) == ResultCode.OP_FAILED
+
+
+def test_the_ndk_priority_converts_to_the_hals_in_one_place():
+    from interfaces.android.hardware.neuralnetworks import Priority as HalPriority
+
+    assert [int(p) for p in nn.Priority] == [90, 100, 110]  # DEFAULT is an alias of MEDIUM
+    assert {p: p.halValue for p in nn.Priority} == {
+        nn.Priority.LOW: HalPriority.LOW, nn.Priority.MEDIUM: HalPriority.MEDIUM, nn.Priority.HIGH: HalPriority.HIGH
+    }
+    assert nn.Priority.DEFAULT.halValue is HalPriority.MEDIUM

@@ -18,9 +18,9 @@ from framework.nn import (
     OperandLifeTime,
     OperandType,
     OperationType,
-    Capabilities,
     createPlan,
     getSupportedOperationsForDevices,
+    uniformCapabilities,
     validateModel,
 )
 
@@ -233,7 +233,7 @@ def test_finish_sorts_operations_into_run_order_and_keeps_app_numbering_for_quer
     hal = m.to_hal()
     assert [op.type for op in hal.operations] == [OperationType.RELU, OperationType.ADD]
     assert m.appOperationIndex(0) == first and m.appOperationIndex(1) == second
-    relu_only = DeviceDescriptor("acme-npu", DeviceType.ACCELERATOR, "1", 29, Capabilities.uniform(1, 1), {OperationType.RELU})
+    relu_only = DeviceDescriptor("acme-npu", DeviceType.ACCELERATOR, "1", 29, uniformCapabilities(1, 1), {OperationType.RELU})
     supported = getSupportedOperationsForDevices(m, [relu_only])
     assert supported[first] is True and supported[second] is False
     x_value = np.array([[1, -2], [-3, 4]], np.float32)
@@ -534,7 +534,7 @@ def test_changes_after_finish_and_use_before_finish_are_bad_state():
     m = add_model()
     with pytest.raises(BadStateError, match="not finished"):
         m.to_hal()
-    cpu_like = DeviceDescriptor("acme-npu", DeviceType.ACCELERATOR, "1", 29, Capabilities.uniform(1, 1))
+    cpu_like = DeviceDescriptor("acme-npu", DeviceType.ACCELERATOR, "1", 29, uniformCapabilities(1, 1))
     with pytest.raises(BadStateError):
         getSupportedOperationsForDevices(m, [cpu_like])
     with pytest.raises(BadStateError):

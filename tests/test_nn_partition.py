@@ -10,7 +10,6 @@ from framework.nn import (
     CPU_DEVICE_NAME,
     BadDataError,
     BadStateError,
-    Capabilities,
     DeadObjectError,
     DeviceDescriptor,
     DeviceType,
@@ -25,7 +24,9 @@ from framework.nn import (
     createPlan,
     createPlanForDevices,
     getSupportedOperationsForDevices,
+    makeCapabilities,
     referenceCpuDevice,
+    uniformCapabilities,
 )
 
 T = OperandType.TENSOR_FLOAT32
@@ -33,7 +34,7 @@ ALL = frozenset(OperationType)
 
 
 def device(name, execTime=0.5, powerUsage=0.5, ops=ALL, type=DeviceType.ACCELERATOR):
-    caps = Capabilities({T: PerformanceInfo(execTime, powerUsage)})
+    caps = makeCapabilities({T: PerformanceInfo(execTime=execTime, powerUsage=powerUsage)})
     return DeviceDescriptor(name, type, f"{name}-1.0", 29, caps, ops)
 
 
@@ -174,7 +175,7 @@ def test_a_supported_operations_function_sees_the_hal_model():
 def test_device_descriptors_refuse_nonsense(kwargs, match):
     fields = dict(
         name="acme-npu", type=DeviceType.ACCELERATOR, version="1", featureLevel=29,
-        capabilities=Capabilities.uniform(1, 1),
+        capabilities=uniformCapabilities(1, 1),
     )
     with pytest.raises(BadDataError, match=match):
         DeviceDescriptor(**{**fields, **kwargs})
@@ -220,12 +221,12 @@ def test_the_choice_uses_the_first_operands_type():
     # Fast for INT32 scalars, unknown (FLT_MAX) for float tensors: never chosen.
     scalar_fast = DeviceDescriptor(
         "acme-dsp", DeviceType.ACCELERATOR, "1", 29,
-        Capabilities({OperandType.INT32: PerformanceInfo(0.01, 0.01)}),
+        makeCapabilities({OperandType.INT32: PerformanceInfo(execTime=0.01, powerUsage=0.01)}),
     )
     assert names(createPlan(m, [scalar_fast])) == [CPU_DEVICE_NAME] * 6
     tensor_fast = DeviceDescriptor(
         "acme-dsp", DeviceType.ACCELERATOR, "1", 29,
-        Capabilities({OperandType.INT32: PerformanceInfo(9, 9), T: PerformanceInfo(0.9, 9)}),
+        makeCapabilities({OperandType.INT32: PerformanceInfo(execTime=9, powerUsage=9), T: PerformanceInfo(execTime=0.9, powerUsage=9)}),
     )
     assert names(createPlan(m, [tensor_fast])) == ["acme-dsp"] * 6
 
@@ -246,7 +247,7 @@ def test_an_operation_no_candidate_supports_is_bad_data_for_create_for_devices()
         createPlanForDevices(m, [no_softmax])
     plain = createPlan(m, [no_softmax])
     assert names(plain) == ["acme-npu"] * 5 + [CPU_DEVICE_NAME]
-    narrow_cpu = DeviceDescriptor(CPU_DEVICE_NAME, DeviceType.CPU, "1", 29, Capabilities.uniform(1, 1), {OperationType.ADD})
+    narrow_cpu = DeviceDescriptor(CPU_DEVICE_NAME, DeviceType.CPU, "1", 29, uniformCapabilities(1, 1), {OperationType.ADD})
     with pytest.raises(BadDataError, match="supported by none"):
         createPlan(m, [no_softmax], cpu=narrow_cpu)
 
@@ -496,8 +497,8 @@ def random_devices(draw):
     devices = []
     for k in range(count):
         ops = draw(st.sets(st.sampled_from(list(OperationType))))
-        perf = PerformanceInfo(draw(st.sampled_from([0.25, 0.5, 1.0, 2.0])), draw(st.sampled_from([0.25, 1.0, 4.0])))
-        devices.append(DeviceDescriptor(f"acme-dev{k}", DeviceType.ACCELERATOR, "1", 29, Capabilities({T: perf}), ops))
+        perf = PerformanceInfo(execTime=draw(st.sampled_from([0.25, 0.5, 1.0, 2.0])), powerUsage=draw(st.sampled_from([0.25, 1.0, 4.0])))
+        devices.append(DeviceDescriptor(f"acme-dev{k}", DeviceType.ACCELERATOR, "1", 29, makeCapabilities({T: perf}), ops))
     return devices
 
 
@@ -510,7 +511,7 @@ def test_every_plan_computes_exactly_what_the_whole_model_computes(model_and_fee
     cpu = plan.cpu
     for k, (op, chosen) in enumerate(zip(hal.operations, plan.assignment, strict=True)):
         def cost(d):
-            p = d.capabilities.getPerformance(T)
+            p = d.getPerformance(T)
             return p.powerUsage if preference == ExecutionPreference.LOW_POWER else p.execTime
 
         able = [d for d in [*devices, cpu] if op.type in d.supportedOperations]

@@ -137,10 +137,10 @@ async def test_devices_are_the_drivers_then_the_cpu(autojump_clock, nn, stack):
     assert npu.getVersion() == stack.driver.device_by_name("emu-npu").version
     assert npu.getFeatureLevel() == 29
     assert nn.getDeviceByName("emu-hetero").getType() == DeviceType.OTHER
-    assert npu.capabilities.getPerformance(OperandType.TENSOR_FLOAT32).execTime == pytest.approx(0.1)
+    assert npu.getPerformance(OperandType.TENSOR_FLOAT32).execTime == pytest.approx(0.1)
     cpu = nn.getDevice(len(DRIVERS))
     assert cpu.getType() == DeviceType.CPU
-    perf = cpu.capabilities.getPerformance(OperandType.TENSOR_FLOAT32)
+    perf = cpu.getPerformance(OperandType.TENSOR_FLOAT32)
     assert (perf.execTime, perf.powerUsage) == (1.0, 1.0)
 
 

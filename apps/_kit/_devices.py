@@ -41,7 +41,7 @@ def cpu_device(nn: Any) -> Any:
 
 
 def _cost(device: Any, preference: ExecutionPreference) -> float:
-    info = device.capabilities.getPerformance(OperandType.TENSOR_FLOAT32)
+    info = device.getPerformance(OperandType.TENSOR_FLOAT32)
     return info.powerUsage if preference == ExecutionPreference.LOW_POWER else info.execTime
 
 

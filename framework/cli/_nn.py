@@ -79,15 +79,13 @@ async def _offline(names, preference, enabled):
 
     from framework.nn import (
         BadDataError,
-        Capabilities,
         DeviceDescriptor,
         DeviceType,
-        OperandType,
-        PerformanceInfo,
         cpuDevice,
         createPlan,
         createPlanForDevices,
         isValidDeviceName,
+        makeCapabilities,
         sampleModel,
     )
     from npuhal import open_driver
@@ -96,15 +94,12 @@ async def _offline(names, preference, enabled):
     async with open_driver(clock="virtual") as driver:
 
         def describe(dev):
-            table = {
-                OperandType(int(t)): PerformanceInfo(p.execTime, p.powerUsage) for t, p in dev.capabilities.items()
-            }
             return DeviceDescriptor(
                 name=dev.name,
                 type=DeviceType(int(dev.type)),
                 version=dev.version,
                 featureLevel=dev.feature_level,
-                capabilities=Capabilities(table),
+                capabilities=makeCapabilities(dev.capabilities),
                 supportedOperations=lambda hal, n=dev.number: driver.supported_operations(n, hal.to_dict()),
             )
 

@@ -5,7 +5,8 @@ General layout, the pure core first (no binder, no C, no I/O):
 - ``_errors``     NDK result codes as exceptions (``NeuralNetworksError`` and one
                   subclass per code, each also the builtin it resembles).
 - ``_types``      the enums and small value types with Android's numbers:
-                  ``OperandType``, ``OperationType``, ``DeviceType``, ``PerformanceInfo``...
+                  ``OperandType``, ``OperationType``, ``DeviceType`` (the compiled AIDL's), the
+                  checks over ``Capabilities``, the NDK's ``Priority``...
 - ``_hal``        the shared model format (``HalModel``), what the C driver ABI, the HAL
                   and the runtime all exchange.
 - ``_validate``   the graph rules and shape inference of a HAL model.
@@ -92,6 +93,12 @@ from ._types import FuseCode as FuseCode
 from ._types import OperandLifeTime as OperandLifeTime
 from ._types import OperandType as OperandType
 from ._types import OperationType as OperationType
+from ._types import OperandPerformance as OperandPerformance
 from ._types import PerformanceInfo as PerformanceInfo
 from ._types import Priority as Priority
+from ._types import checkCapabilities as checkCapabilities
+from ._types import checkPerformanceInfo as checkPerformanceInfo
+from ._types import lookupPerformance as lookupPerformance
+from ._types import makeCapabilities as makeCapabilities
+from ._types import uniformCapabilities as uniformCapabilities
 from ._validate import validateModel as validateModel

@@ -13,7 +13,6 @@ Conversions, one place each:
   ``Model`` parcelable, with every pool a ``SharedMemory`` so weights travel as a file
   descriptor, not through msgpack. The caller owns the regions (a compilation keeps
   them for its life and closes them in ``aclose``).
-- :func:`capabilitiesFromAidl`: ``Capabilities`` parcelable to :class:`Capabilities`.
 - :func:`errorFromRemote`: a binder exception from a HAL call to the NDK result code an
   app sees, as Android's ``convertErrorStatusToResultCode`` and ``DEAD_OBJECT`` rules.
 """
@@ -48,9 +47,8 @@ from ._errors import (
     error_for_result_code,
 )
 from ._hal import HalModel
-from ._types import Capabilities, OperandType, PerformanceInfo
 
-__all__ = ["IDEVICE_DESCRIPTOR", "HalTypes", "capabilitiesFromAidl", "errorFromRemote", "halTypes", "toAidlModel"]
+__all__ = ["IDEVICE_DESCRIPTOR", "HalTypes", "errorFromRemote", "halTypes", "toAidlModel"]
 
 #: The interface name; an instance is registered as ``{IDEVICE_DESCRIPTOR}/{name}``.
 IDEVICE_DESCRIPTOR = "android.hardware.neuralnetworks.IDevice"
@@ -145,28 +143,6 @@ def toAidlModel(hal: HalModel, pools: list[SharedMemory]) -> Any:
         pools=list(pools),
         relaxComputationFloat32toFloat16=False,
     )
-
-
-def capabilitiesFromAidl(device: str, caps: Any) -> Capabilities:
-    """The ``Capabilities`` parcelable as :class:`Capabilities`; nonsense is ``BAD_DATA``.
-
-    NNAPI's VTS requires every figure to be positive; a driver that claims otherwise
-    (or an operand type npuemu does not know) is refused at discovery rather than
-    allowed to win every partitioning decision.
-    """
-    try:
-        table = {}
-        for entry in caps.operandPerformance:
-            table[OperandType(int(entry.type))] = PerformanceInfo(entry.info.execTime, entry.info.powerUsage)
-        scalar = caps.relaxedFloat32toFloat16PerformanceScalar
-        tensor = caps.relaxedFloat32toFloat16PerformanceTensor
-        return Capabilities(
-            table,
-            PerformanceInfo(scalar.execTime, scalar.powerUsage),
-            PerformanceInfo(tensor.execTime, tensor.powerUsage),
-        )
-    except (BadDataError, ValueError, AttributeError, TypeError) as e:
-        raise BadDataError(f"device {device}: malformed capabilities: {e}") from None
 
 
 def errorFromRemote(device: str, call: str, exc: BaseException) -> NeuralNetworksError:

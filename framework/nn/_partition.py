@@ -35,7 +35,19 @@ from typing import Any
 from ._errors import BadDataError, BadStateError, NeuralNetworksError, OpFailedError
 from ._hal import NO_LOCATION, DataLocation, HalModel, HalOperand, HalOperation
 from ._model import Model
-from ._types import FEATURE_LEVEL, Capabilities, DeviceType, ExecutionPreference, OperandLifeTime, OperationType
+from ._types import (
+    FEATURE_LEVEL,
+    Capabilities,
+    DeviceType,
+    ExecutionPreference,
+    OperandLifeTime,
+    OperandType,
+    OperationType,
+    PerformanceInfo,
+    checkCapabilities,
+    lookupPerformance,
+    uniformCapabilities,
+)
 from ._validate import validateModel
 
 #: The name of the runtime's own CPU device.
@@ -72,8 +84,7 @@ class DeviceDescriptor:
             raise BadDataError(f"device {self.name}: the version is a string, not {self.version!r}")
         if isinstance(self.featureLevel, bool) or not isinstance(self.featureLevel, int):
             raise BadDataError(f"device {self.name}: the feature level is an int, not {self.featureLevel!r}")
-        if not isinstance(self.capabilities, Capabilities):
-            raise BadDataError(f"device {self.name}: capabilities must be a Capabilities")
+        checkCapabilities(self.capabilities, f"device {self.name}: capabilities")
         if not callable(self.supportedOperations):
             try:
                 ops = frozenset(OperationType(t) for t in self.supportedOperations)
@@ -97,6 +108,10 @@ class DeviceDescriptor:
 
     def getFeatureLevel(self) -> int:
         return self.featureLevel
+
+    def getPerformance(self, operandType: OperandType) -> PerformanceInfo:  # noqa: N803
+        """The device's figure for ``operandType``, ``FLT_MAX`` when it gives none (Android's ``Device::getPerformance``)."""
+        return lookupPerformance(self.capabilities, operandType)
 
     def getSupportedOperations(self, model: HalModel) -> list[bool]:
         """One bool per operation of ``model``; a malformed answer is ``OP_FAILED``."""
@@ -125,7 +140,7 @@ def referenceCpuDevice(version: str = "npuemu-1.2") -> DeviceDescriptor:
         type=DeviceType.CPU,
         version=version,
         featureLevel=FEATURE_LEVEL,
-        capabilities=Capabilities.uniform(1.0, 1.0),
+        capabilities=uniformCapabilities(1.0, 1.0),
     )
 
 
@@ -297,7 +312,7 @@ class ExecutionPlan:
         rows = [("op", "operation", "step", "device", "execTime", "powerUsage")]
         step_of = {k: s.index for s in self.steps for k in s.operations}
         for k, (op, device) in enumerate(zip(ops, self.assignment, strict=True)):
-            perf = device.capabilities.getPerformance(self.model.operands[op.inputs[0]].type)
+            perf = device.getPerformance(self.model.operands[op.inputs[0]].type)
             rows.append(
                 (str(k), op.type.name, str(step_of[k]), device.name, f"{perf.execTime:g}", f"{perf.powerUsage:g}")
             )
@@ -389,7 +404,7 @@ def _partition(
         for device, ok in zip(candidates, supported, strict=True):
             if not ok[k]:
                 continue
-            perf = device.capabilities.getPerformance(operand_type)
+            perf = device.getPerformance(operand_type)
             value = perf.powerUsage if preference == ExecutionPreference.LOW_POWER else perf.execTime
             if best is None or value < best_value or (value == best_value and cpu is not None and device is cpu):
                 best, best_value = device, value

@@ -46,13 +46,13 @@ from framework.binder import BinderRuntime, RemoteException, defaultServiceManag
 
 from . import _cpu_kernels
 from ._atrace import CpuTracer
-from ._aidl import IDEVICE_DESCRIPTOR, capabilitiesFromAidl, errorFromRemote, halTypes
+from ._aidl import IDEVICE_DESCRIPTOR, errorFromRemote, halTypes
 from ._compilation import Compilation, WeightPools, driverSupportedOperations
 from ._discovery import getDevice, isValidDeviceName, listDevices
 from ._errors import BadDataError, NeuralNetworksError
 from ._model import Model
 from ._partition import CPU_DEVICE_NAME, DeviceDescriptor, _check_devices, _hal_of, getSupportedOperationsForDevices
-from ._types import FEATURE_LEVEL, Capabilities, DeviceType
+from ._types import FEATURE_LEVEL, DeviceType, uniformCapabilities
 
 __all__ = ["ENABLED_DEVICES_ENV", "NeuralNetworks", "cpuDevice", "open_nn_runtime"]
 
@@ -75,7 +75,7 @@ def cpuDevice() -> DeviceDescriptor:
         type=DeviceType.CPU,
         version="npuemu-nn-cpu-1.2",
         featureLevel=FEATURE_LEVEL,
-        capabilities=Capabilities.uniform(1.0, 1.0),
+        capabilities=uniformCapabilities(1.0, 1.0),
         supportedOperations=_cpu_kernels.checkSupport,
     )
 
@@ -225,7 +225,7 @@ async def _describe(name: str, proxy: Any) -> DeviceDescriptor:
         type=DeviceType(int(device_type)),
         version=version,
         featureLevel=FEATURE_LEVEL,
-        capabilities=capabilitiesFromAidl(name, caps),
+        capabilities=caps,
         supportedOperations=_asked_over_binder(name),
     )
 

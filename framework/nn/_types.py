@@ -1,10 +1,13 @@
 """The NNAPI enums and small value types, with Android's names and numbers.
 
-Sources: NN HAL 1.2 (``types.hal``) for ``PerformanceInfo`` and ``Capabilities``; the
-NDK (``NeuralNetworks.h``) for ``FuseCode``. ``DeviceType``, ``DeviceStatus``,
-``ExecutionPreference`` (the NDK's ``ANEURALNETWORKS_PREFER_*`` have the same names and
-numbers), ``OperandLifeTime``, ``OperandType`` and ``OperationType`` are the HAL's AIDL enums as compiled into ``interfaces`` (the same
-classes the HAL uses), re-exported here.
+Sources: the NDK (``NeuralNetworks.h``) for ``FuseCode`` and ``Priority`` (whose numbers
+are the NDK's, not the HAL's: ``Priority.halValue`` converts). ``DeviceType``,
+``DeviceStatus``, ``ExecutionPreference`` (the NDK's ``ANEURALNETWORKS_PREFER_*`` have the
+same names and numbers), ``OperandLifeTime``, ``OperandType`` and ``OperationType`` are
+the HAL's AIDL enums, and ``PerformanceInfo`` and ``Capabilities`` its parcelables, as
+compiled into ``interfaces`` (the same classes the HAL uses), re-exported here; what the
+runtime asks of the two parcelables (positive figures, ``FLT_MAX`` for a type a device
+gives none) are functions over them.
 npuemu models are float32 only, so only the types the shared model format names are
 here; the numbers are Android's so a model means the same thing in C, in Python and on
 the wire.
@@ -12,21 +15,25 @@ the wire.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import math
-import types
 from collections.abc import Mapping
 
 import numpy as np
 
 from interfaces.android.hardware.neuralnetworks import (
+    Capabilities,
     DeviceStatus,
     DeviceType,
     ExecutionPreference,
     OperandLifeTime,
+    OperandPerformance,
     OperandType,
     OperationType,
+    PerformanceInfo,
+)
+from interfaces.android.hardware.neuralnetworks import (
+    Priority as HalPriority,
 )
 
 from ._errors import BadDataError
@@ -74,73 +81,84 @@ class FuseCode(enum.IntEnum):
     RELU6 = 3
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class PerformanceInfo:
-    """A device's cost for one operand type, as a ratio to the CPU: lower is better.
+#: What a device without a figure for an operand type is assumed to cost.
+NO_PERFORMANCE = PerformanceInfo(execTime=FLT_MAX, powerUsage=FLT_MAX)
 
-    ``execTime`` is time per operation, ``powerUsage`` energy per operation; the CPU
-    reference device is 1.0 for both. NNAPI's VTS requires both to be positive; a
-    device that claims otherwise is refused with BAD_DATA rather than trusted to win
+
+def checkPerformanceInfo(info: PerformanceInfo, what: str) -> PerformanceInfo:  # noqa: N802
+    """``info`` if both its figures are positive (NNAPI's VTS requires it), else ``BadDataError``.
+
+    A device claiming 0, a negative or NaN cost is refused rather than trusted to win
     every comparison.
     """
-
-    execTime: float
-    powerUsage: float
-
-    def __post_init__(self) -> None:
-        for name in ("execTime", "powerUsage"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise BadDataError(f"PerformanceInfo.{name} must be a number, not {value!r}")
-            if math.isnan(value) or value <= 0:
-                raise BadDataError(f"PerformanceInfo.{name} must be > 0, got {value!r}")
-            object.__setattr__(self, name, float(value))
+    if not isinstance(info, PerformanceInfo):
+        raise BadDataError(f"{what} must be a PerformanceInfo, not {info!r}")
+    for name in ("execTime", "powerUsage"):
+        value = getattr(info, name)
+        if math.isnan(value) or value <= 0:
+            raise BadDataError(f"{what}.{name} must be > 0, got {value!r}")
+    return info
 
 
-#: What a device without a figure for an operand type is assumed to cost.
-NO_PERFORMANCE = PerformanceInfo(FLT_MAX, FLT_MAX)
+def checkCapabilities(capabilities: Capabilities, what: str = "capabilities") -> Capabilities:  # noqa: N802
+    """``capabilities`` (``IDevice::getCapabilities``) if every figure in it is sound, else ``BadDataError``.
 
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Capabilities:
-    """``IDevice::getCapabilities_1_2()``: performance per operand type.
-
-    ``operandPerformance`` maps an :class:`OperandType` to its :class:`PerformanceInfo`;
-    it is stored read-only. A type the device gives no figure for costs ``FLT_MAX``, as
-    in Android's ``lookup()``.
+    Every PerformanceInfo positive, and each operand type listed at most once.
     """
+    if not isinstance(capabilities, Capabilities):
+        raise BadDataError(f"{what} must be a Capabilities, not {type(capabilities).__name__}")
+    for name in ("relaxedFloat32toFloat16PerformanceScalar", "relaxedFloat32toFloat16PerformanceTensor",
+                 "ifPerformance", "whilePerformance"):
+        checkPerformanceInfo(getattr(capabilities, name), f"{what}.{name}")
+    seen = set()
+    for entry in capabilities.operandPerformance:
+        if entry.type in seen:
+            raise BadDataError(f"{what}: operand type {entry.type.name} is listed twice")
+        seen.add(entry.type)
+        checkPerformanceInfo(entry.info, f"{what}[{entry.type.name}]")
+    return capabilities
 
-    operandPerformance: Mapping[OperandType, PerformanceInfo]
-    relaxedFloat32toFloat16PerformanceScalar: PerformanceInfo = NO_PERFORMANCE
-    relaxedFloat32toFloat16PerformanceTensor: PerformanceInfo = NO_PERFORMANCE
 
-    def __post_init__(self) -> None:
-        table = {}
-        for key, info in dict(self.operandPerformance).items():
-            try:
-                key = OperandType(key)
-            except ValueError:
-                raise BadDataError(f"Capabilities: unknown operand type {key!r}") from None
-            if not isinstance(info, PerformanceInfo):
-                raise BadDataError(f"Capabilities[{key.name}] must be a PerformanceInfo, not {info!r}")
-            table[key] = info
-        object.__setattr__(self, "operandPerformance", types.MappingProxyType(table))
+def makeCapabilities(  # noqa: N802
+    operandPerformance: Mapping[OperandType, PerformanceInfo], default: PerformanceInfo = NO_PERFORMANCE
+) -> Capabilities:
+    """The ``Capabilities`` parcelable listing ``operandPerformance`` (sorted by type, as the HAL lists it).
 
-    @classmethod
-    def uniform(cls, execTime: float, powerUsage: float) -> Capabilities:
-        """The same figures for every operand type (the CPU reference device is 1.0, 1.0)."""
-        info = PerformanceInfo(execTime, powerUsage)
-        return cls({t: info for t in OperandType}, info, info)
+    ``default`` fills the figures no operand type names (relaxed float32, control flow);
+    an operand type left out costs ``FLT_MAX`` (see :func:`lookupPerformance`).
+    """
+    entries = [
+        OperandPerformance(type=OperandType(t), info=info) for t, info in sorted(operandPerformance.items())
+    ]
+    return Capabilities(
+        relaxedFloat32toFloat16PerformanceScalar=default,
+        relaxedFloat32toFloat16PerformanceTensor=default,
+        operandPerformance=entries,
+        ifPerformance=default,
+        whilePerformance=default,
+    )
 
-    def getPerformance(self, operandType: OperandType) -> PerformanceInfo:
-        return self.operandPerformance.get(operandType, NO_PERFORMANCE)
+
+def uniformCapabilities(execTime: float, powerUsage: float) -> Capabilities:  # noqa: N802, N803
+    """The same figures for every operand type (the CPU reference device is 1.0, 1.0)."""
+    info = PerformanceInfo(execTime=execTime, powerUsage=powerUsage)
+    return makeCapabilities(dict.fromkeys(OperandType, info), info)
+
+
+def lookupPerformance(capabilities: Capabilities, operandType: OperandType) -> PerformanceInfo:  # noqa: N802, N803
+    """The figure for ``operandType``; ``FLT_MAX`` for a type the device gives none (Android's ``lookup``)."""
+    for entry in capabilities.operandPerformance:
+        if entry.type == operandType:
+            return entry.info
+    return NO_PERFORMANCE
 
 
 class Priority(enum.IntEnum):
     """``ANEURALNETWORKS_PRIORITY_*``: how a compilation's work ranks against the app's other work.
 
-    The NDK's numbers (90, 100, 110); the HAL's ``Priority`` is ``LOW = 0, MEDIUM = 1,
-    HIGH = 2`` (:attr:`halValue`). ``DEFAULT`` is ``MEDIUM``.
+    The NDK's own enum, not a copy of the HAL's: its numbers are 90, 100, 110 where the
+    HAL's ``Priority`` (AIDL) says ``LOW = 0, MEDIUM = 1, HIGH = 2``. :attr:`halValue`
+    is the one conversion between them. ``DEFAULT`` is ``MEDIUM``.
     """
 
     LOW = 90
@@ -149,8 +167,9 @@ class Priority(enum.IntEnum):
     DEFAULT = 100
 
     @property
-    def halValue(self) -> int:
-        return {Priority.LOW: 0, Priority.MEDIUM: 1, Priority.HIGH: 2}[self]
+    def halValue(self) -> HalPriority:  # noqa: N802
+        """The HAL's ``Priority`` of the same name (``DEFAULT`` is ``MEDIUM``), as ``prepareModel`` takes it."""
+        return HalPriority[self.name]
 
 
 class DurationCode(enum.IntEnum):
