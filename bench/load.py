@@ -49,7 +49,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from framework.binder import defaultServiceManager  # noqa: E402
-from framework.emulator import BootConfig, emulator_interfaces, open_emulator  # noqa: E402
+from framework.emulator import BootConfig, open_emulator  # noqa: E402
+from interfaces.android.npumanager import INpuManager  # noqa: E402
+from interfaces.npuemu.hal import IHalControl  # noqa: E402
+from interfaces.npuemu.server import IActivityManager  # noqa: E402
 
 APP = Path(__file__).with_name("load_app.py")
 MANIFEST = textwrap.dedent("""\
@@ -107,13 +110,12 @@ async def run(args: argparse.Namespace) -> dict:
     config = BootConfig(record=False, boot_timeout=60.0, log_level="WARNING",
                         system_server_args=("--apps-dir", os.fspath(apps)),
                         extra_env={"NPUEMU_LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT)})
-    I = emulator_interfaces()
     try:
         async with open_emulator(rtdir, config, grace=3.0) as emu:
             rt = emu.runtime
-            npu = await service(rt, "npu", I.INpuManager)
-            am = await service(rt, "activity", I.IActivityManager)
-            control = await service(rt, "npuemu.hal.IHalControl/default", I.IHalControl)
+            npu = await service(rt, "npu", INpuManager)
+            am = await service(rt, "activity", IActivityManager)
+            control = await service(rt, "npuemu.hal.IHalControl/default", IHalControl)
             with trio.fail_after(30):
                 while not json.loads(await npu.dump(["--json"]))["hal"]["connected"]:
                     await trio.sleep(0.1)

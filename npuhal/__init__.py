@@ -73,8 +73,6 @@ from ._errors import (
 )
 from ._hal import (
     Hal as Hal,
-    HalInterfaces as HalInterfaces,
-    hal_interfaces as hal_interfaces,
     valid_instance_name as valid_instance_name,
 )
 from ._lowlevel import (

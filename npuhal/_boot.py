@@ -43,8 +43,11 @@ from framework.binder import (
     open_binder_runtime,
     open_service_nursery,
 )
+from interfaces.android.hardware.neuralnetworks import IDevice
+from interfaces.android.hardware.npu import IScheduling
+from interfaces.npuemu.hal import IHalControl
 
-from ._hal import CONTROL_INSTANCE, DEVICE_PREFIX, SCHEDULING_INSTANCE, hal_interfaces
+from ._hal import CONTROL_INSTANCE, DEVICE_PREFIX, SCHEDULING_INSTANCE
 
 __all__ = ["open_private_hal", "PrivateHal", "PrivateHalError"]
 
@@ -77,7 +80,6 @@ class PrivateHal:
         self._timeout = timeout
         self._stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
         self.process: trio.Process | None = None
-        self.interfaces = hal_interfaces()
 
     @property
     def pid(self) -> int:
@@ -170,13 +172,13 @@ class PrivateHal:
         return iface.asInterface(binder)
 
     async def scheduling(self) -> Any:
-        return await self._service(SCHEDULING_INSTANCE, self.interfaces.IScheduling)
+        return await self._service(SCHEDULING_INSTANCE, IScheduling)
 
     async def control(self) -> Any:
-        return await self._service(CONTROL_INSTANCE, self.interfaces.IHalControl)
+        return await self._service(CONTROL_INSTANCE, IHalControl)
 
     async def device(self, name: str) -> Any:
-        return await self._service(DEVICE_PREFIX + name, self.interfaces.IDevice)
+        return await self._service(DEVICE_PREFIX + name, IDevice)
 
     async def device_names(self) -> list[str]:
         names = await defaultServiceManager(self.runtime).listServices(15)

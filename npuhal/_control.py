@@ -22,20 +22,18 @@ from framework.binder import (
     IllegalArgumentException,
     SecurityException,
 )
+from interfaces.npuemu.hal import IHalControl as _IHalControl
+from interfaces.npuemu.hal import ThermalStatus as _ThermalStatus
+from interfaces.npuemu.hal import WorkEvent as _WorkEvent
 
 from ._errors import NpuError, NpuInvalidPriorityError, NpuLookupError, NpuPermissionError, NpuStateError, NpuValueError
-from ._hal import Hal, hal_interfaces, require_shell_or_system, require_system
+from ._hal import Hal, require_shell_or_system, require_system
 from ._model import ModelBuilder
 from ._types import DeviceType, EndReason, FuseCode, OperationType, ThermalSeverity
 
 __all__ = ["HalControl", "test_inference_model", "TEST_INFERENCE_COST_SCALE"]
 
 log = logging.getLogger("android.hardware.npu")
-
-_I = hal_interfaces()
-_WorkEvent = _I.parcelable("npuemu.hal.WorkEvent")
-_ThermalStatus = _I.parcelable("npuemu.hal.ThermalStatus")
-_IHalControl = _I.IHalControl
 
 #: Makes the test inference's one FULLY_CONNECTED cost about 300 emulated ms on the
 #: reference driver's emu-npu (600 on emu-gpu, 1.5 s on emu-dsp): long enough that a

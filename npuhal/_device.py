@@ -39,6 +39,24 @@ from framework.binder import (
     SecurityException,
     ServiceSpecificException,
 )
+from interfaces.android.hardware.neuralnetworks import (
+    Capabilities as _Capabilities,
+    DeviceStatus as _DeviceStatus,
+    DeviceType as _DeviceType,
+    ErrorStatus as ErrorStatus,
+    ExecutionHints as _ExecutionHints,
+    ExecutionPreference as _ExecutionPreference,
+    ExecutionResult as _ExecutionResult,
+    IDevice,
+    IPreparedModel,
+    NumberOfCacheFiles as _NumberOfCacheFiles,
+    OperandPerformance as _OperandPerformance,
+    OperandType as _OperandTypeAidl,
+    OutputShape as _OutputShape,
+    PerformanceInfo as _PerformanceInfo,
+    Priority as _Priority,
+    Timing as _Timing,
+)
 
 from ._errors import (
     NpuCapacityError,
@@ -49,7 +67,7 @@ from ._errors import (
     NpuPermissionError,
     NpuValueError,
 )
-from ._hal import Hal, hal_interfaces
+from ._hal import Hal
 from ._model import Model
 from ._types import DeviceStatus, EndReason, OperandType
 
@@ -57,21 +75,6 @@ __all__ = ["NnDevice", "PreparedModel", "ErrorStatus", "model_from_aidl"]
 
 log = logging.getLogger("android.hardware.npu")
 
-_I = hal_interfaces()
-ErrorStatus = _I.enum("android.hardware.neuralnetworks.ErrorStatus")
-_Capabilities = _I.parcelable("android.hardware.neuralnetworks.Capabilities")
-_OperandPerformance = _I.parcelable("android.hardware.neuralnetworks.OperandPerformance")
-_PerformanceInfo = _I.parcelable("android.hardware.neuralnetworks.PerformanceInfo")
-_NumberOfCacheFiles = _I.parcelable("android.hardware.neuralnetworks.NumberOfCacheFiles")
-_ExecutionResult = _I.parcelable("android.hardware.neuralnetworks.ExecutionResult")
-_ExecutionHints = _I.parcelable("android.hardware.neuralnetworks.ExecutionHints")
-_OutputShape = _I.parcelable("android.hardware.neuralnetworks.OutputShape")
-_Timing = _I.parcelable("android.hardware.neuralnetworks.Timing")
-_DeviceType = _I.enum("android.hardware.neuralnetworks.DeviceType")
-_DeviceStatus = _I.enum("android.hardware.neuralnetworks.DeviceStatus")
-_ExecutionPreference = _I.enum("android.hardware.neuralnetworks.ExecutionPreference")
-_Priority = _I.enum("android.hardware.neuralnetworks.Priority")
-_OperandTypeAidl = _I.enum("android.hardware.neuralnetworks.OperandType")
 
 # How long an execution that missed its deadline waits for its cancelled work to end.
 _CANCEL_GRACE_S = 1.0
@@ -111,7 +114,7 @@ def _close_all(objs: Any) -> None:
                 pass
 
 
-class NnDevice(_I.IDevice.Stub):
+class NnDevice(IDevice.Stub):
     """One driver device as an NN HAL ``IDevice``."""
 
     def __init__(self, hal: Hal, device: Any) -> None:
@@ -268,7 +271,7 @@ class _Pools:
         _close_all(self._shm)
 
 
-class PreparedModel(_I.IPreparedModel.Stub):
+class PreparedModel(IPreparedModel.Stub):
     """A model loaded in driver memory, owned by one client process.
 
     ``load_request`` is the id of the owner uid's NpuManager request it was prepared

@@ -32,7 +32,6 @@ Nothing here imports the framework: the HAL knows binder and the driver, no serv
 from __future__ import annotations
 
 import collections
-import functools
 import logging
 import re
 from dataclasses import dataclass, field
@@ -40,14 +39,10 @@ from typing import Any
 
 import trio
 
-import interfaces.android.hardware.neuralnetworks as nn_hal
-import interfaces.android.hardware.npu as npu_hal
-import interfaces.npuemu.hal as emu_hal
 from framework.binder import (
     AID_ROOT,
     AID_SHELL,
     AID_SYSTEM,
-    AidlRegistry,
     Binder,
     DeadObjectException,
     DeathRecipient,
@@ -61,13 +56,14 @@ from ._errors import NpuClosedError, NpuError
 from ._types import (
     EndReason,
     MemoryPressure,
+    StartReason,
     ThermalChanged,
     WorkEnded,
     WorkRequested,
     WorkStarted,
 )
 
-__all__ = ["Hal", "hal_interfaces", "HalInterfaces", "valid_instance_name"]
+__all__ = ["Hal", "valid_instance_name"]
 
 log = logging.getLogger("android.hardware.npu")
 
@@ -96,39 +92,6 @@ def valid_instance_name(name: str) -> bool:
     """NNAPI VTS's rule for an IDevice instance: ``{VENDOR}-{DEVICE_NAME}``, exactly one
     '-', neither first nor last."""
     return isinstance(name, str) and _INSTANCE_NAME.fullmatch(name) is not None
-
-
-@dataclass(frozen=True)
-class HalInterfaces:
-    """The HAL's AIDL, loaded once per process: interface classes and parcelables."""
-
-    registry: AidlRegistry
-    IScheduling: type
-    ISchedulingCallback: type
-    IDevice: type
-    IPreparedModel: type
-    IHalControl: type
-    IHalListener: type
-
-    def parcelable(self, name: str) -> type:
-        return self.registry.parcelable(name)
-
-    def enum(self, name: str) -> type:
-        return self.registry.enum(name)
-
-
-@functools.cache
-def hal_interfaces() -> HalInterfaces:
-    """The HAL's interfaces, as compiled into ``interfaces`` (one object per process)."""
-    return HalInterfaces(
-        registry=AidlRegistry.from_modules(nn_hal, npu_hal, emu_hal),
-        IScheduling=npu_hal.IScheduling,
-        ISchedulingCallback=npu_hal.ISchedulingCallback,
-        IDevice=nn_hal.IDevice,
-        IPreparedModel=nn_hal.IPreparedModel,
-        IHalControl=emu_hal.IHalControl,
-        IHalListener=emu_hal.IHalListener,
-    )
 
 
 def require_system(what: str) -> int:
@@ -199,10 +162,7 @@ class Hal:
         self.driver = driver
         self.runtime = runtime
         self.nursery = nursery
-        self.ifaces = hal_interfaces()
         self.thresholds = tuple(float(t) for t in thermal_thresholds_c)
-        self._StartReason = self.ifaces.enum("android.hardware.npu.StartReason")
-        self._EndReason = self.ifaces.enum("android.hardware.npu.EndReason")
         self.callback: Any = None
         self._callback_link: tuple[Any, DeathRecipient] | None = None
         self.debouncer = Debouncer(paused_reason=int(EndReason.PAUSED))
@@ -358,7 +318,7 @@ class Hal:
                 continue
             args = (emit.info,) if emit.kind is Kind.REQUESTED else (
                 emit.info,
-                (self._StartReason if emit.kind is Kind.STARTED else self._EndReason)(emit.reason),
+                (StartReason if emit.kind is Kind.STARTED else EndReason)(emit.reason),
             )
             try:
                 await getattr(callback, emit.kind.value)(*args)

@@ -13,10 +13,10 @@ import logging
 from typing import Any
 
 from framework.binder import IllegalArgumentException
-from interfaces.android.hardware.npu import SchedulingConfig
+from interfaces.android.hardware.npu import IScheduling, SchedulingConfig
 
 from ._errors import NpuValueError
-from ._hal import Hal, hal_interfaces, require_system
+from ._hal import Hal, require_system
 
 __all__ = ["Scheduling"]
 
@@ -33,7 +33,7 @@ def driver_configs(configs: Any) -> list[SchedulingConfig]:
     return out
 
 
-class Scheduling(hal_interfaces().IScheduling.Stub):
+class Scheduling(IScheduling.Stub):
     """The IScheduling service of one :class:`Hal`."""
 
     def __init__(self, hal: Hal) -> None:

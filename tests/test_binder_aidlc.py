@@ -130,11 +130,11 @@ def test_a_broken_user_aidl_file_is_one_line(tmp_path: Path) -> None:
 
 def test_the_stack_parses_no_aidl_when_it_starts() -> None:
     code = textwrap.dedent("""
-        import framework.binder, framework.emulator, framework.npumanager, framework.server, npuhal
+        import framework.binder, framework.emulator, framework.npumanager, framework.server, framework.vts, npuhal
+        import interfaces.android.hardware.neuralnetworks, interfaces.android.hardware.npu
+        import interfaces.android.npumanager, interfaces.npuemu.hal, interfaces.npuemu.server
         from framework.binder import _aidl
         framework.binder.servicemanager_interfaces()
-        npuhal.hal_interfaces()
-        framework.emulator.emulator_interfaces()
         assert _aidl._parser.cache_info().currsize == 0, "an AIDL file was parsed at run time"
         print("ok")
     """)

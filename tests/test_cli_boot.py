@@ -299,14 +299,15 @@ def test_run_test_inference_runs_at_the_default_job_priority(emulator):
 def test_init_restarts_a_crashed_hal_and_the_system_reconnects(emulator):
     """A driver that aborts takes the HAL process down; init launches it again, as on a phone."""
     root, _ = emulator
-    from framework.emulator import emulator_interfaces, open_shell
+    from framework.emulator import open_shell
+    from interfaces.npuemu.hal import IHalControl
     from framework.emulator._services import HAL_CONTROL, get_service
 
     before = RuntimeFiles(root).read_state()["pids"]["hal"]
 
     async def crash() -> None:
         async with open_shell(root) as runtime:
-            hal = await get_service(runtime, HAL_CONTROL, emulator_interfaces().IHalControl)
+            hal = await get_service(runtime, HAL_CONTROL, IHalControl)
             try:
                 await hal.injectFault("emu-npu", 4, 0.0)  # FAULT_CRASH: the driver aborts the HAL
             except Exception:

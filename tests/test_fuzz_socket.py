@@ -30,7 +30,9 @@ import pytest
 import trio
 
 from framework.binder import defaultServiceManager
-from framework.emulator import HAL_SERVICES, SYSTEM_SERVER_SERVICES, emulator_interfaces
+from framework.emulator import HAL_SERVICES, SYSTEM_SERVER_SERVICES
+from interfaces.android.npumanager import INpuManager
+from interfaces.npuemu.hal import IHalControl
 from test_reliability_support import HAL_CONTROL, booted, get, long_lived, socket_addresses, wait_until
 
 pytestmark = [pytest.mark.multiprocess]
@@ -92,10 +94,9 @@ def check_shell(report: dict) -> None:
 
 async def test_malformed_frames_to_every_stack_process_while_a_client_is_served():
     async with booted() as emu:
-        I = emulator_interfaces()
         sm = defaultServiceManager(emu.runtime)
-        npu = await get(emu, "npu", I.INpuManager)
-        control = await get(emu, HAL_CONTROL, I.IHalControl)
+        npu = await get(emu, "npu", INpuManager)
+        control = await get(emu, HAL_CONTROL, IHalControl)
         await wait_until(lambda: _connected(npu))
         addresses = socket_addresses(emu)
         assert set(addresses) == {"servicemanager", "hal", "system_server"}, addresses

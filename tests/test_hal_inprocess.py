@@ -22,26 +22,24 @@ from framework.emulator import _control as emulator_control
 from framework.emulator import open_stack
 from npuhal import FuseCode, ModelBuilder, OperationType, open_driver
 from nn_reference import fully_connected  # the plain numpy oracle
-from npuhal._hal import hal_interfaces, valid_instance_name
-
-I = hal_interfaces()
-P = I.parcelable
-SchedulingConfig = P("android.hardware.npu.SchedulingConfig")
-WorkInfo = P("android.hardware.npu.WorkInfo")
-AModel = P("android.hardware.neuralnetworks.Model")
-Subgraph = P("android.hardware.neuralnetworks.Subgraph")
-AOperand = P("android.hardware.neuralnetworks.Operand")
-AOperation = P("android.hardware.neuralnetworks.Operation")
-ADataLocation = P("android.hardware.neuralnetworks.DataLocation")
-Request = P("android.hardware.neuralnetworks.Request")
-RequestArgument = P("android.hardware.neuralnetworks.RequestArgument")
-ExecutionHints = P("android.hardware.neuralnetworks.ExecutionHints")
-ModelLoadToken = P("android.hardware.neuralnetworks.ModelLoadToken")
-ErrorStatus = I.enum("android.hardware.neuralnetworks.ErrorStatus")
-StartReason = I.enum("android.hardware.npu.StartReason")
-EndReason = I.enum("android.hardware.npu.EndReason")
-ExecutionPreference = I.enum("android.hardware.neuralnetworks.ExecutionPreference")
-Priority = I.enum("android.hardware.neuralnetworks.Priority")
+from interfaces.android.hardware.neuralnetworks import DataLocation as ADataLocation
+from interfaces.android.hardware.neuralnetworks import (
+    ErrorStatus,
+    ExecutionHints,
+    ExecutionPreference,
+    IDevice,
+    ModelLoadToken,
+    Priority,
+    Request,
+    RequestArgument,
+    Subgraph,
+)
+from interfaces.android.hardware.neuralnetworks import Model as AModel
+from interfaces.android.hardware.neuralnetworks import Operand as AOperand
+from interfaces.android.hardware.neuralnetworks import Operation as AOperation
+from interfaces.android.hardware.npu import EndReason, IScheduling, ISchedulingCallback, NpuUuid, SchedulingConfig, StartReason
+from interfaces.npuemu.hal import IHalControl, IHalListener
+from npuhal._hal import valid_instance_name
 
 APP = 10001
 OTHER_APP = 10002
@@ -124,7 +122,7 @@ class Execution:
         return np.frombuffer(self.map, np.float32, math.prod(shape), off).reshape(shape).copy()
 
 
-class Recorder(I.ISchedulingCallback.Stub):
+class Recorder(ISchedulingCallback.Stub):
     def __init__(self):
         super().__init__()
         self.events = []
@@ -173,13 +171,13 @@ class World:
         return iface.asInterface(await defaultServiceManager(rt).checkService(name))
 
     async def scheduling(self, rt):
-        return await self.service(rt, "android.hardware.npu.IScheduling/default", I.IScheduling)
+        return await self.service(rt, "android.hardware.npu.IScheduling/default", IScheduling)
 
     async def device(self, rt, name):
-        return await self.service(rt, f"android.hardware.neuralnetworks.IDevice/{name}", I.IDevice)
+        return await self.service(rt, f"android.hardware.neuralnetworks.IDevice/{name}", IDevice)
 
     async def control(self, rt):
-        return await self.service(rt, "npuemu.hal.IHalControl/default", I.IHalControl)
+        return await self.service(rt, "npuemu.hal.IHalControl/default", IHalControl)
 
 
 @pytest.fixture
@@ -585,7 +583,7 @@ async def test_a_failed_work_is_general_failure_and_ends_failed(autojump_clock, 
     await sched.setCallback(recorder)
     app, _ = await world.process(APP)
     prepared = await prepare(world, app)
-    await (await world.control(system)).injectFault("emu-npu", I.IHalControl.FAULT_FAIL_NEXT_WORK, 0)
+    await (await world.control(system)).injectFault("emu-npu", IHalControl.FAULT_FAIL_NEXT_WORK, 0)
     with pytest.raises(ServiceSpecificException) as info:
         await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, -1, 0)
     assert info.value.error_code == ErrorStatus.GENERAL_FAILURE
@@ -607,7 +605,7 @@ async def test_the_heterogeneous_device_computes_too(autojump_clock, world, syst
 # ---- the private interface ------------------------------------------------------------
 
 
-class Listener(I.IHalListener.Stub):
+class Listener(IHalListener.Stub):
     def __init__(self):
         super().__init__()
         self.thermal = []
@@ -719,7 +717,7 @@ async def test_recent_work_events_are_undebounced_with_times(autojump_clock, wor
 async def test_unknown_device_and_fault_kinds_are_illegal_arguments(autojump_clock, world, system):
     control = await world.control(system)
     with pytest.raises(IllegalArgumentException):
-        await control.injectFault("emu-nope", I.IHalControl.FAULT_FAIL_NEXT_WORK, 0)
+        await control.injectFault("emu-nope", IHalControl.FAULT_FAIL_NEXT_WORK, 0)
     with pytest.raises(IllegalArgumentException):
         await control.injectFault("emu-npu", 99, 0)
     with pytest.raises(IllegalArgumentException):
@@ -758,7 +756,7 @@ async def test_the_watchdog_resets_a_hung_channel_and_the_execute_fails(autojump
     app, _ = await world.process(APP)
     prepared = await prepare(world, app, "emu-gpu")
     control = await world.control(system)
-    await control.injectFault("emu-gpu", I.IHalControl.FAULT_HANG_CHANNEL, 0)
+    await control.injectFault("emu-gpu", IHalControl.FAULT_HANG_CHANNEL, 0)
     start = trio.current_time()
     with trio.fail_after(60):
         with pytest.raises(ServiceSpecificException) as info:
@@ -776,7 +774,7 @@ async def test_a_missed_deadline_is_missed_deadline_transient(autojump_clock, wo
     await configure(world, system, app_config())
     app, _ = await world.process(APP)
     prepared = await prepare(world, app, "emu-gpu")
-    await (await world.control(system)).injectFault("emu-gpu", I.IHalControl.FAULT_HANG_CHANNEL, 0)
+    await (await world.control(system)).injectFault("emu-gpu", IHalControl.FAULT_HANG_CHANNEL, 0)
     deadline = time.monotonic_ns() + 50_000_000  # CLOCK_MONOTONIC, as AOSP's AIDL HAL
     with pytest.raises(ServiceSpecificException) as info:
         await prepared.executeSynchronously(Execution([np.ones((1, 16))], [(1, 8)]).request(), False, deadline, 0)
@@ -784,7 +782,6 @@ async def test_a_missed_deadline_is_missed_deadline_transient(autojump_clock, wo
 
 
 async def test_group_and_feature_ids_reach_the_callback(autojump_clock, world, system):
-    NpuUuid = P("android.hardware.npu.NpuUuid")
     sched = await configure(world, system, app_config())
     recorder = Recorder()
     await sched.setCallback(recorder)

@@ -14,29 +14,24 @@ import numpy as np
 import pytest
 import trio
 
-import npuhal
 from framework.binder import DeadObjectException, DeathRecipient, TransactionFailedException, launch_process
+from interfaces.android.hardware.neuralnetworks import ExecutionPreference, Priority
+from interfaces.android.hardware.npu import SchedulingConfig
+from interfaces.npuemu.hal import IHalControl
 from nn_reference import fully_connected
 from npuhal import FuseCode, PrivateHalError, open_private_hal
 from test_hal_inprocess import APP, Execution, aidl_model, fc_model
-
-I = npuhal.hal_interfaces()
-ExecutionPreference = I.enum("android.hardware.neuralnetworks.ExecutionPreference")
-Priority = I.enum("android.hardware.neuralnetworks.Priority")
-SchedulingConfig = I.parcelable("android.hardware.npu.SchedulingConfig")
 
 CLIENT = textwrap.dedent(
     """
     import sys, trio
     from framework.binder import defaultServiceManager, open_binder_runtime
-    import npuhal
+    from interfaces.android.hardware.neuralnetworks import IDevice
     from test_hal_inprocess import aidl_model, fc_model
-
-    I = npuhal.hal_interfaces()
 
     async def main():
         async with open_binder_runtime():
-            dev = I.IDevice.asInterface(
+            dev = IDevice.asInterface(
                 await defaultServiceManager().checkService("android.hardware.neuralnetworks.IDevice/emu-npu"))
             await dev.prepareModel(aidl_model(fc_model()[0]), 1, 1, -1, 1 << 30, None)
             print("prepared", flush=True)
@@ -124,7 +119,7 @@ async def test_sigkill_is_seen_by_a_death_recipient_and_restart_re_registers():
         # A driver crash takes the HAL process down, as a vendor bug would on a phone.
         control = await hal.control()
         with pytest.raises((DeadObjectException, TransactionFailedException)):
-            await control.injectFault("emu-npu", I.IHalControl.FAULT_CRASH, 0)
+            await control.injectFault("emu-npu", IHalControl.FAULT_CRASH, 0)
         assert await hal.wait() == -signal.SIGABRT
 
 

@@ -30,8 +30,10 @@ from pathlib import Path
 import pytest
 import trio
 
-import npuhal
-from framework.emulator import emulator_interfaces
+from interfaces.android.hardware.npu import EndReason
+from interfaces.android.npumanager import INpuManager
+from interfaces.npuemu.hal import IHalControl
+from interfaces.npuemu.server import IActivityManager
 from test_reliability_support import (
     HAL_CONTROL,
     ProcFacts,
@@ -54,7 +56,7 @@ WORKER = (Path(__file__).with_name("fuzz") / "worker_app.py").read_text()
 FAULT_FAIL_NEXT_WORK, FAULT_HANG_CHANNEL, FAULT_CRASH = 1, 2, 4
 CAN_LOAD_NOW, WAIT_FOR_UNLOAD = 0, 1
 KIND_ENDED = 2
-END_FAILED = int(npuhal.hal_interfaces().enum("android.hardware.npu.EndReason").FAILED)
+END_FAILED = int(EndReason.FAILED)
 
 
 def story(emu, name: str) -> dict | None:
@@ -112,9 +114,8 @@ async def test_apps_sigkilled_while_loading_executing_and_asked_to_unload_leave_
         write_app(apps, name, f"com.rel.{name}", WORKER, importance=importance)
     # A long unload deadline: the stubborn app's model must be freed by its death, not revoked.
     async with booted(apps, system_server_args=("--unload-timeout", "60")) as emu:
-        I = emulator_interfaces()
-        am = await get(emu, "activity", I.IActivityManager)
-        npu = await get(emu, "npu", I.INpuManager)
+        am = await get(emu, "activity", IActivityManager)
+        npu = await get(emu, "npu", INpuManager)
         await wait_until(lambda: _hal_connected(emu))
         assert "budget" in await npu.shellCommand(["set-budget-policy", "--max-budget", "4"])
         baseline = await settled_baseline(emu)
@@ -168,8 +169,7 @@ async def test_driver_failure_hung_channel_hal_kill_and_driver_crash(tmp_path):
 
 
 async def _faults(emu) -> None:
-    I = emulator_interfaces()
-    am = await get(emu, "activity", I.IActivityManager)
+    am = await get(emu, "activity", IActivityManager)
     await wait_until(lambda: _hal_connected(emu))
     baseline = await settled_baseline(emu)
     await am.startApp("com.rel.exec_npu", 0)
@@ -178,7 +178,7 @@ async def _faults(emu) -> None:
     await wait_story(emu, "exec_dsp", lambda s: s["executions"] >= 3)
 
     # A driver work failure: one FAILED end; the app sees the error and goes on.
-    control = await get(emu, HAL_CONTROL, I.IHalControl)
+    control = await get(emu, HAL_CONTROL, IHalControl)
     await control.injectFault("emu-npu", FAULT_FAIL_NEXT_WORK, 0.0)
     after = await wait_story(emu, "exec_npu", lambda s: s.get("error_count", 0) >= 1)
     assert "OpFailedError" in after["errors"][0][1] or "FAILED" in after["errors"][0][2], after["errors"]
@@ -213,7 +213,7 @@ async def _faults(emu) -> None:
         if how == "sigkill":
             os.kill(proc.pid, signal.SIGKILL)
         else:
-            control = await get(emu, HAL_CONTROL, I.IHalControl)
+            control = await get(emu, HAL_CONTROL, IHalControl)
             with pytest.raises(Exception):  # noqa: B017 - the HAL dies under the call
                 await control.injectFault("emu-npu", FAULT_CRASH, 0.0)
         status = await proc.wait()

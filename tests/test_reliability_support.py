@@ -19,7 +19,9 @@ from typing import Any
 
 import trio
 
-from framework.emulator import BootConfig, Emulator, emulator_interfaces, open_emulator
+from framework.emulator import BootConfig, Emulator, open_emulator
+from interfaces.android.npumanager import INpuManager
+from interfaces.npuemu.hal import IHalControl
 from test_server_support import manifest
 
 HAL_CONTROL = "npuemu.hal.IHalControl/default"
@@ -104,12 +106,12 @@ async def get(emu: Emulator, name: str, iface: type) -> Any:
 
 async def npu_dump(emu: Emulator) -> dict[str, Any]:
     """``dumpsys npu --json``, as init."""
-    npu = await get(emu, "npu", emulator_interfaces().INpuManager)
+    npu = await get(emu, "npu", INpuManager)
     return json.loads(await npu.dump(["--json"]))
 
 
 async def hal_dump(emu: Emulator) -> str:
-    return await (await get(emu, HAL_CONTROL, emulator_interfaces().IHalControl)).dump()
+    return await (await get(emu, HAL_CONTROL, IHalControl)).dump()
 
 
 def hal_prepared_models(dump: str) -> int:

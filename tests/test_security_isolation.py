@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from framework.emulator import emulator_interfaces
+from interfaces.npuemu.server import IActivityManager, IPackageManager
+from interfaces.npuemu.hal import IHalControl
 from test_reliability_support import (
     HAL_CONTROL,
     booted,
@@ -94,10 +95,9 @@ THIEF = textwrap.dedent("""\
     from framework.binder import RemoteException, defaultServiceManager, open_binder_runtime
     from framework.nn import NeuralNetworksError, open_nn_runtime
     from framework.npumanager import ModelLoadRequest, ModelLoadRequestCallback, NpuManager
+    from interfaces.android.hardware.npu import IScheduling, SchedulingConfig as SC
     from interfaces.android.npumanager import INpuManager, ModelLoadRequestParcelable
-    import npuhal
-
-    HAL = npuhal.hal_interfaces()
+    from interfaces.npuemu.hal import IHalControl
 
     async def attempt(results, name, coro):
         try:
@@ -132,14 +132,13 @@ THIEF = textwrap.dedent("""\
         await attempt(results, "notifyModelLoaded(victim id)", raw.notifyModelLoaded(theirs))
         await attempt(results, "dump npu", raw.dump(["--json"]))
         # The scheduling HAL is the framework's, not an app's.
-        sched = HAL.IScheduling.asInterface(await sm.checkService("android.hardware.npu.IScheduling/default"))
-        SC = HAL.parcelable("android.hardware.npu.SchedulingConfig")
+        sched = IScheduling.asInterface(await sm.checkService("android.hardware.npu.IScheduling/default"))
         mine = SC(minPriority=0, maxPriority=0, uid=context.getUid(), appPriority=0, hasDirectAccess=True,
                   canAttributeOtherUid=True)
         await attempt(results, "setSchedulingConfigs", sched.setSchedulingConfigs([mine]))
         await attempt(results, "updateSchedulingConfigs", sched.updateSchedulingConfigs([mine]))
         await attempt(results, "setCallback(null)", sched.setCallback(None))
-        control = HAL.IHalControl.asInterface(await sm.checkService("npuemu.hal.IHalControl/default"))
+        control = IHalControl.asInterface(await sm.checkService("npuemu.hal.IHalControl/default"))
         await attempt(results, "revokeUidModels(victim)", control.revokeUidModels(vuid))
         await attempt(results, "revokeRequestModels(victim)", control.revokeRequestModels(vuid, 1, []))
         await attempt(results, "overrideThermalSeverity", control.overrideThermalSeverity(6))
@@ -186,8 +185,7 @@ async def test_an_app_cannot_act_for_another_app_or_for_the_system(tmp_path):
     write_app(apps, "victim", "com.sec.victim", VICTIM)
     write_app(apps, "thief", "com.sec.thief", THIEF, importance="cached")
     async with booted(apps) as emu:
-        I = emulator_interfaces()
-        am = await get(emu, "activity", I.IActivityManager)
+        am = await get(emu, "activity", IActivityManager)
         rtdir = emu.runtime_dir
         await am.startApp("com.sec.victim", 0)
         await wait_until(lambda: _exists(rtdir / "victim.json"), timeout=40)
@@ -228,7 +226,7 @@ async def test_an_app_cannot_act_for_another_app_or_for_the_system(tmp_path):
         victim = json.loads((rtdir / "victim.json").read_text())
         assert victim["events"] == [["can_load", 0]], victim  # never asked to unload, never cancelled
         assert await am.getUidImportance(thief_uid) == 400  # its setImportance did nothing
-        control = await get(emu, HAL_CONTROL, I.IHalControl)
+        control = await get(emu, HAL_CONTROL, IHalControl)
         assert emu.process("hal").returncode is None  # the crash fault was refused
         assert await control.thermalStatus() is not None
 
@@ -236,7 +234,7 @@ async def test_an_app_cannot_act_for_another_app_or_for_the_system(tmp_path):
 STRANGER = textwrap.dedent("""\
     import json, sys, trio
     from framework.binder import RemoteException, SecurityException, defaultServiceManager, open_binder_runtime
-    import npuhal
+    from interfaces.android.hardware.npu import IScheduling
 
     async def main(rtdir):
         out = {}
@@ -255,8 +253,7 @@ STRANGER = textwrap.dedent("""\
                     out[name] = "ok"
                 except RemoteException as exc:
                     out[name] = exc.exception_code
-            I = npuhal.hal_interfaces()
-            sched = I.IScheduling.asInterface(await sm.checkService("android.hardware.npu.IScheduling/default"))
+            sched = IScheduling.asInterface(await sm.checkService("android.hardware.npu.IScheduling/default"))
             try:
                 await sched.setCallback(None)
                 out["setCallback"] = "ok"
@@ -299,7 +296,7 @@ async def test_manifests_with_entities_are_refused_at_install(tmp_path):
         (bad / "main.py").write_text("async def main(context):\n    pass\n")
         bad_dirs.append(bad)
     async with booted(apps) as emu:
-        pm = await get(emu, "package", emulator_interfaces().IPackageManager)
+        pm = await get(emu, "package", IPackageManager)
         dump = json.loads(await pm.dump(["--json"]))
         assert "com.sec.good" in json.dumps(dump)
         refused = dump.get("refused") or []

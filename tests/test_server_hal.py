@@ -13,15 +13,15 @@ import numpy as np
 from framework.binder import ServiceSpecificException, defaultServiceManager, open_binder_runtime
 from framework.nn import NeuralNetworksError, open_nn_runtime, sampleModel
 from framework.npumanager import NpuManager
+from interfaces.android.hardware.neuralnetworks import ExecutionPreference as EXEC_PREF
+from interfaces.android.hardware.neuralnetworks import IDevice
+from interfaces.android.hardware.neuralnetworks import Priority as PRIORITY
+from interfaces.npuemu.hal import IHalControl
 from npuhal import open_driver
 from npuhal import serve_hal
-from npuhal._hal import hal_interfaces
 from test_hal_inprocess import Execution, aidl_model, fc_model
 from test_server_support import Recorder, World, ask, npu_of, request, write_apps
 
-I = hal_interfaces()
-EXEC_PREF = I.enum("android.hardware.neuralnetworks.ExecutionPreference")
-PRIORITY = I.enum("android.hardware.neuralnetworks.Priority")
 CAN = NpuManager.NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW
 CANCELLED = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED
 COMPLETE = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_COMPLETE
@@ -61,7 +61,7 @@ async def world(autojump_clock, tmp_path):
 
 
 async def control_of(app):
-    return I.IHalControl.asInterface(await defaultServiceManager(app.context.runtime).checkService("npuemu.hal.IHalControl/default"))
+    return IHalControl.asInterface(await defaultServiceManager(app.context.runtime).checkService("npuemu.hal.IHalControl/default"))
 
 
 def ends(events):
@@ -106,7 +106,7 @@ async def test_a_model_not_unloaded_in_time_is_revoked_in_the_driver(autojump_cl
     stubborn = Recorder(auto_unload=False)
     await ask(world, bg, request(1, 2, 1000), stubborn)
     model, _, _ = fc_model()
-    dev = I.IDevice.asInterface(await defaultServiceManager(bg.context.runtime).checkService("android.hardware.neuralnetworks.IDevice/emu-npu"))
+    dev = IDevice.asInterface(await defaultServiceManager(bg.context.runtime).checkService("android.hardware.neuralnetworks.IDevice/emu-npu"))
     prepared = await dev.prepareModel(aidl_model(model), EXEC_PREF.FAST_SINGLE_ANSWER, PRIORITY.MEDIUM, -1, 0, None)
     execution = Execution([[[1.0] * 16]], [(1, 8)])
     await prepared.executeSynchronously(execution.request(), False, -1, -1)  # works while approved
@@ -125,7 +125,7 @@ async def test_the_die_heating_up_reaches_the_npu_service(autojump_clock, world)
     bg = await world.launch("com.test.a")  # service importance
     rb = Recorder()
     await ask(world, bg, request(1), rb)
-    control = I.IHalControl.asInterface(await defaultServiceManager(world.init).checkService("npuemu.hal.IHalControl/default"))
+    control = IHalControl.asInterface(await defaultServiceManager(world.init).checkService("npuemu.hal.IHalControl/default"))
     await control.setThermalSeverity(4)  # CRITICAL: `npuemu thermal set critical`
     await world.settle(0.2)
     assert world.system.thermal.severity >= 4
@@ -191,7 +191,7 @@ async def test_revocation_frees_the_late_request_and_spares_the_apps_other_model
 
 async def test_a_held_override_keeps_the_system_at_that_severity_until_reset(autojump_clock, world):
     bg = await world.launch("com.test.a")  # service importance: not foreground
-    control = I.IHalControl.asInterface(await defaultServiceManager(world.init).checkService("npuemu.hal.IHalControl/default"))
+    control = IHalControl.asInterface(await defaultServiceManager(world.init).checkService("npuemu.hal.IHalControl/default"))
     await control.overrideThermalSeverity(4)  # CRITICAL, held: `npuemu thermal set critical`
     await world.settle(30)  # a free die would have cooled to NONE long ago
     await (await control_of(bg)).runTestInference(0, -1, "", -1)  # emulated time catches up, under load

@@ -48,12 +48,13 @@ HAL_DUMP = "hal"
 
 
 async def _hal_dump(rt: Any) -> str:
-    from framework.emulator import HAL_CONTROL, emulator_interfaces
+    from framework.emulator import HAL_CONTROL
+    from interfaces.npuemu.hal import IHalControl
 
     binder = await defaultServiceManager(rt).checkService(HAL_CONTROL)
     if binder is None:
         raise CliError(f"{HAL_CONTROL} is not running (is the HAL up?)", EXIT_NOT_RUNNING)
-    return await emulator_interfaces().IHalControl.asInterface(binder).dump()
+    return await IHalControl.asInterface(binder).dump()
 
 
 async def _service(rt: Any, name: str) -> Any:

@@ -197,7 +197,8 @@ def run_test_inference(job_priority, device, uid, original_uid, runtime_dir) -> 
     Example: npuemu run-test-inference --job-priority 250 --device emu-npu
     """
     from framework.binder import defaultServiceManager
-    from framework.emulator import HAL_CONTROL, EmulatorNotRunningError, emulator_interfaces, open_shell
+    from framework.emulator import HAL_CONTROL, EmulatorNotRunningError, open_shell
+    from interfaces.npuemu.hal import IHalControl
 
     if not 0 <= job_priority <= 1000:
         raise CliError(f"--job-priority must be 0..1000 (0 is the most important), not {job_priority}", EXIT_USAGE)
@@ -210,7 +211,7 @@ def run_test_inference(job_priority, device, uid, original_uid, runtime_dir) -> 
             binder = await defaultServiceManager(runtime).checkService(HAL_CONTROL)
             if binder is None:
                 raise EmulatorNotRunningError(f"the HAL is not running in {runtime_dir} ({HAL_CONTROL} is not registered)")
-            control = emulator_interfaces().IHalControl.asInterface(binder)
+            control = IHalControl.asInterface(binder)
             # A refusal is mapped as every service's is (_common): bad arguments exit 2, the rest 1.
             return await control.runTestInference(
                 job_priority, -1 if original_uid is None else original_uid, device, -1 if uid is None else uid

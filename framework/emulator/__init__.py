@@ -60,7 +60,6 @@ from ._paths import RuntimeFiles as RuntimeFiles
 from ._paths import resolve_runtime_dir as resolve_runtime_dir
 from ._plot import plot_timeline as plot_timeline
 from ._services import HAL_CONTROL as HAL_CONTROL
-from ._services import emulator_interfaces as emulator_interfaces
 from ._services import open_shell as open_shell
 from ._stack import MemoryStack as MemoryStack
 from ._stack import open_stack as open_stack

@@ -18,13 +18,15 @@ from typing import Any
 import trio
 
 from framework.binder import BinderRuntime, defaultServiceManager
-from interfaces.npuemu.server import WaitResult
+from interfaces.android.hardware.neuralnetworks import IDevice
+from interfaces.npuemu.hal import IHalControl
+from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermalService, WaitResult
 
 from ._errors import EmulatorError, EmulatorNotRunningError, NoSuchAppError
 from ._logcat import LogFilter, LogLine, parse_line, parse_lines
 from ._paths import RuntimeFiles, process_start
 from ._reaper import kill_boot
-from ._services import HAL_CONTROL, IDEVICE_PREFIX, emulator_interfaces, get_service
+from ._services import HAL_CONTROL, IDEVICE_PREFIX, get_service
 
 __all__ = [
     "THERMAL_SEVERITIES",
@@ -158,9 +160,8 @@ async def launch_apps(
     died (``am start -W``): each ``LaunchedApp.start`` says which.
     """
     folders = [resolve_app(a) for a in apps]
-    ifaces = emulator_interfaces()
-    pm = await get_service(runtime, "package", ifaces.IPackageManager)
-    am = await get_service(runtime, "activity", ifaces.IActivityManager)
+    pm = await get_service(runtime, "package", IPackageManager)
+    am = await get_service(runtime, "activity", IActivityManager)
     launched = []
     for folder in folders:
         uid = await pm.installPackage(os.fspath(folder))
@@ -229,24 +230,23 @@ def _thermal_dict(status: Any) -> dict[str, Any]:
 
 async def thermal_status(runtime: BinderRuntime) -> dict[str, Any]:
     """The die's temperature, severity and thresholds, and what the thermal service follows."""
-    ifaces = emulator_interfaces()
-    hal = await get_service(runtime, HAL_CONTROL, ifaces.IHalControl)
+    hal = await get_service(runtime, HAL_CONTROL, IHalControl)
     result = _thermal_dict(await hal.thermalStatus())
     binder = await defaultServiceManager(runtime).checkService("thermal")
     if binder is not None:
-        result["thermal_service_status"] = int(await ifaces.IThermalService.asInterface(binder).getCurrentThermalStatus())
+        result["thermal_service_status"] = int(await IThermalService.asInterface(binder).getCurrentThermalStatus())
     return result
 
 
 async def set_thermal_severity(runtime: BinderRuntime, severity: int) -> dict[str, Any]:
     """Hold the die in ``severity``'s band until :func:`reset_thermal` (a thermal override)."""
-    hal = await get_service(runtime, HAL_CONTROL, emulator_interfaces().IHalControl)
+    hal = await get_service(runtime, HAL_CONTROL, IHalControl)
     return _thermal_dict(await hal.overrideThermalSeverity(parse_severity(severity)))
 
 
 async def reset_thermal(runtime: BinderRuntime) -> dict[str, Any]:
     """Release the override: the die heats and cools again from where it was held."""
-    hal = await get_service(runtime, HAL_CONTROL, emulator_interfaces().IHalControl)
+    hal = await get_service(runtime, HAL_CONTROL, IHalControl)
     return _thermal_dict(await hal.resetThermalOverride())
 
 
@@ -266,13 +266,12 @@ class DeviceRow:
 
 async def list_devices(runtime: BinderRuntime) -> list[DeviceRow]:
     """The NNAPI devices an app would enumerate: the driver's IDevice instances, then the CPU."""
-    ifaces = emulator_interfaces()
     sm = defaultServiceManager(runtime)
     rows = []
     for service in await sm.listServices(15):
         if not service.startswith(IDEVICE_PREFIX):
             continue
-        device = ifaces.IDevice.asInterface(await sm.checkService(service))
+        device = IDevice.asInterface(await sm.checkService(service))
         if device is None:
             continue  # gone between the list and the lookup
         dtype = int(await device.getType())

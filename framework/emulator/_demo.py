@@ -54,11 +54,14 @@ from framework.npumanager import (
     NPU_MODEL_UNLOAD_REASON_THERMAL,
     constantToString,
 )
+from interfaces.android.npumanager import INpuManager
+from interfaces.npuemu.hal import IHalControl
+from interfaces.npuemu.server import IActivityManager
 
 from ._boot import BootConfig, open_emulator
 from ._control import THERMAL_SEVERITIES, launch_apps, list_devices, read_log
 from ._plot import plot_timeline
-from ._services import HAL_CONTROL, emulator_interfaces, get_service
+from ._services import HAL_CONTROL, get_service
 from ._trace import chrome_trace, load_timeline, read_app_reports, summarize
 
 __all__ = ["DEMO_APPS", "Check", "run_demo"]
@@ -170,13 +173,12 @@ async def run_demo(
 async def _scenario(emu: Any, driver: Any, seconds: float, progress: Callable[[str], None] | None,
                     reports: dict[str, dict[str, Any]], phases: dict[str, float], t_start: float) -> dict[str, Any]:
     """The story on a booted emulator; ``reports`` and ``phases`` fill as it goes. Returns ``dumpsys npu``."""
-    ifaces = emulator_interfaces()
     runtime = emu.runtime
     devices = [f"{d.name} ({d.type})" for d in await list_devices(runtime)]
     on = "the reference driver" if driver is None else f"driver {os.fspath(driver)}"
     _say(progress, f"booted in {emu.boot_seconds:.1f} s ({emu.files.root}) on {on}: {', '.join(devices)}")
-    npu = await get_service(runtime, "npu", ifaces.INpuManager)
-    hal = await get_service(runtime, HAL_CONTROL, ifaces.IHalControl)
+    npu = await get_service(runtime, "npu", INpuManager)
+    hal = await get_service(runtime, HAL_CONTROL, IHalControl)
     await npu.shellCommand(["set-budget-policy", "--max-budget", str(_MAX_BUDGET)])
     _say(progress, f"npu service: budget policy, maxBudget {_MAX_BUDGET}")
 
@@ -205,7 +207,7 @@ async def _scenario(emu: Any, driver: Any, seconds: float, progress: Callable[[s
          "not every app came up in time")
     await trio.sleep(max(1.0, 0.3 * seconds))
 
-    am = await get_service(runtime, "activity", ifaces.IActivityManager)
+    am = await get_service(runtime, "activity", IActivityManager)
     emu.mark("assistant brought up")
     await am.setImportance(assistant.package, 200)
     _say(progress, "the user brings up the assistant (visible; a 2.5 GB model)")

@@ -49,8 +49,10 @@ import trio
 
 from framework.binder import defaultServiceManager
 from framework.nn import TRACE_MARKER_NAME
+from interfaces.npuemu.hal import IHalControl, IHalListener
+from interfaces.npuemu.server import IPackageManager
 
-from ._services import HAL_CONTROL, emulator_interfaces, get_service
+from ._services import HAL_CONTROL, get_service
 
 __all__ = ["KIND_NAMES", "serve_recorder", "work_record"]
 
@@ -174,7 +176,7 @@ class _PackageNames:
             if binder is None:
                 return
             try:
-                packages = await emulator_interfaces().IPackageManager.asInterface(binder).getPackagesForUid(uid)
+                packages = await IPackageManager.asInterface(binder).getPackagesForUid(uid)
             except Exception:  # system_server restarting: ask again at the uid's next record
                 return
             self._known.add(uid)
@@ -221,10 +223,9 @@ async def serve_recorder(
     logged once, never the boot. A HAL that dies is looked up again every tick until
     init has restarted it; the new one's events continue the same timeline.
     """
-    ifaces = emulator_interfaces()
     runtime = emulator.runtime
     sm = defaultServiceManager(runtime)
-    hal = await get_service(runtime, HAL_CONTROL, ifaces.IHalControl)
+    hal = await get_service(runtime, HAL_CONTROL, IHalControl)
     sink = _Sink(emulator.files.trace_events, max_bytes)
     try:
         thresholds = [round(float(t), 2) for t in (await hal.thermalStatus()).thresholdsC]
@@ -244,7 +245,7 @@ async def serve_recorder(
     names = _PackageNames(runtime, sink)
     marker = _MarkerReader(emulator.files.root / TRACE_MARKER_NAME, fresh=True)
 
-    class Listener(ifaces.IHalListener.Stub):
+    class Listener(IHalListener.Stub):
         async def onThermalSeverityChanged(self, severity: int, temperatureC: float) -> None:  # noqa: N802,N803
             sink.write({"type": "thermal", "severity": int(severity), "temperature_c": float(temperatureC),
                         "wall_ns": time.monotonic_ns(), "changed": True})
@@ -290,7 +291,7 @@ async def serve_recorder(
             if hal is None:
                 binder = await sm.checkService(HAL_CONTROL)
                 if binder is not None and binder.isBinderAlive():
-                    hal = ifaces.IHalControl.asInterface(binder)
+                    hal = IHalControl.asInterface(binder)
                     gap = (time.monotonic_ns() - epoch.last_wall) * emulator.config.speed
                     epoch = _Epoch(epoch.generation + 1, int(epoch.last_ns + gap))
                     sink.write({"type": "hal_restart", "generation": epoch.generation,

@@ -7,20 +7,12 @@ service would; they never import the packages that serve them.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import interfaces.android.hardware.neuralnetworks as nn_hal
-import interfaces.android.hardware.npu as npu_hal
-import interfaces.android.npumanager as npumanager
-import interfaces.npuemu.hal as emu_hal
-import interfaces.npuemu.server as server
 from framework.binder import (
-    AidlRegistry,
     BinderRuntime,
     DeadObjectException,
     SecurityException,
@@ -33,43 +25,12 @@ from ._paths import RuntimeFiles, resolve_runtime_dir
 
 __all__ = [
     "HAL_CONTROL",
-    "EmulatorInterfaces",
-    "emulator_interfaces",
     "get_service",
     "open_shell",
 ]
 
 HAL_CONTROL = "npuemu.hal.IHalControl/default"
 IDEVICE_PREFIX = "android.hardware.neuralnetworks.IDevice/"
-
-
-@dataclasses.dataclass(frozen=True)
-class EmulatorInterfaces:
-    """Interface classes of the services the CLI talks to."""
-
-    registry: AidlRegistry
-    IHalControl: type
-    IHalListener: type
-    IActivityManager: type
-    IPackageManager: type
-    IThermalService: type
-    IDevice: type
-    INpuManager: type
-
-
-@functools.cache
-def emulator_interfaces() -> EmulatorInterfaces:
-    """The compiled interfaces (one object per process)."""
-    return EmulatorInterfaces(
-        registry=AidlRegistry.from_modules(nn_hal, npu_hal, npumanager, emu_hal, server),
-        IHalControl=emu_hal.IHalControl,
-        IHalListener=emu_hal.IHalListener,
-        IActivityManager=server.IActivityManager,
-        IPackageManager=server.IPackageManager,
-        IThermalService=server.IThermalService,
-        IDevice=nn_hal.IDevice,
-        INpuManager=npumanager.INpuManager,
-    )
 
 
 async def get_service(runtime: BinderRuntime, name: str, interface: type) -> Any:

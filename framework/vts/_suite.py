@@ -67,7 +67,10 @@ from framework.binder import (
     SecurityException,
     defaultServiceManager,
 )
-from interfaces.npuemu.hal import WorkEvent
+import interfaces.android.hardware.neuralnetworks as nn_hal
+from interfaces.android.hardware.neuralnetworks import IDevice
+from interfaces.android.hardware.npu import IScheduling, ISchedulingCallback, SchedulingConfig
+from interfaces.npuemu.hal import IHalControl, WorkEvent
 from npuhal import (
     BUILD_ID,
     DeviceStatus,
@@ -78,7 +81,6 @@ from npuhal import (
     NpuValueError,
     OperationType,
     StartReason,
-    hal_interfaces,
     open_private_hal,
 )
 
@@ -330,22 +332,19 @@ class _Recorder:
                 await self._changed.wait()
 
 
-def _callback_class(ISchedulingCallback: type) -> type:
-    class RecordingCallback(ISchedulingCallback.Stub):
-        def __init__(self, recorder: _Recorder) -> None:
-            super().__init__()
-            self._recorder = recorder
+class _RecordingCallback(ISchedulingCallback.Stub):
+    def __init__(self, recorder: _Recorder) -> None:
+        super().__init__()
+        self._recorder = recorder
 
-        async def onWorkRequested(self, workInfo: Any) -> None:  # noqa: N802,N803 - AIDL names
-            self._recorder.add("onWorkRequested", workInfo, None)
+    async def onWorkRequested(self, workInfo: Any) -> None:  # noqa: N802,N803 - AIDL names
+        self._recorder.add("onWorkRequested", workInfo, None)
 
-        async def onWorkStarted(self, workInfo: Any, reason: Any) -> None:  # noqa: N802,N803
-            self._recorder.add("onWorkStarted", workInfo, int(reason))
+    async def onWorkStarted(self, workInfo: Any, reason: Any) -> None:  # noqa: N802,N803
+        self._recorder.add("onWorkStarted", workInfo, int(reason))
 
-        async def onWorkEnded(self, workInfo: Any, reason: Any) -> None:  # noqa: N802,N803
-            self._recorder.add("onWorkEnded", workInfo, int(reason))
-
-    return RecordingCallback
+    async def onWorkEnded(self, workInfo: Any, reason: Any) -> None:  # noqa: N802,N803
+        self._recorder.add("onWorkEnded", workInfo, int(reason))
 
 
 @dataclass
@@ -359,7 +358,6 @@ class _Session:
     version_record: Path | None
     rebuild_facts: dict | None = None   # the second build's description (C source only)
     rebuild_error: str | None = None
-    ifaces: Any = None
     scheduling: Any = None
     control: Any = None
     services: list[str] = field(default_factory=list)
@@ -377,15 +375,15 @@ class _Session:
         self.devices = {}
         binder = await sm.checkService(SCHEDULING_INSTANCE)
         if binder is not None:
-            self.scheduling = self.ifaces.IScheduling.asInterface(binder)
+            self.scheduling = IScheduling.asInterface(binder)
         binder = await sm.checkService(CONTROL_INSTANCE)
         if binder is not None:
-            self.control = self.ifaces.IHalControl.asInterface(binder)
+            self.control = IHalControl.asInterface(binder)
         for name in self.services:
             if name.startswith(DEVICE_PREFIX):
                 binder = await sm.checkService(name)
                 if binder is not None:
-                    self.devices[name[len(DEVICE_PREFIX):]] = self.ifaces.IDevice.asInterface(binder)
+                    self.devices[name[len(DEVICE_PREFIX):]] = IDevice.asInterface(binder)
 
     def death_note(self) -> str:
         """How the HAL process ended, if it did (a signal name, an exit code)."""
@@ -426,7 +424,6 @@ class _Session:
     # -- helpers the checks share ---------------------------------------------
 
     def config(self, uid: int, priority: int, *, direct: bool = True, attribute: bool = False) -> Any:
-        SchedulingConfig = self.ifaces.parcelable("android.hardware.npu.SchedulingConfig")
         return SchedulingConfig(
             minPriority=_MIN_BAND,
             maxPriority=_MAX_BAND,
@@ -438,7 +435,7 @@ class _Session:
 
     def new_callback(self) -> tuple[Any, _Recorder]:
         recorder = _Recorder()
-        return _callback_class(self.ifaces.ISchedulingCallback)(recorder), recorder
+        return _RecordingCallback(recorder), recorder
 
     def need_scheduling(self) -> Any:
         if self.scheduling is None:
@@ -897,7 +894,7 @@ async def get_number_of_cache_files_needed(s: _Session) -> str:
     return await _each_device(s, check)
 
 
-def _test_model(ifaces: Any) -> tuple[Any, int]:
+def _test_model() -> tuple[Any, int]:
     """ADD -> RELU -> MUL over [1, 4] tensors, as the Model parcelable; and its op count."""
     b = ModelBuilder()
     x, y = b.input([1, 4]), b.input([1, 4])
@@ -907,31 +904,30 @@ def _test_model(ifaces: Any) -> tuple[Any, int]:
     out = b.operation(OperationType.MUL, [r, x, none], [1, 4])
     b.output(out)
     model = b.build()
-    P = ifaces.parcelable
     operands = [
-        P("android.hardware.neuralnetworks.Operand")(
+        nn_hal.Operand(
             type=int(o.type),
             dimensions=list(o.dimensions),
             scale=0.0,
             zeroPoint=0,
             lifetime=int(o.lifetime),
-            location=P("android.hardware.neuralnetworks.DataLocation")(
+            location=nn_hal.DataLocation(
                 poolIndex=o.location.pool_index, offset=o.location.offset, length=o.location.length, padding=0
             ),
         )
         for o in model.operands
     ]
     operations = [
-        P("android.hardware.neuralnetworks.Operation")(type=int(op.type), inputs=list(op.inputs), outputs=list(op.outputs))
+        nn_hal.Operation(type=int(op.type), inputs=list(op.inputs), outputs=list(op.outputs))
         for op in model.operations
     ]
-    main = P("android.hardware.neuralnetworks.Subgraph")(
+    main = nn_hal.Subgraph(
         operands=operands,
         operations=operations,
         inputIndexes=list(model.input_indexes),
         outputIndexes=list(model.output_indexes),
     )
-    parcel = P("android.hardware.neuralnetworks.Model")(
+    parcel = nn_hal.Model(
         main=main, referenced=[], operandValues=bytes(model.operand_values), pools=[], relaxComputationFloat32toFloat16=False
     )
     return parcel, len(operations)
@@ -939,7 +935,7 @@ def _test_model(ifaces: Any) -> tuple[Any, int]:
 
 async def get_supported_operations(s: _Session) -> str:
     """getSupportedOperations(model) answers one bool per operation of the model."""
-    model, count = _test_model(s.ifaces)
+    model, count = _test_model()
 
     async def check(name: str, device: Any) -> str:
         answer = list(await device.getSupportedOperations(model))
@@ -1248,14 +1244,13 @@ async def run_vts(
                     hal = await stack.enter_async_context(
                         open_private_hal(target.so_path, clock="real", timeout=boot_timeout)
                     )
-                    ifaces = hal_interfaces()
                 except Exception as exc:  # noqa: BLE001 - any boot failure is the driver's verdict
                     boot_error = f"the HAL did not start: {_first_line(exc)}"
                 await probed.wait()
                 facts, probe_error = probes["main"]
                 rebuild_facts, rebuild_error = probes.get("rebuild", (None, None))
                 if boot_error is None:
-                    session = _Session(hal, target, facts, probe_error, record, rebuild_facts, rebuild_error, ifaces=ifaces)
+                    session = _Session(hal, target, facts, probe_error, record, rebuild_facts, rebuild_error)
                     with trio.move_on_after(boot_timeout) as scope:
                         await session.connect()
                     if scope.cancelled_caught:
