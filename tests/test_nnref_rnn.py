@@ -202,3 +202,34 @@ def test_svdf(variant):
     newest = np.asarray(x, np.float64).reshape(2, 3) @ np.asarray(features).reshape(4, 3).T
     np.testing.assert_allclose(state.value.reshape(2, 4, 10)[..., -2], newest, atol=2e-3)
     assert not state.value.reshape(2, 4, 10)[..., -1].any()
+
+
+# QUANTIZED_16BIT_LSTM (quantized_lstm.mod.py; its weights are [i, g, f, o] rows of [x, h]) ----
+
+
+def test_quantized_16bit_lstm():
+    weights = np.array([254, 206, 77, 168, 146, 250, 71, 20, 215, 6, 235, 171, 223, 7, 118, 225, 10, 218, 59, 130, 174, 26,
+                        171, 108, 172, 60, 205, 65, 133, 34, 14, 0, 140, 168, 29, 49, 240, 223, 133, 56, 206, 109, 142, 64,
+                        246, 216, 54, 183, 137, 240, 103, 52, 24, 50, 68, 51, 237, 112, 132, 179, 0, 220, 89, 23, 158, 110,
+                        69, 4, 207, 253, 3, 169, 106, 214, 67, 23, 195, 187, 59, 158, 45, 3, 11, 99, 119, 132, 49, 205, 109,
+                        10, 129, 218, 11, 98, 218, 48]).reshape(16, 6)
+    bias = np.array([-7876, 13488, -726, 32839, 39481, 48624, 48976, -21419, 9206, -46884, -11693, -38724, -58999, -17050,
+                     -41852, -40538])
+    scale = 0.00408021
+    rows = {"i": slice(0, 4), "g": slice(4, 8), "f": slice(8, 12), "o": slice(12, 16)}
+
+    def q8(values, shape, s=1 / 128, z=128):
+        return tensor("TENSOR_QUANT8_ASYMM", values, shape, scale=s, zero_point=z)
+
+    order = "ifgo"  # the 1.2 signature's gate order
+    input_w = [q8(weights[rows[g], :2], None, scale, 100) for g in order]
+    recurrent_w = [q8(weights[rows[g], 2:], None, scale, 100) for g in order]
+    biases = [tensor("TENSOR_INT32", bias[rows[g]], scale=scale / 128) for g in order]
+    cell = tensor("TENSOR_QUANT16_SYMM", [876, 1034, 955, -909, 761, 1029, 796, -1036], [2, 4], scale=1 / 2048)
+    c, h = nnref.evaluate("QUANTIZED_16BIT_LSTM", [q8([166, 179, 50, 150], [2, 2]), *input_w, *recurrent_w, *biases, cell,
+                                                   q8([136, 150, 140, 115, 135, 152, 138, 112], [2, 4])])
+    assert np.abs(c.value.astype(int) - [[1485, 1177, 1373, -1023], [1019, 1355, 1097, -1235]]).max() <= 1
+    assert np.abs(h.value.astype(int) - [[140, 151, 146, 112], [136, 156, 142, 112]]).max() <= 1
+    with pytest.raises(BadOperation, match="share one scale"):
+        nnref.evaluate("QUANTIZED_16BIT_LSTM", [q8([166, 179, 50, 150], [2, 2]), q8([1] * 8, [4, 2], 0.5, 0),
+                                                *input_w[1:], *recurrent_w, *biases, cell, q8([128] * 8, [2, 4])])

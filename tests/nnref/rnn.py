@@ -274,6 +274,37 @@ def svdf(call: Call) -> list[Operand]:
     return [call.real_result(0, shifted.reshape(batch, filters * memory), x), call.real_result(1, act(out), x)]
 
 
+# -- QUANTIZED_16BIT_LSTM -------------------------------------------------------------------
+
+
+def quantized_16bit_lstm(call: Call) -> list[Operand]:
+    """One quantized LSTM step (no CIFG, peephole, projection or clipping): input and output
+    TENSOR_QUANT8_ASYMM at 1/128 around 128, weights one shared TENSOR_QUANT8_ASYMM scale, int32
+    biases at weight_scale/128, the cell state TENSOR_QUANT16_SYMM at 1/2048. Computed on real
+    values (Android's reference runs gemmlowp's fixed-point sigmoid and tanh; the results agree
+    within a quantum)."""
+    call.count(15)
+    x = call.tensor(0, "TENSOR_QUANT8_ASYMM")
+    weights = [call.tensor(i, "TENSOR_QUANT8_ASYMM") for i in range(1, 9)]
+    if len({(w.scale, w.zero_point) for w in weights}) != 1:
+        raise call.fail("all eight weight tensors share one scale and zero point")
+    biases = [call.tensor(i, "TENSOR_INT32") for i in range(9, 13)]
+    cell = call.tensor(13, "TENSOR_QUANT16_SYMM")
+    prev = call.tensor(14, "TENSOR_QUANT8_ASYMM")
+    fixed = {"input": (x, 1 / 128, 128), "previous output": (prev, 1 / 128, 128), "cell state": (cell, 1 / 2048, 0)}
+    for name, (operand, scale, zero) in fixed.items():
+        if (operand.scale, operand.zero_point) != (scale, zero):
+            raise call.fail(f"the {name} has scale {scale} and zero point {zero}")
+    bias_scale = weights[0].scale / 128
+    xr, hr = x.real(), prev.real()
+    gate = [xr @ weights[k].real().T + hr @ weights[4 + k].real().T + biases[k].value * bias_scale  # type: ignore[operator]
+            for k in range(4)]
+    i, f, g, o = _sigmoid(gate[0]), _sigmoid(gate[1]), np.tanh(gate[2]), _sigmoid(gate[3])
+    c = f * cell.real() + i * g
+    h = o * np.tanh(c)
+    return [call.real_result(0, c, cell), call.real_result(1, h, prev)]
+
+
 OPERATIONS: dict[str, Callable[[Call], list[Operand]]] = {
     "RNN": rnn,
     "UNIDIRECTIONAL_SEQUENCE_RNN": unidirectional_sequence_rnn,
@@ -282,4 +313,5 @@ OPERATIONS: dict[str, Callable[[Call], list[Operand]]] = {
     "UNIDIRECTIONAL_SEQUENCE_LSTM": unidirectional_sequence_lstm,
     "BIDIRECTIONAL_SEQUENCE_LSTM": bidirectional_sequence_lstm,
     "SVDF": svdf,
+    "QUANTIZED_16BIT_LSTM": quantized_16bit_lstm,
 }
