@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from . import conv, detection, elementwise, lsh, norm, rnn, shape
+from . import conv, detection, elementwise, lsh, norm, rnn, sampling, shape
 from .core import BadOperation, Call, Operand
 
 #: NN HAL 1.2's OperationType, by code (the index): all 95 operations.
@@ -32,7 +32,7 @@ OPERATION_TYPES: tuple[str, ...] = (
 
 Kernel = Callable[[Call], list[Operand]]
 
-_FAMILIES: tuple[dict[str, Kernel], ...] = (elementwise.OPERATIONS, conv.OPERATIONS, detection.OPERATIONS, lsh.OPERATIONS, norm.OPERATIONS, rnn.OPERATIONS, shape.OPERATIONS)
+_FAMILIES: tuple[dict[str, Kernel], ...] = (elementwise.OPERATIONS, conv.OPERATIONS, detection.OPERATIONS, lsh.OPERATIONS, norm.OPERATIONS, rnn.OPERATIONS, sampling.OPERATIONS, shape.OPERATIONS)
 KERNELS: dict[str, Kernel] = {name: kernel for family in _FAMILIES for name, kernel in family.items()}
 
 
