@@ -62,26 +62,26 @@ def _len0to16(s: bytes) -> int:
     return K2
 
 
-def _len17to32(s: bytes) -> int:
+def _ends(s: bytes, first_mul: int) -> tuple[int, int, int, int]:
+    """The 17-to-64-byte mix of the first 16 and last 16 bytes: (mul, a, u, v)."""
     n = len(s)
     mul = (K2 + n * 2) & MASK
-    a = (_fetch64(s, 0) * K1) & MASK
+    a = (_fetch64(s, 0) * first_mul) & MASK
     b = _fetch64(s, 8)
     c = (_fetch64(s, n - 8) * mul) & MASK
     d = (_fetch64(s, n - 16) * K2) & MASK
-    return _hash16((_rotate((a + b) & MASK, 43) + _rotate(c, 30) + d) & MASK,
-                   (a + _rotate((b + K2) & MASK, 18) + c) & MASK, mul)
+    return mul, a, (_rotate((a + b) & MASK, 43) + _rotate(c, 30) + d) & MASK, (a + _rotate((b + K2) & MASK, 18) + c) & MASK
+
+
+def _len17to32(s: bytes) -> int:
+    mul, _, u, v = _ends(s, K1)
+    return _hash16(u, v, mul)
 
 
 def _len33to64(s: bytes) -> int:
     n = len(s)
-    mul = (K2 + n * 2) & MASK
-    a = (_fetch64(s, 0) * K2) & MASK
-    b = _fetch64(s, 8)
-    c = (_fetch64(s, n - 8) * mul) & MASK
-    d = (_fetch64(s, n - 16) * K2) & MASK
-    y = (_rotate((a + b) & MASK, 43) + _rotate(c, 30) + d) & MASK
-    z = _hash16(y, (a + _rotate((b + K2) & MASK, 18) + c) & MASK, mul)
+    mul, a, y, v = _ends(s, K2)
+    z = _hash16(y, v, mul)
     e = (_fetch64(s, 16) * mul) & MASK
     f = _fetch64(s, 24)
     g = ((y + _fetch64(s, n - 32)) * mul) & MASK
