@@ -421,6 +421,17 @@ class Call:
             like = self.inputs[0]
         return Operand(like.type, None, like.scale, like.zero_point)
 
+    def fixed_quant(self, x: Operand, scale: float, zero_point: int) -> Operand:
+        """Output 0's template for an operation whose quantized output range is fixed by the spec
+        (LOGISTIC, TANH, SOFTMAX, L2_NORMALIZATION): those parameters, or a given one that matches."""
+        if x.type != "TENSOR_QUANT8_ASYMM":
+            return self.spec(0, x)
+        given = self.outputs[0] if self.outputs else None
+        if given is not None and (given.type, given.scale, given.zero_point) != (x.type, scale, zero_point):
+            raise self.fail(f"a TENSOR_QUANT8_ASYMM output has scale {scale} and zero point {zero_point}, "
+                            f"got {given.scale} and {given.zero_point}")
+        return Operand(x.type, None, scale, zero_point)
+
     def real_result(self, k: int, real: np.ndarray, like: Operand | None = None, type: str | None = None) -> Operand:
         """Output ``k`` from real values: quantized with its parameters, or cast to its float type."""
         spec = self.spec(k, like, type)

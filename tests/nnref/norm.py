@@ -9,21 +9,15 @@ import numpy as np
 from .core import F, F_Q8, Call, Operand, to_nhwc, from_nhwc
 
 
-def _fixed_quant_output(call: Call, scale: float, zero_point: int) -> None:
-    spec = call.spec(0)
-    if spec.type == "TENSOR_QUANT8_ASYMM" and (spec.scale, spec.zero_point) != (scale, zero_point):
-        raise call.fail(f"a TENSOR_QUANT8_ASYMM output has scale {scale} and zero point {zero_point}")
-
-
 def softmax(call: Call) -> list[Operand]:
     call.count(2, 3)
     x = call.tensor(0, *F_Q8)
     beta = call.float(1)
     axis = call.axis(2, x.value.ndim) if call.has(2) else x.value.ndim - 1  # type: ignore[union-attr]
-    _fixed_quant_output(call, 1.0 / 256, 0)
+    out = call.fixed_quant(x, 1.0 / 256, 0)
     z = beta * x.real()
-    e = np.exp(z - z.max(axis=axis, keepdims=True))
-    return [call.real_result(0, e / e.sum(axis=axis, keepdims=True), x)]
+    e = np.exp(z - z.max(axis=axis, keepdims=True, initial=-np.inf))
+    return [call.real_result(0, e / e.sum(axis=axis, keepdims=True), out)]
 
 
 def log_softmax(call: Call) -> list[Operand]:
@@ -40,10 +34,10 @@ def l2_normalization(call: Call) -> list[Operand]:
     call.count(1, 2)
     x = call.tensor(0, *F_Q8)
     axis = call.axis(1, x.value.ndim) if call.has(1) else x.value.ndim - 1  # type: ignore[union-attr]
-    _fixed_quant_output(call, 1.0 / 128, 128)
+    out = call.fixed_quant(x, 1.0 / 128, 128)
     v = x.real()
     norm = np.maximum(np.sqrt((v * v).sum(axis=axis, keepdims=True)), 1e-6)
-    return [call.real_result(0, v / norm, x)]
+    return [call.real_result(0, v / norm, out)]
 
 
 def local_response_normalization(call: Call) -> list[Operand]:
