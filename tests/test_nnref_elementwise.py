@@ -56,7 +56,7 @@ def test_sub_quant8_with_different_scales_and_relu():
 BYTES = st.lists(st.integers(0, 255), min_size=1, max_size=6)
 
 
-@settings(max_examples=150)
+@settings(max_examples=60)
 @given(BYTES, st.integers(0, 255), st.floats(0.01, 2), st.floats(0.01, 2), st.floats(0.02, 4), st.integers(0, 255),
        st.integers(0, 255), st.integers(0, 3))
 def test_quantized_add_and_sub_are_within_a_quantum_of_the_real_result(xs, y, sx, sy, so, zx, zo, fuse):
@@ -69,7 +69,7 @@ def test_quantized_add_and_sub_are_within_a_quantum_of_the_real_result(xs, y, sx
         assert np.abs(out.value.astype(int) - expected).max() <= 1, (name, exact)
 
 
-@settings(max_examples=100)
+@settings(max_examples=50)
 @given(BYTES, st.integers(0, 255), st.floats(0.01, 1), st.floats(0.01, 1), st.integers(0, 255))
 def test_quantized_mul_is_within_a_quantum_of_the_real_result(xs, y, sx, sy, zo):
     a, b = q8(xs, sx, 100), q8([y], sy, 50)
@@ -195,6 +195,7 @@ def test_quantize_and_dequantize():
         nnref.evaluate("QUANTIZE", [x])
 
 
+@settings(max_examples=50)
 @given(st.lists(st.floats(-100, 100, allow_nan=False), min_size=1, max_size=8), st.floats(0.01, 2), st.integers(0, 255))
 def test_quantize_then_dequantize_ops_round_trip_within_half_a_quantum(xs, scale, zp):
     x = tensor("TENSOR_FLOAT32", np.float32(xs))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -140,6 +140,7 @@ def test_space_to_batch_pads_with_the_zero_point():
     assert out.shape == (4, 1, 2, 1) and out.value.ravel().tolist() == [1, 9, 2, 9, 3, 9, 4, 9]
 
 
+@settings(max_examples=40)
 @given(hnp.arrays(np.float32, hnp.array_shapes(min_dims=4, max_dims=4, min_side=1, max_side=3),
                   elements=st.floats(-10, 10, width=32)), st.integers(1, 3))
 def test_space_to_depth_inverts_depth_to_space(x, block):
@@ -151,6 +152,7 @@ def test_space_to_depth_inverts_depth_to_space(x, block):
     np.testing.assert_array_equal(restored.value, deep.value)
 
 
+@settings(max_examples=40)
 @given(hnp.arrays(np.int32, hnp.array_shapes(min_dims=1, max_dims=4, max_side=3), elements=st.integers(-5, 5)),
        st.randoms())
 def test_transpose_by_a_permutation_then_its_inverse_is_identity(x, rng):
@@ -192,3 +194,60 @@ def test_embedding_and_hashtable_lookup():
     out, hits = nnref.evaluate("HASHTABLE_LOOKUP", [ints([1234, -292, -11, 0]), ints([-11, 0, 1234]), table])
     np.testing.assert_allclose(out.value, [[2, 2.1], [0, 0], [0, 0.1], [1, 1.1]])
     assert hits.type == "TENSOR_QUANT8_ASYMM" and hits.value.tolist() == [1, 0, 1, 1]
+
+
+# resize_nearest_neighbor.mod.py: (input shape, output height, width, scales (h, w), input, output)
+NEAREST = [
+    ((1, 2, 2, 1), 1, 1, (0.5, 0.5), [1, 2, 3, 4], [1]),
+    ((1, 2, 2, 1), 3, 3, (1.5, 1.5), [1, 2, 3, 4], [1, 1, 2, 1, 1, 2, 3, 3, 4]),
+    ((1, 3, 3, 1), 2, 2, (0.8, 0.8), range(1, 10), [1, 2, 4, 5]),
+    ((1, 2, 2, 1), 2, 5, (1.1, 2.6), [1, 2, 3, 4], [1, 1, 1, 2, 2, 3, 3, 3, 4, 4]),
+    ((1, 4, 4, 1), 3, 3, (0.9, 0.9), range(1, 17), [1, 2, 3, 5, 6, 7, 9, 10, 11]),
+    ((1, 2, 2, 1), 5, 2, (2.8, 1.4), [1, 2, 3, 4], [1, 2, 1, 2, 1, 2, 3, 4, 3, 4]),
+    ((1, 2, 2, 1), 4, 4, (2.0, 2.0), [1, 2, 3, 4], [1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4]),
+    ((2, 2, 2, 2), 3, 3, (1.6, 1.8), [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8],
+     [1, 1, 1, 1, 2, 2, 1, 1, 1, 1, 2, 2, 3, 3, 3, 3, 4, 4, 5, 5, 5, 5, 6, 6, 5, 5, 5, 5, 6, 6, 7, 7, 7, 7, 8, 8]),
+]
+
+
+@pytest.mark.parametrize("variant", VARIANTS + ["nchw", "quant8"])
+@pytest.mark.parametrize("shape,oh,ow,scales,x,y", NEAREST)
+def test_resize_nearest_neighbor(shape, oh, ow, scales, x, y, variant):
+    quant = {("in", 0): (Q8, 0.25, 100), ("out", 0): (Q8, 0.25, 100)} if variant == "quant8" else None
+    variant = "float32" if variant == "quant8" else variant
+    out = real([shape[0], oh, ow, shape[3]], y)
+    check("RESIZE_NEAREST_NEIGHBOR", [real(shape, x), int32(ow), int32(oh), boolean(False)], [out], variant, quant, 3)
+    # The same by scale: width's factor first, as the 1.2 signature orders them.
+    by_scale = [real(shape, x), float32(scales[1]), float32(scales[0]), boolean(False)]
+    check("RESIZE_NEAREST_NEIGHBOR", by_scale, [out], variant, quant, 3)
+
+
+def test_channel_shuffle_vectors():
+    check("CHANNEL_SHUFFLE", [real([2, 6], [0, 1, 2, 3, 4, 5, 6, 9, 6, 9, 6, 9]), int32(3), int32(-1)],
+          [real([2, 6], [0, 2, 4, 1, 3, 5, 6, 6, 6, 9, 9, 9])])
+    expected = np.arange(144).reshape(12, 3, 4).transpose(0, 2, 1).reshape(2, 2, 3, 12)  # 0, 4, 8, 1, 5, 9, ...
+    assert expected[0, 0, 0].tolist() == [0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]
+    check("CHANNEL_SHUFFLE", [real([2, 2, 3, 12], range(144)), int32(3), int32(3)], [real([2, 2, 3, 12], expected)],
+          quant={("in", 0): (Q8, 0.25, 128), ("out", 0): (Q8, 0.25, 128)})
+
+
+# slice.mod.py ----------------------------------------------------------------------------------
+
+SLICES = [
+    ((4,), [1, 2, 3, 4], [1], [2], [2, 3]),
+    ((2, 3), [1, 2, 3, 4, 5, 6], [1, 0], [1, 2], [4, 5]),
+    ((2, 3, 2), range(1, 13), [0, 0, 0], [2, 3, 2], range(1, 13)),
+    ((4, 1, 1, 1), [1, 2, 3, 4], [1, 0, 0, 0], [3, 1, 1, 1], [2, 3, 4]),
+    ((3, 2, 3, 1), [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5, 6, 6, 6], [1, 0, 0, 0], [1, 1, 3, 1], [3, 3, 3]),
+    ((3, 2, 3, 1), [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5, 6, 6, 6], [1, 0, 0, 0], [2, 1, -1, 1], [3, 3, 3, 5, 5, 5]),
+]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("shape,x,begin,size,y", SLICES)
+def test_slice_vectors(shape, x, begin, size, y, variant):
+    out_shape = [s if s != -1 else shape[d] - begin[d] for d, s in enumerate(size)]
+    check("SLICE", [real(shape, x), ints(begin), ints(size)], [real(out_shape, y)], variant)
+    stored = tensor(Q8, np.asarray(list(x)).reshape(shape), scale=2.0, zero_point=128)
+    out = nnref.evaluate("SLICE", [stored, ints(begin), ints(size)])[0]
+    assert out.value.ravel().tolist() == list(y) and (out.scale, out.zero_point) == (2.0, 128)
