@@ -45,6 +45,17 @@ def test_all_95_operations_have_a_reference_and_a_test():
         nnref.evaluate("HARD_SWISH", [])
 
 
+def test_each_operation_names_the_operand_types_1_2_allows_it_and_refuses_others():
+    assert set(nnref.SELECTING) == set(nnref.OPERATION_TYPES)
+    tensors = [t for t in nnref.OPERAND_TYPES if t.startswith("TENSOR_")]
+    for name, (at, types) in nnref.SELECTING.items():
+        assert types and set(types) <= set(tensors), name
+        wrong = next(t for t in tensors if t not in types and t != "TENSOR_QUANT8_SYMM_PER_CHANNEL")
+        inputs = [nnref.int32(0)] * at + [nnref.Operand(wrong, None)]
+        with pytest.raises(nnref.BadOperation, match=f"{name}: input {at} is {wrong}; the 1.2 spec allows"):
+            nnref.evaluate(name, inputs)
+
+
 def test_operands_store_their_type_and_refuse_what_does_not_fit():
     q = nnref.tensor("TENSOR_QUANT8_ASYMM", [0, 128, 255], scale=0.5, zero_point=128)
     assert q.value.dtype == np.uint8 and q.real().tolist() == [-64.0, 0.0, 63.5]

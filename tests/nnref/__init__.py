@@ -5,7 +5,8 @@ point and per-channel parameters; the quantization arithmetic of Android's refer
 implementation; fused activations, implicit padding, layouts, broadcasting; Android's
 tolerances) and ``Call`` (one operation's inputs as each kernel reads them). One module
 per family of operations holds the kernels, each exporting ``OPERATIONS`` (name ->
-kernel); ``registry`` joins them into ``evaluate``. Plain values in, plain values out: no
+kernel); ``registry`` joins them into ``evaluate``; ``signatures`` says which operand types
+the 1.2 spec allows each operation (``SELECTING``). Plain values in, plain values out: no
 model format, so any form of model can be wired to it.
 """
 
@@ -29,3 +30,4 @@ from .registry import (
     implemented as implemented,
     operation_name as operation_name,
 )
+from .signatures import SELECTING as SELECTING

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 
 from . import conv, detection, elementwise, lsh, norm, rnn, sampling, shape
 from .core import BadOperation, Call, Operand
+from .signatures import SELECTING
 
 #: NN HAL 1.2's OperationType, by code (the index): all 95 operations.
 OPERATION_TYPES: tuple[str, ...] = (
@@ -65,6 +66,9 @@ def evaluate(operation: object, inputs: Sequence[Operand], outputs: Sequence[Ope
     kernel = KERNELS.get(name)
     if kernel is None:
         raise NotImplementedError(f"nnref has no reference for {name} yet")
+    at, types = SELECTING[name]
+    if at < len(inputs) and isinstance(inputs[at], Operand) and inputs[at].type not in types:
+        raise BadOperation(f"{name}: input {at} is {inputs[at].type}; the 1.2 spec allows {', '.join(types)}")
     try:
         return kernel(Call(name, inputs, outputs, relaxed))
     except BadOperation:

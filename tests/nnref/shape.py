@@ -30,7 +30,7 @@ def _moved(call: Call, k: int, x: Operand, stored: np.ndarray) -> Operand:
 
 def reshape(call: Call) -> list[Operand]:
     call.count(2)
-    x = call.tensor(0, *F_Q8, "TENSOR_INT32")
+    x = call.tensor(0, *F_Q8)
     shape = call.ints(1)
     if shape.count(-1) > 1 or any(d < -1 for d in shape):
         raise call.fail(f"the shape {shape} has at most one -1 and no other negative size")
