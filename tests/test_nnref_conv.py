@@ -245,3 +245,19 @@ def test_bad_calls_name_the_operation_and_the_fault():
     with pytest.raises(BadOperation, match="padding scheme|SAME"):
         nnref.evaluate("CONV_2D", [x, tensor("TENSOR_FLOAT32", np.zeros((1, 2, 2, 1))), tensor("TENSOR_FLOAT32", [0.0]),
                                    *map(int32, (7, 1, 1, 0))])
+
+
+def test_fully_connected_quant8_large_vector():
+    # fully_connected_quant8_large: 5 products of 2.0 * [2, 4, 4, 4, 2] plus a 0.4 bias: 32.4 -> 32.
+    x = tensor(Q8, [[10] * 5], scale=0.2)
+    w = tensor(Q8, [[10, 20, 20, 20, 10]], scale=0.2)
+    out = nnref.evaluate("FULLY_CONNECTED", [x, w, tensor("TENSOR_INT32", [10], scale=0.04), int32(0)],
+                         [nnref.output(Q8, 1.0, 0)])[0]
+    assert out.value.tolist() == [[32]]
+
+
+@pytest.mark.parametrize("operation", ["AVERAGE_POOL_2D", "MAX_POOL_2D"])
+def test_pool_quant8_1x1_filter_keeps_values(operation):
+    x = tensor(Q8, [1, 2, 3, 4], [1, 2, 2, 1], scale=0.5)
+    out = nnref.evaluate(operation, [x, *map(int32, (0, 0, 0, 0, 1, 1, 1, 1, 0))])[0]
+    assert out.value.ravel().tolist() == [1, 2, 3, 4] and (out.scale, out.zero_point) == (0.5, 0)
