@@ -169,3 +169,68 @@ def test_heatmap_max_keypoint_refines_a_quadratic_peak():
     nchw = nnref.evaluate("HEATMAP_MAX_KEYPOINT", [tensor(F32, heat.transpose(0, 3, 1, 2)),
                                                    tensor(F32, [[0, 0, 50, 50]]), boolean(True)])
     np.testing.assert_allclose(nchw[1].value, points.value)
+
+
+# detection_postprocess.mod.py --------------------------------------------------------------
+
+DP_SCORES = real([1, 6, 3], [0, .9, .8, 0, .75, .72, 0, .6, .5, 0, .93, .95, 0, .5, .4, 0, .3, .2])
+DP_ANCHORS = real([6, 4], [0.5, 0.5, 1, 1] * 3 + [0.5, 10.5, 1, 1] * 2 + [0.5, 100.5, 1, 1])
+_DELTA_ROWS = [[0, 0, 0, 0], [0, 1, 0, 0], [0, -1, 0, 0], [0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]]
+
+
+def postprocess(regular, background_in_label, extra_encoding=False):
+    rows = [r + [1, 2, 3] for r in _DELTA_ROWS] if extra_encoding else _DELTA_ROWS
+    deltas = real([1, 6, len(rows[0])], rows)
+    return [DP_SCORES, deltas, DP_ANCHORS, float32(10), float32(10), float32(5), float32(5), boolean(regular),
+            int32(3), int32(1), int32(1), float32(0.0), float32(0.5), boolean(background_in_label)]
+
+
+def detections(scores, boxes, classes, count):
+    return [real([1, 3], scores), real([1, 3, 4], boxes), tensor("TENSOR_INT32", [classes]),
+            tensor("TENSOR_INT32", [count])]
+
+
+FAST_BOXES = [0, 10, 1, 11, 0, 0, 1, 1, 0, 100, 1, 101]
+
+
+@pytest.mark.parametrize("variant", ["float32", "relaxed", "float16"])
+def test_detection_postprocessing_vectors(variant):
+    check("DETECTION_POSTPROCESSING", postprocess(True, False),
+          detections([0.95, 0.93, 0.0], [0, 10, 1, 11, 0, 10, 1, 11, 0, 0, 0, 0], [1, 0, 0], 2), variant)
+    check("DETECTION_POSTPROCESSING", postprocess(False, False),
+          detections([0.95, 0.9, 0.3], FAST_BOXES, [1, 0, 0], 3), variant)
+    check("DETECTION_POSTPROCESSING", postprocess(False, False, extra_encoding=True),
+          detections([0.95, 0.9, 0.3], FAST_BOXES, [1, 0, 0], 3), variant)
+    check("DETECTION_POSTPROCESSING", postprocess(False, True, extra_encoding=True),
+          detections([0.95, 0.9, 0.3], FAST_BOXES, [2, 1, 1], 3), variant)
+
+
+# heatmap_max_keypoint.mod.py -----------------------------------------------------------------
+
+_HEAT = [-10, -1, 4, -5, -8, -2, 9, 1, 7, -2, 3, -7, -2, 2, -3, 5]
+HEAT_1 = (_HEAT + _HEAT[:13] + [10, -3, 5] + _HEAT[:6] + [4] + _HEAT[7:] + _HEAT[:3] + [10] + _HEAT[4:6] + [4]
+          + _HEAT[7:] + [-10, -56] + _HEAT[2:])  # batches: plain, mirrored bottom, left, top right, clipped delta
+HEAT_BOXES = [5, 2, 10, 20, 1, 7, 30, 10, 8, 3, 15, 13, 6, 5, 19, 12, 5, 2, 10, 20]
+HEAT_SCORES = [9.071493, 10.00500, 7.187500, 10.00000, 10.689667]
+HEAT_POINTS = [8.224462, 8.537316, 11.73000, 9.625000, 8.875000, 9.562500, 17.37500, 5.875000, 9.569672, 2.000000]
+SINGULAR = [-10, -57.827329175] + _HEAT[2:]  # the 3x3 grid's Hessian is singular: no refinement
+
+
+@pytest.mark.parametrize("variant", ["float32", "relaxed", "float16", "nchw"])
+def test_heatmap_max_keypoint_vectors(variant):
+    assert len(HEAT_1) == 80
+    check("HEATMAP_MAX_KEYPOINT", [real([5, 4, 4, 1], HEAT_1), real([5, 4], HEAT_BOXES), boolean(False)],
+          [real([5, 1], HEAT_SCORES), real([5, 1, 2], HEAT_POINTS)], variant, layout=2, data=[("in", 0)])
+
+
+@pytest.mark.parametrize("variant", ["float32", "float16"])
+def test_heatmap_max_keypoint_singular_hessian_keeps_the_grid_maximum(variant):
+    check("HEATMAP_MAX_KEYPOINT", [real([1, 4, 4, 1], SINGULAR), real([1, 4], [5, 2, 10, 20]), boolean(False)],
+          [real([1, 1], [9.0]), real([1, 1, 2], [8.125, 8.75])], variant)
+
+
+def test_heatmap_max_keypoint_quant8():
+    check("HEATMAP_MAX_KEYPOINT", [real([5, 4, 4, 1], HEAT_1), real([5, 4], HEAT_BOXES), boolean(False)],
+          [real([5, 1], HEAT_SCORES), real([5, 1, 2], HEAT_POINTS)],
+          quant={("in", 0): (Q8, 0.5, 128), ("in", 1): (Q16, 0.125, 0), ("out", 0): (Q8, 0.1, 10),
+                 ("out", 1): (Q16, 0.125, 0)})
