@@ -234,3 +234,20 @@ def test_heatmap_max_keypoint_quant8():
           [real([5, 1], HEAT_SCORES), real([5, 1, 2], HEAT_POINTS)],
           quant={("in", 0): (Q8, 0.5, 128), ("in", 1): (Q16, 0.125, 0), ("out", 0): (Q8, 0.1, 10),
                  ("out", 1): (Q16, 0.125, 0)})
+
+
+# generate_proposals.mod.py, test 1 (its batch output is now each roi's batch index) ---------
+
+GP_ROIS = [4.3785973, 2.7571943, 6.8214025, 7.642805, 1.3512788, 0.18965816, 4.648721, 4.610342,
+           3.1903253, 1.2951627, 6.8096747, 3.1048374, 1.9812691, 3.1571944, 3.6187308, 8.042806]
+
+
+@pytest.mark.parametrize("variant", ["float32", "relaxed", "float16", "nchw"])
+def test_generate_proposals_vector(variant):
+    inputs = [real([1, 2, 2, 2], [0.8, 0.9, 0.85, 0.85, 0.75, 0.8, 0.9, 0.95]),
+              real([1, 2, 2, 8], [0.5, 0.1, 0.1, 0.1, 0.5, 0.1, 0.5, 0.1, -0.25, 0.1, -0.1, -0.1, -0.25, 0.1, 0.2, 0.1,
+                                  0.4, -0.1, -0.2, 0.2, 0.4, -0.1, -0.2, 0.2, -0.2, -0.2, 0.2, 0.2, -0.2, -0.2, 0.2, 0.2]),
+              real([2, 4], [0, 1, 4, 3, 1, 0, 3, 4]), real([1, 2], [32, 32]), float32(4.0), float32(4.0), int32(-1),
+              int32(-1), float32(0.3), float32(1.0), boolean(False)]
+    outputs = [real([4], [0.95, 0.9, 0.85, 0.8]), real([4, 4], GP_ROIS), tensor("TENSOR_INT32", [0, 0, 0, 0])]
+    check("GENERATE_PROPOSALS", inputs, outputs, variant, layout=10, data=[("in", 0), ("in", 1)])
