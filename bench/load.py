@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from framework.binder import defaultServiceManager  # noqa: E402
-from framework.emulator import BootConfig, open_emulator  # noqa: E402
+from framework.emulator import BootConfig, open_stack  # noqa: E402
 from interfaces.android.npumanager import INpuManager  # noqa: E402
 from interfaces.npuemu.hal import IHalControl  # noqa: E402
 from interfaces.npuemu.server import IActivityManager  # noqa: E402
@@ -111,7 +111,7 @@ async def run(args: argparse.Namespace) -> dict:
                         system_server_args=("--apps-dir", os.fspath(apps)),
                         extra_env={"NPUEMU_LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT)})
     try:
-        async with open_emulator(rtdir, config, grace=3.0) as emu:
+        async with open_stack(processes=True, runtime_dir=rtdir, config=config, grace=3.0) as emu:
             rt = emu.runtime
             npu = await service(rt, "npu", INpuManager)
             am = await service(rt, "activity", IActivityManager)

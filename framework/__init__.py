@@ -18,8 +18,9 @@ checks every import of the tree):
   package and thermal services. Imports ``binder``, ``interfaces``, ``npumanager``.
 - ``app/``: the app process and its ``Context``. Imports ``binder``,
   ``interfaces``, ``npumanager``, ``nn``.
-- ``emulator/``: booting and driving whole emulators (init, logcat, traces, the
-  demo), and ``open_stack``, the same stack in one process over the in-memory binder. Imports everything above and ``npuhal``.
+- ``emulator/``: ``open_stack``, the one assembly of a stack (real processes under
+  init, or one process over the in-memory binder), and driving whole emulators (logcat,
+  traces, the demo). Imports everything above and ``npuhal``.
 - ``lab/``: the scheduling lab. Imports everything above (its whole-stack runs
   are ``emulator``'s ``open_stack``), and ``npuhal``.
 - ``vts/``: the tools side: the conformance suite ``npuemu vts`` runs against a

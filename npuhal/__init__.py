@@ -24,8 +24,11 @@ General layout (read bottom up; nothing imports a module above it):
   emulator-private ``npuemu.hal.IHalControl``), ``_debounce`` (the sans-IO
   debounce rules), ``_logcat`` (the log format); ``_serve`` (``serve_hal``)
   assembles them, above all of them; ``__main__`` (``python -m npuhal``) runs it.
-  ``_boot`` (``open_private_hal``) starts a servicemanager and a HAL process of
-  one's own, for tests and ``npuemu vts``.  Its AIDL lives, compiled, in ``interfaces``.
+  Its AIDL lives, compiled, in ``interfaces``.
+
+Starting a stack around the HAL (a servicemanager, this process as init, the HAL as
+uid 1000) is not the HAL's job: ``framework.emulator.open_stack`` does it, the one
+assembly of a stack (``npuemu boot``, ``npuemu vts``, the tests).
 
 The conformance suite that judges a driver and this HAL (``npuemu vts``) is not part
 of it: it lives on the tools side, ``framework.vts``.
@@ -36,11 +39,6 @@ holds the table). Everything public is re-exported here, exactly once; import fr
 ``npuhal``.
 """
 
-from ._boot import (
-    PrivateHal as PrivateHal,
-    PrivateHalError as PrivateHalError,
-    open_private_hal as open_private_hal,
-)
 from ._driver import (
     Driver as Driver,
     MemoryInfo as MemoryInfo,

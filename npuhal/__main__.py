@@ -11,7 +11,7 @@ registers its services with the servicemanager and serves until SIGTERM or SIGIN
 Shutting down closes the binder runtime first (its services leave the registry, and
 every client sees the death) and then the driver.  The process must have been
 started by a launcher the servicemanager trusts (``framework.binder.launch_process``,
-as ``npuemu boot`` and ``open_private_hal`` do), normally as uid 1000.
+as ``framework.emulator.open_stack`` does), normally as uid 1000.
 
 Logs go to stderr, or to ``--log FILE`` (relative to the runtime directory), in
 logcat's threadtime form.  Exit status: 0 after a signal, 1 when the driver cannot be

@@ -86,7 +86,7 @@ async def serve_hal(
         for number, service in hal.devices.items():
             await sm.addService(DEVICE_PREFIX + hal.device_names[number], service, False, 0)
         await sm.addService(CONTROL_INSTANCE, HalControl(hal), False, 0)
-        # IScheduling last: whoever waits for it (open_private_hal, the npu service)
+        # IScheduling last: whoever waits for it (init, the npu service)
         # then finds every other service already there.
         await sm.addService(SCHEDULING_INSTANCE, Scheduling(hal), False, 0)
         log.info(

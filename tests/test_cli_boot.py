@@ -19,7 +19,7 @@ import trio
 from click.testing import CliRunner
 
 from framework.cli import main
-from framework.emulator import BootConfig, BootError, RuntimeFiles, open_emulator
+from framework.emulator import BootConfig, BootError, RuntimeFiles, open_stack
 from framework.emulator._paths import pid_alive
 from framework.emulator._reaper import BOOT_ID_ENV, kill_boot, processes_with_env
 
@@ -393,7 +393,7 @@ async def test_a_stage_that_dies_fails_the_boot_with_its_last_words(tmp_path):
         "system_server": [sys.executable, "-c", "import time; time.sleep(60)"],
     })
     with pytest.raises(BootError, match=r"(?s)hal \(pid \d+\) exited with status 3 before registering.*driver exploded"):
-        async with open_emulator(tmp_path / "rt", config):
+        async with open_stack(processes=True, runtime_dir=tmp_path / "rt", config=config):
             pass  # pragma: no cover
     assert RuntimeFiles(tmp_path / "rt").read_state() is None
     log = (tmp_path / "rt" / "logcat").read_text()
@@ -405,7 +405,7 @@ async def test_a_stage_that_never_registers_times_out(tmp_path):
     config = BootConfig(record=False, boot_timeout=3, commands={"hal": sleeper, "system_server": sleeper})
     with trio.fail_after(30):
         with pytest.raises(BootError, match=r"did not register .* within 3 s"):
-            async with open_emulator(tmp_path / "rt", config):
+            async with open_stack(processes=True, runtime_dir=tmp_path / "rt", config=config):
                 pass  # pragma: no cover
 
 
@@ -517,9 +517,9 @@ def test_a_sigkilled_init_leaves_nothing_running_and_the_next_boot_takes_over(tm
     root = tmp_path / "rt"
     script = (
         "import sys, trio\n"
-        "from framework.emulator import BootConfig, open_emulator\n"
+        "from framework.emulator import BootConfig, open_stack\n"
         "async def main():\n"
-        "    async with open_emulator(sys.argv[1], BootConfig(record=False)) as emu:\n"
+        "    async with open_stack(processes=True, runtime_dir=sys.argv[1], config=BootConfig(record=False)) as emu:\n"
         "        print('up', flush=True)\n"
         "        await trio.sleep_forever()\n"
         "trio.run(main)\n"

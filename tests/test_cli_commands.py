@@ -158,7 +158,7 @@ def test_framework_emulator_exports_each_public_name_once():
     assert len(names) == len(set(names))
     for name in names:
         assert getattr(emulator, name) is not None
-    assert {"open_emulator", "BootConfig", "open_shell", "EmulatorError"} <= set(names)
+    assert {"open_stack", "BootConfig", "open_shell", "EmulatorError"} <= set(names)
 
 
 # -- the root group's --version, cmd's own options, service refusals -------------------------

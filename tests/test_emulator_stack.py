@@ -1,13 +1,15 @@
-"""open_stack: the whole stack in one process over the in-memory binder, as the lab and
-the in-process tests assemble it (one assembly; see framework/emulator/_stack.py)."""
+"""open_stack, the one assembly of a stack: in one process over the in-memory binder (the
+lab, the in-process tests) or as real processes under this process as init (npuemu boot,
+demo, vts, the process tests); see framework/emulator/_stack.py."""
 
 from __future__ import annotations
 
 import pytest
 import trio
 
-from framework.binder import AID_SHELL, defaultServiceManager
-from framework.emulator import HAL_SERVICES, SYSTEM_SERVER_SERVICES, open_stack
+from framework.binder import AID_ROOT, AID_SHELL, defaultServiceManager
+from framework.emulator import HAL_SERVICES, SYSTEM_SERVER_SERVICES, BootConfig, RuntimeFiles, open_stack
+from interfaces.npuemu.server import IPackageManager
 from npuhal import open_driver
 from test_server_support import write_apps
 
@@ -47,3 +49,32 @@ async def test_the_blocks_own_error_leaves_as_itself_and_the_stack_stops(autojum
                 raise KeyError("mine")
         # The HAL stopped with the stack: the driver closes with nothing left reading it.
     assert trio.current_time() < 1
+
+
+@pytest.mark.multiprocess
+async def test_both_forms_serve_the_same_services(tmp_path):
+    apps = write_apps(tmp_path / "apps", {"com.test.fg": {}})
+    async with open_driver(clock="virtual") as driver, open_stack(driver, apps_dir=apps) as stack:
+        in_memory = set(await defaultServiceManager(stack.init).listServices(15))
+    async with open_stack(processes=True, apps_dir=apps, config=BootConfig(clock="virtual", record=False)) as emu:
+        assert emu.runtime.uid == AID_ROOT  # this process is init
+        assert sorted(emu.pids) == ["hal", "servicemanager", "system_server"]
+        assert set(await emu.list_services()) == in_memory
+        package = IPackageManager.asInterface(await defaultServiceManager(emu.runtime).checkService("package"))
+        assert await package.getCodePath("com.test.fg") == str(apps / "fg")  # apps_dir installed
+        root = emu.runtime_dir
+        assert RuntimeFiles(root).read_state()["pids"] == emu.pids
+    assert not root.exists()  # a runtime directory of its own goes with the stack
+
+
+@pytest.mark.parametrize(("driver", "options", "message"), [
+    ("x.so", {}, "a .so path needs processes=True"),
+    (None, {}, "a .so path needs processes=True"),
+    ("open", {"processes": True}, "processes=True boots the HAL on a driver .so path"),
+    ("open", {"runtime_dir": "/tmp/x"}, "runtime_dir and config are for a stack of real processes"),
+    (None, {"processes": True, "apps": {}}, "apps, hal_options and system_options are for the in-memory stack"),
+])
+async def test_a_mixed_up_call_is_a_type_error_before_anything_starts(autojump_clock, driver, options, message):
+    async with open_driver(clock="virtual") as opened:
+        with pytest.raises(TypeError, match=message):
+            open_stack(opened if driver == "open" else driver, **options)

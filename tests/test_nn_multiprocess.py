@@ -1,7 +1,7 @@
 """The NNAPI runtime against the HAL as its own OS process (real sockets, SCM_RIGHTS).
 
-``npuhal.open_private_hal`` starts a servicemanager and ``python -m npuhal`` (real
-clock); this test process is init. One test runs the app as its own process under an
+``open_stack(processes=True, system_server=False)`` starts a servicemanager and
+``python -m npuhal`` (real clock); this test process is init. One test runs the app as its own process under an
 app uid, as ``npuemu launch`` would; one SIGKILLs the HAL under a prepared model;
 one runs ``npuemu nn plan`` against a whole booted emulator.
 """
@@ -21,8 +21,8 @@ import trio
 
 import nn_reference
 from framework.binder import launch_process
+from framework.emulator import BootConfig, open_stack
 from framework.nn import CPU_DEVICE_NAME, DeadObjectError, open_nn_runtime, sampleModel
-from npuhal import open_private_hal
 
 pytestmark = pytest.mark.multiprocess
 
@@ -70,7 +70,7 @@ def inputs_for(seed=7):
 
 
 async def test_an_app_process_computes_through_the_hal_process():
-    async with open_private_hal(timeout=30) as hal:
+    async with open_stack(processes=True, system_server=False, config=BootConfig(record=False, boot_timeout=30)) as hal:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         env.pop("NPUEMU_NN_ENABLED_DEVICES", None)
         proc = await launch_process(
@@ -104,7 +104,9 @@ async def test_a_sigkilled_hal_is_dead_object_for_devices_a_fallback_otherwise_a
     model = sampleModel()
     inputs = inputs_for()
     expected = nn_reference.run(model.to_hal(), inputs)
-    async with open_private_hal(timeout=30) as hal, open_nn_runtime(hal.runtime, environ={}) as nn:
+    config = BootConfig(record=False, boot_timeout=30, restart_hal=False)  # the test restarts it itself
+    async with open_stack(processes=True, system_server=False, config=config) as hal, \
+            open_nn_runtime(hal.runtime, environ={}) as nn:
         npu = nn.getDeviceByName("emu-npu")
         strict = nn.createCompilationForDevices(model, [npu])
         plain = nn.createCompilation(model)
@@ -117,8 +119,8 @@ async def test_a_sigkilled_hal_is_dead_object_for_devices_a_fallback_otherwise_a
                 execution.setInput(i, x)
             for got, want in zip(await execution.compute_async(), expected, strict=True):
                 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-        hal.kill()
-        await hal.wait()
+        hal.kill("hal")
+        await hal.process("hal").wait()
         for compilation in (strict, plain):
             execution = compilation.createExecution()
             for i, x in enumerate(inputs):
@@ -133,7 +135,7 @@ async def test_a_sigkilled_hal_is_dead_object_for_devices_a_fallback_otherwise_a
         await strict.aclose()
         await plain.aclose()
         # A new HAL process: a plain compilation finds the NPU again by itself.
-        await hal.restart()
+        await hal.restart_hal()
         async with nn.createCompilation(model) as again:
             await again.finish()
             assert [d.name for d in again.plan.devices] == ["emu-npu"]
@@ -145,14 +147,12 @@ async def test_a_sigkilled_hal_is_dead_object_for_devices_a_fallback_otherwise_a
 
 
 async def test_nn_plan_online_matches_offline(tmp_path):
-    from framework.emulator import BootConfig, open_emulator
-
     npuemu = [sys.executable, "-c", "from framework.cli import main; main()"]
     argv = [*npuemu, "nn", "plan", "--devices", "emu-npu,emu-dsp", "--preference", "low-power"]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("NPUEMU_NN_ENABLED_DEVICES", None)
     offline = await trio.run_process([*argv, "--offline"], capture_stdout=True, env=env)
-    async with open_emulator(tmp_path / "emu", BootConfig(record=False)):
+    async with open_stack(processes=True, runtime_dir=tmp_path / "emu", config=BootConfig(record=False)):
         online = await trio.run_process(
             [*argv, "--runtime-dir", str(tmp_path / "emu")], capture_stdout=True, capture_stderr=True, env=env,
             check=False,

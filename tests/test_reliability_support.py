@@ -19,7 +19,7 @@ from typing import Any
 
 import trio
 
-from framework.emulator import BootConfig, Emulator, open_emulator
+from framework.emulator import BootConfig, Emulator, open_stack
 from interfaces.android.npumanager import INpuManager
 from interfaces.npuemu.hal import IHalControl
 from test_server_support import manifest
@@ -148,16 +148,9 @@ async def booted(apps_dir: Path | None = None, **config: Any) -> AsyncIterator[E
     other keywords are ``BootConfig`` fields."""
     rtdir = Path(tempfile.mkdtemp(prefix="npuemu-rel-"))
     os.chmod(rtdir, 0o700)
-    args = tuple(config.pop("system_server_args", ()))
-    hal_args = tuple(config.pop("hal_args", ()))
-    if apps_dir is not None:
-        args = ("--apps-dir", os.fspath(apps_dir), *args)
-    cfg = BootConfig(record=False, boot_timeout=40.0, system_server_args=args, **config)
-    if hal_args:
-        cfg = BootConfig(record=False, boot_timeout=40.0, system_server_args=args,
-                         commands={"hal": [*cfg.hal_argv(rtdir), *hal_args]}, **config)
+    cfg = BootConfig(record=False, boot_timeout=40.0, **config)
     try:
-        async with open_emulator(rtdir, cfg, grace=2.0) as emu:
+        async with open_stack(processes=True, apps_dir=apps_dir, runtime_dir=rtdir, config=cfg, grace=2.0) as emu:
             yield emu
     finally:
         import shutil

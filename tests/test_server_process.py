@@ -1,8 +1,8 @@
 """system_server, the HAL and an app as real processes, driven through the CLI.
 
-The stack: npuhal's private servicemanager and HAL (this process is init, uid 0),
-``python -m framework.server`` launched as uid 1000, and an app that the activity
-manager launches as its own process (``python -m framework.app``). The shell commands
+The stack: ``open_stack(processes=True)``: a servicemanager, the HAL and ``python -m
+framework.server`` as uid 1000 (this process is init, uid 0), and an app that the
+activity manager launches as its own process (``python -m framework.app``). The shell commands
 run with click's CliRunner in a worker thread (each makes its own trio run); from this
 process they reach the system as init, which may do whatever the shell may.
 """
@@ -10,17 +10,15 @@ process they reach the system as init, which may do whatever the shell may.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import trio
 from click.testing import CliRunner
 
-from framework.binder import defaultServiceManager, launch_process
+from framework.binder import defaultServiceManager
 from framework.cli import main
-from npuhal._boot import open_private_hal
+from framework.emulator import BootConfig, open_stack
 from test_server_support import manifest
 
 pytestmark = [pytest.mark.multiprocess]
@@ -65,27 +63,11 @@ async def stack(tmp_path):
     (apps / "loader").mkdir(parents=True)
     (apps / "loader" / "AndroidManifest.xml").write_text(manifest("com.test.loader"))
     (apps / "loader" / "main.py").write_text(APP_MAIN)
-    async with open_private_hal(clock="virtual", timeout=30) as hal:
-        proc = await launch_process(
-            [sys.executable, "-m", "framework.server", "--runtime-dir", str(hal.runtime_dir), "--apps-dir", str(apps),
-             "--unload-timeout", "1.5"],
-            uid=1000,
-            runtime=hal.runtime,
-            stdout=subprocess.PIPE,
-        )
-        try:
-            with trio.fail_after(30):
-                line = await proc.stdout.receive_some(64)
-            assert b"ready" in line, line
-            yield hal, proc
-        finally:
-            proc.terminate()
-            with trio.move_on_after(5):
-                await proc.wait()
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-            await proc.stdout.aclose()
+    # init does not restart the HAL here: the test kills it and restarts it itself.
+    config = BootConfig(clock="virtual", record=False, boot_timeout=30, restart_hal=False,
+                        system_server_args=("--unload-timeout", "1.5"))
+    async with open_stack(processes=True, apps_dir=apps, config=config) as emu:
+        yield emu, emu.process("system_server")
 
 
 async def test_real_processes_through_the_cli(stack):
@@ -178,14 +160,14 @@ async def test_system_server_reconnects_to_a_restarted_hal_process(stack):
         return (await hal_state())["connects"] == 1
 
     await wait_until(connected_once)
-    hal.kill()  # SIGKILL: the death notice is the socket closing
+    hal.kill("hal")  # SIGKILL: the death notice is the socket closing
 
     async def lost():
         s = await hal_state()
         return not s["connected"] and s["deaths"] == 1
 
     await wait_until(lost)
-    await hal.restart()
+    await hal.restart_hal()
 
     async def back():
         s = await hal_state()

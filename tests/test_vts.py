@@ -399,12 +399,12 @@ def test_run_test_inference_without_an_emulator(tmp_path):
 
 
 async def test_run_test_inference_through_a_running_emulator():
-    from framework.emulator import BootConfig, open_emulator
+    from framework.emulator import BootConfig, open_stack
 
     # Short: Unix socket paths live under it (108 bytes at most).
     root = Path(tempfile.mkdtemp(prefix="npuemu-vts-", dir="/tmp"))
     try:
-        async with open_emulator(root, BootConfig(record=False)):
+        async with open_stack(processes=True, runtime_dir=root, config=BootConfig(record=False)):
             runner = CliRunner()
 
             def cli(*argv: str):
@@ -440,7 +440,9 @@ def test_vts_cli_a_driver_that_does_not_load_is_one_error_line(tmp_path):
     assert lines[0].startswith(
         f"npuemu: error: {bad} did not come up: loading the driver alone failed: NpuDriverError: "
     ), lines[0]
-    assert "[DRIVER_LOAD_FAILED]" in lines[0] and "; the HAL did not start: the HAL (pid " in lines[0], lines[0]
+    assert "[DRIVER_LOAD_FAILED]" in lines[0] and "; the HAL did not start: hal (pid " in lines[0], lines[0]
+    assert lines[0].endswith("exited with status 1 before registering"
+                             " android.hardware.npu.IScheduling/default, npuemu.hal.IHalControl/default"), lines[0]
 
 
 # ---- Ctrl-C ----------------------------------------------------------------------------

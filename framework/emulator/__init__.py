@@ -11,9 +11,10 @@ Layout:
   there (``logcat``, ``init.json``, ``trace.jsonl``, ``apps/``).
 - ``_errors``: ``EmulatorError`` and its builtin-flavoured subclasses.
 - ``_logcat``: writing, adopting and parsing logcat lines, and ``-s`` filters.
-- ``_boot``: ``open_emulator``, init itself: servicemanager, HAL, system_server.
-- ``_stack``: ``open_stack``, the same stack in one process over the in-memory
-  binder (the lab and the tests).
+- ``_stack``: ``open_stack``, the one way to assemble a stack: as real processes
+  (``npuemu boot``, ``demo``, ``vts``, the process tests) or in one process over the
+  in-memory binder (the lab, the in-process tests).
+- ``_boot``: its process form, init itself: servicemanager, HAL, system_server.
 - ``_daemon``: ``python -m framework.emulator``, the detached init of ``boot --detach``,
   and ``hold_until_signalled`` (a stop signal during the boot interrupts it).
 - ``_reaper``: init's dead-man switch; it finds a boot's processes by ``$NPUEMU_BOOT_ID``.
@@ -29,7 +30,6 @@ from ._boot import BootConfig as BootConfig
 from ._boot import Emulator as Emulator
 from ._boot import HAL_SERVICES as HAL_SERVICES
 from ._boot import SYSTEM_SERVER_SERVICES as SYSTEM_SERVER_SERVICES
-from ._boot import open_emulator as open_emulator
 from ._control import DeviceRow as DeviceRow
 from ._control import LaunchedApp as LaunchedApp
 from ._control import THERMAL_SEVERITIES as THERMAL_SEVERITIES

@@ -1,6 +1,7 @@
-"""Booting the stack: init's job.
+"""Booting the stack as real processes: init's job.
 
-:func:`open_emulator` plays init, as ``npuemu boot`` does. In order:
+:func:`boot_processes` plays init, as ``npuemu boot`` does; it is the process form of
+``open_stack(processes=True)`` (``_stack``), the one entry point for both forms. In order:
 
 1. It takes the runtime directory (0700) and refuses one where a live init already
    runs, or where a process of a dead one still serves (two emulators never share a
@@ -9,7 +10,8 @@
 2. It starts the servicemanager. The servicemanager counts its parent as init, uid 0,
    so this process becomes init.
 3. It launches the vendor HAL (``python -m npuhal``) and system_server (``python -m
-   framework.server``) at once, as uid 1000. They start with the servicemanager,
+   framework.server``; not with ``system_server=False``: a HAL of one's own, as
+   ``npuemu vts`` and the HAL's process tests use) at once, as uid 1000. They start with the servicemanager,
    held (``spawn_held``): each imports meanwhile and waits inside its
    ``open_binder_runtime`` until init has registered its pid, so none connects
    before the servicemanager vouches for it. Init then waits until each
@@ -21,9 +23,10 @@
    :class:`Emulator`.
 
 While the emulator runs, init watches its children (``_supervise``): a HAL that
-dies is launched again, as Android's init restarts a crashed HAL service, and
-system_server reconnects to it; any death is an error in the log with the
-process's last output.
+dies is launched again (unless ``BootConfig.restart_hal`` is off), as Android's init
+restarts a crashed HAL service, and system_server reconnects to it; any death is an
+error in the log with the process's last output. ``Emulator.restart_hal`` restarts it
+on request (vts, after a check that crashed or hung the driver).
 
 Every child's output is read by init and appended to the runtime directory's
 ``logcat`` file, adopted into logcat form where it is not already (see
@@ -33,7 +36,8 @@ its process group, the apps the activity manager launched), the HAL, the
 servicemanager; each gets SIGTERM, then SIGKILL after a grace period, each whatever
 happened to the one before. However the boot or the run ends (a failed stage, a
 cancellation, a stop signal at any moment of the boot), this shutdown runs for every
-process started so far; then init removes the live files and keeps the records.
+process started so far; then init removes the live files and keeps the records (or,
+in a temporary runtime directory of its own, removes the directory).
 
 Every process of the stack carries the boot's id in its environment
 (``NPUEMU_BOOT_ID``, inherited by the apps). What still carries it after the orderly
@@ -53,9 +57,11 @@ import dataclasses
 import math
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -86,7 +92,7 @@ __all__ = [
     "SYSTEM_SERVER_SERVICES",
     "BootConfig",
     "Emulator",
-    "open_emulator",
+    "boot_processes",
 ]
 
 #: What the HAL registers before the stack counts as up (its IDevice instances follow
@@ -107,7 +113,9 @@ class BootConfig:
     ``speed`` scales emulated time against wall time on the real clock; ``clock`` is
     ``real`` or ``virtual``; ``boot_timeout`` bounds each stage's registration;
     ``extra_env`` is added to every child's environment; ``record`` starts the trace
-    recorder in init (``npuemu trace`` / ``plot`` read what it writes).
+    recorder in init (``npuemu trace`` / ``plot`` read what it writes);
+    ``restart_hal`` has init launch a HAL that died again (off: it stays dead until
+    ``Emulator.restart_hal``, as vts and the death tests want).
     """
 
     driver: str | None = None
@@ -122,6 +130,9 @@ class BootConfig:
     commands: Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)
     #: More options for ``python -m framework.server`` (``--block-missing-feature``...).
     system_server_args: Sequence[str] = ()
+    #: More options for ``python -m npuhal`` (``--log hal.log``...).
+    hal_args: Sequence[str] = ()
+    restart_hal: bool = True
 
     def __post_init__(self) -> None:
         if not (isinstance(self.speed, (int, float)) and math.isfinite(self.speed) and self.speed > 0):
@@ -144,7 +155,7 @@ class BootConfig:
             argv += ["--clock", self.clock]
         if self.driver:
             argv += ["--driver", self.driver]
-        return argv
+        return [*argv, *self.hal_args]
 
     def system_server_argv(self, runtime_dir: Path) -> list[str]:
         if "system_server" in self.commands:
@@ -179,6 +190,8 @@ class _Child:
     name: str
     process: trio.Process
     tail: collections.deque[str] = dataclasses.field(default_factory=lambda: collections.deque(maxlen=_TAIL_LINES))
+    #: Set when init has started this child's successor (a restarted HAL).
+    replaced: trio.Event = dataclasses.field(default_factory=trio.Event)
 
     def describe_exit(self) -> str:
         rc = self.process.returncode
@@ -196,11 +209,13 @@ class _Child:
 
 
 class Emulator:
-    """A booted stack, as :func:`open_emulator` yields it.
+    """A booted stack of real processes, as ``open_stack(processes=True)`` yields it.
 
     ``runtime`` is init's binder runtime (uid 0): what init may do, this may do
     (launch processes, call system-only HAL methods). ``pids`` maps
-    ``servicemanager``, ``hal`` and ``system_server`` to their pids.
+    ``servicemanager``, ``hal`` and ``system_server`` (if it runs) to their pids;
+    ``env`` is the environment each of them started with (a client launched with it
+    finds the runtime directory and goes down with the stack).
     """
 
     def __init__(self, runtime_dir: Path, config: BootConfig, log: _Log) -> None:
@@ -219,6 +234,13 @@ class Emulator:
         self._reaper: subprocess.Popen | None = None
         self._reaper_fd = -1
         self.booted_at = time.time()
+        self.env: dict[str, str] = {}
+        self._grace = 3.0
+        #: name -> (argv, services) of each stage init launched (how to launch it again).
+        self._stages: dict[str, tuple[list[str], tuple[str, ...]]] = {}
+        self._helpers: trio.Nursery | None = None
+        #: Held while a stage is launched again: init's supervisor and a restart on request take turns.
+        self._relaunching = trio.Lock()
 
     def __repr__(self) -> str:
         return f"<Emulator {self.runtime_dir} pids={self.pids}>"
@@ -278,6 +300,39 @@ class Emulator:
     def process(self, name: str) -> trio.Process:
         """The trio.Process of ``servicemanager``, ``hal`` or ``system_server``."""
         return self._children[name].process
+
+    def kill(self, name: str = "hal", sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` (SIGKILL by default) to a process of the stack; does not wait."""
+        proc = self._children[name].process
+        if proc.returncode is None:
+            proc.send_signal(sig)
+
+    async def restart_hal(self) -> None:
+        """Stop the HAL (SIGTERM, SIGKILL after the grace period) and launch a fresh one.
+
+        Returns once the new HAL has registered its services; :class:`BootError` (with
+        its last output) if it dies first or is late. A HAL init is restarting by itself
+        (it had died) is waited for, then restarted all the same.
+        """
+        async with self._relaunching:
+            await self._stop(self._children["hal"], self._grace)
+            await self._relaunch("hal")
+
+    async def _relaunch(self, name: str) -> None:
+        """Launch stage ``name`` again (its predecessor has exited) and wait until it registered."""
+        assert self._helpers is not None and self.runtime is not None
+        argv, services = self._stages[name]
+        proc = await launch_process(argv, uid=AID_SYSTEM, env=self.env, runtime=self.runtime, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        old, fresh = self._children[name], _Child(name, proc)
+        self._children[name] = fresh
+        old.replaced.set()
+        self._helpers.start_soon(self._pump, fresh, proc.stdout)
+        if name == "hal":
+            self.hal_generation += 1
+        self.files.write_state(self.state())
+        await self._wait_registered(fresh, services, self.config.boot_timeout)
+        self.log("I", f"{name} (pid {proc.pid}) is back: {', '.join(services)}")
 
     async def list_services(self) -> list[str]:
         assert self.runtime is not None
@@ -341,19 +396,29 @@ class Emulator:
                     left = deadline - trio.current_time()
                     if left <= 0:
                         break
-                    if await sm.waitForService(missing[0], max(1, int(left * 1000))) is not None:
+                    binder = await sm.waitForService(missing[0], max(1, int(left * 1000)))
+                    # A restarted stage's name may still name its dead predecessor's
+                    # service for a moment (until the servicemanager hears of the death):
+                    # only a service that answers counts (the predecessor has exited).
+                    answers = False
+                    if binder is not None and binder.isBinderAlive():
+                        with trio.move_on_after(max(0.0, deadline - trio.current_time())):
+                            answers = await binder.pingBinder()
+                    if answers:
                         missing.pop(0)
+                    elif binder is not None:
+                        await trio.sleep(0.05)
                 nursery.cancel_scope.cancel()
         if child.process.returncode is not None:
             await trio.sleep(0.05)  # let the pump catch the last lines it printed
             raise BootError(
                 f"{child.name} (pid {child.process.pid}) {child.describe_exit()} before registering"
-                f" {', '.join(missing)}; its last output:\n{child.tail_text()}"
+                f" {', '.join(missing)}\nits last output:\n{child.tail_text()}"
             )
         if missing:
             raise BootError(
                 f"{child.name} (pid {child.process.pid}) did not register {', '.join(missing)}"
-                f" within {timeout:g} s; its last output:\n{child.tail_text()}"
+                f" within {timeout:g} s\nits last output:\n{child.tail_text()}"
             )
 
     async def _stop(self, child: _Child, grace: float) -> None:
@@ -407,8 +472,14 @@ def _signal_group(proc: trio.Process, sig: signal.Signals) -> None:
         proc.send_signal(sig)
 
 
+#: The tree this module belongs to: the stack's processes import the same one, wherever
+#: the caller runs from.
+_TREE = str(Path(__file__).resolve().parents[2])
+
+
 def _child_env(runtime_dir: Path, extra: Mapping[str, str], boot_id: str) -> dict[str, str]:
     env = dict(os.environ)
+    env["PYTHONPATH"] = _TREE + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.update(extra)
     env[RUNTIME_DIR_ENV] = os.fspath(runtime_dir)
     env[BOOT_ID_ENV] = boot_id
@@ -436,31 +507,47 @@ def _claim(files: RuntimeFiles) -> list[Path]:
 
 
 @asynccontextmanager
-async def open_emulator(
+async def boot_processes(
     runtime_dir: str | os.PathLike[str] | None = None,
     config: BootConfig | None = None,
     *,
+    system_server: bool = True,
     grace: float = 3.0,
 ) -> AsyncIterator[Emulator]:
     """Boot servicemanager, HAL and system_server in ``runtime_dir``; shut them down on exit.
 
-    ``runtime_dir`` defaults as for every command (``_paths.resolve_runtime_dir``).
-    Raises :class:`EmulatorAlreadyRunningError` if a live init owns the directory and
+    ``open_stack(processes=True)`` is the public face of this. ``runtime_dir`` None is a
+    temporary directory of its own, removed on exit. Raises
+    :class:`EmulatorAlreadyRunningError` if a live init owns the directory and
     :class:`BootError` if a stage fails. However the boot ends (a failure, a
     cancellation, a Ctrl-C at any moment), everything started so far is stopped, and
     on exit the directory keeps only its records (``logcat``, ``trace.jsonl``,
-    ``apps/``), none of the files of a running emulator.
+    ``apps/``), none of the files of a running emulator. ``system_server=False``
+    boots the servicemanager and the HAL only.
     """
     config = config or BootConfig()
-    root = resolve_runtime_dir(runtime_dir)
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    own_dir = runtime_dir is None
+    # Short: the binder's Unix socket paths must fit in 108 bytes.
+    root = Path(tempfile.mkdtemp(prefix="npuemu-stack-", dir="/tmp")) if own_dir else resolve_runtime_dir(runtime_dir)
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        async with _boot(root, config, system_server, grace) as emu:
+            yield emu
+    finally:
+        if own_dir:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+@asynccontextmanager
+async def _boot(root: Path, config: BootConfig, system_server: bool, grace: float) -> AsyncIterator[Emulator]:
     files = RuntimeFiles(root)
     stale = _claim(files)
     files.trace_events.unlink(missing_ok=True)
     files.app_reports.mkdir(mode=0o700, exist_ok=True)
     log = _Log(files.log)
     emu = Emulator(root, config, log)
-    env = _child_env(root, config.extra_env, emu.boot_id)
+    emu._grace = grace
+    env = emu.env = _child_env(root, config.extra_env, emu.boot_id)
     booted = stopped = False
     try:
         # First the dead-man switch: from here on, whatever init starts dies with it.
@@ -486,10 +573,10 @@ async def open_emulator(
                 # servicemanager comes up, and wait inside open_binder_runtime until
                 # init has registered them (both at once, too: system_server waits for
                 # the HAL's IScheduling itself).
-                stages = (
-                    ("hal", config.hal_argv(root), HAL_SERVICES),
-                    ("system_server", config.system_server_argv(root), SYSTEM_SERVER_SERVICES),
-                )
+                stages = [("hal", config.hal_argv(root), HAL_SERVICES)]
+                if system_server:
+                    stages.append(("system_server", config.system_server_argv(root), SYSTEM_SERVER_SERVICES))
+                emu._stages = {name: (argv, services) for name, argv, services in stages}
                 held = {}
                 try:
                     for name, argv, _ in stages:
@@ -531,8 +618,9 @@ async def open_emulator(
                         raise failures[0]
                     emu.boot_seconds = trio.current_time() - t0
                     async with trio.open_nursery() as helpers:
-                        for name, argv, services in stages:
-                            helpers.start_soon(_supervise, emu, helpers, name, argv, services, env)
+                        emu._helpers = helpers
+                        for name, _, _ in stages:
+                            helpers.start_soon(_supervise, emu, name)
                         if config.record:
                             from ._recorder import serve_recorder
 
@@ -572,45 +660,41 @@ async def open_emulator(
 HAL_RESTART_LIMIT = 4
 
 
-async def _supervise(emu: Emulator, nursery: trio.Nursery, name: str, argv: list[str], services: Sequence[str],
-                     env: Mapping[str, str]) -> None:
+async def _supervise(emu: Emulator, name: str) -> None:
     """Watch a stack process; restart the HAL when it dies, as Android's init does.
 
     A HAL that dies (a driver crash, a SIGKILL) is launched again after a short
     backoff, and system_server reconnects to it as it reconnects on a phone; its
     devices come back, its prepared models do not. A system_server that dies is
     reported and left dead (Android would restart the whole framework; here the
-    emulator is for looking at what went wrong). Each death is an error in the log
-    with the process's last output.
+    emulator is for looking at what went wrong), and so is a HAL when
+    ``BootConfig.restart_hal`` is off. Each death is an error in the log with the
+    process's last output. A process replaced on request (``Emulator.restart_hal``)
+    did not die: its successor is watched instead.
     """
     restarts = 0
     while True:
         child = emu._children[name]
         await child.process.wait()
-        await trio.sleep(0.05)  # let the pump catch the last lines it printed
-        emu.log("E", f"{child.name} (pid {child.process.pid}) {child.describe_exit()}; its last output:")
-        for line in child.tail:
-            emu.log("E", f"  {line}")
-        if name != "hal":
-            return
-        if restarts >= HAL_RESTART_LIMIT:
-            emu.log("E", f"hal died {restarts + 1} times; not restarting it again")
-            return
-        restarts += 1
-        await trio.sleep(0.5 * restarts)
-        emu.log("I", f"restarting hal (restart {restarts} of {HAL_RESTART_LIMIT})")
-        proc = await launch_process(argv, uid=AID_SYSTEM, env=env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
-        fresh = emu._children[name] = _Child(name, proc)
-        nursery.start_soon(emu._pump, fresh, proc.stdout)
-        emu.hal_generation += 1
-        emu.files.write_state(emu.state())
-        try:
-            await emu._wait_registered(fresh, services, emu.config.boot_timeout)
-        except BootError as exc:
-            emu.log("E", f"restarted hal failed: {exc}")
-        else:
-            emu.log("I", f"hal (pid {proc.pid}) is back: {', '.join(services)}")
+        async with emu._relaunching:  # a restart on request replaces the child under it
+            if emu._children[name] is not child:
+                continue
+            await trio.sleep(0.05)  # let the pump catch the last lines it printed
+            emu.log("E", f"{child.name} (pid {child.process.pid}) {child.describe_exit()}; its last output:")
+            for line in child.tail:
+                emu.log("E", f"  {line}")
+            if name == "hal" and emu.config.restart_hal and restarts < HAL_RESTART_LIMIT:
+                restarts += 1
+                await trio.sleep(0.5 * restarts)
+                emu.log("I", f"restarting hal (restart {restarts} of {HAL_RESTART_LIMIT})")
+                try:
+                    await emu._relaunch(name)
+                except BootError as exc:
+                    emu.log("E", f"restarted hal failed: {exc}")
+                continue
+            if name == "hal" and emu.config.restart_hal:
+                emu.log("E", f"hal died {restarts + 1} times; not restarting it again")
+        await child.replaced.wait()  # only a restart on request brings it back
 
 
 def _interrupted(exc: BaseException) -> bool:
@@ -655,4 +739,4 @@ async def _wait_ready(sm: _Child, nursery: trio.Nursery, emu: Emulator, timeout:
     if not ready.is_set():
         await trio.sleep(0.05)
         why = sm.describe_exit() if proc.returncode is not None else f"did not become ready within {timeout:g} s"
-        raise BootError(f"servicemanager (pid {proc.pid}) {why}; its last output:\n{sm.tail_text()}")
+        raise BootError(f"servicemanager (pid {proc.pid}) {why}\nits last output:\n{sm.tail_text()}")

@@ -3,7 +3,7 @@
 A detached emulator still needs an init that owns its processes: the servicemanager
 trusts its parent as root, and only a process's parent may register it. So ``boot
 --detach`` starts this module with ``--daemonize`` (it forks once more and runs in a new
-session, with stdin and stdout on ``/dev/null``); it boots the stack with :func:`open_emulator`, reports on the file
+session, with stdin and stdout on ``/dev/null``); it boots the stack with ``open_stack(processes=True)``, reports on the file
 descriptor given by ``--ready-fd`` (``ok <json state>`` or ``error <message>``), and
 then holds the stack until SIGTERM, SIGINT or SIGHUP (``npuemu shutdown`` sends SIGTERM),
 when it shuts it down in order and exits 0. A signal during the boot interrupts it and
@@ -21,7 +21,8 @@ from collections.abc import Callable
 import click
 import trio
 
-from ._boot import BootConfig, Emulator, open_emulator
+from ._boot import BootConfig, Emulator
+from ._stack import open_stack
 from ._errors import BootInterruptedError, EmulatorError
 
 __all__ = ["hold_until_signalled", "main", "serve_until_signalled"]
@@ -49,7 +50,7 @@ async def hold_until_signalled(runtime_dir: str | os.PathLike[str], config: Boot
             async for sig in signals:
                 received.append(signal.Signals(sig))
                 if not booted:
-                    booting.cancel()  # open_emulator stops what the boot had started
+                    booting.cancel()  # open_stack stops what the boot had started
                 arrived.set()
                 return
 
@@ -58,7 +59,7 @@ async def hold_until_signalled(runtime_dir: str | os.PathLike[str], config: Boot
             nursery.start_soon(watch)
             with booting:
                 try:
-                    async with open_emulator(runtime_dir, config) as emu:
+                    async with open_stack(processes=True, runtime_dir=runtime_dir, config=config) as emu:
                         booted = True  # no checkpoint since the boot completed: the watcher agrees
                         on_booted(emu)
                         await arrived.wait()

@@ -58,10 +58,11 @@ from interfaces.android.npumanager import INpuManager
 from interfaces.npuemu.hal import IHalControl
 from interfaces.npuemu.server import IActivityManager
 
-from ._boot import BootConfig, open_emulator
+from ._boot import BootConfig
 from ._control import THERMAL_SEVERITIES, launch_apps, list_devices, read_log
 from ._plot import plot_timeline
 from ._services import HAL_CONTROL, get_service
+from ._stack import open_stack
 from ._trace import chrome_trace, load_timeline, read_app_reports, summarize
 
 __all__ = ["DEMO_APPS", "Check", "run_demo"]
@@ -138,7 +139,7 @@ async def run_demo(
     phases: dict[str, float] = {}
     errors: list[str] = []
     try:
-        async with open_emulator(root, config) as emu:
+        async with open_stack(processes=True, runtime_dir=root, config=config) as emu:
             try:
                 npu_dump = await _scenario(emu, driver, seconds, progress, reports, phases, t_start)
             except Exception as exc:  # an app or a driver that broke the story: report it, keep the files

@@ -1,27 +1,34 @@
-"""``open_stack``: the whole stack in one process, over the in-memory binder.
+"""``open_stack``: the one way to assemble a stack, as real processes or in one process.
 
 ::
 
+    # Real processes (``npuemu boot``, ``demo``, ``vts``, the process tests):
+    async with open_stack("build/drivers/my.so", processes=True, runtime_dir=rt) as emu:
+        ...                                                         # an Emulator: init, uid 0
+
+    # One process over the in-memory binder (the lab, the in-process tests):
     async with npuhal.open_driver(clock="virtual") as driver:       # reference or any .so
         async with open_stack(driver, apps={"com.example.cam": main}) as stack:
             await stack.system.activity.start_app("com.example.cam", "foreground")
             async with stack.shell() as shell: ...                  # a shell runtime, uid 2000
 
-The same processes as a booted emulator (a servicemanager, init as uid 0, the HAL
-and system_server as uid 1000, apps launched in-process by the activity manager),
-each a runtime of its own on one ``MemoryNetwork``: the lab and the tests that need
-a whole stack but no OS processes assemble it here, once. ``open_emulator`` is the
-same stack as real processes.
+Both are the same stack: a servicemanager, init as uid 0, the HAL and system_server
+(unless ``system_server=False``) as uid 1000, apps the activity manager launches.
+With ``processes=True`` each is an OS process that init (this process) boots and
+supervises (``_boot``); without, each is a runtime of its own on one
+``MemoryNetwork``, apps are launched in-process, and the caller's open driver serves
+the HAL.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 import trio
 
@@ -37,6 +44,8 @@ from framework.binder import (
 )
 from framework.server import serve_system_server
 from npuhal import Driver, Hal, serve_hal
+
+from ._boot import BootConfig, Emulator, boot_processes
 
 __all__ = ["MemoryStack", "open_stack"]
 
@@ -70,25 +79,97 @@ class MemoryStack:
         return open_binder_runtime(network=self.network, pid=self.network.spawn(), shell=True)
 
 
-@asynccontextmanager
-async def open_stack(
+@overload
+def open_stack(
     driver: Driver,
     *,
+    processes: Literal[False] = False,
     system_server: bool = True,
-    apps: Mapping[str, Any] | None = None,
     apps_dir: str | os.PathLike[str] | None = None,
+    apps: Mapping[str, Any] | None = None,
     hal_options: Mapping[str, Any] | None = None,
     system_options: Mapping[str, Any] | None = None,
-) -> AsyncIterator[MemoryStack]:
-    """Serve the servicemanager, the HAL over ``driver`` and system_server in this process.
+) -> AbstractAsyncContextManager[MemoryStack]: ...
 
-    ``driver`` is an open ``npuhal.Driver`` (the caller owns it). ``apps`` maps a
-    package name to its in-process main (or app folder) for the launcher;
-    ``apps_dir`` is what system_server installs. ``hal_options`` go to
-    ``serve_hal``, ``system_options`` to ``serve_system_server``. With
-    ``system_server=True`` it returns once the npu service has connected to the HAL.
+
+@overload
+def open_stack(
+    driver: str | os.PathLike[str] | None = None,
+    *,
+    processes: Literal[True],
+    system_server: bool = True,
+    apps_dir: str | os.PathLike[str] | None = None,
+    runtime_dir: str | os.PathLike[str] | None = None,
+    config: BootConfig | None = None,
+    grace: float = 3.0,
+) -> AbstractAsyncContextManager[Emulator]: ...
+
+
+def open_stack(
+    driver: Any = None,
+    *,
+    processes: bool = False,
+    system_server: bool = True,
+    apps_dir: str | os.PathLike[str] | None = None,
+    apps: Mapping[str, Any] | None = None,
+    hal_options: Mapping[str, Any] | None = None,
+    system_options: Mapping[str, Any] | None = None,
+    runtime_dir: str | os.PathLike[str] | None = None,
+    config: BootConfig | None = None,
+    grace: float = 3.0,
+) -> AbstractAsyncContextManager[Any]:
+    """A whole stack (servicemanager, HAL, system_server) for the ``async with`` block.
+
+    Both forms: ``system_server=False`` leaves system_server out (a HAL of one's own);
+    ``apps_dir`` is the folder of apps system_server installs.
+
+    ``processes=True``: real processes, booted by this process as init (``_boot``);
+    yields an :class:`Emulator`. ``driver`` is a driver ``.so`` (None: the reference
+    driver); ``config`` is the rest of the boot (clock, speed, timeouts, extra
+    arguments; ``config.driver`` if ``driver`` is not given); ``runtime_dir`` None
+    is a temporary directory, removed on exit; ``grace`` is how long each process
+    has between SIGTERM and SIGKILL at shutdown. :class:`BootError` if it does not come up.
+
+    ``processes=False``: one process over the in-memory binder; yields a
+    :class:`MemoryStack`. ``driver`` is an open ``npuhal.Driver`` (the caller owns
+    it); ``apps`` maps a package name to its in-process main (or app folder) for the
+    launcher; ``hal_options`` go to ``serve_hal``, ``system_options`` to
+    ``serve_system_server``. With system_server it returns once the npu service has
+    connected to the HAL.
+
     Everything stops when the block ends; the block's own exception leaves as itself.
     """
+    if processes:
+        if apps is not None or hal_options is not None or system_options is not None:
+            raise TypeError("apps, hal_options and system_options are for the in-memory stack (processes=False)")
+        if driver is not None and not isinstance(driver, (str, os.PathLike)):
+            raise TypeError(f"processes=True boots the HAL on a driver .so path (None: the reference driver), not {driver!r}")
+        config = config or BootConfig()
+        if driver is not None:
+            config = dataclasses.replace(config, driver=os.fspath(driver))
+        if apps_dir is not None:
+            config = dataclasses.replace(
+                config, system_server_args=(*config.system_server_args, "--apps-dir", os.fspath(apps_dir)))
+        return boot_processes(runtime_dir, config, system_server=system_server, grace=grace)
+    if runtime_dir is not None or config is not None:
+        raise TypeError("runtime_dir and config are for a stack of real processes (processes=True)")
+    if driver is None or isinstance(driver, (str, os.PathLike)):
+        raise TypeError("the in-memory stack serves an open driver (npuhal.open_driver); a .so path needs processes=True")
+    return _serve_in_memory(driver, system_server=system_server, apps=apps, apps_dir=apps_dir,
+                            hal_options=hal_options, system_options=system_options)
+
+
+@asynccontextmanager
+async def _serve_in_memory(
+    driver: Driver,
+    *,
+    system_server: bool,
+    apps: Mapping[str, Any] | None,
+    apps_dir: str | os.PathLike[str] | None,
+    hal_options: Mapping[str, Any] | None,
+    system_options: Mapping[str, Any] | None,
+) -> AsyncIterator[MemoryStack]:
+    """The servicemanager, the HAL over ``driver`` and system_server, served in this process."""
     net = MemoryNetwork()
     async with open_service_nursery() as nursery:
         await nursery.start(functools.partial(serve_servicemanager, network=net))

@@ -1,8 +1,8 @@
 """npuemu's VTS: the conformance suite a driver author runs on a laptop.
 
-``run_vts(driver)`` boots a private HAL on the driver (``open_private_hal``: a
-servicemanager of its own, ``python -m npuhal`` as the system uid, this process as
-init), talks to it over the binder exactly as the framework would, and runs every
+``run_vts(driver)`` boots a private HAL on the driver (``framework.emulator.open_stack``
+with real processes and no system_server: a servicemanager of its own, ``python -m
+npuhal`` as the system uid, this process as init), talks to it over the binder exactly as the framework would, and runs every
 check below.  Each check is one function with a bounded time; a driver that
 crashes (the HAL process dies: ``DeadObjectException``) or hangs (a call does not
 return) fails that check with a sentence that says so, the HAL is restarted, and
@@ -67,6 +67,7 @@ from framework.binder import (
     SecurityException,
     defaultServiceManager,
 )
+from framework.emulator import BootConfig, open_stack
 import interfaces.android.hardware.neuralnetworks as nn_hal
 from interfaces.android.hardware.neuralnetworks import IDevice
 from interfaces.android.hardware.npu import IScheduling, ISchedulingCallback, SchedulingConfig
@@ -81,7 +82,6 @@ from npuhal import (
     NpuValueError,
     OperationType,
     StartReason,
-    open_private_hal,
 )
 
 __all__ = [
@@ -351,7 +351,7 @@ class _RecordingCallback(ISchedulingCallback.Stub):
 class _Session:
     """The private HAL under test and the proxies to it, refreshed after a restart."""
 
-    hal: Any
+    stack: Any  # the framework.emulator.Emulator the HAL runs in
     target: _Target
     facts: dict | None              # the probe's answer, None if the probe failed
     probe_error: str | None
@@ -366,10 +366,10 @@ class _Session:
 
     @property
     def uid(self) -> int:
-        return self.hal.runtime.uid
+        return self.stack.runtime.uid
 
     async def connect(self) -> None:
-        sm = defaultServiceManager(self.hal.runtime)
+        sm = defaultServiceManager(self.stack.runtime)
         self.services = list(await sm.listServices(15))
         self.scheduling = self.control = None
         self.devices = {}
@@ -387,18 +387,15 @@ class _Session:
 
     def death_note(self) -> str:
         """How the HAL process ended, if it did (a signal name, an exit code)."""
-        proc = getattr(self.hal, "process", None)
-        code = getattr(proc, "returncode", None) if proc is not None else getattr(self.hal, "returncode", None)
+        code = self.stack.process("hal").returncode
         if code is None:
             return ""
         return _signal_note(code) or f"exit status {code}"
 
     async def exit_note(self) -> str:
         """``death_note`` once the dead HAL has been reaped (its socket closes first)."""
-        proc = getattr(self.hal, "process", None)
-        if proc is not None:
-            with trio.move_on_after(1.0):
-                await proc.wait()
+        with trio.move_on_after(1.0):
+            await self.stack.process("hal").wait()
         return self.death_note()
 
     async def alive(self) -> bool:
@@ -416,9 +413,9 @@ class _Session:
         if why == "hung":
             # A driver stuck in a callback holds the HAL's only thread: SIGTERM
             # would wait for a Python signal handler that never runs.
-            self.hal.kill()
+            self.stack.kill("hal")
         with trio.fail_after(_BOOT_TIMEOUT_S):
-            await self.hal.restart()
+            await self.stack.restart_hal()
             await self.connect()
 
     # -- helpers the checks share ---------------------------------------------
@@ -1238,12 +1235,13 @@ async def run_vts(
             async with AsyncExitStack() as stack:
                 boot_error = None
                 try:
-                    # open_private_hal bounds its own boot (a cancel scope around
+                    # open_stack bounds its own boot (a cancel scope around
                     # entering it would close over the nursery it keeps open).
                     boot_timeout = min(_BOOT_TIMEOUT_S, max(0.5, deadline - trio.current_time()))
-                    hal = await stack.enter_async_context(
-                        open_private_hal(target.so_path, clock="real", timeout=boot_timeout)
-                    )
+                    hal = await stack.enter_async_context(open_stack(
+                        target.so_path, processes=True, system_server=False,
+                        config=BootConfig(boot_timeout=boot_timeout, record=False, restart_hal=False),
+                    ))
                 except Exception as exc:  # noqa: BLE001 - any boot failure is the driver's verdict
                     boot_error = f"the HAL did not start: {_first_line(exc)}"
                 await probed.wait()
