@@ -11,10 +11,10 @@
    so this process becomes init.
 3. It launches the vendor HAL (``python -m npuhal``) and system_server (``python -m
    framework.server``; not with ``system_server=False``: a HAL of one's own, as
-   ``npuemu vts`` and the HAL's process tests use) at once, as uid 1000. They start with the servicemanager,
-   held (``spawn_held``): each imports meanwhile and waits inside its
-   ``open_binder_runtime`` until init has registered its pid, so none connects
-   before the servicemanager vouches for it. Init then waits until each
+   ``npuemu vts`` and the HAL's process tests use) at once, as uid 1000. They
+   start with the servicemanager, held (``spawn_held``): each imports meanwhile
+   and waits inside its ``open_binder_runtime`` until init has registered its pid,
+   so none connects before the servicemanager vouches for it. Init then waits until each
    has registered every service it owns. A child that dies first, or that does not
    register within ``boot_timeout``, fails the boot with a :class:`BootError`
    quoting the last lines it printed.
@@ -101,6 +101,7 @@ HAL_SERVICES = ("android.hardware.npu.IScheduling/default", "npuemu.hal.IHalCont
 #: What system_server registers.
 SYSTEM_SERVER_SERVICES = ("npu", "package", "activity", "thermal")
 
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _DUMP_FLAG_PRIORITY_ALL = 15  # IServiceManager's CRITICAL | HIGH | NORMAL | DEFAULT
 _TAIL_LINES = 30
 
@@ -112,6 +113,7 @@ class BootConfig:
     ``driver`` is a driver ``.so`` (None: the reference driver built into the HAL);
     ``speed`` scales emulated time against wall time on the real clock; ``clock`` is
     ``real`` or ``virtual``; ``boot_timeout`` bounds each stage's registration;
+    ``log_level`` is what each process of the stack logs from (``DEBUG`` to ``ERROR``);
     ``extra_env`` is added to every child's environment; ``record`` starts the trace
     recorder in init (``npuemu trace`` / ``plot`` read what it writes);
     ``restart_hal`` has init launch a HAL that died again (off: it stays dead until
@@ -141,6 +143,8 @@ class BootConfig:
             raise ValueError(f"clock must be 'real' or 'virtual', not {self.clock!r}")
         if self.boot_timeout <= 0:
             raise ValueError(f"boot_timeout must be positive, not {self.boot_timeout!r}")
+        if self.log_level not in _LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {', '.join(_LOG_LEVELS)}, not {self.log_level!r}")
         if self.driver is not None:
             path = Path(self.driver)
             if not path.is_file():
@@ -155,13 +159,17 @@ class BootConfig:
             argv += ["--clock", self.clock]
         if self.driver:
             argv += ["--driver", self.driver]
-        return [*argv, *self.hal_args]
+        return [*argv, "--log-level", self.log_level, *self.hal_args]
 
     def system_server_argv(self, runtime_dir: Path) -> list[str]:
         if "system_server" in self.commands:
             return list(self.commands["system_server"])
         return [sys.executable, "-m", "framework.server", "--runtime-dir", os.fspath(runtime_dir),
-                *self.system_server_args]
+                "--log-level", self.log_level, *self.system_server_args]
+
+    def servicemanager_argv(self, runtime_dir: Path) -> list[str]:
+        return [sys.executable, "-m", "framework.binder.servicemanager", "--runtime-dir", os.fspath(runtime_dir),
+                "--log-level", self.log_level]
 
 
 class _Log:
@@ -561,7 +569,7 @@ async def _boot(root: Path, config: BootConfig, system_server: bool, grace: floa
                 sm = _Child(
                     "servicemanager",
                     await trio.lowlevel.open_process(
-                        [sys.executable, "-m", "framework.binder.servicemanager", "--runtime-dir", os.fspath(root)],
+                        config.servicemanager_argv(root),
                         stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE,
                         env=env,
