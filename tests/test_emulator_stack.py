@@ -56,7 +56,8 @@ async def test_both_forms_serve_the_same_services(tmp_path):
     apps = write_apps(tmp_path / "apps", {"com.test.fg": {}})
     async with open_driver(clock="virtual") as driver, open_stack(driver, apps_dir=apps) as stack:
         in_memory = set(await defaultServiceManager(stack.init).listServices(15))
-    async with open_stack(processes=True, apps_dir=apps, config=BootConfig(clock="virtual", record=False)) as emu:
+    config = BootConfig(clock="virtual", record=False, log_level="WARNING")
+    async with open_stack(processes=True, apps_dir=apps, config=config) as emu:
         assert emu.runtime.uid == AID_ROOT  # this process is init
         assert sorted(emu.pids) == ["hal", "servicemanager", "system_server"]
         assert set(await emu.list_services()) == in_memory
@@ -64,7 +65,15 @@ async def test_both_forms_serve_the_same_services(tmp_path):
         assert await package.getCodePath("com.test.fg") == str(apps / "fg")  # apps_dir installed
         root = emu.runtime_dir
         assert RuntimeFiles(root).read_state()["pids"] == emu.pids
+        # Each process logs from log_level up: the HAL's INFO line "serving ..." is not in the log.
+        log = RuntimeFiles(root).log.read_text()
+        assert "boot complete" in log and "serving IScheduling/default" not in log
     assert not root.exists()  # a runtime directory of its own goes with the stack
+
+
+def test_a_boot_config_names_a_known_log_level():
+    with pytest.raises(ValueError, match="log_level must be one of DEBUG, INFO, WARNING, ERROR, not 'LOUD'"):
+        BootConfig(log_level="LOUD")
 
 
 @pytest.mark.parametrize(("driver", "options", "message"), [
