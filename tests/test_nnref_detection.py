@@ -251,3 +251,35 @@ def test_generate_proposals_vector(variant):
               int32(-1), float32(0.3), float32(1.0), boolean(False)]
     outputs = [real([4], [0.95, 0.9, 0.85, 0.8]), real([4, 4], GP_ROIS), tensor("TENSOR_INT32", [0, 0, 0, 0])]
     check("GENERATE_PROPOSALS", inputs, outputs, variant, layout=10, data=[("in", 0), ("in", 1)])
+
+
+# roi_pooling.mod.py and axis_aligned_bbox_transform.mod.py ------------------------------------
+
+POOL_IN = [-10, -1, 4, -5, -8, -2, 9, 1, 7, -2, 3, -7, -2, 10, -3, 5]
+POOL_QUANT = {("in", 0): (Q8, 0.25, 128), ("in", 1): (Q16, 0.125, 0), ("out", 0): (Q8, 0.25, 128)}
+
+
+@pytest.mark.parametrize("variant", ["float32", "relaxed", "float16", "nchw", "quant8"])
+def test_roi_pooling_vectors(variant):
+    quant = POOL_QUANT if variant == "quant8" else None
+    variant = "float32" if variant == "quant8" else variant
+    check("ROI_POOLING", [real([1, 4, 4, 1], POOL_IN), real([4, 4], [2, 2, 4, 4, 0, 0, 6, 6, 2, 0, 4, 6, 0, 2, 6, 4]),
+                          tensor("TENSOR_INT32", [0, 0, 0, 0]), int32(2), int32(2), float32(2.0), float32(2.0),
+                          boolean(False)],
+          [real([4, 2, 2, 1], [-2, 9, -2, 3, -1, 9, 10, 5, -1, 9, 10, 3, -2, 9, 7, 3])], variant, quant, 7)
+    # Batch 2 of four, a height stride of 2 and a width stride of 1; a zero-sized roi takes one pixel.
+    check("ROI_POOLING", [real([4, 4, 4, 1], [0] * 32 + POOL_IN + [0] * 16),
+                          real([5, 4], [1, 2, 2, 4, 0, 0, 3, 6, 1, 0, 2, 6, 0, 2, 3, 4, 0, 0, 0, 0]),
+                          tensor("TENSOR_INT32", [2] * 5), int32(2), int32(2), float32(2.0), float32(1.0), boolean(False)],
+          [real([5, 2, 2, 1], [-2, 9, -2, 3, -1, 9, 10, 5, -1, 9, 10, 3, -2, 9, 7, 3, -10, -10, -10, -10])],
+          variant, quant, 7)
+
+
+@pytest.mark.parametrize("variant", ["float32", "relaxed", "float16"])
+def test_axis_aligned_bbox_transform_vector(variant):
+    # axis_aligned_bbox_transform's first roi (the one its image scale of 1 leaves as 1.2 has it).
+    deltas = real([1, 8], [0.2, 0.2, 0.1, 0.1, 0.3, -0.1, -0.2, 0.1])
+    expected = real([1, 8], [144.224350, 191.276062, 475.775635, 500.723938, 217.190384, 107.276062, 462.809631,
+                             416.723938])
+    check("AXIS_ALIGNED_BBOX_TRANSFORM", [real([1, 4], [100, 150, 400, 430]), deltas, tensor("TENSOR_INT32", [0]),
+                                          real([1, 2], [512, 512])], [expected], variant)

@@ -209,3 +209,22 @@ def test_float16_results_are_half_precision():
     out = nnref.evaluate("ADD", [tensor("TENSOR_FLOAT16", [1, 2]), tensor("TENSOR_FLOAT16", [0.5]), int32(0)])[0]
     assert out.type == "TENSOR_FLOAT16" and out.value.dtype == np.float16 and out.value.tolist() == [1.5, 2.5]
     assert float32(1.0).type == "FLOAT32"
+
+
+def test_sub_quantized_vector():
+    # sub_quantized: every stored value minus a shuffle of them, at one scale, floored at 0.
+    import random
+
+    random.seed(0)
+    a = list(range(256))
+    b = list(a)
+    random.shuffle(b)
+    out = nnref.evaluate("SUB", [q8(a, 0.5, shape=[2, 4, 16, 2]), q8(b, 0.5, shape=[2, 4, 16, 2]), int32(0)])[0]
+    assert out.value.ravel().tolist() == [max(0, x - y) for x, y in zip(a, b, strict=True)]
+
+
+def test_tanh_quantized_vector():
+    # tanh_quantized: all 256 inputs at scale 0.05 around 100, within a quantum of the real tanh.
+    out = nnref.evaluate("TANH", [q8(range(256), 0.05, 100)], [nnref.output(Q8, 1 / 128, 128)])[0]
+    expected = np.clip(np.round(np.tanh((np.arange(256) - 100) * 0.05) * 128) + 128, 0, 255)
+    assert np.abs(out.value.astype(int) - expected).max() <= 1
