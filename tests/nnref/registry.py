@@ -33,8 +33,12 @@ OPERATION_TYPES: tuple[str, ...] = (
 
 Kernel = Callable[[Call], list[Operand]]
 
-_FAMILIES: tuple[dict[str, Kernel], ...] = (elementwise.OPERATIONS, conv.OPERATIONS, detection.OPERATIONS, lsh.OPERATIONS, norm.OPERATIONS, rnn.OPERATIONS, sampling.OPERATIONS, shape.OPERATIONS)
+_FAMILIES: tuple[dict[str, Kernel], ...] = (
+    elementwise.OPERATIONS, conv.OPERATIONS, detection.OPERATIONS, lsh.OPERATIONS, norm.OPERATIONS,
+    rnn.OPERATIONS, sampling.OPERATIONS, shape.OPERATIONS,
+)
 KERNELS: dict[str, Kernel] = {name: kernel for family in _FAMILIES for name, kernel in family.items()}
+assert len(KERNELS) == sum(map(len, _FAMILIES)), "two families define one operation"
 
 
 def operation_name(operation: object) -> str:
