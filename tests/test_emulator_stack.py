@@ -51,6 +51,25 @@ async def test_the_blocks_own_error_leaves_as_itself_and_the_stack_stops(autojum
     assert trio.current_time() < 1
 
 
+async def test_the_in_memory_hal_dies_and_comes_back_as_a_new_process(autojump_clock, tmp_path):
+    scheduling = "android.hardware.npu.IScheduling/default"
+    apps = write_apps(tmp_path / "apps", {"com.test.fg": {}})
+    async with open_driver(clock="virtual") as driver, open_stack(driver, apps_dir=apps) as stack:
+        sm = defaultServiceManager(stack.init)
+        old_pid, old_hal = stack.pids["hal"], stack.hal
+        stack.kill_hal()
+        with trio.fail_after(5):  # its services leave the registry, as a dead process's do
+            while await sm.checkService(scheduling) is not None:
+                await trio.sleep(0.01)
+        await stack.restart_hal()
+        assert stack.pids["hal"] != old_pid and stack.hal is not old_hal
+        assert await sm.checkService(scheduling) is not None
+        with trio.fail_after(30):  # system_server reconnects, as to a restarted HAL process
+            while (hal := stack.system.npu.dump_data()["hal"]) != {**hal, "connected": True, "connects": 2}:
+                await trio.sleep(0.1)
+        assert hal["deaths"] == 1
+
+
 @pytest.mark.multiprocess
 async def test_both_forms_serve_the_same_services(tmp_path):
     apps = write_apps(tmp_path / "apps", {"com.test.fg": {}})

@@ -1,14 +1,13 @@
 """The NNAPI runtime against the real HAL code, in one trio run.
 
-servicemanager, the vendor HAL (``npuhal.serve_hal`` over a virtual-clock reference
-driver whose time follows trio's autojump MockClock) and an app process, each with
-its own binder runtime on a MemoryNetwork. The app side is ``framework.nn`` only,
+servicemanager, the vendor HAL (``framework.emulator.open_stack`` without system_server,
+over a virtual-clock reference driver whose time follows trio's autojump MockClock) and
+an app process, each with its own binder runtime on a MemoryNetwork. The app side is ``framework.nn`` only,
 as a real app's would be. Results are compared with the numpy oracle.
 """
 
 from __future__ import annotations
 
-import functools
 import uuid
 
 import numpy as np
@@ -16,7 +15,8 @@ import pytest
 import trio
 
 import nn_reference
-from framework.binder import MemoryNetwork, SharedMemory, defaultServiceManager, open_binder_runtime, serve_servicemanager
+from framework.binder import SharedMemory, defaultServiceManager, open_binder_runtime
+from framework.emulator import open_stack
 from framework.nn import (
     CPU_DEVICE_NAME,
     BadDataError,
@@ -40,63 +40,33 @@ from framework.nn import (
 from framework.nn._aidl import halTypes, toAidlModel
 from framework.npumanager import ModelLoadRequest
 from npuhal import open_driver
-from npuhal import serve_hal
 
 APP_UID = 10001
 DRIVERS = ["emu-dsp", "emu-gpu", "emu-hetero", "emu-npu"]  # the servicemanager lists names sorted
 
 
-class Stack:
-    def __init__(self, net, nursery, init, driver):
-        self.net, self.nursery, self.init, self.driver = net, nursery, init, driver
-        self.hal = None
-        self._hal_scope = None
+async def app_runtime(stack, uid=APP_UID):
+    """An app process's binder runtime (it lives as long as the stack)."""
+    pid = await stack.spawn(uid)
 
-    async def start_hal(self):
-        pid = self.net.spawn(self.net.init_pid)
-        await defaultServiceManager(self.init).registerProcess(pid, 1000)
+    async def app_process(task_status):
+        async with open_binder_runtime(network=stack.network, pid=pid) as rt:
+            task_status.started(rt)
+            await trio.sleep_forever()
 
-        async def hal_process(task_status):
-            with trio.CancelScope() as scope:
-                self._hal_scope = scope
-                async with open_binder_runtime(network=self.net, pid=pid) as rt:
-                    await serve_hal(self.driver, rt, task_status=task_status)
-
-        self.hal = await self.nursery.start(hal_process)
-
-    def kill_hal(self):
-        """The HAL process dies: its runtime closes, every connection to it drops."""
-        self._hal_scope.cancel()
-
-    async def app(self, uid=APP_UID):
-        """An app process's binder runtime (and the scope that kills it)."""
-        pid = self.net.spawn(self.net.init_pid)
-        await defaultServiceManager(self.init).registerProcess(pid, uid)
-
-        async def app_process(task_status):
-            async with open_binder_runtime(network=self.net, pid=pid) as rt:
-                task_status.started(rt)
-                await trio.sleep_forever()
-
-        return await self.nursery.start(app_process)
+    return await stack.nursery.start(app_process)
 
 
 @pytest.fixture
 async def stack(autojump_clock):
-    net = MemoryNetwork()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(functools.partial(serve_servicemanager, network=net))
-        async with open_binder_runtime(network=net, pid=net.init_pid) as init:
-            async with open_driver(clock="virtual") as driver:
-                s = Stack(net, nursery, init, driver)
-                await s.start_hal()
-                yield s
-                nursery.cancel_scope.cancel()
+    """A servicemanager and the HAL over the reference driver, in this process (no system_server)."""
+    async with open_driver(clock="virtual") as driver, open_stack(driver, system_server=False) as s:
+        yield s
 
 
 @pytest.fixture
 async def app(stack):
-    return await stack.app()
+    return await app_runtime(stack)
 
 
 @pytest.fixture
@@ -715,7 +685,7 @@ async def test_refresh_after_a_hal_restart_brings_the_devices_back(autojump_cloc
     stack.kill_hal()
     await trio.sleep(0.1)
     assert not nn.isAlive(old_npu)
-    await stack.start_hal()
+    await stack.restart_hal()
     # A plain compilation notices the dead devices and discovers again.
     async with nn.createCompilation(model) as compilation:
         await compilation.finish()

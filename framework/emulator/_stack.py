@@ -54,19 +54,51 @@ __all__ = ["MemoryStack", "open_stack"]
 class MemoryStack:
     """What ``open_stack`` yields: the network, init's runtime and the served stack.
 
-    ``hal`` is the HAL's state (``npuhal.Hal``); ``system`` system_server's services
-    (``None`` when opened with ``system_server=False``); ``launcher`` starts the apps
-    the activity manager launches, as tasks of ``nursery``.
+    ``hal`` is the HAL's state (``npuhal.Hal``; the current one after a restart);
+    ``system`` system_server's services (``None`` when opened with
+    ``system_server=False``); ``launcher`` starts the apps the activity manager
+    launches, as tasks of ``nursery``.
     """
 
     network: MemoryNetwork
     nursery: trio.Nursery
     init: BinderRuntime
     driver: Driver
-    hal: Hal
     launcher: InProcessLauncher
+    hal: Hal | None = None
     system: Any = None
     pids: dict[str, int] = field(default_factory=dict)
+    hal_options: Mapping[str, Any] = field(default_factory=dict)
+    #: The HAL process's scope, and whether it has ended.
+    _hal_process: tuple[trio.CancelScope, trio.Event] | None = field(default=None, init=False, repr=False)
+
+    def kill_hal(self) -> None:
+        """The HAL process dies: its runtime closes and every connection to it drops, as
+        after a SIGKILL. Nothing restarts it but :meth:`restart_hal`. Does not wait."""
+        if self._hal_process is not None:
+            self._hal_process[0].cancel()
+
+    async def restart_hal(self) -> None:
+        """Kill the HAL (if it lives) and serve a fresh one over the same driver, as a new
+        process; returns once it has registered its services."""
+        if self._hal_process is not None:
+            self.kill_hal()
+            await self._hal_process[1].wait()
+        await self._start_hal()
+
+    async def _start_hal(self) -> None:
+        pid = self.pids["hal"] = await self.spawn(AID_SYSTEM)
+        scope, ended = self._hal_process = trio.CancelScope(), trio.Event()
+
+        async def hal_process(task_status: Any) -> None:
+            try:
+                with scope:
+                    async with open_binder_runtime(network=self.network, pid=pid) as rt:
+                        await serve_hal(self.driver, rt, task_status=task_status, **self.hal_options)
+            finally:
+                ended.set()
+
+        self.hal = await self.nursery.start(hal_process)
 
     async def spawn(self, uid: int) -> int:
         """A new process (a pid, init its parent) recorded with the servicemanager as ``uid``."""
@@ -175,28 +207,18 @@ async def _serve_in_memory(
         await nursery.start(functools.partial(serve_servicemanager, network=net))
         async with open_binder_runtime(network=net, pid=net.init_pid) as init:
             launcher = InProcessLauncher(net, dict(apps or {}), nursery)
-            pids: dict[str, int] = {}
-
-            sm = defaultServiceManager(init)
-
-            async def hal_process(task_status: Any) -> None:
-                async with open_binder_runtime(network=net, pid=pids["hal"]) as rt:
-                    await serve_hal(driver, rt, task_status=task_status, **dict(hal_options or {}))
-
-            async def system_process(task_status: Any) -> None:
-                async with open_binder_runtime(network=net, pid=pids["system_server"]) as rt:
-                    system = await nursery.start(functools.partial(
-                        serve_system_server, rt, apps_dir=apps_dir, launcher=launcher, **dict(system_options or {})))
-                    task_status.started(system)
-                    await trio.sleep_forever()
-
-            pids["hal"] = net.spawn(net.init_pid)
-            await sm.registerProcess(pids["hal"], AID_SYSTEM)
-            hal = await nursery.start(hal_process)
-            stack = MemoryStack(net, nursery, init, driver, hal, launcher, pids=pids)
+            stack = MemoryStack(net, nursery, init, driver, launcher, hal_options=dict(hal_options or {}))
+            await stack._start_hal()
             if system_server:
-                pids["system_server"] = net.spawn(net.init_pid)
-                await sm.registerProcess(pids["system_server"], AID_SYSTEM)
+                pid = stack.pids["system_server"] = await stack.spawn(AID_SYSTEM)
+
+                async def system_process(task_status: Any) -> None:
+                    async with open_binder_runtime(network=net, pid=pid) as rt:
+                        system = await nursery.start(functools.partial(
+                            serve_system_server, rt, apps_dir=apps_dir, launcher=launcher, **dict(system_options or {})))
+                        task_status.started(system)
+                        await trio.sleep_forever()
+
                 stack.system = await nursery.start(system_process)
                 await stack.system.npu.wait_hal_connected()
             yield stack
