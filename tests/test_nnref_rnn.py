@@ -263,3 +263,38 @@ def test_cifg_peephole_lstm_vector(variant):
     assert scratch.shape == (1, 12)
     for got, want in zip(results, (h, c, out), strict=True):
         nnref.assert_close(got, want, relaxed=variant == "relaxed")
+
+
+# bidirectional_sequence_rnn.mod.py's relations: its forward half is rnn.mod.py's RNN; the
+# auxiliary input with its weights adds to the gates like the regular one (all of the input
+# there, or half in each, gives the same outputs); a reversed sequence swaps the directions.
+
+
+def bidirectional_rnn(x, w, aux=None, aux_w=None, merge=False):
+    r, b = 0.1 * np.eye(16, dtype=np.float32), np.asarray(RNN_B, np.float32)
+    h = np.zeros((x.shape[0], 16), np.float32)
+    per_direction = [t(w.shape, w), t(r.shape, r), t(b.shape, b), t(h.shape, h)]
+    aux_inputs = ([t(aux.shape, aux), t(aux_w.shape, aux_w), t(aux_w.shape, aux_w)] if aux is not None
+                  else [EMPTY, EMPTY, EMPTY])
+    return nnref.evaluate("BIDIRECTIONAL_SEQUENCE_RNN", [t(x.shape, x), *per_direction, *per_direction, *aux_inputs,
+                                                         int32(1), boolean(False), boolean(merge)])
+
+
+def test_bidirectional_rnn_relations():
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (2, 5, 8)).astype(np.float32)  # batch-major
+    x[:, 0, :] = RNN_X
+    w = np.asarray(RNN_W, np.float32).reshape(16, 8)
+    fw, bw = bidirectional_rnn(x, w)
+    np.testing.assert_allclose(fw.value[:, 0, :], [RNN_OUT, RNN_OUT], atol=1e-5)
+    aux_fw, aux_bw = bidirectional_rnn(np.zeros_like(x), np.zeros_like(w), aux=x, aux_w=w)
+    np.testing.assert_allclose(aux_fw.value, fw.value, atol=1e-5)
+    np.testing.assert_allclose(aux_bw.value, bw.value, atol=1e-5)
+    half_fw, half_bw = bidirectional_rnn(x[..., :4].copy(), w[:, :4].copy(), aux=x[..., 4:].copy(), aux_w=w[:, 4:].copy())
+    np.testing.assert_allclose(half_fw.value, fw.value, atol=1e-5)
+    np.testing.assert_allclose(half_bw.value, bw.value, atol=1e-5)
+    rev_fw, rev_bw = bidirectional_rnn(x[:, ::-1, :].copy(), w)
+    np.testing.assert_allclose(rev_fw.value, bw.value[:, ::-1, :], atol=1e-5)
+    np.testing.assert_allclose(rev_bw.value, fw.value[:, ::-1, :], atol=1e-5)
+    (merged,) = bidirectional_rnn(x, w, merge=True)
+    np.testing.assert_allclose(merged.value, np.concatenate([fw.value, bw.value], axis=-1), atol=1e-6)
