@@ -38,13 +38,14 @@ import numpy as np
 import trio
 
 import npuhal
+from interfaces.android.hardware.neuralnetworks import Model
 from npuhal import EndReason, FuseCode, ModelBuilder, OperationType, PreemptionMode, WorkStarted, work_times
 
 LOW, HIGH = 1000, 0
 UID = 10001
 
 
-def mlp(width: int, batch: int, layers: int) -> npuhal.Model:
+def mlp(width: int, batch: int, layers: int) -> Model:
     rng = np.random.default_rng(0)
     m = ModelBuilder()
     y = m.input((batch, width))

@@ -11,7 +11,8 @@ General layout (read bottom up; nothing imports a module above it):
   touches cdata.
 - ``_errors``, ``_types`` and ``_model`` are pure Python: the exception
   hierarchy, the enums and frozen dataclasses (devices, configs, work events),
-  and the shared NN HAL 1.2 model format.
+  and what the driver asks of a model, which is the NN HAL's ``Model``
+  parcelable itself (``ModelBuilder`` makes one; no model class of its own).
 - ``_driver`` is the pythonic layer the HAL process uses: ``open_driver`` gives
   a ``Driver`` that lists devices, loads models, submits and cancels work,
   streams events into trio and steps the virtual clock.  No cdata escapes it.
@@ -79,11 +80,8 @@ from ._lowlevel import (
     C_VERSION as C_VERSION,
 )
 from ._model import (
-    DataLocation as DataLocation,
-    Model as Model,
     ModelBuilder as ModelBuilder,
-    Operand as Operand,
-    Operation as Operation,
+    io_shapes as io_shapes,
 )
 from ._serve import serve_hal as serve_hal
 from ._types import (

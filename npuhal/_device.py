@@ -68,10 +68,9 @@ from ._errors import (
     NpuValueError,
 )
 from ._hal import Hal
-from ._model import Model
 from ._types import DeviceStatus, EndReason, OperandType
 
-__all__ = ["NnDevice", "PreparedModel", "ErrorStatus", "model_from_aidl"]
+__all__ = ["NnDevice", "PreparedModel", "ErrorStatus"]
 
 log = logging.getLogger("android.hardware.npu")
 
@@ -87,21 +86,18 @@ def service_error(status: Any, message: str) -> ServiceSpecificException:
     return ServiceSpecificException(int(status), f"{ErrorStatus(status).name}: {message}")
 
 
-def model_from_aidl(model: Any) -> Model:
-    """An AIDL ``Model`` as the driver's ``npuhal.Model`` (``Model.from_aidl``).
+def _loadable(model: Any) -> Any:
+    """``model`` (the AIDL ``Model``) if the driver can be handed it, else INVALID_ARGUMENT.
 
-    Pools stay ``SharedMemory`` objects (the driver maps them read-only).  Referenced
-    subgraphs (IF/WHILE bodies) are refused: the emulated hardware has no control flow.
-    A malformed model is INVALID_ARGUMENT.
+    The driver takes the parcelable as it is (its pools stay ``SharedMemory``, which the
+    driver maps read-only); referenced subgraphs (IF/WHILE bodies) are refused: the
+    emulated hardware has no control flow.
     """
     if model is None:
         raise service_error(ErrorStatus.INVALID_ARGUMENT, "model must not be null")
     if model.referenced:
         raise service_error(ErrorStatus.INVALID_ARGUMENT, "referenced subgraphs (control flow) are not supported")
-    try:
-        return Model.from_aidl(model)
-    except NpuValueError as exc:  # NpuModelError included
-        raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None
+    return model
 
 
 def _close_all(objs: Any) -> None:
@@ -157,8 +153,7 @@ class NnDevice(IDevice.Stub):
         if model is None:
             raise service_error(ErrorStatus.INVALID_ARGUMENT, "model must not be null")
         try:
-            data = model_from_aidl(model)
-            return [bool(b) for b in self._hal.driver.supported_operations(self.number, data)]
+            return [bool(b) for b in self._hal.driver.supported_operations(self.number, _loadable(model))]
         except NpuValueError as exc:  # NpuModelError included: a malformed model
             raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None
         except NpuOfflineError as exc:
@@ -193,9 +188,9 @@ class NnDevice(IDevice.Stub):
                 raise service_error(ErrorStatus.INVALID_ARGUMENT, f"modelSizeBytes {modelSizeBytes} is negative")
             if self._device().status == DeviceStatus.OFFLINE:
                 raise service_error(ErrorStatus.DEVICE_UNAVAILABLE, f"{self.name} is offline")
-            data = model_from_aidl(model)
+            loadable = _loadable(model)
             try:
-                handle = self._hal.driver.load_model(self.number, data, emulated_size_bytes=modelSizeBytes)
+                handle = self._hal.driver.load_model(self.number, loadable, emulated_size_bytes=modelSizeBytes)
             except NpuCapacityError as exc:
                 self._hal.poll()  # the refused load's memory event
                 raise service_error(ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, str(exc)) from None
@@ -358,13 +353,8 @@ class PreparedModel(IPreparedModel.Stub):
             raise service_error(status, f"the prepared model is gone: {self._gone}")
         if deadline_ns < -1:
             raise service_error(ErrorStatus.INVALID_ARGUMENT, f"deadlineNs {deadline_ns} (use -1 for none)")
-        model = self.handle.model
-        ins = self._buffers(
-            list(request.inputs), [model.input_shape(i) for i in range(len(model.input_indexes))], pools, "input"
-        )
-        outs = self._buffers(
-            list(request.outputs), [model.output_shape(i) for i in range(len(model.output_indexes))], pools, "output"
-        )
+        ins = self._buffers(list(request.inputs), self.handle.input_shapes, pools, "input")
+        outs = self._buffers(list(request.outputs), self.handle.output_shapes, pools, "output")
         uid, pid = Binder.getCallingUid(), Binder.getCallingPid()
         original = uid if hints.originalUid < 0 else hints.originalUid
         group = None if hints.groupId is None else bytes(hints.groupId.uuid)
@@ -405,7 +395,7 @@ class PreparedModel(IPreparedModel.Stub):
             if not driver.closed:
                 driver.forget(work_id)  # drops its references to the request's pages
         if ended.reason is EndReason.COMPLETED:
-            shapes = [_OutputShape(dimensions=list(model.output_shape(i)), isSufficient=True) for i in range(len(outs))]
+            shapes = [_OutputShape(dimensions=list(shape), isSufficient=True) for shape in self.handle.output_shapes]
             t = _Timing()
             if measure and timing is not None and timing.started_ns is not None and timing.ended_ns is not None:
                 t = _Timing(

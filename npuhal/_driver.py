@@ -52,9 +52,11 @@ from typing import Any
 import numpy as np
 import trio
 
+from interfaces.android.hardware.neuralnetworks import Model
+
 from . import _lowlevel
 from ._errors import NpuClosedError, NpuExecutionError, NpuLookupError, NpuStateError, NpuValueError
-from ._model import Model, mapped
+from ._model import io_shapes, map_pools, mapped
 from ._types import (
     Device,
     DriverEvent,
@@ -95,16 +97,18 @@ class ModelHandle:
     """A model loaded on one device.  Made by ``Driver.load_model``.
 
     Attributes: ``id`` (the driver's model id), ``device`` (the ``Device`` it was
-    loaded on), ``model`` (the ``Model``, for shapes), ``emulated_size_bytes``.
+    loaded on), ``input_shapes`` and ``output_shapes`` (the dimensions of the model's
+    inputs and outputs, in order), ``emulated_size_bytes``.  The model itself is not
+    kept: the driver copied what it needs at load.
     """
 
-    __slots__ = ("_driver", "id", "device", "model", "emulated_size_bytes", "_loaded")
+    __slots__ = ("_driver", "id", "device", "input_shapes", "output_shapes", "emulated_size_bytes", "_loaded")
 
-    def __init__(self, driver: Driver, model_id: int, device: Device, model: Model, size: int) -> None:
+    def __init__(self, driver: Driver, model_id: int, device: Device, shapes: tuple[Any, Any], size: int) -> None:
         self._driver = driver
         self.id = model_id
         self.device = device
-        self.model = model
+        self.input_shapes, self.output_shapes = shapes
         self.emulated_size_bytes = size
         self._loaded = True
 
@@ -197,8 +201,32 @@ def work_times(events: Iterable[Any], work: int) -> WorkTimes:
     return WorkTimes(requested, started, ended, reason)
 
 
-def run_model(model: Any, inputs: Sequence[Any], outputs: Sequence[Any] | None = None) -> list[np.ndarray]:
-    """Run a whole model on the calling thread with the hardware's own kernels.
+def _io_buffers(
+    shapes: tuple[Any, Any], inputs: Sequence[Any], outputs: Sequence[Any] | None
+) -> tuple[list[Any], list[Any]]:
+    """The C-ready input and output buffers of one run, each checked against its shape."""
+    in_shapes, out_shapes = shapes
+    inputs = list(inputs)
+    if len(inputs) != len(in_shapes):
+        raise NpuValueError(f"the model takes {len(in_shapes)} inputs, got {len(inputs)}")
+    given = [None] * len(out_shapes) if outputs is None else list(outputs)
+    if len(given) != len(out_shapes):
+        raise NpuValueError(f"the model has {len(out_shapes)} outputs, got {len(given)}")
+    ins = [_as_input(x, shape, i) for i, (x, shape) in enumerate(zip(inputs, in_shapes, strict=True))]
+    outs = [_as_output(o, shape, i) for i, (o, shape) in enumerate(zip(given, out_shapes, strict=True))]
+    return ins, outs
+
+
+def _shaped(buffers: Sequence[Any], shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
+    out = []
+    for buf, shape in zip(buffers, shapes, strict=True):
+        arr = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.float32)
+        out.append(arr if arr.shape == shape else arr.reshape(shape))
+    return out
+
+
+def run_model(model: Model, inputs: Sequence[Any], outputs: Sequence[Any] | None = None) -> list[np.ndarray]:
+    """Run a whole model (the HAL's ``Model`` parcelable) on the calling thread with the hardware's own kernels.
 
     No driver, no device, no emulated time: this is what a CPU device such as
     NNAPI's ``nnapi-reference`` needs, computing exactly what the emulated NPU
@@ -206,22 +234,10 @@ def run_model(model: Any, inputs: Sequence[Any], outputs: Sequence[Any] | None =
     The GIL is released while C computes.  A malformed model raises
     ``NpuModelError``; a wrong buffer ``NpuValueError``.
     """
-    m = Model.from_hal(model)
-    inputs = list(inputs)
-    if len(inputs) != len(m.input_indexes):
-        raise NpuValueError(f"the model takes {len(m.input_indexes)} inputs, got {len(inputs)}")
-    ins = [_as_input(x, m.input_shape(i), i) for i, x in enumerate(inputs)]
-    given = [None] * len(m.output_indexes) if outputs is None else list(outputs)
-    if len(given) != len(m.output_indexes):
-        raise NpuValueError(f"the model has {len(m.output_indexes)} outputs, got {len(given)}")
-    outs = [_as_output(o, m.output_shape(i), i) for i, o in enumerate(given)]
-    _lowlevel.run_model(m, ins, outs)
-    result = []
-    for i, buf in enumerate(outs):
-        shape = m.output_shape(i)
-        arr = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.float32)
-        result.append(arr if arr.shape == shape else arr.reshape(shape))
-    return result
+    shapes = io_shapes(model)
+    ins, outs = _io_buffers(shapes, inputs, outputs)
+    _lowlevel.run_model(model, map_pools(model), ins, outs)
+    return _shaped(outs, shapes[1])
 
 
 class Driver:
@@ -411,19 +427,19 @@ class Driver:
 
     # ---- models ---------------------------------------------------------------
 
-    def supported_operations(self, device: Device | int, model: Any) -> list[bool]:
+    def supported_operations(self, device: Device | int, model: Model) -> list[bool]:
         """``getSupportedOperations_1_2``: one bool per operation of ``model``.
 
-        ``model`` is a ``Model`` or HAL plain data (see ``npuhal._model``).  A
+        ``model`` is the HAL's ``Model`` parcelable (see ``npuhal._model``).  A
         malformed model raises ``NpuModelError`` rather than answering False.
         """
-        m = Model.from_hal(model)
-        return self._live().get_supported_operations(self._number(device), m)
+        sys = self._live()
+        return sys.get_supported_operations(self._number(device), model, map_pools(model))
 
     def load_model(
         self,
         device: Device | int,
-        model: Any,
+        model: Model,
         *,
         emulated_size_bytes: int = 0,
         emulated_sram_bytes: int = 0,
@@ -435,10 +451,11 @@ class Driver:
         "2 GB" model reserves 2 GB of emulated memory and allocates only its
         real tensors); 0 means its real constant bytes.  ``cost_scale``
         multiplies its FLOPs and bytes in the hardware's cost model, to emulate
-        a model bigger than the tensors it really computes.  The model's memory
-        is only read during the call.  Past capacity: ``NpuCapacityError``.
+        a model bigger than the tensors it really computes.  ``model`` is the
+        HAL's ``Model`` parcelable; its pools are mapped and read only during the
+        call (the caller may close them after).  Past capacity: ``NpuCapacityError``.
         """
-        m = Model.from_hal(model)
+        shapes = io_shapes(model)
         sys = self._live()
         number = self._number(device)
         for name, value in (("emulated_size_bytes", emulated_size_bytes), ("emulated_sram_bytes", emulated_sram_bytes)):
@@ -449,12 +466,13 @@ class Driver:
         dev = sys.get_device_info(number)
         model_id = sys.load_model(
             number,
-            m,
+            model,
+            map_pools(model),
             emulated_weight_bytes=emulated_size_bytes,
             emulated_sram_bytes=emulated_sram_bytes,
             cost_scale=float(cost_scale),
         )
-        handle = ModelHandle(self, model_id, dev, m, emulated_size_bytes)
+        handle = ModelHandle(self, model_id, dev, shapes, emulated_size_bytes)
         self._models[model_id] = handle
         return handle
 
@@ -503,15 +521,7 @@ class Driver:
         sys = self._live()
         if not isinstance(model, ModelHandle) or self._models.get(model.id) is not model:
             raise NpuLookupError(f"{model!r} is not a model loaded in this driver")
-        m = model.model
-        inputs = list(inputs)
-        if len(inputs) != len(m.input_indexes):
-            raise NpuValueError(f"the model takes {len(m.input_indexes)} inputs, got {len(inputs)}")
-        ins = [_as_input(x, m.input_shape(i), i) for i, x in enumerate(inputs)]
-        outs_given = [None] * len(m.output_indexes) if outputs is None else list(outputs)
-        if len(outs_given) != len(m.output_indexes):
-            raise NpuValueError(f"the model has {len(m.output_indexes)} outputs, got {len(outs_given)}")
-        outs = [_as_output(o, m.output_shape(i), i) for i, o in enumerate(outs_given)]
+        ins, outs = _io_buffers((model.input_shapes, model.output_shapes), inputs, outputs)
         if isinstance(group_id, (bytes, bytearray)):
             if len(group_id) != 16:
                 raise NpuValueError("group_id must be a UUID or 16 bytes")
@@ -564,13 +574,7 @@ class Driver:
             raise NpuStateError(f"work {work_id} has not ended yet")
         if work.ended.reason is not EndReason.COMPLETED:
             raise NpuStateError(f"work {work_id} ended {work.ended.reason.name}, it has no results")
-        m = work.model.model
-        out = []
-        for i, buf in enumerate(work.outputs):
-            shape = m.output_shape(i)
-            arr = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.float32)
-            out.append(arr if arr.shape == shape else arr.reshape(shape))
-        return out
+        return _shaped(work.outputs, work.model.output_shapes)
 
     def forget(self, work_id: int) -> None:
         """Drop an ended work's record (and its output buffers) now."""

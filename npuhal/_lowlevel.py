@@ -24,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
+from interfaces.android.hardware.neuralnetworks import Model
 from interfaces.android.hardware.npu import NpuUuid
 
 from ._errors import NpuAbiError, NpuError, NpuModelError, NpuStateError, NpuValueError, error_class_for
-from ._model import Model
+from ._model import main_subgraph
 from ._types import (
     Device,
     DeviceStatus,
@@ -227,62 +228,69 @@ def _i32(value: Any, what: str, error: type[NpuValueError] = NpuValueError) -> i
 
 
 class CModel:
-    """A ``struct npu_model`` built from a ``Model``, and everything it points to.
+    """A ``struct npu_model`` built straight from the HAL's ``Model`` parcelable, and everything it points to.
 
-    C borrows a model only for the call it is passed to; this object keeps the
-    arrays alive for as long as it lives, so build it, make the call, drop it.
+    ``pools`` are the model's pools already mapped (``npuhal._model.map_pools``), given
+    apart so that this stays the one conversion, with no second model form. C borrows a
+    model only for the call it is passed to; this object keeps the arrays alive for as
+    long as it lives, so build it, make the call, drop it.
     """
 
-    __slots__ = ("ptr", "_keep")
+    __slots__ = ("ptr", "operation_count", "_keep")
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, pools: Sequence[Any]) -> None:
+        main = main_subgraph(model)
+        if len(pools) != len(model.pools):
+            raise NpuValueError(f"the model has {len(model.pools)} pools, {len(pools)} mapped")
         keep: list[Any] = []
         m = ffi.new("struct npu_model *")
-        operands = ffi.new("struct npu_operand[]", max(len(model.operands), 1))
-        for i, operand in enumerate(model.operands):
+        operands = ffi.new("struct npu_operand[]", max(len(main.operands), 1))
+        for i, operand in enumerate(main.operands):
             c = operands[i]
-            c.type = _i32(int(operand.type), "operand type", NpuModelError)
+            c.type = int(operand.type)
             dims = ffi.new("uint32_t[]", [_u32(d, "dimension") for d in operand.dimensions] or [0])
             keep.append(dims)
             c.dimension_count = len(operand.dimensions)
             c.dimensions = dims
-            c.lifetime = _i32(int(operand.lifetime), "operand lifetime", NpuModelError)
-            c.location.pool_index = _u32(operand.location.pool_index, "pool index")
-            c.location.offset = _u32(operand.location.offset, "location offset")
-            c.location.length = _u32(operand.location.length, "location length")
-        operations = ffi.new("struct npu_operation[]", max(len(model.operations), 1))
-        for i, operation in enumerate(model.operations):
+            c.lifetime = int(operand.lifetime)
+            loc = operand.location
+            c.location.pool_index = _u32(loc.poolIndex, "pool index")
+            c.location.offset = _u32(loc.offset, "location offset")
+            c.location.length = _u32(loc.length, "location length")
+        operations = ffi.new("struct npu_operation[]", max(len(main.operations), 1))
+        for i, operation in enumerate(main.operations):
             c = operations[i]
-            c.type = _i32(int(operation.type), "operation type", NpuModelError)
+            c.type = int(operation.type)
             ins = ffi.new("uint32_t[]", [_u32(x, "operand index") for x in operation.inputs] or [0])
             outs = ffi.new("uint32_t[]", [_u32(x, "operand index") for x in operation.outputs] or [0])
             keep += [ins, outs]
             c.input_count, c.inputs = len(operation.inputs), ins
             c.output_count, c.outputs = len(operation.outputs), outs
-        inputs = ffi.new("uint32_t[]", [_u32(x, "input index") for x in model.input_indexes] or [0])
-        outputs = ffi.new("uint32_t[]", [_u32(x, "output index") for x in model.output_indexes] or [0])
-        values = ffi.from_buffer("char[]", model.operand_values) if model.operand_values else ffi.NULL
-        pools = ffi.new("struct npu_pool[]", max(len(model.pools), 1))
-        for i, pool in enumerate(model.pools):
+        inputs = ffi.new("uint32_t[]", [_u32(x, "input index") for x in main.inputIndexes] or [0])
+        outputs = ffi.new("uint32_t[]", [_u32(x, "output index") for x in main.outputIndexes] or [0])
+        values = ffi.from_buffer("char[]", model.operandValues) if model.operandValues else ffi.NULL
+        cpools = ffi.new("struct npu_pool[]", max(len(pools), 1))
+        for i, pool in enumerate(pools):
             buf = ffi.from_buffer("char[]", pool)
             keep.append(buf)
-            pools[i].data = buf
-            pools[i].length = len(buf)
-        keep += [operands, operations, inputs, outputs, values, pools, model]
-        m.operand_count, m.operands = len(model.operands), operands
-        m.operation_count, m.operations = len(model.operations), operations
-        m.input_count, m.input_indexes = len(model.input_indexes), inputs
-        m.output_count, m.output_indexes = len(model.output_indexes), outputs
+            cpools[i].data = buf
+            cpools[i].length = len(buf)
+        keep += [operands, operations, inputs, outputs, values, cpools, model, pools]
+        m.operand_count, m.operands = len(main.operands), operands
+        m.operation_count, m.operations = len(main.operations), operations
+        m.input_count, m.input_indexes = len(main.inputIndexes), inputs
+        m.output_count, m.output_indexes = len(main.outputIndexes), outputs
         m.operand_values = values
-        m.operand_values_length = len(model.operand_values)
-        m.pool_count, m.pools = len(model.pools), pools
+        m.operand_values_length = len(model.operandValues)
+        m.pool_count, m.pools = len(pools), cpools
         self.ptr = m
+        self.operation_count = len(main.operations)
         self._keep = keep
 
 
-def validate_model(model: Model) -> tuple[int, int | None]:
+def validate_model(model: Model, pools: Sequence[Any]) -> tuple[int, int | None]:
     """``npu_model_validate``: (status, index of the bad operation or None)."""
-    cm = CModel(model)
+    cm = CModel(model, pools)
     bad = ffi.new("uint32_t *")
     status = lib.npu_model_validate(cm.ptr, bad)
     return status, (None if bad[0] == 0xFFFFFFFF else int(bad[0]))
@@ -300,9 +308,9 @@ def c_buffers(buffers: Sequence[Any], *, writable: bool) -> tuple[Any, list[Any]
     return arr, keep
 
 
-def run_model(model: Model, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+def run_model(model: Model, pools: Sequence[Any], inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
     """``npu_kernel_run_model``: run a whole model on this thread, no device involved."""
-    cm = CModel(model)
+    cm = CModel(model, pools)
     cin, keep_in = c_buffers(inputs, writable=False)
     cout, keep_out = c_buffers(outputs, writable=True)
     _check(lib.npu_kernel_run_model(cm.ptr, cin, len(inputs), cout, len(outputs)), "npu_kernel_run_model")
@@ -529,15 +537,15 @@ class System:
             int(info.sram_bytes),
         )
 
-    def get_supported_operations(self, device: int, model: Model) -> list[bool]:
+    def get_supported_operations(self, device: int, model: Model, pools: Sequence[Any]) -> list[bool]:
         device = _u32(device, "device number", NpuValueError)
-        cm = CModel(model)
-        supported = ffi.new("bool[]", max(len(model.operations), 1))
+        cm = CModel(model, pools)
+        supported = ffi.new("bool[]", max(cm.operation_count, 1))
         _check(
             lib.npu_system_get_supported_operations(self.ptr, device, cm.ptr, supported),
             f"get_supported_operations(device {device})",
         )
-        return [bool(supported[i]) for i in range(len(model.operations))]
+        return [bool(supported[i]) for i in range(cm.operation_count)]
 
     def set_scheduling_configs(self, configs: Sequence[SchedulingConfig]) -> None:
         arr = _c_configs(configs)
@@ -551,13 +559,14 @@ class System:
         self,
         device: int,
         model: Model,
+        pools: Sequence[Any],
         *,
         emulated_weight_bytes: int = 0,
         emulated_sram_bytes: int = 0,
         cost_scale: float = 0.0,
     ) -> int:
         device = _u32(device, "device number", NpuValueError)
-        cm = CModel(model)
+        cm = CModel(model, pools)
         params = ffi.new("struct npu_load_params *")
         params.emulated_weight_bytes = _u64(emulated_weight_bytes, "emulated_weight_bytes")
         params.emulated_sram_bytes = _u64(emulated_sram_bytes, "emulated_sram_bytes")

@@ -146,14 +146,6 @@ def test_the_stack_parses_no_aidl_when_it_starts() -> None:
 # why it is still there (what remains of issue 13 point 2). A new mirror fails the test
 # below, and so does leaving an entry here once its class is gone.
 _STILL_WRITTEN_BY_HAND = {
-    # The driver binding's model, what C loads: pools are mapped buffers (not SharedMemory),
-    # one subgraph, and ModelBuilder/tools make it without a binder. The HAL builds it
-    # straight from the AIDL Model (Model.from_aidl, no dict in between); from_hal still
-    # takes dicts and framework.nn's HalModel (duck-typed keys) for tools and tests.
-    ("npuhal/_model.py", "DataLocation"): "the driver binding's model (see above)",
-    ("npuhal/_model.py", "Operand"): "the driver binding's model",
-    ("npuhal/_model.py", "Operation"): "the driver binding's model",
-    ("npuhal/_model.py", "Model"): "the driver binding's model",
     ("framework/nn/_hal.py", "DataLocation"): "HalModel, the runtime's in-memory model",
 }
 

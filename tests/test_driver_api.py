@@ -10,6 +10,8 @@ import trio
 import trio.testing
 
 import npuhal
+from interfaces.android.hardware.neuralnetworks import DataLocation
+from model_edits import with_operand, with_operation
 from npuhal import DeviceStatus, DeviceType, FuseCode, ModelBuilder, OperandType, OperationType
 
 NPUHAL = pathlib.Path(npuhal.__file__).parent
@@ -39,7 +41,7 @@ def test_every_public_name_is_exported_once_from_a_private_module():
     for module in {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}:
         declared |= set(importlib.import_module(f"npuhal.{module}").__all__)
     assert set(names) == declared
-    for required in ("open_driver", "Driver", "Device", "NpuError", "SchedulingConfig", "WorkInfo", "Model"):
+    for required in ("open_driver", "Driver", "Device", "NpuError", "SchedulingConfig", "WorkInfo", "ModelBuilder"):
         assert required in names
 
 
@@ -291,14 +293,12 @@ def test_run_model_without_a_device_uses_the_same_kernels():
     (out,) = npuhal.run_model(small_model(), [x])
     np.testing.assert_array_equal(out, x + 1)
     mine = np.zeros((2, 4), np.float32)
-    assert npuhal.run_model(small_model().to_hal(), [x.tobytes()], [mine])[0] is mine
+    assert npuhal.run_model(small_model(), [x.tobytes()], [mine])[0] is mine
     np.testing.assert_array_equal(mine, x + 1)
     with pytest.raises(npuhal.NpuValueError):
         npuhal.run_model(small_model(), [x, x])
-    hal = small_model().to_hal()
-    hal["operations"][0]["inputs"] = [0, 9, 2]
     with pytest.raises(npuhal.NpuModelError, match="BAD_OPERAND_INDEX"):
-        npuhal.run_model(hal, [x])
+        npuhal.run_model(with_operation(small_model(), 0, inputs=[0, 9, 2]), [x])
 
 
 @pytest.mark.parametrize(
@@ -414,14 +414,14 @@ def test_shared_memory_carries_weights_inputs_and_outputs():
     rng = np.random.default_rng(9)
     w = rng.standard_normal((2, 4), dtype=np.float32)
     x = rng.standard_normal((2, 4), dtype=np.float32)
-    hal = small_model().to_hal()
-    # Move the constant into a shared-memory pool, as an app's runtime would send it.
+    model = small_model()
+    # Move the constant into a shared-memory pool of its own, as an app's runtime would send it.
     weights = SharedMemory.create("weights", w.nbytes)
     weights.mapReadWrite()[:] = w.tobytes()
-    const = hal["operations"][0]["inputs"][1]
-    hal["operands"][const]["lifetime"] = npuhal.OperandLifeTime.CONSTANT_POOL
-    hal["operands"][const]["location"] = {"poolIndex": 0, "offset": 0, "length": w.nbytes}
-    hal["pools"] = [weights]
+    const = model.main.operations[0].inputs[1]
+    location = DataLocation(poolIndex=0, offset=0, length=w.nbytes)
+    hal = with_operand(model, const, lifetime=npuhal.OperandLifeTime.CONSTANT_POOL, location=location)
+    hal = hal.replace(pools=[weights])
     shm_in, shm_out = SharedMemory.create("in", x.nbytes), SharedMemory.create("out", x.nbytes)
     shm_in.mapReadWrite()[:] = x.tobytes()
     with npuhal.Driver.open() as driver:

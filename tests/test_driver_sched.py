@@ -14,11 +14,15 @@ import numpy as np
 import pytest
 
 import npuhal
+from interfaces.android.hardware.neuralnetworks import DataLocation, Operand, Operation
+from model_edits import with_main, with_operand, with_operation
 from npuhal import (
     DeviceType,
     EndReason,
     FuseCode,
     ModelBuilder,
+    OperandLifeTime,
+    OperandType,
     OperationType,
     PreemptionMode,
     SchedulingConfig,
@@ -295,15 +299,13 @@ async def test_loading_past_weight_memory_is_a_capacity_error_and_unload_frees_i
 
 async def test_bad_models_and_buffers_get_clear_errors():
     async with npuhal.open_driver() as driver:
-        hal = fc_model().to_hal()
-        hal["operations"][0]["inputs"][1] = 999
+        model = fc_model()
+        fc = model.main.operations[0]
         with pytest.raises(npuhal.NpuModelError) as info:
-            driver.load_model(0, hal)
+            driver.load_model(0, with_operation(model, 0, inputs=[fc.inputs[0], 999, *fc.inputs[2:]]))
         assert info.value.name == "BAD_OPERAND_INDEX"
-        hal = fc_model().to_hal()
-        hal["operands"][hal["operations"][0]["outputs"][0]]["dimensions"] = [1, 31]
         with pytest.raises(npuhal.NpuModelError, match="BAD_SHAPE"):
-            driver.load_model(0, hal)
+            driver.load_model(0, with_operand(model, fc.outputs[0], dimensions=[1, 31]))
         with pytest.raises(npuhal.NpuLookupError):
             driver.load_model(99, fc_model())
         handle = driver.load_model(0, fc_model())
@@ -335,21 +337,32 @@ async def test_supported_operations_reflects_each_devices_op_set():
             driver.load_model(small, model)
 
 
-async def test_an_nnapi_operation_npuemu_cannot_compute_is_unsupported_not_an_error():
+async def test_a_valid_operation_the_hardware_cannot_compute_is_unsupported_not_an_error():
     async with npuhal.open_driver() as driver:
+        # A quantized ADD is valid NNAPI; the emulated hardware computes float32 only.
         m = ModelBuilder()
         x = m.input((1, 4))
-        y = m.operation(1, [x], (1, 4))  # AVERAGE_POOL_2D: NNAPI has it, npuemu does not compute it
-        m.output(m.operation(OperationType.RELU, [y], (1, 4)))
-        model = m.build()
+        m.output(m.operation(OperationType.RELU, [x], (1, 4)))
+        relu = m.build()
+        q = Operand(type=OperandType.TENSOR_QUANT8_ASYMM, dimensions=[1, 4], scale=0.5)
+        fuse = Operand(type=OperandType.INT32, lifetime=OperandLifeTime.CONSTANT_COPY, location=DataLocation(length=4))
+        quantized = [q.replace(lifetime=OperandLifeTime.SUBGRAPH_INPUT), fuse, q]
+        model = with_main(
+            relu,
+            operands=[*relu.main.operands, *quantized],
+            operations=[*relu.main.operations, Operation(type=OperationType.ADD, inputs=[2, 2, 3], outputs=[4])],
+            inputIndexes=[0, 2],
+        ).replace(operandValues=bytes(4))
         npu = by_type(driver, DeviceType.ACCELERATOR)
-        assert driver.supported_operations(npu, model) == [False, True]
+        assert driver.supported_operations(npu, model) == [True, False]
         with pytest.raises(npuhal.NpuModelError):
             driver.load_model(npu, model)
-        hal = model.to_hal()
-        hal["operations"][1]["inputs"] = [77]  # but a structural error stays an error
+        # ... but a structural error stays an error.
         with pytest.raises(npuhal.NpuModelError, match="BAD_OPERAND_INDEX"):
-            driver.supported_operations(npu, hal)
+            driver.supported_operations(npu, with_operation(model, 1, inputs=[2, 77, 3]))
+        # An operation NNAPI has but npuemu's AIDL does not (AVERAGE_POOL_2D) cannot be in a model at all.
+        with pytest.raises(ValueError, match="OperationType"):
+            m.operation(1, [x], (1, 4))
 
 
 async def test_throttling_lengthens_work_and_severities_are_reported():

@@ -50,34 +50,16 @@ LONG = 100_000  # cost scale: a job of tens of emulated ms on one channel
 
 
 def aidl_model(model) -> AModel:
-    """An npuhal Model as the AIDL Model a client sends (constant pools as SharedMemory)."""
+    """``model`` as one call sends it: the same parcelable, its pools copied into fresh
+    SharedMemory regions (the HAL closes the regions it receives)."""
     pools = []
     for i, pool in enumerate(model.pools):
-        data = bytes(pool)
+        data = bytes(pool.mapReadOnly())
         shm = SharedMemory.create(f"model-pool-{i}", len(data))
         with shm.map() as m:
             m[:] = data
         pools.append(shm)
-    operands = [
-        AOperand(
-            type=int(o.type),
-            dimensions=list(o.dimensions),
-            lifetime=int(o.lifetime),
-            location=ADataLocation(poolIndex=o.location.pool_index, offset=o.location.offset, length=o.location.length),
-        )
-        for o in model.operands
-    ]
-    operations = [AOperation(type=int(op.type), inputs=list(op.inputs), outputs=list(op.outputs)) for op in model.operations]
-    return AModel(
-        main=Subgraph(
-            operands=operands,
-            operations=operations,
-            inputIndexes=list(model.input_indexes),
-            outputIndexes=list(model.output_indexes),
-        ),
-        operandValues=model.operand_values,
-        pools=pools,
-    )
+    return model.replace(pools=pools)
 
 
 def fc_model(n_in=16, units=8, seed=0):
@@ -794,21 +776,21 @@ async def test_group_and_feature_ids_reach_the_callback(autojump_clock, world, s
     assert {(i.groupId, i.debugFeatureId) for _, i, _ in recorder.events} == {(group, "camera.segmentation")}
 
 
-def test_the_hal_builds_the_driver_model_straight_from_the_aidl_model():
-    # No dict in between: the compiled AIDL Model's fields go into npuhal.Model, with
-    # from_hal's checks (a bad index is NpuModelError, which the HAL answers INVALID_ARGUMENT).
+def test_the_driver_takes_the_aidl_model_the_hal_receives():
+    # No conversion in between: the compiled AIDL Model goes to the driver as it is
+    # (its pools mapped for the call), and C's refusals are NpuModelError, which the HAL
+    # answers INVALID_ARGUMENT.
     import npuhal
 
-    model, _, _ = fc_model()
+    model, w, b = fc_model()
     wire = aidl_model(model)
     try:
-        built = npuhal.Model.from_aidl(wire)
-        assert type(built) is npuhal.Model and built == model
-        assert [bytes(p) for p in built.pools] == [bytes(p) for p in model.pools]
-        del built
+        x = np.ones((1, 16), np.float32)
+        (y,) = npuhal.run_model(wire, [x])
+        np.testing.assert_allclose(y, np.maximum(x @ w.T + b, 0)[0:1], rtol=1e-5)
         bad = wire.replace(main=wire.main.replace(inputIndexes=[-1]))
-        with pytest.raises(npuhal.NpuModelError, match="inputIndexes must not be negative"):
-            npuhal.Model.from_aidl(bad)
+        with pytest.raises(npuhal.NpuModelError, match="model input 0 names no operand"):
+            npuhal.run_model(bad, [x])
     finally:
         for pool in wire.pools:
             pool.close()

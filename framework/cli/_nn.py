@@ -87,6 +87,7 @@ async def _offline(names, preference, enabled):
         isValidDeviceName,
         makeCapabilities,
         sampleModel,
+        toAidlModel,
     )
     from npuhal import open_driver
 
@@ -100,7 +101,7 @@ async def _offline(names, preference, enabled):
                 version=dev.version,
                 featureLevel=dev.feature_level,
                 capabilities=makeCapabilities(dev.capabilities),
-                supportedOperations=lambda hal, n=dev.number: driver.supported_operations(n, hal.to_dict()),
+                supportedOperations=lambda hal, n=dev.number: driver.supported_operations(n, toAidlModel(hal)),
             )
 
         drivers = [describe(d) for d in driver.devices if isValidDeviceName(d.name)]

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 import npuhal
+from interfaces.android.hardware.neuralnetworks import Model
 from npuhal import (
     EndReason,
     FuseCode,
@@ -134,7 +135,7 @@ def driver_policy(path: str | Path) -> Policy:
     return Policy(f"driver:{path.stem}", f"the driver {path.name}'s own scheduling", None, None, str(path.resolve()))
 
 
-def _task_model(task: Task, index: int) -> tuple[npuhal.Model, np.ndarray]:
+def _task_model(task: Task, index: int) -> tuple[Model, np.ndarray]:
     rng = np.random.default_rng([index, task.width, task.layers])
     m = ModelBuilder()
     y = m.input((1, task.width))
@@ -152,7 +153,7 @@ class Calibration:
     """The per-task models and the cost scales that give them their ``work_ms``."""
 
     cost_scales: tuple[float, ...]
-    models: tuple[npuhal.Model, ...] = field(repr=False)
+    models: tuple[Model, ...] = field(repr=False)
     inputs: tuple[np.ndarray, ...] = field(repr=False)
 
 
@@ -342,7 +343,7 @@ def run_policy(
             run_to(arrival.time_ns)
             task = workload.tasks[arrival.task]
             handle = handles[arrival.task]
-            out = np.empty(handle.model.output_shape(0), np.float32)
+            out = np.empty(handle.output_shapes[0], np.float32)
             try:
                 work = driver.submit(handle, [cal.inputs[arrival.task]], [out], uid=task.uid,
                                      job_priority=task.priority)

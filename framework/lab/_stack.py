@@ -61,6 +61,7 @@ import npuhal
 from npuhal import FuseCode, ModelBuilder, OperationType
 from framework.binder import defaultServiceManager
 from framework.emulator import open_stack
+from interfaces.android.hardware.neuralnetworks import Model
 from interfaces.android.npumanager import INpuManager
 
 from ._errors import LabRunError
@@ -93,7 +94,7 @@ class StackCalibration:
         return [(t, f) for t, f in zip(workload.tasks, self.floor_ms) if t.work_ms < f]
 
 
-def _hal_model(layers: int, seed: int) -> tuple[npuhal.Model, np.ndarray]:
+def _hal_model(layers: int, seed: int) -> tuple[Model, np.ndarray]:
     rng = np.random.default_rng([seed, layers])
     m = ModelBuilder()
     y = m.input((1, STACK_WIDTH))

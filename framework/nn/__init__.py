@@ -55,6 +55,7 @@ from ._errors import UnexpectedNullError as UnexpectedNullError
 from ._errors import UnmappableError as UnmappableError
 from ._errors import convertErrorStatusToResultCode as convertErrorStatusToResultCode
 from ._errors import error_for_result_code as error_for_result_code
+from ._aidl import toAidlModel as toAidlModel
 from ._atrace import TRACE_MARKER_NAME as TRACE_MARKER_NAME
 from ._compilation import Compilation as Compilation
 from ._discovery import getDevice as getDevice

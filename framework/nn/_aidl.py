@@ -109,8 +109,14 @@ def sharedMemoryFor(pool: Any, name: str) -> SharedMemory:
     return region
 
 
-def toAidlModel(hal: HalModel, pools: list[SharedMemory]) -> Any:
-    """``hal`` as the HAL's ``Model`` parcelable; ``pools[i]`` carries ``hal.pools[i]``."""
+def toAidlModel(hal: HalModel, pools: list[SharedMemory] | None = None) -> Any:
+    """``hal`` as the HAL's ``Model`` parcelable; ``pools[i]`` carries ``hal.pools[i]``.
+
+    Without ``pools``, each pool is copied into a new ``SharedMemory`` region, which the
+    parcelable's ``pools`` then own (close them when done, or let them be collected).
+    """
+    if pools is None:
+        pools = [sharedMemoryFor(pool, "nn-weights") for pool in hal.pools]
     if len(pools) != len(hal.pools):
         raise ValueError(f"toAidlModel: {len(hal.pools)} pools need {len(hal.pools)} regions, got {len(pools)}")
     t = halTypes()

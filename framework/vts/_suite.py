@@ -68,7 +68,6 @@ from framework.binder import (
     defaultServiceManager,
 )
 from framework.emulator import BootConfig, open_stack
-import interfaces.android.hardware.neuralnetworks as nn_hal
 from interfaces.android.hardware.neuralnetworks import IDevice
 from interfaces.android.hardware.npu import IScheduling, ISchedulingCallback, SchedulingConfig
 from interfaces.npuemu.hal import IHalControl, WorkEvent
@@ -901,33 +900,7 @@ def _test_model() -> tuple[Any, int]:
     out = b.operation(OperationType.MUL, [r, x, none], [1, 4])
     b.output(out)
     model = b.build()
-    operands = [
-        nn_hal.Operand(
-            type=int(o.type),
-            dimensions=list(o.dimensions),
-            scale=0.0,
-            zeroPoint=0,
-            lifetime=int(o.lifetime),
-            location=nn_hal.DataLocation(
-                poolIndex=o.location.pool_index, offset=o.location.offset, length=o.location.length, padding=0
-            ),
-        )
-        for o in model.operands
-    ]
-    operations = [
-        nn_hal.Operation(type=int(op.type), inputs=list(op.inputs), outputs=list(op.outputs))
-        for op in model.operations
-    ]
-    main = nn_hal.Subgraph(
-        operands=operands,
-        operations=operations,
-        inputIndexes=list(model.input_indexes),
-        outputIndexes=list(model.output_indexes),
-    )
-    parcel = nn_hal.Model(
-        main=main, referenced=[], operandValues=bytes(model.operand_values), pools=[], relaxComputationFloat32toFloat16=False
-    )
-    return parcel, len(operations)
+    return model, len(model.main.operations)
 
 
 async def get_supported_operations(s: _Session) -> str:
