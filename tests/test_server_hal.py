@@ -1,16 +1,15 @@
 """system_server over the real HAL (``npuhal.serve_hal`` on a virtual-clock driver), in
-one trio run: what the npu service pushes and revokes is what the driver then does."""
+one trio run (the stack ``framework.emulator.open_stack`` assembles in memory): what the
+npu service pushes and revokes is what the driver then does."""
 
 from __future__ import annotations
 
-import functools
-
 import pytest
-import trio
 
 import numpy as np
 
-from framework.binder import ServiceSpecificException, defaultServiceManager, open_binder_runtime
+from framework.binder import ServiceSpecificException, defaultServiceManager
+from framework.emulator import open_stack
 from framework.nn import NeuralNetworksError, open_nn_runtime, sampleModel
 from framework.npumanager import NpuManager
 from interfaces.android.hardware.neuralnetworks import ExecutionPreference as EXEC_PREF
@@ -18,7 +17,6 @@ from interfaces.android.hardware.neuralnetworks import IDevice
 from interfaces.android.hardware.neuralnetworks import Priority as PRIORITY
 from interfaces.npuemu.hal import IHalControl
 from npuhal import open_driver
-from npuhal import serve_hal
 from test_hal_inprocess import Execution, aidl_model, fc_model
 from test_server_support import Recorder, World, ask, npu_of, request, write_apps
 
@@ -27,37 +25,30 @@ CANCELLED = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED
 COMPLETE = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_COMPLETE
 
 
-class RealHalWorld(World):
-    async def start_real_hal(self):
-        pid = await self.spawn(1000)
+class StackWorld:
+    """The whole stack in one process (``open_stack``: the real HAL over a virtual-clock
+    reference driver, system_server), with the helpers of the fake-HAL ``World``."""
 
-        async def run(task_status):
-            with trio.CancelScope() as scope:
-                async with open_driver(clock="virtual") as driver:
-                    async with open_binder_runtime(network=self.net, pid=pid) as rt:
-                        hal = await self.nursery.start(functools.partial(serve_hal, driver, rt))
-                        task_status.started((scope, hal))
-                        await trio.sleep_forever()
+    launch = World.launch
+    settle = World.settle
 
-        self.hal_scope, self.real_hal = await self.nursery.start(run)
-        return self.real_hal
+    def __init__(self, stack) -> None:
+        self.stack = stack
+        self.init = stack.init
+        self.system = stack.system
+        self.launcher = stack.launcher
+
+    @property
+    def real_hal(self):
+        return self.stack.hal
 
 
 @pytest.fixture
 async def world(autojump_clock, tmp_path):
-    from framework.binder import MemoryNetwork, serve_servicemanager
-
-    net = MemoryNetwork()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(functools.partial(serve_servicemanager, network=net))
-        async with open_binder_runtime(network=net, pid=net.init_pid) as init:
-            w = RealHalWorld(net, nursery, init, write_apps(tmp_path / "apps"))
-            await w.start_real_hal()
-            w.system = await w.start_system(unload_timeout=2.0)
-            with trio.fail_after(5):
-                await w.system.npu.wait_hal_connected()
-            yield w
-        nursery.cancel_scope.cancel()
+    apps = write_apps(tmp_path / "apps")
+    async with open_driver(clock="virtual") as driver, \
+            open_stack(driver, apps_dir=apps, system_options={"unload_timeout": 2.0}) as stack:
+        yield StackWorld(stack)
 
 
 async def control_of(app):
