@@ -67,7 +67,7 @@ from framework.binder import (
     SecurityException,
     defaultServiceManager,
 )
-from framework.emulator import BootConfig, open_stack
+from framework.emulator import BootConfig, Emulator, open_stack
 from interfaces.android.hardware.neuralnetworks import IDevice
 from interfaces.android.hardware.npu import IScheduling, ISchedulingCallback, SchedulingConfig
 from interfaces.npuemu.hal import IHalControl, WorkEvent
@@ -350,7 +350,7 @@ class _RecordingCallback(ISchedulingCallback.Stub):
 class _Session:
     """The private HAL under test and the proxies to it, refreshed after a restart."""
 
-    stack: Any  # the framework.emulator.Emulator the HAL runs in
+    stack: Emulator  # the HAL runs in it, this process its init
     target: _Target
     facts: dict | None              # the probe's answer, None if the probe failed
     probe_error: str | None
