@@ -134,7 +134,7 @@ async def test_a_caller_reading_when_the_peer_dies_fails_and_the_recipient_fires
         async with trio.open_nursery() as callers:
             callers.start_soon(call_forever)
             await obj.entered.wait()
-            assert me._clients[address]._reading  # the caller holds the reading role
+            assert me._clients[address].reader.holder.kind.value == "caller"  # the caller holds the reading role
             kill.cancel()
             with trio.fail_after(HANG_BOUND_S):
                 await recipient.died.wait()

@@ -57,11 +57,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import outcome
 import trio
 
 from . import _status
 from ._nursery import open_service_nursery
+from ._reader import ACTIVE, READING, WAITING, Party, Reader
 from ._status import (
     DeadObjectException,
     IllegalStateException,
@@ -132,9 +132,6 @@ Resolver = Callable[["BinderRuntime", int, "str | None"], Awaitable["int | None"
 #: interface class (the one with ``asInterface``). ``_interface.interface_class`` is the one
 #: ``open_binder_runtime`` passes; the runtime imports no interface machinery itself.
 InterfaceFactory = Callable[[Any], Any]
-
-
-_new_event = tuple.__new__  # an event built from trusted fields, without re-checking
 
 
 def _close_fds(fds) -> None:
@@ -462,30 +459,38 @@ class _ParcelContext:
 
 # ---------------------------------------------------------------------------------
 # Connections
+#
+# Who reads each connection is the reading role of ``_reader``: its Reader moves
+# the parties (callers, the watcher, serving tasks) and calls ``_wake`` for each
+# one it takes out of WAITING; these classes do the I/O.
 
 
-class _Slot:
-    """Where a reply (or the news that none will come) meets the waiting caller.
+def _wake(party: Party) -> None:
+    trio.lowlevel.reschedule(party.task)
 
-    ``lead`` is set when the reading role is handed to this caller: it wakes up
-    and reads for everyone instead of waiting to be given its reply.
-    """
 
-    __slots__ = ("task", "reply", "error", "parked", "lead")
+async def _park(reader: Reader, party: Party) -> None:
+    """Wait until ``reader`` wakes ``party`` (handed the role, answered, or the
+    connection lost); cancelled, the party gives up."""
 
-    def __init__(self, task: trio.lowlevel.Task) -> None:
-        self.task = task
-        self.reply: Reply | None = None
-        self.error: BaseException | None = None
-        self.parked = False
-        self.lead = False
+    def abort(_raise_cancel: Any) -> trio.lowlevel.Abort:
+        reader.cancel(party)  # a waiting party holds no reply
+        return trio.lowlevel.Abort.SUCCEEDED
 
-    def deliver(self, reply: Reply | None, error: BaseException | None = None) -> None:
-        self.reply = reply
-        self.error = error
-        if self.parked:
-            self.parked = False
-            trio.lowlevel.reschedule(self.task)
+    await trio.lowlevel.wait_task_rescheduled(abort)
+
+
+async def _next_event(wire: Connection, stream: Any) -> Any:
+    """The next event ``wire`` makes of what ``stream`` brings; None at its end."""
+    while True:
+        event = wire.next_event()
+        if event is not NEED_DATA:
+            return event
+        data, fds = await stream.receive_some()
+        if not data:
+            _close_fds(fds)
+            return None
+        wire.receive_data(data, fds)
 
 
 def _connection_error(address: str, exc: BaseException) -> RemoteException:
@@ -503,11 +508,9 @@ def _connection_error(address: str, exc: BaseException) -> RemoteException:
 class _ClientConn:
     """This process's connection to another one, over which its proxies call.
 
-    Who reads the replies (leader/follower). Whoever waits reads: a caller that
-    finds nobody reading takes the *reading role* and reads the socket itself, so a
-    lone call (the common case) gets its reply without a task switch. Replies it
-    meets for other calls it hands to their callers; when its own arrives it passes
-    the role to a caller still waiting (or to the watcher, below) and returns.
+    A two-way caller is a party of the connection's :class:`Reader`: after sending
+    it reads its reply itself if nobody else reads (no task switch for a lone
+    call), or waits to be given its reply or the role.
 
     The connection's own task (:meth:`run`) does the handshake and then watches
     for the peer's hang-up, reading nothing (``stream.wait_hangup``): that is the
@@ -521,15 +524,13 @@ class _ClientConn:
         self.address = address
         self.stream: Any = None
         self.wire = Connection(CLIENT)
+        self.reader = Reader(_wake)
         self.ready = trio.Event()
         self.usable = False
         self.error: RemoteException | None = None
-        self.slots: dict[int, _Slot] = {}
         self.remote_pid = -1
         self.remote_uid = -1
         self._peer_uid = -1
-        self._reading = False  # some task holds the reading role
-        self._watcher_waiting: trio.lowlevel.Task | None = None  # run() wants the role
         self._torn_down = False
 
     def fail(self) -> RemoteException:
@@ -543,7 +544,7 @@ class _ClientConn:
             self.stream = stream = await runtime.network.connect(self.address, runtime.pid)
             await stream.send_frame(self.wire.send(Hello(token=runtime._token)))
             with trio.fail_after(_HANDSHAKE_TIMEOUT):
-                event = await self._next_event()
+                event = await _next_event(self.wire, stream)
             if event is None:
                 raise DeadObjectException(f"{self.address} closed during the handshake")
             if type(event) is Refused:
@@ -553,20 +554,14 @@ class _ClientConn:
             self.usable = True
             self.ready.set()
             await stream.wait_hangup()
-            if self.error is None:
-                # The peer hung up. Replies it sent before going still count: read
-                # them (once the caller reading now, if any, passes the role on).
-                await self._take_reading_role()
-                if self.error is None:
-                    while True:
-                        event = await self._next_event()
-                        if event is None:
-                            raise DeadObjectException(f"process at {self.address} died")
-                        slot = self.slots.pop(event.txn_id, None)
-                        if slot is None:
-                            _close_fds(event.fds)
-                        else:
-                            slot.deliver(event)
+            # The peer hung up. Replies it sent before going still count: read them
+            # (once the caller reading now, if any, passes the role on).
+            reader = self.reader
+            watcher = reader.watch(trio.lowlevel.current_task())
+            if watcher.state is ACTIVE and reader.read(watcher) is WAITING:
+                await _park(reader, watcher)
+            if watcher.state is READING:
+                await self._read_until(watcher)
         except (RemoteException, trio.TooSlowError, trio.BrokenResourceError, OSError) as exc:
             if self.error is None:
                 self.error = _connection_error(self.address, exc)
@@ -590,76 +585,22 @@ class _ClientConn:
         self._torn_down = True
         self.usable = False
         self.ready.set()
-        slots, self.slots = self.slots, {}
-        for slot in slots.values():
-            slot.deliver(None, self.fail())
+        self.reader.lose()  # waiting callers wake to DONE with no reply: they raise fail()
         _close_fds(self.wire.close())
         if not self.runtime._closed:
             self.runtime._on_connection_lost(self.address)
 
-    async def _take_reading_role(self) -> None:
-        if not self._reading:
-            self._reading = True
-            await trio.lowlevel.checkpoint()
-            return
-        self._watcher_waiting = task = trio.lowlevel.current_task()
-
-        def abort(_: Any) -> trio.lowlevel.Abort:
-            if self._watcher_waiting is task:
-                self._watcher_waiting = None
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        await trio.lowlevel.wait_task_rescheduled(abort)
-
-    def _pass_reading_role(self) -> None:
-        """The holder is done reading: hand the role on, or leave it free."""
-        watcher = self._watcher_waiting
-        if watcher is not None:
-            self._watcher_waiting = None
-            trio.lowlevel.reschedule(watcher)
-            return
-        for slot in self.slots.values():
-            # Only a parked caller can be handed the role: it wakes up holding it,
-            # whereas one still sending might be cancelled before it looks.
-            if slot.parked:
-                slot.parked = False
-                slot.lead = True
-                trio.lowlevel.reschedule(slot.task)
-                return
-        self._reading = False
-
-    async def _next_event(self) -> Any:
-        wire, stream = self.wire, self.stream
-        while True:
-            event = wire.next_event()
-            if event is not NEED_DATA:
-                return event
-            data, fds = await stream.receive_some()
-            if not data:
-                _close_fds(fds)
-                return None
-            wire.receive_data(data, fds)
-
-    async def _lead(self, slot: _Slot) -> Reply:
-        """Hold the reading role until ``slot``'s reply arrives; return it."""
-        wire, stream, slots = self.wire, self.stream, self.slots
+    async def _read_until(self, party: Party) -> None:
+        """Hold the reading role while ``party`` does: hand each reply read to its
+        caller, until ``party``'s own comes (or, for the watcher, the stream ends)."""
+        reader, wire, stream = self.reader, self.wire, self.stream
         try:
-            while True:
-                event = wire.next_event()
-                if event is NEED_DATA:
-                    data, fds = await stream.receive_some()
-                    if not data:
-                        _close_fds(fds)
-                        raise DeadObjectException(f"process at {self.address} died")
-                    wire.receive_data(data, fds)
-                    continue
-                waiter = slots.pop(event.txn_id, None)
-                if waiter is slot:
-                    return event
-                if waiter is None:
+            while party.state is READING:
+                event = await _next_event(wire, stream)
+                if event is None:
+                    raise DeadObjectException(f"process at {self.address} died")
+                if not reader.answer(event.txn_id, event):
                     _close_fds(event.fds)  # its caller was cancelled; nobody wants it
-                else:
-                    waiter.deliver(event)
         except (RemoteException, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             # The connection is broken for everyone: tear down now, and close the
             # stream, which wakes the watcher in run() to finish.
@@ -668,15 +609,15 @@ class _ClientConn:
                 await stream.aclose()
             raise self.fail() from None
         finally:
-            self._pass_reading_role()
+            if party.state is READING:  # cancelled while reading: pass the role on
+                reader.cancel(party)
 
     async def transact(self, target: int, code: int, data: Any, fds, oneway: bool) -> Reply | None:
         if not self.usable:
             raise self.fail() if self.error else DeadObjectException(f"{self.address} is not connected")
         wire = self.wire
         txn_id = wire.new_txn_id()
-        # Every field is ours (the receiver validates what it reads); skip the checks.
-        buffers = wire.send(_new_event(Transaction, (txn_id, target, code, oneway, data, len(fds), ())))
+        buffers = wire.send(Transaction(txn_id, target, code, oneway, data, len(fds)))
         if oneway:
             try:
                 await self.stream.send_frame(buffers, fds)
@@ -685,12 +626,15 @@ class _ClientConn:
             # The send itself need not yield; a caller looping on oneway calls must.
             await trio.lowlevel.checkpoint()
             return None
-        slot = _Slot(trio.lowlevel.current_task())
-        self.slots[txn_id] = slot  # before sending: the reply may beat send_frame's return
+        reader = self.reader
+        # A party before sending: the reply may beat send_frame's return.
+        party = reader.call(txn_id, trio.lowlevel.current_task())
         try:
             await self.stream.send_frame(buffers, fds)
         except BaseException as exc:
-            self.slots.pop(txn_id, None)
+            unread = reader.cancel(party)
+            if unread is not None:
+                _close_fds(unread.fds)
             if not self.usable:
                 raise self.fail() from None
             if isinstance(exc, (trio.BrokenResourceError, trio.ClosedResourceError)):
@@ -698,34 +642,13 @@ class _ClientConn:
                 # the race with the hang-up): the caller sees what it will see next.
                 raise DeadObjectException(f"process at {self.address} died") from None
             raise
-        while True:
-            if slot.reply is not None or slot.error is not None:
-                if slot.lead:  # handed the role as the connection ended: pass it on
-                    slot.lead = False
-                    self._pass_reading_role()
-                if slot.error is not None:
-                    raise slot.error
-                return slot.reply
-            if slot.lead or not self._reading:
-                slot.lead = False
-                self._reading = True
-                try:
-                    return await self._lead(slot)
-                except BaseException:
-                    # Cancelled while reading (or the connection broke): nobody waits for
-                    # this reply now. Whoever reads it later must find no waiter and close
-                    # the descriptors it carries, not hand them to a forgotten slot.
-                    if self.slots.get(txn_id) is slot:
-                        del self.slots[txn_id]
-                    raise
-            slot.parked = True
-
-            def abort(_raise_cancel: Any) -> trio.lowlevel.Abort:
-                slot.parked = False
-                self.slots.pop(txn_id, None)
-                return trio.lowlevel.Abort.SUCCEEDED
-
-            await trio.lowlevel.wait_task_rescheduled(abort)
+        if party.state is ACTIVE and reader.read(party) is WAITING:
+            await _park(reader, party)
+        if party.state is READING:
+            await self._read_until(party)
+        if party.reply is None:
+            raise self.fail()
+        return party.reply
 
 
 @types.coroutine
@@ -769,8 +692,8 @@ def _run_inline(coro: Any, on_block: Callable[[], None]) -> Any:
 class _ServerConn:
     """A connection another process opened to us: we read calls and send replies.
 
-    Serving (leader/follower again). One task at a time holds the connection's
-    *reading role*. It reads a call and runs the handler itself, inline, through
+    Each serving task is a party of the connection's :class:`Reader`. The one
+    holding the role reads a call and runs the handler itself, inline, through
     :func:`_run_inline`: a handler that never waits replies without any task
     switch. The moment a handler has to wait (a sleep, a lock, a nested call, a
     full socket), the role passes to an idle task of this connection (or a new
@@ -781,30 +704,28 @@ class _ServerConn:
     them in order and one at a time.
     """
 
-    __slots__ = (
-        "runtime", "stream", "wire", "peer_pid", "peer_uid", "identity", "idle", "reader", "backlog",
-        "_hand_off", "_finished",
-    )
+    __slots__ = ("runtime", "stream", "wire", "reader", "peer_pid", "peer_uid", "identity", "backlog")
 
     def __init__(self, runtime: BinderRuntime, stream: Any) -> None:
         self.runtime = runtime
         self.stream = stream
         self.wire = Connection(SERVER)
+        self.reader = Reader(_wake, self._spawn, max_idle=_MAX_IDLE_WORKERS)
         self.peer_pid = stream.peer_pid
         self.peer_uid = -1
         self.identity = (self.peer_pid, -1)
-        self.idle: list[trio.lowlevel.Task] = []  # tasks waiting to be handed the role
-        self.reader: trio.lowlevel.Task | None = None  # the task holding the reading role
         self.backlog: deque[Transaction] = deque()  # calls read ahead, not yet served
-        self._hand_off = self._pass_reading_role  # bound once: it is passed per call
-        self._finished = False
+
+    def _spawn(self, party: Party) -> None:
+        self.runtime._nursery.start_soon(self._work, party)
 
     async def run(self) -> None:
         runtime, wire, stream = self.runtime, self.wire, self.stream
+        party = self.reader.first_worker(trio.lowlevel.current_task())
         welcomed = False
         try:
             with trio.fail_after(_HANDSHAKE_TIMEOUT):
-                hello = await self._next_event()
+                hello = await _next_event(wire, stream)
                 if hello is None:
                     return
                 try:
@@ -831,52 +752,39 @@ class _ServerConn:
         finally:
             if not welcomed:
                 await self._finish()
-        await self._work()
+        await self._work(party)
 
-    async def _work(self) -> None:
+    async def _work(self, party: Party) -> None:
         """A task of this connection: read and serve while holding the role, idle
         while another task holds it, end when the connection does."""
         _calling.set(self.identity)  # once per task: every call it serves is this peer's
-        idle = self.idle
-        task = trio.lowlevel.current_task()
+        reader = self.reader
+        party.task = trio.lowlevel.current_task()
+        try:
+            while party.state is READING:
+                if not await self._read(party):
+                    return
+                # A handler blocked, another task reads now, and ours is done.
+                if reader.idle(party) is WAITING:
+                    await _park(reader, party)
+        finally:
+            if party.state is ACTIVE:  # cancelled while finishing a blocked handler
+                reader.cancel(party)
 
-        def abort(_: Any) -> trio.lowlevel.Abort:
-            if task in idle:
-                idle.remove(task)
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        while not self._finished:
-            if not await self._read():
-                return
-            # A handler blocked, another task reads now, and ours is done.
-            if len(idle) >= _MAX_IDLE_WORKERS or self._finished:
-                return
-            idle.append(task)
-            if not await trio.lowlevel.wait_task_rescheduled(abort):
-                return
-
-    def _pass_reading_role(self) -> None:
-        # Called by _run_inline when the handler this reader runs is about to wait.
-        self.reader = None
-        if self.idle:
-            trio.lowlevel.reschedule(self.idle.pop(), outcome.Value(True))
-        else:
-            self.runtime._nursery.start_soon(self._work)
-
-    async def _read(self) -> bool:
-        """Hold the reading role: read calls and serve them inline.
+    async def _read(self, party: Party) -> bool:
+        """Hold the reading role (as ``party``): read calls and serve them inline.
 
         Returns True once the role has been handed on (a handler blocked), False
         when the connection is over (this task tore it down).
         """
-        runtime, hand_off, wire, backlog = self.runtime, self._hand_off, self.wire, self.backlog
-        task = self.reader = trio.lowlevel.current_task()
+        runtime, block, wire, backlog = self.runtime, self.reader.block, self.wire, self.backlog
+        stream = self.stream
         try:
             while True:
                 if backlog:
                     event = backlog.popleft()
                 else:
-                    event = await self._next_event()
+                    event = await _next_event(wire, stream)
                     if event is None:
                         return False
                     # Check every frame of this read before serving any: a peer that
@@ -894,45 +802,31 @@ class _ServerConn:
                         continue  # queued behind the target's running oneway call
                 else:
                     call = runtime._serve_call(self, event, set_identity=False)
-                if await _run_inline(call, hand_off):
+                if await _run_inline(call, block):
                     return True
         except ProtocolError as exc:
             log.warning("dropping connection from pid %d: %s", self.peer_pid, exc)
         except (trio.BrokenResourceError, OSError) as exc:
             log.info("connection from pid %d lost: %s", self.peer_pid, exc)
         finally:
-            # The reader tears down; a task whose handler was cancelled after it
-            # handed the role on leaves that to the reader.
-            if self.reader is task:
-                self.reader = None
+            # The holder tears down (at the stream's end, on an error, or cancelled);
+            # a task whose handler was cancelled after it handed the role on leaves
+            # that to the holder.
+            if party.state is READING:
                 await self._finish()
         return False
 
     async def _finish(self) -> None:
-        if self._finished:
+        reader = self.reader
+        if reader.lost:
             return
-        self._finished = True
+        reader.lose()  # idle tasks wake to DONE and end
         _close_fds(self.wire.close())
         while self.backlog:
             _close_fds(self.backlog.popleft().fds)
         self.runtime._server_conns.discard(self)
-        idle, self.idle = self.idle, []
-        for task in idle:
-            trio.lowlevel.reschedule(task, outcome.Value(False))
         with trio.CancelScope(shield=True):
             await self.stream.aclose()
-
-    async def _next_event(self) -> Any:
-        wire, stream = self.wire, self.stream
-        while True:
-            event = wire.next_event()
-            if event is not NEED_DATA:
-                return event
-            data, fds = await stream.receive_some()
-            if not data:
-                _close_fds(fds)
-                return None
-            wire.receive_data(data, fds)
 
     async def send_reply(self, reply: Reply, fds) -> None:
         if self.wire.state is State.CLOSED:
@@ -1141,7 +1035,7 @@ class BinderRuntime:
             else:
                 if event.oneway:
                     return
-                reply = _new_event(Reply, (event.txn_id, 0, 0, "", 0, data, len(ctx.out_fds), ()))
+                reply = Reply(event.txn_id, 0, 0, "", 0, data, len(ctx.out_fds))
             finally:
                 ctx.release_in()
                 if token is not None:
