@@ -6,6 +6,9 @@ General layout (everything lives in private modules; this file only re-exports):
   (``RemoteException`` and its builtin-flavoured subclasses) a caller sees.
 - ``_wire``: the sans-IO protocol, as h11: length-prefixed msgpack frames, the
   events, and the one table of connection state transitions. Bytes in, events out.
+- ``_reader``: who reads a connection, sans-IO too: the reading role that callers
+  (client) and serving tasks (server) take turns to hold, as a state machine with one
+  transition table. Parties in, wake-ups out.
 - ``_transport``: where the bytes travel. ``UnixNetwork`` (sockets 0600 in a 0700
   runtime directory, ``SO_PEERCRED``, ``SCM_RIGHTS``) and ``MemoryNetwork`` (a
   whole stack inside one trio run, for tests under the mock clock).
@@ -28,8 +31,8 @@ General layout (everything lives in private modules; this file only re-exports):
 - ``_open``: ``open_binder_runtime``, the runtime with the usual resolver (ask the
   servicemanager) and interface factory (``interface_class``) passed in.
 
-The layering is one way: ``_wire`` knows only ``_status``; ``_transport`` knows
-``_wire``; ``_runtime`` builds on both; ``_interface`` and the servicemanager are
+The layering is one way: ``_wire`` knows only ``_status``; ``_reader`` knows
+nothing; ``_transport`` knows ``_wire``; ``_runtime`` builds on the three; ``_interface`` and the servicemanager are
 ordinary users of the runtime, and ``_open`` ties them together. Nothing here knows
 anything about NPUs.
 """

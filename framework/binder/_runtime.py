@@ -24,7 +24,8 @@ call runs the handler itself. A handler that has to wait (a sleep, a lock, a
 nested call) first hands the reading on to another task of the connection, so
 many calls on one connection still run at once, each may block, and a handler
 may call back into its caller. Oneway calls to one object run one at a time, in
-the order they arrived.
+the order they arrived. Who holds the reading role, who waits and who is woken is
+``_reader``'s state machine; the connections here do the I/O it asks for.
 
 Death. The kernel closing the owner's socket is the death notice: every pending
 call on that connection fails with :class:`DeadObjectException`, and every
