@@ -454,6 +454,16 @@ _TRANSITIONS: dict[tuple[Role, State, str, type[Event]], State] = {
 }
 
 
+# The same table, looked up the way a connection asks: role -> direction -> state ->
+# event type -> next state (two subscripts and a get, no key to build per event).
+_BY_STATE: dict[Role, dict[str, dict[State, dict[type[Event], State]]]] = {
+    role: {direction: {state: {} for state in State} for direction in (_OUT, _IN)} for role in Role
+}
+for (_role, _state, _direction, _cls), _next in _TRANSITIONS.items():
+    _BY_STATE[_role][_direction][_state][_cls] = _next
+del _role, _state, _direction, _cls, _next
+
+
 class LocalProtocolError(RuntimeError):
     """This side tried to send something the protocol does not allow (a bug here)."""
 
@@ -467,7 +477,7 @@ class Connection:
     one. A reply for a call that was never made is the peer's protocol error.
     """
 
-    __slots__ = ("role", "state", "_framer", "_hello_seen", "_pending", "_next_txn_id", "_pack")
+    __slots__ = ("role", "state", "_framer", "_hello_seen", "_pending", "_next_txn_id", "_pack", "_out", "_in")
 
     def __init__(self, role: Role) -> None:
         self.role = role
@@ -478,6 +488,8 @@ class Connection:
         self._next_txn_id = 1
         # One Packer per connection: packb would build (and free) one per frame.
         self._pack = msgpack.Packer(use_bin_type=True).pack
+        self._out = _BY_STATE[role][_OUT]
+        self._in = _BY_STATE[role][_IN]
 
     # -- sending -------------------------------------------------------------------
 
@@ -488,29 +500,38 @@ class Connection:
 
     def send(self, event: Event) -> list[bytes]:
         """Check ``event`` against the state machine and return its frame's buffers."""
-        self._transition(_OUT, event, LocalProtocolError)
-        if type(event) is Transaction:
+        cls = type(event)
+        state = self.state
+        new_state = self._out[state].get(cls)
+        if new_state is None:
+            raise self._refused(_OUT, event, LocalProtocolError)
+        pending = self._pending
+        if cls is Transaction:
             if not event.oneway:
-                if event.txn_id in self._pending:
+                if event.txn_id in pending:
                     raise LocalProtocolError(f"transaction id {event.txn_id} is already in flight")
-                self._pending.add(event.txn_id)
-        elif type(event) is Reply:
-            if event.txn_id not in self._pending:
+                pending.add(event.txn_id)
+        elif cls is Reply:
+            if event.txn_id not in pending:
                 raise LocalProtocolError(f"no two-way transaction {event.txn_id} to reply to")
-            self._pending.discard(event.txn_id)
-        elif type(event) is Hello:
+            pending.discard(event.txn_id)
+        elif cls is Hello:
             if self._hello_seen:
                 raise LocalProtocolError("Hello sent twice")
             self._hello_seen = True
+        elif not self._hello_seen:  # Welcome or Refused: the server must have read a Hello
+            raise LocalProtocolError(f"server cannot {_OUT} {cls.__name__} before Hello")
         try:
-            return encode_frame(event, self._pack)
+            frame = encode_frame(event, self._pack)
         except (ProtocolError, TransactionTooLargeException):
             # Undo the bookkeeping: the frame never left, the call can fail cleanly.
-            if type(event) is Transaction and not event.oneway:
-                self._pending.discard(event.txn_id)
-            elif type(event) is Reply:
-                self._pending.add(event.txn_id)
+            if cls is Transaction and not event.oneway:
+                pending.discard(event.txn_id)
+            elif cls is Reply:
+                pending.add(event.txn_id)
             raise
+        self.state = new_state
+        return frame
 
     def pending_count(self) -> int:
         return len(self._pending)
@@ -528,21 +549,27 @@ class Connection:
         event = self._framer.next()
         if event is NEED_DATA:
             return event
-        self._transition(_IN, event, ProtocolError)
-        if type(event) is Hello:
+        cls = type(event)
+        new_state = self._in[self.state].get(cls)
+        if new_state is None:
+            raise self._refused(_IN, event, ProtocolError)
+        if cls is Reply:
+            try:
+                self._pending.remove(event.txn_id)
+            except KeyError:
+                raise ProtocolError(f"reply to unknown transaction {event.txn_id}") from None
+        elif cls is Transaction:
+            if not event.oneway:
+                if event.txn_id in self._pending:
+                    raise ProtocolError(f"transaction id {event.txn_id} reused while in flight")
+                self._pending.add(event.txn_id)
+        elif cls is Hello:
             if self._hello_seen:
                 raise ProtocolError("Hello received twice")
             self._hello_seen = True
             if event.version != PROTOCOL_VERSION:
                 raise ProtocolError(f"protocol version {event.version}, expected {PROTOCOL_VERSION}")
-        elif type(event) is Transaction and not event.oneway:
-            if event.txn_id in self._pending:
-                raise ProtocolError(f"transaction id {event.txn_id} reused while in flight")
-            self._pending.add(event.txn_id)
-        elif type(event) is Reply:
-            if event.txn_id not in self._pending:
-                raise ProtocolError(f"reply to unknown transaction {event.txn_id}")
-            self._pending.discard(event.txn_id)
+        self.state = new_state
         return event
 
     def close(self) -> list[int]:
@@ -550,14 +577,6 @@ class Connection:
         self.state = State.CLOSED
         return self._framer.take_stray_fds()
 
-    def _transition(self, direction: str, event: Event, error: type[Exception]) -> None:
-        key = (self.role, self.state, direction, type(event))
-        new_state = _TRANSITIONS.get(key)
-        if new_state is None:
-            verb = "send" if direction == _OUT else "receive"
-            raise error(f"{self.role.value} cannot {verb} {type(event).__name__} in state {self.state.value}")
-        if type(event) is Welcome or type(event) is Refused:
-            # The server must have read a Hello before answering it.
-            if self.role is SERVER and not self._hello_seen:
-                raise error(f"server cannot {direction} {type(event).__name__} before Hello")
-        self.state = new_state
+    def _refused(self, direction: str, event: Event, error: type[Exception]) -> Exception:
+        verb = "send" if direction == _OUT else "receive"
+        return error(f"{self.role.value} cannot {verb} {type(event).__name__} in state {self.state.value}")
