@@ -142,15 +142,10 @@ def test_the_stack_parses_no_aidl_when_it_starts() -> None:
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
-# Hand-written classes that still carry the name of an AIDL enum or parcelable, each with
-# why it is still there (what remains of issue 13 point 2). A new mirror fails the test
-# below, and so does leaving an entry here once its class is gone.
-_STILL_WRITTEN_BY_HAND = {
-    ("framework/nn/_hal.py", "DataLocation"): "HalModel, the runtime's in-memory model",
-}
-
-# Classes that share an AIDL type's name but are the NDK's, not the HAL's: an app's
-# NNAPI calls take them, and they differ from the HAL's type of the same name.
+# No hand-written class carries the name of an AIDL enum or parcelable (issue 13 point 2),
+# except these, which share an AIDL type's name but are the NDK's, not the HAL's: an app's
+# NNAPI calls take them, and they differ from the HAL's type of the same name. A new
+# mirror fails the test below, and so does leaving an entry here once its class is gone.
 _NDK_NAMES = {
     # ANeuralNetworksModel: a builder (addOperand ... finish) an app fills in; finished, it
     # gives the HAL's Model parcelable.
@@ -182,7 +177,7 @@ def test_no_layer_writes_an_aidl_type_again() -> None:
             for node in ast.walk(ast.parse(source)):
                 if isinstance(node, ast.ClassDef) and node.name in aidl_types:
                     found.add((path.relative_to(repo).as_posix(), node.name))
-    assert found == set(_STILL_WRITTEN_BY_HAND) | set(_NDK_NAMES)
+    assert found == set(_NDK_NAMES)
     # The HAL's own enums are the compiled ones, and C's are checked against them at import.
     import npuhal
     from interfaces.android.hardware import neuralnetworks
@@ -195,6 +190,11 @@ def test_no_layer_writes_an_aidl_type_again() -> None:
     # ... and the app-side runtime's are the same classes.
     import framework.nn
 
-    for name in ("DeviceType", "DeviceStatus", "ExecutionPreference", "OperandLifeTime", "OperandType", "OperationType", "ErrorStatus"):
+    for name in ("DeviceType", "DeviceStatus", "ExecutionPreference", "OperandLifeTime", "OperandType", "OperationType",
+                 "ErrorStatus", "PerformanceInfo", "Capabilities"):
         assert getattr(framework.nn, name) is getattr(neuralnetworks, name), name
     assert framework.nn.OperandType is npuhal.OperandType
+    # The runtime's in-memory model holds the compiled Subgraph (its Operand, Operation and
+    # DataLocation values), and npuhal has no model class: the driver takes the parcelable.
+    assert framework.nn.HalModel.__dataclass_fields__["main"].type == "Subgraph"
+    assert not hasattr(npuhal, "Model") and not hasattr(framework.nn, "DataLocation")

@@ -86,7 +86,7 @@ def test_the_sample_model_uses_every_operation_and_splits_across_devices():
     model = sampleModel()
     hal = model.to_hal()
     assert {op.type for op in hal.operations} == set(OperationType)
-    assert [hal.operands[i].dimensions for i in hal.outputIndexes] == [(1, 3, 3, 4), (1, 10)]
+    assert [hal.operands[i].dimensions for i in hal.outputIndexes] == [[1, 3, 3, 4], [1, 10]]
     rng = np.random.default_rng(0)
     feeds = [rng.random((1, 8, 8, 3), np.float32), rng.random((1, 16), np.float32)]
     features, scores = ref.run(hal, feeds)

@@ -1,6 +1,5 @@
 """The model builder: NDK validation rules, shape inference, the HAL format and back."""
 
-import msgpack
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -23,6 +22,8 @@ from framework.nn import (
     uniformCapabilities,
     validateModel,
 )
+from interfaces.android.hardware.neuralnetworks import DataLocation, Operand, Operation, Subgraph
+from interfaces.android.hardware.neuralnetworks import Model as AidlModel
 
 T = OperandType.TENSOR_FLOAT32
 I32 = OperandType.INT32
@@ -115,7 +116,7 @@ def test_small_values_are_copied_into_operand_values_and_large_ones_pooled():
     assert hal.constantArray(fuse).item() == 0
     assert hal.operands[x].lifetime == OperandLifeTime.SUBGRAPH_INPUT
     assert hal.operands[y].lifetime == OperandLifeTime.SUBGRAPH_OUTPUT
-    assert (hal.inputIndexes, hal.outputIndexes) == ((x,), (y,))
+    assert (hal.inputIndexes, hal.outputIndexes) == ([x], [y])
 
 
 def test_value_from_memory_references_the_apps_buffer_after_the_models_own_pool():
@@ -146,40 +147,45 @@ def test_value_from_memory_references_the_apps_buffer_after_the_models_own_pool(
         m.setOperandValueFromMemory(w, [0] * 480, 0, 480)
 
 
-def test_hal_round_trip_through_dict_msgpack_and_from_hal():
+def test_the_hal_model_is_the_aidl_subgraph_and_sends_as_the_model_parcelable():
+    from framework.nn import toAidlModel
+
     m = fc_model()
     m.finish()
     hal = m.to_hal()
-    wire = msgpack.packb({**hal.to_dict(), "pools": [bytes(p) for p in hal.pools]})
-    back = HalModel.from_dict(msgpack.unpackb(wire))
-    assert back == hal
-    assert Model.from_hal(back).to_hal() == hal
-    d = hal.to_dict()
-    assert set(d) == {"operands", "operations", "inputIndexes", "outputIndexes", "operandValues", "pools"}
-    assert d["operations"] == [{"type": 9, "inputs": [0, 1, 2, 4], "outputs": [3]}]
-    assert d["operands"][1]["location"] == {"poolIndex": 0, "offset": 0, "length": 480}
+    assert isinstance(hal.main, Subgraph) and hal.operands is hal.main.operands
+    assert hal.operations == [Operation(type=OperationType.FULLY_CONNECTED, inputs=[0, 1, 2, 4], outputs=[3])]
+    assert hal.operands[1].location == DataLocation(poolIndex=0, offset=0, length=480)
+    parcel = toAidlModel(hal)
+    try:
+        # No operand or operation changes form on the way to a driver: the same subgraph.
+        assert isinstance(parcel, AidlModel) and parcel.main is hal.main and parcel.referenced == []
+        assert parcel.operandValues == hal.operandValues
+        assert [bytes(p.mapReadOnly()) for p in parcel.pools] == [bytes(p) for p in hal.pools]
+        back = HalModel(parcel.main, parcel.operandValues, [bytes(p.mapReadOnly()) for p in parcel.pools])
+        assert Model.from_hal(back).to_hal() == hal
+    finally:
+        for pool in parcel.pools:
+            pool.close()
 
 
 @pytest.mark.parametrize(
-    ("mutate", "match"),
+    ("bad", "error", "match"),
     [
-        (lambda d: d.pop("operands"), "'operands' is missing"),
-        (lambda d: d["operands"][0].update(type=77), "unknown operand type 77"),
-        (lambda d: d["operands"][0].update(dimensions="2x40"), "dimensions must be a list"),
-        (lambda d: d["operations"][0].update(type=1), "unknown operation type 1"),
-        (lambda d: d["operations"][0].update(inputs=[0, 1, 2.5, 3]), "must be an int"),
-        (lambda d: d.update(operandValues="text"), "operandValues must be bytes"),
-        (lambda d: d.update(pools=[42]), "pool 0 is not a buffer"),
-        (lambda d: d["operands"][0].pop("location"), "'location' is missing"),
+        (lambda h: h.operands[0].replace(type=77), ValueError, "77 is not a value of .*OperandType"),
+        (lambda h: h.operands[0].replace(dimensions="2x40"), TypeError, "dimensions"),
+        (lambda h: h.operations[0].replace(type=1), ValueError, "1 is not a value of .*OperationType"),
+        (lambda h: h.operations[0].replace(inputs=[0, 1, 2.5, 3]), TypeError, "inputs"),
+        (lambda h: HalModel(h.main, operandValues="text"), BadDataError, "operandValues must be bytes"),
+        (lambda h: HalModel(h.main, pools=[42]), BadDataError, "pool 0 is not a buffer"),
+        (lambda h: HalModel({"operands": []}), BadDataError, "main is a Subgraph parcelable, not dict"),
     ],
 )
-def test_from_dict_refuses_malformed_parcels(mutate, match):
+def test_malformed_fields_are_refused_where_they_are_made(bad, error, match):
     m = fc_model()
     m.finish()
-    d = m.to_hal().to_dict()
-    mutate(d)
-    with pytest.raises(BadDataError, match=match):
-        HalModel.from_dict(d)
+    with pytest.raises(error, match=match):
+        bad(m.to_hal())
 
 
 def test_validate_refuses_hal_models_that_break_the_rules():
@@ -188,17 +194,21 @@ def test_validate_refuses_hal_models_that_break_the_rules():
     m = fc_model()
     m.finish()
     hal = m.to_hal()
+
+    def with_main(**changes):
+        return dataclasses.replace(hal, main=hal.main.replace(**changes))
+
     w = hal.operands[1]
-    too_long = dataclasses.replace(w, location=dataclasses.replace(w.location, length=484))
+    too_long = w.replace(location=w.location.replace(length=484))
     with pytest.raises(BadDataError, match="outside"):
-        validateModel(dataclasses.replace(hal, operands=(hal.operands[0], too_long, *hal.operands[2:])))
-    wrong_size = dataclasses.replace(w, dimensions=(3, 39))
+        validateModel(with_main(operands=[hal.operands[0], too_long, *hal.operands[2:]]))
+    wrong_size = w.replace(dimensions=[3, 39])
     with pytest.raises(BadDataError, match="needs 468"):
-        validateModel(dataclasses.replace(hal, operands=(hal.operands[0], wrong_size, *hal.operands[2:])))
+        validateModel(with_main(operands=[hal.operands[0], wrong_size, *hal.operands[2:]]))
     with pytest.raises(BadDataError, match="SUBGRAPH_INPUT but not in inputIndexes"):
-        validateModel(dataclasses.replace(hal, inputIndexes=()))
+        validateModel(with_main(inputIndexes=[]))
     with pytest.raises(BadDataError, match="not SUBGRAPH_OUTPUT"):
-        validateModel(dataclasses.replace(hal, outputIndexes=(0,)))
+        validateModel(with_main(outputIndexes=[0]))
 
 
 def test_hal_operations_must_be_in_run_order():
@@ -213,7 +223,7 @@ def test_hal_operations_must_be_in_run_order():
     hal = m.to_hal()
     import dataclasses
 
-    swapped = dataclasses.replace(hal, operations=hal.operations[::-1])
+    swapped = dataclasses.replace(hal, main=hal.main.replace(operations=hal.operations[::-1]))
     with pytest.raises(BadDataError, match="before any operation writes it"):
         Model.from_hal(swapped)
 
@@ -405,7 +415,7 @@ def test_identify_inputs_and_outputs_again_replaces_the_first_call():
     m.identifyInputsAndOutputs([a], [y])
     m.finish()
     hal = m.to_hal()
-    assert hal.inputIndexes == (a,)
+    assert hal.inputIndexes == [a]
     assert hal.operands[b].lifetime == OperandLifeTime.TEMPORARY_VARIABLE
 
 
@@ -560,7 +570,7 @@ def test_shape_inference_fills_unknown_output_dimensions():
     m, y = conv_model(h=7, w=6, c=2, out=4, fh=3, fw=2, declared=(0, 0, 0, 4), top=1, bottom=1, stride_h=2, stride_w=2)
     m.finish()
     # oh = (7 + 1 + 1 - 3) // 2 + 1 = 4, ow = (6 - 2) // 2 + 1 = 3
-    assert m.to_hal().operands[y].dimensions == (1, 4, 3, 4)
+    assert m.to_hal().operands[y].dimensions == [1, 4, 3, 4]
 
 
 def test_shape_inference_for_each_operation_matches_the_reference():
@@ -580,7 +590,7 @@ def test_shape_inference_for_each_operation_matches_the_reference():
     m.identifyInputsAndOutputs([x], [y])
     m.finish()
     hal = m.to_hal()
-    assert [hal.operands[i].dimensions for i in (t1, t2, t3, t4, y)] == [(2, 6), (2, 6), (2, 5), (2, 5), (2, 5)]
+    assert [hal.operands[i].dimensions for i in (t1, t2, t3, t4, y)] == [[2, 6], [2, 6], [2, 5], [2, 5], [2, 5]]
     (out,) = ref.run(hal, [rng.standard_normal((2, 6)).astype(np.float32)])
     assert out.shape == (2, 5)
     assert np.allclose(out.sum(axis=1), 1.0, atol=1e-6)
@@ -606,7 +616,7 @@ def test_conv_shape_inference_agrees_with_the_reference_or_refuses(h, w, fh, fw,
     m.finish()
     hal = m.to_hal()
     (out,) = ref.run(hal, [np.ones((1, h, w, 2), np.float32)])
-    assert hal.operands[y].dimensions == out.shape
+    assert tuple(hal.operands[y].dimensions) == out.shape
 
 
 # -- the reference itself ---------------------------------------------------------
@@ -632,28 +642,20 @@ def test_reference_fused_activations_and_fully_connected():
     assert np.allclose(s, [[0.25, 0.75]])
 
 
-def test_hal_values_check_their_own_fields():
-    from framework.nn import DataLocation, HalOperand, HalOperation
+def test_the_hal_models_values_are_the_compiled_aidl_parcelables():
+    from interfaces.android.hardware import neuralnetworks
 
-    operand = HalOperand(3, [2, 2], 1)  # plain ints, as a decoded parcel gives them
-    assert operand.type is OperandType.TENSOR_FLOAT32 and operand.dimensions == (2, 2)
-    assert operand.lifetime is OperandLifeTime.SUBGRAPH_INPUT
-    for bad, match in [
-        (lambda: HalOperand(3, [2], 1, location=(0, 0, 0)), "location is a DataLocation"),
-        (lambda: HalOperand(3, [2.5], 1), "dimensions must be an int"),
-        (lambda: HalOperand(3, [2], 9), "unknown operand lifetime 9"),
-        (lambda: HalOperation(2, [0], [1]), "unknown operation type 2"),
-        (lambda: DataLocation(0, "8", 4), "offset must be an int"),
-        (lambda: HalModel((operand,), ({"type": 19},), (0,), ()), "operations holds HalOperation"),
-        (lambda: HalModel((operand,), (), (0,), (), pools=(object(),)), "pool 0 is not a buffer"),
-    ]:
-        with pytest.raises(BadDataError, match=match):
-            bad()
-    hal = HalModel((operand,), (), (0,), ())
+    operand = Operand(type=3, dimensions=[2, 2], lifetime=1)  # plain ints, as a decoded parcel gives them
+    assert operand.type is OperandType.TENSOR_FLOAT32 and operand.dimensions == [2, 2]
+    assert operand.lifetime is OperandLifeTime.SUBGRAPH_INPUT and operand.location == DataLocation()
+    assert (Operand, Operation, DataLocation, Subgraph) == (
+        neuralnetworks.Operand, neuralnetworks.Operation, neuralnetworks.DataLocation, neuralnetworks.Subgraph
+    )
+    hal = HalModel(Subgraph(operands=[operand], inputIndexes=[0]))
     with pytest.raises(BadDataError, match="SUBGRAPH_INPUT, not a constant"):
         hal.constantBytes(0)
     with pytest.raises(BadDataError, match="takes a HalModel"):
-        Model.from_hal(hal.to_dict())
+        Model.from_hal(hal.main)
 
 
 def test_the_cpu_extensions_model_enums_are_checked_against_the_aidl(monkeypatch):

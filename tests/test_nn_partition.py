@@ -287,7 +287,7 @@ def test_plain_compilation_refuses_bad_arguments():
     with pytest.raises(BadDataError, match="unknown execution preference 7"):
         createPlan(m, [], preference=7)
     with pytest.raises(BadDataError, match="expected a Model or HalModel"):
-        createPlan(m.to_hal().to_dict(), [])
+        createPlan(m.to_hal().main, [])
 
 
 # -- steps and sub-models --------------------------------------------------------
@@ -308,10 +308,10 @@ def test_a_plan_really_splits_one_model_across_two_devices_and_gives_identical_r
     hal = m.to_hal()
     first, second = plan.steps[0], plan.steps[1]
     # Step 0 reads the model input and hands MUL's result (a temporary) to step 1.
-    assert first.inputs == hal.inputIndexes
-    assert first.outputs == hal.operations[1].outputs
+    assert list(first.inputs) == hal.inputIndexes
+    assert list(first.outputs) == hal.operations[1].outputs
     assert second.inputs == first.outputs
-    assert plan.steps[-1].outputs == hal.outputIndexes
+    assert list(plan.steps[-1].outputs) == hal.outputIndexes
     # Each sub-model numbers its own operands, and carries the constants it reads.
     sub = first.model
     assert len(sub.operands) == 6  # x, c, ADD's fuse, ADD's result, MUL's fuse, MUL's result

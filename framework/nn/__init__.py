@@ -7,8 +7,8 @@ General layout, the pure core first (no binder, no C, no I/O):
 - ``_types``      the enums and small value types with Android's numbers:
                   ``OperandType``, ``OperationType``, ``DeviceType`` (the compiled AIDL's), the
                   checks over ``Capabilities``, the NDK's ``Priority``...
-- ``_hal``        the shared model format (``HalModel``), what the C driver ABI, the HAL
-                  and the runtime all exchange.
+- ``_hal``        the runtime's in-memory model (``HalModel``): the HAL's own ``Subgraph``
+                  (the compiled AIDL types) and ``operandValues``, its pools as buffers.
 - ``_validate``   the graph rules and shape inference of a HAL model.
 - ``_model``      the NDK-style builder (``Model``: addOperand ... finish, to_hal).
 - ``_partition``  the partitioner: ``DeviceDescriptor`` in, ``ExecutionPlan`` out,
@@ -63,10 +63,7 @@ from ._discovery import isValidDeviceName as isValidDeviceName
 from ._discovery import listDevices as listDevices
 from ._execution import Event as Event
 from ._execution import Execution as Execution
-from ._hal import DataLocation as DataLocation
 from ._hal import HalModel as HalModel
-from ._hal import HalOperand as HalOperand
-from ._hal import HalOperation as HalOperation
 from ._memory import Memory as Memory
 from ._model import Model as Model
 from ._partition import CPU_DEVICE_NAME as CPU_DEVICE_NAME

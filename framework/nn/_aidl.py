@@ -9,10 +9,11 @@ never the HAL's Python package (DESIGN.md: nothing imports upward).
 
 Conversions, one place each:
 
-- :func:`toAidlModel`: a :class:`HalModel` (the shared in-memory format) to the HAL's
-  ``Model`` parcelable, with every pool a ``SharedMemory`` so weights travel as a file
-  descriptor, not through msgpack. The caller owns the regions (a compilation keeps
-  them for its life and closes them in ``aclose``).
+- :func:`toAidlModel`: a :class:`HalModel` (the runtime's in-memory model, whose ``main``
+  is already the AIDL ``Subgraph``) as the HAL's ``Model`` parcelable: the same ``main``,
+  with every pool a ``SharedMemory`` so weights travel as a file descriptor, not through
+  msgpack. The caller owns the regions (a compilation keeps them for its life and closes
+  them in ``aclose``).
 - :func:`errorFromRemote`: a binder exception from a HAL call to the NDK result code an
   app sees, as Android's ``convertErrorStatusToResultCode`` and ``DEAD_OBJECT`` rules.
 """
@@ -63,9 +64,6 @@ class HalTypes:
     IDevice: type
     IPreparedModel: type
     Model: type
-    Subgraph: type
-    Operand: type
-    Operation: type
     DataLocation: type
     Request: type
     RequestArgument: type
@@ -84,9 +82,6 @@ def halTypes() -> HalTypes:
         IDevice=nn_hal.IDevice,
         IPreparedModel=nn_hal.IPreparedModel,
         Model=p(f"{_PKG}.Model"),
-        Subgraph=p(f"{_PKG}.Subgraph"),
-        Operand=p(f"{_PKG}.Operand"),
-        Operation=p(f"{_PKG}.Operation"),
         DataLocation=p(f"{_PKG}.DataLocation"),
         Request=p(f"{_PKG}.Request"),
         RequestArgument=p(f"{_PKG}.RequestArgument"),
@@ -119,33 +114,10 @@ def toAidlModel(hal: HalModel, pools: list[SharedMemory] | None = None) -> Any:
         pools = [sharedMemoryFor(pool, "nn-weights") for pool in hal.pools]
     if len(pools) != len(hal.pools):
         raise ValueError(f"toAidlModel: {len(hal.pools)} pools need {len(hal.pools)} regions, got {len(pools)}")
-    t = halTypes()
-    operands = [
-        t.Operand(
-            type=int(o.type),
-            dimensions=list(o.dimensions),
-            scale=0.0,
-            zeroPoint=0,
-            lifetime=int(o.lifetime),
-            location=t.DataLocation(
-                poolIndex=o.location.poolIndex, offset=o.location.offset, length=o.location.length, padding=0
-            ),
-        )
-        for o in hal.operands
-    ]
-    operations = [
-        t.Operation(type=int(op.type), inputs=list(op.inputs), outputs=list(op.outputs)) for op in hal.operations
-    ]
-    main = t.Subgraph(
-        operands=operands,
-        operations=operations,
-        inputIndexes=list(hal.inputIndexes),
-        outputIndexes=list(hal.outputIndexes),
-    )
-    return t.Model(
-        main=main,
+    return halTypes().Model(
+        main=hal.main,
         referenced=[],
-        operandValues=bytes(hal.operandValues),
+        operandValues=hal.operandValues,
         pools=list(pools),
         relaxComputationFloat32toFloat16=False,
     )

@@ -39,8 +39,10 @@ from typing import Any
 
 import numpy as np
 
+from interfaces.android.hardware.neuralnetworks import DataLocation, Operand, Operation, Subgraph
+
 from ._errors import BadDataError, BadStateError
-from ._hal import NO_LOCATION, DataLocation, HalModel, HalOperand, HalOperation
+from ._hal import HalModel
 from ._types import MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES, OperandLifeTime, OperandType, OperationType, dtypeOf, isScalar
 from ._validate import SIGNATURES, checkSignature, expectedByteSize, validateModel
 
@@ -64,7 +66,7 @@ class Model:
 
     def __init__(self) -> None:
         self._operands: list[_Operand] = []
-        self._operations: list[HalOperation] = []
+        self._operations: list[Operation] = []
         self._writer: dict[int, int] = {}  # operand index -> the operation that writes it
         self._inputs: tuple[int, ...] = ()
         self._outputs: tuple[int, ...] = ()
@@ -183,7 +185,7 @@ class Model:
             raise BadDataError(f"{call}: operand {index} is written by operation {self._writer[index]}")
 
     def _constant_size(self, call: str, index: int, operand: _Operand) -> int:
-        size = expectedByteSize(HalOperand(operand.type, operand.dimensions, operand.lifetime))
+        size = expectedByteSize(Operand(type=operand.type, dimensions=list(operand.dimensions), lifetime=operand.lifetime))
         if size is None:
             raise BadDataError(f"{call}: operand {index} needs fully specified dimensions, has {list(operand.dimensions)}")
         return size
@@ -213,7 +215,7 @@ class Model:
                 raise BadDataError(f"{where}: operand {i} is a {lifetime.name} and cannot be an output")
             if i in ins:
                 raise BadDataError(f"{where}: operand {i} is both an input and an output")
-        self._operations.append(HalOperation(opType, ins, outs))
+        self._operations.append(Operation(type=opType, inputs=list(ins), outputs=list(outs)))
         for i in outs:
             self._writer[i] = len(self._operations) - 1
         return len(self._operations) - 1
@@ -273,31 +275,30 @@ class Model:
         pool_of: dict[int, int] = {}
         operands = []
         for o in self._operands:
-            location = NO_LOCATION
+            location = DataLocation()
             if o.lifetime == OperandLifeTime.CONSTANT_COPY:
                 values.extend(bytes(-len(values) % _COPY_ALIGNMENT))
-                location = DataLocation(0, len(values), len(o.value))
+                location = DataLocation(offset=len(values), length=len(o.value))
                 values.extend(o.value)
             elif o.lifetime == OperandLifeTime.CONSTANT_POOL and o.memory is None:
                 pool.extend(bytes(-len(pool) % _POOL_ALIGNMENT))
-                location = DataLocation(0, len(pool), len(o.value))
+                location = DataLocation(offset=len(pool), length=len(o.value))
                 pool.extend(o.value)
             elif o.lifetime == OperandLifeTime.CONSTANT_POOL:
                 memory, offset, length = o.memory
                 if id(memory) not in pool_of:
                     pool_of[id(memory)] = len(app_pools) + own_pool
                     app_pools.append(memory)
-                location = DataLocation(pool_of[id(memory)], offset, length)
-            operands.append(HalOperand(o.type, o.dimensions, o.lifetime, location))
+                location = DataLocation(poolIndex=pool_of[id(memory)], offset=offset, length=length)
+            operands.append(Operand(type=o.type, dimensions=list(o.dimensions), lifetime=o.lifetime, location=location))
         pools = ((bytes(pool),) if own_pool else ()) + tuple(app_pools)
-        hal = HalModel(
-            operands=tuple(operands),
-            operations=operations,
-            inputIndexes=self._inputs,
-            outputIndexes=self._outputs,
-            operandValues=bytes(values),
-            pools=pools,
+        main = Subgraph(
+            operands=operands,
+            operations=list(operations),
+            inputIndexes=list(self._inputs),
+            outputIndexes=list(self._outputs),
         )
+        hal = HalModel(main, operandValues=bytes(values), pools=pools)
         self._hal = validateModel(hal)
         self._sortedToApp = tuple(order)
 

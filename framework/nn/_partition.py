@@ -32,8 +32,10 @@ from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+from interfaces.android.hardware.neuralnetworks import DataLocation, Operand, Subgraph
+
 from ._errors import BadDataError, BadStateError, NeuralNetworksError, OpFailedError
-from ._hal import NO_LOCATION, DataLocation, HalModel, HalOperand, HalOperation
+from ._hal import HalModel
 from ._model import Model
 from ._types import (
     FEATURE_LEVEL,
@@ -481,7 +483,7 @@ def _extract_step(
     """The sub-model of one step, with its own numbering and its constants carried."""
     written_here = {i for k in ops for i in hal.operations[k].outputs}
     new_index: dict[int, int] = {}
-    operands: list[HalOperand] = []
+    operands: list[Operand] = []
     values = bytearray()
     pools: list[Any] = []
     pool_index: dict[int, int] = {}
@@ -492,10 +494,10 @@ def _extract_step(
         if i in new_index:
             return new_index[i]
         o = hal.operands[i]
-        location = NO_LOCATION
+        location = DataLocation()
         if o.lifetime == OperandLifeTime.CONSTANT_COPY:
             values.extend(bytes(-len(values) % 4))
-            location = DataLocation(0, len(values), o.location.length)
+            location = DataLocation(offset=len(values), length=o.location.length)
             values.extend(hal.constantBytes(i))
             lifetime = o.lifetime
         elif o.lifetime == OperandLifeTime.CONSTANT_POOL:
@@ -503,7 +505,7 @@ def _extract_step(
             if o.location.poolIndex not in pool_index:
                 pool_index[o.location.poolIndex] = len(pools)
                 pools.append(hal.pools[o.location.poolIndex])
-            location = dataclasses.replace(o.location, poolIndex=pool_index[o.location.poolIndex])
+            location = o.location.replace(poolIndex=pool_index[o.location.poolIndex])
             lifetime = o.lifetime
         elif o.lifetime == OperandLifeTime.NO_VALUE:
             lifetime = o.lifetime
@@ -516,21 +518,18 @@ def _extract_step(
             lifetime = OperandLifeTime.SUBGRAPH_INPUT
             inputs.append(i)
         new_index[i] = len(operands)
-        operands.append(HalOperand(o.type, o.dimensions, lifetime, location))
+        operands.append(o.replace(lifetime=lifetime, location=location))
         return new_index[i]
 
     operations = []
     for k in ops:
         op = hal.operations[k]
-        ins = tuple(add(i) for i in op.inputs)
-        outs = tuple(add(i) for i in op.outputs)
-        operations.append(HalOperation(op.type, ins, outs))
-    sub = HalModel(
-        operands=tuple(operands),
-        operations=tuple(operations),
-        inputIndexes=tuple(new_index[i] for i in inputs),
-        outputIndexes=tuple(new_index[i] for i in outputs),
-        operandValues=bytes(values),
-        pools=tuple(pools),
+        operations.append(op.replace(inputs=[add(i) for i in op.inputs], outputs=[add(i) for i in op.outputs]))
+    main = Subgraph(
+        operands=operands,
+        operations=operations,
+        inputIndexes=[new_index[i] for i in inputs],
+        outputIndexes=[new_index[i] for i in outputs],
     )
+    sub = HalModel(main, operandValues=bytes(values), pools=tuple(pools))
     return ExecutionStep(index, device, tuple(ops), validateModel(sub), tuple(inputs), tuple(outputs))

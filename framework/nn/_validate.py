@@ -32,8 +32,10 @@ import math
 import types
 from collections.abc import Callable, Sequence
 
+from interfaces.android.hardware.neuralnetworks import Operand
+
 from ._errors import BadDataError
-from ._hal import HalModel, HalOperand
+from ._hal import HalModel
 from ._types import FuseCode, OperandLifeTime, OperandType, OperationType, dtypeOf, isScalar
 
 _T = OperandType.TENSOR_FLOAT32
@@ -71,7 +73,7 @@ def checkSignature(
                 raise BadDataError(f"{where}: {opType.name} {kind} {i} must be {e.name}, got {OperandType(g).name}")
 
 
-def expectedByteSize(operand: HalOperand) -> int | None:
+def expectedByteSize(operand: Operand) -> int | None:
     """Bytes of a fully specified operand; ``None`` while a dimension is unknown."""
     if isScalar(operand.type):
         return dtypeOf(operand.type).itemsize
@@ -192,7 +194,7 @@ def validateModel(model: HalModel) -> HalModel:
     """
     operands = model.operands
     count = len(operands)
-    dims = [o.dimensions for o in operands]
+    dims = [tuple(o.dimensions) for o in operands]
 
     for i, o in enumerate(operands):
         where = f"operand {i}"
@@ -276,8 +278,7 @@ def validateModel(model: HalModel) -> HalModel:
         if not written[index]:
             raise BadDataError(f"model output operand {index} is written by no operation")
 
-    if dims == [o.dimensions for o in operands]:
+    if dims == [tuple(o.dimensions) for o in operands]:
         return model
-    return dataclasses.replace(
-        model, operands=tuple(dataclasses.replace(o, dimensions=d) for o, d in zip(operands, dims, strict=True))
-    )
+    inferred = [o.replace(dimensions=list(d)) for o, d in zip(operands, dims, strict=True)]
+    return dataclasses.replace(model, main=model.main.replace(operands=inferred))
