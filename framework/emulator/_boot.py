@@ -535,8 +535,8 @@ async def boot_processes(
     """
     config = config or BootConfig()
     own_dir = runtime_dir is None
-    # Short: the binder's Unix socket paths must fit in 108 bytes.
-    root = Path(tempfile.mkdtemp(prefix="npuemu-stack-", dir="/tmp")) if own_dir else resolve_runtime_dir(runtime_dir)
+    # In $TMPDIR, where a test session's leak check looks (keep it short: socket paths are at most 108 bytes).
+    root = Path(tempfile.mkdtemp(prefix="npuemu-stack-")) if own_dir else resolve_runtime_dir(runtime_dir)
     try:
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         async with _boot(root, config, system_server, grace) as emu:
