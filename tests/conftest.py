@@ -30,6 +30,12 @@ before it (an app launched into its module's emulator) is that emulator's. A mod
 fixtures are checked the same way when the module ends (a module marked
 ``module_owns_processes``, whose tests boot the emulator its fixture stops, only then),
 and the session sweeps whatever is still there at the very end (and then fails).
+
+Under pytest-xdist (``make test`` runs it with ``-n 2``) each worker is a
+session of its own here: its own marker, its own private ``$TMPDIR`` and ``$XDG_STATE_HOME``,
+its own basetemp, and it is its own subreaper, so the checks above hold per worker.
+Work is handed out a module at a time (see :class:`ModuleScheduling`): a module's
+fixtures (one emulator, one VTS sweep over every broken driver) run once, in one worker.
 """
 
 from __future__ import annotations
@@ -41,12 +47,15 @@ import secrets
 import shutil
 import signal
 import stat
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 #: The environment variable that marks this session's processes.
 SESSION_ENV = "NPUEMU_TEST_SESSION"
@@ -315,18 +324,53 @@ def _leak_check(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LeakCheck]
     basetemp = tmp_path_factory.getbasetemp()
     # Short (Unix socket paths hold 108 bytes) and in the usual temp dir, but ours alone.
     private_tmp = Path(tempfile.mkdtemp(prefix="pytest-npuemu-"))
-    saved = os.environ.get("TMPDIR"), tempfile.tempdir
+    # Where vts remembers the builds it saw (default ~/.local/state): the session's own, made
+    # before any test so that it is no test's leftover, and no record shared between workers.
+    (private_tmp / "state").mkdir()
+    saved = os.environ.get("TMPDIR"), os.environ.get("XDG_STATE_HOME"), tempfile.tempdir
     os.environ["TMPDIR"] = tempfile.tempdir = os.fspath(private_tmp)
+    os.environ["XDG_STATE_HOME"] = os.fspath(private_tmp / "state")
     check = LeakCheck(SessionProcesses(os.environ[SESSION_ENV]), private_tmp, basetemp)
     try:
         yield check
     finally:
-        if saved[0] is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = saved[0]
-        tempfile.tempdir = saved[1]
+        for name, value in zip(("TMPDIR", "XDG_STATE_HOME"), saved):
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        tempfile.tempdir = saved[2]
         shutil.rmtree(private_tmp, ignore_errors=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoRun:
+    """One real ``npuemu demo``: how it ended, and the directory it wrote its results to."""
+
+    argv: tuple[str, ...]
+    result: subprocess.CompletedProcess[str]
+    out_dir: Path  # summary.json, trace.json, timeline.png, recording/
+
+
+@pytest.fixture(scope="session")
+def documented_demo(tmp_path_factory: pytest.TempPathFactory, _leak_check: LeakCheck) -> DemoRun:
+    """The quick start's ``npuemu demo`` (at ``--seconds 8``, its shortest run), run once.
+
+    It is the suite's one run of the reference driver's demo: test_examples runs that
+    example through it, test_demo checks what it reports and wrote. With no
+    ``--out-dir`` its results go beside the runtime directory, ``$NPUEMU_RUNTIME_DIR``.
+    What it leaves behind fails it here, as a test's would (it starts within no test's
+    checks: a session fixture is set up before them).
+    """
+    work = tmp_path_factory.mktemp("demo")
+    argv = (os.fspath(Path(sys.executable).with_name("npuemu")), "demo", "--seconds", "8")
+    before = _leak_check.before(full=True)
+    result = subprocess.run(argv, cwd=work, env={**os.environ, "NPUEMU_RUNTIME_DIR": os.fspath(work / "emu")},
+                            capture_output=True, text=True, timeout=240)
+    problems = _leak_check.after(before, "npuemu demo (the documented_demo fixture)")
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+    return DemoRun(argv, result, work / "demo")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -361,6 +405,43 @@ def _report(config: pytest.Config, title: str, lines: list[str]) -> None:
         reporter.write_sep("=", title, red=True)
         for line in lines:
             reporter.write_line(line)
+
+
+#: Test modules that share one worker under xdist, and so its session fixtures: both read
+#: the one run of ``documented_demo``.
+SAME_WORKER = {"tests/test_demo.py": "documented_demo", "tests/test_examples.py": "documented_demo"}
+
+
+class ModuleScheduling(LoadScopeScheduling):
+    """xdist's unit of work is a module (a class is not split off), or modules of ``SAME_WORKER``.
+
+    A module's fixtures are set up once, where its tests run: one emulator for the
+    examples, one VTS sweep over every broken driver. Units go out in the order of the
+    collection (see :func:`pytest_collection_modifyitems`: the slow ones first).
+    (xdist's own ``xdist_group`` does not group under pytest 9: its suffix no longer
+    reaches the node ids.)
+    """
+
+    def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.partition("::")[0]
+        return SAME_WORKER.get(module, module)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log) -> LoadScopeScheduling | None:
+    if config.getvalue("dist") != "load":
+        return None  # a mode asked for by name (each, loadfile, worksteal...) is xdist's own
+    config.option.loadscopereorder = False  # keep the order of the collection
+    return ModuleScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In an xdist worker, the modules with a slow test go first (in their own order), so
+    that they start at once and the short ones fill in around them, not after them."""
+    if not hasattr(config, "workerinput"):
+        return
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)  # a stable sort
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -1,9 +1,12 @@
-"""`npuemu demo --json`, the real thing, once: every process, every app, the whole scenario.
+"""`npuemu demo`, the real thing, once: every process, every app, the whole scenario.
 
-It asserts what the issue promises a user: the JSON's keys, that each app did its part
-(loads, unload requests honoured or ignored, results checked), that preemption,
-revocation, the legacy refusal and the thermal spike happened, and that the trace and
-the plot were written and are what they claim to be.
+The run is the quick start's ``npuemu demo`` (conftest's ``documented_demo``, which
+test_examples runs that example through too: one real run of the demo for both). It
+asserts what the issue promises a user: that each app did its part (loads, unload
+requests honoured or ignored, results checked), that preemption, revocation, the legacy
+refusal and the thermal spike happened, and that the summary, the trace and the plot were
+written and are what they claim to be. ``--json`` prints that same summary, checked in
+process on the real run's summary.
 """
 
 from __future__ import annotations
@@ -14,16 +17,15 @@ import pytest
 from click.testing import CliRunner
 
 from framework.cli import main
+from framework.cli import _demo
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo")
-    result = CliRunner().invoke(main, ["demo", "--json", "--seconds", "8", "--out-dir", str(out)])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result, json.loads(result.stdout), out
+def demo(documented_demo):
+    summary = json.loads((documented_demo.out_dir / "summary.json").read_text())
+    return documented_demo.result, summary, documented_demo.out_dir
 
 
 def test_demo_exits_0_and_every_check_passed(demo):
@@ -31,8 +33,14 @@ def test_demo_exits_0_and_every_check_passed(demo):
     failed = [c for c in summary["checks"] if not c["passed"]]
     assert not failed, failed
     assert summary["ok"] is True
-    assert result.exit_code == 0
-    assert "demo: booted in" in result.stderr  # progress goes to stderr, the JSON alone to stdout
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "demo: booted in" in result.stderr  # progress goes to stderr, the summary to stdout
+    assert "Traceback" not in result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].startswith("npuemu demo: ") and f"{summary['jobs']} NPU jobs" in lines[0], lines[0]
+    assert lines[-1] == f"{len(summary['checks'])} passed, 0 failed"
+    for check in summary["checks"]:
+        assert f"  PASS {check['name']}: {check['detail']}" in lines
 
 
 def test_demo_json_has_the_promised_keys(demo):
@@ -71,3 +79,23 @@ def test_demo_writes_a_trace_and_a_plot(demo):
     png = (out / "timeline.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert s["plot"] == str(out / "timeline.png") and (out / "recording" / "trace.jsonl").is_file()
+
+
+@pytest.mark.parametrize("ok", [True, False])
+def test_demo_json_prints_the_summary_and_exits_by_its_checks(demo, monkeypatch, tmp_path, ok):
+    """``--json``: the summary alone on stdout (progress on stderr), exit 1 if a check failed."""
+    _, s, _ = demo
+    summary = {**s, "ok": ok}
+    seen = {}
+
+    async def run_demo(*, seconds, out_dir, driver, progress):
+        seen.update(seconds=seconds, out_dir=out_dir, driver=driver)
+        progress("booted in 0.1 s")
+        return summary
+
+    monkeypatch.setattr(_demo, "run_demo", run_demo)
+    result = CliRunner().invoke(main, ["demo", "--json", "--seconds", "9", "--out-dir", str(tmp_path)])
+    assert json.loads(result.stdout) == summary
+    assert result.stderr == "demo: booted in 0.1 s\n"
+    assert seen == {"seconds": 9.0, "out_dir": str(tmp_path), "driver": None}
+    assert result.exit_code == (0 if ok else 1)

@@ -23,7 +23,8 @@ and ``myapp/`` (with an AIDL file of its own under ``myapp/aidl``). What the tes
   an example lands in the scratch directory too: the test never touches anyone's
   default emulator or files.
 - ``npuemu demo`` runs with ``--seconds 8``, its documented shortest run, unless the
-  example says how long.
+  example says how long; plain ``npuemu demo`` is the suite's one run of the reference
+  driver's demo (conftest's ``documented_demo``), whose results test_demo checks.
 - ``make driver`` runs as ``make -C <repo>`` with SRC/OUT in the scratch directory; the
   quick start's ``make demo`` and ``make test`` are checked with ``make -n`` (they run
   ``npuemu demo``, an example run here, and this very suite).
@@ -368,7 +369,7 @@ def _check_output(ex: Example, out: str) -> None:
 
 
 @pytest.mark.parametrize("ex", EXAMPLES, ids=[ex.text for ex in EXAMPLES])
-def test_the_documented_example_runs(ex: Example, scratch: Scratch):
+def test_the_documented_example_runs(ex: Example, scratch: Scratch, request: pytest.FixtureRequest):
     if _phase(ex) >= 3:
         _booted(scratch)
     argv = _argv(ex, scratch)
@@ -376,6 +377,11 @@ def test_the_documented_example_runs(ex: Example, scratch: Scratch):
     if _streams(ex):
         code, out, err = _stream(ex, argv, scratch)
         assert code in (0, 130), f"{ex.text} ({where}) exited {code} at Ctrl-C:\n{err}"
+    elif ex.argv == ("npuemu", "demo"):  # run once for the session, the same command
+        demo = request.getfixturevalue("documented_demo")
+        assert demo.argv == tuple(argv), (demo.argv, argv)
+        code, out, err = demo.result.returncode, demo.result.stdout, demo.result.stderr
+        assert code == 0, f"{ex.text} ({where}) exited {code}:\n{out[-2000:]}\n{err[-2000:]}"
     else:
         timeout = TIMEOUT_S.get(next(iter(ex.command), ""), 60)
         result = _run(argv, scratch, timeout)

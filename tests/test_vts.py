@@ -29,6 +29,9 @@ from framework.cli._vts import run_test_inference, vts
 from framework.vts import _suite as _vts
 from framework.vts import CHECK_NAMES, VtsCheckResult, VtsReport
 
+# The reports fixture's runs take half a minute: under xdist the module starts first.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 DRIVERS = ROOT / "tests" / "drivers"
 TEMPLATE = ROOT / "csrc" / "drivers" / "template" / "template.c"
