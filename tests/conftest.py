@@ -174,8 +174,15 @@ class SessionProcesses:
         deadline = time.monotonic() + grace
         while True:
             new = [p for key, p in self.snapshot(full).items() if key not in before and p.boot_id not in boots]
-            if not new or time.monotonic() >= deadline:
-                return sorted(new, key=lambda p: p.pid)
+            if not new:
+                return []
+            if time.monotonic() >= deadline:
+                # A child first seen between its fork and its exec showed its parent's command
+                # line (pytest's): read what each one runs now.
+                for p in new:
+                    self._details.pop((p.pid, p.start), None)
+                now = self.snapshot(full)
+                return sorted((now.get((p.pid, p.start), p) for p in new), key=lambda p: p.pid)
             time.sleep(0.05)
 
     def kill(self, procs: list[Proc]) -> None:

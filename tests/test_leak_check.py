@@ -63,13 +63,15 @@ def _sleeping(seconds: str) -> list[int]:
     return found
 
 
-def test_a_leaking_test_fails_and_names_what_it_left(tmp_path):
+# As `make test` runs the suite (two xdist workers, each its own session to the checks), and alone.
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist-workers"])
+def test_a_leaking_test_fails_and_names_what_it_left(tmp_path, workers):
     (tmp_path / "conftest.py").write_text((Path(__file__).with_name("conftest.py")).read_text())
     (tmp_path / "test_inner.py").write_text(textwrap.dedent(INNER))
     # Somebody else's process (not of the inner session): it must not count.
     other = subprocess.Popen(["sleep", "65"], start_new_session=True)
     try:
-        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *workers,
                               "--basetemp", str(tmp_path / "inner-tmp"), "test_inner.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                              env={**os.environ, "NPUEMU_TEST_EXIT_GRACE": "0.5"})
         out = run.stdout + run.stderr
@@ -77,7 +79,7 @@ def test_a_leaking_test_fails_and_names_what_it_left(tmp_path):
         assert "6 passed, 4 errors" in out, out
         for test, what in [("test_leaves_a_child", "sleep 61"), ("test_leaves_a_daemon", "sleep 62"),
                            ("test_leaves_a_scrubbed_child", "sleep 63")]:
-            assert f"ERROR at teardown of {test}" in out, out
+            assert f"ERROR at teardown of {test}" in out or f"ERROR test_inner.py::{test}" in out, out
             assert f"test_inner.py::{test} left 1 process(es) running (killed now):" in out, out
             assert what in out, out
         assert "(parent 1)" not in out  # the daemon was re-parented to pytest, not lost to init
