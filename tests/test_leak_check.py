@@ -8,6 +8,7 @@ temp directory) next to a clean test, while a process of somebody else's runs al
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -25,7 +26,7 @@ def test_clean():
     subprocess.run([sys.executable, "-c", "pass"], check=True)
 
 def test_leaves_a_child():
-    subprocess.Popen(["sleep", "61"])
+    subprocess.Popen(["sleep", "61.NONCE"])
 
 def test_leaves_a_daemon():
     # Double fork: the survivor's parent exits at once (it would be pid 1's child).
@@ -33,18 +34,18 @@ def test_leaves_a_daemon():
     if middle == 0:
         os.setsid()
         if os.fork() == 0:
-            os.execvp("sleep", ["sleep", "62"])
+            os.execvp("sleep", ["sleep", "62.NONCE"])
         os._exit(0)
     os.waitpid(middle, 0)
 
 def test_leaves_a_scrubbed_child():
-    subprocess.Popen(["sleep", "63"], env={"PATH": "/usr/bin:/bin"})
+    subprocess.Popen(["sleep", "63.NONCE"], env={"PATH": "/usr/bin:/bin"})
 
 def test_leaves_a_temp_dir():
     tempfile.mkdtemp(prefix="npuemu-rel-")
 
 def test_waits_for_what_it_stops():
-    p = subprocess.Popen(["sleep", "64"])
+    p = subprocess.Popen(["sleep", "64.NONCE"])
     p.terminate()  # exits within the grace, unwaited: not a leak
 '''
 
@@ -67,9 +68,11 @@ def _sleeping(seconds: str) -> list[int]:
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist-workers"])
 def test_a_leaking_test_fails_and_names_what_it_left(tmp_path, workers):
     (tmp_path / "conftest.py").write_text((Path(__file__).with_name("conftest.py")).read_text())
-    (tmp_path / "test_inner.py").write_text(textwrap.dedent(INNER))
+    # The sleeps are this run's own (another suite on the machine may run this test too).
+    nonce = f"{secrets.randbelow(10**6):06d}"
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent(INNER).replace("NONCE", nonce))
     # Somebody else's process (not of the inner session): it must not count.
-    other = subprocess.Popen(["sleep", "65"], start_new_session=True)
+    other = subprocess.Popen(["sleep", f"65.{nonce}"], start_new_session=True)
     try:
         run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *workers,
                               "--basetemp", str(tmp_path / "inner-tmp"), "test_inner.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
@@ -77,17 +80,17 @@ def test_a_leaking_test_fails_and_names_what_it_left(tmp_path, workers):
         out = run.stdout + run.stderr
         assert run.returncode == 1, out
         assert "6 passed, 4 errors" in out, out
-        for test, what in [("test_leaves_a_child", "sleep 61"), ("test_leaves_a_daemon", "sleep 62"),
-                           ("test_leaves_a_scrubbed_child", "sleep 63")]:
+        for test, what in [("test_leaves_a_child", f"sleep 61.{nonce}"), ("test_leaves_a_daemon", f"sleep 62.{nonce}"),
+                           ("test_leaves_a_scrubbed_child", f"sleep 63.{nonce}")]:
             assert f"ERROR at teardown of {test}" in out or f"ERROR test_inner.py::{test}" in out, out
             assert f"test_inner.py::{test} left 1 process(es) running (killed now):" in out, out
             assert what in out, out
         assert "(parent 1)" not in out  # the daemon was re-parented to pytest, not lost to init
         assert "ERROR at teardown of test_leaves_a_temp_dir" in out, out
         assert "test_inner.py::test_leaves_a_temp_dir left " in out and "npuemu-rel-" in out, out
-        assert "sleep 64" not in out and "test_clean left" not in out
+        assert f"sleep 64.{nonce}" not in out and "test_clean left" not in out
         # Everything leaked was killed, the temp dir is gone; the other process lives on.
-        assert not any(_sleeping(s) for s in ("61", "62", "63", "64"))
+        assert not any(_sleeping(f"{s}.{nonce}") for s in ("61", "62", "63", "64"))
         assert other.poll() is None
     finally:
         other.send_signal(signal.SIGKILL)
