@@ -29,6 +29,7 @@ wait behind each other on one stream. All state transitions are in ``_TRANSITION
 from __future__ import annotations
 
 import enum
+import functools
 import struct
 from typing import Any, NamedTuple
 
@@ -334,9 +335,12 @@ def _packb(obj: Any) -> bytes:
     return msgpack.packb(obj, use_bin_type=True)
 
 
+_unpackb = functools.partial(msgpack.unpackb, raw=False, use_list=True, strict_map_key=False)
+
+
 def _decode_body(body: Any, take_fds: Any) -> Event:
     try:
-        items = msgpack.unpackb(body, raw=False, use_list=True, strict_map_key=False)
+        items = _unpackb(body)
     except Exception as exc:  # msgpack raises a zoo of types; all mean "garbage"
         raise ProtocolError(f"undecodable frame body: {type(exc).__name__}: {exc}") from None
     if type(items) is not list or not items:
@@ -347,10 +351,15 @@ def _decode_body(body: Any, take_fds: Any) -> Event:
         raise ProtocolError(f"unknown frame kind {kind!r}")
     if len(items) != cls.NWIRE + 1:
         raise ProtocolError(f"{cls.__name__} frame has {len(items) - 1} fields, expected {cls.NWIRE}")
-    if cls is Transaction or cls is Reply:
-        nfds = items[-1]
-        fds = take_fds(nfds) if type(nfds) is int and 0 < nfds <= MAX_FDS_PER_FRAME else ()
-        return cls(*items[1:], fds=fds)
+    # The two kinds of every call are unpacked by name (each class checks its fields).
+    if cls is Reply:
+        _, txn_id, status, exception, message, service_code, data, nfds = items
+        fds = take_fds(nfds) if nfds and type(nfds) is int and 0 < nfds <= MAX_FDS_PER_FRAME else ()
+        return Reply(txn_id, status, exception, message, service_code, data, nfds, fds)
+    if cls is Transaction:
+        _, txn_id, target, code, oneway, data, nfds = items
+        fds = take_fds(nfds) if nfds and type(nfds) is int and 0 < nfds <= MAX_FDS_PER_FRAME else ()
+        return Transaction(txn_id, target, code, oneway, data, nfds, fds)
     return cls(*items[1:])
 
 
@@ -411,6 +420,8 @@ class _Framer:
         if len(buf) < end:
             return NEED_DATA
         self._pos = end
+        if type(buf) is bytes:  # one read's bytes: immutable, a slice of them will do
+            return _decode_body(buf[pos + _HEADER_SIZE : end], self._take_fds)
         with memoryview(buf) as view:  # released before the buffer can change
             return _decode_body(view[pos + _HEADER_SIZE : end], self._take_fds)
 
