@@ -96,6 +96,27 @@ class _UnixStream:
     async def send_frame(self, buffers: list[bytes], fds: Sequence[int] = ()) -> None:
         if self._closed:
             raise trio.ClosedResourceError("stream is closed")
+        if not fds and not self._sending:
+            # The common case: nobody is mid-frame and the frame fits in the socket
+            # buffer, so one send does it and nothing can come between: no lock.
+            # Without descriptors a plain send of one buffer is the cheapest
+            # syscall; joining a small header to the body costs less than sendmsg.
+            data = buffers[0] if len(buffers) == 1 else b"".join(buffers)
+            try:
+                sent = self._sock.send(data)
+            except BlockingIOError:
+                sent = 0  # nothing went: wait in line below
+            except OSError as exc:
+                raise trio.BrokenResourceError(f"send failed: {exc}") from exc
+            if sent == len(data):
+                return
+            if sent:
+                self._sending = True
+                try:
+                    await self._send_rest(memoryview(data)[sent:])
+                finally:
+                    self._release()
+                return
         # Frames from concurrent handlers must not interleave: a FIFO hand-off lock.
         if self._sending:
             await self._lot.park()  # the releaser handed the lock to us
@@ -113,8 +134,6 @@ class _UnixStream:
                         await trio.lowlevel.wait_writable(sock)
                 total = sum(map(len, buffers))
             else:
-                # Without descriptors a plain send of one buffer is the cheapest
-                # syscall; joining a small header to the body costs less than sendmsg.
                 data = buffers[0] if len(buffers) == 1 else b"".join(buffers)
                 total = len(data)
                 while True:
@@ -124,22 +143,32 @@ class _UnixStream:
                     except BlockingIOError:
                         await trio.lowlevel.wait_writable(sock)
             if sent < total:
-                # A big frame goes out in pieces (the descriptors went with the first);
-                # a frame cut short would corrupt the stream, so finish it whatever.
-                rest = memoryview(b"".join(buffers))[sent:]
-                with trio.CancelScope(shield=True):
-                    while rest:
-                        try:
-                            rest = rest[sock.send(rest) :]
-                        except BlockingIOError:
-                            await trio.lowlevel.wait_writable(sock)
+                await self._send_rest(memoryview(b"".join(buffers))[sent:])
         except OSError as exc:
             raise trio.BrokenResourceError(f"send failed: {exc}") from exc
         finally:
-            if self._lot:
-                self._lot.unpark()
-            else:
-                self._sending = False
+            self._release()
+
+    async def _send_rest(self, rest: memoryview) -> None:
+        """Finish a frame whose first bytes went (with its descriptors, if any): a
+        frame cut short would corrupt the stream, so it goes whatever, uncancellable."""
+        sock = self._sock
+        try:
+            with trio.CancelScope(shield=True):
+                while rest:
+                    try:
+                        rest = rest[sock.send(rest) :]
+                    except BlockingIOError:
+                        await trio.lowlevel.wait_writable(sock)
+        except OSError as exc:
+            raise trio.BrokenResourceError(f"send failed: {exc}") from exc
+
+    def _release(self) -> None:
+        """Hand the sending lock to the next in line, or free it."""
+        if self._lot:
+            self._lot.unpark()
+        else:
+            self._sending = False
 
     async def receive_some(self) -> tuple[bytes, list[int]]:
         sock = self._sock
