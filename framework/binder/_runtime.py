@@ -116,6 +116,8 @@ _SPECIAL_CODES = _status.LAST_CALL_TRANSACTION + 1
 # Idle serving tasks kept per connection, waiting to be handed the reading role
 # (more handlers blocked at once spawn more).
 _MAX_IDLE_WORKERS = 4
+# A task sending oneway calls back to back lets others run on every this many.
+_ONEWAY_YIELD_EVERY = 16
 
 # (pid, uid) of whoever the current handler serves; None outside any runtime.
 _calling: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar(
@@ -324,6 +326,9 @@ class BinderProxy(IBinder):
             ctx.close_out()
         if reply is None:
             return None
+        if not reply.fds:  # nothing to own: the runtime's context without descriptors will do
+            _raise_for_reply(reply)
+            return method.decode_reply(reply.data, runtime._no_fds)
         rctx = _ParcelContext(runtime, reply.fds)
         try:
             _raise_for_reply(reply)
@@ -533,6 +538,7 @@ class _ClientConn:
         self.remote_uid = -1
         self._peer_uid = -1
         self._torn_down = False
+        self._oneways = 0  # oneway calls sent, to yield to trio on every few
 
     def fail(self) -> RemoteException:
         err = self.error
@@ -624,8 +630,14 @@ class _ClientConn:
                 await self.stream.send_frame(buffers, fds)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 raise DeadObjectException(f"process at {self.address} died") from None
-            # The send itself need not yield; a caller looping on oneway calls must.
-            await trio.lowlevel.checkpoint()
+            # The send itself need not yield; a caller looping on oneway calls must,
+            # now and then (a schedule point is a trip through trio's run loop, most
+            # of a oneway call's cost). It may be cancelled at every one.
+            self._oneways += 1
+            if self._oneways % _ONEWAY_YIELD_EVERY:
+                await trio.lowlevel.checkpoint_if_cancelled()
+            else:
+                await trio.lowlevel.checkpoint()
             return None
         reader = self.reader
         # A party before sending: the reply may beat send_frame's return.
@@ -885,6 +897,9 @@ class BinderRuntime:
         self._oneway: dict[int, deque] = {}
         self._listener: Any = None
         self._closed = False
+        # What decodes a parcel that carries no descriptors: it writes nothing, and
+        # reading a descriptor from it is the parcel's error (so it holds no state).
+        self._no_fds = _ParcelContext(self, ())
 
     def __repr__(self) -> str:
         return f"<BinderRuntime pid={self.pid} uid={self.uid} at {self.address}>"
