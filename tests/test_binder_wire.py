@@ -275,11 +275,21 @@ def test_frame_announcing_missing_descriptors_is_refused():
         lambda: Hello(token=5),
         lambda: Welcome(-1, 0, 0),
         lambda: Transaction(1, 1, 1, False, [], nfds=254),
+        lambda: Reply.ok(-1, []),
+        lambda: Reply.ok(True, []),
+        lambda: Reply.ok(1, [], nfds=254),
+        lambda: Reply.ok(1, [], nfds=1.0),
     ],
 )
 def test_events_validate_themselves(make):
     with pytest.raises(ProtocolError):
         make()
+
+
+def test_a_successful_reply_is_the_full_reply_with_status_ok():
+    ok = Reply.ok(7, ["data"], nfds=2)
+    assert type(ok) is Reply and ok == Reply(7, 0, 0, "", 0, ["data"], 2)
+    assert decode_frames(b"".join(encode_frame(Reply.ok(7, ["data"])))) == [Reply(7, data=["data"])]
 
 
 def test_frame_limit_leaves_room_for_the_envelope():

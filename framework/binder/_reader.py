@@ -132,7 +132,8 @@ class ReaderError(RuntimeError):
 class Party:
     """One task taking part in a connection's reading.
 
-    ``task`` is the runtime's handle on it (opaque here: what ``wake`` needs);
+    ``task`` is the runtime's handle on it (opaque here: what ``wake`` needs, so
+    the runtime may set it as late as just before the party waits);
     a caller's ``reply`` is set when its reply is read (None when the connection
     was lost before it came).
     """
@@ -198,7 +199,7 @@ class Reader:
 
     # -- parties -------------------------------------------------------------------
 
-    def call(self, txn_id: int, task: Any) -> Party:
+    def call(self, txn_id: int, task: Any = None) -> Party:
         """A two-way call about to be sent; its reply will come under ``txn_id``.
 
         Once the connection is lost, the call is DONE at once with no reply.
@@ -212,14 +213,14 @@ class Reader:
         self._calls[txn_id] = party
         return party
 
-    def watch(self, task: Any) -> Party:
+    def watch(self, task: Any = None) -> Party:
         """The client connection's own task, which reads once the peer has hung up."""
         if self._watcher is not None:
             raise ReaderError("a connection has one watcher")
         party = self._watcher = Party(WATCHER, DONE if self.lost else ACTIVE, task)
         return party
 
-    def first_worker(self, task: Any) -> Party:
+    def first_worker(self, task: Any = None) -> Party:
         """The server connection's first task, holding the role from the start."""
         if self.holder is not None or self.lost:
             raise ReaderError("the role is not free for a first worker")

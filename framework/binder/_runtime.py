@@ -483,6 +483,7 @@ async def _park(reader: Reader, party: Party) -> None:
         reader.cancel(party)  # a waiting party holds no reply
         return trio.lowlevel.Abort.SUCCEEDED
 
+    party.task = trio.lowlevel.current_task()  # what _wake reschedules (only a waiter needs it)
     await trio.lowlevel.wait_task_rescheduled(abort)
 
 
@@ -564,7 +565,7 @@ class _ClientConn:
             # The peer hung up. Replies it sent before going still count: read them
             # (once the caller reading now, if any, passes the role on).
             reader = self.reader
-            watcher = reader.watch(trio.lowlevel.current_task())
+            watcher = reader.watch()
             if watcher.state is ACTIVE and reader.read(watcher) is WAITING:
                 await _park(reader, watcher)
             if watcher.state is READING:
@@ -641,7 +642,7 @@ class _ClientConn:
             return None
         reader = self.reader
         # A party before sending: the reply may beat send_frame's return.
-        party = reader.call(txn_id, trio.lowlevel.current_task())
+        party = reader.call(txn_id)
         try:
             await self.stream.send_frame(buffers, fds)
         except BaseException as exc:
@@ -734,7 +735,7 @@ class _ServerConn:
 
     async def run(self) -> None:
         runtime, wire, stream = self.runtime, self.wire, self.stream
-        party = self.reader.first_worker(trio.lowlevel.current_task())
+        party = self.reader.first_worker()
         welcomed = False
         try:
             with trio.fail_after(_HANDSHAKE_TIMEOUT):
@@ -772,7 +773,6 @@ class _ServerConn:
         while another task holds it, end when the connection does."""
         _calling.set(self.identity)  # once per task: every call it serves is this peer's
         reader = self.reader
-        party.task = trio.lowlevel.current_task()
         try:
             while party.state is READING:
                 if not await self._read(party):
@@ -1051,7 +1051,7 @@ class BinderRuntime:
             else:
                 if event.oneway:
                     return
-                reply = Reply(event.txn_id, 0, 0, "", 0, data, len(ctx.out_fds))
+                reply = Reply.ok(event.txn_id, data, len(ctx.out_fds))
             finally:
                 ctx.release_in()
                 if token is not None:

@@ -299,6 +299,15 @@ class Reply(Event, _ReplyFields):
             _check_int("nfds", nfds, 0, MAX_FDS_PER_FRAME)
         return tuple.__new__(cls, (txn_id, status, exception, message, service_code, data, nfds, fds))
 
+    @classmethod
+    def ok(cls, txn_id: int, data: Any, nfds: int = 0) -> Reply:
+        """A successful reply (status ``OK``, no exception): the fields that can be
+        wrong are checked, the constant ones are right by construction."""
+        if not (type(txn_id) is int and 0 <= txn_id <= _MAX_TXN_ID and type(nfds) is int and 0 <= nfds <= MAX_FDS_PER_FRAME):
+            _check_int("txn_id", txn_id, 0, _MAX_TXN_ID)
+            _check_int("nfds", nfds, 0, MAX_FDS_PER_FRAME)
+        return tuple.__new__(cls, (txn_id, 0, 0, "", 0, data, nfds, ()))
+
 
 _EVENT_TYPES: dict[int, type[Event]] = {
     cls.KIND: cls for cls in (Hello, Welcome, Refused, Transaction, Reply)
