@@ -25,7 +25,10 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Hashable
 
-DEBOUNCE_DURATION_S = 0.050
+from interfaces.android.hardware.npu import ISchedulingCallback
+
+#: ``ISchedulingCallback.DEBOUNCE_DURATION_MS``, in seconds.
+DEBOUNCE_DURATION_S = ISchedulingCallback.DEBOUNCE_DURATION_MS / 1000
 
 
 class Kind(enum.Enum):

@@ -29,7 +29,7 @@ from interfaces.android.hardware.neuralnetworks import (
     OperationType,
     PerformanceInfo,
 )
-from interfaces.android.hardware.npu import EndReason, SchedulingConfig, StartReason, WorkInfo
+from interfaces.android.hardware.npu import EndReason, IScheduling, SchedulingConfig, StartReason, WorkInfo
 from interfaces.npuemu.hal import MemoryPressure
 
 __all__ = [
@@ -60,9 +60,9 @@ __all__ = [
 ]
 
 #: ``IScheduling.MIN_PRIORITY``: the *highest* priority.
-MIN_PRIORITY = 0
+MIN_PRIORITY: int = IScheduling.MIN_PRIORITY
 #: ``IScheduling.MAX_PRIORITY``: the lowest priority a uid or a job can have.
-MAX_PRIORITY = 1000
+MAX_PRIORITY: int = IScheduling.MAX_PRIORITY
 #: uid priority + job priority never exceeds this.
 MAX_EFFECTIVE_PRIORITY = 2000
 

@@ -70,6 +70,8 @@ from typing import Any
 
 import numpy as np
 
+from interfaces.android.hardware.npu import IScheduling
+
 from ._errors import WorkloadError
 
 __all__ = [
@@ -90,7 +92,8 @@ __all__ = [
     "IMPORTANCES",
 ]
 
-MAX_PRIORITY = 1000
+#: A task's job priority is IScheduling's: 0 (most urgent) .. MAX_PRIORITY.
+MAX_PRIORITY = IScheduling.MAX_PRIORITY
 #: Enough for any experiment that finishes in reasonable time; a typo like
 #: rate_hz = 1e9 is caught here instead of exhausting memory.
 MAX_REQUESTS = 200_000

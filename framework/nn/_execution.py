@@ -46,6 +46,7 @@ import numpy as np
 import trio
 
 from framework.binder import RemoteException, SharedMemory
+from interfaces.android.hardware.neuralnetworks import IPreparedModel
 
 from . import _cpu_kernels
 from ._aidl import errorFromRemote, halTypes
@@ -64,7 +65,6 @@ log = logging.getLogger("NeuralNetworks")
 
 _ALIGN = 64
 _NO_DEADLINE = -1
-_LOOP_TIMEOUT_NS = 2_000_000_000  # IPreparedModel.DEFAULT_LOOP_TIMEOUT_DURATION_NS
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -435,7 +435,8 @@ class Execution:
             if self._hints:
                 result = await prepared.executeWithHints(request, self._measure, _NO_DEADLINE, self._hal_hints())
             else:
-                result = await prepared.executeSynchronously(request, self._measure, _NO_DEADLINE, _LOOP_TIMEOUT_NS)
+                timeout = IPreparedModel.DEFAULT_LOOP_TIMEOUT_DURATION_NS
+                result = await prepared.executeSynchronously(request, self._measure, _NO_DEADLINE, timeout)
         except RemoteException as e:
             raise _StepFailed(step.device.name, errorFromRemote(step.device.name, "execute", e)) from None
         if result is not None and not result.outputSufficientSize:

@@ -117,8 +117,6 @@ FEATURE_NPU = "android.hardware.npu"
 
 # The seed's SchedulingConfig band, wide open: the uid's priority is appPriority.
 _MIN_BAND, _MAX_BAND = 0, 2000
-# NN HAL 1.2 constants (types.hal: Constant).
-_MAX_NUMBER_OF_CACHE_FILES = 32
 # The names of the AIDL enums, for messages (the enums are the compiled interfaces').
 _DEVICE_TYPES = {int(t): t.name for t in DeviceType}
 _TYPE_OTHER, _TYPE_ACCELERATOR = DeviceType.OTHER, DeviceType.ACCELERATOR
@@ -883,8 +881,8 @@ async def get_number_of_cache_files_needed(s: _Session) -> str:
     async def check(name: str, device: Any) -> str:
         n = await device.getNumberOfCacheFilesNeeded()
         for label, value in (("numModelCache", n.numModelCache), ("numDataCache", n.numDataCache)):
-            if not 0 <= value <= _MAX_NUMBER_OF_CACHE_FILES:
-                raise _Fail(f"{label} is {value}, outside 0..{_MAX_NUMBER_OF_CACHE_FILES}")
+            if not 0 <= value <= IDevice.MAX_NUMBER_OF_CACHE_FILES:
+                raise _Fail(f"{label} is {value}, outside 0..{IDevice.MAX_NUMBER_OF_CACHE_FILES}")
         return None
 
     return await _each_device(s, check)
