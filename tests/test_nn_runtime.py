@@ -37,7 +37,7 @@ from framework.nn import (
     open_nn_runtime,
     sampleModel,
 )
-from framework.nn._aidl import halTypes, toAidlModel
+from framework.nn import toAidlModel
 from framework.npumanager import ModelLoadRequest
 from npuhal import open_driver
 
@@ -367,12 +367,9 @@ class Scheduling:
     """The scheduling HAL as system_server sees it: configs in, work events out."""
 
     def __init__(self, stack):
-        from framework.binder import interface_class
+        from interfaces.android.hardware.npu import IScheduling, ISchedulingCallback, SchedulingConfig
 
-        registry = halTypes().registry
-        self.IScheduling = interface_class(registry.interface("android.hardware.npu.IScheduling"))
-        ICallback = interface_class(registry.interface("android.hardware.npu.ISchedulingCallback"))
-        self.Config = registry.parcelable("android.hardware.npu.SchedulingConfig")
+        self.IScheduling, ICallback, self.Config = IScheduling, ISchedulingCallback, SchedulingConfig
         self.stack = stack
         self.started = []
         started = self.started

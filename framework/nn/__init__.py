@@ -22,9 +22,9 @@ The runtime over the binder and the C kernels, built on the core:
 - ``_cpu``          the cffi extension (``csrc/build_nn_cpu.py``): the float32 kernels of
                     the emulated NPU, compiled again for the in-process CPU device.
 - ``_cpu_kernels``  its only user: run a HalModel, or ask what it can compute.
-- ``_aidl``         the HAL's AIDL types (compiled into ``interfaces``; never npuhal) and
-                    the conversions: HalModel to the ``Model`` parcelable with weights as
-                    ``SharedMemory``, binder errors to NDK result codes.
+- ``_aidl``         the conversions to the HAL's AIDL types (compiled into ``interfaces``,
+                    imported by name; never npuhal): HalModel to the ``Model`` parcelable
+                    with weights as ``SharedMemory``, binder errors to NDK result codes.
 - ``_memory``       ``Memory`` (``ANeuralNetworksMemory``): shared memory for zero-copy I/O.
 - ``_compilation``  ``Compilation``: partition, prepare each step, fall back to the CPU.
 - ``_execution``    ``Execution`` and ``Event``: one run through the request pool.

@@ -1,11 +1,12 @@
-"""The runtime's side of the NN HAL: the AIDL types, and conversions to and from them.
+"""The runtime's side of the NN HAL: conversions to and from the AIDL types.
 
 The HAL process serves ``android.hardware.neuralnetworks.IDevice/{name}``, declared in
 ``interfaces/android/hardware/neuralnetworks``. Those ``.aidl`` files, and the module
 the AIDL compiler made of them, are the contract between the two processes, as the
 HAL's interface definitions are on Android, where libneuralnetworks is built against
-``android.hardware.neuralnetworks-V*``: the runtime imports the compiled interfaces,
-never the HAL's Python package (DESIGN.md: nothing imports upward).
+``android.hardware.neuralnetworks-V*``: the runtime imports the compiled interfaces by
+name (``from interfaces.android.hardware.neuralnetworks import Request``), never the
+HAL's Python package (DESIGN.md: nothing imports upward).
 
 Conversions, one place each:
 
@@ -20,14 +21,10 @@ Conversions, one place each:
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from typing import Any
 
 import interfaces.android.hardware.neuralnetworks as nn_hal
-import interfaces.android.hardware.npu as npu_hal
 from framework.binder import (
-    AidlRegistry,
     DeadObjectException,
     IllegalArgumentException,
     RemoteException,
@@ -49,46 +46,10 @@ from ._errors import (
 )
 from ._hal import HalModel
 
-__all__ = ["IDEVICE_DESCRIPTOR", "HalTypes", "errorFromRemote", "halTypes", "toAidlModel"]
+__all__ = ["IDEVICE_DESCRIPTOR", "errorFromRemote", "toAidlModel"]
 
 #: The interface name; an instance is registered as ``{IDEVICE_DESCRIPTOR}/{name}``.
 IDEVICE_DESCRIPTOR = "android.hardware.neuralnetworks.IDevice"
-_PKG = "android.hardware.neuralnetworks"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class HalTypes:
-    """The generated classes the runtime uses, loaded once from the HAL's AIDL."""
-
-    registry: AidlRegistry
-    IDevice: type
-    IPreparedModel: type
-    Model: type
-    DataLocation: type
-    Request: type
-    RequestArgument: type
-    ExecutionHints: type
-    ModelLoadToken: type
-    NpuUuid: type
-
-
-@functools.cache
-def halTypes() -> HalTypes:
-    """The HAL's AIDL types, as compiled into ``interfaces`` (one object per process)."""
-    registry = AidlRegistry.from_modules(nn_hal, npu_hal)
-    p = registry.parcelable
-    return HalTypes(
-        registry=registry,
-        IDevice=nn_hal.IDevice,
-        IPreparedModel=nn_hal.IPreparedModel,
-        Model=p(f"{_PKG}.Model"),
-        DataLocation=p(f"{_PKG}.DataLocation"),
-        Request=p(f"{_PKG}.Request"),
-        RequestArgument=p(f"{_PKG}.RequestArgument"),
-        ExecutionHints=p(f"{_PKG}.ExecutionHints"),
-        ModelLoadToken=p(f"{_PKG}.ModelLoadToken"),
-        NpuUuid=p("android.hardware.npu.NpuUuid"),
-    )
 
 
 def sharedMemoryFor(pool: Any, name: str) -> SharedMemory:
@@ -114,7 +75,7 @@ def toAidlModel(hal: HalModel, pools: list[SharedMemory] | None = None) -> Any:
         pools = [sharedMemoryFor(pool, "nn-weights") for pool in hal.pools]
     if len(pools) != len(hal.pools):
         raise ValueError(f"toAidlModel: {len(hal.pools)} pools need {len(hal.pools)} regions, got {len(pools)}")
-    return halTypes().Model(
+    return nn_hal.Model(
         main=hal.main,
         referenced=[],
         operandValues=hal.operandValues,

@@ -37,8 +37,9 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from framework.binder import RemoteException, SharedMemory
+from interfaces.android.hardware.neuralnetworks import ModelLoadToken
 
-from ._aidl import errorFromRemote, halTypes, sharedMemoryFor, toAidlModel
+from ._aidl import errorFromRemote, sharedMemoryFor, toAidlModel
 from ._errors import BadDataError, BadStateError, NeuralNetworksError
 from ._hal import HalModel
 from ._model import Model
@@ -283,7 +284,7 @@ class Compilation:
             return
         size = self._share_of_emulated_size(step)
         model = toAidlModel(step.model, self._pools.regionsFor(step.model))
-        token = None if self._loadRequestId is None else halTypes().ModelLoadToken(requestId=self._loadRequestId)
+        token = None if self._loadRequestId is None else ModelLoadToken(requestId=self._loadRequestId)
         try:
             prepared = await proxy.prepareModel(
                 model, int(self._preference), self._priority.halValue, NO_DEADLINE, size, token

@@ -46,10 +46,17 @@ import numpy as np
 import trio
 
 from framework.binder import RemoteException, SharedMemory
-from interfaces.android.hardware.neuralnetworks import IPreparedModel
+from interfaces.android.hardware.neuralnetworks import (
+    DataLocation,
+    ExecutionHints,
+    IPreparedModel,
+    Request,
+    RequestArgument,
+)
+from interfaces.android.hardware.npu import NpuUuid
 
 from . import _cpu_kernels
-from ._aidl import errorFromRemote, halTypes
+from ._aidl import errorFromRemote
 from ._errors import BadDataError, BadStateError, DeadObjectError, NeuralNetworksError
 from ._memory import Memory
 from ._partition import ExecutionPlan, ExecutionStep
@@ -246,10 +253,9 @@ class Execution:
         return self._durations.get(code, NO_DURATION)
 
     def _hal_hints(self) -> Any:
-        t = halTypes()
         h = self._hints
-        group = t.NpuUuid(uuid=h["groupId"]) if "groupId" in h else None
-        return t.ExecutionHints(
+        group = NpuUuid(uuid=h["groupId"]) if "groupId" in h else None
+        return ExecutionHints(
             jobPriority=h.get("jobPriority", 500),
             originalUid=h.get("originalUid", -1),
             groupId=group,
@@ -409,7 +415,6 @@ class Execution:
         return results
 
     async def _run_on_driver(self, step: ExecutionStep, places: dict[int, _Place]) -> tuple[int, int]:
-        t = halTypes()
         pools: list[SharedMemory] = [self._pool]
         pool_of: dict[int, int] = {}
 
@@ -422,10 +427,10 @@ class Execution:
                 if index is None:
                     index = pool_of[id(place.memory)] = len(pools)
                     pools.append(place.memory.sharedMemory)
-            location = t.DataLocation(poolIndex=index, offset=place.offset, length=place.length, padding=0)
-            return t.RequestArgument(hasNoValue=False, location=location, dimensions=[])
+            location = DataLocation(poolIndex=index, offset=place.offset, length=place.length, padding=0)
+            return RequestArgument(hasNoValue=False, location=location, dimensions=[])
 
-        request = t.Request(
+        request = Request(
             inputs=[argument(i) for i in step.inputs],
             outputs=[argument(i) for i in step.outputs],
             pools=pools,

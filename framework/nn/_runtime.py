@@ -43,10 +43,11 @@ from typing import Any
 import trio
 
 from framework.binder import BinderRuntime, RemoteException, defaultServiceManager, open_service_nursery
+from interfaces.android.hardware.neuralnetworks import IDevice
 
 from . import _cpu_kernels
 from ._atrace import CpuTracer
-from ._aidl import IDEVICE_DESCRIPTOR, errorFromRemote, halTypes
+from ._aidl import IDEVICE_DESCRIPTOR, errorFromRemote
 from ._compilation import Compilation, WeightPools, driverSupportedOperations
 from ._discovery import getDevice, isValidDeviceName, listDevices
 from ._errors import BadDataError, NeuralNetworksError
@@ -242,7 +243,6 @@ def _asked_over_binder(name: str):
 
 async def _find_drivers(binder: BinderRuntime, pattern: re.Pattern[str] | None) -> list[tuple[str, Any]]:
     """(name, IDevice proxy) of every registered instance the filter lets through, in order."""
-    types = halTypes()
     sm = defaultServiceManager(binder)
     prefix = IDEVICE_DESCRIPTOR + "/"
     found = []
@@ -257,7 +257,7 @@ async def _find_drivers(binder: BinderRuntime, pattern: re.Pattern[str] | None) 
             continue
         service = await sm.checkService(service_name)
         if service is not None:  # else it left between listServices and now
-            found.append((name, types.IDevice.asInterface(service)))
+            found.append((name, IDevice.asInterface(service)))
     return found
 
 
