@@ -27,9 +27,9 @@ from framework.npumanager import (
     NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE as PRESSURE,
     NPU_MODEL_UNLOAD_REASON_TURN_TAKING as TURN,
 )
+from framework.binder import AID_SYSTEM
 from framework.server import (
     DEFAULT_POLICIES,
-    SYSTEM_UID,
     BudgetPolicy,
     CanLoad,
     Log,
@@ -523,10 +523,10 @@ def test_an_engineer_can_add_a_policy():
 
 def test_system_uid_ranks_as_foreground_whatever_it_is_told():
     a = make()
-    a.importance_changed(SYSTEM_UID, 400, 0.0)
-    assert a.importance_of(SYSTEM_UID) == 100 and a.importance_of(0) == 100
+    a.importance_changed(AID_SYSTEM, 400, 0.0)
+    assert a.importance_of(AID_SYSTEM) == 100 and a.importance_of(0) == 100
     assert a.importance_of(99999) == 1000  # unknown uids: the lowest
     load(a, PIP, 1, L)
-    assert calls(a.request_can_load(SYSTEM_UID, 1, S, NORMAL, 1.0))[0] == RequestUnload(
-        PIP, 1, PRESSURE, 3.0, for_uid=SYSTEM_UID
+    assert calls(a.request_can_load(AID_SYSTEM, 1, S, NORMAL, 1.0))[0] == RequestUnload(
+        PIP, 1, PRESSURE, 3.0, for_uid=AID_SYSTEM
     )

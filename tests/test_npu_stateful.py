@@ -44,8 +44,8 @@ from framework.npumanager import (
     NPU_MODEL_UNLOAD_REASON_THERMAL as THERMAL,
     NPU_MODEL_UNLOAD_REASON_TURN_TAKING as TURN,
 )
+from framework.binder import AID_SYSTEM
 from framework.server import (
-    SYSTEM_UID,
     CanLoad,
     Log,
     NpuArbiter,
@@ -55,7 +55,7 @@ from framework.server import (
     thermal_allows,
 )
 
-UIDS = [SYSTEM_UID, 10001, 10002, 10003]
+UIDS = [AID_SYSTEM, 10001, 10002, 10003]
 IDS = st.integers(0, 2)
 PRIORITIES = st.sampled_from([0, 0, 1000, 2000])  # NORMAL most often: heat refuses the others
 SEVERITIES = st.sampled_from([0, 0, 0, 0, 1, 3, 4, 6])  # mostly cool, so models load
@@ -130,7 +130,7 @@ class NpuArbiterMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------ the model's helpers
 
     def imp(self, uid: int) -> int:
-        return 100 if uid in (0, SYSTEM_UID) else self.importance.get(uid, 1000)
+        return 100 if uid in (0, AID_SYSTEM) else self.importance.get(uid, 1000)
 
     def w(self, t: _Told) -> int:
         return self.weights[t.size]

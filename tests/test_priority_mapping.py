@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from framework.binder._status import IllegalArgumentException
+from framework.binder import AID_ROOT, AID_SYSTEM
 from framework.server import (
     IMPORTANCE_CACHED,
     IMPORTANCE_FOREGROUND,
@@ -14,8 +15,6 @@ from framework.server import (
     IMPORTANCE_SERVICE,
     IMPORTANCE_TOP_SLEEPING,
     IMPORTANCE_VISIBLE,
-    ROOT_UID,
-    SYSTEM_UID,
     THERMAL_STATUS_CRITICAL,
     THERMAL_STATUS_NONE,
     THERMAL_STATUS_SEVERE,
@@ -65,7 +64,7 @@ def test_the_documented_table(importance, expected):
 
 
 def test_system_and_root_are_foreground_and_may_attribute():
-    for uid in (SYSTEM_UID, ROOT_UID):
+    for uid in (AID_SYSTEM, AID_ROOT):
         for reported in (None, IMPORTANCE_CACHED):
             c = scheduling_config_for(uid, reported)
             assert band(c) == (0, 0, 1000) and c.canAttributeOtherUid and c.hasDirectAccess
@@ -95,7 +94,7 @@ def test_a_background_job_never_overtakes_foreground_work_at_any_job_priority():
         worst_foreground = max(
             effective_priority(scheduling_config_for(uid, imp, thermal_severity=sev), j)
             for imp in FOREGROUND
-            for uid in (APP, SYSTEM_UID)
+            for uid in (APP, AID_SYSTEM)
             for j in JOBS
         )
         for imp in BACKGROUND:

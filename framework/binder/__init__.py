@@ -62,6 +62,7 @@ from ._servicemanager import AID_ROOT as AID_ROOT
 from ._servicemanager import AID_SHELL as AID_SHELL
 from ._servicemanager import AID_SYSTEM as AID_SYSTEM
 from ._servicemanager import FIRST_APPLICATION_UID as FIRST_APPLICATION_UID
+from ._servicemanager import LAST_APPLICATION_UID as LAST_APPLICATION_UID
 from ._servicemanager import defaultServiceManager as defaultServiceManager
 from ._servicemanager import serve_servicemanager as serve_servicemanager
 from ._servicemanager import servicemanager_interfaces as servicemanager_interfaces

@@ -51,6 +51,7 @@ __all__ = [
     "AID_SHELL",
     "AID_SYSTEM",
     "FIRST_APPLICATION_UID",
+    "LAST_APPLICATION_UID",
     "defaultServiceManager",
     "serve_servicemanager",
     "servicemanager_interfaces",
@@ -58,10 +59,12 @@ __all__ = [
 
 log = logging.getLogger("servicemanager")
 
+# android.os.Process's uids (system/core's AID_*): defined here once, for every layer.
 AID_ROOT = 0
 AID_SYSTEM = 1000
 AID_SHELL = 2000
 FIRST_APPLICATION_UID = 10000
+LAST_APPLICATION_UID = 19999
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-/]{1,127}")
 

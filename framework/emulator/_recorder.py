@@ -47,7 +47,7 @@ from typing import Any
 
 import trio
 
-from framework.binder import defaultServiceManager
+from framework.binder import FIRST_APPLICATION_UID, defaultServiceManager
 from framework.nn import TRACE_MARKER_NAME
 from interfaces.npuemu.hal import IHalControl, IHalListener
 from interfaces.npuemu.server import IPackageManager
@@ -57,9 +57,6 @@ from ._services import HAL_CONTROL, get_service
 __all__ = ["KIND_NAMES", "serve_recorder", "work_record"]
 
 KIND_NAMES = ("requested", "started", "ended")
-
-#: Android's FIRST_APPLICATION_UID: the uids below are the system's, named without asking.
-_FIRST_APPLICATION_UID = 10000
 
 
 def work_record(event: Any) -> dict[str, Any]:
@@ -170,7 +167,7 @@ class _PackageNames:
 
     async def name(self, *uids: int) -> None:
         for uid in uids:
-            if uid < _FIRST_APPLICATION_UID or uid in self._known:
+            if uid < FIRST_APPLICATION_UID or uid in self._known:  # the system's uids go unnamed
                 continue
             binder = await defaultServiceManager(self._runtime).checkService("package")
             if binder is None:

@@ -33,9 +33,7 @@ from ._policies import (
     StatusQuoPolicy as StatusQuoPolicy,
     TurnTakingPolicy as TurnTakingPolicy,
 )
-from ._activity import importance_name as importance_name
-from ._activity import parse_importance as parse_importance
-from ._priority import (
+from ._activity import (
     IMPORTANCE_CACHED as IMPORTANCE_CACHED,
     IMPORTANCE_FOREGROUND as IMPORTANCE_FOREGROUND,
     IMPORTANCE_FOREGROUND_SERVICE as IMPORTANCE_FOREGROUND_SERVICE,
@@ -44,8 +42,10 @@ from ._priority import (
     IMPORTANCE_SERVICE as IMPORTANCE_SERVICE,
     IMPORTANCE_TOP_SLEEPING as IMPORTANCE_TOP_SLEEPING,
     IMPORTANCE_VISIBLE as IMPORTANCE_VISIBLE,
-    ROOT_UID as ROOT_UID,
-    SYSTEM_UID as SYSTEM_UID,
+    importance_name as importance_name,
+    parse_importance as parse_importance,
+)
+from ._priority import (
     check_config as check_config,
     effective_priority as effective_priority,
     priority_band as priority_band,

@@ -69,7 +69,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from framework.binder import IllegalArgumentException, IllegalStateException
+from framework.binder import FIRST_APPLICATION_UID, IllegalArgumentException, IllegalStateException
 
 __all__ = [
     "Importance",
@@ -257,7 +257,7 @@ class ActivityState:
     manager's to track here.
     """
 
-    def __init__(self, *, first_app_uid: int = 10000) -> None:
+    def __init__(self, *, first_app_uid: int = FIRST_APPLICATION_UID) -> None:
         self._first_app_uid = _check_int(first_app_uid, "uid", 0)
         self._uids: dict[int, _UidRecord] = {}
         self._by_package: dict[str, int] = {}

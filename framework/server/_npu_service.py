@@ -63,6 +63,7 @@ from framework.binder import (
     AID_ROOT,
     AID_SHELL,
     AID_SYSTEM,
+    FIRST_APPLICATION_UID,
     Binder,
     DeathRecipient,
     IllegalArgumentException,
@@ -92,7 +93,7 @@ from interfaces.npuemu.hal import IHalControl
 
 from ._actions import Action, CanLoad, Log, RequestComplete, RequestUnload, Revoke
 from ._arbiter import DEFAULT_UNLOAD_TIMEOUT_S, NpuArbiter
-from ._package import PERMISSION_DUMP, ROOT_UID, SYSTEM_UID, NameNotFoundException, PackageManager
+from ._package import PERMISSION_DUMP, NameNotFoundException, PackageManager
 from ._policies import MAX_BUDGET_KEY, MODEL_SIZE_WEIGHTS_KEY
 from ._priority import scheduling_config_for
 
@@ -543,7 +544,7 @@ class NpuService:
     # ------------------------------------------------------------------ SchedulingConfigs
 
     def _config_uids(self) -> list[int]:
-        uids = {ROOT_UID, SYSTEM_UID}
+        uids = {AID_ROOT, AID_SYSTEM}
         uids.update(info.uid for info in self.packages.getInstalledPackages())
         uids.update(self._importance)
         return sorted(uids)
@@ -617,7 +618,7 @@ class NpuService:
     # ------------------------------------------------------------------ dumpsys npu
 
     def _name(self, uid: int) -> str:
-        return self.packages.getNameForUid(uid) or ("system" if uid < 10000 else "")
+        return self.packages.getNameForUid(uid) or ("system" if uid < FIRST_APPLICATION_UID else "")
 
     def dump_data(self) -> dict[str, Any]:
         """Everything ``dumpsys npu --json`` prints."""

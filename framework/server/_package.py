@@ -92,6 +92,11 @@ from defusedxml import DefusedXmlException, DTDForbidden, EntitiesForbidden, Ext
 from defusedxml import expatreader as _defused_expatreader
 
 from framework.binder import (
+    AID_ROOT,
+    AID_SHELL,
+    AID_SYSTEM,
+    FIRST_APPLICATION_UID,
+    LAST_APPLICATION_UID,
     IllegalArgumentException,
     SecurityException,
     ServiceSpecificException,
@@ -108,11 +113,6 @@ __all__ = [
     "PERMISSION_ACCESS_NPU_MODEL_MANAGER_API",
     "PERMISSION_ATTRIBUTE_WORK_TO_OTHER_APPS",
     "PERMISSION_DUMP",
-    "ROOT_UID",
-    "SYSTEM_UID",
-    "SHELL_UID",
-    "FIRST_APPLICATION_UID",
-    "LAST_APPLICATION_UID",
     "DEVICE_SDK_INT",
     "MAX_MANIFEST_BYTES",
     "SHELL_PERMISSIONS",
@@ -151,13 +151,6 @@ FEATURE_NEURAL_PROCESSING_UNIT = _FEATURE_NEURAL_PROCESSING_UNIT
 PERMISSION_ACCESS_NPU_MODEL_MANAGER_API = _ACCESS_NPU_MODEL_MANAGER_API
 PERMISSION_ATTRIBUTE_WORK_TO_OTHER_APPS = _ATTRIBUTE_WORK_TO_OTHER_APPS
 PERMISSION_DUMP = "android.permission.DUMP"
-
-# android.os.Process.
-ROOT_UID = 0
-SYSTEM_UID = 1000
-SHELL_UID = 2000
-FIRST_APPLICATION_UID = 10000
-LAST_APPLICATION_UID = 19999
 
 # Android 17 (VERSION_CODES.CINNAMON_BUN), the release that brings the NPU Manager.
 DEVICE_SDK_INT = 37
@@ -846,7 +839,7 @@ class PackageManager:
         _check_uid(uid)
         if uid in self._by_uid:
             return self._by_uid[uid]
-        return {ROOT_UID: "root", SYSTEM_UID: "system", SHELL_UID: "shell"}.get(uid)
+        return {AID_ROOT: "root", AID_SYSTEM: "system", AID_SHELL: "shell"}.get(uid)
 
     def getInstalledPackages(self) -> list[PackageInfo]:
         """Every installed package, in uid order (the order they were first installed)."""
@@ -865,9 +858,9 @@ class PackageManager:
         """
         _check_permission_name(permission)
         _check_uid(uid)
-        if uid in (ROOT_UID, SYSTEM_UID):
+        if uid in (AID_ROOT, AID_SYSTEM):
             return PERMISSION_GRANTED
-        if uid == SHELL_UID:
+        if uid == AID_SHELL:
             return PERMISSION_GRANTED if permission in self._shell_permissions else PERMISSION_DENIED
         name = self._by_uid.get(uid)
         if name is not None and permission in self._packages[name].grantedPermissions:

@@ -48,23 +48,17 @@ is true for system and root, and otherwise only with ``ATTRIBUTE_WORK_TO_OTHER_A
 
 from __future__ import annotations
 
-from framework.binder import IllegalArgumentException
+from framework.binder import AID_ROOT, AID_SYSTEM, IllegalArgumentException
 from interfaces.android.hardware.npu import SchedulingConfig
 
+from ._activity import (
+    IMPORTANCE_CACHED,
+    IMPORTANCE_FOREGROUND,
+    IMPORTANCE_FOREGROUND_SERVICE,
+    IMPORTANCE_GONE,
+    IMPORTANCE_SERVICE,
+)
 from ._thermal import THERMAL_STATUS_CRITICAL, THERMAL_STATUS_SEVERE, check_severity
-
-# ActivityManager.RunningAppProcessInfo importance values.
-IMPORTANCE_FOREGROUND = 100
-IMPORTANCE_FOREGROUND_SERVICE = 125
-IMPORTANCE_VISIBLE = 200
-IMPORTANCE_PERCEPTIBLE = 230
-IMPORTANCE_SERVICE = 300
-IMPORTANCE_TOP_SLEEPING = 325
-IMPORTANCE_CACHED = 400
-IMPORTANCE_GONE = 1000
-
-ROOT_UID = 0
-SYSTEM_UID = 1000
 
 # SchedulingConfig's limits, as the HAL validates them.
 MIN_APP_PRIORITY = 0
@@ -98,7 +92,7 @@ def effective_importance(uid: int, reported: int | None) -> int:
     System and root are always foreground (100), as AOSP's PriorityManager pins them;
     a uid the activity manager never reported is the least important of all.
     """
-    if uid in (ROOT_UID, SYSTEM_UID):
+    if uid in (AID_ROOT, AID_SYSTEM):
         return IMPORTANCE_FOREGROUND
     return IMPORTANCE_GONE if reported is None else reported
 
@@ -161,7 +155,7 @@ def scheduling_config_for(
         check_importance(importance)
     imp = effective_importance(uid, importance)
     app, lo, hi = priority_band(imp, thermal_severity)
-    privileged = uid in (ROOT_UID, SYSTEM_UID)
+    privileged = uid in (AID_ROOT, AID_SYSTEM)
     return check_config(
         SchedulingConfig(
             minPriority=lo,

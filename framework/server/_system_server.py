@@ -59,6 +59,7 @@ from framework.binder import (
     AID_ROOT,
     AID_SHELL,
     AID_SYSTEM,
+    FIRST_APPLICATION_UID,
     Binder,
     IllegalArgumentException,
     IllegalStateException,
@@ -295,7 +296,7 @@ class ActivityManagerService:
             del self._starts[next(iter(self._starts))]
         self._nursery.start_soon(self._watch, proc)
         self.log.info("Start proc %d:%s/u0a%d for npuemu.launch (importance %s)",
-                      proc.pid, package, info.uid - 10000, importance_name(changes[0].new))
+                      proc.pid, package, info.uid - FIRST_APPLICATION_UID, importance_name(changes[0].new))
         self._forward(changes)
         return proc.pid
 
