@@ -65,6 +65,16 @@ NPU_MODEL_POLICY_STATUS_QUO = 0
 NPU_MODEL_POLICY_TURN_TAKING = 1
 NPU_MODEL_POLICY_BUDGET = 2
 
+# --- the budget policy's parameters (setPolicy's bundle): AOSP's keys, and the defaults
+# the service takes for a key left out (and the app side for a size left out of the
+# nested ``modelSizeWeights`` bundle) ---
+
+KEY_MAX_BUDGET = "maxBudget"
+KEY_MODEL_SIZE_WEIGHTS = "modelSizeWeights"
+DEFAULT_MAX_BUDGET = 4
+DEFAULT_MODEL_SIZE_WEIGHTS = (1, 2, 4)
+"""What a model of each size class costs: LESS_THAN_1GB, BETWEEN_1GB_AND_2GB, GREATER_THAN_2G."""
+
 # --- reasons passed to onRequestUnloadModel(request, reason) (npuemu's values) ---
 # The seed names the two-argument callback but no reasons; these are the causes the
 # npu service actually has. 0 is reserved so a missing reason never reads as a cause.

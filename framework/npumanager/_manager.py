@@ -76,8 +76,6 @@ __all__ = [
 log = logging.getLogger("NpuManager")
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-# The budget policy's default weights (AOSP's 1, 2, 4), for a nested bundle's missing sizes.
-_DEFAULT_WEIGHTS = (1, 2, 4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,8 +262,8 @@ class NpuManager:
     NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE = c.NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE
     NPU_MODEL_UNLOAD_REASON_TURN_TAKING = c.NPU_MODEL_UNLOAD_REASON_TURN_TAKING
     NPU_MODEL_UNLOAD_REASON_THERMAL = c.NPU_MODEL_UNLOAD_REASON_THERMAL
-    KEY_MAX_BUDGET = "maxBudget"
-    KEY_MODEL_SIZE_WEIGHTS = "modelSizeWeights"
+    KEY_MAX_BUDGET = c.KEY_MAX_BUDGET
+    KEY_MODEL_SIZE_WEIGHTS = c.KEY_MODEL_SIZE_WEIGHTS
 
     ModelLoadStatusListener = ModelLoadStatusListener
     ModelLoadRequestCallback = ModelLoadRequestCallback
@@ -355,7 +353,7 @@ class NpuManager:
             unknown = set(weights) - {str(size) for size in c.NPU_MODEL_SIZES}
             if unknown:
                 raise IllegalArgumentException(f"{self.KEY_MODEL_SIZE_WEIGHTS} has unknown size keys {sorted(unknown)}")
-            weights = [weights.get(str(size), _DEFAULT_WEIGHTS[size]) for size in c.NPU_MODEL_SIZES]
+            weights = [weights.get(str(size), c.DEFAULT_MODEL_SIZE_WEIGHTS[size]) for size in c.NPU_MODEL_SIZES]
         if weights is not None:
             if isinstance(weights, (str, bytes)) or not all(type(w) is int for w in weights):
                 raise IllegalArgumentException(f"{self.KEY_MODEL_SIZE_WEIGHTS} must be ints, not {weights!r}")

@@ -25,8 +25,6 @@ from ._arbiter import (
     RequestState as RequestState,
 )
 from ._policies import (
-    DEFAULT_MAX_BUDGET as DEFAULT_MAX_BUDGET,
-    DEFAULT_MODEL_SIZE_WEIGHTS as DEFAULT_MODEL_SIZE_WEIGHTS,
     DEFAULT_POLICIES as DEFAULT_POLICIES,
     BudgetPolicy as BudgetPolicy,
     NpuPolicy as NpuPolicy,

@@ -76,6 +76,8 @@ from framework.npumanager import (
     ACCESS_NPU_MODEL_MANAGER_API,
     ATTRIBUTE_WORK_TO_OTHER_APPS,
     FEATURE_NEURAL_PROCESSING_UNIT,
+    KEY_MAX_BUDGET,
+    KEY_MODEL_SIZE_WEIGHTS,
     NPU_MODEL_POLICY_BUDGET,
     NPU_MODEL_POLICY_STATUS_QUO,
     NPU_MODEL_POLICY_TURN_TAKING,
@@ -94,7 +96,6 @@ from interfaces.npuemu.hal import IHalControl
 from ._actions import Action, CanLoad, Log, RequestComplete, RequestUnload, Revoke
 from ._arbiter import DEFAULT_UNLOAD_TIMEOUT_S, NpuArbiter
 from ._package import PERMISSION_DUMP, NameNotFoundException, PackageManager
-from ._policies import MAX_BUDGET_KEY, MODEL_SIZE_WEIGHTS_KEY
 from ._priority import scheduling_config_for
 
 __all__ = [
@@ -137,13 +138,13 @@ def _policy_bundle(params: Any) -> dict[str, Any] | None:
         return None
     bundle: dict[str, Any] = {}
     for key in params.keys:
-        if key == MAX_BUDGET_KEY:
+        if key == KEY_MAX_BUDGET:
             if not params.hasMaxBudget:
-                raise IllegalArgumentException(f"{MAX_BUDGET_KEY} is listed but has no value")
+                raise IllegalArgumentException(f"{KEY_MAX_BUDGET} is listed but has no value")
             bundle[key] = params.maxBudget
-        elif key == MODEL_SIZE_WEIGHTS_KEY:
+        elif key == KEY_MODEL_SIZE_WEIGHTS:
             if params.modelSizeWeights is None:
-                raise IllegalArgumentException(f"{MODEL_SIZE_WEIGHTS_KEY} is listed but has no value")
+                raise IllegalArgumentException(f"{KEY_MODEL_SIZE_WEIGHTS} is listed but has no value")
             bundle[key] = list(params.modelSizeWeights)
         else:
             bundle[key] = None  # the policy refuses unknown keys by name
@@ -695,9 +696,9 @@ def _budget_args(rest: list[str]) -> dict[str, Any]:
                 raise IllegalArgumentException(f"set-budget-policy: {name} needs a value")
         try:
             if name == "--max-budget":
-                bundle[MAX_BUDGET_KEY] = int(value)
+                bundle[KEY_MAX_BUDGET] = int(value)
             else:
-                bundle[MODEL_SIZE_WEIGHTS_KEY] = [int(w) for w in value.split(",")]
+                bundle[KEY_MODEL_SIZE_WEIGHTS] = [int(w) for w in value.split(",")]
         except ValueError:
             raise IllegalArgumentException(f"set-budget-policy: {name} {value!r} is not {'an int' if name == '--max-budget' else 'A,B,C ints'}") from None
     return bundle

@@ -29,16 +29,16 @@ from typing import Any, ClassVar
 
 from framework.binder import IllegalArgumentException
 from framework.npumanager import (
+    DEFAULT_MAX_BUDGET,
+    DEFAULT_MODEL_SIZE_WEIGHTS,
+    KEY_MAX_BUDGET,
+    KEY_MODEL_SIZE_WEIGHTS,
     NPU_MODEL_POLICY_BUDGET,
     NPU_MODEL_POLICY_STATUS_QUO,
     NPU_MODEL_POLICY_TURN_TAKING,
     NPU_MODEL_SIZES,
 )
 
-DEFAULT_MAX_BUDGET = 4
-DEFAULT_MODEL_SIZE_WEIGHTS = (1, 2, 4)
-MAX_BUDGET_KEY = "maxBudget"
-MODEL_SIZE_WEIGHTS_KEY = "modelSizeWeights"
 
 
 def _bundle(params: Mapping[str, Any] | None, policy: str) -> Mapping[str, Any]:
@@ -122,11 +122,11 @@ class BudgetPolicy(NpuPolicy):
     weights: tuple[int, int, int] = DEFAULT_MODEL_SIZE_WEIGHTS
 
     def __post_init__(self) -> None:
-        _positive_int(self.budget, MAX_BUDGET_KEY)
+        _positive_int(self.budget, KEY_MAX_BUDGET)
         if len(self.weights) != len(NPU_MODEL_SIZES):
-            raise IllegalArgumentException(f"{MODEL_SIZE_WEIGHTS_KEY} needs {len(NPU_MODEL_SIZES)} weights")
+            raise IllegalArgumentException(f"{KEY_MODEL_SIZE_WEIGHTS} needs {len(NPU_MODEL_SIZES)} weights")
         for w in self.weights:
-            _positive_int(w, f"each of {MODEL_SIZE_WEIGHTS_KEY}")
+            _positive_int(w, f"each of {KEY_MODEL_SIZE_WEIGHTS}")
 
     @property
     def max_budget(self) -> int:
@@ -136,24 +136,24 @@ class BudgetPolicy(NpuPolicy):
         return self.weights[size]
 
     def params(self) -> dict[str, Any]:
-        return {MAX_BUDGET_KEY: self.budget, MODEL_SIZE_WEIGHTS_KEY: list(self.weights)}
+        return {KEY_MAX_BUDGET: self.budget, KEY_MODEL_SIZE_WEIGHTS: list(self.weights)}
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any] | None) -> BudgetPolicy:
         bundle = _bundle(params, "budget")
-        unknown = sorted(set(bundle) - {MAX_BUDGET_KEY, MODEL_SIZE_WEIGHTS_KEY})
+        unknown = sorted(set(bundle) - {KEY_MAX_BUDGET, KEY_MODEL_SIZE_WEIGHTS})
         if unknown:
             raise IllegalArgumentException(
-                f"unknown budget policy parameter(s) {unknown}; known: {MAX_BUDGET_KEY}, {MODEL_SIZE_WEIGHTS_KEY}"
+                f"unknown budget policy parameter(s) {unknown}; known: {KEY_MAX_BUDGET}, {KEY_MODEL_SIZE_WEIGHTS}"
             )
-        budget = _positive_int(bundle.get(MAX_BUDGET_KEY, DEFAULT_MAX_BUDGET), MAX_BUDGET_KEY)
-        raw = bundle.get(MODEL_SIZE_WEIGHTS_KEY, DEFAULT_MODEL_SIZE_WEIGHTS)
+        budget = _positive_int(bundle.get(KEY_MAX_BUDGET, DEFAULT_MAX_BUDGET), KEY_MAX_BUDGET)
+        raw = bundle.get(KEY_MODEL_SIZE_WEIGHTS, DEFAULT_MODEL_SIZE_WEIGHTS)
         if isinstance(raw, (str, bytes)) or not isinstance(raw, (list, tuple)) or len(raw) != len(NPU_MODEL_SIZES):
             raise IllegalArgumentException(
-                f"{MODEL_SIZE_WEIGHTS_KEY} must be {len(NPU_MODEL_SIZES)} ints "
+                f"{KEY_MODEL_SIZE_WEIGHTS} must be {len(NPU_MODEL_SIZES)} ints "
                 f"(<1GB, 1-2GB, >2GB), not {raw!r}"
             )
-        weights = tuple(_positive_int(w, f"each of {MODEL_SIZE_WEIGHTS_KEY}") for w in raw)
+        weights = tuple(_positive_int(w, f"each of {KEY_MODEL_SIZE_WEIGHTS}") for w in raw)
         return cls(budget, weights)  # type: ignore[arg-type]
 
 
