@@ -11,6 +11,9 @@ and nothing writes them again by hand.
 - ``android/npumanager/``: the NPU Manager's binder API.
 - ``npuemu/hal/``: the HAL's private control interface (thermal, memory, events).
 - ``npuemu/server/``: system_server's private interfaces (activity, package, thermal).
+- ``services``: the names services register under with the servicemanager (the HAL's
+  instances, system_server's services), written once here for every layer; the one
+  hand-written module of the tree.
 
 A new ``.aidl`` file goes in the directory its package names; ``make aidl`` (that is,
 ``npuemu aidl``) compiles each package's files into that directory's ``__init__.py``,

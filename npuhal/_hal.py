@@ -39,6 +39,7 @@ from typing import Any
 
 import trio
 
+import interfaces.services as services
 from framework.binder import (
     AID_ROOT,
     AID_SHELL,
@@ -67,9 +68,9 @@ __all__ = ["Hal", "valid_instance_name"]
 
 log = logging.getLogger("android.hardware.npu")
 
-SCHEDULING_INSTANCE = "android.hardware.npu.IScheduling/default"
-CONTROL_INSTANCE = "npuemu.hal.IHalControl/default"
-DEVICE_PREFIX = "android.hardware.neuralnetworks.IDevice/"
+SCHEDULING_INSTANCE = services.HAL_SCHEDULING
+CONTROL_INSTANCE = services.HAL_CONTROL
+DEVICE_PREFIX = services.NN_DEVICE_PREFIX
 
 #: The C layer's defaults (``struct npu_system_config``): where LIGHT..SHUTDOWN begin.
 DEFAULT_THERMAL_THRESHOLDS_C = (45.0, 55.0, 65.0, 75.0, 85.0, 95.0)

@@ -22,10 +22,8 @@ import trio
 from framework.emulator import BootConfig, Emulator, open_stack
 from interfaces.android.npumanager import INpuManager
 from interfaces.npuemu.hal import IHalControl
+from interfaces.services import HAL_CONTROL
 from test_server_support import manifest
-
-HAL_CONTROL = "npuemu.hal.IHalControl/default"
-SCHEDULING = "android.hardware.npu.IScheduling/default"
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import trio
 
 from framework.binder import IllegalStateException, defaultServiceManager
 from framework.npumanager import NpuManager, TrioExecutor
+from interfaces import services as names
 from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermalService
 
 __all__ = ["Context", "open_app_context"]
@@ -29,10 +30,10 @@ __all__ = ["Context", "open_app_context"]
 class Context:
     """``android.content.Context``, the parts an npuemu app uses."""
 
-    NPU_SERVICE = "npu"
-    ACTIVITY_SERVICE = "activity"
-    PACKAGE_SERVICE = "package"
-    THERMAL_SERVICE = "thermal"
+    NPU_SERVICE = names.NPU_SERVICE
+    ACTIVITY_SERVICE = names.ACTIVITY_SERVICE
+    PACKAGE_SERVICE = names.PACKAGE_SERVICE
+    THERMAL_SERVICE = names.THERMAL_SERVICE
 
     def __init__(self, runtime: Any, nursery: trio.Nursery, package_name: str | None, services: dict[str, Any]) -> None:
         self._runtime = runtime

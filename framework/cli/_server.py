@@ -27,19 +27,21 @@ from typing import Any
 import click
 
 from framework.binder import defaultServiceManager
-from framework.emulator import open_shell, resolve_runtime_dir
+from framework.emulator import HAL_CONTROL, open_shell, resolve_runtime_dir
 from framework.server import NPU_SHELL_HELP
 from interfaces.android.npumanager import INpuManager
+from interfaces.npuemu.hal import IHalControl
 from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermalService
+from interfaces.services import ACTIVITY_SERVICE, NPU_SERVICE, PACKAGE_SERVICE, THERMAL_SERVICE
 
 from ._common import EXIT_NOT_RUNNING, EXIT_USAGE, CliError, run, runtime_dir_option
 from ._launch import importance_arg
 
 SERVICES = {
-    "npu": INpuManager,
-    "activity": IActivityManager,
-    "package": IPackageManager,
-    "thermal": IThermalService,
+    NPU_SERVICE: INpuManager,
+    ACTIVITY_SERVICE: IActivityManager,
+    PACKAGE_SERVICE: IPackageManager,
+    THERMAL_SERVICE: IThermalService,
 }
 
 
@@ -48,9 +50,6 @@ HAL_DUMP = "hal"
 
 
 async def _hal_dump(rt: Any) -> str:
-    from framework.emulator import HAL_CONTROL
-    from interfaces.npuemu.hal import IHalControl
-
     binder = await defaultServiceManager(rt).checkService(HAL_CONTROL)
     if binder is None:
         raise CliError(f"{HAL_CONTROL} is not running (is the HAL up?)", EXIT_NOT_RUNNING)
@@ -88,7 +87,7 @@ def dumpsys(service: str | None, as_json: bool, runtime_dir: Path) -> None:
     """
     if service == HAL_DUMP and as_json:
         raise CliError("the HAL's dump is text only: drop --json", EXIT_USAGE)
-    names = [service] if service else ["npu", "activity", "package", "thermal"] + ([] if as_json else [HAL_DUMP])
+    names = [service] if service else [*SERVICES] + ([] if as_json else [HAL_DUMP])
     args = ["--json"] if as_json else []
 
     async def one(rt: Any, name: str) -> str:
@@ -106,7 +105,7 @@ def dumpsys(service: str | None, as_json: bool, runtime_dir: Path) -> None:
 
 
 #: The service shell commands' own help, answered here so that it needs no emulator.
-SHELL_HELP = {"npu": NPU_SHELL_HELP}
+SHELL_HELP = {NPU_SERVICE: NPU_SHELL_HELP}
 
 
 def _split_own_options(args: tuple[str, ...]) -> tuple[list[str], str | None, bool]:

@@ -70,6 +70,7 @@ from typing import Any
 
 import trio
 
+import interfaces.services as services
 from framework.binder import (
     AID_SYSTEM,
     RUNTIME_DIR_ENV,
@@ -97,9 +98,9 @@ __all__ = [
 
 #: What the HAL registers before the stack counts as up (its IDevice instances follow
 #: from the driver and are not waited for by name).
-HAL_SERVICES = ("android.hardware.npu.IScheduling/default", "npuemu.hal.IHalControl/default")
+HAL_SERVICES = services.HAL_SERVICES
 #: What system_server registers.
-SYSTEM_SERVER_SERVICES = ("npu", "package", "activity", "thermal")
+SYSTEM_SERVER_SERVICES = services.SYSTEM_SERVER_SERVICES
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _DUMP_FLAG_PRIORITY_ALL = 15  # IServiceManager's CRITICAL | HIGH | NORMAL | DEFAULT

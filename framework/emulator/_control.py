@@ -21,6 +21,7 @@ from framework.binder import BinderRuntime, defaultServiceManager
 from interfaces.android.hardware.neuralnetworks import IDevice
 from interfaces.npuemu.hal import IHalControl
 from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermalService, WaitResult
+from interfaces.services import ACTIVITY_SERVICE, PACKAGE_SERVICE, THERMAL_SERVICE
 
 from ._errors import EmulatorError, EmulatorNotRunningError, NoSuchAppError
 from ._logcat import LogFilter, LogLine, parse_line, parse_lines
@@ -160,8 +161,8 @@ async def launch_apps(
     died (``am start -W``): each ``LaunchedApp.start`` says which.
     """
     folders = [resolve_app(a) for a in apps]
-    pm = await get_service(runtime, "package", IPackageManager)
-    am = await get_service(runtime, "activity", IActivityManager)
+    pm = await get_service(runtime, PACKAGE_SERVICE, IPackageManager)
+    am = await get_service(runtime, ACTIVITY_SERVICE, IActivityManager)
     launched = []
     for folder in folders:
         uid = await pm.installPackage(os.fspath(folder))
@@ -232,7 +233,7 @@ async def thermal_status(runtime: BinderRuntime) -> dict[str, Any]:
     """The die's temperature, severity and thresholds, and what the thermal service follows."""
     hal = await get_service(runtime, HAL_CONTROL, IHalControl)
     result = _thermal_dict(await hal.thermalStatus())
-    binder = await defaultServiceManager(runtime).checkService("thermal")
+    binder = await defaultServiceManager(runtime).checkService(THERMAL_SERVICE)
     if binder is not None:
         result["thermal_service_status"] = int(await IThermalService.asInterface(binder).getCurrentThermalStatus())
     return result

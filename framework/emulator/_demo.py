@@ -52,11 +52,13 @@ from framework.npumanager import (
     NPU_MODEL_LOAD_STATUS_WAIT_FOR_UNLOAD,
     NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE,
     NPU_MODEL_UNLOAD_REASON_THERMAL,
+    NPU_SERVICE,
     constantToString,
 )
 from interfaces.android.npumanager import INpuManager
 from interfaces.npuemu.hal import IHalControl
 from interfaces.npuemu.server import IActivityManager
+from interfaces.services import ACTIVITY_SERVICE
 
 from ._boot import BootConfig
 from ._control import THERMAL_SEVERITIES, launch_apps, list_devices, read_log
@@ -178,7 +180,7 @@ async def _scenario(emu: Any, driver: Any, seconds: float, progress: Callable[[s
     devices = [f"{d.name} ({d.type})" for d in await list_devices(runtime)]
     on = "the reference driver" if driver is None else f"driver {os.fspath(driver)}"
     _say(progress, f"booted in {emu.boot_seconds:.1f} s ({emu.files.root}) on {on}: {', '.join(devices)}")
-    npu = await get_service(runtime, "npu", INpuManager)
+    npu = await get_service(runtime, NPU_SERVICE, INpuManager)
     hal = await get_service(runtime, HAL_CONTROL, IHalControl)
     await npu.shellCommand(["set-budget-policy", "--max-budget", str(_MAX_BUDGET)])
     _say(progress, f"npu service: budget policy, maxBudget {_MAX_BUDGET}")
@@ -208,7 +210,7 @@ async def _scenario(emu: Any, driver: Any, seconds: float, progress: Callable[[s
          "not every app came up in time")
     await trio.sleep(max(1.0, 0.3 * seconds))
 
-    am = await get_service(runtime, "activity", IActivityManager)
+    am = await get_service(runtime, ACTIVITY_SERVICE, IActivityManager)
     emu.mark("assistant brought up")
     await am.setImportance(assistant.package, 200)
     _say(progress, "the user brings up the assistant (visible; a 2.5 GB model)")

@@ -51,6 +51,7 @@ from framework.binder import FIRST_APPLICATION_UID, defaultServiceManager
 from framework.nn import TRACE_MARKER_NAME
 from interfaces.npuemu.hal import IHalControl, IHalListener
 from interfaces.npuemu.server import IPackageManager
+from interfaces.services import PACKAGE_SERVICE
 
 from ._services import HAL_CONTROL, get_service
 
@@ -169,7 +170,7 @@ class _PackageNames:
         for uid in uids:
             if uid < FIRST_APPLICATION_UID or uid in self._known:  # the system's uids go unnamed
                 continue
-            binder = await defaultServiceManager(self._runtime).checkService("package")
+            binder = await defaultServiceManager(self._runtime).checkService(PACKAGE_SERVICE)
             if binder is None:
                 return
             try:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import interfaces.services as services
 from framework.binder import (
     BinderRuntime,
     DeadObjectException,
@@ -29,8 +30,8 @@ __all__ = [
     "open_shell",
 ]
 
-HAL_CONTROL = "npuemu.hal.IHalControl/default"
-IDEVICE_PREFIX = "android.hardware.neuralnetworks.IDevice/"
+HAL_CONTROL = services.HAL_CONTROL
+IDEVICE_PREFIX = services.NN_DEVICE_PREFIX
 
 
 async def get_service(runtime: BinderRuntime, name: str, interface: type) -> Any:

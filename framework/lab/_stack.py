@@ -63,6 +63,7 @@ from framework.binder import defaultServiceManager
 from framework.emulator import open_stack
 from interfaces.android.hardware.neuralnetworks import Model
 from interfaces.android.npumanager import INpuManager
+from interfaces.services import NPU_SERVICE
 
 from ._errors import LabRunError
 from ._run import Calibration, Job, Policy, RunResult, _alone_ns
@@ -374,7 +375,7 @@ async def _stack_main(run: _StackRun, policy: Policy, apps_dir: Path) -> _Record
     async with driver, open_stack(driver, apps=apps, apps_dir=apps_dir) as stack:
         run.hal, system = stack.hal, stack.system
         async with stack.shell() as shell:
-            npu = INpuManager.asInterface(await defaultServiceManager(shell).getService("npu"))
+            npu = INpuManager.asInterface(await defaultServiceManager(shell).getService(NPU_SERVICE))
             await npu.shellCommand([f"set-{run.npu_policy}-policy"])
         for i, task in enumerate(run.workload.tasks):
             await system.activity.start_app(_package(i), task.importance)

@@ -12,6 +12,8 @@ choice and say so.
 
 from __future__ import annotations
 
+from interfaces import services as names
+
 # --- ModelLoadRequest size classes (an estimate of the model's weight memory) ---
 
 NPU_MODEL_SIZE_LESS_THAN_1GB = 0
@@ -96,7 +98,7 @@ NPU_MODEL_UNLOAD_REASONS = (
 
 # --- names: the service, the feature apps declare, the permissions ---
 
-NPU_SERVICE = "npu"
+NPU_SERVICE = names.NPU_SERVICE
 """The name the service registers with servicemanager (``Context.NPU_SERVICE``)."""
 
 FEATURE_NEURAL_PROCESSING_UNIT = "android.hardware.npu"

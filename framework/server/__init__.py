@@ -60,11 +60,7 @@ from ._thermal import (
     thermal_allows as thermal_allows,
 )
 from ._npu_service import _SHELL_HELP as NPU_SHELL_HELP  # `cmd npu help`'s text, for the CLI to show offline
-from ._npu_service import (
-    HAL_CONTROL_SERVICE as HAL_CONTROL_SERVICE,
-    HAL_SCHEDULING_SERVICE as HAL_SCHEDULING_SERVICE,
-    NpuService as NpuService,
-)
+from ._npu_service import NpuService as NpuService
 from ._system_server import (
     ActivityManagerService as ActivityManagerService,
     PackageManagerService as PackageManagerService,

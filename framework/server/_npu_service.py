@@ -92,22 +92,17 @@ from interfaces.android.hardware.npu import (
 )
 from interfaces.android.npumanager import IModelLoadCallback, INpuManager
 from interfaces.npuemu.hal import IHalControl
+from interfaces.services import HAL_CONTROL, HAL_SCHEDULING
 
 from ._actions import Action, CanLoad, Log, RequestComplete, RequestUnload, Revoke
 from ._arbiter import DEFAULT_UNLOAD_TIMEOUT_S, NpuArbiter
 from ._package import PERMISSION_DUMP, NameNotFoundException, PackageManager
 from ._priority import scheduling_config_for
 
-__all__ = [
-    "HAL_CONTROL_SERVICE",
-    "HAL_SCHEDULING_SERVICE",
-    "NpuService",
-]
+__all__ = ["NpuService"]
 
 log = logging.getLogger("NpuManagerService")
 
-HAL_SCHEDULING_SERVICE = "android.hardware.npu.IScheduling/default"
-HAL_CONTROL_SERVICE = "npuemu.hal.IHalControl/default"
 _RECENT_EVENTS = 64
 _REVOKE_TIMEOUT_S = 1.0
 # Android 17 (CINNAMON_BUN): the release from which a missing NPU feature matters.
@@ -494,10 +489,10 @@ class NpuService:
         sm = defaultServiceManager(self.runtime)
         waited = 0.0
         while True:
-            binder = await sm.waitForService(HAL_SCHEDULING_SERVICE, int(self.hal_timeout * 1000))
+            binder = await sm.waitForService(HAL_SCHEDULING, int(self.hal_timeout * 1000))
             if binder is None:
                 waited += self.hal_timeout
-                log.error("%s is not registered after %g s; still waiting", HAL_SCHEDULING_SERVICE, waited)
+                log.error("%s is not registered after %g s; still waiting", HAL_SCHEDULING, waited)
                 continue
             waited = 0.0
             died = trio.Event()
@@ -506,19 +501,19 @@ class NpuService:
                 scheduling = self._IScheduling.asInterface(binder)
                 await scheduling.setCallback(self._sched_callback)
                 # The HAL registers its private interface after IScheduling: give it a moment.
-                control_binder = await sm.waitForService(HAL_CONTROL_SERVICE, int(min(self.hal_timeout, 2.0) * 1000))
+                control_binder = await sm.waitForService(HAL_CONTROL, int(min(self.hal_timeout, 2.0) * 1000))
                 control = self._IHalControl.asInterface(control_binder) if control_binder is not None else None
                 configs = self._all_configs()
                 await scheduling.setSchedulingConfigs(list(configs.values()))
             except TransactionError as exc:
-                log.warning("connecting to %s failed (%s); waiting for it again", HAL_SCHEDULING_SERVICE, exc)
+                log.warning("connecting to %s failed (%s); waiting for it again", HAL_SCHEDULING, exc)
                 await trio.sleep(0.05)
                 continue
             except RemoteException as exc:
                 # The HAL refused us (a security or argument error): a bug on one side or
                 # the other, never a reason to take system_server down. Try again later.
                 log.error("%s refused the npu service: %s: %s; retrying in %g s",
-                          HAL_SCHEDULING_SERVICE, type(exc).__name__, exc.message, self.hal_timeout)
+                          HAL_SCHEDULING, type(exc).__name__, exc.message, self.hal_timeout)
                 with trio.move_on_after(self.hal_timeout):
                     await died.wait()
                 continue
@@ -528,8 +523,8 @@ class NpuService:
             self._hal_connects += 1
             self._connected.set()
             self._connected = trio.Event()
-            log.info("connected to %s (%d configs pushed%s)", HAL_SCHEDULING_SERVICE, len(configs),
-                     "" if control is not None else f"; no {HAL_CONTROL_SERVICE}: revocation unavailable")
+            log.info("connected to %s (%d configs pushed%s)", HAL_SCHEDULING, len(configs),
+                     "" if control is not None else f"; no {HAL_CONTROL}: revocation unavailable")
             if control is not None:
                 for fn in self._hal_listeners:
                     try:

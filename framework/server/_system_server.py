@@ -70,6 +70,7 @@ from framework.binder import (
 )
 from interfaces.npuemu.hal import IHalListener
 from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermalService, WaitResult
+from interfaces.services import ACTIVITY_SERVICE, PACKAGE_SERVICE, THERMAL_SERVICE
 
 from ._activity import (
     ActivityState,
@@ -570,9 +571,9 @@ async def serve_system_server(
         activity = ActivityManagerService(runtime, packages, npu, launcher)
         await nursery.start(activity.serve)
         sm = defaultServiceManager(runtime)
-        await sm.addService("package", pms.stub, False, 8)
-        await sm.addService("activity", activity.stub, False, 8)
-        await sm.addService("thermal", thermal.stub, False, 8)
+        await sm.addService(PACKAGE_SERVICE, pms.stub, False, 8)
+        await sm.addService(ACTIVITY_SERVICE, activity.stub, False, 8)
+        await sm.addService(THERMAL_SERVICE, thermal.stub, False, 8)
         await nursery.start(npu.serve)
         logging.getLogger("SystemServer").info(
             "system_server pid %d: package, activity, thermal, npu registered (%d apps installed)",

@@ -68,6 +68,8 @@ from framework.binder import (
     defaultServiceManager,
 )
 from framework.emulator import BootConfig, Emulator, open_stack
+from framework.npumanager import FEATURE_NEURAL_PROCESSING_UNIT
+import interfaces.services as services
 from interfaces.android.hardware.neuralnetworks import IDevice
 from interfaces.android.hardware.npu import IScheduling, ISchedulingCallback, SchedulingConfig
 from interfaces.npuemu.hal import IHalControl, WorkEvent
@@ -109,11 +111,11 @@ _PROBE_TIMEOUT_S = 15.0
 # Building a driver given as C source.
 _COMPILE_TIMEOUT_S = 60.0
 
-SCHEDULING_INSTANCE = "android.hardware.npu.IScheduling/default"
-SCHEDULING_PREFIX = "android.hardware.npu.IScheduling/"
-CONTROL_INSTANCE = "npuemu.hal.IHalControl/default"
-DEVICE_PREFIX = "android.hardware.neuralnetworks.IDevice/"
-FEATURE_NPU = "android.hardware.npu"
+SCHEDULING_INSTANCE = services.HAL_SCHEDULING
+SCHEDULING_PREFIX = SCHEDULING_INSTANCE.removesuffix("default")
+CONTROL_INSTANCE = services.HAL_CONTROL
+DEVICE_PREFIX = services.NN_DEVICE_PREFIX
+FEATURE_NPU = FEATURE_NEURAL_PROCESSING_UNIT
 
 # The seed's SchedulingConfig band, wide open: the uid's priority is appPriority.
 _MIN_BAND, _MAX_BAND = 0, 2000
