@@ -8,6 +8,7 @@ and nothing writes them again by hand.
 - ``android/hardware/neuralnetworks/``: the NN HAL (``IDevice``, ``IPreparedModel``,
   ``Model`` and the operand and operation vocabulary).
 - ``android/hardware/npu/``: the NPU scheduling HAL (``IScheduling``, ``WorkInfo``...).
+- ``android/hardware/thermal/``: the thermal HAL's ``ThrottlingSeverity``.
 - ``android/npumanager/``: the NPU Manager's binder API.
 - ``npuemu/hal/``: the HAL's private control interface (thermal, memory, events).
 - ``npuemu/server/``: system_server's private interfaces (activity, package, thermal).

@@ -30,6 +30,7 @@ from interfaces.android.hardware.neuralnetworks import (
     PerformanceInfo,
 )
 from interfaces.android.hardware.npu import EndReason, IScheduling, SchedulingConfig, StartReason, WorkInfo
+from interfaces.android.hardware.thermal import ThrottlingSeverity
 from interfaces.npuemu.hal import MemoryPressure
 
 __all__ = [
@@ -74,16 +75,8 @@ class FuseCode(enum.IntEnum):
     RELU6 = 3
 
 
-class ThermalSeverity(enum.IntEnum):
-    """The thermal HAL's ``ThrottlingSeverity``."""
-
-    NONE = 0
-    LIGHT = 1
-    MODERATE = 2
-    SEVERE = 3
-    CRITICAL = 4
-    EMERGENCY = 5
-    SHUTDOWN = 6
+#: The thermal HAL's ``ThrottlingSeverity``: the compiled AIDL enum (C's is checked against it).
+ThermalSeverity = ThrottlingSeverity
 
 
 class PreemptionMode(enum.IntEnum):

@@ -23,6 +23,7 @@ from framework.cli import main
 from framework.cli._aidl import npuemu_trees
 from interfaces.android.hardware import npu
 from interfaces.android.hardware.npu import IScheduling, SchedulingConfig, WorkInfo
+from interfaces.android.hardware.thermal import ThrottlingSeverity
 from interfaces.npuemu.hal import MemoryPressure
 
 
@@ -160,12 +161,13 @@ _NDK_NAMES = {
 def _stack_definitions() -> list:
     """The definitions of every AIDL package of the stack, as compiled into ``interfaces``."""
     import interfaces.android.hardware.neuralnetworks
+    import interfaces.android.hardware.thermal
     import interfaces.android.npumanager
     import interfaces.npuemu.hal
     import interfaces.npuemu.server
 
-    modules = (interfaces.android.hardware.neuralnetworks, npu, interfaces.android.npumanager,
-               interfaces.npuemu.hal, interfaces.npuemu.server)
+    modules = (interfaces.android.hardware.neuralnetworks, npu, interfaces.android.hardware.thermal,
+               interfaces.android.npumanager, interfaces.npuemu.hal, interfaces.npuemu.server)
     return [d for m in modules for d in definitions_of(m)]
 
 
@@ -214,6 +216,7 @@ def test_no_layer_writes_an_aidl_type_again() -> None:
     assert npuhal.OperandLifeTime is neuralnetworks.OperandLifeTime and npuhal.PerformanceInfo is neuralnetworks.PerformanceInfo
     assert npuhal.SchedulingConfig is npu.SchedulingConfig and npuhal.WorkInfo is npu.WorkInfo
     assert npuhal.MemoryPressure is MemoryPressure
+    assert npuhal.ThermalSeverity is ThrottlingSeverity
     # ... and the app-side runtime's are the same classes.
     import framework.nn
 

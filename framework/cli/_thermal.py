@@ -12,6 +12,7 @@ import click
 
 from framework import emulator
 from framework.emulator import open_shell
+from interfaces.android.hardware.thermal import ThrottlingSeverity
 
 from ._common import CliError, run, runtime_dir_option
 
@@ -28,8 +29,7 @@ def _print(status: dict, as_json: bool) -> None:
         click.echo("override     held (npuemu thermal reset releases it)")
     if "thermal_service_status" in status:
         sev = status["thermal_service_status"]
-        names = emulator.THERMAL_SEVERITIES
-        click.echo(f"service      {names[sev] if 0 <= sev < len(names) else sev} (what system_server follows)")
+        click.echo(f"service      {emulator.enum_name(ThrottlingSeverity, sev)} (what system_server follows)")
     bands = ", ".join(f"{name.lower()} {t:.1f}" for name, t in status["thresholds_c"].items())
     click.echo(f"thresholds   {bands}")
 

@@ -17,6 +17,8 @@ from typing import TypeVar
 import click
 import trio
 
+from framework.emulator import work_event_names
+
 from ._common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, run, runtime_dir_option
 
 T = TypeVar("T")
@@ -156,20 +158,9 @@ async def _until_signalled(run_fn: Callable[[], Awaitable[T]]) -> T:
     return result[0]
 
 
-_KINDS = {0: "requested", 1: "started", 2: "ended"}
-_START = {0: "INITIAL", 1: "RESUMED"}
-_END = {0: "CANCELLED_USER", 1: "CANCELLED_SYSTEM", 2: "PAUSED", 3: "FAILED", 4: "COMPLETED"}
-
-
 def format_work_event(event) -> str:
     """One ``npuemu.hal.WorkEvent`` as one aligned line, for people."""
-    kind = _KINDS.get(event.kind, str(event.kind))
-    if event.kind == 1:
-        reason = _START.get(event.reason, str(event.reason))
-    elif event.kind == 2:
-        reason = _END.get(event.reason, str(event.reason))
-    else:
-        reason = ""
+    kind, reason = work_event_names(event)
     info = event.info
     where = event.deviceName + (f" ch{event.channel}" if event.channel >= 0 else "")
     return (

@@ -32,7 +32,6 @@ from ._boot import HAL_SERVICES as HAL_SERVICES
 from ._boot import SYSTEM_SERVER_SERVICES as SYSTEM_SERVER_SERVICES
 from ._control import DeviceRow as DeviceRow
 from ._control import LaunchedApp as LaunchedApp
-from ._control import THERMAL_SEVERITIES as THERMAL_SEVERITIES
 from ._control import describe_start as describe_start
 from ._control import follow_log as follow_log
 from ._control import launch_apps as launch_apps
@@ -63,6 +62,8 @@ from ._services import HAL_CONTROL as HAL_CONTROL
 from ._services import open_shell as open_shell
 from ._stack import MemoryStack as MemoryStack
 from ._stack import open_stack as open_stack
+from ._recorder import work_event_names as work_event_names
+from ._trace import enum_name as enum_name
 from ._trace import load_timeline as load_timeline
 from ._trace import summarize as summarize
 from ._trace import write_trace as write_trace

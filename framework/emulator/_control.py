@@ -18,7 +18,8 @@ from typing import Any
 import trio
 
 from framework.binder import BinderRuntime, defaultServiceManager
-from interfaces.android.hardware.neuralnetworks import IDevice
+from interfaces.android.hardware.neuralnetworks import DeviceStatus, DeviceType, IDevice
+from interfaces.android.hardware.thermal import ThrottlingSeverity
 from interfaces.npuemu.hal import IHalControl
 from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermalService, WaitResult
 from interfaces.services import ACTIVITY_SERVICE, PACKAGE_SERVICE, THERMAL_SERVICE
@@ -28,9 +29,9 @@ from ._logcat import LogFilter, LogLine, parse_line, parse_lines
 from ._paths import RuntimeFiles, process_start
 from ._reaper import kill_boot
 from ._services import HAL_CONTROL, IDEVICE_PREFIX, get_service
+from ._trace import enum_name
 
 __all__ = [
-    "THERMAL_SEVERITIES",
     "DeviceRow",
     "LaunchedApp",
     "apps_root",
@@ -47,12 +48,6 @@ __all__ = [
     "thermal_status",
 ]
 
-#: The thermal HAL's ThrottlingSeverity, NONE = 0 .. SHUTDOWN = 6.
-THERMAL_SEVERITIES = ("NONE", "LIGHT", "MODERATE", "SEVERE", "CRITICAL", "EMERGENCY", "SHUTDOWN")
-
-#: NNAPI's DeviceType numbers.
-_DEVICE_TYPES = {1: "OTHER", 2: "CPU", 3: "GPU", 4: "ACCELERATOR"}
-_DEVICE_STATUS = {0: "AVAILABLE", 1: "BUSY", 2: "OFFLINE", 3: "UNKNOWN"}
 _FEATURE_LEVEL_Q = 29
 
 
@@ -209,22 +204,23 @@ def parse_severity(text: str | int) -> int:
         key = str(text).strip().upper().removeprefix("THROTTLING_").removeprefix("THERMAL_STATUS_")
         if key.isdigit():
             value = int(key)
-        elif key in THERMAL_SEVERITIES:
-            return THERMAL_SEVERITIES.index(key)
+        elif key in ThrottlingSeverity.__members__:
+            return int(ThrottlingSeverity[key])
         else:
-            raise ValueError(f"unknown thermal severity {text!r}; use one of {', '.join(s.lower() for s in THERMAL_SEVERITIES)}")
-    if not 0 <= value < len(THERMAL_SEVERITIES):
-        raise ValueError(f"thermal severity {value} is out of range 0..{len(THERMAL_SEVERITIES) - 1}")
-    return value
+            raise ValueError(f"unknown thermal severity {text!r}; use one of {', '.join(s.name.lower() for s in ThrottlingSeverity)}")
+    try:
+        return int(ThrottlingSeverity(value))
+    except ValueError:
+        raise ValueError(f"thermal severity {value} is out of range 0..{int(max(ThrottlingSeverity))}") from None
 
 
 def _thermal_dict(status: Any) -> dict[str, Any]:
     sev = int(status.severity)
     return {
         "severity": sev,
-        "severity_name": THERMAL_SEVERITIES[sev] if 0 <= sev < len(THERMAL_SEVERITIES) else str(sev),
+        "severity_name": enum_name(ThrottlingSeverity, sev),
         "temperature_c": round(float(status.temperatureC), 2),
-        "thresholds_c": dict(zip(THERMAL_SEVERITIES[1:], (round(float(t), 2) for t in status.thresholdsC))),
+        "thresholds_c": {s.name: round(float(t), 2) for s, t in zip(list(ThrottlingSeverity)[1:], status.thresholdsC)},
         "held": bool(status.overridden),
     }
 
@@ -280,10 +276,10 @@ async def list_devices(runtime: BinderRuntime) -> list[DeviceRow]:
         rows.append(
             DeviceRow(
                 name=service.removeprefix(IDEVICE_PREFIX),
-                type=_DEVICE_TYPES.get(dtype, str(dtype)),
+                type=enum_name(DeviceType, dtype),
                 version=await device.getVersionString(),
                 feature_level=_FEATURE_LEVEL_Q,
-                status=_DEVICE_STATUS.get(status, str(status)),
+                status=enum_name(DeviceStatus, status),
             )
         )
     rows.append(DeviceRow("nnapi-reference", "CPU", "npuemu-cpu", _FEATURE_LEVEL_Q, "AVAILABLE"))

@@ -55,23 +55,24 @@ from framework.npumanager import (
     NPU_SERVICE,
     constantToString,
 )
+from interfaces.android.hardware.thermal import ThrottlingSeverity
 from interfaces.android.npumanager import INpuManager
 from interfaces.npuemu.hal import IHalControl
 from interfaces.npuemu.server import IActivityManager
 from interfaces.services import ACTIVITY_SERVICE
 
 from ._boot import BootConfig
-from ._control import THERMAL_SEVERITIES, launch_apps, list_devices, read_log
+from ._control import launch_apps, list_devices, read_log
 from ._plot import plot_timeline
 from ._services import HAL_CONTROL, get_service
 from ._stack import open_stack
-from ._trace import chrome_trace, load_timeline, read_app_reports, summarize
+from ._trace import chrome_trace, enum_name, load_timeline, read_app_reports, summarize
 
 __all__ = ["DEMO_APPS", "Check", "run_demo"]
 
 DEMO_APPS = ("camera", "photos", "rogue", "legacy", "assistant")
 _MAX_BUDGET = 5
-_CRITICAL = THERMAL_SEVERITIES.index("CRITICAL")
+_CRITICAL = int(ThrottlingSeverity.CRITICAL)
 
 
 def _names(prefix: str, values: list[int]) -> str:
@@ -79,9 +80,6 @@ def _names(prefix: str, values: list[int]) -> str:
     return "[" + ", ".join(constantToString(prefix, v) for v in values) + "]"
 
 
-def severity_name(severity: int) -> str:
-    """The thermal HAL's name for ``severity`` (its number if it has none)."""
-    return THERMAL_SEVERITIES[severity] if 0 <= severity < len(THERMAL_SEVERITIES) else str(severity)
 _SUMMARY_KEYS = ("loads", "unload_requests", "unloads", "inferences", "results_ok", "p50_ms", "p99_ms")
 
 
@@ -275,7 +273,7 @@ def _summarize(reports: dict[str, dict[str, Any]], timeline: Any, log: list[Any]
         "resumes": hw["resumes"],
         "jobs": hw["jobs"],
         "thermal_max_severity": hw["thermal_max_severity"],
-        "thermal_max_severity_name": severity_name(hw["thermal_max_severity"]),
+        "thermal_max_severity_name": enum_name(ThrottlingSeverity, hw["thermal_max_severity"]),
         "temperature_max_c": hw["temperature_max_c"],
         "revocations": revocations,
         "blocked_or_warned": len(warned_uids),

@@ -49,21 +49,38 @@ import trio
 
 from framework.binder import FIRST_APPLICATION_UID, defaultServiceManager
 from framework.nn import TRACE_MARKER_NAME
-from interfaces.npuemu.hal import IHalControl, IHalListener
+from interfaces.android.hardware.npu import EndReason, StartReason
+from interfaces.npuemu.hal import IHalControl, IHalListener, WorkEvent
 from interfaces.npuemu.server import IPackageManager
 from interfaces.services import PACKAGE_SERVICE
 
 from ._services import HAL_CONTROL, get_service
+from ._trace import enum_name
 
-__all__ = ["KIND_NAMES", "serve_recorder", "work_record"]
+__all__ = ["KIND_NAMES", "serve_recorder", "work_event_names", "work_record"]
 
-KIND_NAMES = ("requested", "started", "ended")
+#: A WorkEvent's kind, as a record and a person name it.
+KIND_NAMES = {WorkEvent.KIND_REQUESTED: "requested", WorkEvent.KIND_STARTED: "started", WorkEvent.KIND_ENDED: "ended"}
 
 
-def work_record(event: Any) -> dict[str, Any]:
+def work_event_names(event: WorkEvent) -> tuple[str, str]:
+    """``(kind, reason)`` of a WorkEvent as people read them: ``("ended", "PAUSED")``.
+
+    The reason is a StartReason's or an EndReason's name, ``""`` for a request; a
+    number no enum knows (another build's) comes back as text.
+    """
+    kind = KIND_NAMES.get(event.kind, str(event.kind))
+    if event.kind == WorkEvent.KIND_STARTED:
+        return kind, enum_name(StartReason, event.reason)
+    if event.kind == WorkEvent.KIND_ENDED:
+        return kind, enum_name(EndReason, event.reason)
+    return kind, ""
+
+
+def work_record(event: WorkEvent) -> dict[str, Any]:
     """A WorkEvent parcelable as a ``work`` record."""
     info = event.info
-    kind = KIND_NAMES[event.kind] if 0 <= event.kind < len(KIND_NAMES) else str(event.kind)
+    kind = KIND_NAMES.get(event.kind, str(event.kind))
     return {
         "type": "work",
         "kind": kind,

@@ -35,6 +35,7 @@ so that overlapping jobs never share a track.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import os
 from collections import defaultdict
@@ -42,26 +43,25 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from interfaces.android.hardware.npu import EndReason, StartReason
+from interfaces.android.hardware.thermal import ThrottlingSeverity
+
 from ._errors import EmulatorError
 from ._paths import RuntimeFiles
 
 __all__ = [
-    "END_REASONS",
-    "START_REASONS",
     "CpuSlice",
     "Segment",
     "Timeline",
     "chrome_trace",
+    "enum_name",
     "load_timeline",
     "summarize",
     "write_trace",
 ]
 
-START_REASONS = ("INITIAL", "RESUMED")
-END_REASONS = ("CANCELLED_USER", "CANCELLED_SYSTEM", "PAUSED", "FAILED", "COMPLETED")
-_PAUSED = 2
-_RESUMED = 1
-_SEVERITIES = ("NONE", "LIGHT", "MODERATE", "SEVERE", "CRITICAL", "EMERGENCY", "SHUTDOWN")
+_PAUSED = EndReason.PAUSED
+_RESUMED = StartReason.RESUMED
 
 _HW_PID_BASE = 100_000_000  # fake pids for hardware tracks, far from real ones
 _THERMAL_PID = _HW_PID_BASE - 1
@@ -357,7 +357,7 @@ def chrome_trace(tl: Timeline) -> dict[str, Any]:
             "effective_priority": seg.effective_priority,
             "device": seg.device,
             "channel": seg.channel,
-            "start_reason": START_REASONS[seg.start_reason] if 0 <= seg.start_reason < 2 else seg.start_reason,
+            "start_reason": enum_name(StartReason, seg.start_reason),
             "end_reason": _end_name(seg.end_reason),
         }
         events.append({
@@ -481,14 +481,21 @@ def _meta(name: str, pid: int, tid: int, args: dict[str, Any]) -> dict[str, Any]
     return {"name": name, "ph": "M", "ts": 0, "pid": pid, "tid": tid, "args": args}
 
 
+def enum_name(enum_type: type[enum.IntEnum], value: int) -> str:
+    """The name ``enum_type`` gives ``value`` (a compiled AIDL enum's), or the number as
+    text where it gives none: a record or a parcel from another build still reads."""
+    try:
+        return enum_type(value).name
+    except ValueError:
+        return str(value)
+
+
 def _end_name(reason: int | None) -> str | None:
-    if reason is None:
-        return None
-    return END_REASONS[reason] if 0 <= reason < len(END_REASONS) else str(reason)
+    return None if reason is None else enum_name(EndReason, reason)
 
 
 def _sev(sev: int) -> str:
-    return _SEVERITIES[sev] if 0 <= sev < len(_SEVERITIES) else str(sev)
+    return enum_name(ThrottlingSeverity, sev)
 
 
 def write_trace(runtime_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> dict[str, Any]:

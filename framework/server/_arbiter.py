@@ -96,7 +96,7 @@ from framework.npumanager import (
 from ._actions import Action, CanLoad, Log, RequestComplete, RequestUnload, Revoke
 from ._policies import DEFAULT_POLICIES, NpuPolicy, StatusQuoPolicy
 from ._priority import check_importance, check_uid, effective_importance
-from ._thermal import THERMAL_STATUS_NAMES, THERMAL_STATUS_NONE, check_severity, thermal_allows
+from ._thermal import THERMAL_STATUS_NONE, check_severity, severity_name, thermal_allows
 
 DEFAULT_UNLOAD_TIMEOUT_S = 2.0
 ENDED_MEMORY = 4096
@@ -328,7 +328,7 @@ class NpuArbiter:
         actions: list[Action] = []
         if severity != self._thermal:
             actions.append(
-                Log("I", f"thermal {self._thermal_name()} -> {THERMAL_STATUS_NAMES[severity]}")
+                Log("I", f"thermal {self._thermal_name()} -> {severity_name(severity)}")
             )
             self._recheck = True
         self._thermal = severity
@@ -499,7 +499,7 @@ class NpuArbiter:
         return thermal_allows(self._thermal, self._imp(r.uid), r.priority)
 
     def _thermal_name(self) -> str:
-        return THERMAL_STATUS_NAMES[self._thermal]
+        return severity_name(self._thermal)
 
     def _blocked(self, r: _Request) -> bool:
         """Rule 2: a more important uid has a request waiting that could be granted."""

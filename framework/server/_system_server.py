@@ -88,7 +88,7 @@ from ._package import (
     PackageManager,
     PackageManagerException,
 )
-from ._thermal import THERMAL_STATUS_NAMES, THERMAL_STATUS_NONE
+from ._thermal import THERMAL_STATUS_NONE, check_severity, severity_name
 
 __all__ = [
     "ActivityManagerService",
@@ -487,26 +487,28 @@ class ThermalService:
         self.follow(status.severity, status.temperatureC)
 
     def follow(self, severity: int, temperature: float | None = None) -> None:
-        if not isinstance(severity, int) or not 0 <= severity < len(THERMAL_STATUS_NAMES):
+        try:
+            check_severity(severity)
+        except IllegalArgumentException:
             self.log.error("the HAL reported an impossible severity %r; ignored", severity)
             return
         self.temperature = temperature
         if severity != self.severity:
-            self.log.info("thermal status %s -> %s (%.1f C)", THERMAL_STATUS_NAMES[self.severity],
-                          THERMAL_STATUS_NAMES[severity], temperature if temperature is not None else float("nan"))
+            self.log.info("thermal status %s -> %s (%.1f C)", severity_name(self.severity),
+                          severity_name(severity), temperature if temperature is not None else float("nan"))
             self.changes.append({"from": self.severity, "to": severity, "temperatureC": temperature, "at": trio.current_time()})
             del self.changes[:-32]
             self.severity = severity
         self.npu.thermal_changed(severity)
 
     def dump_text(self, args: Iterable[str]) -> str:
-        data = {"severity": self.severity, "name": THERMAL_STATUS_NAMES[self.severity],
+        data = {"severity": self.severity, "name": severity_name(self.severity),
                 "temperatureC": self.temperature, "changes": self.changes, "memory": self.memory}
         if _wants_json(args):
             return json.dumps(data, indent=2, sort_keys=True) + "\n"
         temp = "unknown" if self.temperature is None else f"{self.temperature:.1f} C"
         out = [f"Thermal status: {data['name']} ({self.severity}), die {temp}", f"Changes: {len(self.changes)}"]
-        out += [f"    {THERMAL_STATUS_NAMES[c['from']]} -> {THERMAL_STATUS_NAMES[c['to']]} at t={c['at']:.3f}" for c in self.changes]
+        out += [f"    {severity_name(c['from'])} -> {severity_name(c['to'])} at t={c['at']:.3f}" for c in self.changes]
         for hw, m in sorted(self.memory.items()):
             out.append(f"Memory hw {hw}: weights {m['weightMemoryUsed']}/{m['weightMemoryTotal']}  sram {m['sramUsed']}/{m['sramTotal']}")
         return "\n".join(out) + "\n"

@@ -25,22 +25,22 @@ from __future__ import annotations
 
 from framework.binder import IllegalArgumentException
 from framework.npumanager import NPU_MODEL_PRIORITY_NORMAL
+from interfaces.android.hardware.thermal import ThrottlingSeverity
 
-THERMAL_STATUS_NONE = 0
-THERMAL_STATUS_LIGHT = 1
-THERMAL_STATUS_MODERATE = 2
-THERMAL_STATUS_SEVERE = 3
-THERMAL_STATUS_CRITICAL = 4
-THERMAL_STATUS_EMERGENCY = 5
-THERMAL_STATUS_SHUTDOWN = 6
+from ._activity import IMPORTANCE_FOREGROUND
 
-THERMAL_STATUS_NAMES = ("NONE", "LIGHT", "MODERATE", "SEVERE", "CRITICAL", "EMERGENCY", "SHUTDOWN")
+# PowerManager's names for the compiled ThrottlingSeverity's values, as plain ints.
+THERMAL_STATUS_NONE = int(ThrottlingSeverity.NONE)
+THERMAL_STATUS_LIGHT = int(ThrottlingSeverity.LIGHT)
+THERMAL_STATUS_MODERATE = int(ThrottlingSeverity.MODERATE)
+THERMAL_STATUS_SEVERE = int(ThrottlingSeverity.SEVERE)
+THERMAL_STATUS_CRITICAL = int(ThrottlingSeverity.CRITICAL)
+THERMAL_STATUS_EMERGENCY = int(ThrottlingSeverity.EMERGENCY)
+THERMAL_STATUS_SHUTDOWN = int(ThrottlingSeverity.SHUTDOWN)
 
 # The two thresholds of the rule above.
 REFUSE_BACKGROUND_FROM = THERMAL_STATUS_SEVERE
 FOREGROUND_ONLY_FROM = THERMAL_STATUS_CRITICAL
-
-_FOREGROUND = 100  # ActivityManager.IMPORTANCE_FOREGROUND; kept here to avoid a cycle
 
 
 def check_severity(severity: object) -> int:
@@ -50,9 +50,14 @@ def check_severity(severity: object) -> int:
     return severity
 
 
+def severity_name(severity: int) -> str:
+    """``severity``'s name (``"SEVERE"``), or IllegalArgumentException."""
+    return ThrottlingSeverity(check_severity(severity)).name
+
+
 def thermal_allows(severity: int, importance: int, priority: int) -> bool:
     """May a request of ``priority`` from a uid of ``importance`` hold a model now?"""
-    if severity >= FOREGROUND_ONLY_FROM and importance > _FOREGROUND:
+    if severity >= FOREGROUND_ONLY_FROM and importance > IMPORTANCE_FOREGROUND:
         return False
     if severity >= REFUSE_BACKGROUND_FROM and priority > NPU_MODEL_PRIORITY_NORMAL:
         return False
