@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import trio
 
-from apps._kit import LoadSlot, Report, close_enough, convnet, mlp, percentile
-from framework.nn import _cpu_kernels, open_nn_runtime
+from apps._kit import LoadSlot, Report, checked_inference, close_enough, convnet, mlp, percentile
+from framework.nn import OpFailedError, _cpu_kernels, open_nn_runtime
 from framework.npumanager import NpuManager, SynchronousExecutor
 from test_server_hal import world  # noqa: F401  (the real-HAL world fixture, for the loading tests)
 
@@ -114,6 +114,68 @@ async def test_load_slot_turns_callbacks_into_events(tmp_path, monkeypatch):
     assert report.data["statuses"] == [1, 0] and report.data["unload_reasons"] == [3]
     await slot.onModelLoadRequestComplete(request, NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_COMPLETE)
     assert slot.done and slot.poll().kind == "complete"
+
+
+class _Compilation:
+    """Executions that answer ``answer(x)``, or raise ``error``; each remembers its job priority."""
+
+    def __init__(self, answer=None, error=None):
+        self.answer, self.error, self.priorities = answer, error, []
+
+    def createExecution(self):  # noqa: N802
+        compilation = self
+
+        class Execution:
+            def setInput(self, index, x):  # noqa: N802
+                self.x = x
+
+            def setJobPriority(self, priority):  # noqa: N802
+                compilation.priorities.append(priority)
+
+            async def compute_async(self):
+                await trio.lowlevel.checkpoint()
+                if compilation.error is not None:
+                    raise compilation.error
+                return [compilation.answer(self.x)]
+
+        return Execution()
+
+
+async def test_checked_inference_counts_right_and_wrong_results_and_keeps_failures(monkeypatch):
+    monkeypatch.delenv("NPUEMU_RUNTIME_DIR", raising=False)
+    report = Report("camera", _Context())
+    _, reference = mlp(seed=3, sizes=(4, 8, 2))
+    x = np.ones((1, 4), np.float32)
+    right = _Compilation(answer=reference)
+    assert await checked_inference(right, x, reference, report, "emu-npu", job_priority=100) is None
+    assert await checked_inference(_Compilation(answer=lambda x: reference(x) + 0.1), x, reference, report, "emu-gpu") is None
+    assert (report.data["inferences"], report.data["results_ok"], report.data["results_bad"]) == (2, 1, 1)
+    assert right.priorities == [100] and report.data["devices"] == ["emu-npu", "emu-gpu"]
+    failing = _Compilation(error=OpFailedError("refused"))
+    assert isinstance(await checked_inference(failing, x, reference, report, "emu-npu"), OpFailedError)
+    assert report.data["inferences"] == 2 and report.data["errors"] == [f"emu-npu: {failing.error}"]
+
+
+class _Listener:
+    def __init__(self):
+        self.unloaded = []
+
+    async def notifyModelUnloaded(self, request):  # noqa: N802
+        self.unloaded.append(request)
+
+
+async def test_load_slot_release_tells_the_service_once_and_never_after_the_request_ended(monkeypatch):
+    monkeypatch.delenv("NPUEMU_RUNTIME_DIR", raising=False)
+    report = Report("photos", _Context())
+    slot = LoadSlot(_FakeNpu(), SynchronousExecutor(), report, NpuManager.NPU_MODEL_SIZE_LESS_THAN_1GB,
+                    NpuManager.NPU_MODEL_PRIORITY_NORMAL)
+    slot.listener = listener = _Listener()
+    await slot.release("done", after_ms=5.0)
+    assert listener.unloaded == [slot.request] and report.data["unloads"] == 1
+    assert report.data["events"][-1]["kind"] == "unloaded" and report.data["events"][-1]["after_ms"] == 5.0
+    slot.done = True  # the service ended the request: there is nothing to tell it
+    await slot.release("again")
+    assert listener.unloaded == [slot.request] and report.data["unloads"] == 1
 
 
 # -- loading an approved request's model: what CAN_LOAD_NOW does not promise --------------

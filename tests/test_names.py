@@ -15,8 +15,11 @@ import logging
 import pytest
 
 from apps._kit import LoadSlot, Report
-from framework.emulator._demo import _checks, severity_name
+from framework.emulator import enum_name
+from framework.emulator._demo import _checks
 from framework.npumanager import NpuManager, SynchronousExecutor, constantToString
+from interfaces.android.hardware.npu import EndReason, StartReason
+from interfaces.android.hardware.thermal import ThrottlingSeverity
 from test_server_support import Recorder, ask, npu_of, request, world  # noqa: F401
 
 BIG = NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G
@@ -109,6 +112,9 @@ def test_the_demo_report_names_statuses_reasons_and_severity():
     assert details["thermal: the spike reached CRITICAL"] == "max severity CRITICAL, max 80.0 C"
 
 
-@pytest.mark.parametrize("severity, name", [(0, "NONE"), (4, "CRITICAL"), (6, "SHUTDOWN"), (9, "9")])
-def test_the_demo_names_severities_from_the_thermal_hals_list(severity, name):
-    assert severity_name(severity) == name
+@pytest.mark.parametrize("enum, value, name", [
+    (ThrottlingSeverity, 0, "NONE"), (ThrottlingSeverity, 4, "CRITICAL"), (ThrottlingSeverity, 6, "SHUTDOWN"),
+    (ThrottlingSeverity, 9, "9"), (StartReason, 1, "RESUMED"), (EndReason, 2, "PAUSED"), (EndReason, -1, "-1"),
+])
+def test_records_name_values_by_the_compiled_enums_and_keep_unknown_numbers(enum, value, name):
+    assert enum_name(enum, value) == name

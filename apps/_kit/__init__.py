@@ -15,6 +15,8 @@ plumbing a real app would also write for itself:
   model and copes with what CAN_LOAD_NOW does not promise: the request may end while
   the model compiles, and the device may refuse it for memory another app is still
   releasing (release, wait, ask again).
+- :func:`checked_inference`: one inference, timed, its result checked against the
+  app's own reference and counted in the report (a failure is kept in its errors).
 - :func:`device_for` (``_devices``): the device to load a model on, found by NNAPI
   discovery (type, then the operations the device supports), never by name.
 - :func:`mlp` and :func:`convnet`: small models built with ``framework.nn.Model``, each
@@ -36,14 +38,14 @@ from typing import Any
 import numpy as np
 import trio
 
-from framework.nn import FuseCode, Model, OperandType, OperationType
+from framework.nn import FuseCode, Model, NeuralNetworksError, OperandType, OperationType
 from framework.npumanager import ModelLoadRequest, ModelLoadRequestCallback, constantToString
 
 from ._devices import choose_device, cpu_device, device_for
 from ._loading import LoadOutcome, load_model
 
-__all__ = ["LoadOutcome", "LoadSlot", "Report", "SlotEvent", "choose_device", "close_enough", "convnet", "cpu_device",
-           "device_for", "load_model", "mlp", "percentile"]
+__all__ = ["LoadOutcome", "LoadSlot", "Report", "SlotEvent", "checked_inference", "choose_device", "close_enough",
+           "convnet", "cpu_device", "device_for", "load_model", "mlp", "percentile"]
 
 _RUNTIME_DIR_ENV = "NPUEMU_RUNTIME_DIR"
 MIB = 1 << 20
@@ -156,6 +158,30 @@ class Report:
             self.save()
 
 
+async def checked_inference(
+    compilation: Any, x: np.ndarray, reference: Callable[[np.ndarray], np.ndarray], report: Report, device: str,
+    *, job_priority: int | None = None,
+) -> NeuralNetworksError | None:
+    """Run ``x`` through ``compilation`` once, timed, and check the result against ``reference(x)``.
+
+    ``report`` counts it (latency, right or wrong result, on ``device``) and returns
+    None. An inference that fails returns its error, already kept in the report's
+    errors: what it means (a revoked model, a refusal) is the app's to say.
+    """
+    execution = compilation.createExecution()
+    execution.setInput(0, x)
+    if job_priority is not None:
+        execution.setJobPriority(job_priority)
+    t = time.perf_counter()
+    try:
+        (out,) = await execution.compute_async()
+    except NeuralNetworksError as exc:
+        report.data["errors"].append(f"{device}: {exc}")
+        return exc
+    report.inference((time.perf_counter() - t) * 1000, close_enough(out, reference(x)), device)
+    return None
+
+
 # -- one model load request as events ------------------------------------------------------
 
 
@@ -212,6 +238,14 @@ class LoadSlot(ModelLoadRequestCallback):
             self.report.note("ended_while_loading", f"request {self.request.getId()} ended before its model"
                              " was loaded; the compilation is released unused")
         return outcome is LoadOutcome.LOADED
+
+    async def release(self, why: str, **fields: Any) -> None:
+        """The loaded model is gone: ``notifyModelUnloaded``, counted and noted (nothing once the request ended)."""
+        if self.done:
+            return
+        await self.listener.notifyModelUnloaded(self.request)
+        self.report.bump("unloads")
+        self.report.note("unloaded", why, **fields)
 
     def poll(self) -> SlotEvent | None:
         """The next callback if one has come, else None (for a loop that must not block)."""

@@ -17,9 +17,9 @@ import time
 import numpy as np
 import trio
 
-from apps._kit import LoadSlot, Report, close_enough, device_for, mlp
+from apps._kit import LoadSlot, Report, checked_inference, device_for, mlp
 from framework.app import Context
-from framework.nn import NeuralNetworksError, open_nn_runtime
+from framework.nn import open_nn_runtime
 from framework.npumanager import NpuManager
 
 EMULATED_SIZE = 2560 << 20
@@ -70,20 +70,10 @@ async def _answer(nn, model, reference, rng, slot: LoadSlot, report: Report, dev
         if event is not None and event.kind in ("unload", "complete"):
             break
         x = rng.standard_normal((1, 256)).astype(np.float32)
-        execution = compilation.createExecution()
-        execution.setInput(0, x)
-        execution.setJobPriority(300)
-        t = time.perf_counter()
-        try:
-            (out,) = await execution.compute_async()
-        except NeuralNetworksError as exc:
-            report.data["errors"].append(str(exc))
-            report.note("inference_failed", str(exc))
+        failed = await checked_inference(compilation, x, reference, report, device.getName(), job_priority=300)
+        if failed is not None:
+            report.note("inference_failed", str(failed))
             break
-        report.inference((time.perf_counter() - t) * 1000, close_enough(out, reference(x)), device.getName())
     await compilation.aclose()
-    if not slot.done:
-        await slot.listener.notifyModelUnloaded(slot.request)
-        report.bump("unloads")
-        report.note("unloaded", "reply done, model released")
+    await slot.release("reply done, model released")
     return True

@@ -9,14 +9,12 @@ again a second later; meanwhile frames run on the CPU so the preview never stops
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import trio
 
-from apps._kit import LoadSlot, Report, close_enough, cpu_device, device_for, mlp
+from apps._kit import LoadSlot, Report, checked_inference, cpu_device, device_for, mlp
 from framework.app import Context
-from framework.nn import NeuralNetworksError, open_nn_runtime
+from framework.nn import open_nn_runtime
 from framework.npumanager import NpuManager
 
 FRAME_PERIOD_S = 1 / 30
@@ -54,10 +52,8 @@ async def main(context: Context) -> None:
             report.note("loaded", f"classifier on {device.getName()}")
             asked = await _frames(slot, compilation, reference, rng, report, device.getName())
             await compilation.aclose()
-            if asked and not slot.done:
-                await slot.listener.notifyModelUnloaded(slot.request)
-                report.bump("unloads")
-                report.note("unloaded", "model released as asked")
+            if asked:
+                await slot.release("model released as asked")
             # Until the NPU is ours again, frames go to the CPU: the preview must not stop.
             with trio.move_on_after(1.0):
                 await _frames(None, cpu_compilation, reference, rng, report, cpu.getName())
@@ -72,18 +68,10 @@ async def _frames(slot, compilation, reference, rng, report: Report, device: str
             if event is not None and event.kind in ("unload", "complete"):
                 return event.kind == "unload"
         frame = rng.standard_normal((1, 64)).astype(np.float32)
-        execution = compilation.createExecution()
-        execution.setInput(0, frame)
-        execution.setJobPriority(JOB_PRIORITY)
-        t = time.perf_counter()
-        try:
-            (probs,) = await execution.compute_async()
-        except NeuralNetworksError as exc:
-            report.data["errors"].append(f"{device}: {exc}")
-            report.note("inference_failed", str(exc))
+        failed = await checked_inference(compilation, frame, reference, report, device, job_priority=JOB_PRIORITY)
+        if failed is not None:
+            report.note("inference_failed", str(failed))
             if slot is not None:
                 return False
-        else:
-            report.inference((time.perf_counter() - t) * 1000, close_enough(probs, reference(frame)), device)
         next_frame += FRAME_PERIOD_S
         await trio.sleep_until(max(next_frame, trio.current_time()))

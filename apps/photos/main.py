@@ -15,9 +15,9 @@ import time
 import numpy as np
 import trio
 
-from apps._kit import LoadSlot, Report, close_enough, convnet, device_for
+from apps._kit import LoadSlot, Report, checked_inference, convnet, device_for
 from framework.app import Context
-from framework.nn import NeuralNetworksError, open_nn_runtime
+from framework.nn import open_nn_runtime
 from framework.npumanager import NpuManager
 
 EMULATED_SIZE = 1536 << 20
@@ -71,27 +71,18 @@ async def main(context: Context) -> None:
                 await stop.wait()  # the workers finish the photo in hand, then return
                 watch_scope.cancel()
             await compilation.aclose()
-            if outcome["asked"] and not slot.done:
-                await slot.listener.notifyModelUnloaded(slot.request)
-                report.bump("unloads")
-                report.note("unloaded", "indexing paused, model released",
-                            after_ms=round((time.perf_counter() - outcome["asked_at"]) * 1000, 1))
+            if outcome["asked"]:
+                await slot.release("indexing paused, model released",
+                                   after_ms=round((time.perf_counter() - outcome["asked_at"]) * 1000, 1))
             await trio.sleep(RETRY_AFTER_S)
 
 
 async def _index(compilation, reference, rng, report: Report, stop: trio.Event, device: str) -> None:
     while not stop.is_set():
         photo = rng.random((1, 24, 24, 3), dtype=np.float32)
-        execution = compilation.createExecution()
-        execution.setInput(0, photo)
-        execution.setJobPriority(JOB_PRIORITY)
-        t = time.perf_counter()
-        try:
-            (features,) = await execution.compute_async()
-        except NeuralNetworksError as exc:
-            report.data["errors"].append(str(exc))
-            report.note("inference_failed", str(exc))
+        failed = await checked_inference(compilation, photo, reference, report, device, job_priority=JOB_PRIORITY)
+        if failed is not None:
+            report.note("inference_failed", str(failed))
             stop.set()
             return
-        report.inference((time.perf_counter() - t) * 1000, close_enough(features, reference(photo)), device)
         await trio.sleep(0)

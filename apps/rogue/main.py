@@ -14,12 +14,11 @@ It loads a "BETWEEN_1GB_AND_2GB" model and then misbehaves twice:
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 import trio
 
-from apps._kit import LoadSlot, Report, close_enough, device_for, mlp
+from apps._kit import LoadSlot, Report, checked_inference, device_for, mlp
 from framework.app import Context
 from framework.nn import NeuralNetworksError, open_nn_runtime
 from framework.npumanager import NpuManager
@@ -77,20 +76,14 @@ async def main(context: Context) -> None:
                 asked = True
                 report.note("ignoring_unload", "keeping the model anyway")
             x = rng.standard_normal((1, 128)).astype(np.float32)
-            execution = compilation.createExecution()
-            execution.setInput(0, x)
-            t = time.perf_counter()
-            try:
-                (out,) = await execution.compute_async()
-            except NeuralNetworksError as exc:
-                report.data["errors"].append(str(exc))
+            failed = await checked_inference(compilation, x, reference, report, device.getName())
+            if failed is not None:
                 if asked:
                     report.bump("revoked")
-                    report.note("revoked", f"the model is gone: {exc}")
+                    report.note("revoked", f"the model is gone: {failed}")
                 else:
-                    report.note("inference_failed", str(exc))
+                    report.note("inference_failed", str(failed))
                 break
-            report.inference((time.perf_counter() - t) * 1000, close_enough(out, reference(x)), device.getName())
             await trio.sleep(0.01)
         await compilation.aclose()
         await trio.sleep_forever()
