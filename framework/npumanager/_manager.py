@@ -220,9 +220,7 @@ class ModelLoadStatusListener:
     async def notifyModelLoaded(self, request: ModelLoadRequest) -> None:  # noqa: N802
         """The approved model is now fully in driver memory."""
         m = self._manager
-        t = m._tracked_for(request, "notifyModelLoaded")
-        if t.state == _PENDING:
-            raise IllegalStateException(f"notifyModelLoaded({request}): it was never approved (no CAN_LOAD_NOW yet)")
+        t = m._approved(request, "notifyModelLoaded")
         if t.state == _LOADED:
             raise IllegalStateException(f"notifyModelLoaded({request}): already notified")
         await m._service.notifyModelLoaded(m._parcel(request))
@@ -231,9 +229,7 @@ class ModelLoadStatusListener:
     async def notifyModelUnloaded(self, request: ModelLoadRequest) -> None:  # noqa: N802
         """The model is released; the request ends COMPLETE."""
         m = self._manager
-        t = m._tracked_for(request, "notifyModelUnloaded")
-        if t.state == _PENDING:
-            raise IllegalStateException(f"notifyModelUnloaded({request}): it was never approved")
+        m._approved(request, "notifyModelUnloaded")
         await m._service.notifyModelUnloaded(m._parcel(request))
 
 
@@ -336,6 +332,13 @@ class NpuManager:
             raise IllegalStateException(f"{call}({request}): this app never requested it")
         if t.state == _ENDED:
             raise IllegalStateException(f"{call}({request}): the request has already ended")
+        return t
+
+    def _approved(self, request: ModelLoadRequest, call: str) -> _Tracked:
+        """``_tracked_for``, for the calls only an approved request may make."""
+        t = self._tracked_for(request, call)
+        if t.state == _PENDING:
+            raise IllegalStateException(f"{call}({request}): it was never approved (no CAN_LOAD_NOW yet)")
         return t
 
     def _policy_params(self, params: Mapping[str, Any] | None) -> Any:

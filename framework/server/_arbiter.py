@@ -246,12 +246,8 @@ class NpuArbiter:
 
     def notify_loaded(self, uid: int, request_id: int, now: float) -> list[Action]:
         """``notifyModelLoaded``: an approved request's model is in driver memory."""
-        r = self._live(uid, request_id, "notifyModelLoaded")
+        r = self._approved(uid, request_id, "notifyModelLoaded")
         now = _check_now(now)
-        if r.state in _WAITING:
-            raise IllegalStateException(
-                f"notifyModelLoaded for uid {uid} request {request_id}, which was never approved ({r.state.value})"
-            )
         if r.state is not RequestState.APPROVED:
             raise IllegalStateException(f"notifyModelLoaded twice for uid {uid} request {request_id}")
         r.state = RequestState.LOADED
@@ -261,12 +257,8 @@ class NpuArbiter:
 
     def notify_unloaded(self, uid: int, request_id: int, now: float) -> list[Action]:
         """``notifyModelUnloaded``: the app released the model; the request is COMPLETE."""
-        r = self._live(uid, request_id, "notifyModelUnloaded")
+        r = self._approved(uid, request_id, "notifyModelUnloaded")
         now = _check_now(now)
-        if r.state in _WAITING:
-            raise IllegalStateException(
-                f"notifyModelUnloaded for uid {uid} request {request_id}, which was never approved ({r.state.value})"
-            )
         actions: list[Action] = []
         self._end(r, NPU_MODEL_LOAD_REQUEST_STATUS_COMPLETE, actions)
         self._settle(now, actions)
@@ -528,6 +520,15 @@ class NpuArbiter:
         if (uid, request_id) in self._ended:
             raise IllegalStateException(f"{call} for uid {uid} request {request_id}, which has already ended")
         raise IllegalStateException(f"{call} for uid {uid} request {request_id}, which was never requested")
+
+    def _approved(self, uid: int, request_id: int, call: str) -> _Request:
+        """``_live``, for the calls only an approved request may make (notifyModelLoaded/Unloaded)."""
+        r = self._live(uid, request_id, call)
+        if r.state in _WAITING:
+            raise IllegalStateException(
+                f"{call} for uid {uid} request {request_id}, which was never approved ({r.state.value})"
+            )
+        return r
 
     def _grant(self, r: _Request, actions: list[Action]) -> None:
         self._release_claims(r)

@@ -80,8 +80,25 @@ class NpuPolicy:
         raise NotImplementedError
 
 
+class _Parameterless:
+    """What a policy that takes no parameters shares: it reports none and refuses any."""
+
+    __slots__ = ()
+    name: ClassVar[str]
+
+    def params(self) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any] | None) -> Any:
+        what = cls.name.replace("-", " ")
+        if _bundle(params, what):
+            raise IllegalArgumentException(f"the {what} policy takes no parameters, got {sorted(params)}")
+        return cls()
+
+
 @dataclass(frozen=True, slots=True)
-class StatusQuoPolicy(NpuPolicy):
+class StatusQuoPolicy(_Parameterless, NpuPolicy):
     """AOSP's default: every request is CAN_LOAD_NOW at once; nothing is weighed.
 
     Weights are still reported (the budget's defaults) so ``dumpsys`` can show what
@@ -99,15 +116,6 @@ class StatusQuoPolicy(NpuPolicy):
 
     def weight(self, size: int) -> int:
         return DEFAULT_MODEL_SIZE_WEIGHTS[size]
-
-    def params(self) -> dict[str, Any]:
-        return {}
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any] | None) -> StatusQuoPolicy:
-        if _bundle(params, "status quo"):
-            raise IllegalArgumentException(f"the status quo policy takes no parameters, got {sorted(params)}")
-        return cls()
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +166,7 @@ class BudgetPolicy(NpuPolicy):
 
 
 @dataclass(frozen=True, slots=True)
-class TurnTakingPolicy(BudgetPolicy):
+class TurnTakingPolicy(_Parameterless, BudgetPolicy):
     """The budget policy with every weight 1 and a maximum of 1: one model at a time.
 
     Apps of equal importance alternate: the one that completed work most recently
@@ -171,15 +179,6 @@ class TurnTakingPolicy(BudgetPolicy):
 
     budget: int = 1
     weights: tuple[int, int, int] = (1, 1, 1)
-
-    def params(self) -> dict[str, Any]:
-        return {}
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any] | None) -> TurnTakingPolicy:
-        if _bundle(params, "turn taking"):
-            raise IllegalArgumentException(f"the turn taking policy takes no parameters, got {sorted(params)}")
-        return cls()
 
 
 DEFAULT_POLICIES: Mapping[int, type[NpuPolicy]] = MappingProxyType(
