@@ -53,6 +53,7 @@ from framework.emulator import BootConfig, open_stack  # noqa: E402
 from interfaces.android.npumanager import INpuManager  # noqa: E402
 from interfaces.npuemu.hal import IHalControl  # noqa: E402
 from interfaces.npuemu.server import IActivityManager  # noqa: E402
+from interfaces.services import ACTIVITY_SERVICE, HAL_CONTROL, NPU_SERVICE  # noqa: E402
 
 APP = Path(__file__).with_name("load_app.py")
 MANIFEST = textwrap.dedent("""\
@@ -113,9 +114,9 @@ async def run(args: argparse.Namespace) -> dict:
     try:
         async with open_stack(processes=True, runtime_dir=rtdir, config=config, grace=3.0) as emu:
             rt = emu.runtime
-            npu = await service(rt, "npu", INpuManager)
-            am = await service(rt, "activity", IActivityManager)
-            control = await service(rt, "npuemu.hal.IHalControl/default", IHalControl)
+            npu = await service(rt, NPU_SERVICE, INpuManager)
+            am = await service(rt, ACTIVITY_SERVICE, IActivityManager)
+            control = await service(rt, HAL_CONTROL, IHalControl)
             with trio.fail_after(30):
                 while not json.loads(await npu.dump(["--json"]))["hal"]["connected"]:
                     await trio.sleep(0.1)

@@ -179,7 +179,7 @@ def set_importance(package: str, level: str, runtime_dir: Path) -> None:
     importance = importance_arg(level)
 
     async def body(rt: Any) -> None:
-        await (await _service(rt, "activity")).setImportance(package, importance)
+        await (await _service(rt, ACTIVITY_SERVICE)).setImportance(package, importance)
 
     _run_as_shell(runtime_dir, body)
     click.echo(f"{package}: importance {importance}")
@@ -195,7 +195,7 @@ def kill(package: str, runtime_dir: Path) -> None:
     """
 
     async def body(rt: Any) -> None:
-        await (await _service(rt, "activity")).killApp(package)
+        await (await _service(rt, ACTIVITY_SERVICE)).killApp(package)
 
     _run_as_shell(runtime_dir, body)
     click.echo(f"killed {package}")
@@ -213,7 +213,7 @@ def launch(package: str, importance: str | None, runtime_dir: Path) -> None:
     level = importance_arg(importance)
 
     async def body(rt: Any) -> int:
-        return await (await _service(rt, "activity")).startApp(package, level)
+        return await (await _service(rt, ACTIVITY_SERVICE)).startApp(package, level)
 
     pid = _run_as_shell(runtime_dir, body)
     click.echo(f"started {package} as pid {pid}")
