@@ -81,7 +81,7 @@ def test_devices_lists_drivers_then_the_cpu(emulator):
     result = CliRunner().invoke(main, ["devices", "--json", "--runtime-dir", str(root)])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
-    assert rows[-1] == {"name": "nnapi-reference", "type": "CPU", "version": "npuemu-cpu", "feature_level": 29,
+    assert rows[-1] == {"name": "nnapi-reference", "type": "CPU", "version": "npuemu-1.2", "feature_level": 29,
                         "status": "AVAILABLE"}
     npu = next(r for r in rows if r["name"] == "emu-npu")
     assert npu["type"] == "ACCELERATOR" and npu["version"] and npu["status"] == "AVAILABLE"

@@ -18,6 +18,7 @@ from typing import Any
 import trio
 
 from framework.binder import BinderRuntime, defaultServiceManager
+from framework.nn import FEATURE_LEVEL, referenceCpuDevice
 from interfaces.android.hardware.neuralnetworks import DeviceStatus, DeviceType, IDevice
 from interfaces.android.hardware.thermal import ThrottlingSeverity
 from interfaces.npuemu.hal import IHalControl
@@ -48,7 +49,6 @@ __all__ = [
     "thermal_status",
 ]
 
-_FEATURE_LEVEL_Q = 29
 
 
 # -- shutdown ---------------------------------------------------------------------------
@@ -278,11 +278,12 @@ async def list_devices(runtime: BinderRuntime) -> list[DeviceRow]:
                 name=service.removeprefix(IDEVICE_PREFIX),
                 type=enum_name(DeviceType, dtype),
                 version=await device.getVersionString(),
-                feature_level=_FEATURE_LEVEL_Q,
+                feature_level=FEATURE_LEVEL,
                 status=enum_name(DeviceStatus, status),
             )
         )
-    rows.append(DeviceRow("nnapi-reference", "CPU", "npuemu-cpu", _FEATURE_LEVEL_Q, "AVAILABLE"))
+    cpu = referenceCpuDevice()  # what every app's NNAPI runtime adds in its own process
+    rows.append(DeviceRow(cpu.name, cpu.type.name, cpu.version, cpu.featureLevel, DeviceStatus.AVAILABLE.name))
     return rows
 
 

@@ -43,6 +43,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from framework.nn import CPU_DEVICE_NAME
 from interfaces.android.hardware.npu import EndReason, StartReason
 from interfaces.android.hardware.thermal import ThrottlingSeverity
 
@@ -235,7 +236,7 @@ def load_timeline(runtime_dir: str | os.PathLike[str]) -> Timeline:
     marks = sorted((to_emulated(r["wall_ns"]) / 1000, r["label"]) for r in records
                    if r.get("type") == "mark" and to_emulated is not None)
     cpu = sorted((
-        CpuSlice(int(r["uid"]), int(r["pid"]), str(r.get("device", "nnapi-reference")), int(r["operations"]),
+        CpuSlice(int(r["uid"]), int(r["pid"]), str(r.get("device", CPU_DEVICE_NAME)), int(r["operations"]),
                  str(r["why"]), r.get("failed_device"), to_emulated(r["wall_start_ns"]) / 1000,
                  to_emulated(r["wall_end_ns"]) / 1000)
         for r in records if r.get("type") == "cpu" and to_emulated is not None
