@@ -136,7 +136,7 @@ def test_the_stack_parses_no_aidl_when_it_starts() -> None:
         import interfaces.android.hardware.neuralnetworks, interfaces.android.hardware.npu
         import interfaces.android.npumanager, interfaces.npuemu.hal, interfaces.npuemu.server
         from framework.binder import _aidl
-        framework.binder.servicemanager_interfaces()
+        import framework.binder.aidl.android.os
         assert _aidl._parser.cache_info().currsize == 0, "an AIDL file was parsed at run time"
         print("ok")
     """)

@@ -499,9 +499,8 @@ async def test_wait_for_service_blocks_until_registered(autojump_clock, stack, a
 
 
 async def test_registration_notifications(autojump_clock, stack, aidl, IEcho, ICallback):
-    from framework.binder import servicemanager_interfaces
+    from framework.binder.aidl.android.os import IServiceCallback
 
-    _, IServiceCallback = servicemanager_interfaces()
     heard = []
 
     class Listener(IServiceCallback.Stub):

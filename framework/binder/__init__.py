@@ -65,7 +65,6 @@ from ._servicemanager import FIRST_APPLICATION_UID as FIRST_APPLICATION_UID
 from ._servicemanager import LAST_APPLICATION_UID as LAST_APPLICATION_UID
 from ._servicemanager import defaultServiceManager as defaultServiceManager
 from ._servicemanager import serve_servicemanager as serve_servicemanager
-from ._servicemanager import servicemanager_interfaces as servicemanager_interfaces
 from ._status import DEAD_OBJECT as DEAD_OBJECT
 from ._status import EX_BAD_PARCELABLE as EX_BAD_PARCELABLE
 from ._status import EX_ILLEGAL_ARGUMENT as EX_ILLEGAL_ARGUMENT

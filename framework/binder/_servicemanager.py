@@ -54,7 +54,6 @@ __all__ = [
     "LAST_APPLICATION_UID",
     "defaultServiceManager",
     "serve_servicemanager",
-    "servicemanager_interfaces",
 ]
 
 log = logging.getLogger("servicemanager")
@@ -69,17 +68,11 @@ LAST_APPLICATION_UID = 19999
 _NAME = re.compile(r"[A-Za-z0-9_.\-/]{1,127}")
 
 
-def servicemanager_interfaces() -> tuple[type[IServiceManager], type[IServiceCallback]]:
-    """``(IServiceManager, IServiceCallback)``, the interface classes compiled from ``aidl/``."""
-    return IServiceManager, IServiceCallback
-
-
 def defaultServiceManager(runtime: BinderRuntime | None = None) -> Any:  # noqa: N802 - libbinder's name
     """The servicemanager, as an ``IServiceManager`` proxy of this process's runtime."""
     runtime = runtime or _current.get()
     if runtime is None:
         raise IllegalStateException("no binder runtime in this context: open_binder_runtime first")
-    IServiceManager, _ = servicemanager_interfaces()
     return IServiceManager.asInterface(runtime.context_object())
 
 
@@ -134,7 +127,6 @@ class _DropOnDeath(DeathRecipient):
 
 
 def _make_stub(registry: _Registry) -> Binder:
-    IServiceManager, _ = servicemanager_interfaces()
     reaper = _DropOnDeath(registry)
 
     def check_name(name: str) -> None:
