@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
+import linecache
 import shutil
 import subprocess
 import sys
@@ -16,9 +17,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from framework.binder import AidlError, BadParcelableException
+from framework.binder import AidlError, AidlRegistry, BadParcelableException
+from framework.binder._aidl import parse_aidl, resolve
 from framework.binder.aidl_support import definitions_of
-from framework.binder.aidlc import compile_tree, orphan_modules, stale_files
+from framework.binder.aidlc import compile_definitions, compile_tree, orphan_modules, stale_files
 from framework.cli import main
 from framework.cli._aidl import npuemu_trees
 from interfaces.android.hardware import npu
@@ -119,6 +121,18 @@ def test_a_users_aidl_compiles_through_npuemu_aidl(tmp_path: Path, monkeypatch: 
     assert again.exit_code == 0 and again.output == ""
 
 
+def test_aidl_loaded_in_memory_is_the_module_the_compiler_writes() -> None:
+    # AidlRegistry.load / from_text have no codec of their own: they import the text
+    # compile_definitions writes (what `npuemu aidl` puts on disk), and a traceback or
+    # inspect shows its lines.
+    text = "package a; parcelable P { int x = 1; @nullable String s; }"
+    P = AidlRegistry.from_text(text).parcelable("a.P")
+    written = compile_definitions(resolve([parse_aidl(text, "<aidl 0>", root=None, path=Path("<aidl 0>"))]),
+                                  lambda package: package)["a"]
+    assert "".join(linecache.getlines(P.to_wire.__code__.co_filename)) == written
+    assert "def to_wire(self, ctx: Any = None) -> list:" in inspect.getsource(P.to_wire)
+
+
 def test_a_broken_user_aidl_file_is_one_line(tmp_path: Path) -> None:
     root = tmp_path / "broken"
     (root / "a").mkdir(parents=True)
@@ -142,6 +156,39 @@ def test_the_stack_parses_no_aidl_when_it_starts() -> None:
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_importing_the_generated_modules_runs_no_exec_eval_or_compile() -> None:
+    # Every codec is Python the compiler wrote, so a reader (and a tool) can follow a call
+    # into it; nothing is made at import. The audit hook sees each exec, eval and compile
+    # whoever calls them; only the import system's own (running a module's code) may pass.
+    code = textwrap.dedent("""
+        import sys
+        import framework.binder  # the binder itself first (it imports the servicemanager's module)
+        del sys.modules["framework.binder.aidl.android.os"]  # which is imported again below
+        seen = []
+
+        def hook(event, args):
+            if event in ("exec", "compile"):
+                caller = sys._getframe(1).f_globals.get("__name__")
+                if caller not in ("importlib._bootstrap", "importlib._bootstrap_external"):
+                    seen.append(f"{event} from {caller}")
+
+        sys.addaudithook(hook)
+        from framework.binder.aidl.android import os as servicemanager
+        from interfaces.android.hardware import neuralnetworks as nn, npu
+        from interfaces.android import npumanager
+        from interfaces.npuemu import hal, server
+        info = npu.WorkInfo(uid=10001, groupId=npu.NpuUuid(), debugFeatureId="x")
+        assert npu.WorkInfo.from_wire(info.to_wire()) == info
+        model = nn.Model(main=nn.Subgraph(operands=[nn.Operand(dimensions=[1, 2])], inputIndexes=[0]))
+        prepare = nn.IDevice.definition.method("prepareModel")
+        args = (model, nn.ExecutionPreference.LOW_POWER, nn.Priority.LOW, 0, 0, None)
+        assert prepare.decode_call(prepare.encode_call(args, None), None) == args
+        print(seen or "ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stdout + out.stderr[-2000:]
 
 
 # No hand-written class carries the name of an AIDL enum or parcelable (issue 13 point 2),

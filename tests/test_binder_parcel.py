@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import fcntl
+import inspect
 import os
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -482,15 +484,21 @@ def test_parcel_file_descriptor_ownership() -> None:
 def test_in_out_inout_arguments_and_replies(demo: AidlRegistry) -> None:
     cb, Inner = demo.interface("demo.ICallback"), demo.parcelable("demo.Inner")
     fill = cb.method("fill")
-    # the caller passes the in/inout arguments (or all of them; outs are ignored)
+    # the caller passes the in and inout arguments, and the service gets the same
     data = fill.encode_call((Inner(a=1), b"abcd"), None)
     assert data == [[1, None, b""], b"abcd"]
-    assert fill.encode_call(([9, 9], Inner(a=1), b"abcd"), None) == data
-    values, inner, key = fill.decode_call(wire_trip(data), None)
-    assert values == [] and inner == Inner(a=1) and key == b"abcd"
+    with pytest.raises(TypeError, match=r"demo\.ICallback\.fill takes 2 argument\(s\) \(inner, key\), got 3"):
+        fill.encode_call(([9, 9], Inner(a=1), b"abcd"), None)  # an out argument is not sent
+    inner, key = fill.decode_call(wire_trip(data), None)
+    assert inner == Inner(a=1) and key == b"abcd"
     reply = fill.encode_reply(3, ([1, 2], inner.replace(a=2)), None)
     assert reply == [3, [1, 2], [2, None, b""]]
     assert fill.decode_reply(wire_trip(reply), None) == (3, [1, 2], Inner(a=2))
+    # The proxy and the stub have that signature, and their docstring says what comes back.
+    for side in (cb.cls.Proxy, cb.cls.Stub):
+        assert list(inspect.signature(side.fill).parameters) == ["self", "inner", "key"]
+        assert "returns (result, values, inner)" in side.fill.__doc__
+    assert typing.get_type_hints(cb.cls.Proxy.fill)["return"] == tuple[int, list[int], Inner]
 
     describe = cb.method("describe")
     assert describe.decode_call(wire_trip(describe.encode_call((5, None), None)), None) == (5, None)
@@ -609,7 +617,7 @@ def test_method_calls_round_trip(demo: AidlRegistry, data: st.DataObject) -> Non
     key = data.draw(st.binary(min_size=4, max_size=4))
     values = data.draw(values_for(demo, TypeRef("int", array=-1)))
     got = fill.decode_call(wire_trip(fill.encode_call((inner, key), None)), None)
-    assert got == ([], inner, key)
+    assert got == (inner, key)
     assert fill.decode_reply(wire_trip(fill.encode_reply(7, (values, inner), None)), None) == (7, values, inner)
 
 
@@ -699,6 +707,30 @@ def test_field_names_that_look_like_generated_locals_work() -> None:
     assert P.from_wire(wire_trip(p.to_wire())) == p and p.self == 1 and p.ctx == 3
     with pytest.raises(TypeError, match=r"P\.e: expected int"):
         P(e="x")
+
+
+def test_names_that_hide_what_the_generated_code_uses_work() -> None:
+    # Fields and arguments named like builtins, the runtime module, a type or a constant.
+    reg = AidlRegistry.from_text(
+        "package a; enum E { X, Y }",
+        "package a; parcelable Q { int v; }",
+        """package a; import a.E; import a.Q;
+        parcelable P {
+            const int DEFAULT = 3;
+            int len; int object; int[] list; int[] enumerate; String str; @nullable Q Q; E E = E.Y;
+            byte[4] bytes; int _rt; float float;
+        }""",
+        "package a; import a.P; interface I { P f(in int len, in List<String> str, in P P, in int ctx, in int e); }",
+    )
+    P, Q = reg.parcelable("a.P"), reg.parcelable("a.Q")
+    p = P(len=1, object=2, list=[3], enumerate=(4,), str="s", Q=Q(v=5), bytes=b"abcd", _rt=7, float=1.5)
+    assert P.from_wire(wire_trip(p.to_wire())) == p and p.enumerate == [4]
+    assert P().E.name == "Y" and P.from_wire([1]).E.name == "Y" and P.DEFAULT == 3
+    with pytest.raises(TypeError, match=r"^P\.len: expected int, got str"):
+        P(len="x")
+    f = reg.interface("a.I").method("f")
+    args = (1, ["x"], p, 2, 3)
+    assert f.decode_call(wire_trip(f.encode_call(args, None)), None) == args
 
 
 def test_a_list_mutated_after_construction_is_caught_when_written(demo: AidlRegistry) -> None:

@@ -4,6 +4,7 @@ runtime with its own fake pid) on a MemoryNetwork, under the autojump mock clock
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import os
 import textwrap
@@ -177,7 +178,7 @@ def make_echo(aidl, IEcho, ICallback):
                 finally:
                     view.release() if isinstance(view, memoryview) else view.close()
 
-        async def divide(self, a, b, q):
+        async def divide(self, a, b):  # the out argument q comes back in the reply
             if b == 0:
                 raise IllegalArgumentException("divide by zero")
             return None, [a // b, a % b]
@@ -379,7 +380,9 @@ async def test_unexpected_handler_error_is_logged_and_the_server_goes_on(autojum
     assert await echo.whoami() == 10001
 
 
-async def test_out_arguments(autojump_clock, echo_world):
+async def test_out_arguments(autojump_clock, echo_world, IEcho):
+    # The proxy takes the in arguments and returns (result, *outs), result None for void.
+    assert list(inspect.signature(IEcho.Proxy.divide).parameters) == ["self", "a", "b"]
     assert await echo_world["echo"].divide(17, 5) == (None, [3, 2])
 
 

@@ -15,8 +15,9 @@ General layout (everything lives in private modules; this file only re-exports):
 - ``_aidl``, ``aidlc``, ``aidl_support``: the AIDL compiler, which runs ahead of
   time as Android's ``aidl`` tool does: the front end (a lark grammar, resolution and
   every check), the back end (readable, typed Python modules: ``npuemu aidl``), and
-  what the generated modules call when imported. ``_parcel``: the typed codec of
-  parcelables and method calls; ``_fd``: ``ParcelFileDescriptor`` and ``SharedMemory``.
+  what the generated modules call. ``_parcel``: the library the generated codecs of
+  parcelables and method calls call (checks, binders and descriptors through the
+  parcel's context, the wire forms); ``_fd``: ``ParcelFileDescriptor`` and ``SharedMemory``.
   ``aidl/``: the binder's own AIDL (``android.os.IServiceManager``), compiled.
 - ``_runtime``: the per-process runtime (``open_runtime``), ``Binder`` and
   ``BinderProxy``, death notices, calling identity. It is given, not imports, who

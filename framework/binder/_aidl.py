@@ -33,8 +33,8 @@ Parsing is a lark LALR grammar; a syntax error is an ``AidlSyntaxError`` whose t
 ``file:line:column: message``. Everything after parsing (an unknown type, an import
 of a definition that no file provides, a name defined twice, a oneway method with a
 result) is an ``AidlResolutionError`` in the same form, pointing at the offending
-line. The definitions (``ParcelableDef``, ``MethodDef``...) are what a generated module
-lists at its bottom; ``codec_for`` builds the codec of one type use from them.
+line. The definitions (``ParcelableDef``, ``MethodDef``...) are what ``aidlc`` compiles
+and what a generated module lists at its bottom.
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ import lark
 from lark import Token, Tree
 
 from . import _parcel
-from ._parcel import Codec
 from ._status import FIRST_CALL_TRANSACTION
 
 __all__ = [
@@ -68,10 +67,8 @@ __all__ = [
     "MethodDef",
     "ParcelableDef",
     "TypeRef",
-    "codec_for",
     "parse_aidl",
     "resolve",
-    "with_default",
 ]
 
 
@@ -169,13 +166,14 @@ class ArgDef:
 
 @dataclass(frozen=True, eq=False)
 class MethodDef:
-    """One method of an interface, with its transaction code and its precomputed codecs.
+    """One method of an interface, with its transaction code and, in a generated module,
+    the four functions the compiler wrote for it (None in the front end's output):
 
-    ``encode_call`` takes the in/inout arguments in order (or every argument, out ones
-    ignored); ``decode_call`` returns the full positional tuple with out arguments set
-    to their defaults; ``encode_reply`` writes the result then the out/inout values;
-    ``decode_reply`` returns the result, or ``(result, *outs)`` when there are outs.
-    Encoding raises TypeError / ValueError naming the argument; decoding raises only
+    ``encode_call(args, ctx)`` takes the tuple of in and inout arguments in declaration
+    order; ``decode_call(data, ctx)`` returns that tuple; ``encode_reply(result, outs,
+    ctx)`` writes the result then the out/inout values; ``decode_reply(data, ctx)``
+    returns the result, or ``(result, *outs)`` when there are outs. Encoding raises
+    TypeError / ValueError naming the argument; decoding raises only
     ``BadParcelableException``.
     """
 
@@ -186,7 +184,10 @@ class MethodDef:
     return_type: TypeRef
     annotations: tuple[Annotation, ...] = ()
     doc: str | None = field(default=None, repr=False)
-    _codec: Any = field(default=None, repr=False)
+    encode_call: Callable[[tuple, Any], list] = field(default=None, repr=False)  # type: ignore[assignment]
+    decode_call: Callable[[Any, Any], tuple] = field(default=None, repr=False)  # type: ignore[assignment]
+    encode_reply: Callable[[Any, tuple, Any], list] = field(default=None, repr=False)  # type: ignore[assignment]
+    decode_reply: Callable[[Any, Any], Any] = field(default=None, repr=False)  # type: ignore[assignment]
 
     @property
     def in_args(self) -> tuple[ArgDef, ...]:
@@ -198,18 +199,6 @@ class MethodDef:
 
     def annotation(self, name: str) -> Annotation | None:
         return _find_annotation(self.annotations, name)
-
-    def encode_call(self, args: tuple, ctx: Any) -> list:
-        return self._codec.encode_call(args, ctx)
-
-    def decode_call(self, data: Any, ctx: Any) -> tuple:
-        return self._codec.decode_call(data, ctx)
-
-    def encode_reply(self, result: Any, outs: tuple, ctx: Any) -> list:
-        return self._codec.encode_reply(result, outs, ctx)
-
-    def decode_reply(self, data: Any, ctx: Any) -> Any:
-        return self._codec.decode_reply(data, ctx)
 
 
 @dataclass(frozen=True, eq=False)
@@ -862,6 +851,9 @@ def _eval_static(e: Any, filename: str) -> Any:
 # --------------------------------------------------------------------------- loading
 
 _PRIMITIVES = ("boolean", "byte", "char", "int", "long", "float", "double")
+_ZEROS: dict[str, Any] = {
+    "boolean": False, "byte": 0, "char": "\0", "int": 0, "long": 0, "float": 0.0, "double": 0.0, "String": "",
+}
 _BUILTINS = frozenset(_PRIMITIVES + ("String", "void", "IBinder", "ParcelFileDescriptor", "SharedMemory", "List"))
 _UNSUPPORTED = {
     "Map": "Map is not supported by npuemu's AIDL; use a parcelable or two lists",
@@ -880,7 +872,6 @@ class _Loader:
         self.defs: dict[str, Definition] = {}
         self.const_values: dict[tuple[str, str], Any] = {}
         self.evaluating: set[tuple[str, str]] = set()
-        self.codecs: dict[TypeRef, Codec] = {}
 
     def err(self, msg: str, f: _RawFile | None, pos: _Pos | None) -> AidlResolutionError:
         return AidlResolutionError(msg, f.filename if f else None, *(pos or (None, None)))
@@ -994,8 +985,19 @@ class _Loader:
             return "builtin"
         return self.decls[name].kind
 
-    def codec(self, tr: TypeRef) -> Codec:
-        return codec_for(tr, self.defs, self.codecs)
+    def zero(self, tr: TypeRef) -> Any:
+        """The default of a field of type ``tr`` that declares none, when it is one shared
+        immutable value; None where each instance makes its own (a list, a parcelable)."""
+        if tr.nullable or tr.array is not None and tr.name != "byte" or tr.name == "List":
+            return None
+        if tr.array is not None:
+            return bytes(max(tr.array, 0))
+        if tr.name in _ZEROS:
+            return _ZEROS[tr.name]
+        d = self.defs.get(tr.name)
+        if isinstance(d, EnumDef):
+            return next(iter(d.cls))  # an enum's zero is its first enumerator
+        return None  # a parcelable (made per instance), a binder or descriptor (None)
 
     # ---- constants
 
@@ -1131,7 +1133,7 @@ class _Loader:
             if not (_is_int(v) or isinstance(v, float)):
                 raise fail(f"expected a number for {name}, got {v!r}")
             try:
-                return _parcel.primitive_codec(name).check(float(v))
+                return (_parcel.check_float if name == "float" else _parcel.check_double)(float(v))
             except (TypeError, ValueError) as e:
                 raise fail(str(e)) from None
         if name == "char":
@@ -1160,13 +1162,13 @@ class _Loader:
     def build(self) -> dict[str, Definition]:
         self.index()
         self.check_imports()
-        # Enums and parcelable shells first: every type can then refer to every other.
+        # Enums and parcelables (fields later) first: every type can then refer to every other.
         for q, d in self.decls.items():
             if d.kind == "enum":
                 self.defs[q] = self.make_enum(d)
         for q, d in self.decls.items():
             if d.kind == "parcelable":
-                self.defs[q] = self.make_parcelable_shell(d)
+                self.defs[q] = self.make_parcelable(d)
         for q, d in self.decls.items():
             if d.kind == "interface":
                 self.defs[q] = self.make_interface(d)
@@ -1174,8 +1176,7 @@ class _Loader:
             if d.kind == "parcelable":
                 self.finish_parcelable(d)
         self.check_recursion()
-        # Codecs and classes are the back end's (aidl_support.bind, when a compiled
-        # module is imported); a field's codec here only gives its default.
+        # Classes and codecs are the back end's: aidlc writes them, as Python.
         return dict(sorted(self.defs.items()))
 
     def make_enum(self, d: _RawDecl) -> EnumDef:
@@ -1219,7 +1220,7 @@ class _Loader:
                 )
             seen[m.name] = m
 
-    def make_parcelable_shell(self, d: _RawDecl) -> ParcelableDef:
+    def make_parcelable(self, d: _RawDecl) -> ParcelableDef:
         f = d.file
         self.check_names(d)
         for m in d.members:
@@ -1229,9 +1230,7 @@ class _Loader:
                 problem = _parcel.field_name_problem(m.name)
                 if problem:
                     raise self.err(f"field {m.name}: {problem}", f, m.pos)
-        names = tuple(m.name for m in d.members if m.kind == "field")
         consts = {m.name: self.member_value(d, m.name, m.pos) for m in d.members if m.kind == "const"}
-        cls = _parcel.make_parcelable_shell(d.name, names, consts)
         return ParcelableDef(
             d.qualified,
             (),
@@ -1240,7 +1239,6 @@ class _Loader:
             f.filename,  # type: ignore[union-attr]
             d.pos[0],
             d.doc,
-            cls,
         )
 
     def finish_parcelable(self, d: _RawDecl) -> None:
@@ -1253,8 +1251,7 @@ class _Loader:
                 continue
             assert m.type is not None
             tr = self.typeref(f, m.type)  # type: ignore[arg-type]
-            codec = self.codec(tr)
-            default = codec.make_default() if codec.default_factory is None else None
+            default = self.zero(tr)
             if m.expr is not None:
                 raw = _evaluate(m.expr, self.scope_lookup(d), f.filename)  # type: ignore[union-attr]
                 value = self.coerce(raw, tr, f, m.pos, f"field {m.name}")
@@ -1347,72 +1344,6 @@ class _Loader:
             types.MappingProxyType({md.code: md for md in methods}),
             types.MappingProxyType({md.name: md for md in methods}),
         )
-
-
-def codec_for(tr: TypeRef, defs: Mapping[str, Definition], cache: dict[TypeRef, Codec]) -> Codec:
-    """The codec of one type use; ``defs`` holds every user type it may name (memoised in ``cache``)."""
-    c = cache.get(tr)
-    if c is None:
-        c = cache[tr] = _make_codec(tr, defs, cache)
-    return c
-
-
-def _make_codec(tr: TypeRef, defs: Mapping[str, Definition], cache: dict[TypeRef, Codec]) -> Codec:
-    if tr.array is not None:
-        if tr.name == "byte":
-            c = _parcel._bytes_codec(None if tr.array < 0 else tr.array)
-        else:
-            elem = codec_for(TypeRef(tr.name, tr.args), defs, cache)
-            c = _parcel.array_codec(elem, None if tr.array < 0 else tr.array, "array")
-        return _parcel.nullable(c) if tr.nullable else c
-    if tr.name == "List":
-        c = _parcel.array_codec(codec_for(tr.args[0], defs, cache), None, "list")
-        return _parcel.nullable(c) if tr.nullable else c
-    if tr.name in _PRIMITIVES:
-        return _parcel.primitive_codec(tr.name)
-    if tr.name == "String":
-        c = _parcel.primitive_codec("String")
-        return _parcel.nullable(c) if tr.nullable else c
-    if tr.name in ("IBinder", "ParcelFileDescriptor", "SharedMemory") or isinstance(defs.get(tr.name), InterfaceDef):
-        if tr.name == "IBinder":
-            c = _parcel.binder_codec(None)
-        elif tr.name == "ParcelFileDescriptor":
-            c = _parcel.pfd_codec()
-        elif tr.name == "SharedMemory":
-            c = _parcel.shared_memory_codec()
-        else:
-            d = defs[tr.name]
-            assert isinstance(d, InterfaceDef)
-            c = _parcel.binder_codec(d)
-        return _parcel.nullable(c) if tr.nullable else _parcel.non_null_object(c)
-    d = defs[tr.name]
-    if isinstance(d, EnumDef):
-        return _parcel.enum_codec(d.cls, d.name)
-    assert isinstance(d, ParcelableDef)
-    c = _parcel.parcelable_codec(d.cls, d.name)
-    return _parcel.nullable(c) if tr.nullable else c
-
-
-def with_default(codec: Codec, value: Any) -> Codec:
-    """``codec`` with the field's declared default (lists are copied per instance)."""
-    if isinstance(value, list):
-        frozen = tuple(value)
-        factory: Callable[[], Any] | None = lambda: list(frozen)  # noqa: E731
-        const = None
-    else:
-        factory, const = None, value
-    return Codec(
-        codec.name,
-        codec.check,
-        codec.encode,
-        codec.decode,
-        default=const,
-        default_factory=factory,
-        ok_value=codec.ok_value,
-        ok_wire=codec.ok_wire,
-        needs_ctx=codec.needs_ctx,
-        env=codec.env,
-    )
 
 
 def resolve(files: list[_RawFile]) -> dict[str, Definition]:

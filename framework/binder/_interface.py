@@ -12,9 +12,10 @@ A generated module (see ``aidlc``) declares, for ``interface IScheduling``::
     await hal.setSchedulingConfigs([...])
 
 Handlers are ``async def`` methods named as in the .aidl, taking the arguments in
-declaration order. A method with ``out``/``inout`` arguments returns
-``(result, *outs)`` (``result`` is None for void); the proxy returns the same
-shape, so local and remote calls look alike. A handler raises an exception of
+declaration order. A method with ``out``/``inout`` arguments takes its ``in`` and
+``inout`` ones and returns ``(result, *outs)``, the out and inout values in
+declaration order (``result`` is None for void); the proxy has the same signature
+and returns the same shape, so local and remote calls look alike. A handler raises an exception of
 ``framework.binder`` (``IllegalArgumentException``, ``ServiceSpecificException``...)
 to send that status; anything else is logged and becomes a failure status, and
 the server goes on. A method the service does not override answers

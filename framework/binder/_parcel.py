@@ -1,22 +1,21 @@
-"""Typed values <-> msgpack-able data: the parcel codec behind every binder call.
+"""The parcel codec's library: what the code the AIDL compiler writes calls.
 
-The AIDL loader (``_aidl``) resolves every type use to a ``TypeRef``; this module turns
-each one, once, at load time, into a ``Codec``: four closures that
+The compiler (``aidlc``) writes each parcelable's ``__init__``, ``to_wire`` and
+decoder, and each method's call and reply encoders and decoders, as plain Python in
+the generated module; the cheap test that a value already is in canonical form
+(``uid.__class__ is int and -2147483648 <= uid <= 2147483647``) is written inline,
+and everything else is a call to one of the functions here:
 
-* ``check`` a value handed to a constructor or a proxy call (TypeError / ValueError,
-  and normalisation: an ``int`` for an enum field becomes the member, a ``bytearray``
-  for ``byte[]`` becomes ``bytes``, a tuple for ``T[]`` becomes a fresh list);
-* ``encode`` a checked value into msgpack-able data (``None`` when the value already
-  is its own wire form, which is true of every primitive and string: a parcelable's
-  ``to_wire`` then is little more than building a list of its slots);
-* ``decode`` untrusted wire data back into a value, raising ``DecodeError`` on
-  anything but exactly what the type allows;
-* give the field's ``default``.
+* ``check_<type>(v)`` checks a value handed to a constructor or a proxy call
+  (TypeError / ValueError, and normalisation: an ``int`` for an enum field becomes
+  the member, a ``bytearray`` for ``byte[]`` becomes ``bytes``);
+* ``encode_<type>(v, ctx)`` writes what is not its own wire form (binders and
+  descriptors, through the ``ParcelContext``); every primitive and string is;
+* ``decode_<type>(w, ...)`` reads untrusted wire data back, raising ``DecodeError``
+  on anything but exactly what the type allows.
 
-Parcelable classes are generated from their definitions with the field codecs
-inlined: ``__init__``, ``to_wire`` and the decoder are compiled Python (``exec`` of
-code built from the field list) rather than loops that look fields up per call,
-because this is the hot path of every transaction.
+The generated code adds the field or argument to a message (``rewrap`` for checks,
+``DecodeError.path`` for decoding), so every error names where it happened.
 
 Wire forms, chosen so that msgpack carries them natively:
 
@@ -39,7 +38,7 @@ SharedMemory           ``[ctx.write_fd index, size]``
 
 Evolution follows stable AIDL: fields are only ever appended, so a decoder ignores
 trailing fields it does not know and fills defaults for the trailing fields an
-older writer did not send.
+older writer did not send (``fields_of`` marks them ``DEFAULT``).
 """
 
 from __future__ import annotations
@@ -50,19 +49,55 @@ import math
 import operator
 import struct
 from dataclasses import FrozenInstanceError
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ._fd import ParcelFileDescriptor, SharedMemory
 from ._status import BadParcelableException
 
 if TYPE_CHECKING:
-    from ._aidl import InterfaceDef, MethodDef, ParcelableDef, TypeRef
+    from ._aidl import InterfaceDef, ParcelableDef
 
 __all__ = [
-    "Codec",
+    "DEFAULT",
     "DecodeError",
-    "Parcelable",
     "ParcelContext",
+    "Parcelable",
+    "bad_parcelable",
+    "check_binder",
+    "check_boolean",
+    "check_byte",
+    "check_bytes",
+    "check_char",
+    "check_double",
+    "check_enum",
+    "check_float",
+    "check_int",
+    "check_long",
+    "check_parcelable",
+    "check_pfd",
+    "check_shared_memory",
+    "check_string",
+    "decode_binder",
+    "decode_boolean",
+    "decode_byte",
+    "decode_bytes",
+    "decode_char",
+    "decode_double",
+    "decode_enum",
+    "decode_float",
+    "decode_int",
+    "decode_long",
+    "decode_pfd",
+    "decode_shared_memory",
+    "decode_string",
+    "describe",
+    "encode_binder",
+    "encode_pfd",
+    "encode_shared_memory",
+    "field_name_problem",
+    "fields_of",
+    "rewrap",
+    "what",
 ]
 
 
@@ -107,15 +142,21 @@ class DecodeError(Exception):
 
 
 def bad_parcelable(where: str, err: DecodeError) -> BadParcelableException:
+    """The one exception a caller sees for ``err``, raised while decoding ``where``."""
     return BadParcelableException(f"{where}{err.where()}: {err.message}")
 
 
-def _what(v: Any) -> str:
+def rewrap(e: Exception, where: str) -> Exception:
+    """``e`` (a TypeError or ValueError from a check) again, its message prefixed by ``where``."""
+    return type(e)(f"{where}: {e}")
+
+
+def what(v: Any) -> str:
     """A short description of a value a caller passed, for TypeError messages."""
-    return "None" if v is None else _describe(v)
+    return "None" if v is None else describe(v)
 
 
-def _describe(w: Any) -> str:
+def describe(w: Any) -> str:
     """A short, safe description of wire data (never its whole repr) for error messages."""
     if w is None:
         return "nil"
@@ -137,108 +178,88 @@ def _describe(w: Any) -> str:
     return t.__name__
 
 
-class Codec:
-    """How one AIDL type is checked, encoded, decoded and defaulted. Built once per type use.
-
-    ``ok_value`` and ``ok_wire`` are optional Python expression templates over ``{v}``
-    that are true when a value (or wire datum) already is in canonical form; generated
-    parcelable code inlines them and falls back to ``check`` / ``decode`` only when they
-    are false, so a valid int field costs one comparison rather than a call.
-    """
-
-    __slots__ = (
-        "name",
-        "check",
-        "encode",
-        "decode",
-        "default",
-        "default_factory",
-        "ok_value",
-        "ok_wire",
-        "needs_ctx",
-        "env",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        check: Callable[[Any], Any],
-        encode: Callable[[Any, Any], Any] | None,
-        decode: Callable[[Any, Any], Any],
-        *,
-        default: Any = None,
-        default_factory: Callable[[], Any] | None = None,
-        ok_value: str | None = None,
-        ok_wire: str | None = None,
-        needs_ctx: bool = False,
-        env: dict[str, Any] | None = None,
-    ) -> None:
-        self.name = name
-        self.check = check
-        self.encode = encode
-        self.decode = decode
-        self.default = default
-        self.default_factory = default_factory
-        self.ok_value = ok_value
-        self.ok_wire = ok_wire
-        self.needs_ctx = needs_ctx
-        # names the ok_value / ok_wire templates refer to, for the generated code's globals
-        self.env = env or {}
-
-    def make_default(self) -> Any:
-        return self.default_factory() if self.default_factory is not None else self.default
+class _Default:
+    __slots__ = ()
 
     def __repr__(self) -> str:
-        return f"<Codec {self.name}>"
+        return "<default>"
 
 
-# --------------------------------------------------------------------------- primitives
-
-_INT_RANGES = {
-    "byte": (-(1 << 7), (1 << 7) - 1),
-    "int": (-(1 << 31), (1 << 31) - 1),
-    "long": (-(1 << 63), (1 << 63) - 1),
-}
+DEFAULT: Any = _Default()
+"""A field's value when the caller, or an older writer, gave none: the field's default."""
 
 
-def _int_codec(tname: str) -> Codec:
-    lo, hi = _INT_RANGES[tname]
+def fields_of(data: Any, count: int, name: str) -> list:
+    """The ``count`` fields of a parcelable's wire array that is not exactly a list of
+    ``count``: a newer writer's trailing fields dropped, an older writer's missing ones
+    ``DEFAULT``."""
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise DecodeError(f"expected {name} (an array of fields), got {describe(data)}")
+    n = len(data)
+    return list(data[:count]) if n >= count else [*data, *(DEFAULT,) * (count - n)]
 
-    def check(v: Any) -> int:
-        if type(v) is not int:
-            if isinstance(v, (bool, float, enum.Flag)) or (
-                isinstance(v, enum.Enum) and not isinstance(v, int)
-            ):
-                raise TypeError(f"expected {tname}, got {_what(v)}")
-            try:
-                v = operator.index(v)
-            except TypeError:
-                raise TypeError(f"expected {tname}, got {_what(v)}") from None
-        if not lo <= v <= hi:
-            raise ValueError(f"{v} is out of range for {tname} ({lo}..{hi})")
-        return v
 
-    def decode(w: Any, ctx: Any) -> int:
-        if type(w) is int and lo <= w <= hi:
+# --------------------------------------------------------------------------- integers
+
+
+def _check_integer(v: Any, tname: str, lo: int, hi: int) -> int:
+    if type(v) is not int:
+        if isinstance(v, (bool, float, enum.Flag)) or (isinstance(v, enum.Enum) and not isinstance(v, int)):
+            raise TypeError(f"expected {tname}, got {what(v)}")
+        try:
+            v = operator.index(v)
+        except TypeError:
+            raise TypeError(f"expected {tname}, got {what(v)}") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"{v} is out of range for {tname} ({lo}..{hi})")
+    return v
+
+
+def _decode_integer(w: Any, tname: str, lo: int, hi: int) -> int:
+    if type(w) is int:
+        if lo <= w <= hi:
             return w
-        if type(w) is int:
-            raise DecodeError(f"{w} is out of range for {tname}")
-        raise DecodeError(f"expected {tname}, got {_describe(w)}")
-
-    ok = f"({{v}}.__class__ is int and {lo} <= {{v}} <= {hi})"
-    return Codec(tname, check, None, decode, default=0, ok_value=ok, ok_wire=ok)
+        raise DecodeError(f"{w} is out of range for {tname}")
+    raise DecodeError(f"expected {tname}, got {describe(w)}")
 
 
-def _bool_check(v: Any) -> bool:
+def check_byte(v: Any) -> int:
+    return _check_integer(v, "byte", -(1 << 7), (1 << 7) - 1)
+
+
+def check_int(v: Any) -> int:
+    return _check_integer(v, "int", -(1 << 31), (1 << 31) - 1)
+
+
+def check_long(v: Any) -> int:
+    return _check_integer(v, "long", -(1 << 63), (1 << 63) - 1)
+
+
+def decode_byte(w: Any) -> int:
+    return _decode_integer(w, "byte", -(1 << 7), (1 << 7) - 1)
+
+
+def decode_int(w: Any) -> int:
+    return _decode_integer(w, "int", -(1 << 31), (1 << 31) - 1)
+
+
+def decode_long(w: Any) -> int:
+    return _decode_integer(w, "long", -(1 << 63), (1 << 63) - 1)
+
+
+# --------------------------------------------------------------------------- other scalars
+
+
+def check_boolean(v: Any) -> bool:
     if v is True or v is False:
         return v
-    raise TypeError(f"expected boolean, got {_what(v)}")
+    raise TypeError(f"expected boolean, got {what(v)}")
 
 
-def _bool_decode(w: Any, ctx: Any) -> bool:
+def decode_boolean(w: Any) -> bool:
     if w is True or w is False:
         return w
-    raise DecodeError(f"expected boolean, got {_describe(w)}")
+    raise DecodeError(f"expected boolean, got {describe(w)}")
 
 
 _F32 = struct.Struct("<f")
@@ -253,63 +274,60 @@ def _to_f32(v: float) -> float:
     return _F32.unpack(_F32.pack(v))[0]
 
 
-def _float_codec(tname: str) -> Codec:
-    single = tname == "float"
+def _check_real(v: Any, tname: str) -> float:
+    if type(v) is not float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"expected {tname}, got {what(v)}")
+        try:
+            v = float(v)
+        except OverflowError:
+            raise ValueError(f"{v} is out of range for {tname}") from None
+    return v
 
-    def check(v: Any) -> float:
-        if type(v) is not float:
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise TypeError(f"expected {tname}, got {_what(v)}")
-            try:
-                v = float(v)
-            except OverflowError:
-                raise ValueError(f"{v} is out of range for {tname}") from None
-        return _to_f32(v) if single else v
 
-    def decode(w: Any, ctx: Any) -> float:
-        if type(w) is float:
-            pass
-        elif type(w) is int:
-            try:
-                w = float(w)
-            except OverflowError:
-                raise DecodeError(f"int is out of range for {tname}") from None
-        else:
-            raise DecodeError(f"expected {tname}, got {_describe(w)}")
-        if single:
-            try:
-                return _to_f32(w)
-            except ValueError as e:
-                raise DecodeError(str(e)) from None
+def _decode_real(w: Any, tname: str) -> float:
+    if type(w) is float:
         return w
-
-    return Codec(
-        tname,
-        check,
-        None,
-        decode,
-        default=0.0,
-        ok_value=None if single else "({v}.__class__ is float)",
-        ok_wire=None if single else "({v}.__class__ is float)",
-    )
+    if type(w) is int:
+        try:
+            return float(w)
+        except OverflowError:
+            raise DecodeError(f"int is out of range for {tname}") from None
+    raise DecodeError(f"expected {tname}, got {describe(w)}")
 
 
-def _char_check(v: Any) -> str:
+def check_float(v: Any) -> float:
+    """A binary32 ``float``: the value rounded as Java's float would hold it."""
+    return _to_f32(_check_real(v, "float"))
+
+
+def check_double(v: Any) -> float:
+    return _check_real(v, "double")
+
+
+def decode_float(w: Any) -> float:
+    try:
+        return _to_f32(_decode_real(w, "float"))
+    except ValueError as e:
+        raise DecodeError(str(e)) from None
+
+
+def decode_double(w: Any) -> float:
+    return _decode_real(w, "double")
+
+
+def check_char(v: Any) -> str:
     if type(v) is str and len(v) == 1 and ord(v) <= 0xFFFF:
         return v
     if isinstance(v, str) and len(v) == 1 and ord(v) <= 0xFFFF:
         return str(v)
-    raise TypeError(f"expected char (a str of one UTF-16 code unit), got {_what(v)}")
+    raise TypeError(f"expected char (a str of one UTF-16 code unit), got {what(v)}")
 
 
-def _char_encode(v: str, ctx: Any) -> int:
-    return ord(v)
-
-
-def _char_decode(w: Any, ctx: Any) -> str:
+def decode_char(w: Any) -> str:
     if type(w) is int and 0 <= w <= 0xFFFF:
         return chr(w)
-    raise DecodeError(f"expected char (int 0..65535), got {_describe(w)}")
+    raise DecodeError(f"expected char (int 0..65535), got {describe(w)}")
 
 
 def _utf8_ok(s: str) -> bool:
@@ -322,114 +340,130 @@ def _utf8_ok(s: str) -> bool:
     return True
 
 
-def _string_check(v: Any) -> str:
+def check_string(v: Any) -> str:
     if type(v) is not str:
         if not isinstance(v, str):
-            raise TypeError(f"expected String, got {_what(v)}")
+            raise TypeError(f"expected String, got {what(v)}")
         v = str(v)
     if not _utf8_ok(v):
         raise ValueError("String holds a lone surrogate and cannot be encoded as UTF-8")
     return v
 
 
-def _string_decode(w: Any, ctx: Any) -> str:
+def decode_string(w: Any) -> str:
     if type(w) is str:
         return w
-    raise DecodeError(f"expected String, got {_describe(w)}")
+    raise DecodeError(f"expected String, got {describe(w)}")
 
 
-def _bytes_codec(fixed: int | None) -> Codec:
-    """``byte[]``: Python bytes, msgpack bin (not an array of ints, which is 2-9x larger)."""
-    shape = "byte[]" if fixed is None else f"byte[{fixed}]"
+def check_bytes(v: Any, size: int | None = None) -> bytes:
+    """``byte[]`` (``size`` None) or ``byte[size]``: Python bytes, msgpack bin (not an
+    array of ints, which is 2-9x larger)."""
+    if type(v) is not bytes:
+        if not isinstance(v, (bytes, bytearray, memoryview)):
+            raise TypeError(f"expected {_bytes_shape(size)} (bytes), got {what(v)}")
+        v = bytes(v)
+    if size is not None and len(v) != size:
+        raise ValueError(f"expected {size} bytes for byte[{size}], got {len(v)}")
+    return v
 
-    def check(v: Any) -> bytes:
-        if type(v) is not bytes:
-            if not isinstance(v, (bytes, bytearray, memoryview)):
-                raise TypeError(f"expected {shape} (bytes), got {_what(v)}")
-            v = bytes(v)
-        if fixed is not None and len(v) != fixed:
-            raise ValueError(f"expected {fixed} bytes for {shape}, got {len(v)}")
+
+def decode_bytes(w: Any, size: int | None = None) -> bytes:
+    if type(w) is not bytes:
+        raise DecodeError(f"expected {_bytes_shape(size)} (bin), got {describe(w)}")
+    if size is not None and len(w) != size:
+        raise DecodeError(f"expected {size} bytes for byte[{size}], got {len(w)}")
+    return w
+
+
+def _bytes_shape(size: int | None) -> str:
+    return "byte[]" if size is None else f"byte[{size}]"
+
+
+# --------------------------------------------------------------------------- enums and parcelables
+
+
+def check_enum(v: Any, cls: type[enum.IntEnum]) -> Any:
+    """A member of the AIDL enum ``cls``, from itself or its value."""
+    if type(v) is cls:
         return v
+    if isinstance(v, (bool, enum.Enum)) or not isinstance(v, int):
+        raise TypeError(f"expected {cls.__aidl__.name}, got {what(v)}")  # type: ignore[attr-defined]
+    m = cls._value2member_map_.get(int(v))
+    if m is None:
+        raise ValueError(f"{v} is not a value of {cls.__aidl__.name}")  # type: ignore[attr-defined]
+    return m
 
-    def decode(w: Any, ctx: Any) -> bytes:
-        if type(w) is not bytes:
-            raise DecodeError(f"expected {shape} (bin), got {_describe(w)}")
-        if fixed is not None and len(w) != fixed:
-            raise DecodeError(f"expected {fixed} bytes for {shape}, got {len(w)}")
+
+def decode_enum(w: Any, cls: type[enum.IntEnum]) -> Any:
+    """The member of ``cls`` whose backing int ``w`` is."""
+    if type(w) is cls:  # an in-process hand-over that skipped msgpack
         return w
-
-    if fixed is None:
-        ok = "({v}.__class__ is bytes)"
-        return Codec(shape, check, None, decode, default=b"", ok_value=ok, ok_wire=ok)
-    ok = f"({{v}}.__class__ is bytes and len({{v}}) == {fixed})"
-    return Codec(shape, check, None, decode, default=bytes(fixed), ok_value=ok, ok_wire=ok)
-
-
-def primitive_codec(name: str) -> Codec:
-    """The codec of a builtin scalar type, by its AIDL name."""
-    if name in _INT_RANGES:
-        return _int_codec(name)
-    if name == "boolean":
-        ok = "({v} is True or {v} is False)"
-        return Codec("boolean", _bool_check, None, _bool_decode, default=False, ok_value=ok, ok_wire=ok)
-    if name in ("float", "double"):
-        return _float_codec(name)
-    if name == "char":
-        return Codec("char", _char_check, _char_encode, _char_decode, default="\0")
-    if name == "String":
-        return Codec(
-            "String",
-            _string_check,
-            None,
-            _string_decode,
-            default="",
-            ok_value="({v}.__class__ is str and {v}.isascii())",
-            ok_wire="({v}.__class__ is str)",
-        )
-    raise KeyError(name)
+    if type(w) is int:
+        m = cls._value2member_map_.get(w)
+        if m is not None:
+            return m
+        raise DecodeError(f"{w} is not a value of {cls.__aidl__.name}")  # type: ignore[attr-defined]
+    raise DecodeError(f"expected {cls.__aidl__.name} (int), got {describe(w)}")  # type: ignore[attr-defined]
 
 
-# --------------------------------------------------------------------------- objects
+def check_parcelable(v: Any, cls: type[Parcelable]) -> Any:
+    if isinstance(v, cls):
+        return v
+    raise TypeError(f"expected {cls.__aidl__.name}, got {what(v)}")
+
+
+# --------------------------------------------------------------------------- binders and descriptors
 
 _NOT_A_BINDER = (bool, int, float, str, bytes, bytearray, list, tuple, dict, enum.Enum)
 
 
-def binder_codec(interface: InterfaceDef | None) -> Codec:
-    """``IBinder`` (interface None) or an interface type: handles made by the context.
+def check_binder(v: Any, name: str) -> Any:
+    """An ``IBinder`` or interface value (``name`` is the type): a binder object or None.
 
-    A value of None is accepted at construction (there is no other default for a
-    binder), but only a ``@nullable`` one may be encoded; see ``nullable``.
+    None is accepted at construction (there is no other default for a binder), but
+    only a ``@nullable`` one may be written; see ``encode_binder``.
     """
-    name = "IBinder" if interface is None else interface.name
+    if v is not None and (isinstance(v, _NOT_A_BINDER) or isinstance(v, Parcelable)):
+        raise TypeError(f"expected a binder object for {name}, got {what(v)}")
+    return v
 
-    def check(v: Any) -> Any:
-        if v is not None and (isinstance(v, _NOT_A_BINDER) or isinstance(v, Parcelable)):
-            raise TypeError(f"expected a binder object for {name}, got {_what(v)}")
-        return v
 
-    def encode(v: Any, ctx: Any) -> Any:
-        if ctx is None:
-            raise TypeError(f"{name} needs a ParcelContext to be written")
-        return ctx.write_binder(v, interface)
+def encode_binder(v: Any, ctx: Any, interface: InterfaceDef | None, name: str) -> Any:
+    """The handle ``ctx`` makes for ``v``; ``interface`` is the declared one (None: IBinder)."""
+    if v is None:
+        raise TypeError(f"a non-@nullable {name} cannot be null")
+    if ctx is None:
+        raise TypeError(f"{name} needs a ParcelContext to be written")
+    return ctx.write_binder(v, interface)
 
-    def decode(w: Any, ctx: Any) -> Any:
-        if ctx is None:
-            raise DecodeError(f"{name} needs a ParcelContext to be read")
-        try:
-            return ctx.read_binder(w, interface)
-        except BadParcelableException as e:
-            raise DecodeError(e.message or f"bad binder handle for {name}") from None
-        except (TypeError, ValueError, KeyError, IndexError) as e:
-            raise DecodeError(f"bad binder handle for {name}: {e}") from None
 
-    return Codec(name, check, encode, decode, default=None, needs_ctx=True)
+def decode_binder(w: Any, ctx: Any, interface: InterfaceDef | None, name: str, nullable: bool = False) -> Any:
+    """The proxy (or local binder) ``ctx`` gives for handle ``w``."""
+    if w is None:
+        raise _null(name)
+    if ctx is None:
+        raise DecodeError(f"{name} needs a ParcelContext to be read")
+    try:
+        v = ctx.read_binder(w, interface)
+    except BadParcelableException as e:
+        raise DecodeError(e.message or f"bad binder handle for {name}") from None
+    except (TypeError, ValueError, KeyError, IndexError) as e:
+        raise DecodeError(f"bad binder handle for {name}: {e}") from None
+    if v is None and not nullable:
+        raise _null(name)
+    return v
+
+
+def _null(name: str) -> DecodeError:
+    return DecodeError(f"null {name} where @nullable is not declared")
 
 
 def _read_fd(ctx: Any, w: Any, name: str) -> int:
     if ctx is None:
         raise DecodeError(f"{name} needs a ParcelContext to be read")
     if type(w) is not int or w < 0:
-        raise DecodeError(f"expected a descriptor index for {name}, got {_describe(w)}")
+        raise DecodeError(f"expected a descriptor index for {name}, got {describe(w)}")
     try:
         fd = ctx.read_fd(w)
     except BadParcelableException as e:
@@ -437,229 +471,54 @@ def _read_fd(ctx: Any, w: Any, name: str) -> int:
     except (TypeError, ValueError, KeyError, IndexError, OSError) as e:
         raise DecodeError(f"no descriptor at index {w}: {e}") from None
     if type(fd) is not int or fd < 0:
-        raise DecodeError(f"the context returned {_describe(fd)} for descriptor index {w}")
+        raise DecodeError(f"the context returned {describe(fd)} for descriptor index {w}")
     return fd
 
 
-def pfd_codec() -> Codec:
-    def check(v: Any) -> Any:
-        if v is not None and not isinstance(v, ParcelFileDescriptor):
-            raise TypeError(f"expected ParcelFileDescriptor, got {_what(v)}")
-        return v
-
-    def encode(v: ParcelFileDescriptor, ctx: Any) -> int:
-        if ctx is None:
-            raise TypeError("ParcelFileDescriptor needs a ParcelContext to be written")
-        return ctx.write_fd(v.fileno())
-
-    def decode(w: Any, ctx: Any) -> ParcelFileDescriptor:
-        return ParcelFileDescriptor(_read_fd(ctx, w, "ParcelFileDescriptor"))
-
-    return Codec("ParcelFileDescriptor", check, encode, decode, default=None, needs_ctx=True)
+def check_pfd(v: Any) -> Any:
+    if v is not None and not isinstance(v, ParcelFileDescriptor):
+        raise TypeError(f"expected ParcelFileDescriptor, got {what(v)}")
+    return v
 
 
-def shared_memory_codec() -> Codec:
-    def check(v: Any) -> Any:
-        if v is not None and not isinstance(v, SharedMemory):
-            raise TypeError(f"expected SharedMemory, got {_what(v)}")
-        return v
-
-    def encode(v: SharedMemory, ctx: Any) -> list:
-        if ctx is None:
-            raise TypeError("SharedMemory needs a ParcelContext to be written")
-        return [ctx.write_fd(v.fd), v.size]
-
-    def decode(w: Any, ctx: Any) -> SharedMemory:
-        if (
-            type(w) is not list and type(w) is not tuple
-            or len(w) != 2
-            or type(w[1]) is not int
-            or w[1] < 0
-        ):
-            raise DecodeError(f"expected SharedMemory [index, size], got {_describe(w)}")
-        fd = _read_fd(ctx, w[0], "SharedMemory")
-        try:
-            return SharedMemory(fd, w[1])
-        except (ValueError, OSError) as e:  # SharedMemory closed the fd it was given
-            raise DecodeError(f"bad SharedMemory: {e}") from None
-
-    return Codec("SharedMemory", check, encode, decode, default=None, needs_ctx=True)
+def encode_pfd(v: ParcelFileDescriptor | None, ctx: Any) -> int:
+    if v is None:
+        raise TypeError("a non-@nullable ParcelFileDescriptor cannot be null")
+    if ctx is None:
+        raise TypeError("ParcelFileDescriptor needs a ParcelContext to be written")
+    return ctx.write_fd(v.fileno())
 
 
-def enum_codec(cls: type[enum.IntEnum], qualified: str) -> Codec:
-    """An AIDL enum: the IntEnum member in Python, its backing int on the wire."""
-    by_value = {m.value: m for m in cls}
-    first = next(iter(cls))
-
-    def check(v: Any) -> Any:
-        if type(v) is cls:
-            return v
-        if isinstance(v, (bool, enum.Enum)) or not isinstance(v, int):
-            raise TypeError(f"expected {qualified}, got {_what(v)}")
-        m = by_value.get(int(v))
-        if m is None:
-            raise ValueError(f"{v} is not a value of {qualified}")
-        return m
-
-    def encode(v: Any, ctx: Any) -> int:
-        return v._value_  # a plain int on the wire, even before msgpack sees it
-
-    def decode(w: Any, ctx: Any) -> Any:
-        if type(w) is cls:  # an in-process hand-over that skipped msgpack
-            return w
-        if type(w) is int:
-            m = by_value.get(w)
-            if m is not None:
-                return m
-            raise DecodeError(f"{w} is not a value of {qualified}")
-        raise DecodeError(f"expected {qualified} (int), got {_describe(w)}")
-
-    return Codec(qualified, check, encode, decode, default=first, ok_value=f"({{v}}.__class__ is _aidl_cls_{id(cls)})",
-                 env={f"_aidl_cls_{id(cls)}": cls})
+def decode_pfd(w: Any, ctx: Any) -> ParcelFileDescriptor:
+    if w is None:
+        raise _null("ParcelFileDescriptor")
+    return ParcelFileDescriptor(_read_fd(ctx, w, "ParcelFileDescriptor"))
 
 
-def parcelable_codec(cls: type[Parcelable], qualified: str) -> Codec:
-    """A parcelable used as a field, argument or element: its ``to_wire`` array."""
-
-    def check(v: Any) -> Any:
-        if type(v) is cls or isinstance(v, cls):
-            return v
-        raise TypeError(f"expected {qualified}, got {_what(v)}")
-
-    def encode(v: Parcelable, ctx: Any) -> list:
-        if v.__class__ is cls:
-            return v.to_wire(ctx)
-        # Only reachable through a list mutated after construction: check it now.
-        return check(v).to_wire(ctx)
-
-    def decode(w: Any, ctx: Any) -> Any:
-        return cls._aidl_decode(w, ctx)
-
-    return Codec(
-        qualified,
-        check,
-        encode,
-        decode,
-        default_factory=cls,
-        ok_value=f"({{v}}.__class__ is _aidl_cls_{id(cls)})",
-        env={f"_aidl_cls_{id(cls)}": cls},
-    )
+def check_shared_memory(v: Any) -> Any:
+    if v is not None and not isinstance(v, SharedMemory):
+        raise TypeError(f"expected SharedMemory, got {what(v)}")
+    return v
 
 
-# --------------------------------------------------------------------------- combinators
+def encode_shared_memory(v: SharedMemory | None, ctx: Any) -> list:
+    if v is None:
+        raise TypeError("a non-@nullable SharedMemory cannot be null")
+    if ctx is None:
+        raise TypeError("SharedMemory needs a ParcelContext to be written")
+    return [ctx.write_fd(v.fd), v.size]
 
 
-def nullable(inner: Codec) -> Codec:
-    """``@nullable T``: None is allowed everywhere and travels as nil."""
-    icheck, iencode, idecode = inner.check, inner.encode, inner.decode
-
-    def check(v: Any) -> Any:
-        return None if v is None else icheck(v)
-
-    def decode(w: Any, ctx: Any) -> Any:
-        return None if w is None else idecode(w, ctx)
-
-    encode = None
-    if iencode is not None:
-
-        def encode(v: Any, ctx: Any) -> Any:
-            return None if v is None else iencode(v, ctx)
-
-    ok_value = f"({{v}} is None or {inner.ok_value})" if inner.ok_value else None
-    ok_wire = f"({{v}} is None or {inner.ok_wire})" if inner.ok_wire else None
-    return Codec(
-        f"@nullable {inner.name}",
-        check,
-        encode,
-        decode,
-        default=None,
-        ok_value=ok_value,
-        ok_wire=ok_wire,
-        needs_ctx=inner.needs_ctx,
-        env=inner.env,
-    )
-
-
-def non_null_object(inner: Codec) -> Codec:
-    """A non-nullable binder or descriptor: None stands until it is written, then TypeError."""
-    iencode, idecode = inner.encode, inner.decode
-    assert iencode is not None
-
-    def encode(v: Any, ctx: Any) -> Any:
-        if v is None:
-            raise TypeError(f"a non-@nullable {inner.name} cannot be null")
-        return iencode(v, ctx)
-
-    def decode(w: Any, ctx: Any) -> Any:
-        v = idecode(w, ctx) if w is not None else None
-        if v is None:
-            raise DecodeError(f"null {inner.name} where @nullable is not declared")
-        return v
-
-    return Codec(inner.name, inner.check, encode, decode, default=None, needs_ctx=True)
-
-
-def array_codec(elem: Codec, fixed: int | None, kind: str) -> Codec:
-    """``T[]``, ``T[n]`` or ``List<T>``: a Python list, a msgpack array."""
-    shape = f"{elem.name}[]" if kind == "array" and fixed is None else (
-        f"{elem.name}[{fixed}]" if kind == "array" else f"List<{elem.name}>"
-    )
-    echeck, eencode, edecode = elem.check, elem.encode, elem.decode
-
-    def check(v: Any) -> list:
-        if type(v) is not list and not isinstance(v, (list, tuple)):
-            raise TypeError(f"expected {shape} (a list), got {_what(v)}")
-        if fixed is not None and len(v) != fixed:
-            raise ValueError(f"expected {fixed} elements for {shape}, got {len(v)}")
-        out = []
-        for i, x in enumerate(v):
-            try:
-                out.append(echeck(x))
-            except (TypeError, ValueError) as e:
-                raise type(e)(f"[{i}]: {e}") from None
-        return out
-
-    encode = None
-    if eencode is not None:
-
-        def encode(v: list, ctx: Any) -> list:
-            return [eencode(x, ctx) for x in v]
-
-    ok_elem = elem.ok_wire
-
-    def decode(w: Any, ctx: Any) -> list:
-        if type(w) is not list and type(w) is not tuple:
-            raise DecodeError(f"expected {shape} (an array), got {_describe(w)}")
-        if fixed is not None and len(w) != fixed:
-            raise DecodeError(f"expected {fixed} elements for {shape}, got {len(w)}")
-        out = []
-        append = out.append
-        for i, x in enumerate(w):
-            try:
-                append(edecode(x, ctx))
-            except DecodeError as e:
-                e.path.append(f"[{i}]")
-                raise
-        return out
-
-    if ok_elem is not None and not elem.needs_ctx:
-        # Primitive elements: validate with one generator and keep the list as is.
-        ok_fn = eval(f"lambda v: {ok_elem.format(v='v')}", dict(elem.env))  # noqa: S307 - our own template
-        slow_decode = decode
-
-        def decode(w: Any, ctx: Any) -> list:  # noqa: F811
-            if (type(w) is list or type(w) is tuple) and (fixed is None or len(w) == fixed):
-                if all(map(ok_fn, w)):
-                    return list(w)
-            return slow_decode(w, ctx)
-
-    if fixed is None:
-        return Codec(shape, check, encode, decode, default_factory=list, needs_ctx=elem.needs_ctx)
-
-    def default() -> list:
-        return [elem.make_default() for _ in range(fixed)]
-
-    return Codec(shape, check, encode, decode, default_factory=default, needs_ctx=elem.needs_ctx)
+def decode_shared_memory(w: Any, ctx: Any) -> SharedMemory:
+    if w is None:
+        raise _null("SharedMemory")
+    if type(w) is not list and type(w) is not tuple or len(w) != 2 or type(w[1]) is not int or w[1] < 0:
+        raise DecodeError(f"expected SharedMemory [index, size], got {describe(w)}")
+    fd = _read_fd(ctx, w[0], "SharedMemory")
+    try:
+        return SharedMemory(fd, w[1])
+    except (ValueError, OSError) as e:  # SharedMemory closed the fd it was given
+        raise DecodeError(f"bad SharedMemory: {e}") from None
 
 
 # --------------------------------------------------------------------------- parcelable classes
@@ -743,19 +602,6 @@ class Parcelable:
             raise BadParcelableException(f"{cls.__aidl__.name}: nested too deeply") from None
 
 
-def make_parcelable_shell(
-    simple_name: str, field_names: tuple[str, ...], constants: dict[str, Any]
-) -> type[Parcelable]:
-    """The class object, with its slots and constants, before any codec exists.
-
-    Classes are made first and filled in later so that parcelables can refer to each
-    other (and to themselves, through @nullable fields or lists) in any order.
-    """
-    ns: dict[str, Any] = {"__slots__": field_names, "_aidl_fields": field_names, "__match_args__": field_names}
-    ns.update(constants)
-    return type(simple_name, (Parcelable,), ns)
-
-
 _RESERVED = frozenset(dir(Parcelable)) | {"__aidl__"}
 
 
@@ -766,286 +612,3 @@ def field_name_problem(name: str) -> str | None:
     if name in _RESERVED or name.startswith(("_aidl_", "__")):
         return f"{name!r} would shadow a method of the generated parcelable class"
     return None
-
-
-def finish_parcelable_class(
-    cls: type[Parcelable], pdef: ParcelableDef, codecs: list[Codec], *, module: str | None = None
-) -> None:
-    """Compile ``__init__``, ``to_wire`` and the decoder of ``cls`` from its field codecs."""
-    names = cls._aidl_fields
-    qual = pdef.name
-    simple = cls.__name__
-    g: dict[str, Any] = {
-        "_aidl_cls": cls,
-        "_aidl_new": object.__new__,
-        "_aidl_MISSING": _MISSING,
-        "_aidl_DecodeError": DecodeError,
-        "_aidl_rewrap": _rewrap,
-        "_aidl_describe": _describe,
-    }
-    for c in codecs:
-        g.update(c.env)
-
-    # Every generated name starts with _aidl_ (a prefix no field may use), so a field
-    # called ``self``, ``data`` or ``e`` cannot shadow anything.
-    params = ", ".join(f"{n}=_aidl_MISSING" for n in names)
-    init = [f"def __init__(_aidl_self, *, {params}):" if names else "def __init__(_aidl_self):"]
-    enc = ["def to_wire(_aidl_self, _aidl_ctx=None):"]
-    enc_items: list[str] = []
-    # The common case, a writer of the same version: one unpacking, no length tests.
-    fast = [
-        f"    if _aidl_data.__class__ is list and len(_aidl_data) == {len(names)}:",
-        f"        {''.join(f'_aidl_w{i}, ' for i in range(len(names)))}= _aidl_data",
-    ] if names else []
-    fast_set = ["        _aidl_self = _aidl_new(_aidl_cls)"]
-    dec = [
-        "def _aidl_decode(_aidl_data, _aidl_ctx):",
-        "    if _aidl_data.__class__ is not list and _aidl_data.__class__ is not tuple:",
-        f"        raise _aidl_DecodeError('expected {simple} (an array of fields), got ' + _aidl_describe(_aidl_data))",
-        "    _aidl_n = len(_aidl_data)",
-        "    _aidl_self = _aidl_new(_aidl_cls)",
-    ]
-    for i, (name, codec) in enumerate(zip(names, codecs)):
-        g[f"_aidl_s{i}"] = getattr(cls, name).__set__
-        g[f"_aidl_c{i}"] = codec.check
-        g[f"_aidl_e{i}"] = codec.encode
-        g[f"_aidl_d{i}"] = codec.decode
-        g[f"_aidl_f{i}"] = codec.default_factory
-        g[f"_aidl_v{i}"] = codec.default
-        default_expr = f"_aidl_f{i}()" if codec.default_factory is not None else f"_aidl_v{i}"
-        # __init__: the default, or the value if already canonical, else check() it
-        init.append(f"    if {name} is _aidl_MISSING:")
-        init.append(f"        {name} = {default_expr}")
-        if codec.ok_value:
-            init.append(f"    elif not {codec.ok_value.format(v=name)}:")
-        else:
-            init.append("    else:")
-        init.append("        try:")
-        init.append(f"            {name} = _aidl_c{i}({name})")
-        init.append("        except (TypeError, ValueError) as _aidl_e:")
-        init.append(f"            raise _aidl_rewrap(_aidl_e, {simple + '.' + name!r}) from None")
-        init.append(f"    _aidl_s{i}(_aidl_self, {name})")
-        # to_wire: checked values of most types are their own wire form
-        # (the others may still fail: a null non-@nullable binder, a closed descriptor)
-        if codec.encode is None:
-            enc_items.append(f"_aidl_self.{name}")
-        else:
-            enc.append("    try:")
-            enc.append(f"        _aidl_x{i} = _aidl_e{i}(_aidl_self.{name}, _aidl_ctx)")
-            enc.append("    except (TypeError, ValueError) as _aidl_e:")
-            enc.append(f"        raise _aidl_rewrap(_aidl_e, {simple + '.' + name!r}) from None")
-            enc_items.append(f"_aidl_x{i}")
-        # decoder: a field the writer did not send (an older writer) takes its default
-        dec.append(f"    if _aidl_n > {i}:")
-        dec.append(f"        _aidl_w = _aidl_data[{i}]")
-        if codec.ok_wire:
-            dec.append(f"        if not {codec.ok_wire.format(v='_aidl_w')}:")
-            pad = "            "
-        else:
-            pad = "        "
-        dec.append(f"{pad}try:")
-        dec.append(f"{pad}    _aidl_w = _aidl_d{i}(_aidl_w, _aidl_ctx)")
-        dec.append(f"{pad}except _aidl_DecodeError as _aidl_e:")
-        dec.append(f"{pad}    _aidl_e.path.append({'.' + name!r})")
-        dec.append(f"{pad}    raise")
-        dec.append("    else:")
-        dec.append(f"        _aidl_w = {default_expr}")
-        dec.append(f"    _aidl_s{i}(_aidl_self, _aidl_w)")
-        if codec.ok_wire:
-            fast.append(f"        if not {codec.ok_wire.format(v=f'_aidl_w{i}')}:")
-            fpad = "            "
-        else:
-            fpad = "        "
-        fast.append(f"{fpad}try:")
-        fast.append(f"{fpad}    _aidl_w{i} = _aidl_d{i}(_aidl_w{i}, _aidl_ctx)")
-        fast.append(f"{fpad}except _aidl_DecodeError as _aidl_e:")
-        fast.append(f"{fpad}    _aidl_e.path.append({'.' + name!r})")
-        fast.append(f"{fpad}    raise")
-        fast_set.append(f"        _aidl_s{i}(_aidl_self, _aidl_w{i})")
-    if not names:
-        init.append("    pass")
-    enc.append(f"    return [{', '.join(enc_items)}]")
-    dec.append("    return _aidl_self")
-    if names:
-        dec[1:1] = fast + fast_set + ["        return _aidl_self"]
-    src = "\n".join(init + enc + dec)
-    exec(compile(src, f"<aidl parcelable {qual}>", "exec"), g)  # noqa: S102 - generated from our own AST
-    g["__init__"].__qualname__ = f"{simple}.__init__"
-    g["to_wire"].__qualname__ = f"{simple}.to_wire"
-    g["to_wire"].__doc__ = f"The fields of this {simple} as a msgpack-able array, in declared order."
-    cls.__init__ = g["__init__"]  # type: ignore[misc]
-    cls.to_wire = g["to_wire"]  # type: ignore[method-assign]
-    cls._aidl_decode = staticmethod(g["_aidl_decode"])  # type: ignore[method-assign, assignment]
-    cls.__aidl__ = pdef
-    cls.__module__ = module or pdef.name.rpartition(".")[0] or "aidl"
-    cls.__qualname__ = simple
-    cls.__doc__ = pdef.doc or f"AIDL parcelable {qual}."
-
-
-class _Missing:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<default>"
-
-
-_MISSING = _Missing()
-
-
-def _rewrap(e: Exception, where: str) -> Exception:
-    return type(e)(f"{where}: {e}")
-
-
-# --------------------------------------------------------------------------- methods
-
-
-class MethodCodec:
-    """The argument and reply codecs of one method, compiled like a parcelable's.
-
-    Four functions are generated per method (``encode_call``, ``decode_call``,
-    ``encode_reply``, ``decode_reply``) with every argument's codec bound by name, so a
-    call costs what its arguments cost and nothing per method.
-    """
-
-    __slots__ = ("where", "names", "directions", "encode_call", "decode_call", "encode_reply", "decode_reply")
-
-    def __init__(self, where: str, names: list[str], directions: list[str], codecs: list[Codec], ret: Codec | None):
-        self.where = where
-        self.names = tuple(names)
-        self.directions = tuple(directions)
-        in_idx = [i for i, d in enumerate(directions) if d != "out"]
-        out_idx = [i for i, d in enumerate(directions) if d != "in"]
-        g: dict[str, Any] = {
-            "DecodeError": DecodeError,
-            "BadParcelableException": BadParcelableException,
-            "_describe": _describe,
-            "_what": _what,
-            "_bad": bad_parcelable,
-            "_rewrap": _rewrap,
-            "_where": where,
-        }
-        for i, c in enumerate(codecs):
-            g[f"_c{i}"], g[f"_e{i}"], g[f"_d{i}"], g[f"_f{i}"] = c.check, c.encode, c.decode, c.make_default
-            g.update(c.env)
-        if ret is not None:
-            g["_cr"], g["_er"], g["_dr"] = ret.check, ret.encode, ret.decode
-            g.update(ret.env)
-
-        def check_encode(var: str, i: int | str, label: str, out: list[str], pad: str) -> None:
-            c = codecs[i] if isinstance(i, int) else ret
-            assert c is not None
-            ok = c.ok_value.format(v=var) if c.ok_value else None
-            out.append(f"{pad}try:")
-            if ok:
-                out.append(f"{pad}    if not {ok}:")
-                out.append(f"{pad}        {var} = _c{i}({var})")
-            else:
-                out.append(f"{pad}    {var} = _c{i}({var})")
-            if c.encode is not None:
-                out.append(f"{pad}    {var} = _e{i}({var}, ctx)")
-            out.append(f"{pad}except (TypeError, ValueError) as e:")
-            out.append(f"{pad}    raise _rewrap(e, _where + {label!r}) from None")
-
-        def decode(var: str, i: int | str, label: str, out: list[str], pad: str) -> None:
-            c = codecs[i] if isinstance(i, int) else ret
-            assert c is not None
-            if c.ok_wire:
-                out.append(f"{pad}if not {c.ok_wire.format(v=var)}:")
-                pad += "    "
-            out.append(f"{pad}try:")
-            out.append(f"{pad}    {var} = _d{i}({var}, ctx)")
-            out.append(f"{pad}except DecodeError as e:")
-            out.append(f"{pad}    e.path.append({label!r})")
-            out.append(f"{pad}    raise")
-
-        n_in, n_all, n_out = len(in_idx), len(names), len(out_idx)
-        a = [f"a{i}" for i in range(n_all)]
-        ins = ", ".join(names[i] for i in in_idx) or "none"
-        src: list[str] = []
-
-        # encode_call(args, ctx): the in/inout arguments, or all of them (outs ignored)
-        src.append("def encode_call(args, ctx):")
-        src.append("    n = len(args)")
-        unpack_in = "".join(f"{a[i]}, " for i in in_idx)
-        unpack_all = "".join(f"{x}, " for x in a)
-        src.append(f"    if n == {n_in}:")
-        src.append(f"        {unpack_in}= args" if n_in else "        pass")
-        if n_all != n_in:
-            src.append(f"    elif n == {n_all}:")
-            src.append(f"        {unpack_all}= args")
-        src.append("    else:")
-        src.append(
-            f"        raise TypeError(_where + ' takes {n_in} argument(s) ({ins}), got ' + str(n))"
-        )
-        for i in in_idx:
-            check_encode(a[i], i, f": argument {names[i]}", src, "    ")
-        src.append(f"    return [{', '.join(a[i] for i in in_idx)}]")
-
-        # decode_call(data, ctx): the full positional tuple, out arguments defaulted
-        src.append("def decode_call(data, ctx):")
-        src.append("    if data.__class__ is not list and data.__class__ is not tuple:")
-        src.append("        raise BadParcelableException(_where + ': expected an array of arguments, got ' + _describe(data))")
-        src.append(f"    if len(data) != {n_in}:")
-        src.append(
-            f"        raise BadParcelableException(_where + ': expected {n_in} argument(s), got ' + str(len(data)))"
-        )
-        src.append("    try:")
-        src.append(f"        {unpack_in}= data" if n_in else "        pass")
-        for i in in_idx:
-            decode(a[i], i, f": argument {names[i]}", src, "        ")
-        src.append("    except DecodeError as e:")
-        src.append("        raise _bad(_where, e) from None")
-        src.append("    except RecursionError:")
-        src.append("        raise BadParcelableException(_where + ': nested too deeply') from None")
-        for i in range(n_all):
-            if i not in in_idx:
-                src.append(f"    {a[i]} = _f{i}()")
-        src.append(f"    return ({''.join(f'{x}, ' for x in a)})")
-
-        # encode_reply(result, outs, ctx)
-        src.append("def encode_reply(result, outs, ctx):")
-        src.append(f"    if len(outs) != {n_out}:")
-        src.append(
-            f"        raise TypeError(_where + ' replies with {n_out} out/inout value(s), got ' + str(len(outs)))"
-        )
-        if n_out:
-            src.append(f"    {''.join(f'{a[i]}, ' for i in out_idx)}= outs")
-        if ret is None:
-            src.append("    if result is not None:")
-            src.append("        raise TypeError(_where + ' returns void, not ' + _what(result))")
-        else:
-            check_encode("result", "r", ": return value", src, "    ")
-        for i in out_idx:
-            check_encode(a[i], i, f": out argument {names[i]}", src, "    ")
-        head = [] if ret is None else ["result"]
-        src.append(f"    return [{', '.join(head + [a[i] for i in out_idx])}]")
-
-        # decode_reply(data, ctx): result, or (result, *outs)
-        n_reply = len(head) + n_out
-        src.append("def decode_reply(data, ctx):")
-        src.append(
-            f"    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != {n_reply}:"
-        )
-        src.append(
-            f"        raise BadParcelableException(_where + ': expected a reply of {n_reply} value(s), got ' + _describe(data))"
-        )
-        src.append("    try:")
-        reply_vars = (["result"] if ret is not None else []) + [a[i] for i in out_idx]
-        src.append(f"        {''.join(f'{v}, ' for v in reply_vars)}= data" if reply_vars else "        pass")
-        if ret is not None:
-            decode("result", "r", ": return value", src, "        ")
-        for i in out_idx:
-            decode(a[i], i, f": out argument {names[i]}", src, "        ")
-        src.append("    except DecodeError as e:")
-        src.append("        raise _bad(_where, e) from None")
-        src.append("    except RecursionError:")
-        src.append("        raise BadParcelableException(_where + ': nested too deeply') from None")
-        result = "result" if ret is not None else "None"
-        if n_out:
-            src.append(f"    return ({result}, {', '.join(a[i] for i in out_idx)})")
-        else:
-            src.append(f"    return {result}")
-
-        exec(compile("\n".join(src), f"<aidl method {where}>", "exec"), g)  # noqa: S102
-        for fn in ("encode_call", "decode_call", "encode_reply", "decode_reply"):
-            setattr(self, fn, g[fn])

@@ -3,21 +3,21 @@
 As Java code from Android's ``aidl`` calls ``android.os.Parcel``, a module the compiler
 writes (``interfaces/android/hardware/npu/__init__.py``, ...) imports this one as
 ``_rt`` and nothing else of the binder: the bases of its classes (``Parcelable``,
-``Interface``, ``InterfaceStub``, ``InterfaceProxy``), the definition records it
-lists at its bottom (``ParcelableDef``, ``MethodDef``, ...) and :func:`bind`, which
-ties the classes to those definitions when the module is imported: it builds every
-field's and argument's codec once (the checks and the msgpack form of each type, with
-the hot paths compiled by ``_parcel``), so no call pays for reflection and nothing
-is parsed at run time.
+``Interface``, ``InterfaceStub``, ``InterfaceProxy``), the codec's library (the
+``check_*``, ``encode_*`` and ``decode_*`` functions its parcelables and methods call
+on their slow paths, see ``_parcel``), the definition records it lists at its bottom
+(``ParcelableDef``, ``MethodDef``...) and :func:`bind`, which ties each class to its
+definition when the module is imported. Every codec is already in the module as
+Python the compiler wrote: importing one runs no ``exec`` or ``eval`` and parses
+nothing.
 """
 
 from __future__ import annotations
 
 import types
-from collections.abc import Iterable, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any
 
-from . import _parcel
 from ._aidl import (
     Annotation,
     ArgDef,
@@ -28,17 +28,58 @@ from ._aidl import (
     MethodDef,
     ParcelableDef,
     TypeRef,
-    codec_for,
-    with_default,
 )
 from ._fd import ParcelFileDescriptor, SharedMemory
 from ._interface import Interface, InterfaceProxy, InterfaceStub, bind_interface, unimplemented
-from ._parcel import Codec, MethodCodec, Parcelable
+from ._parcel import (
+    DEFAULT,
+    DecodeError,
+    Parcelable,
+    bad_parcelable,
+    check_binder,
+    check_boolean,
+    check_byte,
+    check_bytes,
+    check_char,
+    check_double,
+    check_enum,
+    check_float,
+    check_int,
+    check_long,
+    check_parcelable,
+    check_pfd,
+    check_shared_memory,
+    check_string,
+    decode_binder,
+    decode_boolean,
+    decode_byte,
+    decode_bytes,
+    decode_char,
+    decode_double,
+    decode_enum,
+    decode_float,
+    decode_int,
+    decode_long,
+    decode_pfd,
+    decode_shared_memory,
+    decode_string,
+    describe,
+    encode_binder,
+    encode_pfd,
+    encode_shared_memory,
+    fields_of,
+    rewrap,
+    what,
+)
 from ._runtime import IBinder
+from ._status import BadParcelableException
 
 __all__ = [
+    "DEFAULT",
     "Annotation",
     "ArgDef",
+    "BadParcelableException",
+    "DecodeError",
     "EnumDef",
     "FieldDef",
     "IBinder",
@@ -52,20 +93,48 @@ __all__ = [
     "ParcelableDef",
     "SharedMemory",
     "TypeRef",
+    "bad_parcelable",
     "bind",
+    "check_binder",
+    "check_boolean",
+    "check_byte",
+    "check_bytes",
+    "check_char",
+    "check_double",
+    "check_enum",
+    "check_float",
+    "check_int",
+    "check_long",
+    "check_parcelable",
+    "check_pfd",
+    "check_shared_memory",
+    "check_string",
+    "decode_binder",
+    "decode_boolean",
+    "decode_byte",
+    "decode_bytes",
+    "decode_char",
+    "decode_double",
+    "decode_enum",
+    "decode_float",
+    "decode_int",
+    "decode_long",
+    "decode_pfd",
+    "decode_shared_memory",
+    "decode_string",
     "definitions_of",
+    "describe",
+    "encode_binder",
+    "encode_pfd",
+    "encode_shared_memory",
+    "fields_of",
+    "rewrap",
     "unimplemented",
+    "what",
 ]
 
 _DEFINITIONS = "__aidl_definitions__"
-
-
-def _definition_of(obj: Any) -> Definition:
-    d = getattr(obj, "definition", None) if isinstance(obj, type) and issubclass(obj, Interface) else None
-    d = d or getattr(obj, "__aidl__", None)
-    if not isinstance(d, (EnumDef, ParcelableDef, InterfaceDef)):
-        raise TypeError(f"{obj!r} is not a type compiled from AIDL")
-    return d
+_CODEC = ("encode_call", "decode_call", "encode_reply", "decode_reply")
 
 
 def definitions_of(module: Any) -> tuple[Definition, ...]:
@@ -73,52 +142,28 @@ def definitions_of(module: Any) -> tuple[Definition, ...]:
     return tuple(getattr(module, _DEFINITIONS, ()))
 
 
-def bind(namespace: MutableMapping[str, Any], definitions: list[Definition], imported: Iterable[Any] = ()) -> None:
-    """Finish the classes of one generated module from its ``definitions``.
+def bind(namespace: MutableMapping[str, Any], definitions: list[Definition]) -> None:
+    """Tie the classes of one generated module to its ``definitions``.
 
-    ``imported`` are the types the module imports from other packages (already bound).
-    Sets each class's ``__aidl__`` (or an interface's ``definition``), compiles each
-    parcelable's ``__init__``, ``to_wire`` and decoder and each method's four codecs,
-    and puts each method's ``MethodDef`` in the module as ``_<Interface>_<method>``,
-    which the generated proxies send.
+    Sets each enum's and parcelable's ``__aidl__`` (the codec's error messages name
+    the type by it) and exact ``__doc__``, each interface's ``definition`` and its
+    Stub's dispatch table, and lists the definitions for :func:`definitions_of`.
     """
-    defs: dict[str, Definition] = {}
-    for obj in imported:
-        d = _definition_of(obj)
-        defs[d.name] = d
     for d in definitions:
-        defs[d.name] = d
         if isinstance(d, EnumDef):
             d.cls.__aidl__ = d  # type: ignore[attr-defined]
             d.cls.__doc__ = d.doc or f"AIDL enum {d.name}."
-        elif isinstance(d, ParcelableDef):
-            object.__setattr__(d, "constants", types.MappingProxyType(dict(d.constants)))
-        else:
-            object.__setattr__(d, "constants", types.MappingProxyType(dict(d.constants)))
-            object.__setattr__(d, "_by_code", types.MappingProxyType({m.code: m for m in d.methods}))
-            object.__setattr__(d, "_by_name", types.MappingProxyType({m.name: m for m in d.methods}))
-    cache: dict[TypeRef, Codec] = {}
-    for d in definitions:
+            continue
+        object.__setattr__(d, "constants", types.MappingProxyType(dict(d.constants)))
         if isinstance(d, ParcelableDef):
-            codecs = []
-            for f in d.fields:
-                c = codec_for(f.type, defs, cache)
-                codecs.append(c if f.default is None else with_default(c, f.default))
-            _parcel.finish_parcelable_class(d.cls, d, codecs, module=namespace["__name__"])
-    for d in definitions:
-        if isinstance(d, InterfaceDef):
-            simple = d.name.rpartition(".")[2]
-            for md in d.methods:
-                codecs = [codec_for(a.type, defs, cache) for a in md.args]
-                ret = None if md.return_type.name == "void" else codec_for(md.return_type, defs, cache)
-                mc = MethodCodec(
-                    f"{d.name}.{md.name}", [a.name for a in md.args], [a.direction for a in md.args], codecs, ret
-                )
-                object.__setattr__(md, "_codec", mc)
-                # The hot path: instance attributes shadow the delegating methods, so a
-                # proxy's md.encode_call(...) is one call into the compiled function.
-                for fn in ("encode_call", "decode_call", "encode_reply", "decode_reply"):
-                    object.__setattr__(md, fn, getattr(mc, fn))
-                namespace[f"_{simple}_{md.name}"] = md
-            bind_interface(d.cls, d)
+            d.cls.__aidl__ = d  # type: ignore[attr-defined]
+            d.cls.__doc__ = d.doc or f"AIDL parcelable {d.name}."
+            continue
+        for m in d.methods:
+            missing = [fn for fn in _CODEC if not callable(getattr(m, fn))]
+            if missing:
+                raise TypeError(f"{d.name}.{m.name} has no compiled {', '.join(missing)}")
+        object.__setattr__(d, "_by_code", types.MappingProxyType({m.code: m for m in d.methods}))
+        object.__setattr__(d, "_by_name", types.MappingProxyType({m.name: m for m in d.methods}))
+        bind_interface(d.cls, d)
     namespace[_DEFINITIONS] = tuple(definitions)

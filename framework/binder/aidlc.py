@@ -13,13 +13,25 @@ A generated module holds, readable and typed:
 
 * each ``enum`` as an ``enum.IntEnum``;
 * each ``parcelable`` as a frozen, slotted dataclass (``Parcelable`` subclass) with
-  its constants, annotated fields and typed keyword-only ``__init__`` signature;
+  its constants and annotated fields, and its codec as Python: an ``__init__`` with
+  the typed keyword-only signature and declared defaults that checks every value,
+  ``to_wire`` and the strict ``_aidl_decode`` behind ``from_wire``. The test that a
+  value already is canonical is written inline; anything else calls a ``check_*`` /
+  ``encode_*`` / ``decode_*`` function of ``aidl_support`` (``_rt``), and each array
+  or list type gets its own three helpers;
 * each ``interface`` as a class with its ``DESCRIPTOR`` and constants, a ``Stub``
   whose ``async def`` methods a service overrides, and a ``Proxy`` whose methods
-  have the declared signature and send the call;
+  have the declared signature and send the call; a method with out or inout
+  arguments takes the in and inout ones and returns ``(result, *outs)``;
+* each method's call and reply encoders and decoders, and its ``MethodDef``;
 * at the bottom, one ``bind(...)`` call with the definitions (transaction codes,
-  types, defaults, file and line), from which ``framework.binder.aidl_support``
-  builds each codec when the module is imported: no parsing happens at run time.
+  types, defaults, file and line), which ties them to the classes. Importing a
+  module parses nothing and runs no ``exec`` or ``eval``.
+
+A field or argument may have any name AIDL allows: generated functions keep their
+own locals (``self``, ``ctx``, ``e``...) apart from fields of the same name, a module
+name a field would hide is used through an ``_aidl_`` alias, and an argument named
+like a Python keyword or one of those locals gets a ``_`` suffix.
 
 ``compile_definitions`` is the whole back end; ``write_tree`` writes its modules next
 to the ``.aidl`` files (what ``npuemu aidl`` and the build do).
@@ -27,10 +39,13 @@ to the ``.aidl`` files (what ``npuemu aidl`` and the build do).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import itertools
 import keyword
+import linecache
 import math
+import re
 import sys
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -155,6 +170,38 @@ def _doc_literal(doc: str, indent: str) -> str:
     return f'{indent}"""{lines[0]}\n{body}\n{indent}"""'
 
 
+@dataclasses.dataclass(frozen=True)
+class _Code:
+    """How generated code treats one type: templates of Python expressions.
+
+    ``ok_value(v)`` / ``ok_wire(v)``, when given, are true when a value (or wire datum)
+    already is its canonical self, so the common case costs a comparison and no call;
+    ``check(v)`` is the slow path (TypeError / ValueError), ``encode(v, ctx)`` the wire
+    form (None: the value is its own) and ``decode(w, ctx)`` the strict reader
+    (DecodeError). ``default`` makes a fresh default; ``shared`` says it is one
+    immutable value, which may stand in a signature.
+    """
+
+    ok_value: Callable[[str], str] | None
+    check: Callable[[str], str]
+    encode: Callable[[str, str], str] | None
+    ok_wire: Callable[[str], str] | None
+    decode: Callable[[str, str], str]
+    default: str
+    shared: bool
+
+
+_INT_RANGES = {
+    "byte": (-(1 << 7), (1 << 7) - 1),
+    "int": (-(1 << 31), (1 << 31) - 1),
+    "long": (-(1 << 63), (1 << 63) - 1),
+}
+_OBJECTS = {"IBinder": "binder", "ParcelFileDescriptor": "pfd", "SharedMemory": "shared_memory"}
+# The local names generated functions use besides fields and arguments; an argument of
+# one of these names is renamed (``ctx_``), a module name is aliased (``_aidl_e``).
+_VOCABULARY = frozenset({"self", "ctx", "data", "args", "outs", "result", "e", "i", "v", "w", "x", "out"})
+
+
 class _Module:
     """The source of one package's module."""
 
@@ -166,7 +213,7 @@ class _Module:
         self.module_of = module_of
         self.local = {d.name: _simple(d.name) for d in defs}
         self.imports: dict[str, str] = {}  # qualified -> local name
-        taken = set(self.local.values()) | {"annotations", "dataclasses", "enum", "_rt"}
+        taken = set(self.local.values()) | {"annotations", "dataclasses", "enum", "_rt", "Any", "TYPE_CHECKING"}
         for q in sorted(set().union(*(_referenced(d) for d in defs)) if defs else ()):
             if q in self.local:
                 continue
@@ -175,9 +222,34 @@ class _Module:
                 name = q.replace(".", "_")
             taken.add(name)
             self.imports[q] = name
+        # Names that are local variables somewhere in the generated functions: a global
+        # of the same name is referred to through an alias (``_aidl_<name>``).
+        self.locals = set(_VOCABULARY)
+        for d in defs:
+            if isinstance(d, ParcelableDef):
+                self.locals.update(f.name for f in d.fields)
+                self.locals.update(d.constants)
+            elif isinstance(d, InterfaceDef):
+                self.locals.update(_param(a.name) for m in d.methods for a in m.args)
+        self.aliases: dict[str, str] = {}  # alias -> global
+        self.codes: dict[TypeRef, _Code] = {}
+        self.helpers: list[str] = []  # the array and list helpers, in the order made
 
     def name(self, qualified: str) -> str:
         return self.local.get(qualified) or self.imports[qualified]
+
+    def g(self, name: str) -> str:
+        """How generated code refers to the global (or builtin) ``name``."""
+        if name not in self.locals:
+            return name
+        self.aliases[f"_aidl_{name}"] = name
+        return f"_aidl_{name}"
+
+    def ref(self, qualified: str) -> str:
+        return self.g(self.name(qualified))
+
+    def rt(self, attr: str) -> str:
+        return f"{self.g('_rt')}.{attr}"
 
     # ---- Python types, for annotations
 
@@ -196,13 +268,13 @@ class _Module:
 
     def value(self, v: Any) -> str:
         if isinstance(v, enum.Enum):
-            return f"{self.name(v.__aidl__.name)}.{v.name}"  # type: ignore[attr-defined]
+            return f"{self.ref(v.__aidl__.name)}.{v.name}"  # type: ignore[attr-defined]
         if isinstance(v, list):
             return "[" + ", ".join(self.value(x) for x in v) + "]"
         if isinstance(v, tuple):
             return _tuple(self.value(x) for x in v)
         if isinstance(v, float) and not math.isfinite(v):
-            return f"float({str(v)!r})"
+            return f"{self.g('float')}({str(v)!r})"
         if v is None or isinstance(v, (bool, int, float, str, bytes)):
             return repr(v)
         raise TypeError(f"cannot write {v!r} as Python source")
@@ -227,6 +299,219 @@ class _Module:
             parts.append(f"annotations={self.annotations(t.annotations)}")
         return f"_rt.TypeRef({', '.join(parts)})"
 
+    # ---- the codec of each type
+
+    def code(self, t: TypeRef) -> _Code:
+        t = _plain(t)
+        c = self.codes.get(t)
+        if c is None:
+            c = self.codes[t] = self._code(t)
+        return c
+
+    def _code(self, t: TypeRef) -> _Code:
+        rt, name = self.rt, t.name
+        d = self.all_defs.get(name)
+        if t.array is None and (name in _OBJECTS or isinstance(d, InterfaceDef)):
+            return self._object_code(t)
+        if t.nullable:
+            inner = self.code(dataclasses.replace(t, nullable=False))
+            iok, iwire, ienc = inner.ok_value, inner.ok_wire, inner.encode
+            return _Code(
+                (lambda v: f"({v} is None or {iok(v)})") if iok else (lambda v: f"{v} is None"),
+                inner.check,
+                (lambda v, ctx: f"(None if {v} is None else {ienc(v, ctx)})") if ienc else None,
+                (lambda w: f"({w} is None or {iwire(w)})") if iwire else (lambda w: f"{w} is None"),
+                inner.decode,
+                "None",
+                True,
+            )
+        if t.array is not None and name == "byte":
+            size = None if t.array < 0 else t.array
+            by, n = self.g("bytes"), "" if size is None else f", {size}"
+            ok = (lambda v: f"{v}.__class__ is {by}") if size is None else (
+                lambda v: f"({v}.__class__ is {by} and {self.g('len')}({v}) == {size})"
+            )
+            return _Code(ok, lambda v: f"{rt('check_bytes')}({v}{n})", None, ok,
+                         lambda w, ctx: f"{rt('decode_bytes')}({w}{n})", repr(bytes(size or 0)), True)
+        if t.array is not None or name == "List":
+            return self._array_code(t)
+        if name in _INT_RANGES:
+            lo, hi = _INT_RANGES[name]
+            ok = lambda v: f"({v}.__class__ is {self.g('int')} and {lo} <= {v} <= {hi})"  # noqa: E731
+            return _Code(ok, lambda v: f"{rt('check_' + name)}({v})", None, ok,
+                         lambda w, ctx: f"{rt('decode_' + name)}({w})", "0", True)
+        if name == "boolean":
+            ok = lambda v: f"({v} is True or {v} is False)"  # noqa: E731
+            return _Code(ok, lambda v: f"{rt('check_boolean')}({v})", None, ok,
+                         lambda w, ctx: f"{rt('decode_boolean')}({w})", "False", True)
+        if name in ("float", "double"):
+            # a float must be rounded to binary32, which no inline test can tell
+            ok = None if name == "float" else lambda v: f"{v}.__class__ is {self.g('float')}"
+            return _Code(ok, lambda v: f"{rt('check_' + name)}({v})", None, ok,
+                         lambda w, ctx: f"{rt('decode_' + name)}({w})", "0.0", True)
+        if name == "char":
+            return _Code(None, lambda v: f"{rt('check_char')}({v})", lambda v, ctx: f"{self.g('ord')}({v})", None,
+                         lambda w, ctx: f"{rt('decode_char')}({w})", repr("\0"), True)
+        if name == "String":
+            s = self.g("str")
+            return _Code(lambda v: f"({v}.__class__ is {s} and {v}.isascii())", lambda v: f"{rt('check_string')}({v})",
+                         None, lambda w: f"{w}.__class__ is {s}", lambda w, ctx: f"{rt('decode_string')}({w})", "''", True)
+        cls = self.ref(name)
+        if isinstance(d, EnumDef):
+            return _Code(lambda v: f"{v}.__class__ is {cls}", lambda v: f"{rt('check_enum')}({v}, {cls})",
+                         lambda v, ctx: f"{v}._value_", None, lambda w, ctx: f"{rt('decode_enum')}({w}, {cls})",
+                         f"{cls}.{d.enumerators[0][0]}", True)
+        assert isinstance(d, ParcelableDef), name
+        check = lambda v: f"{rt('check_parcelable')}({v}, {cls})"  # noqa: E731
+        return _Code(
+            lambda v: f"{v}.__class__ is {cls}",
+            check,
+            # a list can be changed after it was checked: an element is checked again here
+            lambda v, ctx: f"({v}.to_wire({ctx}) if {v}.__class__ is {cls} else {check(v)}.to_wire({ctx}))",
+            None,
+            lambda w, ctx: f"{cls}._aidl_decode({w}, {ctx})",
+            f"{cls}()",
+            False,
+        )
+
+    def _object_code(self, t: TypeRef) -> _Code:
+        """IBinder, an interface, ParcelFileDescriptor or SharedMemory: through the context."""
+        rt, kind = self.rt, _OBJECTS.get(t.name, "binder")
+        extra = ""
+        if kind == "binder":
+            iface = "None" if t.name == "IBinder" else f"{self.ref(t.name)}.definition"
+            extra = f", {iface}, {t.name!r}"
+        check = (lambda v: f"{rt('check_binder')}({v}, {t.name!r})") if kind == "binder" else (
+            lambda v: f"{rt('check_' + kind)}({v})"
+        )
+        encode = lambda v, ctx: f"{rt('encode_' + kind)}({v}, {ctx}{extra})"  # noqa: E731
+        if not t.nullable:
+            return _Code(lambda v: f"{v} is None", check, encode, None,
+                         lambda w, ctx: f"{rt('decode_' + kind)}({w}, {ctx}{extra})", "None", True)
+        # a @nullable binder's handle may still be read as None (a dead one)
+        more = ", True" if kind == "binder" else ""
+        return _Code(
+            lambda v: f"{v} is None",
+            check,
+            lambda v, ctx: f"(None if {v} is None else {encode(v, ctx)})",
+            lambda w: f"{w} is None",
+            lambda w, ctx: f"{rt('decode_' + kind)}({w}, {ctx}{extra}{more})",
+            "None",
+            True,
+        )
+
+    def _array_code(self, t: TypeRef) -> _Code:
+        """``T[]``, ``T[n]`` or ``List<T>``: a helper function each to check, encode and decode."""
+        elem = self.code(t.args[0] if t.name == "List" else TypeRef(t.name))
+        size = None if t.name == "List" or t.array < 0 else t.array  # type: ignore[operator]
+        shape = str(t)
+        key = self._key(t)
+        g, rt = self.g, self.rt
+        check_fn, encode_fn, decode_fn = f"_check_{key}", f"_encode_{key}", f"_decode_{key}"
+        def elements(var: str, size_error: str, ok: Callable[[str], str] | None, each: list[str]) -> list[str]:
+            """The body after the type test: the size, then every element (all of them
+            already canonical: a copy of the list, at the cost of one test each)."""
+            out = []
+            if size is not None:
+                out += [f"    if {g('len')}({var}) != {size}:",
+                        f"        raise {size_error}({f'expected {size} elements for {shape}, got '!r} + "
+                        f"{g('str')}({g('len')}({var})))"]
+            if ok:
+                out += [f"    for x in {var}:", f"        if {_negated(ok('x'))}:", "            break",
+                        "    else:", f"        return {g('list')}({var})"]
+            return out + ["    out = []", f"    for i, x in {g('enumerate')}({var}):", *each,
+                          "        out.append(x)", "    return out"]
+
+        lines = [
+            f"def {check_fn}(v: Any) -> list:",
+            f"    if v.__class__ is not {g('list')} and not {g('isinstance')}(v, ({g('list')}, {g('tuple')})):",
+            f"        raise {g('TypeError')}({f'expected {shape} (a list), got '!r} + {rt('what')}(v))",
+            *elements("v", g("ValueError"), elem.ok_value,
+                      self.checked("x", elem, "        ", "e", "f'[{i}]'", check=True)),
+        ]
+        if elem.encode:
+            lines += ["", "", f"def {encode_fn}(v: list, ctx: Any) -> list:",
+                      f"    return [{elem.encode('x', 'ctx')} for x in v]"]
+        lines += [
+            "", "",
+            f"def {decode_fn}(w: Any, ctx: Any) -> list:",
+            f"    if w.__class__ is not {g('list')} and w.__class__ is not {g('tuple')}:",
+            f"        raise {rt('DecodeError')}({f'expected {shape} (an array), got '!r} + {rt('describe')}(w))",
+            *elements("w", rt("DecodeError"), elem.ok_wire, self.decoded("x", elem, "        ", "ctx", "e", "f'[{i}]'")),
+        ]
+        self.helpers.append("\n".join(lines))
+        if size is None:
+            default = "[]"
+        elif elem.shared:
+            default = "[" + ", ".join([elem.default] * size) + "]" if size <= 8 else f"[{elem.default}] * {size}"
+        else:
+            default = f"[{elem.default} for _ in {g('range')}({size})]"
+        return _Code(
+            None,
+            lambda v: f"{g(check_fn)}({v})",
+            (lambda v, ctx: f"{g(encode_fn)}({v}, {ctx})") if elem.encode else None,
+            None,
+            lambda w, ctx: f"{g(decode_fn)}({w}, {ctx})",
+            default,
+            False,
+        )
+
+    def _key(self, t: TypeRef) -> str:
+        """A name for the helpers of type ``t``: ``int_array``, ``Operand_list``, ``nullable_byte_array16``."""
+        if t.array is not None:
+            base = f"{self._key(TypeRef(t.name, t.args))}_array{'' if t.array < 0 else t.array}"
+        elif t.name == "List":
+            base = f"{self._key(t.args[0])}_list"
+        elif t.name in _PY_TYPES:
+            base = t.name
+        else:
+            base = self.name(t.name)
+        return ("nullable_" if t.nullable else "") + base
+
+    # ---- the statements that use the codecs
+
+    def checked(self, var: str, c: _Code, pad: str, exc: str, where: str, *, check: bool = False,
+                ctx: str | None = None) -> list[str]:
+        """Check (``check``) and/or encode (``ctx``) ``var`` in place; errors get ``where``
+        (a Python expression) in front."""
+        body: list[str] = []
+        if check:
+            if c.ok_value:
+                body += [f"if {_negated(c.ok_value(var))}:", f"    {var} = {c.check(var)}"]
+            else:
+                body.append(f"{var} = {c.check(var)}")
+        if ctx is not None and c.encode is not None:
+            body.append(f"{var} = {c.encode(var, ctx)}")
+        if not body:
+            return []
+        if check and not (ctx is not None and c.encode is not None) and c.ok_value:
+            # the common shape, a test then the slow path: the try goes inside the test
+            return [f"{pad}{body[0]}", f"{pad}    try:", f"{pad}        {var} = {c.check(var)}",
+                    f"{pad}    except ({self.g('TypeError')}, {self.g('ValueError')}) as {exc}:",
+                    f"{pad}        raise {self.rt('rewrap')}({exc}, {where}) from None"]
+        return [f"{pad}try:", *(f"{pad}    {b}" for b in body),
+                f"{pad}except ({self.g('TypeError')}, {self.g('ValueError')}) as {exc}:",
+                f"{pad}    raise {self.rt('rewrap')}({exc}, {where}) from None"]
+
+    def decoded(self, var: str, c: _Code, pad: str, ctx: str, exc: str, label: str,
+                default: str | None = None) -> list[str]:
+        """Decode ``var`` in place; a DecodeError gets ``label`` (a Python expression) on its
+        path. With ``default``, a ``DEFAULT`` (a field an older writer did not send) takes it."""
+        out = []
+        if c.ok_wire:
+            out.append(f"{pad}if {_negated(c.ok_wire(var))}:")
+            pad += "    "
+        if default is not None:
+            out += [f"{pad}if {var} is {self.rt('DEFAULT')}:", f"{pad}    {var} = {default}", f"{pad}else:"]
+            pad += "    "
+        return out + [
+            f"{pad}try:",
+            f"{pad}    {var} = {c.decode(var, ctx)}",
+            f"{pad}except {self.rt('DecodeError')} as {exc}:",
+            f"{pad}    {exc}.path.append({label})",
+            f"{pad}    raise",
+        ]
+
     # ---- declarations
 
     def enum_src(self, d: EnumDef) -> list[str]:
@@ -236,11 +521,20 @@ class _Module:
         out += [f"    {k} = {v}" for k, v in d.enumerators]
         return out
 
+    def field_default(self, f: Any) -> tuple[str, bool]:
+        """A field's default (an expression) and whether it is one shared immutable value."""
+        if f.default is None:
+            c = self.code(f.type)
+            return c.default, c.shared
+        return self.value(f.default), not isinstance(f.default, list)
+
     def parcelable_src(self, d: ParcelableDef) -> list[str]:
         simple = _simple(d.name)
         names = tuple(f.name for f in d.fields)
         out = [
-            "@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)",
+            # frozen by its base (Parcelable.__setattr__ raises FrozenInstanceError), not by
+            # dataclass(frozen=True), whose __setattr__ would be made with exec at import
+            "@dataclasses.dataclass(init=False, repr=False, eq=False)",
             f"class {simple}(_rt.Parcelable):",
             _doc_literal(d.doc or f"AIDL parcelable {d.name}.", "    "),
             "",
@@ -255,23 +549,97 @@ class _Module:
         for f in d.fields:
             out.append(f"    {f.name}: {self.pytype(f.type)}")
         out.append("")
-        out.append("    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()")
-        if names:
-            params = ", ".join(f"{f.name}: {self.pytype(f.type)} = ..." for f in d.fields)
-            me = "_aidl_self" if "self" in names else "self"
-            out.append(f"        def __init__({me}, *, {params}) -> None: ...")
-        else:
-            out.append("        def __init__(self) -> None: ...")
+        out += self.init_src(d)
+        out.append("")
+        out += self.to_wire_src(d)
+        out.append("")
+        out += self.decode_src(d)
         return out
 
+    def init_src(self, d: ParcelableDef) -> list[str]:
+        simple, fields = _simple(d.name), d.fields
+        names = {f.name for f in fields}
+        me, exc = _fresh("self", names), _fresh("e", names)
+        params = []
+        body = []
+        for f in fields:
+            c = self.code(f.type)
+            default, shared = self.field_default(f)
+            where = repr(f"{simple}.{f.name}")
+            params.append(f"{f.name}: {self.pytype(f.type)} = {default if shared else self.rt('DEFAULT')}")
+            if shared:
+                body += self.checked(f.name, c, "        ", exc, where, check=True)
+                continue
+            body += [f"        if {f.name} is {self.rt('DEFAULT')}:", f"            {f.name} = {default}"]
+            check = self.checked(f.name, c, "        ", exc, where, check=True)
+            if c.ok_value:  # "if not ok:" becomes "elif not ok:"
+                body += ["        el" + check[0].lstrip(), *check[1:]]
+            else:
+                body += ["        else:", *("    " + line for line in check)]
+        body += [f"        {self.g(_setter(simple, f.name))}({me}, {f.name})" for f in fields]
+        sig = f"def __init__({me}, *, {', '.join(params)}) -> None:" if params else f"def __init__({me}) -> None:"
+        return [f"    {sig}", *(body or ["        pass"])]
+
+    def to_wire_src(self, d: ParcelableDef) -> list[str]:
+        simple = _simple(d.name)
+        names = {f.name for f in d.fields}
+        me, ctx, exc = _fresh("self", names), _fresh("ctx", names), _fresh("e", names)
+        out = [
+            f"    def to_wire({me}, {ctx}: Any = None) -> list:",
+            f'        """The fields of this {simple} as a msgpack-able array, in declared order."""',
+        ]
+        items = []
+        for f in d.fields:
+            c = self.code(f.type)
+            if c.encode is None:  # a checked value of most types is its own wire form
+                items.append(f"{me}.{f.name}")
+                continue
+            out.append(f"        {f.name} = {me}.{f.name}")
+            out += self.checked(f.name, c, "        ", exc, repr(f"{simple}.{f.name}"), ctx=ctx)
+            items.append(f.name)
+        out.append(f"        return [{', '.join(items)}]")
+        return out
+
+    def decode_src(self, d: ParcelableDef) -> list[str]:
+        simple = _simple(d.name)
+        names = {f.name for f in d.fields}
+        me, data, ctx, exc = (_fresh(n, names) for n in ("self", "data", "ctx", "e"))
+        n = len(d.fields)
+        out = [
+            "    @staticmethod",
+            f"    def _aidl_decode({data}: Any, {ctx}: Any) -> {simple}:",
+            f'        """Decode the wire array of a {simple}; DecodeError if it does not fit."""',
+            f"        if {data}.__class__ is not {self.g('list')} or {self.g('len')}({data}) != {n}:",
+            f"            {data} = {self.rt('fields_of')}({data}, {n}, {simple!r})",
+        ]
+        if n:
+            out.append(f"        {', '.join(f.name for f in d.fields)}{',' if n == 1 else ''} = {data}")
+        for f in d.fields:
+            default, _ = self.field_default(f)
+            out += self.decoded(f.name, self.code(f.type), "        ", ctx, exc, repr(f".{f.name}"), default)
+        out.append(f"        {me} = {self.g('object')}.__new__({self.ref(d.name)})")
+        out += [f"        {self.g(_setter(simple, f.name))}({me}, {f.name})" for f in d.fields]
+        out.append(f"        return {me}")
+        return out
+
+    def setters_src(self, d: ParcelableDef) -> list[str]:
+        simple = _simple(d.name)
+        return [f"{_setter(simple, f.name)} = {simple}.{f.name}.__set__" for f in d.fields]
+
     def signature(self, m: MethodDef) -> str:
-        params = "".join(f", {_param(a.name)}: {self.pytype(a.type)}" for a in m.args)
-        if m.out_args:
-            params = ", *args: Any"  # out/inout: the in and inout values, or every argument
+        params = "".join(f", {_param(a.name)}: {self.pytype(a.type)}" for a in m.in_args)
         ret = self.pytype(m.return_type)
         if m.out_args:
             ret = f"tuple[{ret}, " + ", ".join(self.pytype(a.type) for a in m.out_args) + "]"
         return f"(self{params}) -> {ret}"
+
+    def method_doc(self, m: MethodDef) -> str:
+        doc = m.doc or _aidl_signature(m)
+        if m.out_args:
+            outs = ", ".join(a.name for a in m.out_args)
+            doc += (f"\n\nTakes the in and inout arguments; returns (result, {outs})"
+                    f"{', result None for void' if m.return_type.name == 'void' else ''}.")
+        return doc
 
     def interface_src(self, d: InterfaceDef) -> list[str]:
         simple = _simple(d.name)
@@ -294,8 +662,8 @@ class _Module:
             out.append("")
             out.append("        @_rt.unimplemented")
             out.append(f"        async def {m.name}{self.signature(m)}:")
-            out.append(_doc_literal(m.doc or _aidl_signature(m), "            "))
-            out.append(f"            raise NotImplementedError({m.name!r})")
+            out.append(_doc_literal(self.method_doc(m), "            "))
+            out.append(f"            raise {self.g('NotImplementedError')}({m.name!r})")
         out += [
             "",
             "    class Proxy(_rt.InterfaceProxy):",
@@ -305,17 +673,96 @@ class _Module:
             f"        DESCRIPTOR = {d.name!r}",
         ]
         for m in d.methods:
-            if any(a.direction != "in" for a in m.args):
-                call_args = "args"
-            else:
-                call_args = _tuple(_param(a.name) for a in m.args)
+            args = _tuple(_param(a.name) for a in m.in_args)
             out.append("")
             out.append(f"        async def {m.name}{self.signature(m)}:")
-            out.append(_doc_literal(m.doc or _aidl_signature(m), "            "))
-            out.append(f"            return await self._remote._call(_{simple}_{m.name}, {call_args})")
+            out.append(_doc_literal(self.method_doc(m), "            "))
+            out.append(f"            return await self._remote._call({self.g(f'_{simple}_{m.name}')}, {args})")
         return out
 
+    def method_codec_src(self, d: InterfaceDef, m: MethodDef) -> list[str]:
+        """The four functions of one method: its call's and its reply's encoder and decoder."""
+        where = f"{d.name}.{m.name}"
+        fn = f"_{_simple(d.name)}_{m.name}"
+        g, rt = self.g, self.rt
+        ins = [(_param(a.name), a) for a in m.in_args]
+        outs = [(_param(a.name), a) for a in m.out_args]
+        ret = None if m.return_type.name == "void" else self.code(m.return_type)
+        bad = rt("BadParcelableException")
+        src = [f"def {fn}_encode_call(args: tuple, ctx: Any) -> list:"]
+        src.append(f"    if {g('len')}(args) != {len(ins)}:")
+        names = ", ".join(a.name for _, a in ins) or "none"
+        src.append(f"        raise {g('TypeError')}({f'{where} takes {len(ins)} argument(s) ({names}), got '!r} + "
+                   f"{g('str')}({g('len')}(args)))")
+        if ins:
+            src.append(f"    {', '.join(p for p, _ in ins)}{',' if len(ins) == 1 else ''} = args")
+        for p, a in ins:
+            src += self.checked(p, self.code(a.type), "    ", "e", repr(f"{where}: argument {a.name}"),
+                                check=True, ctx="ctx")
+        src.append(f"    return [{', '.join(p for p, _ in ins)}]")
+
+        def decode_all(values: list[tuple[str, TypeRef, str]]) -> list[str]:
+            body = []
+            for p, t, label in values:
+                body += self.decoded(p, self.code(t), "        ", "ctx", "e", repr(label))
+            return ["    try:", *(body or ["        pass"]),
+                    f"    except {rt('DecodeError')} as e:",
+                    f"        raise {rt('bad_parcelable')}({where!r}, e) from None",
+                    f"    except {g('RecursionError')}:",
+                    f"        raise {bad}({f'{where}: nested too deeply'!r}) from None"]
+
+        src += ["", "", f"def {fn}_decode_call(data: Any, ctx: Any) -> tuple:"]
+        src.append(f"    if data.__class__ is not {g('list')} and data.__class__ is not {g('tuple')}:")
+        src.append(f"        raise {bad}({f'{where}: expected an array of arguments, got '!r} + {rt('describe')}(data))")
+        src.append(f"    if {g('len')}(data) != {len(ins)}:")
+        src.append(f"        raise {bad}({f'{where}: expected {len(ins)} argument(s), got '!r} + "
+                   f"{g('str')}({g('len')}(data)))")
+        if ins:
+            src.append(f"    {', '.join(p for p, _ in ins)}{',' if len(ins) == 1 else ''} = data")
+            src += decode_all([(p, a.type, f": argument {a.name}") for p, a in ins])
+        src.append(f"    return {_tuple(p for p, _ in ins)}")
+
+        src += ["", "", f"def {fn}_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:"]
+        src.append(f"    if {g('len')}(outs) != {len(outs)}:")
+        src.append(f"        raise {g('TypeError')}({f'{where} replies with {len(outs)} out/inout value(s), got '!r} + "
+                   f"{g('str')}({g('len')}(outs)))")
+        if outs:
+            src.append(f"    {', '.join(p for p, _ in outs)}{',' if len(outs) == 1 else ''} = outs")
+        if ret is None:
+            src.append("    if result is not None:")
+            src.append(f"        raise {g('TypeError')}({f'{where} returns void, not '!r} + {rt('what')}(result))")
+        else:
+            src += self.checked("result", ret, "    ", "e", repr(f"{where}: return value"), check=True, ctx="ctx")
+        for p, a in outs:
+            src += self.checked(p, self.code(a.type), "    ", "e", repr(f"{where}: out argument {a.name}"),
+                                check=True, ctx="ctx")
+        head = [] if ret is None else ["result"]
+        src.append(f"    return [{', '.join(head + [p for p, _ in outs])}]")
+
+        n_reply = len(head) + len(outs)
+        src += ["", "", f"def {fn}_decode_reply(data: Any, ctx: Any) -> Any:"]
+        src.append(f"    if (data.__class__ is not {g('list')} and data.__class__ is not {g('tuple')}) "
+                   f"or {g('len')}(data) != {n_reply}:")
+        src.append(f"        raise {bad}({f'{where}: expected a reply of {n_reply} value(s), got '!r} + "
+                   f"{rt('describe')}(data))")
+        values = ([("result", m.return_type, ": return value")] if ret is not None else []) + [
+            (p, a.type, f": out argument {a.name}") for p, a in outs
+        ]
+        if values:
+            src.append(f"    {', '.join(v for v, _, _ in values)}{',' if len(values) == 1 else ''} = data")
+            src += decode_all(values)
+        result = "result" if ret is not None else "None"
+        src.append(f"    return ({result}, {', '.join(p for p, _ in outs)})" if outs else f"    return {result}")
+        return src
+
     # ---- definitions for bind()
+
+    def method_def_src(self, d: InterfaceDef, m: MethodDef) -> str:
+        fn = f"_{_simple(d.name)}_{m.name}"
+        args = _tuple(f"_rt.ArgDef({a.name!r}, {self.typeref(a.type)}, {a.direction!r})" for a in m.args)
+        codec = ", ".join(f"{k}={fn}_{k}" for k in ("encode_call", "decode_call", "encode_reply", "decode_reply"))
+        return (f"{fn} = _rt.MethodDef({m.name!r}, {m.code}, {m.oneway!r}, {args}, {self.typeref(m.return_type)}, "
+                f"{self.annotations(m.annotations)}, doc={m.doc!r}, {codec})")
 
     def def_src(self, d: Definition, filename: str | None) -> list[str]:
         simple = _simple(d.name)
@@ -334,14 +781,8 @@ class _Module:
             out.append("        ),")
             return out + self._definition_tail(d, where, simple)
         assert isinstance(d, InterfaceDef)
-        out = [f"    _rt.InterfaceDef(", f"        {d.name!r},", f"        {d.oneway!r},", "        ("]
-        for m in d.methods:
-            args = _tuple(f"_rt.ArgDef({a.name!r}, {self.typeref(a.type)}, {a.direction!r})" for a in m.args)
-            out.append(
-                f"            _rt.MethodDef({m.name!r}, {m.code}, {m.oneway!r}, {args}, "
-                f"{self.typeref(m.return_type)}, {self.annotations(m.annotations)}, doc={m.doc!r}),"
-            )
-        out.append("        ),")
+        methods = _tuple(f"_{simple}_{m.name}" for m in d.methods)
+        out = [f"    _rt.InterfaceDef(", f"        {d.name!r},", f"        {d.oneway!r},", f"        {methods},"]
         return out + self._definition_tail(d, where, simple)
 
     def _definition_tail(self, d: ParcelableDef | InterfaceDef, where: str, simple: str) -> list[str]:
@@ -351,6 +792,28 @@ class _Module:
 
     def source(self, filename_of: Callable[[Definition], str | None]) -> str:
         names = sorted(_simple(d.name) for d in self.defs)
+        order = {EnumDef: 0, ParcelableDef: 1, InterfaceDef: 2}
+        defs = sorted(self.defs, key=lambda d: (order[type(d)], d.name))
+        # The declarations first: what they refer to (codes, aliases) is collected as they are written.
+        enums: list[str] = []
+        classes: list[str] = []
+        for d in defs:
+            part = enums if isinstance(d, EnumDef) else classes
+            part.append("")
+            if isinstance(d, EnumDef):
+                part += self.enum_src(d)
+            elif isinstance(d, ParcelableDef):
+                part += self.parcelable_src(d)
+            else:
+                part += self.interface_src(d)
+            part.append("")
+        codecs: list[str] = []
+        for d in defs:
+            if isinstance(d, InterfaceDef):
+                for m in d.methods:
+                    codecs += ["", "", *self.method_codec_src(d, m)]
+        setters = [line for d in defs if isinstance(d, ParcelableDef) for line in self.setters_src(d)]
+
         out = [
             HEADER,
             f'"""AIDL package {self.package or "(none)"}: {", ".join(names)}."""',
@@ -359,7 +822,7 @@ class _Module:
             "",
             "import dataclasses",
             "import enum",
-            "from typing import TYPE_CHECKING, Any",
+            "from typing import Any",
             "",
             "from framework.binder import aidl_support as _rt",
         ]
@@ -371,23 +834,33 @@ class _Module:
             out.append("")
         for mod, items in sorted(by_module.items()):
             out.append(f"from {mod} import {', '.join(sorted(items))}")
-        out += ["", f"__all__ = {names!r}", ""]
-        order = {EnumDef: 0, ParcelableDef: 1, InterfaceDef: 2}
-        defs = sorted(self.defs, key=lambda d: (order[type(d)], d.name))
+        out += ["", f"__all__ = {names!r}"]
+        # Globals that a field or an argument of the same name hides in a generated
+        # function are used through an alias, made as soon as the global exists.
+        enum_names = {_simple(d.name) for d in defs if isinstance(d, EnumDef)}
+        class_names = set(self.local.values()) - enum_names
+        aliases = sorted(self.aliases.items())
+        early = [f"{a} = {n}" for a, n in aliases if n not in enum_names | class_names]
+        out += ["", *early] if early else []
+        out.append("")
+        out += enums
+        out += [f"{a} = {n}" for a, n in aliases if n in enum_names]
+        out += classes
+        out += [f"{a} = {n}" for a, n in aliases if n in class_names]
+        if setters:
+            out += ["", "# The slots' setters: only __init__ and _aidl_decode write a field of a frozen parcelable.",
+                    *setters]
+        for helper in self.helpers:
+            out += ["", "", helper]
+        out += codecs
+        out += ["", ""]
         for d in defs:
-            out.append("")
-            if isinstance(d, EnumDef):
-                out += self.enum_src(d)
-            elif isinstance(d, ParcelableDef):
-                out += self.parcelable_src(d)
-            else:
-                out += self.interface_src(d)
-            out.append("")
-        out += ["", "_rt.bind(globals(), ["]
+            if isinstance(d, InterfaceDef):
+                out += [self.method_def_src(d, m) for m in d.methods]
+        out += ["_rt.bind(globals(), ["]
         for d in defs:
             out += self.def_src(d, filename_of(d))
-        imported = ", ".join(self.imports[q] for q in sorted(self.imports))
-        out.append(f"], imported=({imported}{',' if len(self.imports) == 1 else ''}))")
+        out.append("])")
         return "\n".join(out) + "\n"
 
 
@@ -398,8 +871,44 @@ def _tuple(items: Iterable[str]) -> str:
 
 
 def _param(name: str) -> str:
-    """An argument's Python parameter name (AIDL allows names Python reserves)."""
-    return f"{name}_" if keyword.iskeyword(name) or name in ("self", "args") else name
+    """An argument's Python name (AIDL allows names Python reserves or generated code uses)."""
+    return f"{name}_" if keyword.iskeyword(name) or name in _VOCABULARY else name
+
+
+def _fresh(name: str, fields: set[str]) -> str:
+    """``name`` for a generated function's own local, unless a field (a local too) has it."""
+    return f"_aidl_{name}" if name in fields else name
+
+
+def _setter(simple: str, field: str) -> str:
+    return f"_set_{simple}_{field}"
+
+
+def _plain(t: TypeRef) -> TypeRef:
+    """``t`` without the annotations that do not change its codec (all but @nullable)."""
+    return TypeRef(t.name, tuple(_plain(a) for a in t.args), t.array, t.nullable)
+
+
+def _negated(expr: str) -> str:
+    """The Python source of ``not expr``, as a person would write it."""
+    simple = re.fullmatch(r"([\w.]+) is ([\w.]+)", expr)
+    if simple:
+        return f"{simple[1]} is not {simple[2]}"
+    return f"not {_paren(expr)}"
+
+
+def _paren(expr: str) -> str:
+    """``expr`` in parentheses, unless it already is wholly inside one pair."""
+    if expr.startswith("("):
+        depth = 0
+        for i, ch in enumerate(expr):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0:
+                if i == len(expr) - 1:
+                    return expr
+                break
+    return f"({expr})"
 
 
 def _aidl_signature(m: MethodDef) -> str:
@@ -543,8 +1052,10 @@ def import_compiled(defs: Mapping[str, Definition]) -> dict[str, Definition]:
                     if i > 1:
                         setattr(sys.modules[".".join(parts[: i - 1])], parts[i - 1], mod)
             module = sys.modules[name]
-            code = compile(src, f"<aidl package {package or '(none)'}>", "exec")
-            exec(code, module.__dict__)  # noqa: S102 - the compiler's own output
+            filename = f"<aidl package {package or '(none)'} {name}>"
+            # What import does with a file, done on the text: tracebacks show its lines.
+            linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+            exec(compile(src, filename, "exec"), module.__dict__)  # noqa: S102 - the compiler's own output
             for d in definitions_of(module):
                 bound[d.name] = d
     finally:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from framework.binder import aidl_support as _rt
 
 __all__ = ['IModelLoadCallback', 'INpuManager', 'ModelLoadRequestParcelable', 'PolicyParams']
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class ModelLoadRequestParcelable(_rt.Parcelable):
     """What an app asks the npu service for: AOSP's ModelLoadRequestParcelable.
 
@@ -31,11 +31,71 @@ class ModelLoadRequestParcelable(_rt.Parcelable):
     size: int
     priority: int
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, id: int = ..., size: int = ..., priority: int = ...) -> None: ...
+    def __init__(self, *, id: int = 0, size: int = 0, priority: int = 0) -> None:
+        if not (id.__class__ is int and -2147483648 <= id <= 2147483647):
+            try:
+                id = _rt.check_int(id)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'ModelLoadRequestParcelable.id') from None
+        if not (size.__class__ is int and -2147483648 <= size <= 2147483647):
+            try:
+                size = _rt.check_int(size)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'ModelLoadRequestParcelable.size') from None
+        if not (priority.__class__ is int and -2147483648 <= priority <= 2147483647):
+            try:
+                priority = _rt.check_int(priority)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'ModelLoadRequestParcelable.priority') from None
+        _set_ModelLoadRequestParcelable_id(self, id)
+        _set_ModelLoadRequestParcelable_size(self, size)
+        _set_ModelLoadRequestParcelable_priority(self, priority)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this ModelLoadRequestParcelable as a msgpack-able array, in declared order."""
+        return [self.id, self.size, self.priority]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> ModelLoadRequestParcelable:
+        """Decode the wire array of a ModelLoadRequestParcelable; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 3:
+            data = _rt.fields_of(data, 3, 'ModelLoadRequestParcelable')
+        id, size, priority = data
+        if not (id.__class__ is int and -2147483648 <= id <= 2147483647):
+            if id is _rt.DEFAULT:
+                id = 0
+            else:
+                try:
+                    id = _rt.decode_int(id)
+                except _rt.DecodeError as e:
+                    e.path.append('.id')
+                    raise
+        if not (size.__class__ is int and -2147483648 <= size <= 2147483647):
+            if size is _rt.DEFAULT:
+                size = 0
+            else:
+                try:
+                    size = _rt.decode_int(size)
+                except _rt.DecodeError as e:
+                    e.path.append('.size')
+                    raise
+        if not (priority.__class__ is int and -2147483648 <= priority <= 2147483647):
+            if priority is _rt.DEFAULT:
+                priority = 0
+            else:
+                try:
+                    priority = _rt.decode_int(priority)
+                except _rt.DecodeError as e:
+                    e.path.append('.priority')
+                    raise
+        self = object.__new__(ModelLoadRequestParcelable)
+        _set_ModelLoadRequestParcelable_id(self, id)
+        _set_ModelLoadRequestParcelable_size(self, size)
+        _set_ModelLoadRequestParcelable_priority(self, priority)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class PolicyParams(_rt.Parcelable):
     """setPolicy's PersistableBundle, as npuemu's binder carries it (its AIDL has no Bundle).
 
@@ -53,8 +113,85 @@ class PolicyParams(_rt.Parcelable):
     maxBudget: int
     modelSizeWeights: list[int] | None
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, keys: list[str] = ..., hasMaxBudget: bool = ..., maxBudget: int = ..., modelSizeWeights: list[int] | None = ...) -> None: ...
+    def __init__(self, *, keys: list[str] = _rt.DEFAULT, hasMaxBudget: bool = False, maxBudget: int = 0, modelSizeWeights: list[int] | None = None) -> None:
+        if keys is _rt.DEFAULT:
+            keys = []
+        else:
+            try:
+                keys = _check_String_array(keys)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'PolicyParams.keys') from None
+        if not (hasMaxBudget is True or hasMaxBudget is False):
+            try:
+                hasMaxBudget = _rt.check_boolean(hasMaxBudget)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'PolicyParams.hasMaxBudget') from None
+        if not (maxBudget.__class__ is int and -2147483648 <= maxBudget <= 2147483647):
+            try:
+                maxBudget = _rt.check_int(maxBudget)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'PolicyParams.maxBudget') from None
+        if modelSizeWeights is not None:
+            try:
+                modelSizeWeights = _check_int_array(modelSizeWeights)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'PolicyParams.modelSizeWeights') from None
+        _set_PolicyParams_keys(self, keys)
+        _set_PolicyParams_hasMaxBudget(self, hasMaxBudget)
+        _set_PolicyParams_maxBudget(self, maxBudget)
+        _set_PolicyParams_modelSizeWeights(self, modelSizeWeights)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this PolicyParams as a msgpack-able array, in declared order."""
+        return [self.keys, self.hasMaxBudget, self.maxBudget, self.modelSizeWeights]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> PolicyParams:
+        """Decode the wire array of a PolicyParams; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 4:
+            data = _rt.fields_of(data, 4, 'PolicyParams')
+        keys, hasMaxBudget, maxBudget, modelSizeWeights = data
+        if keys is _rt.DEFAULT:
+            keys = []
+        else:
+            try:
+                keys = _decode_String_array(keys, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.keys')
+                raise
+        if not (hasMaxBudget is True or hasMaxBudget is False):
+            if hasMaxBudget is _rt.DEFAULT:
+                hasMaxBudget = False
+            else:
+                try:
+                    hasMaxBudget = _rt.decode_boolean(hasMaxBudget)
+                except _rt.DecodeError as e:
+                    e.path.append('.hasMaxBudget')
+                    raise
+        if not (maxBudget.__class__ is int and -2147483648 <= maxBudget <= 2147483647):
+            if maxBudget is _rt.DEFAULT:
+                maxBudget = 0
+            else:
+                try:
+                    maxBudget = _rt.decode_int(maxBudget)
+                except _rt.DecodeError as e:
+                    e.path.append('.maxBudget')
+                    raise
+        if modelSizeWeights is not None:
+            if modelSizeWeights is _rt.DEFAULT:
+                modelSizeWeights = None
+            else:
+                try:
+                    modelSizeWeights = _decode_int_array(modelSizeWeights, ctx)
+                except _rt.DecodeError as e:
+                    e.path.append('.modelSizeWeights')
+                    raise
+        self = object.__new__(PolicyParams)
+        _set_PolicyParams_keys(self, keys)
+        _set_PolicyParams_hasMaxBudget(self, hasMaxBudget)
+        _set_PolicyParams_maxBudget(self, maxBudget)
+        _set_PolicyParams_modelSizeWeights(self, modelSizeWeights)
+        return self
 
 
 class IModelLoadCallback(_rt.Interface):
@@ -197,6 +334,613 @@ class INpuManager(_rt.Interface):
             return await self._remote._call(_INpuManager_shellCommand, (args_,))
 
 
+# The slots' setters: only __init__ and _aidl_decode write a field of a frozen parcelable.
+_set_ModelLoadRequestParcelable_id = ModelLoadRequestParcelable.id.__set__
+_set_ModelLoadRequestParcelable_size = ModelLoadRequestParcelable.size.__set__
+_set_ModelLoadRequestParcelable_priority = ModelLoadRequestParcelable.priority.__set__
+_set_PolicyParams_keys = PolicyParams.keys.__set__
+_set_PolicyParams_hasMaxBudget = PolicyParams.hasMaxBudget.__set__
+_set_PolicyParams_maxBudget = PolicyParams.maxBudget.__set__
+_set_PolicyParams_modelSizeWeights = PolicyParams.modelSizeWeights.__set__
+
+
+def _check_String_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected String[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if not (x.__class__ is str and x.isascii()):
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if not (x.__class__ is str and x.isascii()):
+            try:
+                x = _rt.check_string(x)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _decode_String_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected String[] (an array), got ' + _rt.describe(w))
+    for x in w:
+        if x.__class__ is not str:
+            break
+    else:
+        return list(w)
+    out = []
+    for i, x in enumerate(w):
+        if x.__class__ is not str:
+            try:
+                x = _rt.decode_string(x)
+            except _rt.DecodeError as e:
+                e.path.append(f'[{i}]')
+                raise
+        out.append(x)
+    return out
+
+
+def _check_int_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected int[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if not (x.__class__ is int and -2147483648 <= x <= 2147483647):
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if not (x.__class__ is int and -2147483648 <= x <= 2147483647):
+            try:
+                x = _rt.check_int(x)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _decode_int_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected int[] (an array), got ' + _rt.describe(w))
+    for x in w:
+        if not (x.__class__ is int and -2147483648 <= x <= 2147483647):
+            break
+    else:
+        return list(w)
+    out = []
+    for i, x in enumerate(w):
+        if not (x.__class__ is int and -2147483648 <= x <= 2147483647):
+            try:
+                x = _rt.decode_int(x)
+            except _rt.DecodeError as e:
+                e.path.append(f'[{i}]')
+                raise
+        out.append(x)
+    return out
+
+
+def _IModelLoadCallback_onCanLoadModel_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.npumanager.IModelLoadCallback.onCanLoadModel takes 1 argument(s) (status), got ' + str(len(args)))
+    status, = args
+    if not (status.__class__ is int and -2147483648 <= status <= 2147483647):
+        try:
+            status = _rt.check_int(status)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.npumanager.IModelLoadCallback.onCanLoadModel: argument status') from None
+    return [status]
+
+
+def _IModelLoadCallback_onCanLoadModel_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.npumanager.IModelLoadCallback.onCanLoadModel: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.npumanager.IModelLoadCallback.onCanLoadModel: expected 1 argument(s), got ' + str(len(data)))
+    status, = data
+    try:
+        if not (status.__class__ is int and -2147483648 <= status <= 2147483647):
+            try:
+                status = _rt.decode_int(status)
+            except _rt.DecodeError as e:
+                e.path.append(': argument status')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.npumanager.IModelLoadCallback.onCanLoadModel', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.npumanager.IModelLoadCallback.onCanLoadModel: nested too deeply') from None
+    return (status,)
+
+
+def _IModelLoadCallback_onCanLoadModel_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.npumanager.IModelLoadCallback.onCanLoadModel replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.npumanager.IModelLoadCallback.onCanLoadModel returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IModelLoadCallback_onCanLoadModel_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.npumanager.IModelLoadCallback.onCanLoadModel: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IModelLoadCallback_onRequestUnloadModel_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.npumanager.IModelLoadCallback.onRequestUnloadModel takes 1 argument(s) (reason), got ' + str(len(args)))
+    reason, = args
+    if not (reason.__class__ is int and -2147483648 <= reason <= 2147483647):
+        try:
+            reason = _rt.check_int(reason)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.npumanager.IModelLoadCallback.onRequestUnloadModel: argument reason') from None
+    return [reason]
+
+
+def _IModelLoadCallback_onRequestUnloadModel_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.npumanager.IModelLoadCallback.onRequestUnloadModel: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.npumanager.IModelLoadCallback.onRequestUnloadModel: expected 1 argument(s), got ' + str(len(data)))
+    reason, = data
+    try:
+        if not (reason.__class__ is int and -2147483648 <= reason <= 2147483647):
+            try:
+                reason = _rt.decode_int(reason)
+            except _rt.DecodeError as e:
+                e.path.append(': argument reason')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.npumanager.IModelLoadCallback.onRequestUnloadModel', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.npumanager.IModelLoadCallback.onRequestUnloadModel: nested too deeply') from None
+    return (reason,)
+
+
+def _IModelLoadCallback_onRequestUnloadModel_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.npumanager.IModelLoadCallback.onRequestUnloadModel replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.npumanager.IModelLoadCallback.onRequestUnloadModel returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IModelLoadCallback_onRequestUnloadModel_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.npumanager.IModelLoadCallback.onRequestUnloadModel: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IModelLoadCallback_onModelLoadRequestComplete_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.npumanager.IModelLoadCallback.onModelLoadRequestComplete takes 1 argument(s) (status), got ' + str(len(args)))
+    status, = args
+    if not (status.__class__ is int and -2147483648 <= status <= 2147483647):
+        try:
+            status = _rt.check_int(status)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.npumanager.IModelLoadCallback.onModelLoadRequestComplete: argument status') from None
+    return [status]
+
+
+def _IModelLoadCallback_onModelLoadRequestComplete_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.npumanager.IModelLoadCallback.onModelLoadRequestComplete: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.npumanager.IModelLoadCallback.onModelLoadRequestComplete: expected 1 argument(s), got ' + str(len(data)))
+    status, = data
+    try:
+        if not (status.__class__ is int and -2147483648 <= status <= 2147483647):
+            try:
+                status = _rt.decode_int(status)
+            except _rt.DecodeError as e:
+                e.path.append(': argument status')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.npumanager.IModelLoadCallback.onModelLoadRequestComplete', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.npumanager.IModelLoadCallback.onModelLoadRequestComplete: nested too deeply') from None
+    return (status,)
+
+
+def _IModelLoadCallback_onModelLoadRequestComplete_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.npumanager.IModelLoadCallback.onModelLoadRequestComplete replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.npumanager.IModelLoadCallback.onModelLoadRequestComplete returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IModelLoadCallback_onModelLoadRequestComplete_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.npumanager.IModelLoadCallback.onModelLoadRequestComplete: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _INpuManager_canLoadModel_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('android.npumanager.INpuManager.canLoadModel takes 2 argument(s) (request, callback), got ' + str(len(args)))
+    request, callback = args
+    try:
+        if request.__class__ is not ModelLoadRequestParcelable:
+            request = _rt.check_parcelable(request, ModelLoadRequestParcelable)
+        request = (request.to_wire(ctx) if request.__class__ is ModelLoadRequestParcelable else _rt.check_parcelable(request, ModelLoadRequestParcelable).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.npumanager.INpuManager.canLoadModel: argument request') from None
+    try:
+        if callback is not None:
+            callback = _rt.check_binder(callback, 'android.npumanager.IModelLoadCallback')
+        callback = _rt.encode_binder(callback, ctx, IModelLoadCallback.definition, 'android.npumanager.IModelLoadCallback')
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.npumanager.INpuManager.canLoadModel: argument callback') from None
+    return [request, callback]
+
+
+def _INpuManager_canLoadModel_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.canLoadModel: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.canLoadModel: expected 2 argument(s), got ' + str(len(data)))
+    request, callback = data
+    try:
+        try:
+            request = ModelLoadRequestParcelable._aidl_decode(request, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument request')
+            raise
+        try:
+            callback = _rt.decode_binder(callback, ctx, IModelLoadCallback.definition, 'android.npumanager.IModelLoadCallback')
+        except _rt.DecodeError as e:
+            e.path.append(': argument callback')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.npumanager.INpuManager.canLoadModel', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.canLoadModel: nested too deeply') from None
+    return (request, callback)
+
+
+def _INpuManager_canLoadModel_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.npumanager.INpuManager.canLoadModel replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.npumanager.INpuManager.canLoadModel returns void, not ' + _rt.what(result))
+    return []
+
+
+def _INpuManager_canLoadModel_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.canLoadModel: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _INpuManager_cancelModelLoad_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.npumanager.INpuManager.cancelModelLoad takes 1 argument(s) (request), got ' + str(len(args)))
+    request, = args
+    try:
+        if request.__class__ is not ModelLoadRequestParcelable:
+            request = _rt.check_parcelable(request, ModelLoadRequestParcelable)
+        request = (request.to_wire(ctx) if request.__class__ is ModelLoadRequestParcelable else _rt.check_parcelable(request, ModelLoadRequestParcelable).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.npumanager.INpuManager.cancelModelLoad: argument request') from None
+    return [request]
+
+
+def _INpuManager_cancelModelLoad_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.cancelModelLoad: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.cancelModelLoad: expected 1 argument(s), got ' + str(len(data)))
+    request, = data
+    try:
+        try:
+            request = ModelLoadRequestParcelable._aidl_decode(request, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument request')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.npumanager.INpuManager.cancelModelLoad', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.cancelModelLoad: nested too deeply') from None
+    return (request,)
+
+
+def _INpuManager_cancelModelLoad_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.npumanager.INpuManager.cancelModelLoad replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.npumanager.INpuManager.cancelModelLoad returns void, not ' + _rt.what(result))
+    return []
+
+
+def _INpuManager_cancelModelLoad_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.cancelModelLoad: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _INpuManager_notifyModelLoaded_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.npumanager.INpuManager.notifyModelLoaded takes 1 argument(s) (request), got ' + str(len(args)))
+    request, = args
+    try:
+        if request.__class__ is not ModelLoadRequestParcelable:
+            request = _rt.check_parcelable(request, ModelLoadRequestParcelable)
+        request = (request.to_wire(ctx) if request.__class__ is ModelLoadRequestParcelable else _rt.check_parcelable(request, ModelLoadRequestParcelable).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.npumanager.INpuManager.notifyModelLoaded: argument request') from None
+    return [request]
+
+
+def _INpuManager_notifyModelLoaded_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.notifyModelLoaded: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.notifyModelLoaded: expected 1 argument(s), got ' + str(len(data)))
+    request, = data
+    try:
+        try:
+            request = ModelLoadRequestParcelable._aidl_decode(request, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument request')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.npumanager.INpuManager.notifyModelLoaded', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.notifyModelLoaded: nested too deeply') from None
+    return (request,)
+
+
+def _INpuManager_notifyModelLoaded_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.npumanager.INpuManager.notifyModelLoaded replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.npumanager.INpuManager.notifyModelLoaded returns void, not ' + _rt.what(result))
+    return []
+
+
+def _INpuManager_notifyModelLoaded_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.notifyModelLoaded: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _INpuManager_notifyModelUnloaded_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.npumanager.INpuManager.notifyModelUnloaded takes 1 argument(s) (request), got ' + str(len(args)))
+    request, = args
+    try:
+        if request.__class__ is not ModelLoadRequestParcelable:
+            request = _rt.check_parcelable(request, ModelLoadRequestParcelable)
+        request = (request.to_wire(ctx) if request.__class__ is ModelLoadRequestParcelable else _rt.check_parcelable(request, ModelLoadRequestParcelable).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.npumanager.INpuManager.notifyModelUnloaded: argument request') from None
+    return [request]
+
+
+def _INpuManager_notifyModelUnloaded_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.notifyModelUnloaded: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.notifyModelUnloaded: expected 1 argument(s), got ' + str(len(data)))
+    request, = data
+    try:
+        try:
+            request = ModelLoadRequestParcelable._aidl_decode(request, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument request')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.npumanager.INpuManager.notifyModelUnloaded', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.notifyModelUnloaded: nested too deeply') from None
+    return (request,)
+
+
+def _INpuManager_notifyModelUnloaded_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.npumanager.INpuManager.notifyModelUnloaded replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.npumanager.INpuManager.notifyModelUnloaded returns void, not ' + _rt.what(result))
+    return []
+
+
+def _INpuManager_notifyModelUnloaded_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.notifyModelUnloaded: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _INpuManager_setPolicy_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('android.npumanager.INpuManager.setPolicy takes 2 argument(s) (policy, params), got ' + str(len(args)))
+    policy, params = args
+    if not (policy.__class__ is int and -2147483648 <= policy <= 2147483647):
+        try:
+            policy = _rt.check_int(policy)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.npumanager.INpuManager.setPolicy: argument policy') from None
+    try:
+        if not (params is None or params.__class__ is PolicyParams):
+            params = _rt.check_parcelable(params, PolicyParams)
+        params = (None if params is None else (params.to_wire(ctx) if params.__class__ is PolicyParams else _rt.check_parcelable(params, PolicyParams).to_wire(ctx)))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.npumanager.INpuManager.setPolicy: argument params') from None
+    return [policy, params]
+
+
+def _INpuManager_setPolicy_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.setPolicy: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.setPolicy: expected 2 argument(s), got ' + str(len(data)))
+    policy, params = data
+    try:
+        if not (policy.__class__ is int and -2147483648 <= policy <= 2147483647):
+            try:
+                policy = _rt.decode_int(policy)
+            except _rt.DecodeError as e:
+                e.path.append(': argument policy')
+                raise
+        if params is not None:
+            try:
+                params = PolicyParams._aidl_decode(params, ctx)
+            except _rt.DecodeError as e:
+                e.path.append(': argument params')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.npumanager.INpuManager.setPolicy', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.setPolicy: nested too deeply') from None
+    return (policy, params)
+
+
+def _INpuManager_setPolicy_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.npumanager.INpuManager.setPolicy replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.npumanager.INpuManager.setPolicy returns void, not ' + _rt.what(result))
+    return []
+
+
+def _INpuManager_setPolicy_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.setPolicy: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _INpuManager_dump_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.npumanager.INpuManager.dump takes 1 argument(s) (args), got ' + str(len(args)))
+    args_, = args
+    try:
+        args_ = _check_String_array(args_)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.npumanager.INpuManager.dump: argument args') from None
+    return [args_]
+
+
+def _INpuManager_dump_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.dump: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.dump: expected 1 argument(s), got ' + str(len(data)))
+    args_, = data
+    try:
+        try:
+            args_ = _decode_String_array(args_, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument args')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.npumanager.INpuManager.dump', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.dump: nested too deeply') from None
+    return (args_,)
+
+
+def _INpuManager_dump_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.npumanager.INpuManager.dump replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is str and result.isascii()):
+        try:
+            result = _rt.check_string(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.npumanager.INpuManager.dump: return value') from None
+    return [result]
+
+
+def _INpuManager_dump_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.dump: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if result.__class__ is not str:
+            try:
+                result = _rt.decode_string(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.npumanager.INpuManager.dump', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.dump: nested too deeply') from None
+    return result
+
+
+def _INpuManager_shellCommand_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.npumanager.INpuManager.shellCommand takes 1 argument(s) (args), got ' + str(len(args)))
+    args_, = args
+    try:
+        args_ = _check_String_array(args_)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.npumanager.INpuManager.shellCommand: argument args') from None
+    return [args_]
+
+
+def _INpuManager_shellCommand_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.shellCommand: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.shellCommand: expected 1 argument(s), got ' + str(len(data)))
+    args_, = data
+    try:
+        try:
+            args_ = _decode_String_array(args_, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument args')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.npumanager.INpuManager.shellCommand', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.shellCommand: nested too deeply') from None
+    return (args_,)
+
+
+def _INpuManager_shellCommand_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.npumanager.INpuManager.shellCommand replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is str and result.isascii()):
+        try:
+            result = _rt.check_string(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.npumanager.INpuManager.shellCommand: return value') from None
+    return [result]
+
+
+def _INpuManager_shellCommand_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.shellCommand: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if result.__class__ is not str:
+            try:
+                result = _rt.decode_string(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.npumanager.INpuManager.shellCommand', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.npumanager.INpuManager.shellCommand: nested too deeply') from None
+    return result
+
+
+_IModelLoadCallback_onCanLoadModel = _rt.MethodDef('onCanLoadModel', 1, True, (_rt.ArgDef('status', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('void'), (), doc='NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW, WAIT_FOR_UNLOAD or NOT_PRIORITIZED.', encode_call=_IModelLoadCallback_onCanLoadModel_encode_call, decode_call=_IModelLoadCallback_onCanLoadModel_decode_call, encode_reply=_IModelLoadCallback_onCanLoadModel_encode_reply, decode_reply=_IModelLoadCallback_onCanLoadModel_decode_reply)
+_IModelLoadCallback_onRequestUnloadModel = _rt.MethodDef('onRequestUnloadModel', 2, True, (_rt.ArgDef('reason', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('void'), (), doc="Release the model and call notifyModelUnloaded. reason is an\nNPU_MODEL_UNLOAD_REASON_* (npuemu's; AOSP's callback has no argument).", encode_call=_IModelLoadCallback_onRequestUnloadModel_encode_call, decode_call=_IModelLoadCallback_onRequestUnloadModel_decode_call, encode_reply=_IModelLoadCallback_onRequestUnloadModel_encode_reply, decode_reply=_IModelLoadCallback_onRequestUnloadModel_decode_reply)
+_IModelLoadCallback_onModelLoadRequestComplete = _rt.MethodDef('onModelLoadRequestComplete', 3, True, (_rt.ArgDef('status', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('void'), (), doc="The request's last word: NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED or COMPLETE.", encode_call=_IModelLoadCallback_onModelLoadRequestComplete_encode_call, decode_call=_IModelLoadCallback_onModelLoadRequestComplete_decode_call, encode_reply=_IModelLoadCallback_onModelLoadRequestComplete_encode_reply, decode_reply=_IModelLoadCallback_onModelLoadRequestComplete_decode_reply)
+_INpuManager_canLoadModel = _rt.MethodDef('canLoadModel', 1, False, (_rt.ArgDef('request', _rt.TypeRef('android.npumanager.ModelLoadRequestParcelable'), 'in'), _rt.ArgDef('callback', _rt.TypeRef('android.npumanager.IModelLoadCallback'), 'in')), _rt.TypeRef('void'), (), doc='File a request; the answer comes later, through callback.', encode_call=_INpuManager_canLoadModel_encode_call, decode_call=_INpuManager_canLoadModel_decode_call, encode_reply=_INpuManager_canLoadModel_encode_reply, decode_reply=_INpuManager_canLoadModel_decode_reply)
+_INpuManager_cancelModelLoad = _rt.MethodDef('cancelModelLoad', 2, False, (_rt.ArgDef('request', _rt.TypeRef('android.npumanager.ModelLoadRequestParcelable'), 'in'),), _rt.TypeRef('void'), (), doc='End a request (any state) with CANCELLED.', encode_call=_INpuManager_cancelModelLoad_encode_call, decode_call=_INpuManager_cancelModelLoad_decode_call, encode_reply=_INpuManager_cancelModelLoad_encode_reply, decode_reply=_INpuManager_cancelModelLoad_decode_reply)
+_INpuManager_notifyModelLoaded = _rt.MethodDef('notifyModelLoaded', 3, False, (_rt.ArgDef('request', _rt.TypeRef('android.npumanager.ModelLoadRequestParcelable'), 'in'),), _rt.TypeRef('void'), (), doc="The approved request's model is now in driver memory.", encode_call=_INpuManager_notifyModelLoaded_encode_call, decode_call=_INpuManager_notifyModelLoaded_decode_call, encode_reply=_INpuManager_notifyModelLoaded_encode_reply, decode_reply=_INpuManager_notifyModelLoaded_decode_reply)
+_INpuManager_notifyModelUnloaded = _rt.MethodDef('notifyModelUnloaded', 4, False, (_rt.ArgDef('request', _rt.TypeRef('android.npumanager.ModelLoadRequestParcelable'), 'in'),), _rt.TypeRef('void'), (), doc='The model was released; the request ends COMPLETE.', encode_call=_INpuManager_notifyModelUnloaded_encode_call, decode_call=_INpuManager_notifyModelUnloaded_decode_call, encode_reply=_INpuManager_notifyModelUnloaded_encode_reply, decode_reply=_INpuManager_notifyModelUnloaded_decode_reply)
+_INpuManager_setPolicy = _rt.MethodDef('setPolicy', 5, False, (_rt.ArgDef('policy', _rt.TypeRef('int'), 'in'), _rt.ArgDef('params', _rt.TypeRef('android.npumanager.PolicyParams', nullable=True, annotations=(_rt.Annotation('nullable'),)), 'in')), _rt.TypeRef('void'), (), doc='NPU_MODEL_POLICY_* with its parameters; refused parameters keep the old policy.', encode_call=_INpuManager_setPolicy_encode_call, decode_call=_INpuManager_setPolicy_decode_call, encode_reply=_INpuManager_setPolicy_encode_reply, decode_reply=_INpuManager_setPolicy_decode_reply)
+_INpuManager_dump = _rt.MethodDef('dump', 6, False, (_rt.ArgDef('args', _rt.TypeRef('String', array=-1), 'in'),), _rt.TypeRef('String'), (), doc='npuemu: `dumpsys npu [--json]` (DUMP permission: system, root, shell).', encode_call=_INpuManager_dump_encode_call, decode_call=_INpuManager_dump_decode_call, encode_reply=_INpuManager_dump_encode_reply, decode_reply=_INpuManager_dump_decode_reply)
+_INpuManager_shellCommand = _rt.MethodDef('shellCommand', 7, False, (_rt.ArgDef('args', _rt.TypeRef('String', array=-1), 'in'),), _rt.TypeRef('String'), (), doc="npuemu: `cmd npu ARGS...` (AOSP's handleShellCommand); returns what it prints.", encode_call=_INpuManager_shellCommand_encode_call, decode_call=_INpuManager_shellCommand_decode_call, encode_reply=_INpuManager_shellCommand_encode_reply, decode_reply=_INpuManager_shellCommand_decode_reply)
 _rt.bind(globals(), [
     _rt.ParcelableDef(
         'android.npumanager.ModelLoadRequestParcelable',
@@ -220,25 +964,13 @@ _rt.bind(globals(), [
     _rt.InterfaceDef(
         'android.npumanager.IModelLoadCallback',
         True,
-        (
-            _rt.MethodDef('onCanLoadModel', 1, True, (_rt.ArgDef('status', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('void'), (), doc='NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW, WAIT_FOR_UNLOAD or NOT_PRIORITIZED.'),
-            _rt.MethodDef('onRequestUnloadModel', 2, True, (_rt.ArgDef('reason', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('void'), (), doc="Release the model and call notifyModelUnloaded. reason is an\nNPU_MODEL_UNLOAD_REASON_* (npuemu's; AOSP's callback has no argument)."),
-            _rt.MethodDef('onModelLoadRequestComplete', 3, True, (_rt.ArgDef('status', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('void'), (), doc="The request's last word: NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED or COMPLETE."),
-        ),
+        (_IModelLoadCallback_onCanLoadModel, _IModelLoadCallback_onRequestUnloadModel, _IModelLoadCallback_onModelLoadRequestComplete),
         {}, (), filename='android/npumanager/IModelLoadCallback.aidl', line=10, doc="The npu service's answers about one request (AOSP's newest IModelLoadCallback: one\ncallback binder per request, so no method needs to say which request it is about).\n\nOneway: the service never waits for an app. The app's NpuManager turns each call into\nthe ModelLoadRequestCallback method of the same name, run on the app's executor.", cls=IModelLoadCallback,
     ),
     _rt.InterfaceDef(
         'android.npumanager.INpuManager',
         False,
-        (
-            _rt.MethodDef('canLoadModel', 1, False, (_rt.ArgDef('request', _rt.TypeRef('android.npumanager.ModelLoadRequestParcelable'), 'in'), _rt.ArgDef('callback', _rt.TypeRef('android.npumanager.IModelLoadCallback'), 'in')), _rt.TypeRef('void'), (), doc='File a request; the answer comes later, through callback.'),
-            _rt.MethodDef('cancelModelLoad', 2, False, (_rt.ArgDef('request', _rt.TypeRef('android.npumanager.ModelLoadRequestParcelable'), 'in'),), _rt.TypeRef('void'), (), doc='End a request (any state) with CANCELLED.'),
-            _rt.MethodDef('notifyModelLoaded', 3, False, (_rt.ArgDef('request', _rt.TypeRef('android.npumanager.ModelLoadRequestParcelable'), 'in'),), _rt.TypeRef('void'), (), doc="The approved request's model is now in driver memory."),
-            _rt.MethodDef('notifyModelUnloaded', 4, False, (_rt.ArgDef('request', _rt.TypeRef('android.npumanager.ModelLoadRequestParcelable'), 'in'),), _rt.TypeRef('void'), (), doc='The model was released; the request ends COMPLETE.'),
-            _rt.MethodDef('setPolicy', 5, False, (_rt.ArgDef('policy', _rt.TypeRef('int'), 'in'), _rt.ArgDef('params', _rt.TypeRef('android.npumanager.PolicyParams', nullable=True, annotations=(_rt.Annotation('nullable'),)), 'in')), _rt.TypeRef('void'), (), doc='NPU_MODEL_POLICY_* with its parameters; refused parameters keep the old policy.'),
-            _rt.MethodDef('dump', 6, False, (_rt.ArgDef('args', _rt.TypeRef('String', array=-1), 'in'),), _rt.TypeRef('String'), (), doc='npuemu: `dumpsys npu [--json]` (DUMP permission: system, root, shell).'),
-            _rt.MethodDef('shellCommand', 7, False, (_rt.ArgDef('args', _rt.TypeRef('String', array=-1), 'in'),), _rt.TypeRef('String'), (), doc="npuemu: `cmd npu ARGS...` (AOSP's handleShellCommand); returns what it prints."),
-        ),
+        (_INpuManager_canLoadModel, _INpuManager_cancelModelLoad, _INpuManager_notifyModelLoaded, _INpuManager_notifyModelUnloaded, _INpuManager_setPolicy, _INpuManager_dump, _INpuManager_shellCommand),
         {}, (), filename='android/npumanager/INpuManager.aidl', line=16, doc='The npu service (registered as "npu"): AOSP\'s INpuManagerService.\n\nEvery method needs android.permission.ACCESS_NPU_MODEL_MANAGER_API (else\nEX_SECURITY). A request is named by (calling uid, request id). Wrong calls are\nIllegalArgumentException (bad size, priority, duplicate id, bad policy bundle) or\nIllegalStateException (a notify or cancel for a request that has ended, or was\nnever approved), and change nothing.', cls=INpuManager,
     ),
-], imported=())
+])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from framework.binder import aidl_support as _rt
 
@@ -14,7 +14,7 @@ from interfaces.android.hardware.npu import WorkInfo
 __all__ = ['IHalControl', 'IHalListener', 'MemoryPressure', 'ThermalStatus', 'WorkEvent']
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class MemoryPressure(_rt.Parcelable):
     """A device's weight memory and SRAM right after a load, an unload or a refused load."""
 
@@ -31,11 +31,151 @@ class MemoryPressure(_rt.Parcelable):
     refused: str | None
     timeNs: int
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, deviceNumber: int = ..., hwDevice: int = ..., weightMemoryUsed: int = ..., weightMemoryTotal: int = ..., sramUsed: int = ..., sramTotal: int = ..., refused: str | None = ..., timeNs: int = ...) -> None: ...
+    def __init__(self, *, deviceNumber: int = 0, hwDevice: int = 0, weightMemoryUsed: int = 0, weightMemoryTotal: int = 0, sramUsed: int = 0, sramTotal: int = 0, refused: str | None = None, timeNs: int = 0) -> None:
+        if not (deviceNumber.__class__ is int and -2147483648 <= deviceNumber <= 2147483647):
+            try:
+                deviceNumber = _rt.check_int(deviceNumber)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'MemoryPressure.deviceNumber') from None
+        if not (hwDevice.__class__ is int and -2147483648 <= hwDevice <= 2147483647):
+            try:
+                hwDevice = _rt.check_int(hwDevice)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'MemoryPressure.hwDevice') from None
+        if not (weightMemoryUsed.__class__ is int and -9223372036854775808 <= weightMemoryUsed <= 9223372036854775807):
+            try:
+                weightMemoryUsed = _rt.check_long(weightMemoryUsed)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'MemoryPressure.weightMemoryUsed') from None
+        if not (weightMemoryTotal.__class__ is int and -9223372036854775808 <= weightMemoryTotal <= 9223372036854775807):
+            try:
+                weightMemoryTotal = _rt.check_long(weightMemoryTotal)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'MemoryPressure.weightMemoryTotal') from None
+        if not (sramUsed.__class__ is int and -9223372036854775808 <= sramUsed <= 9223372036854775807):
+            try:
+                sramUsed = _rt.check_long(sramUsed)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'MemoryPressure.sramUsed') from None
+        if not (sramTotal.__class__ is int and -9223372036854775808 <= sramTotal <= 9223372036854775807):
+            try:
+                sramTotal = _rt.check_long(sramTotal)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'MemoryPressure.sramTotal') from None
+        if not (refused is None or (refused.__class__ is str and refused.isascii())):
+            try:
+                refused = _rt.check_string(refused)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'MemoryPressure.refused') from None
+        if not (timeNs.__class__ is int and -9223372036854775808 <= timeNs <= 9223372036854775807):
+            try:
+                timeNs = _rt.check_long(timeNs)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'MemoryPressure.timeNs') from None
+        _set_MemoryPressure_deviceNumber(self, deviceNumber)
+        _set_MemoryPressure_hwDevice(self, hwDevice)
+        _set_MemoryPressure_weightMemoryUsed(self, weightMemoryUsed)
+        _set_MemoryPressure_weightMemoryTotal(self, weightMemoryTotal)
+        _set_MemoryPressure_sramUsed(self, sramUsed)
+        _set_MemoryPressure_sramTotal(self, sramTotal)
+        _set_MemoryPressure_refused(self, refused)
+        _set_MemoryPressure_timeNs(self, timeNs)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this MemoryPressure as a msgpack-able array, in declared order."""
+        return [self.deviceNumber, self.hwDevice, self.weightMemoryUsed, self.weightMemoryTotal, self.sramUsed, self.sramTotal, self.refused, self.timeNs]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> MemoryPressure:
+        """Decode the wire array of a MemoryPressure; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 8:
+            data = _rt.fields_of(data, 8, 'MemoryPressure')
+        deviceNumber, hwDevice, weightMemoryUsed, weightMemoryTotal, sramUsed, sramTotal, refused, timeNs = data
+        if not (deviceNumber.__class__ is int and -2147483648 <= deviceNumber <= 2147483647):
+            if deviceNumber is _rt.DEFAULT:
+                deviceNumber = 0
+            else:
+                try:
+                    deviceNumber = _rt.decode_int(deviceNumber)
+                except _rt.DecodeError as e:
+                    e.path.append('.deviceNumber')
+                    raise
+        if not (hwDevice.__class__ is int and -2147483648 <= hwDevice <= 2147483647):
+            if hwDevice is _rt.DEFAULT:
+                hwDevice = 0
+            else:
+                try:
+                    hwDevice = _rt.decode_int(hwDevice)
+                except _rt.DecodeError as e:
+                    e.path.append('.hwDevice')
+                    raise
+        if not (weightMemoryUsed.__class__ is int and -9223372036854775808 <= weightMemoryUsed <= 9223372036854775807):
+            if weightMemoryUsed is _rt.DEFAULT:
+                weightMemoryUsed = 0
+            else:
+                try:
+                    weightMemoryUsed = _rt.decode_long(weightMemoryUsed)
+                except _rt.DecodeError as e:
+                    e.path.append('.weightMemoryUsed')
+                    raise
+        if not (weightMemoryTotal.__class__ is int and -9223372036854775808 <= weightMemoryTotal <= 9223372036854775807):
+            if weightMemoryTotal is _rt.DEFAULT:
+                weightMemoryTotal = 0
+            else:
+                try:
+                    weightMemoryTotal = _rt.decode_long(weightMemoryTotal)
+                except _rt.DecodeError as e:
+                    e.path.append('.weightMemoryTotal')
+                    raise
+        if not (sramUsed.__class__ is int and -9223372036854775808 <= sramUsed <= 9223372036854775807):
+            if sramUsed is _rt.DEFAULT:
+                sramUsed = 0
+            else:
+                try:
+                    sramUsed = _rt.decode_long(sramUsed)
+                except _rt.DecodeError as e:
+                    e.path.append('.sramUsed')
+                    raise
+        if not (sramTotal.__class__ is int and -9223372036854775808 <= sramTotal <= 9223372036854775807):
+            if sramTotal is _rt.DEFAULT:
+                sramTotal = 0
+            else:
+                try:
+                    sramTotal = _rt.decode_long(sramTotal)
+                except _rt.DecodeError as e:
+                    e.path.append('.sramTotal')
+                    raise
+        if not (refused is None or refused.__class__ is str):
+            if refused is _rt.DEFAULT:
+                refused = None
+            else:
+                try:
+                    refused = _rt.decode_string(refused)
+                except _rt.DecodeError as e:
+                    e.path.append('.refused')
+                    raise
+        if not (timeNs.__class__ is int and -9223372036854775808 <= timeNs <= 9223372036854775807):
+            if timeNs is _rt.DEFAULT:
+                timeNs = 0
+            else:
+                try:
+                    timeNs = _rt.decode_long(timeNs)
+                except _rt.DecodeError as e:
+                    e.path.append('.timeNs')
+                    raise
+        self = object.__new__(MemoryPressure)
+        _set_MemoryPressure_deviceNumber(self, deviceNumber)
+        _set_MemoryPressure_hwDevice(self, hwDevice)
+        _set_MemoryPressure_weightMemoryUsed(self, weightMemoryUsed)
+        _set_MemoryPressure_weightMemoryTotal(self, weightMemoryTotal)
+        _set_MemoryPressure_sramUsed(self, sramUsed)
+        _set_MemoryPressure_sramTotal(self, sramTotal)
+        _set_MemoryPressure_refused(self, refused)
+        _set_MemoryPressure_timeNs(self, timeNs)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class ThermalStatus(_rt.Parcelable):
     """The die's thermal state (the thermal HAL's view of the one NPU die)."""
 
@@ -48,11 +188,86 @@ class ThermalStatus(_rt.Parcelable):
     thresholdsC: list[float]
     overridden: bool
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, severity: int = ..., temperatureC: float = ..., thresholdsC: list[float] = ..., overridden: bool = ...) -> None: ...
+    def __init__(self, *, severity: int = 0, temperatureC: float = 0.0, thresholdsC: list[float] = _rt.DEFAULT, overridden: bool = False) -> None:
+        if not (severity.__class__ is int and -2147483648 <= severity <= 2147483647):
+            try:
+                severity = _rt.check_int(severity)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'ThermalStatus.severity') from None
+        try:
+            temperatureC = _rt.check_float(temperatureC)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'ThermalStatus.temperatureC') from None
+        if thresholdsC is _rt.DEFAULT:
+            thresholdsC = []
+        else:
+            try:
+                thresholdsC = _check_float_array(thresholdsC)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'ThermalStatus.thresholdsC') from None
+        if not (overridden is True or overridden is False):
+            try:
+                overridden = _rt.check_boolean(overridden)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'ThermalStatus.overridden') from None
+        _set_ThermalStatus_severity(self, severity)
+        _set_ThermalStatus_temperatureC(self, temperatureC)
+        _set_ThermalStatus_thresholdsC(self, thresholdsC)
+        _set_ThermalStatus_overridden(self, overridden)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this ThermalStatus as a msgpack-able array, in declared order."""
+        return [self.severity, self.temperatureC, self.thresholdsC, self.overridden]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> ThermalStatus:
+        """Decode the wire array of a ThermalStatus; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 4:
+            data = _rt.fields_of(data, 4, 'ThermalStatus')
+        severity, temperatureC, thresholdsC, overridden = data
+        if not (severity.__class__ is int and -2147483648 <= severity <= 2147483647):
+            if severity is _rt.DEFAULT:
+                severity = 0
+            else:
+                try:
+                    severity = _rt.decode_int(severity)
+                except _rt.DecodeError as e:
+                    e.path.append('.severity')
+                    raise
+        if temperatureC is _rt.DEFAULT:
+            temperatureC = 0.0
+        else:
+            try:
+                temperatureC = _rt.decode_float(temperatureC)
+            except _rt.DecodeError as e:
+                e.path.append('.temperatureC')
+                raise
+        if thresholdsC is _rt.DEFAULT:
+            thresholdsC = []
+        else:
+            try:
+                thresholdsC = _decode_float_array(thresholdsC, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.thresholdsC')
+                raise
+        if not (overridden is True or overridden is False):
+            if overridden is _rt.DEFAULT:
+                overridden = False
+            else:
+                try:
+                    overridden = _rt.decode_boolean(overridden)
+                except _rt.DecodeError as e:
+                    e.path.append('.overridden')
+                    raise
+        self = object.__new__(ThermalStatus)
+        _set_ThermalStatus_severity(self, severity)
+        _set_ThermalStatus_temperatureC(self, temperatureC)
+        _set_ThermalStatus_thresholdsC(self, thresholdsC)
+        _set_ThermalStatus_overridden(self, overridden)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class WorkEvent(_rt.Parcelable):
     """One work event as the HAL read it from the driver, kept for traces and tools
     (`npuemu run-test-inference`, the Perfetto trace). Unlike what ISchedulingCallback
@@ -75,8 +290,154 @@ class WorkEvent(_rt.Parcelable):
     hwDevice: int
     deviceName: str
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, kind: int = ..., reason: int = ..., info: WorkInfo = ..., workId: int = ..., timeNs: int = ..., channel: int = ..., hwDevice: int = ..., deviceName: str = ...) -> None: ...
+    def __init__(self, *, kind: int = 0, reason: int = 0, info: WorkInfo = _rt.DEFAULT, workId: int = 0, timeNs: int = 0, channel: int = 0, hwDevice: int = 0, deviceName: str = '') -> None:
+        if not (kind.__class__ is int and -2147483648 <= kind <= 2147483647):
+            try:
+                kind = _rt.check_int(kind)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkEvent.kind') from None
+        if not (reason.__class__ is int and -2147483648 <= reason <= 2147483647):
+            try:
+                reason = _rt.check_int(reason)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkEvent.reason') from None
+        if info is _rt.DEFAULT:
+            info = WorkInfo()
+        elif info.__class__ is not WorkInfo:
+            try:
+                info = _rt.check_parcelable(info, WorkInfo)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkEvent.info') from None
+        if not (workId.__class__ is int and -9223372036854775808 <= workId <= 9223372036854775807):
+            try:
+                workId = _rt.check_long(workId)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkEvent.workId') from None
+        if not (timeNs.__class__ is int and -9223372036854775808 <= timeNs <= 9223372036854775807):
+            try:
+                timeNs = _rt.check_long(timeNs)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkEvent.timeNs') from None
+        if not (channel.__class__ is int and -2147483648 <= channel <= 2147483647):
+            try:
+                channel = _rt.check_int(channel)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkEvent.channel') from None
+        if not (hwDevice.__class__ is int and -2147483648 <= hwDevice <= 2147483647):
+            try:
+                hwDevice = _rt.check_int(hwDevice)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkEvent.hwDevice') from None
+        if not (deviceName.__class__ is str and deviceName.isascii()):
+            try:
+                deviceName = _rt.check_string(deviceName)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkEvent.deviceName') from None
+        _set_WorkEvent_kind(self, kind)
+        _set_WorkEvent_reason(self, reason)
+        _set_WorkEvent_info(self, info)
+        _set_WorkEvent_workId(self, workId)
+        _set_WorkEvent_timeNs(self, timeNs)
+        _set_WorkEvent_channel(self, channel)
+        _set_WorkEvent_hwDevice(self, hwDevice)
+        _set_WorkEvent_deviceName(self, deviceName)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this WorkEvent as a msgpack-able array, in declared order."""
+        info = self.info
+        try:
+            info = (info.to_wire(ctx) if info.__class__ is WorkInfo else _rt.check_parcelable(info, WorkInfo).to_wire(ctx))
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'WorkEvent.info') from None
+        return [self.kind, self.reason, info, self.workId, self.timeNs, self.channel, self.hwDevice, self.deviceName]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> WorkEvent:
+        """Decode the wire array of a WorkEvent; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 8:
+            data = _rt.fields_of(data, 8, 'WorkEvent')
+        kind, reason, info, workId, timeNs, channel, hwDevice, deviceName = data
+        if not (kind.__class__ is int and -2147483648 <= kind <= 2147483647):
+            if kind is _rt.DEFAULT:
+                kind = 0
+            else:
+                try:
+                    kind = _rt.decode_int(kind)
+                except _rt.DecodeError as e:
+                    e.path.append('.kind')
+                    raise
+        if not (reason.__class__ is int and -2147483648 <= reason <= 2147483647):
+            if reason is _rt.DEFAULT:
+                reason = 0
+            else:
+                try:
+                    reason = _rt.decode_int(reason)
+                except _rt.DecodeError as e:
+                    e.path.append('.reason')
+                    raise
+        if info is _rt.DEFAULT:
+            info = WorkInfo()
+        else:
+            try:
+                info = WorkInfo._aidl_decode(info, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.info')
+                raise
+        if not (workId.__class__ is int and -9223372036854775808 <= workId <= 9223372036854775807):
+            if workId is _rt.DEFAULT:
+                workId = 0
+            else:
+                try:
+                    workId = _rt.decode_long(workId)
+                except _rt.DecodeError as e:
+                    e.path.append('.workId')
+                    raise
+        if not (timeNs.__class__ is int and -9223372036854775808 <= timeNs <= 9223372036854775807):
+            if timeNs is _rt.DEFAULT:
+                timeNs = 0
+            else:
+                try:
+                    timeNs = _rt.decode_long(timeNs)
+                except _rt.DecodeError as e:
+                    e.path.append('.timeNs')
+                    raise
+        if not (channel.__class__ is int and -2147483648 <= channel <= 2147483647):
+            if channel is _rt.DEFAULT:
+                channel = 0
+            else:
+                try:
+                    channel = _rt.decode_int(channel)
+                except _rt.DecodeError as e:
+                    e.path.append('.channel')
+                    raise
+        if not (hwDevice.__class__ is int and -2147483648 <= hwDevice <= 2147483647):
+            if hwDevice is _rt.DEFAULT:
+                hwDevice = 0
+            else:
+                try:
+                    hwDevice = _rt.decode_int(hwDevice)
+                except _rt.DecodeError as e:
+                    e.path.append('.hwDevice')
+                    raise
+        if deviceName.__class__ is not str:
+            if deviceName is _rt.DEFAULT:
+                deviceName = ''
+            else:
+                try:
+                    deviceName = _rt.decode_string(deviceName)
+                except _rt.DecodeError as e:
+                    e.path.append('.deviceName')
+                    raise
+        self = object.__new__(WorkEvent)
+        _set_WorkEvent_kind(self, kind)
+        _set_WorkEvent_reason(self, reason)
+        _set_WorkEvent_info(self, info)
+        _set_WorkEvent_workId(self, workId)
+        _set_WorkEvent_timeNs(self, timeNs)
+        _set_WorkEvent_channel(self, channel)
+        _set_WorkEvent_hwDevice(self, hwDevice)
+        _set_WorkEvent_deviceName(self, deviceName)
+        return self
 
 
 class IHalControl(_rt.Interface):
@@ -345,6 +706,1121 @@ class IHalListener(_rt.Interface):
             return await self._remote._call(_IHalListener_onMemoryPressure, (pressure,))
 
 
+# The slots' setters: only __init__ and _aidl_decode write a field of a frozen parcelable.
+_set_MemoryPressure_deviceNumber = MemoryPressure.deviceNumber.__set__
+_set_MemoryPressure_hwDevice = MemoryPressure.hwDevice.__set__
+_set_MemoryPressure_weightMemoryUsed = MemoryPressure.weightMemoryUsed.__set__
+_set_MemoryPressure_weightMemoryTotal = MemoryPressure.weightMemoryTotal.__set__
+_set_MemoryPressure_sramUsed = MemoryPressure.sramUsed.__set__
+_set_MemoryPressure_sramTotal = MemoryPressure.sramTotal.__set__
+_set_MemoryPressure_refused = MemoryPressure.refused.__set__
+_set_MemoryPressure_timeNs = MemoryPressure.timeNs.__set__
+_set_ThermalStatus_severity = ThermalStatus.severity.__set__
+_set_ThermalStatus_temperatureC = ThermalStatus.temperatureC.__set__
+_set_ThermalStatus_thresholdsC = ThermalStatus.thresholdsC.__set__
+_set_ThermalStatus_overridden = ThermalStatus.overridden.__set__
+_set_WorkEvent_kind = WorkEvent.kind.__set__
+_set_WorkEvent_reason = WorkEvent.reason.__set__
+_set_WorkEvent_info = WorkEvent.info.__set__
+_set_WorkEvent_workId = WorkEvent.workId.__set__
+_set_WorkEvent_timeNs = WorkEvent.timeNs.__set__
+_set_WorkEvent_channel = WorkEvent.channel.__set__
+_set_WorkEvent_hwDevice = WorkEvent.hwDevice.__set__
+_set_WorkEvent_deviceName = WorkEvent.deviceName.__set__
+
+
+def _check_float_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected float[] (a list), got ' + _rt.what(v))
+    out = []
+    for i, x in enumerate(v):
+        try:
+            x = _rt.check_float(x)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _decode_float_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected float[] (an array), got ' + _rt.describe(w))
+    out = []
+    for i, x in enumerate(w):
+        try:
+            x = _rt.decode_float(x)
+        except _rt.DecodeError as e:
+            e.path.append(f'[{i}]')
+            raise
+        out.append(x)
+    return out
+
+
+def _check_int_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected int[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if not (x.__class__ is int and -2147483648 <= x <= 2147483647):
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if not (x.__class__ is int and -2147483648 <= x <= 2147483647):
+            try:
+                x = _rt.check_int(x)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _decode_int_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected int[] (an array), got ' + _rt.describe(w))
+    for x in w:
+        if not (x.__class__ is int and -2147483648 <= x <= 2147483647):
+            break
+    else:
+        return list(w)
+    out = []
+    for i, x in enumerate(w):
+        if not (x.__class__ is int and -2147483648 <= x <= 2147483647):
+            try:
+                x = _rt.decode_int(x)
+            except _rt.DecodeError as e:
+                e.path.append(f'[{i}]')
+                raise
+        out.append(x)
+    return out
+
+
+def _check_WorkEvent_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected npuemu.hal.WorkEvent[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if x.__class__ is not WorkEvent:
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if x.__class__ is not WorkEvent:
+            try:
+                x = _rt.check_parcelable(x, WorkEvent)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _encode_WorkEvent_array(v: list, ctx: Any) -> list:
+    return [(x.to_wire(ctx) if x.__class__ is WorkEvent else _rt.check_parcelable(x, WorkEvent).to_wire(ctx)) for x in v]
+
+
+def _decode_WorkEvent_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected npuemu.hal.WorkEvent[] (an array), got ' + _rt.describe(w))
+    out = []
+    for i, x in enumerate(w):
+        try:
+            x = WorkEvent._aidl_decode(x, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(f'[{i}]')
+            raise
+        out.append(x)
+    return out
+
+
+def _check_String_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected String[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if not (x.__class__ is str and x.isascii()):
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if not (x.__class__ is str and x.isascii()):
+            try:
+                x = _rt.check_string(x)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _decode_String_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected String[] (an array), got ' + _rt.describe(w))
+    for x in w:
+        if x.__class__ is not str:
+            break
+    else:
+        return list(w)
+    out = []
+    for i, x in enumerate(w):
+        if x.__class__ is not str:
+            try:
+                x = _rt.decode_string(x)
+            except _rt.DecodeError as e:
+                e.path.append(f'[{i}]')
+                raise
+        out.append(x)
+    return out
+
+
+def _IHalControl_revokeUidModels_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.hal.IHalControl.revokeUidModels takes 1 argument(s) (uid), got ' + str(len(args)))
+    uid, = args
+    if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+        try:
+            uid = _rt.check_int(uid)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.revokeUidModels: argument uid') from None
+    return [uid]
+
+
+def _IHalControl_revokeUidModels_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.revokeUidModels: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.revokeUidModels: expected 1 argument(s), got ' + str(len(data)))
+    uid, = data
+    try:
+        if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+            try:
+                uid = _rt.decode_int(uid)
+            except _rt.DecodeError as e:
+                e.path.append(': argument uid')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.revokeUidModels', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.revokeUidModels: nested too deeply') from None
+    return (uid,)
+
+
+def _IHalControl_revokeUidModels_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalControl.revokeUidModels replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+        try:
+            result = _rt.check_int(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.revokeUidModels: return value') from None
+    return [result]
+
+
+def _IHalControl_revokeUidModels_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.revokeUidModels: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+            try:
+                result = _rt.decode_int(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.revokeUidModels', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.revokeUidModels: nested too deeply') from None
+    return result
+
+
+def _IHalControl_revokeRequestModels_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 3:
+        raise TypeError('npuemu.hal.IHalControl.revokeRequestModels takes 3 argument(s) (uid, requestId, keepRequestIds), got ' + str(len(args)))
+    uid, requestId, keepRequestIds = args
+    if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+        try:
+            uid = _rt.check_int(uid)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.revokeRequestModels: argument uid') from None
+    if not (requestId.__class__ is int and -2147483648 <= requestId <= 2147483647):
+        try:
+            requestId = _rt.check_int(requestId)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.revokeRequestModels: argument requestId') from None
+    try:
+        keepRequestIds = _check_int_array(keepRequestIds)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.hal.IHalControl.revokeRequestModels: argument keepRequestIds') from None
+    return [uid, requestId, keepRequestIds]
+
+
+def _IHalControl_revokeRequestModels_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.revokeRequestModels: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 3:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.revokeRequestModels: expected 3 argument(s), got ' + str(len(data)))
+    uid, requestId, keepRequestIds = data
+    try:
+        if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+            try:
+                uid = _rt.decode_int(uid)
+            except _rt.DecodeError as e:
+                e.path.append(': argument uid')
+                raise
+        if not (requestId.__class__ is int and -2147483648 <= requestId <= 2147483647):
+            try:
+                requestId = _rt.decode_int(requestId)
+            except _rt.DecodeError as e:
+                e.path.append(': argument requestId')
+                raise
+        try:
+            keepRequestIds = _decode_int_array(keepRequestIds, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument keepRequestIds')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.revokeRequestModels', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.revokeRequestModels: nested too deeply') from None
+    return (uid, requestId, keepRequestIds)
+
+
+def _IHalControl_revokeRequestModels_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalControl.revokeRequestModels replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+        try:
+            result = _rt.check_int(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.revokeRequestModels: return value') from None
+    return [result]
+
+
+def _IHalControl_revokeRequestModels_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.revokeRequestModels: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+            try:
+                result = _rt.decode_int(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.revokeRequestModels', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.revokeRequestModels: nested too deeply') from None
+    return result
+
+
+def _IHalControl_injectFault_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 3:
+        raise TypeError('npuemu.hal.IHalControl.injectFault takes 3 argument(s) (device, kind, arg), got ' + str(len(args)))
+    device, kind, arg = args
+    if not (device.__class__ is str and device.isascii()):
+        try:
+            device = _rt.check_string(device)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.injectFault: argument device') from None
+    if not (kind.__class__ is int and -2147483648 <= kind <= 2147483647):
+        try:
+            kind = _rt.check_int(kind)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.injectFault: argument kind') from None
+    if arg.__class__ is not float:
+        try:
+            arg = _rt.check_double(arg)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.injectFault: argument arg') from None
+    return [device, kind, arg]
+
+
+def _IHalControl_injectFault_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.injectFault: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 3:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.injectFault: expected 3 argument(s), got ' + str(len(data)))
+    device, kind, arg = data
+    try:
+        if device.__class__ is not str:
+            try:
+                device = _rt.decode_string(device)
+            except _rt.DecodeError as e:
+                e.path.append(': argument device')
+                raise
+        if not (kind.__class__ is int and -2147483648 <= kind <= 2147483647):
+            try:
+                kind = _rt.decode_int(kind)
+            except _rt.DecodeError as e:
+                e.path.append(': argument kind')
+                raise
+        if arg.__class__ is not float:
+            try:
+                arg = _rt.decode_double(arg)
+            except _rt.DecodeError as e:
+                e.path.append(': argument arg')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.injectFault', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.injectFault: nested too deeply') from None
+    return (device, kind, arg)
+
+
+def _IHalControl_injectFault_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalControl.injectFault replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('npuemu.hal.IHalControl.injectFault returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IHalControl_injectFault_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.injectFault: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IHalControl_resetChannel_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('npuemu.hal.IHalControl.resetChannel takes 2 argument(s) (device, channel), got ' + str(len(args)))
+    device, channel = args
+    if not (device.__class__ is str and device.isascii()):
+        try:
+            device = _rt.check_string(device)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.resetChannel: argument device') from None
+    if not (channel.__class__ is int and -2147483648 <= channel <= 2147483647):
+        try:
+            channel = _rt.check_int(channel)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.resetChannel: argument channel') from None
+    return [device, channel]
+
+
+def _IHalControl_resetChannel_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.resetChannel: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.resetChannel: expected 2 argument(s), got ' + str(len(data)))
+    device, channel = data
+    try:
+        if device.__class__ is not str:
+            try:
+                device = _rt.decode_string(device)
+            except _rt.DecodeError as e:
+                e.path.append(': argument device')
+                raise
+        if not (channel.__class__ is int and -2147483648 <= channel <= 2147483647):
+            try:
+                channel = _rt.decode_int(channel)
+            except _rt.DecodeError as e:
+                e.path.append(': argument channel')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.resetChannel', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.resetChannel: nested too deeply') from None
+    return (device, channel)
+
+
+def _IHalControl_resetChannel_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalControl.resetChannel replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('npuemu.hal.IHalControl.resetChannel returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IHalControl_resetChannel_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.resetChannel: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IHalControl_thermalStatus_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 0:
+        raise TypeError('npuemu.hal.IHalControl.thermalStatus takes 0 argument(s) (none), got ' + str(len(args)))
+    return []
+
+
+def _IHalControl_thermalStatus_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.thermalStatus: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.thermalStatus: expected 0 argument(s), got ' + str(len(data)))
+    return ()
+
+
+def _IHalControl_thermalStatus_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalControl.thermalStatus replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result.__class__ is not ThermalStatus:
+            result = _rt.check_parcelable(result, ThermalStatus)
+        result = (result.to_wire(ctx) if result.__class__ is ThermalStatus else _rt.check_parcelable(result, ThermalStatus).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.hal.IHalControl.thermalStatus: return value') from None
+    return [result]
+
+
+def _IHalControl_thermalStatus_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.thermalStatus: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = ThermalStatus._aidl_decode(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.thermalStatus', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.thermalStatus: nested too deeply') from None
+    return result
+
+
+def _IHalControl_setThermalSeverity_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.hal.IHalControl.setThermalSeverity takes 1 argument(s) (severity), got ' + str(len(args)))
+    severity, = args
+    if not (severity.__class__ is int and -2147483648 <= severity <= 2147483647):
+        try:
+            severity = _rt.check_int(severity)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.setThermalSeverity: argument severity') from None
+    return [severity]
+
+
+def _IHalControl_setThermalSeverity_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.setThermalSeverity: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.setThermalSeverity: expected 1 argument(s), got ' + str(len(data)))
+    severity, = data
+    try:
+        if not (severity.__class__ is int and -2147483648 <= severity <= 2147483647):
+            try:
+                severity = _rt.decode_int(severity)
+            except _rt.DecodeError as e:
+                e.path.append(': argument severity')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.setThermalSeverity', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.setThermalSeverity: nested too deeply') from None
+    return (severity,)
+
+
+def _IHalControl_setThermalSeverity_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalControl.setThermalSeverity replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result.__class__ is not ThermalStatus:
+            result = _rt.check_parcelable(result, ThermalStatus)
+        result = (result.to_wire(ctx) if result.__class__ is ThermalStatus else _rt.check_parcelable(result, ThermalStatus).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.hal.IHalControl.setThermalSeverity: return value') from None
+    return [result]
+
+
+def _IHalControl_setThermalSeverity_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.setThermalSeverity: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = ThermalStatus._aidl_decode(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.setThermalSeverity', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.setThermalSeverity: nested too deeply') from None
+    return result
+
+
+def _IHalControl_overrideThermalSeverity_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.hal.IHalControl.overrideThermalSeverity takes 1 argument(s) (severity), got ' + str(len(args)))
+    severity, = args
+    if not (severity.__class__ is int and -2147483648 <= severity <= 2147483647):
+        try:
+            severity = _rt.check_int(severity)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.overrideThermalSeverity: argument severity') from None
+    return [severity]
+
+
+def _IHalControl_overrideThermalSeverity_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.overrideThermalSeverity: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.overrideThermalSeverity: expected 1 argument(s), got ' + str(len(data)))
+    severity, = data
+    try:
+        if not (severity.__class__ is int and -2147483648 <= severity <= 2147483647):
+            try:
+                severity = _rt.decode_int(severity)
+            except _rt.DecodeError as e:
+                e.path.append(': argument severity')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.overrideThermalSeverity', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.overrideThermalSeverity: nested too deeply') from None
+    return (severity,)
+
+
+def _IHalControl_overrideThermalSeverity_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalControl.overrideThermalSeverity replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result.__class__ is not ThermalStatus:
+            result = _rt.check_parcelable(result, ThermalStatus)
+        result = (result.to_wire(ctx) if result.__class__ is ThermalStatus else _rt.check_parcelable(result, ThermalStatus).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.hal.IHalControl.overrideThermalSeverity: return value') from None
+    return [result]
+
+
+def _IHalControl_overrideThermalSeverity_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.overrideThermalSeverity: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = ThermalStatus._aidl_decode(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.overrideThermalSeverity', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.overrideThermalSeverity: nested too deeply') from None
+    return result
+
+
+def _IHalControl_resetThermalOverride_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 0:
+        raise TypeError('npuemu.hal.IHalControl.resetThermalOverride takes 0 argument(s) (none), got ' + str(len(args)))
+    return []
+
+
+def _IHalControl_resetThermalOverride_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.resetThermalOverride: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.resetThermalOverride: expected 0 argument(s), got ' + str(len(data)))
+    return ()
+
+
+def _IHalControl_resetThermalOverride_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalControl.resetThermalOverride replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result.__class__ is not ThermalStatus:
+            result = _rt.check_parcelable(result, ThermalStatus)
+        result = (result.to_wire(ctx) if result.__class__ is ThermalStatus else _rt.check_parcelable(result, ThermalStatus).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.hal.IHalControl.resetThermalOverride: return value') from None
+    return [result]
+
+
+def _IHalControl_resetThermalOverride_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.resetThermalOverride: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = ThermalStatus._aidl_decode(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.resetThermalOverride', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.resetThermalOverride: nested too deeply') from None
+    return result
+
+
+def _IHalControl_dump_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 0:
+        raise TypeError('npuemu.hal.IHalControl.dump takes 0 argument(s) (none), got ' + str(len(args)))
+    return []
+
+
+def _IHalControl_dump_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.dump: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.dump: expected 0 argument(s), got ' + str(len(data)))
+    return ()
+
+
+def _IHalControl_dump_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalControl.dump replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is str and result.isascii()):
+        try:
+            result = _rt.check_string(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.dump: return value') from None
+    return [result]
+
+
+def _IHalControl_dump_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.dump: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if result.__class__ is not str:
+            try:
+                result = _rt.decode_string(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.dump', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.dump: nested too deeply') from None
+    return result
+
+
+def _IHalControl_registerListener_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.hal.IHalControl.registerListener takes 1 argument(s) (listener), got ' + str(len(args)))
+    listener, = args
+    try:
+        if listener is not None:
+            listener = _rt.check_binder(listener, 'npuemu.hal.IHalListener')
+        listener = _rt.encode_binder(listener, ctx, IHalListener.definition, 'npuemu.hal.IHalListener')
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.hal.IHalControl.registerListener: argument listener') from None
+    return [listener]
+
+
+def _IHalControl_registerListener_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.registerListener: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.registerListener: expected 1 argument(s), got ' + str(len(data)))
+    listener, = data
+    try:
+        try:
+            listener = _rt.decode_binder(listener, ctx, IHalListener.definition, 'npuemu.hal.IHalListener')
+        except _rt.DecodeError as e:
+            e.path.append(': argument listener')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.registerListener', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.registerListener: nested too deeply') from None
+    return (listener,)
+
+
+def _IHalControl_registerListener_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalControl.registerListener replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('npuemu.hal.IHalControl.registerListener returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IHalControl_registerListener_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.registerListener: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IHalControl_unregisterListener_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.hal.IHalControl.unregisterListener takes 1 argument(s) (listener), got ' + str(len(args)))
+    listener, = args
+    try:
+        if listener is not None:
+            listener = _rt.check_binder(listener, 'npuemu.hal.IHalListener')
+        listener = _rt.encode_binder(listener, ctx, IHalListener.definition, 'npuemu.hal.IHalListener')
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.hal.IHalControl.unregisterListener: argument listener') from None
+    return [listener]
+
+
+def _IHalControl_unregisterListener_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.unregisterListener: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.unregisterListener: expected 1 argument(s), got ' + str(len(data)))
+    listener, = data
+    try:
+        try:
+            listener = _rt.decode_binder(listener, ctx, IHalListener.definition, 'npuemu.hal.IHalListener')
+        except _rt.DecodeError as e:
+            e.path.append(': argument listener')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.unregisterListener', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.unregisterListener: nested too deeply') from None
+    return (listener,)
+
+
+def _IHalControl_unregisterListener_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalControl.unregisterListener replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('npuemu.hal.IHalControl.unregisterListener returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IHalControl_unregisterListener_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.unregisterListener: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IHalControl_recentWorkEvents_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('npuemu.hal.IHalControl.recentWorkEvents takes 2 argument(s) (max, sinceId), got ' + str(len(args)))
+    max, sinceId = args
+    if not (max.__class__ is int and -2147483648 <= max <= 2147483647):
+        try:
+            max = _rt.check_int(max)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.recentWorkEvents: argument max') from None
+    if not (sinceId.__class__ is int and -9223372036854775808 <= sinceId <= 9223372036854775807):
+        try:
+            sinceId = _rt.check_long(sinceId)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.recentWorkEvents: argument sinceId') from None
+    return [max, sinceId]
+
+
+def _IHalControl_recentWorkEvents_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.recentWorkEvents: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.recentWorkEvents: expected 2 argument(s), got ' + str(len(data)))
+    max, sinceId = data
+    try:
+        if not (max.__class__ is int and -2147483648 <= max <= 2147483647):
+            try:
+                max = _rt.decode_int(max)
+            except _rt.DecodeError as e:
+                e.path.append(': argument max')
+                raise
+        if not (sinceId.__class__ is int and -9223372036854775808 <= sinceId <= 9223372036854775807):
+            try:
+                sinceId = _rt.decode_long(sinceId)
+            except _rt.DecodeError as e:
+                e.path.append(': argument sinceId')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.recentWorkEvents', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.recentWorkEvents: nested too deeply') from None
+    return (max, sinceId)
+
+
+def _IHalControl_recentWorkEvents_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalControl.recentWorkEvents replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        result = _check_WorkEvent_array(result)
+        result = _encode_WorkEvent_array(result, ctx)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.hal.IHalControl.recentWorkEvents: return value') from None
+    return [result]
+
+
+def _IHalControl_recentWorkEvents_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.recentWorkEvents: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = _decode_WorkEvent_array(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.recentWorkEvents', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.recentWorkEvents: nested too deeply') from None
+    return result
+
+
+def _IHalControl_runTestInference_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 4:
+        raise TypeError('npuemu.hal.IHalControl.runTestInference takes 4 argument(s) (jobPriority, originalUid, deviceName, asUid), got ' + str(len(args)))
+    jobPriority, originalUid, deviceName, asUid = args
+    if not (jobPriority.__class__ is int and -2147483648 <= jobPriority <= 2147483647):
+        try:
+            jobPriority = _rt.check_int(jobPriority)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.runTestInference: argument jobPriority') from None
+    if not (originalUid.__class__ is int and -2147483648 <= originalUid <= 2147483647):
+        try:
+            originalUid = _rt.check_int(originalUid)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.runTestInference: argument originalUid') from None
+    if not (deviceName.__class__ is str and deviceName.isascii()):
+        try:
+            deviceName = _rt.check_string(deviceName)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.runTestInference: argument deviceName') from None
+    if not (asUid.__class__ is int and -2147483648 <= asUid <= 2147483647):
+        try:
+            asUid = _rt.check_int(asUid)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.runTestInference: argument asUid') from None
+    return [jobPriority, originalUid, deviceName, asUid]
+
+
+def _IHalControl_runTestInference_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.runTestInference: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 4:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.runTestInference: expected 4 argument(s), got ' + str(len(data)))
+    jobPriority, originalUid, deviceName, asUid = data
+    try:
+        if not (jobPriority.__class__ is int and -2147483648 <= jobPriority <= 2147483647):
+            try:
+                jobPriority = _rt.decode_int(jobPriority)
+            except _rt.DecodeError as e:
+                e.path.append(': argument jobPriority')
+                raise
+        if not (originalUid.__class__ is int and -2147483648 <= originalUid <= 2147483647):
+            try:
+                originalUid = _rt.decode_int(originalUid)
+            except _rt.DecodeError as e:
+                e.path.append(': argument originalUid')
+                raise
+        if deviceName.__class__ is not str:
+            try:
+                deviceName = _rt.decode_string(deviceName)
+            except _rt.DecodeError as e:
+                e.path.append(': argument deviceName')
+                raise
+        if not (asUid.__class__ is int and -2147483648 <= asUid <= 2147483647):
+            try:
+                asUid = _rt.decode_int(asUid)
+            except _rt.DecodeError as e:
+                e.path.append(': argument asUid')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.runTestInference', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.runTestInference: nested too deeply') from None
+    return (jobPriority, originalUid, deviceName, asUid)
+
+
+def _IHalControl_runTestInference_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalControl.runTestInference replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        result = _check_WorkEvent_array(result)
+        result = _encode_WorkEvent_array(result, ctx)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.hal.IHalControl.runTestInference: return value') from None
+    return [result]
+
+
+def _IHalControl_runTestInference_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.runTestInference: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = _decode_WorkEvent_array(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.runTestInference', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.runTestInference: nested too deeply') from None
+    return result
+
+
+def _IHalControl_getDeviceParts_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.hal.IHalControl.getDeviceParts takes 1 argument(s) (device), got ' + str(len(args)))
+    device, = args
+    if not (device.__class__ is str and device.isascii()):
+        try:
+            device = _rt.check_string(device)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalControl.getDeviceParts: argument device') from None
+    return [device]
+
+
+def _IHalControl_getDeviceParts_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.getDeviceParts: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.getDeviceParts: expected 1 argument(s), got ' + str(len(data)))
+    device, = data
+    try:
+        if device.__class__ is not str:
+            try:
+                device = _rt.decode_string(device)
+            except _rt.DecodeError as e:
+                e.path.append(': argument device')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.getDeviceParts', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.getDeviceParts: nested too deeply') from None
+    return (device,)
+
+
+def _IHalControl_getDeviceParts_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalControl.getDeviceParts replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        result = _check_String_array(result)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.hal.IHalControl.getDeviceParts: return value') from None
+    return [result]
+
+
+def _IHalControl_getDeviceParts_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.getDeviceParts: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = _decode_String_array(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalControl.getDeviceParts', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalControl.getDeviceParts: nested too deeply') from None
+    return result
+
+
+def _IHalListener_onThermalSeverityChanged_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('npuemu.hal.IHalListener.onThermalSeverityChanged takes 2 argument(s) (severity, temperatureC), got ' + str(len(args)))
+    severity, temperatureC = args
+    if not (severity.__class__ is int and -2147483648 <= severity <= 2147483647):
+        try:
+            severity = _rt.check_int(severity)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.hal.IHalListener.onThermalSeverityChanged: argument severity') from None
+    try:
+        temperatureC = _rt.check_float(temperatureC)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.hal.IHalListener.onThermalSeverityChanged: argument temperatureC') from None
+    return [severity, temperatureC]
+
+
+def _IHalListener_onThermalSeverityChanged_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalListener.onThermalSeverityChanged: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('npuemu.hal.IHalListener.onThermalSeverityChanged: expected 2 argument(s), got ' + str(len(data)))
+    severity, temperatureC = data
+    try:
+        if not (severity.__class__ is int and -2147483648 <= severity <= 2147483647):
+            try:
+                severity = _rt.decode_int(severity)
+            except _rt.DecodeError as e:
+                e.path.append(': argument severity')
+                raise
+        try:
+            temperatureC = _rt.decode_float(temperatureC)
+        except _rt.DecodeError as e:
+            e.path.append(': argument temperatureC')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalListener.onThermalSeverityChanged', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalListener.onThermalSeverityChanged: nested too deeply') from None
+    return (severity, temperatureC)
+
+
+def _IHalListener_onThermalSeverityChanged_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalListener.onThermalSeverityChanged replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('npuemu.hal.IHalListener.onThermalSeverityChanged returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IHalListener_onThermalSeverityChanged_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.hal.IHalListener.onThermalSeverityChanged: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IHalListener_onMemoryPressure_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.hal.IHalListener.onMemoryPressure takes 1 argument(s) (pressure), got ' + str(len(args)))
+    pressure, = args
+    try:
+        if pressure.__class__ is not MemoryPressure:
+            pressure = _rt.check_parcelable(pressure, MemoryPressure)
+        pressure = (pressure.to_wire(ctx) if pressure.__class__ is MemoryPressure else _rt.check_parcelable(pressure, MemoryPressure).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.hal.IHalListener.onMemoryPressure: argument pressure') from None
+    return [pressure]
+
+
+def _IHalListener_onMemoryPressure_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.hal.IHalListener.onMemoryPressure: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.hal.IHalListener.onMemoryPressure: expected 1 argument(s), got ' + str(len(data)))
+    pressure, = data
+    try:
+        try:
+            pressure = MemoryPressure._aidl_decode(pressure, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument pressure')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.hal.IHalListener.onMemoryPressure', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.hal.IHalListener.onMemoryPressure: nested too deeply') from None
+    return (pressure,)
+
+
+def _IHalListener_onMemoryPressure_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.hal.IHalListener.onMemoryPressure replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('npuemu.hal.IHalListener.onMemoryPressure returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IHalListener_onMemoryPressure_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.hal.IHalListener.onMemoryPressure: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+_IHalControl_revokeUidModels = _rt.MethodDef('revokeUidModels', 1, False, (_rt.ArgDef('uid', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('int'), (), doc='System only. Frees every prepared model of uid in the driver; their later\nexecutions fail with ServiceSpecificException(GENERAL_FAILURE). Returns how many.\n(The npu service calls it when an app dies.)', encode_call=_IHalControl_revokeUidModels_encode_call, decode_call=_IHalControl_revokeUidModels_decode_call, encode_reply=_IHalControl_revokeUidModels_encode_reply, decode_reply=_IHalControl_revokeUidModels_decode_reply)
+_IHalControl_revokeRequestModels = _rt.MethodDef('revokeRequestModels', 2, False, (_rt.ArgDef('uid', _rt.TypeRef('int'), 'in'), _rt.ArgDef('requestId', _rt.TypeRef('int'), 'in'), _rt.ArgDef('keepRequestIds', _rt.TypeRef('int', array=-1), 'in')), _rt.TypeRef('int'), (), doc="System only. The unload deadline of uid's NpuManager request requestId passed:\nfrees that request's prepared models (the ones prepareModel was given its\nModelLoadToken for) and every other model of uid that is not filed under one of\nkeepRequestIds, the uid's other requests the npu service still honours. So a\nwell-behaved model of the same app lives on, and an app cannot shelter a model\nfrom revocation by naming no request, or one the service does not know.\nLater executions of the freed models fail with ServiceSpecificException\n(GENERAL_FAILURE). requestId in keepRequestIds is an IllegalArgumentException.\nReturns how many were freed.", encode_call=_IHalControl_revokeRequestModels_encode_call, decode_call=_IHalControl_revokeRequestModels_decode_call, encode_reply=_IHalControl_revokeRequestModels_encode_reply, decode_reply=_IHalControl_revokeRequestModels_decode_reply)
+_IHalControl_injectFault = _rt.MethodDef('injectFault', 3, False, (_rt.ArgDef('device', _rt.TypeRef('String'), 'in'), _rt.ArgDef('kind', _rt.TypeRef('int'), 'in'), _rt.ArgDef('arg', _rt.TypeRef('double'), 'in')), _rt.TypeRef('void'), (), doc='System or shell. One FAULT_* on the named IDevice instance.', encode_call=_IHalControl_injectFault_encode_call, decode_call=_IHalControl_injectFault_decode_call, encode_reply=_IHalControl_injectFault_encode_reply, decode_reply=_IHalControl_injectFault_decode_reply)
+_IHalControl_resetChannel = _rt.MethodDef('resetChannel', 4, False, (_rt.ArgDef('device', _rt.TypeRef('String'), 'in'), _rt.ArgDef('channel', _rt.TypeRef('int'), 'in')), _rt.TypeRef('void'), (), doc='System or shell. Un-hang a channel: its stuck work ends FAILED.', encode_call=_IHalControl_resetChannel_encode_call, decode_call=_IHalControl_resetChannel_decode_call, encode_reply=_IHalControl_resetChannel_encode_reply, decode_reply=_IHalControl_resetChannel_decode_reply)
+_IHalControl_thermalStatus = _rt.MethodDef('thermalStatus', 5, False, (), _rt.TypeRef('npuemu.hal.ThermalStatus'), (), doc="Anyone. The die's temperature, severity and thresholds.", encode_call=_IHalControl_thermalStatus_encode_call, decode_call=_IHalControl_thermalStatus_decode_call, encode_reply=_IHalControl_thermalStatus_encode_reply, decode_reply=_IHalControl_thermalStatus_decode_reply)
+_IHalControl_setThermalSeverity = _rt.MethodDef('setThermalSeverity', 6, False, (_rt.ArgDef('severity', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('npuemu.hal.ThermalStatus'), (), doc="System or shell (a heat spike: the demo's). Moves the die temperature to the\nmiddle of severity's band (computed from the driver's thresholds); the die then\nheats and cools from there as the thermal model says (or, while an override\nholds it, is held there).", encode_call=_IHalControl_setThermalSeverity_encode_call, decode_call=_IHalControl_setThermalSeverity_decode_call, encode_reply=_IHalControl_setThermalSeverity_encode_reply, decode_reply=_IHalControl_setThermalSeverity_decode_reply)
+_IHalControl_overrideThermalSeverity = _rt.MethodDef('overrideThermalSeverity', 7, False, (_rt.ArgDef('severity', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('npuemu.hal.ThermalStatus'), (), doc="System or shell (`npuemu thermal set`): a thermal override, as\n`cmd thermalservice override-status` on a phone. Holds the die at the middle of\nseverity's band until resetThermalOverride (or another override moves it): it\nneither heats with load nor cools at rest, so the driver throttles, and the\nlisteners hear, that severity until then.", encode_call=_IHalControl_overrideThermalSeverity_encode_call, decode_call=_IHalControl_overrideThermalSeverity_decode_call, encode_reply=_IHalControl_overrideThermalSeverity_encode_reply, decode_reply=_IHalControl_overrideThermalSeverity_decode_reply)
+_IHalControl_resetThermalOverride = _rt.MethodDef('resetThermalOverride', 8, False, (), _rt.TypeRef('npuemu.hal.ThermalStatus'), (), doc='System or shell (`npuemu thermal reset`, as `cmd thermalservice reset`): releases\nthe override; the die heats and cools from where it was held. Harmless when no\noverride holds it.', encode_call=_IHalControl_resetThermalOverride_encode_call, decode_call=_IHalControl_resetThermalOverride_decode_call, encode_reply=_IHalControl_resetThermalOverride_encode_reply, decode_reply=_IHalControl_resetThermalOverride_decode_reply)
+_IHalControl_dump = _rt.MethodDef('dump', 9, False, (), _rt.TypeRef('String'), (), doc="System or shell. The driver's dump and the HAL's state, for people.", encode_call=_IHalControl_dump_encode_call, decode_call=_IHalControl_dump_decode_call, encode_reply=_IHalControl_dump_encode_reply, decode_reply=_IHalControl_dump_decode_reply)
+_IHalControl_registerListener = _rt.MethodDef('registerListener', 10, False, (_rt.ArgDef('listener', _rt.TypeRef('npuemu.hal.IHalListener'), 'in'),), _rt.TypeRef('void'), (), doc='System only. Thermal severity changes and memory pressure; a dead listener is dropped.', encode_call=_IHalControl_registerListener_encode_call, decode_call=_IHalControl_registerListener_decode_call, encode_reply=_IHalControl_registerListener_encode_reply, decode_reply=_IHalControl_registerListener_decode_reply)
+_IHalControl_unregisterListener = _rt.MethodDef('unregisterListener', 11, False, (_rt.ArgDef('listener', _rt.TypeRef('npuemu.hal.IHalListener'), 'in'),), _rt.TypeRef('void'), (), doc=None, encode_call=_IHalControl_unregisterListener_encode_call, decode_call=_IHalControl_unregisterListener_decode_call, encode_reply=_IHalControl_unregisterListener_encode_reply, decode_reply=_IHalControl_unregisterListener_decode_reply)
+_IHalControl_recentWorkEvents = _rt.MethodDef('recentWorkEvents', 12, False, (_rt.ArgDef('max', _rt.TypeRef('int'), 'in'), _rt.ArgDef('sinceId', _rt.TypeRef('long'), 'in')), _rt.TypeRef('npuemu.hal.WorkEvent', array=-1), (), doc='System or shell. The latest work events read from the driver (up to max, oldest\nfirst), undebounced, with their times, channel and device. A call with sinceId\n>= 0 gets only events whose info.id is greater.', encode_call=_IHalControl_recentWorkEvents_encode_call, decode_call=_IHalControl_recentWorkEvents_decode_call, encode_reply=_IHalControl_recentWorkEvents_encode_reply, decode_reply=_IHalControl_recentWorkEvents_decode_reply)
+_IHalControl_runTestInference = _rt.MethodDef('runTestInference', 13, False, (_rt.ArgDef('jobPriority', _rt.TypeRef('int'), 'in'), _rt.ArgDef('originalUid', _rt.TypeRef('int'), 'in'), _rt.ArgDef('deviceName', _rt.TypeRef('String'), 'in'), _rt.ArgDef('asUid', _rt.TypeRef('int'), 'in')), _rt.TypeRef('npuemu.hal.WorkEvent', array=-1), (), doc='One small fixed inference (a FULLY_CONNECTED layer costing a few hundred emulated\nmilliseconds) on deviceName ("" for the first accelerator), as the caller\'s uid,\nwith the given job priority and originalUid (-1: none). Returns the work events\nit caused, once it has ended.\n\nasUid (-1: the caller) runs it as another uid; only root, system and the shell\nmay: the shell is the person at the terminal, who on an eng build could `su` to\nany uid anyway. Any other caller asking for another uid gets a SecurityException.\nRefusals of the work itself (no direct access, attribution) are SecurityException.', encode_call=_IHalControl_runTestInference_encode_call, decode_call=_IHalControl_runTestInference_decode_call, encode_reply=_IHalControl_runTestInference_encode_reply, decode_reply=_IHalControl_runTestInference_decode_reply)
+_IHalControl_getDeviceParts = _rt.MethodDef('getDeviceParts', 14, False, (_rt.ArgDef('device', _rt.TypeRef('String'), 'in'),), _rt.TypeRef('String', array=-1), (), doc='Anyone. The IDevice instance names of the devices a heterogeneous device (type\nOTHER) manages, each also served on its own; empty for any other device. A part\nwhose name is invalid (and so is not served) is listed as "#<driver number>".', encode_call=_IHalControl_getDeviceParts_encode_call, decode_call=_IHalControl_getDeviceParts_decode_call, encode_reply=_IHalControl_getDeviceParts_encode_reply, decode_reply=_IHalControl_getDeviceParts_decode_reply)
+_IHalListener_onThermalSeverityChanged = _rt.MethodDef('onThermalSeverityChanged', 1, True, (_rt.ArgDef('severity', _rt.TypeRef('int'), 'in'), _rt.ArgDef('temperatureC', _rt.TypeRef('float'), 'in')), _rt.TypeRef('void'), (), doc='The die crossed a threshold (severity as the thermal HAL numbers it).', encode_call=_IHalListener_onThermalSeverityChanged_encode_call, decode_call=_IHalListener_onThermalSeverityChanged_decode_call, encode_reply=_IHalListener_onThermalSeverityChanged_encode_reply, decode_reply=_IHalListener_onThermalSeverityChanged_decode_reply)
+_IHalListener_onMemoryPressure = _rt.MethodDef('onMemoryPressure', 2, True, (_rt.ArgDef('pressure', _rt.TypeRef('npuemu.hal.MemoryPressure'), 'in'),), _rt.TypeRef('void'), (), doc="A device's memory changed.", encode_call=_IHalListener_onMemoryPressure_encode_call, decode_call=_IHalListener_onMemoryPressure_decode_call, encode_reply=_IHalListener_onMemoryPressure_encode_reply, decode_reply=_IHalListener_onMemoryPressure_decode_reply)
 _rt.bind(globals(), [
     _rt.ParcelableDef(
         'npuemu.hal.MemoryPressure',
@@ -387,31 +1863,13 @@ _rt.bind(globals(), [
     _rt.InterfaceDef(
         'npuemu.hal.IHalControl',
         False,
-        (
-            _rt.MethodDef('revokeUidModels', 1, False, (_rt.ArgDef('uid', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('int'), (), doc='System only. Frees every prepared model of uid in the driver; their later\nexecutions fail with ServiceSpecificException(GENERAL_FAILURE). Returns how many.\n(The npu service calls it when an app dies.)'),
-            _rt.MethodDef('revokeRequestModels', 2, False, (_rt.ArgDef('uid', _rt.TypeRef('int'), 'in'), _rt.ArgDef('requestId', _rt.TypeRef('int'), 'in'), _rt.ArgDef('keepRequestIds', _rt.TypeRef('int', array=-1), 'in')), _rt.TypeRef('int'), (), doc="System only. The unload deadline of uid's NpuManager request requestId passed:\nfrees that request's prepared models (the ones prepareModel was given its\nModelLoadToken for) and every other model of uid that is not filed under one of\nkeepRequestIds, the uid's other requests the npu service still honours. So a\nwell-behaved model of the same app lives on, and an app cannot shelter a model\nfrom revocation by naming no request, or one the service does not know.\nLater executions of the freed models fail with ServiceSpecificException\n(GENERAL_FAILURE). requestId in keepRequestIds is an IllegalArgumentException.\nReturns how many were freed."),
-            _rt.MethodDef('injectFault', 3, False, (_rt.ArgDef('device', _rt.TypeRef('String'), 'in'), _rt.ArgDef('kind', _rt.TypeRef('int'), 'in'), _rt.ArgDef('arg', _rt.TypeRef('double'), 'in')), _rt.TypeRef('void'), (), doc='System or shell. One FAULT_* on the named IDevice instance.'),
-            _rt.MethodDef('resetChannel', 4, False, (_rt.ArgDef('device', _rt.TypeRef('String'), 'in'), _rt.ArgDef('channel', _rt.TypeRef('int'), 'in')), _rt.TypeRef('void'), (), doc='System or shell. Un-hang a channel: its stuck work ends FAILED.'),
-            _rt.MethodDef('thermalStatus', 5, False, (), _rt.TypeRef('npuemu.hal.ThermalStatus'), (), doc="Anyone. The die's temperature, severity and thresholds."),
-            _rt.MethodDef('setThermalSeverity', 6, False, (_rt.ArgDef('severity', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('npuemu.hal.ThermalStatus'), (), doc="System or shell (a heat spike: the demo's). Moves the die temperature to the\nmiddle of severity's band (computed from the driver's thresholds); the die then\nheats and cools from there as the thermal model says (or, while an override\nholds it, is held there)."),
-            _rt.MethodDef('overrideThermalSeverity', 7, False, (_rt.ArgDef('severity', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('npuemu.hal.ThermalStatus'), (), doc="System or shell (`npuemu thermal set`): a thermal override, as\n`cmd thermalservice override-status` on a phone. Holds the die at the middle of\nseverity's band until resetThermalOverride (or another override moves it): it\nneither heats with load nor cools at rest, so the driver throttles, and the\nlisteners hear, that severity until then."),
-            _rt.MethodDef('resetThermalOverride', 8, False, (), _rt.TypeRef('npuemu.hal.ThermalStatus'), (), doc='System or shell (`npuemu thermal reset`, as `cmd thermalservice reset`): releases\nthe override; the die heats and cools from where it was held. Harmless when no\noverride holds it.'),
-            _rt.MethodDef('dump', 9, False, (), _rt.TypeRef('String'), (), doc="System or shell. The driver's dump and the HAL's state, for people."),
-            _rt.MethodDef('registerListener', 10, False, (_rt.ArgDef('listener', _rt.TypeRef('npuemu.hal.IHalListener'), 'in'),), _rt.TypeRef('void'), (), doc='System only. Thermal severity changes and memory pressure; a dead listener is dropped.'),
-            _rt.MethodDef('unregisterListener', 11, False, (_rt.ArgDef('listener', _rt.TypeRef('npuemu.hal.IHalListener'), 'in'),), _rt.TypeRef('void'), (), doc=None),
-            _rt.MethodDef('recentWorkEvents', 12, False, (_rt.ArgDef('max', _rt.TypeRef('int'), 'in'), _rt.ArgDef('sinceId', _rt.TypeRef('long'), 'in')), _rt.TypeRef('npuemu.hal.WorkEvent', array=-1), (), doc='System or shell. The latest work events read from the driver (up to max, oldest\nfirst), undebounced, with their times, channel and device. A call with sinceId\n>= 0 gets only events whose info.id is greater.'),
-            _rt.MethodDef('runTestInference', 13, False, (_rt.ArgDef('jobPriority', _rt.TypeRef('int'), 'in'), _rt.ArgDef('originalUid', _rt.TypeRef('int'), 'in'), _rt.ArgDef('deviceName', _rt.TypeRef('String'), 'in'), _rt.ArgDef('asUid', _rt.TypeRef('int'), 'in')), _rt.TypeRef('npuemu.hal.WorkEvent', array=-1), (), doc='One small fixed inference (a FULLY_CONNECTED layer costing a few hundred emulated\nmilliseconds) on deviceName ("" for the first accelerator), as the caller\'s uid,\nwith the given job priority and originalUid (-1: none). Returns the work events\nit caused, once it has ended.\n\nasUid (-1: the caller) runs it as another uid; only root, system and the shell\nmay: the shell is the person at the terminal, who on an eng build could `su` to\nany uid anyway. Any other caller asking for another uid gets a SecurityException.\nRefusals of the work itself (no direct access, attribution) are SecurityException.'),
-            _rt.MethodDef('getDeviceParts', 14, False, (_rt.ArgDef('device', _rt.TypeRef('String'), 'in'),), _rt.TypeRef('String', array=-1), (), doc='Anyone. The IDevice instance names of the devices a heterogeneous device (type\nOTHER) manages, each also served on its own; empty for any other device. A part\nwhose name is invalid (and so is not served) is listed as "#<driver number>".'),
-        ),
+        (_IHalControl_revokeUidModels, _IHalControl_revokeRequestModels, _IHalControl_injectFault, _IHalControl_resetChannel, _IHalControl_thermalStatus, _IHalControl_setThermalSeverity, _IHalControl_overrideThermalSeverity, _IHalControl_resetThermalOverride, _IHalControl_dump, _IHalControl_registerListener, _IHalControl_unregisterListener, _IHalControl_recentWorkEvents, _IHalControl_runTestInference, _IHalControl_getDeviceParts),
         {'FAULT_FAIL_NEXT_WORK': 1, 'FAULT_HANG_CHANNEL': 2, 'FAULT_HEAT_SPIKE': 3, 'FAULT_CRASH': 4}, (), filename='npuemu/hal/IHalControl.aidl', line=15, doc='npuemu\'s private control of the vendor HAL (instance npuemu.hal.IHalControl/default).\n\nWhat the emulator needs and the public HALs do not offer lives here, so that\nandroid.hardware.npu and android.hardware.neuralnetworks stay as AOSP and the seeds\ndefine them. Who may call what is written at each method: "system" means the\nsystem uid (1000) or root (0); "shell" adds uid 2000, the person at the terminal.', cls=IHalControl,
     ),
     _rt.InterfaceDef(
         'npuemu.hal.IHalListener',
         True,
-        (
-            _rt.MethodDef('onThermalSeverityChanged', 1, True, (_rt.ArgDef('severity', _rt.TypeRef('int'), 'in'), _rt.ArgDef('temperatureC', _rt.TypeRef('float'), 'in')), _rt.TypeRef('void'), (), doc='The die crossed a threshold (severity as the thermal HAL numbers it).'),
-            _rt.MethodDef('onMemoryPressure', 2, True, (_rt.ArgDef('pressure', _rt.TypeRef('npuemu.hal.MemoryPressure'), 'in'),), _rt.TypeRef('void'), (), doc="A device's memory changed."),
-        ),
+        (_IHalListener_onThermalSeverityChanged, _IHalListener_onMemoryPressure),
         {}, (), filename='npuemu/hal/IHalListener.aidl', line=6, doc="What system_server's thermal service (and tools) hear from the HAL.", cls=IHalListener,
     ),
-], imported=(WorkInfo,))
+])

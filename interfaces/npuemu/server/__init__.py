@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from framework.binder import aidl_support as _rt
 
 __all__ = ['CrashInfo', 'IActivityManager', 'IPackageManager', 'IThermalService', 'WaitResult']
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class CrashInfo(_rt.Parcelable):
     """An app's uncaught exception, as its process reports it to the activity manager:
     Android's ApplicationErrorReport.CrashInfo, the fields npuemu fills.
@@ -28,11 +28,103 @@ class CrashInfo(_rt.Parcelable):
     throwLineNumber: int
     stackTrace: str
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, exceptionClassName: str = ..., exceptionMessage: str = ..., throwFileName: str = ..., throwLineNumber: int = ..., stackTrace: str = ...) -> None: ...
+    def __init__(self, *, exceptionClassName: str = '', exceptionMessage: str = '', throwFileName: str = '', throwLineNumber: int = 0, stackTrace: str = '') -> None:
+        if not (exceptionClassName.__class__ is str and exceptionClassName.isascii()):
+            try:
+                exceptionClassName = _rt.check_string(exceptionClassName)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'CrashInfo.exceptionClassName') from None
+        if not (exceptionMessage.__class__ is str and exceptionMessage.isascii()):
+            try:
+                exceptionMessage = _rt.check_string(exceptionMessage)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'CrashInfo.exceptionMessage') from None
+        if not (throwFileName.__class__ is str and throwFileName.isascii()):
+            try:
+                throwFileName = _rt.check_string(throwFileName)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'CrashInfo.throwFileName') from None
+        if not (throwLineNumber.__class__ is int and -2147483648 <= throwLineNumber <= 2147483647):
+            try:
+                throwLineNumber = _rt.check_int(throwLineNumber)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'CrashInfo.throwLineNumber') from None
+        if not (stackTrace.__class__ is str and stackTrace.isascii()):
+            try:
+                stackTrace = _rt.check_string(stackTrace)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'CrashInfo.stackTrace') from None
+        _set_CrashInfo_exceptionClassName(self, exceptionClassName)
+        _set_CrashInfo_exceptionMessage(self, exceptionMessage)
+        _set_CrashInfo_throwFileName(self, throwFileName)
+        _set_CrashInfo_throwLineNumber(self, throwLineNumber)
+        _set_CrashInfo_stackTrace(self, stackTrace)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this CrashInfo as a msgpack-able array, in declared order."""
+        return [self.exceptionClassName, self.exceptionMessage, self.throwFileName, self.throwLineNumber, self.stackTrace]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> CrashInfo:
+        """Decode the wire array of a CrashInfo; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 5:
+            data = _rt.fields_of(data, 5, 'CrashInfo')
+        exceptionClassName, exceptionMessage, throwFileName, throwLineNumber, stackTrace = data
+        if exceptionClassName.__class__ is not str:
+            if exceptionClassName is _rt.DEFAULT:
+                exceptionClassName = ''
+            else:
+                try:
+                    exceptionClassName = _rt.decode_string(exceptionClassName)
+                except _rt.DecodeError as e:
+                    e.path.append('.exceptionClassName')
+                    raise
+        if exceptionMessage.__class__ is not str:
+            if exceptionMessage is _rt.DEFAULT:
+                exceptionMessage = ''
+            else:
+                try:
+                    exceptionMessage = _rt.decode_string(exceptionMessage)
+                except _rt.DecodeError as e:
+                    e.path.append('.exceptionMessage')
+                    raise
+        if throwFileName.__class__ is not str:
+            if throwFileName is _rt.DEFAULT:
+                throwFileName = ''
+            else:
+                try:
+                    throwFileName = _rt.decode_string(throwFileName)
+                except _rt.DecodeError as e:
+                    e.path.append('.throwFileName')
+                    raise
+        if not (throwLineNumber.__class__ is int and -2147483648 <= throwLineNumber <= 2147483647):
+            if throwLineNumber is _rt.DEFAULT:
+                throwLineNumber = 0
+            else:
+                try:
+                    throwLineNumber = _rt.decode_int(throwLineNumber)
+                except _rt.DecodeError as e:
+                    e.path.append('.throwLineNumber')
+                    raise
+        if stackTrace.__class__ is not str:
+            if stackTrace is _rt.DEFAULT:
+                stackTrace = ''
+            else:
+                try:
+                    stackTrace = _rt.decode_string(stackTrace)
+                except _rt.DecodeError as e:
+                    e.path.append('.stackTrace')
+                    raise
+        self = object.__new__(CrashInfo)
+        _set_CrashInfo_exceptionClassName(self, exceptionClassName)
+        _set_CrashInfo_exceptionMessage(self, exceptionMessage)
+        _set_CrashInfo_throwFileName(self, throwFileName)
+        _set_CrashInfo_throwLineNumber(self, throwLineNumber)
+        _set_CrashInfo_stackTrace(self, stackTrace)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class WaitResult(_rt.Parcelable):
     """How an app's start ended, as `am start -W` waits for it: Android's WaitResult, with
     npuemu's outcomes. An app is up once its code is loaded and its main(context) has
@@ -53,8 +145,105 @@ class WaitResult(_rt.Parcelable):
     exitStatus: int
     crashInfo: CrashInfo | None
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, result: int = ..., pid: int = ..., totalTimeMs: int = ..., exitStatus: int = ..., crashInfo: CrashInfo | None = ...) -> None: ...
+    def __init__(self, *, result: int = 0, pid: int = 0, totalTimeMs: int = 0, exitStatus: int = 0, crashInfo: CrashInfo | None = None) -> None:
+        if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+            try:
+                result = _rt.check_int(result)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WaitResult.result') from None
+        if not (pid.__class__ is int and -2147483648 <= pid <= 2147483647):
+            try:
+                pid = _rt.check_int(pid)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WaitResult.pid') from None
+        if not (totalTimeMs.__class__ is int and -9223372036854775808 <= totalTimeMs <= 9223372036854775807):
+            try:
+                totalTimeMs = _rt.check_long(totalTimeMs)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WaitResult.totalTimeMs') from None
+        if not (exitStatus.__class__ is int and -2147483648 <= exitStatus <= 2147483647):
+            try:
+                exitStatus = _rt.check_int(exitStatus)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WaitResult.exitStatus') from None
+        if not (crashInfo is None or crashInfo.__class__ is CrashInfo):
+            try:
+                crashInfo = _rt.check_parcelable(crashInfo, CrashInfo)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WaitResult.crashInfo') from None
+        _set_WaitResult_result(self, result)
+        _set_WaitResult_pid(self, pid)
+        _set_WaitResult_totalTimeMs(self, totalTimeMs)
+        _set_WaitResult_exitStatus(self, exitStatus)
+        _set_WaitResult_crashInfo(self, crashInfo)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this WaitResult as a msgpack-able array, in declared order."""
+        crashInfo = self.crashInfo
+        try:
+            crashInfo = (None if crashInfo is None else (crashInfo.to_wire(ctx) if crashInfo.__class__ is CrashInfo else _rt.check_parcelable(crashInfo, CrashInfo).to_wire(ctx)))
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'WaitResult.crashInfo') from None
+        return [self.result, self.pid, self.totalTimeMs, self.exitStatus, crashInfo]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> WaitResult:
+        """Decode the wire array of a WaitResult; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 5:
+            data = _rt.fields_of(data, 5, 'WaitResult')
+        result, pid, totalTimeMs, exitStatus, crashInfo = data
+        if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+            if result is _rt.DEFAULT:
+                result = 0
+            else:
+                try:
+                    result = _rt.decode_int(result)
+                except _rt.DecodeError as e:
+                    e.path.append('.result')
+                    raise
+        if not (pid.__class__ is int and -2147483648 <= pid <= 2147483647):
+            if pid is _rt.DEFAULT:
+                pid = 0
+            else:
+                try:
+                    pid = _rt.decode_int(pid)
+                except _rt.DecodeError as e:
+                    e.path.append('.pid')
+                    raise
+        if not (totalTimeMs.__class__ is int and -9223372036854775808 <= totalTimeMs <= 9223372036854775807):
+            if totalTimeMs is _rt.DEFAULT:
+                totalTimeMs = 0
+            else:
+                try:
+                    totalTimeMs = _rt.decode_long(totalTimeMs)
+                except _rt.DecodeError as e:
+                    e.path.append('.totalTimeMs')
+                    raise
+        if not (exitStatus.__class__ is int and -2147483648 <= exitStatus <= 2147483647):
+            if exitStatus is _rt.DEFAULT:
+                exitStatus = 0
+            else:
+                try:
+                    exitStatus = _rt.decode_int(exitStatus)
+                except _rt.DecodeError as e:
+                    e.path.append('.exitStatus')
+                    raise
+        if crashInfo is not None:
+            if crashInfo is _rt.DEFAULT:
+                crashInfo = None
+            else:
+                try:
+                    crashInfo = CrashInfo._aidl_decode(crashInfo, ctx)
+                except _rt.DecodeError as e:
+                    e.path.append('.crashInfo')
+                    raise
+        self = object.__new__(WaitResult)
+        _set_WaitResult_result(self, result)
+        _set_WaitResult_pid(self, pid)
+        _set_WaitResult_totalTimeMs(self, totalTimeMs)
+        _set_WaitResult_exitStatus(self, exitStatus)
+        _set_WaitResult_crashInfo(self, crashInfo)
+        return self
 
 
 class IActivityManager(_rt.Interface):
@@ -265,6 +454,928 @@ class IThermalService(_rt.Interface):
             return await self._remote._call(_IThermalService_dump, (args_,))
 
 
+# The slots' setters: only __init__ and _aidl_decode write a field of a frozen parcelable.
+_set_CrashInfo_exceptionClassName = CrashInfo.exceptionClassName.__set__
+_set_CrashInfo_exceptionMessage = CrashInfo.exceptionMessage.__set__
+_set_CrashInfo_throwFileName = CrashInfo.throwFileName.__set__
+_set_CrashInfo_throwLineNumber = CrashInfo.throwLineNumber.__set__
+_set_CrashInfo_stackTrace = CrashInfo.stackTrace.__set__
+_set_WaitResult_result = WaitResult.result.__set__
+_set_WaitResult_pid = WaitResult.pid.__set__
+_set_WaitResult_totalTimeMs = WaitResult.totalTimeMs.__set__
+_set_WaitResult_exitStatus = WaitResult.exitStatus.__set__
+_set_WaitResult_crashInfo = WaitResult.crashInfo.__set__
+
+
+def _check_String_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected String[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if not (x.__class__ is str and x.isascii()):
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if not (x.__class__ is str and x.isascii()):
+            try:
+                x = _rt.check_string(x)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _decode_String_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected String[] (an array), got ' + _rt.describe(w))
+    for x in w:
+        if x.__class__ is not str:
+            break
+    else:
+        return list(w)
+    out = []
+    for i, x in enumerate(w):
+        if x.__class__ is not str:
+            try:
+                x = _rt.decode_string(x)
+            except _rt.DecodeError as e:
+                e.path.append(f'[{i}]')
+                raise
+        out.append(x)
+    return out
+
+
+def _IActivityManager_startApp_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('npuemu.server.IActivityManager.startApp takes 2 argument(s) (packageName, importance), got ' + str(len(args)))
+    packageName, importance = args
+    if not (packageName.__class__ is str and packageName.isascii()):
+        try:
+            packageName = _rt.check_string(packageName)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IActivityManager.startApp: argument packageName') from None
+    if not (importance.__class__ is int and -2147483648 <= importance <= 2147483647):
+        try:
+            importance = _rt.check_int(importance)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IActivityManager.startApp: argument importance') from None
+    return [packageName, importance]
+
+
+def _IActivityManager_startApp_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.startApp: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.startApp: expected 2 argument(s), got ' + str(len(data)))
+    packageName, importance = data
+    try:
+        if packageName.__class__ is not str:
+            try:
+                packageName = _rt.decode_string(packageName)
+            except _rt.DecodeError as e:
+                e.path.append(': argument packageName')
+                raise
+        if not (importance.__class__ is int and -2147483648 <= importance <= 2147483647):
+            try:
+                importance = _rt.decode_int(importance)
+            except _rt.DecodeError as e:
+                e.path.append(': argument importance')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IActivityManager.startApp', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.startApp: nested too deeply') from None
+    return (packageName, importance)
+
+
+def _IActivityManager_startApp_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IActivityManager.startApp replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+        try:
+            result = _rt.check_int(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IActivityManager.startApp: return value') from None
+    return [result]
+
+
+def _IActivityManager_startApp_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.startApp: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+            try:
+                result = _rt.decode_int(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IActivityManager.startApp', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.startApp: nested too deeply') from None
+    return result
+
+
+def _IActivityManager_setImportance_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('npuemu.server.IActivityManager.setImportance takes 2 argument(s) (packageName, importance), got ' + str(len(args)))
+    packageName, importance = args
+    if not (packageName.__class__ is str and packageName.isascii()):
+        try:
+            packageName = _rt.check_string(packageName)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IActivityManager.setImportance: argument packageName') from None
+    if not (importance.__class__ is int and -2147483648 <= importance <= 2147483647):
+        try:
+            importance = _rt.check_int(importance)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IActivityManager.setImportance: argument importance') from None
+    return [packageName, importance]
+
+
+def _IActivityManager_setImportance_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.setImportance: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.setImportance: expected 2 argument(s), got ' + str(len(data)))
+    packageName, importance = data
+    try:
+        if packageName.__class__ is not str:
+            try:
+                packageName = _rt.decode_string(packageName)
+            except _rt.DecodeError as e:
+                e.path.append(': argument packageName')
+                raise
+        if not (importance.__class__ is int and -2147483648 <= importance <= 2147483647):
+            try:
+                importance = _rt.decode_int(importance)
+            except _rt.DecodeError as e:
+                e.path.append(': argument importance')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IActivityManager.setImportance', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.setImportance: nested too deeply') from None
+    return (packageName, importance)
+
+
+def _IActivityManager_setImportance_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IActivityManager.setImportance replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('npuemu.server.IActivityManager.setImportance returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IActivityManager_setImportance_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.setImportance: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IActivityManager_killApp_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.server.IActivityManager.killApp takes 1 argument(s) (packageName), got ' + str(len(args)))
+    packageName, = args
+    if not (packageName.__class__ is str and packageName.isascii()):
+        try:
+            packageName = _rt.check_string(packageName)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IActivityManager.killApp: argument packageName') from None
+    return [packageName]
+
+
+def _IActivityManager_killApp_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.killApp: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.killApp: expected 1 argument(s), got ' + str(len(data)))
+    packageName, = data
+    try:
+        if packageName.__class__ is not str:
+            try:
+                packageName = _rt.decode_string(packageName)
+            except _rt.DecodeError as e:
+                e.path.append(': argument packageName')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IActivityManager.killApp', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.killApp: nested too deeply') from None
+    return (packageName,)
+
+
+def _IActivityManager_killApp_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IActivityManager.killApp replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('npuemu.server.IActivityManager.killApp returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IActivityManager_killApp_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.killApp: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IActivityManager_getUidImportance_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.server.IActivityManager.getUidImportance takes 1 argument(s) (uid), got ' + str(len(args)))
+    uid, = args
+    if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+        try:
+            uid = _rt.check_int(uid)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IActivityManager.getUidImportance: argument uid') from None
+    return [uid]
+
+
+def _IActivityManager_getUidImportance_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.getUidImportance: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.getUidImportance: expected 1 argument(s), got ' + str(len(data)))
+    uid, = data
+    try:
+        if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+            try:
+                uid = _rt.decode_int(uid)
+            except _rt.DecodeError as e:
+                e.path.append(': argument uid')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IActivityManager.getUidImportance', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.getUidImportance: nested too deeply') from None
+    return (uid,)
+
+
+def _IActivityManager_getUidImportance_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IActivityManager.getUidImportance replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+        try:
+            result = _rt.check_int(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IActivityManager.getUidImportance: return value') from None
+    return [result]
+
+
+def _IActivityManager_getUidImportance_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.getUidImportance: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+            try:
+                result = _rt.decode_int(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IActivityManager.getUidImportance', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.getUidImportance: nested too deeply') from None
+    return result
+
+
+def _IActivityManager_dump_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.server.IActivityManager.dump takes 1 argument(s) (args), got ' + str(len(args)))
+    args_, = args
+    try:
+        args_ = _check_String_array(args_)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.server.IActivityManager.dump: argument args') from None
+    return [args_]
+
+
+def _IActivityManager_dump_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.dump: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.dump: expected 1 argument(s), got ' + str(len(data)))
+    args_, = data
+    try:
+        try:
+            args_ = _decode_String_array(args_, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument args')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IActivityManager.dump', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.dump: nested too deeply') from None
+    return (args_,)
+
+
+def _IActivityManager_dump_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IActivityManager.dump replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is str and result.isascii()):
+        try:
+            result = _rt.check_string(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IActivityManager.dump: return value') from None
+    return [result]
+
+
+def _IActivityManager_dump_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.dump: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if result.__class__ is not str:
+            try:
+                result = _rt.decode_string(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IActivityManager.dump', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.dump: nested too deeply') from None
+    return result
+
+
+def _IActivityManager_attachApplication_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 0:
+        raise TypeError('npuemu.server.IActivityManager.attachApplication takes 0 argument(s) (none), got ' + str(len(args)))
+    return []
+
+
+def _IActivityManager_attachApplication_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.attachApplication: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.attachApplication: expected 0 argument(s), got ' + str(len(data)))
+    return ()
+
+
+def _IActivityManager_attachApplication_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IActivityManager.attachApplication replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('npuemu.server.IActivityManager.attachApplication returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IActivityManager_attachApplication_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.attachApplication: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IActivityManager_handleApplicationCrash_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.server.IActivityManager.handleApplicationCrash takes 1 argument(s) (crashInfo), got ' + str(len(args)))
+    crashInfo, = args
+    try:
+        if crashInfo.__class__ is not CrashInfo:
+            crashInfo = _rt.check_parcelable(crashInfo, CrashInfo)
+        crashInfo = (crashInfo.to_wire(ctx) if crashInfo.__class__ is CrashInfo else _rt.check_parcelable(crashInfo, CrashInfo).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.server.IActivityManager.handleApplicationCrash: argument crashInfo') from None
+    return [crashInfo]
+
+
+def _IActivityManager_handleApplicationCrash_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.handleApplicationCrash: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.handleApplicationCrash: expected 1 argument(s), got ' + str(len(data)))
+    crashInfo, = data
+    try:
+        try:
+            crashInfo = CrashInfo._aidl_decode(crashInfo, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument crashInfo')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IActivityManager.handleApplicationCrash', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.handleApplicationCrash: nested too deeply') from None
+    return (crashInfo,)
+
+
+def _IActivityManager_handleApplicationCrash_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IActivityManager.handleApplicationCrash replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('npuemu.server.IActivityManager.handleApplicationCrash returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IActivityManager_handleApplicationCrash_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.handleApplicationCrash: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IActivityManager_waitForAppStart_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('npuemu.server.IActivityManager.waitForAppStart takes 2 argument(s) (pid, timeoutMs), got ' + str(len(args)))
+    pid, timeoutMs = args
+    if not (pid.__class__ is int and -2147483648 <= pid <= 2147483647):
+        try:
+            pid = _rt.check_int(pid)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IActivityManager.waitForAppStart: argument pid') from None
+    if not (timeoutMs.__class__ is int and -9223372036854775808 <= timeoutMs <= 9223372036854775807):
+        try:
+            timeoutMs = _rt.check_long(timeoutMs)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IActivityManager.waitForAppStart: argument timeoutMs') from None
+    return [pid, timeoutMs]
+
+
+def _IActivityManager_waitForAppStart_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.waitForAppStart: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.waitForAppStart: expected 2 argument(s), got ' + str(len(data)))
+    pid, timeoutMs = data
+    try:
+        if not (pid.__class__ is int and -2147483648 <= pid <= 2147483647):
+            try:
+                pid = _rt.decode_int(pid)
+            except _rt.DecodeError as e:
+                e.path.append(': argument pid')
+                raise
+        if not (timeoutMs.__class__ is int and -9223372036854775808 <= timeoutMs <= 9223372036854775807):
+            try:
+                timeoutMs = _rt.decode_long(timeoutMs)
+            except _rt.DecodeError as e:
+                e.path.append(': argument timeoutMs')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IActivityManager.waitForAppStart', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.waitForAppStart: nested too deeply') from None
+    return (pid, timeoutMs)
+
+
+def _IActivityManager_waitForAppStart_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IActivityManager.waitForAppStart replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result.__class__ is not WaitResult:
+            result = _rt.check_parcelable(result, WaitResult)
+        result = (result.to_wire(ctx) if result.__class__ is WaitResult else _rt.check_parcelable(result, WaitResult).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.server.IActivityManager.waitForAppStart: return value') from None
+    return [result]
+
+
+def _IActivityManager_waitForAppStart_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.waitForAppStart: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = WaitResult._aidl_decode(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IActivityManager.waitForAppStart', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IActivityManager.waitForAppStart: nested too deeply') from None
+    return result
+
+
+def _IPackageManager_installPackage_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.server.IPackageManager.installPackage takes 1 argument(s) (dir), got ' + str(len(args)))
+    dir, = args
+    if not (dir.__class__ is str and dir.isascii()):
+        try:
+            dir = _rt.check_string(dir)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IPackageManager.installPackage: argument dir') from None
+    return [dir]
+
+
+def _IPackageManager_installPackage_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.installPackage: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.installPackage: expected 1 argument(s), got ' + str(len(data)))
+    dir, = data
+    try:
+        if dir.__class__ is not str:
+            try:
+                dir = _rt.decode_string(dir)
+            except _rt.DecodeError as e:
+                e.path.append(': argument dir')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IPackageManager.installPackage', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.installPackage: nested too deeply') from None
+    return (dir,)
+
+
+def _IPackageManager_installPackage_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IPackageManager.installPackage replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+        try:
+            result = _rt.check_int(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IPackageManager.installPackage: return value') from None
+    return [result]
+
+
+def _IPackageManager_installPackage_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.installPackage: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+            try:
+                result = _rt.decode_int(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IPackageManager.installPackage', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.installPackage: nested too deeply') from None
+    return result
+
+
+def _IPackageManager_getPackagesForUid_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.server.IPackageManager.getPackagesForUid takes 1 argument(s) (uid), got ' + str(len(args)))
+    uid, = args
+    if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+        try:
+            uid = _rt.check_int(uid)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IPackageManager.getPackagesForUid: argument uid') from None
+    return [uid]
+
+
+def _IPackageManager_getPackagesForUid_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.getPackagesForUid: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.getPackagesForUid: expected 1 argument(s), got ' + str(len(data)))
+    uid, = data
+    try:
+        if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+            try:
+                uid = _rt.decode_int(uid)
+            except _rt.DecodeError as e:
+                e.path.append(': argument uid')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IPackageManager.getPackagesForUid', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.getPackagesForUid: nested too deeply') from None
+    return (uid,)
+
+
+def _IPackageManager_getPackagesForUid_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IPackageManager.getPackagesForUid replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        result = _check_String_array(result)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.server.IPackageManager.getPackagesForUid: return value') from None
+    return [result]
+
+
+def _IPackageManager_getPackagesForUid_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.getPackagesForUid: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = _decode_String_array(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IPackageManager.getPackagesForUid', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.getPackagesForUid: nested too deeply') from None
+    return result
+
+
+def _IPackageManager_checkPermission_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('npuemu.server.IPackageManager.checkPermission takes 2 argument(s) (permission, uid), got ' + str(len(args)))
+    permission, uid = args
+    if not (permission.__class__ is str and permission.isascii()):
+        try:
+            permission = _rt.check_string(permission)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IPackageManager.checkPermission: argument permission') from None
+    if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+        try:
+            uid = _rt.check_int(uid)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IPackageManager.checkPermission: argument uid') from None
+    return [permission, uid]
+
+
+def _IPackageManager_checkPermission_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.checkPermission: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.checkPermission: expected 2 argument(s), got ' + str(len(data)))
+    permission, uid = data
+    try:
+        if permission.__class__ is not str:
+            try:
+                permission = _rt.decode_string(permission)
+            except _rt.DecodeError as e:
+                e.path.append(': argument permission')
+                raise
+        if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+            try:
+                uid = _rt.decode_int(uid)
+            except _rt.DecodeError as e:
+                e.path.append(': argument uid')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IPackageManager.checkPermission', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.checkPermission: nested too deeply') from None
+    return (permission, uid)
+
+
+def _IPackageManager_checkPermission_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IPackageManager.checkPermission replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+        try:
+            result = _rt.check_int(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IPackageManager.checkPermission: return value') from None
+    return [result]
+
+
+def _IPackageManager_checkPermission_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.checkPermission: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+            try:
+                result = _rt.decode_int(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IPackageManager.checkPermission', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.checkPermission: nested too deeply') from None
+    return result
+
+
+def _IPackageManager_getCodePath_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.server.IPackageManager.getCodePath takes 1 argument(s) (packageName), got ' + str(len(args)))
+    packageName, = args
+    if not (packageName.__class__ is str and packageName.isascii()):
+        try:
+            packageName = _rt.check_string(packageName)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IPackageManager.getCodePath: argument packageName') from None
+    return [packageName]
+
+
+def _IPackageManager_getCodePath_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.getCodePath: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.getCodePath: expected 1 argument(s), got ' + str(len(data)))
+    packageName, = data
+    try:
+        if packageName.__class__ is not str:
+            try:
+                packageName = _rt.decode_string(packageName)
+            except _rt.DecodeError as e:
+                e.path.append(': argument packageName')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IPackageManager.getCodePath', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.getCodePath: nested too deeply') from None
+    return (packageName,)
+
+
+def _IPackageManager_getCodePath_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IPackageManager.getCodePath replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is str and result.isascii()):
+        try:
+            result = _rt.check_string(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IPackageManager.getCodePath: return value') from None
+    return [result]
+
+
+def _IPackageManager_getCodePath_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.getCodePath: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if result.__class__ is not str:
+            try:
+                result = _rt.decode_string(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IPackageManager.getCodePath', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.getCodePath: nested too deeply') from None
+    return result
+
+
+def _IPackageManager_dump_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.server.IPackageManager.dump takes 1 argument(s) (args), got ' + str(len(args)))
+    args_, = args
+    try:
+        args_ = _check_String_array(args_)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.server.IPackageManager.dump: argument args') from None
+    return [args_]
+
+
+def _IPackageManager_dump_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.dump: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.dump: expected 1 argument(s), got ' + str(len(data)))
+    args_, = data
+    try:
+        try:
+            args_ = _decode_String_array(args_, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument args')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IPackageManager.dump', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.dump: nested too deeply') from None
+    return (args_,)
+
+
+def _IPackageManager_dump_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IPackageManager.dump replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is str and result.isascii()):
+        try:
+            result = _rt.check_string(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IPackageManager.dump: return value') from None
+    return [result]
+
+
+def _IPackageManager_dump_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.dump: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if result.__class__ is not str:
+            try:
+                result = _rt.decode_string(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IPackageManager.dump', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IPackageManager.dump: nested too deeply') from None
+    return result
+
+
+def _IThermalService_getCurrentThermalStatus_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 0:
+        raise TypeError('npuemu.server.IThermalService.getCurrentThermalStatus takes 0 argument(s) (none), got ' + str(len(args)))
+    return []
+
+
+def _IThermalService_getCurrentThermalStatus_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IThermalService.getCurrentThermalStatus: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 0:
+        raise _rt.BadParcelableException('npuemu.server.IThermalService.getCurrentThermalStatus: expected 0 argument(s), got ' + str(len(data)))
+    return ()
+
+
+def _IThermalService_getCurrentThermalStatus_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IThermalService.getCurrentThermalStatus replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+        try:
+            result = _rt.check_int(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IThermalService.getCurrentThermalStatus: return value') from None
+    return [result]
+
+
+def _IThermalService_getCurrentThermalStatus_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IThermalService.getCurrentThermalStatus: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+            try:
+                result = _rt.decode_int(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IThermalService.getCurrentThermalStatus', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IThermalService.getCurrentThermalStatus: nested too deeply') from None
+    return result
+
+
+def _IThermalService_dump_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('npuemu.server.IThermalService.dump takes 1 argument(s) (args), got ' + str(len(args)))
+    args_, = args
+    try:
+        args_ = _check_String_array(args_)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'npuemu.server.IThermalService.dump: argument args') from None
+    return [args_]
+
+
+def _IThermalService_dump_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('npuemu.server.IThermalService.dump: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IThermalService.dump: expected 1 argument(s), got ' + str(len(data)))
+    args_, = data
+    try:
+        try:
+            args_ = _decode_String_array(args_, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument args')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IThermalService.dump', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IThermalService.dump: nested too deeply') from None
+    return (args_,)
+
+
+def _IThermalService_dump_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('npuemu.server.IThermalService.dump replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is str and result.isascii()):
+        try:
+            result = _rt.check_string(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'npuemu.server.IThermalService.dump: return value') from None
+    return [result]
+
+
+def _IThermalService_dump_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('npuemu.server.IThermalService.dump: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if result.__class__ is not str:
+            try:
+                result = _rt.decode_string(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('npuemu.server.IThermalService.dump', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('npuemu.server.IThermalService.dump: nested too deeply') from None
+    return result
+
+
+_IActivityManager_startApp = _rt.MethodDef('startApp', 1, False, (_rt.ArgDef('packageName', _rt.TypeRef('String'), 'in'), _rt.ArgDef('importance', _rt.TypeRef('int'), 'in')), _rt.TypeRef('int'), (), doc="Start the installed package's process (its main.py) at importance (0: the\nmanifest's npuemu.launch.importance). Returns its pid.", encode_call=_IActivityManager_startApp_encode_call, decode_call=_IActivityManager_startApp_decode_call, encode_reply=_IActivityManager_startApp_encode_reply, decode_reply=_IActivityManager_startApp_decode_reply)
+_IActivityManager_setImportance = _rt.MethodDef('setImportance', 2, False, (_rt.ArgDef('packageName', _rt.TypeRef('String'), 'in'), _rt.ArgDef('importance', _rt.TypeRef('int'), 'in')), _rt.TypeRef('void'), (), doc='ActivityManager importance of a running app (100 foreground .. 400 cached).', encode_call=_IActivityManager_setImportance_encode_call, decode_call=_IActivityManager_setImportance_decode_call, encode_reply=_IActivityManager_setImportance_encode_reply, decode_reply=_IActivityManager_setImportance_decode_reply)
+_IActivityManager_killApp = _rt.MethodDef('killApp', 3, False, (_rt.ArgDef('packageName', _rt.TypeRef('String'), 'in'),), _rt.TypeRef('void'), (), doc="Kill the app's process; the npu service hears of its death as of any other.", encode_call=_IActivityManager_killApp_encode_call, decode_call=_IActivityManager_killApp_decode_call, encode_reply=_IActivityManager_killApp_encode_reply, decode_reply=_IActivityManager_killApp_decode_reply)
+_IActivityManager_getUidImportance = _rt.MethodDef('getUidImportance', 4, False, (_rt.ArgDef('uid', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('int'), (), doc="The uid's importance, 1000 (gone) when it does not run.", encode_call=_IActivityManager_getUidImportance_encode_call, decode_call=_IActivityManager_getUidImportance_decode_call, encode_reply=_IActivityManager_getUidImportance_encode_reply, decode_reply=_IActivityManager_getUidImportance_decode_reply)
+_IActivityManager_dump = _rt.MethodDef('dump', 5, False, (_rt.ArgDef('args', _rt.TypeRef('String', array=-1), 'in'),), _rt.TypeRef('String'), (), doc='`dumpsys activity [--json]`.', encode_call=_IActivityManager_dump_encode_call, decode_call=_IActivityManager_dump_decode_call, encode_reply=_IActivityManager_dump_encode_reply, decode_reply=_IActivityManager_dump_decode_reply)
+_IActivityManager_attachApplication = _rt.MethodDef('attachApplication', 6, False, (), _rt.TypeRef('void'), (), doc="The calling app process is up: its code loaded and its main(context) run to its\nfirst await (ActivityThread's attachApplication and the first activity's resume,\nin one). Only a process the activity manager launched may call it.", encode_call=_IActivityManager_attachApplication_encode_call, decode_call=_IActivityManager_attachApplication_decode_call, encode_reply=_IActivityManager_attachApplication_encode_reply, decode_reply=_IActivityManager_attachApplication_decode_reply)
+_IActivityManager_handleApplicationCrash = _rt.MethodDef('handleApplicationCrash', 7, False, (_rt.ArgDef('crashInfo', _rt.TypeRef('npuemu.server.CrashInfo'), 'in'),), _rt.TypeRef('void'), (), doc="The calling app process is dying of an uncaught exception\n(ActivityManager.handleApplicationCrash). Only for the caller's own process.", encode_call=_IActivityManager_handleApplicationCrash_encode_call, decode_call=_IActivityManager_handleApplicationCrash_decode_call, encode_reply=_IActivityManager_handleApplicationCrash_encode_reply, decode_reply=_IActivityManager_handleApplicationCrash_decode_reply)
+_IActivityManager_waitForAppStart = _rt.MethodDef('waitForAppStart', 8, False, (_rt.ArgDef('pid', _rt.TypeRef('int'), 'in'), _rt.ArgDef('timeoutMs', _rt.TypeRef('long'), 'in')), _rt.TypeRef('npuemu.server.WaitResult'), (), doc='Wait until the app process pid (as startApp returned it) is up, has crashed or\nhas died, or timeoutMs has passed, as `am start -W` does. System, root and shell.', encode_call=_IActivityManager_waitForAppStart_encode_call, decode_call=_IActivityManager_waitForAppStart_decode_call, encode_reply=_IActivityManager_waitForAppStart_encode_reply, decode_reply=_IActivityManager_waitForAppStart_decode_reply)
+_IPackageManager_installPackage = _rt.MethodDef('installPackage', 1, False, (_rt.ArgDef('dir', _rt.TypeRef('String'), 'in'),), _rt.TypeRef('int'), (), doc='Install the app in dir (its AndroidManifest.xml). System, root or shell. Returns its uid.', encode_call=_IPackageManager_installPackage_encode_call, decode_call=_IPackageManager_installPackage_decode_call, encode_reply=_IPackageManager_installPackage_encode_reply, decode_reply=_IPackageManager_installPackage_decode_reply)
+_IPackageManager_getPackagesForUid = _rt.MethodDef('getPackagesForUid', 2, False, (_rt.ArgDef('uid', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('String', array=-1), (), doc='The packages of uid (one for an app, none for others).', encode_call=_IPackageManager_getPackagesForUid_encode_call, decode_call=_IPackageManager_getPackagesForUid_decode_call, encode_reply=_IPackageManager_getPackagesForUid_encode_reply, decode_reply=_IPackageManager_getPackagesForUid_decode_reply)
+_IPackageManager_checkPermission = _rt.MethodDef('checkPermission', 3, False, (_rt.ArgDef('permission', _rt.TypeRef('String'), 'in'), _rt.ArgDef('uid', _rt.TypeRef('int'), 'in')), _rt.TypeRef('int'), (), doc='PERMISSION_GRANTED (0) or PERMISSION_DENIED (-1).', encode_call=_IPackageManager_checkPermission_encode_call, decode_call=_IPackageManager_checkPermission_decode_call, encode_reply=_IPackageManager_checkPermission_encode_reply, decode_reply=_IPackageManager_checkPermission_decode_reply)
+_IPackageManager_getCodePath = _rt.MethodDef('getCodePath', 4, False, (_rt.ArgDef('packageName', _rt.TypeRef('String'), 'in'),), _rt.TypeRef('String'), (), doc="The app's folder (where its main.py lives).", encode_call=_IPackageManager_getCodePath_encode_call, decode_call=_IPackageManager_getCodePath_decode_call, encode_reply=_IPackageManager_getCodePath_encode_reply, decode_reply=_IPackageManager_getCodePath_decode_reply)
+_IPackageManager_dump = _rt.MethodDef('dump', 5, False, (_rt.ArgDef('args', _rt.TypeRef('String', array=-1), 'in'),), _rt.TypeRef('String'), (), doc='`dumpsys package [--json]`.', encode_call=_IPackageManager_dump_encode_call, decode_call=_IPackageManager_dump_decode_call, encode_reply=_IPackageManager_dump_encode_reply, decode_reply=_IPackageManager_dump_decode_reply)
+_IThermalService_getCurrentThermalStatus = _rt.MethodDef('getCurrentThermalStatus', 1, False, (), _rt.TypeRef('int'), (), doc='PowerManager.THERMAL_STATUS_*: NONE 0 .. SHUTDOWN 6.', encode_call=_IThermalService_getCurrentThermalStatus_encode_call, decode_call=_IThermalService_getCurrentThermalStatus_decode_call, encode_reply=_IThermalService_getCurrentThermalStatus_encode_reply, decode_reply=_IThermalService_getCurrentThermalStatus_decode_reply)
+_IThermalService_dump = _rt.MethodDef('dump', 2, False, (_rt.ArgDef('args', _rt.TypeRef('String', array=-1), 'in'),), _rt.TypeRef('String'), (), doc='`dumpsys thermal [--json]`.', encode_call=_IThermalService_dump_encode_call, decode_call=_IThermalService_dump_decode_call, encode_reply=_IThermalService_dump_encode_reply, decode_reply=_IThermalService_dump_decode_reply)
 _rt.bind(globals(), [
     _rt.ParcelableDef(
         'npuemu.server.CrashInfo',
@@ -291,37 +1402,19 @@ _rt.bind(globals(), [
     _rt.InterfaceDef(
         'npuemu.server.IActivityManager',
         False,
-        (
-            _rt.MethodDef('startApp', 1, False, (_rt.ArgDef('packageName', _rt.TypeRef('String'), 'in'), _rt.ArgDef('importance', _rt.TypeRef('int'), 'in')), _rt.TypeRef('int'), (), doc="Start the installed package's process (its main.py) at importance (0: the\nmanifest's npuemu.launch.importance). Returns its pid."),
-            _rt.MethodDef('setImportance', 2, False, (_rt.ArgDef('packageName', _rt.TypeRef('String'), 'in'), _rt.ArgDef('importance', _rt.TypeRef('int'), 'in')), _rt.TypeRef('void'), (), doc='ActivityManager importance of a running app (100 foreground .. 400 cached).'),
-            _rt.MethodDef('killApp', 3, False, (_rt.ArgDef('packageName', _rt.TypeRef('String'), 'in'),), _rt.TypeRef('void'), (), doc="Kill the app's process; the npu service hears of its death as of any other."),
-            _rt.MethodDef('getUidImportance', 4, False, (_rt.ArgDef('uid', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('int'), (), doc="The uid's importance, 1000 (gone) when it does not run."),
-            _rt.MethodDef('dump', 5, False, (_rt.ArgDef('args', _rt.TypeRef('String', array=-1), 'in'),), _rt.TypeRef('String'), (), doc='`dumpsys activity [--json]`.'),
-            _rt.MethodDef('attachApplication', 6, False, (), _rt.TypeRef('void'), (), doc="The calling app process is up: its code loaded and its main(context) run to its\nfirst await (ActivityThread's attachApplication and the first activity's resume,\nin one). Only a process the activity manager launched may call it."),
-            _rt.MethodDef('handleApplicationCrash', 7, False, (_rt.ArgDef('crashInfo', _rt.TypeRef('npuemu.server.CrashInfo'), 'in'),), _rt.TypeRef('void'), (), doc="The calling app process is dying of an uncaught exception\n(ActivityManager.handleApplicationCrash). Only for the caller's own process."),
-            _rt.MethodDef('waitForAppStart', 8, False, (_rt.ArgDef('pid', _rt.TypeRef('int'), 'in'), _rt.ArgDef('timeoutMs', _rt.TypeRef('long'), 'in')), _rt.TypeRef('npuemu.server.WaitResult'), (), doc='Wait until the app process pid (as startApp returned it) is up, has crashed or\nhas died, or timeoutMs has passed, as `am start -W` does. System, root and shell.'),
-        ),
+        (_IActivityManager_startApp, _IActivityManager_setImportance, _IActivityManager_killApp, _IActivityManager_getUidImportance, _IActivityManager_dump, _IActivityManager_attachApplication, _IActivityManager_handleApplicationCrash, _IActivityManager_waitForAppStart),
         {}, (), filename='npuemu/server/IActivityManager.aidl', line=12, doc="system_server's activity manager, npuemu's private face of it (`npuemu am`).\n\nLaunching, killing and setting importance are for the system, root and the shell;\nanyone may ask an importance.", cls=IActivityManager,
     ),
     _rt.InterfaceDef(
         'npuemu.server.IPackageManager',
         False,
-        (
-            _rt.MethodDef('installPackage', 1, False, (_rt.ArgDef('dir', _rt.TypeRef('String'), 'in'),), _rt.TypeRef('int'), (), doc='Install the app in dir (its AndroidManifest.xml). System, root or shell. Returns its uid.'),
-            _rt.MethodDef('getPackagesForUid', 2, False, (_rt.ArgDef('uid', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('String', array=-1), (), doc='The packages of uid (one for an app, none for others).'),
-            _rt.MethodDef('checkPermission', 3, False, (_rt.ArgDef('permission', _rt.TypeRef('String'), 'in'), _rt.ArgDef('uid', _rt.TypeRef('int'), 'in')), _rt.TypeRef('int'), (), doc='PERMISSION_GRANTED (0) or PERMISSION_DENIED (-1).'),
-            _rt.MethodDef('getCodePath', 4, False, (_rt.ArgDef('packageName', _rt.TypeRef('String'), 'in'),), _rt.TypeRef('String'), (), doc="The app's folder (where its main.py lives)."),
-            _rt.MethodDef('dump', 5, False, (_rt.ArgDef('args', _rt.TypeRef('String', array=-1), 'in'),), _rt.TypeRef('String'), (), doc='`dumpsys package [--json]`.'),
-        ),
+        (_IPackageManager_installPackage, _IPackageManager_getPackagesForUid, _IPackageManager_checkPermission, _IPackageManager_getCodePath, _IPackageManager_dump),
         {}, (), filename='npuemu/server/IPackageManager.aidl', line=4, doc="system_server's package manager, npuemu's private face of it.", cls=IPackageManager,
     ),
     _rt.InterfaceDef(
         'npuemu.server.IThermalService',
         False,
-        (
-            _rt.MethodDef('getCurrentThermalStatus', 1, False, (), _rt.TypeRef('int'), (), doc='PowerManager.THERMAL_STATUS_*: NONE 0 .. SHUTDOWN 6.'),
-            _rt.MethodDef('dump', 2, False, (_rt.ArgDef('args', _rt.TypeRef('String', array=-1), 'in'),), _rt.TypeRef('String'), (), doc='`dumpsys thermal [--json]`.'),
-        ),
+        (_IThermalService_getCurrentThermalStatus, _IThermalService_dump),
         {}, (), filename='npuemu/server/IThermalService.aidl', line=4, doc="system_server's thermal service: it follows the HAL's die and tells the npu service.", cls=IThermalService,
     ),
-], imported=())
+])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from framework.binder import aidl_support as _rt
 
@@ -97,7 +97,7 @@ class Priority(enum.IntEnum):
     HIGH = 2
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class Capabilities(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.Capabilities."""
 
@@ -111,11 +111,133 @@ class Capabilities(_rt.Parcelable):
     ifPerformance: PerformanceInfo
     whilePerformance: PerformanceInfo
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, relaxedFloat32toFloat16PerformanceScalar: PerformanceInfo = ..., relaxedFloat32toFloat16PerformanceTensor: PerformanceInfo = ..., operandPerformance: list[OperandPerformance] = ..., ifPerformance: PerformanceInfo = ..., whilePerformance: PerformanceInfo = ...) -> None: ...
+    def __init__(self, *, relaxedFloat32toFloat16PerformanceScalar: PerformanceInfo = _rt.DEFAULT, relaxedFloat32toFloat16PerformanceTensor: PerformanceInfo = _rt.DEFAULT, operandPerformance: list[OperandPerformance] = _rt.DEFAULT, ifPerformance: PerformanceInfo = _rt.DEFAULT, whilePerformance: PerformanceInfo = _rt.DEFAULT) -> None:
+        if relaxedFloat32toFloat16PerformanceScalar is _rt.DEFAULT:
+            relaxedFloat32toFloat16PerformanceScalar = PerformanceInfo()
+        elif relaxedFloat32toFloat16PerformanceScalar.__class__ is not PerformanceInfo:
+            try:
+                relaxedFloat32toFloat16PerformanceScalar = _rt.check_parcelable(relaxedFloat32toFloat16PerformanceScalar, PerformanceInfo)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Capabilities.relaxedFloat32toFloat16PerformanceScalar') from None
+        if relaxedFloat32toFloat16PerformanceTensor is _rt.DEFAULT:
+            relaxedFloat32toFloat16PerformanceTensor = PerformanceInfo()
+        elif relaxedFloat32toFloat16PerformanceTensor.__class__ is not PerformanceInfo:
+            try:
+                relaxedFloat32toFloat16PerformanceTensor = _rt.check_parcelable(relaxedFloat32toFloat16PerformanceTensor, PerformanceInfo)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Capabilities.relaxedFloat32toFloat16PerformanceTensor') from None
+        if operandPerformance is _rt.DEFAULT:
+            operandPerformance = []
+        else:
+            try:
+                operandPerformance = _check_OperandPerformance_array(operandPerformance)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Capabilities.operandPerformance') from None
+        if ifPerformance is _rt.DEFAULT:
+            ifPerformance = PerformanceInfo()
+        elif ifPerformance.__class__ is not PerformanceInfo:
+            try:
+                ifPerformance = _rt.check_parcelable(ifPerformance, PerformanceInfo)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Capabilities.ifPerformance') from None
+        if whilePerformance is _rt.DEFAULT:
+            whilePerformance = PerformanceInfo()
+        elif whilePerformance.__class__ is not PerformanceInfo:
+            try:
+                whilePerformance = _rt.check_parcelable(whilePerformance, PerformanceInfo)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Capabilities.whilePerformance') from None
+        _set_Capabilities_relaxedFloat32toFloat16PerformanceScalar(self, relaxedFloat32toFloat16PerformanceScalar)
+        _set_Capabilities_relaxedFloat32toFloat16PerformanceTensor(self, relaxedFloat32toFloat16PerformanceTensor)
+        _set_Capabilities_operandPerformance(self, operandPerformance)
+        _set_Capabilities_ifPerformance(self, ifPerformance)
+        _set_Capabilities_whilePerformance(self, whilePerformance)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this Capabilities as a msgpack-able array, in declared order."""
+        relaxedFloat32toFloat16PerformanceScalar = self.relaxedFloat32toFloat16PerformanceScalar
+        try:
+            relaxedFloat32toFloat16PerformanceScalar = (relaxedFloat32toFloat16PerformanceScalar.to_wire(ctx) if relaxedFloat32toFloat16PerformanceScalar.__class__ is PerformanceInfo else _rt.check_parcelable(relaxedFloat32toFloat16PerformanceScalar, PerformanceInfo).to_wire(ctx))
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Capabilities.relaxedFloat32toFloat16PerformanceScalar') from None
+        relaxedFloat32toFloat16PerformanceTensor = self.relaxedFloat32toFloat16PerformanceTensor
+        try:
+            relaxedFloat32toFloat16PerformanceTensor = (relaxedFloat32toFloat16PerformanceTensor.to_wire(ctx) if relaxedFloat32toFloat16PerformanceTensor.__class__ is PerformanceInfo else _rt.check_parcelable(relaxedFloat32toFloat16PerformanceTensor, PerformanceInfo).to_wire(ctx))
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Capabilities.relaxedFloat32toFloat16PerformanceTensor') from None
+        operandPerformance = self.operandPerformance
+        try:
+            operandPerformance = _encode_OperandPerformance_array(operandPerformance, ctx)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Capabilities.operandPerformance') from None
+        ifPerformance = self.ifPerformance
+        try:
+            ifPerformance = (ifPerformance.to_wire(ctx) if ifPerformance.__class__ is PerformanceInfo else _rt.check_parcelable(ifPerformance, PerformanceInfo).to_wire(ctx))
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Capabilities.ifPerformance') from None
+        whilePerformance = self.whilePerformance
+        try:
+            whilePerformance = (whilePerformance.to_wire(ctx) if whilePerformance.__class__ is PerformanceInfo else _rt.check_parcelable(whilePerformance, PerformanceInfo).to_wire(ctx))
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Capabilities.whilePerformance') from None
+        return [relaxedFloat32toFloat16PerformanceScalar, relaxedFloat32toFloat16PerformanceTensor, operandPerformance, ifPerformance, whilePerformance]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> Capabilities:
+        """Decode the wire array of a Capabilities; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 5:
+            data = _rt.fields_of(data, 5, 'Capabilities')
+        relaxedFloat32toFloat16PerformanceScalar, relaxedFloat32toFloat16PerformanceTensor, operandPerformance, ifPerformance, whilePerformance = data
+        if relaxedFloat32toFloat16PerformanceScalar is _rt.DEFAULT:
+            relaxedFloat32toFloat16PerformanceScalar = PerformanceInfo()
+        else:
+            try:
+                relaxedFloat32toFloat16PerformanceScalar = PerformanceInfo._aidl_decode(relaxedFloat32toFloat16PerformanceScalar, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.relaxedFloat32toFloat16PerformanceScalar')
+                raise
+        if relaxedFloat32toFloat16PerformanceTensor is _rt.DEFAULT:
+            relaxedFloat32toFloat16PerformanceTensor = PerformanceInfo()
+        else:
+            try:
+                relaxedFloat32toFloat16PerformanceTensor = PerformanceInfo._aidl_decode(relaxedFloat32toFloat16PerformanceTensor, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.relaxedFloat32toFloat16PerformanceTensor')
+                raise
+        if operandPerformance is _rt.DEFAULT:
+            operandPerformance = []
+        else:
+            try:
+                operandPerformance = _decode_OperandPerformance_array(operandPerformance, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.operandPerformance')
+                raise
+        if ifPerformance is _rt.DEFAULT:
+            ifPerformance = PerformanceInfo()
+        else:
+            try:
+                ifPerformance = PerformanceInfo._aidl_decode(ifPerformance, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.ifPerformance')
+                raise
+        if whilePerformance is _rt.DEFAULT:
+            whilePerformance = PerformanceInfo()
+        else:
+            try:
+                whilePerformance = PerformanceInfo._aidl_decode(whilePerformance, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.whilePerformance')
+                raise
+        self = object.__new__(Capabilities)
+        _set_Capabilities_relaxedFloat32toFloat16PerformanceScalar(self, relaxedFloat32toFloat16PerformanceScalar)
+        _set_Capabilities_relaxedFloat32toFloat16PerformanceTensor(self, relaxedFloat32toFloat16PerformanceTensor)
+        _set_Capabilities_operandPerformance(self, operandPerformance)
+        _set_Capabilities_ifPerformance(self, ifPerformance)
+        _set_Capabilities_whilePerformance(self, whilePerformance)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class DataLocation(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.DataLocation."""
 
@@ -128,11 +250,87 @@ class DataLocation(_rt.Parcelable):
     length: int
     padding: int
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, poolIndex: int = ..., offset: int = ..., length: int = ..., padding: int = ...) -> None: ...
+    def __init__(self, *, poolIndex: int = 0, offset: int = 0, length: int = 0, padding: int = 0) -> None:
+        if not (poolIndex.__class__ is int and -2147483648 <= poolIndex <= 2147483647):
+            try:
+                poolIndex = _rt.check_int(poolIndex)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'DataLocation.poolIndex') from None
+        if not (offset.__class__ is int and -9223372036854775808 <= offset <= 9223372036854775807):
+            try:
+                offset = _rt.check_long(offset)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'DataLocation.offset') from None
+        if not (length.__class__ is int and -9223372036854775808 <= length <= 9223372036854775807):
+            try:
+                length = _rt.check_long(length)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'DataLocation.length') from None
+        if not (padding.__class__ is int and -9223372036854775808 <= padding <= 9223372036854775807):
+            try:
+                padding = _rt.check_long(padding)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'DataLocation.padding') from None
+        _set_DataLocation_poolIndex(self, poolIndex)
+        _set_DataLocation_offset(self, offset)
+        _set_DataLocation_length(self, length)
+        _set_DataLocation_padding(self, padding)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this DataLocation as a msgpack-able array, in declared order."""
+        return [self.poolIndex, self.offset, self.length, self.padding]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> DataLocation:
+        """Decode the wire array of a DataLocation; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 4:
+            data = _rt.fields_of(data, 4, 'DataLocation')
+        poolIndex, offset, length, padding = data
+        if not (poolIndex.__class__ is int and -2147483648 <= poolIndex <= 2147483647):
+            if poolIndex is _rt.DEFAULT:
+                poolIndex = 0
+            else:
+                try:
+                    poolIndex = _rt.decode_int(poolIndex)
+                except _rt.DecodeError as e:
+                    e.path.append('.poolIndex')
+                    raise
+        if not (offset.__class__ is int and -9223372036854775808 <= offset <= 9223372036854775807):
+            if offset is _rt.DEFAULT:
+                offset = 0
+            else:
+                try:
+                    offset = _rt.decode_long(offset)
+                except _rt.DecodeError as e:
+                    e.path.append('.offset')
+                    raise
+        if not (length.__class__ is int and -9223372036854775808 <= length <= 9223372036854775807):
+            if length is _rt.DEFAULT:
+                length = 0
+            else:
+                try:
+                    length = _rt.decode_long(length)
+                except _rt.DecodeError as e:
+                    e.path.append('.length')
+                    raise
+        if not (padding.__class__ is int and -9223372036854775808 <= padding <= 9223372036854775807):
+            if padding is _rt.DEFAULT:
+                padding = 0
+            else:
+                try:
+                    padding = _rt.decode_long(padding)
+                except _rt.DecodeError as e:
+                    e.path.append('.padding')
+                    raise
+        self = object.__new__(DataLocation)
+        _set_DataLocation_poolIndex(self, poolIndex)
+        _set_DataLocation_offset(self, offset)
+        _set_DataLocation_length(self, length)
+        _set_DataLocation_padding(self, padding)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class ExecutionHints(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.ExecutionHints."""
 
@@ -145,11 +343,92 @@ class ExecutionHints(_rt.Parcelable):
     groupId: NpuUuid | None
     debugFeatureId: str | None
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, jobPriority: int = ..., originalUid: int = ..., groupId: NpuUuid | None = ..., debugFeatureId: str | None = ...) -> None: ...
+    def __init__(self, *, jobPriority: int = 500, originalUid: int = -1, groupId: NpuUuid | None = None, debugFeatureId: str | None = None) -> None:
+        if not (jobPriority.__class__ is int and -2147483648 <= jobPriority <= 2147483647):
+            try:
+                jobPriority = _rt.check_int(jobPriority)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'ExecutionHints.jobPriority') from None
+        if not (originalUid.__class__ is int and -2147483648 <= originalUid <= 2147483647):
+            try:
+                originalUid = _rt.check_int(originalUid)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'ExecutionHints.originalUid') from None
+        if not (groupId is None or groupId.__class__ is NpuUuid):
+            try:
+                groupId = _rt.check_parcelable(groupId, NpuUuid)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'ExecutionHints.groupId') from None
+        if not (debugFeatureId is None or (debugFeatureId.__class__ is str and debugFeatureId.isascii())):
+            try:
+                debugFeatureId = _rt.check_string(debugFeatureId)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'ExecutionHints.debugFeatureId') from None
+        _set_ExecutionHints_jobPriority(self, jobPriority)
+        _set_ExecutionHints_originalUid(self, originalUid)
+        _set_ExecutionHints_groupId(self, groupId)
+        _set_ExecutionHints_debugFeatureId(self, debugFeatureId)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this ExecutionHints as a msgpack-able array, in declared order."""
+        groupId = self.groupId
+        try:
+            groupId = (None if groupId is None else (groupId.to_wire(ctx) if groupId.__class__ is NpuUuid else _rt.check_parcelable(groupId, NpuUuid).to_wire(ctx)))
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'ExecutionHints.groupId') from None
+        return [self.jobPriority, self.originalUid, groupId, self.debugFeatureId]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> ExecutionHints:
+        """Decode the wire array of a ExecutionHints; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 4:
+            data = _rt.fields_of(data, 4, 'ExecutionHints')
+        jobPriority, originalUid, groupId, debugFeatureId = data
+        if not (jobPriority.__class__ is int and -2147483648 <= jobPriority <= 2147483647):
+            if jobPriority is _rt.DEFAULT:
+                jobPriority = 500
+            else:
+                try:
+                    jobPriority = _rt.decode_int(jobPriority)
+                except _rt.DecodeError as e:
+                    e.path.append('.jobPriority')
+                    raise
+        if not (originalUid.__class__ is int and -2147483648 <= originalUid <= 2147483647):
+            if originalUid is _rt.DEFAULT:
+                originalUid = -1
+            else:
+                try:
+                    originalUid = _rt.decode_int(originalUid)
+                except _rt.DecodeError as e:
+                    e.path.append('.originalUid')
+                    raise
+        if groupId is not None:
+            if groupId is _rt.DEFAULT:
+                groupId = None
+            else:
+                try:
+                    groupId = NpuUuid._aidl_decode(groupId, ctx)
+                except _rt.DecodeError as e:
+                    e.path.append('.groupId')
+                    raise
+        if not (debugFeatureId is None or debugFeatureId.__class__ is str):
+            if debugFeatureId is _rt.DEFAULT:
+                debugFeatureId = None
+            else:
+                try:
+                    debugFeatureId = _rt.decode_string(debugFeatureId)
+                except _rt.DecodeError as e:
+                    e.path.append('.debugFeatureId')
+                    raise
+        self = object.__new__(ExecutionHints)
+        _set_ExecutionHints_jobPriority(self, jobPriority)
+        _set_ExecutionHints_originalUid(self, originalUid)
+        _set_ExecutionHints_groupId(self, groupId)
+        _set_ExecutionHints_debugFeatureId(self, debugFeatureId)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class ExecutionResult(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.ExecutionResult."""
 
@@ -161,11 +440,83 @@ class ExecutionResult(_rt.Parcelable):
     outputShapes: list[OutputShape]
     timing: Timing
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, outputSufficientSize: bool = ..., outputShapes: list[OutputShape] = ..., timing: Timing = ...) -> None: ...
+    def __init__(self, *, outputSufficientSize: bool = False, outputShapes: list[OutputShape] = _rt.DEFAULT, timing: Timing = _rt.DEFAULT) -> None:
+        if not (outputSufficientSize is True or outputSufficientSize is False):
+            try:
+                outputSufficientSize = _rt.check_boolean(outputSufficientSize)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'ExecutionResult.outputSufficientSize') from None
+        if outputShapes is _rt.DEFAULT:
+            outputShapes = []
+        else:
+            try:
+                outputShapes = _check_OutputShape_array(outputShapes)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'ExecutionResult.outputShapes') from None
+        if timing is _rt.DEFAULT:
+            timing = Timing()
+        elif timing.__class__ is not Timing:
+            try:
+                timing = _rt.check_parcelable(timing, Timing)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'ExecutionResult.timing') from None
+        _set_ExecutionResult_outputSufficientSize(self, outputSufficientSize)
+        _set_ExecutionResult_outputShapes(self, outputShapes)
+        _set_ExecutionResult_timing(self, timing)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this ExecutionResult as a msgpack-able array, in declared order."""
+        outputShapes = self.outputShapes
+        try:
+            outputShapes = _encode_OutputShape_array(outputShapes, ctx)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'ExecutionResult.outputShapes') from None
+        timing = self.timing
+        try:
+            timing = (timing.to_wire(ctx) if timing.__class__ is Timing else _rt.check_parcelable(timing, Timing).to_wire(ctx))
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'ExecutionResult.timing') from None
+        return [self.outputSufficientSize, outputShapes, timing]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> ExecutionResult:
+        """Decode the wire array of a ExecutionResult; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 3:
+            data = _rt.fields_of(data, 3, 'ExecutionResult')
+        outputSufficientSize, outputShapes, timing = data
+        if not (outputSufficientSize is True or outputSufficientSize is False):
+            if outputSufficientSize is _rt.DEFAULT:
+                outputSufficientSize = False
+            else:
+                try:
+                    outputSufficientSize = _rt.decode_boolean(outputSufficientSize)
+                except _rt.DecodeError as e:
+                    e.path.append('.outputSufficientSize')
+                    raise
+        if outputShapes is _rt.DEFAULT:
+            outputShapes = []
+        else:
+            try:
+                outputShapes = _decode_OutputShape_array(outputShapes, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.outputShapes')
+                raise
+        if timing is _rt.DEFAULT:
+            timing = Timing()
+        else:
+            try:
+                timing = Timing._aidl_decode(timing, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.timing')
+                raise
+        self = object.__new__(ExecutionResult)
+        _set_ExecutionResult_outputSufficientSize(self, outputSufficientSize)
+        _set_ExecutionResult_outputShapes(self, outputShapes)
+        _set_ExecutionResult_timing(self, timing)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class Extension(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.Extension."""
 
@@ -175,11 +526,39 @@ class Extension(_rt.Parcelable):
 
     name: str
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, name: str = ...) -> None: ...
+    def __init__(self, *, name: str = '') -> None:
+        if not (name.__class__ is str and name.isascii()):
+            try:
+                name = _rt.check_string(name)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Extension.name') from None
+        _set_Extension_name(self, name)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this Extension as a msgpack-able array, in declared order."""
+        return [self.name]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> Extension:
+        """Decode the wire array of a Extension; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 1:
+            data = _rt.fields_of(data, 1, 'Extension')
+        name, = data
+        if name.__class__ is not str:
+            if name is _rt.DEFAULT:
+                name = ''
+            else:
+                try:
+                    name = _rt.decode_string(name)
+                except _rt.DecodeError as e:
+                    e.path.append('.name')
+                    raise
+        self = object.__new__(Extension)
+        _set_Extension_name(self, name)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class Model(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.Model."""
 
@@ -193,11 +572,121 @@ class Model(_rt.Parcelable):
     pools: list[_rt.SharedMemory]
     relaxComputationFloat32toFloat16: bool
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, main: Subgraph = ..., referenced: list[Subgraph] = ..., operandValues: bytes = ..., pools: list[_rt.SharedMemory] = ..., relaxComputationFloat32toFloat16: bool = ...) -> None: ...
+    def __init__(self, *, main: Subgraph = _rt.DEFAULT, referenced: list[Subgraph] = _rt.DEFAULT, operandValues: bytes = b'', pools: list[_rt.SharedMemory] = _rt.DEFAULT, relaxComputationFloat32toFloat16: bool = False) -> None:
+        if main is _rt.DEFAULT:
+            main = Subgraph()
+        elif main.__class__ is not Subgraph:
+            try:
+                main = _rt.check_parcelable(main, Subgraph)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Model.main') from None
+        if referenced is _rt.DEFAULT:
+            referenced = []
+        else:
+            try:
+                referenced = _check_Subgraph_array(referenced)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Model.referenced') from None
+        if operandValues.__class__ is not bytes:
+            try:
+                operandValues = _rt.check_bytes(operandValues)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Model.operandValues') from None
+        if pools is _rt.DEFAULT:
+            pools = []
+        else:
+            try:
+                pools = _check_SharedMemory_array(pools)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Model.pools') from None
+        if not (relaxComputationFloat32toFloat16 is True or relaxComputationFloat32toFloat16 is False):
+            try:
+                relaxComputationFloat32toFloat16 = _rt.check_boolean(relaxComputationFloat32toFloat16)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Model.relaxComputationFloat32toFloat16') from None
+        _set_Model_main(self, main)
+        _set_Model_referenced(self, referenced)
+        _set_Model_operandValues(self, operandValues)
+        _set_Model_pools(self, pools)
+        _set_Model_relaxComputationFloat32toFloat16(self, relaxComputationFloat32toFloat16)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this Model as a msgpack-able array, in declared order."""
+        main = self.main
+        try:
+            main = (main.to_wire(ctx) if main.__class__ is Subgraph else _rt.check_parcelable(main, Subgraph).to_wire(ctx))
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Model.main') from None
+        referenced = self.referenced
+        try:
+            referenced = _encode_Subgraph_array(referenced, ctx)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Model.referenced') from None
+        pools = self.pools
+        try:
+            pools = _encode_SharedMemory_array(pools, ctx)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Model.pools') from None
+        return [main, referenced, self.operandValues, pools, self.relaxComputationFloat32toFloat16]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> Model:
+        """Decode the wire array of a Model; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 5:
+            data = _rt.fields_of(data, 5, 'Model')
+        main, referenced, operandValues, pools, relaxComputationFloat32toFloat16 = data
+        if main is _rt.DEFAULT:
+            main = Subgraph()
+        else:
+            try:
+                main = Subgraph._aidl_decode(main, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.main')
+                raise
+        if referenced is _rt.DEFAULT:
+            referenced = []
+        else:
+            try:
+                referenced = _decode_Subgraph_array(referenced, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.referenced')
+                raise
+        if operandValues.__class__ is not bytes:
+            if operandValues is _rt.DEFAULT:
+                operandValues = b''
+            else:
+                try:
+                    operandValues = _rt.decode_bytes(operandValues)
+                except _rt.DecodeError as e:
+                    e.path.append('.operandValues')
+                    raise
+        if pools is _rt.DEFAULT:
+            pools = []
+        else:
+            try:
+                pools = _decode_SharedMemory_array(pools, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.pools')
+                raise
+        if not (relaxComputationFloat32toFloat16 is True or relaxComputationFloat32toFloat16 is False):
+            if relaxComputationFloat32toFloat16 is _rt.DEFAULT:
+                relaxComputationFloat32toFloat16 = False
+            else:
+                try:
+                    relaxComputationFloat32toFloat16 = _rt.decode_boolean(relaxComputationFloat32toFloat16)
+                except _rt.DecodeError as e:
+                    e.path.append('.relaxComputationFloat32toFloat16')
+                    raise
+        self = object.__new__(Model)
+        _set_Model_main(self, main)
+        _set_Model_referenced(self, referenced)
+        _set_Model_operandValues(self, operandValues)
+        _set_Model_pools(self, pools)
+        _set_Model_relaxComputationFloat32toFloat16(self, relaxComputationFloat32toFloat16)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class ModelLoadToken(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.ModelLoadToken."""
 
@@ -207,11 +696,39 @@ class ModelLoadToken(_rt.Parcelable):
 
     requestId: int
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, requestId: int = ...) -> None: ...
+    def __init__(self, *, requestId: int = 0) -> None:
+        if not (requestId.__class__ is int and -2147483648 <= requestId <= 2147483647):
+            try:
+                requestId = _rt.check_int(requestId)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'ModelLoadToken.requestId') from None
+        _set_ModelLoadToken_requestId(self, requestId)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this ModelLoadToken as a msgpack-able array, in declared order."""
+        return [self.requestId]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> ModelLoadToken:
+        """Decode the wire array of a ModelLoadToken; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 1:
+            data = _rt.fields_of(data, 1, 'ModelLoadToken')
+        requestId, = data
+        if not (requestId.__class__ is int and -2147483648 <= requestId <= 2147483647):
+            if requestId is _rt.DEFAULT:
+                requestId = 0
+            else:
+                try:
+                    requestId = _rt.decode_int(requestId)
+                except _rt.DecodeError as e:
+                    e.path.append('.requestId')
+                    raise
+        self = object.__new__(ModelLoadToken)
+        _set_ModelLoadToken_requestId(self, requestId)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class NumberOfCacheFiles(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.NumberOfCacheFiles."""
 
@@ -222,11 +739,55 @@ class NumberOfCacheFiles(_rt.Parcelable):
     numModelCache: int
     numDataCache: int
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, numModelCache: int = ..., numDataCache: int = ...) -> None: ...
+    def __init__(self, *, numModelCache: int = 0, numDataCache: int = 0) -> None:
+        if not (numModelCache.__class__ is int and -2147483648 <= numModelCache <= 2147483647):
+            try:
+                numModelCache = _rt.check_int(numModelCache)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'NumberOfCacheFiles.numModelCache') from None
+        if not (numDataCache.__class__ is int and -2147483648 <= numDataCache <= 2147483647):
+            try:
+                numDataCache = _rt.check_int(numDataCache)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'NumberOfCacheFiles.numDataCache') from None
+        _set_NumberOfCacheFiles_numModelCache(self, numModelCache)
+        _set_NumberOfCacheFiles_numDataCache(self, numDataCache)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this NumberOfCacheFiles as a msgpack-able array, in declared order."""
+        return [self.numModelCache, self.numDataCache]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> NumberOfCacheFiles:
+        """Decode the wire array of a NumberOfCacheFiles; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 2:
+            data = _rt.fields_of(data, 2, 'NumberOfCacheFiles')
+        numModelCache, numDataCache = data
+        if not (numModelCache.__class__ is int and -2147483648 <= numModelCache <= 2147483647):
+            if numModelCache is _rt.DEFAULT:
+                numModelCache = 0
+            else:
+                try:
+                    numModelCache = _rt.decode_int(numModelCache)
+                except _rt.DecodeError as e:
+                    e.path.append('.numModelCache')
+                    raise
+        if not (numDataCache.__class__ is int and -2147483648 <= numDataCache <= 2147483647):
+            if numDataCache is _rt.DEFAULT:
+                numDataCache = 0
+            else:
+                try:
+                    numDataCache = _rt.decode_int(numDataCache)
+                except _rt.DecodeError as e:
+                    e.path.append('.numDataCache')
+                    raise
+        self = object.__new__(NumberOfCacheFiles)
+        _set_NumberOfCacheFiles_numModelCache(self, numModelCache)
+        _set_NumberOfCacheFiles_numDataCache(self, numDataCache)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class Operand(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.Operand."""
 
@@ -241,11 +802,132 @@ class Operand(_rt.Parcelable):
     lifetime: OperandLifeTime
     location: DataLocation
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, type: OperandType = ..., dimensions: list[int] = ..., scale: float = ..., zeroPoint: int = ..., lifetime: OperandLifeTime = ..., location: DataLocation = ...) -> None: ...
+    def __init__(self, *, type: OperandType = OperandType.FLOAT32, dimensions: list[int] = _rt.DEFAULT, scale: float = 0.0, zeroPoint: int = 0, lifetime: OperandLifeTime = OperandLifeTime.TEMPORARY_VARIABLE, location: DataLocation = _rt.DEFAULT) -> None:
+        if type.__class__ is not OperandType:
+            try:
+                type = _rt.check_enum(type, OperandType)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Operand.type') from None
+        if dimensions is _rt.DEFAULT:
+            dimensions = []
+        else:
+            try:
+                dimensions = _check_int_array(dimensions)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Operand.dimensions') from None
+        try:
+            scale = _rt.check_float(scale)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Operand.scale') from None
+        if not (zeroPoint.__class__ is int and -2147483648 <= zeroPoint <= 2147483647):
+            try:
+                zeroPoint = _rt.check_int(zeroPoint)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Operand.zeroPoint') from None
+        if lifetime.__class__ is not OperandLifeTime:
+            try:
+                lifetime = _rt.check_enum(lifetime, OperandLifeTime)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Operand.lifetime') from None
+        if location is _rt.DEFAULT:
+            location = DataLocation()
+        elif location.__class__ is not DataLocation:
+            try:
+                location = _rt.check_parcelable(location, DataLocation)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Operand.location') from None
+        _set_Operand_type(self, type)
+        _set_Operand_dimensions(self, dimensions)
+        _set_Operand_scale(self, scale)
+        _set_Operand_zeroPoint(self, zeroPoint)
+        _set_Operand_lifetime(self, lifetime)
+        _set_Operand_location(self, location)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this Operand as a msgpack-able array, in declared order."""
+        type = self.type
+        try:
+            type = type._value_
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Operand.type') from None
+        lifetime = self.lifetime
+        try:
+            lifetime = lifetime._value_
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Operand.lifetime') from None
+        location = self.location
+        try:
+            location = (location.to_wire(ctx) if location.__class__ is DataLocation else _rt.check_parcelable(location, DataLocation).to_wire(ctx))
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Operand.location') from None
+        return [type, self.dimensions, self.scale, self.zeroPoint, lifetime, location]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> Operand:
+        """Decode the wire array of a Operand; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 6:
+            data = _rt.fields_of(data, 6, 'Operand')
+        type, dimensions, scale, zeroPoint, lifetime, location = data
+        if type is _rt.DEFAULT:
+            type = OperandType.FLOAT32
+        else:
+            try:
+                type = _rt.decode_enum(type, OperandType)
+            except _rt.DecodeError as e:
+                e.path.append('.type')
+                raise
+        if dimensions is _rt.DEFAULT:
+            dimensions = []
+        else:
+            try:
+                dimensions = _decode_int_array(dimensions, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.dimensions')
+                raise
+        if scale is _rt.DEFAULT:
+            scale = 0.0
+        else:
+            try:
+                scale = _rt.decode_float(scale)
+            except _rt.DecodeError as e:
+                e.path.append('.scale')
+                raise
+        if not (zeroPoint.__class__ is int and -2147483648 <= zeroPoint <= 2147483647):
+            if zeroPoint is _rt.DEFAULT:
+                zeroPoint = 0
+            else:
+                try:
+                    zeroPoint = _rt.decode_int(zeroPoint)
+                except _rt.DecodeError as e:
+                    e.path.append('.zeroPoint')
+                    raise
+        if lifetime is _rt.DEFAULT:
+            lifetime = OperandLifeTime.TEMPORARY_VARIABLE
+        else:
+            try:
+                lifetime = _rt.decode_enum(lifetime, OperandLifeTime)
+            except _rt.DecodeError as e:
+                e.path.append('.lifetime')
+                raise
+        if location is _rt.DEFAULT:
+            location = DataLocation()
+        else:
+            try:
+                location = DataLocation._aidl_decode(location, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.location')
+                raise
+        self = object.__new__(Operand)
+        _set_Operand_type(self, type)
+        _set_Operand_dimensions(self, dimensions)
+        _set_Operand_scale(self, scale)
+        _set_Operand_zeroPoint(self, zeroPoint)
+        _set_Operand_lifetime(self, lifetime)
+        _set_Operand_location(self, location)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class OperandPerformance(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.OperandPerformance."""
 
@@ -256,11 +938,65 @@ class OperandPerformance(_rt.Parcelable):
     type: OperandType
     info: PerformanceInfo
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, type: OperandType = ..., info: PerformanceInfo = ...) -> None: ...
+    def __init__(self, *, type: OperandType = OperandType.FLOAT32, info: PerformanceInfo = _rt.DEFAULT) -> None:
+        if type.__class__ is not OperandType:
+            try:
+                type = _rt.check_enum(type, OperandType)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'OperandPerformance.type') from None
+        if info is _rt.DEFAULT:
+            info = PerformanceInfo()
+        elif info.__class__ is not PerformanceInfo:
+            try:
+                info = _rt.check_parcelable(info, PerformanceInfo)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'OperandPerformance.info') from None
+        _set_OperandPerformance_type(self, type)
+        _set_OperandPerformance_info(self, info)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this OperandPerformance as a msgpack-able array, in declared order."""
+        type = self.type
+        try:
+            type = type._value_
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'OperandPerformance.type') from None
+        info = self.info
+        try:
+            info = (info.to_wire(ctx) if info.__class__ is PerformanceInfo else _rt.check_parcelable(info, PerformanceInfo).to_wire(ctx))
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'OperandPerformance.info') from None
+        return [type, info]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> OperandPerformance:
+        """Decode the wire array of a OperandPerformance; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 2:
+            data = _rt.fields_of(data, 2, 'OperandPerformance')
+        type, info = data
+        if type is _rt.DEFAULT:
+            type = OperandType.FLOAT32
+        else:
+            try:
+                type = _rt.decode_enum(type, OperandType)
+            except _rt.DecodeError as e:
+                e.path.append('.type')
+                raise
+        if info is _rt.DEFAULT:
+            info = PerformanceInfo()
+        else:
+            try:
+                info = PerformanceInfo._aidl_decode(info, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.info')
+                raise
+        self = object.__new__(OperandPerformance)
+        _set_OperandPerformance_type(self, type)
+        _set_OperandPerformance_info(self, info)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class Operation(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.Operation."""
 
@@ -272,11 +1008,77 @@ class Operation(_rt.Parcelable):
     inputs: list[int]
     outputs: list[int]
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, type: OperationType = ..., inputs: list[int] = ..., outputs: list[int] = ...) -> None: ...
+    def __init__(self, *, type: OperationType = OperationType.ADD, inputs: list[int] = _rt.DEFAULT, outputs: list[int] = _rt.DEFAULT) -> None:
+        if type.__class__ is not OperationType:
+            try:
+                type = _rt.check_enum(type, OperationType)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Operation.type') from None
+        if inputs is _rt.DEFAULT:
+            inputs = []
+        else:
+            try:
+                inputs = _check_int_array(inputs)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Operation.inputs') from None
+        if outputs is _rt.DEFAULT:
+            outputs = []
+        else:
+            try:
+                outputs = _check_int_array(outputs)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Operation.outputs') from None
+        _set_Operation_type(self, type)
+        _set_Operation_inputs(self, inputs)
+        _set_Operation_outputs(self, outputs)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this Operation as a msgpack-able array, in declared order."""
+        type = self.type
+        try:
+            type = type._value_
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Operation.type') from None
+        return [type, self.inputs, self.outputs]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> Operation:
+        """Decode the wire array of a Operation; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 3:
+            data = _rt.fields_of(data, 3, 'Operation')
+        type, inputs, outputs = data
+        if type is _rt.DEFAULT:
+            type = OperationType.ADD
+        else:
+            try:
+                type = _rt.decode_enum(type, OperationType)
+            except _rt.DecodeError as e:
+                e.path.append('.type')
+                raise
+        if inputs is _rt.DEFAULT:
+            inputs = []
+        else:
+            try:
+                inputs = _decode_int_array(inputs, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.inputs')
+                raise
+        if outputs is _rt.DEFAULT:
+            outputs = []
+        else:
+            try:
+                outputs = _decode_int_array(outputs, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.outputs')
+                raise
+        self = object.__new__(Operation)
+        _set_Operation_type(self, type)
+        _set_Operation_inputs(self, inputs)
+        _set_Operation_outputs(self, outputs)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class OutputShape(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.OutputShape."""
 
@@ -287,11 +1089,56 @@ class OutputShape(_rt.Parcelable):
     dimensions: list[int]
     isSufficient: bool
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, dimensions: list[int] = ..., isSufficient: bool = ...) -> None: ...
+    def __init__(self, *, dimensions: list[int] = _rt.DEFAULT, isSufficient: bool = False) -> None:
+        if dimensions is _rt.DEFAULT:
+            dimensions = []
+        else:
+            try:
+                dimensions = _check_int_array(dimensions)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'OutputShape.dimensions') from None
+        if not (isSufficient is True or isSufficient is False):
+            try:
+                isSufficient = _rt.check_boolean(isSufficient)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'OutputShape.isSufficient') from None
+        _set_OutputShape_dimensions(self, dimensions)
+        _set_OutputShape_isSufficient(self, isSufficient)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this OutputShape as a msgpack-able array, in declared order."""
+        return [self.dimensions, self.isSufficient]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> OutputShape:
+        """Decode the wire array of a OutputShape; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 2:
+            data = _rt.fields_of(data, 2, 'OutputShape')
+        dimensions, isSufficient = data
+        if dimensions is _rt.DEFAULT:
+            dimensions = []
+        else:
+            try:
+                dimensions = _decode_int_array(dimensions, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.dimensions')
+                raise
+        if not (isSufficient is True or isSufficient is False):
+            if isSufficient is _rt.DEFAULT:
+                isSufficient = False
+            else:
+                try:
+                    isSufficient = _rt.decode_boolean(isSufficient)
+                except _rt.DecodeError as e:
+                    e.path.append('.isSufficient')
+                    raise
+        self = object.__new__(OutputShape)
+        _set_OutputShape_dimensions(self, dimensions)
+        _set_OutputShape_isSufficient(self, isSufficient)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class PerformanceInfo(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.PerformanceInfo."""
 
@@ -302,11 +1149,51 @@ class PerformanceInfo(_rt.Parcelable):
     execTime: float
     powerUsage: float
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, execTime: float = ..., powerUsage: float = ...) -> None: ...
+    def __init__(self, *, execTime: float = 0.0, powerUsage: float = 0.0) -> None:
+        try:
+            execTime = _rt.check_float(execTime)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'PerformanceInfo.execTime') from None
+        try:
+            powerUsage = _rt.check_float(powerUsage)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'PerformanceInfo.powerUsage') from None
+        _set_PerformanceInfo_execTime(self, execTime)
+        _set_PerformanceInfo_powerUsage(self, powerUsage)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this PerformanceInfo as a msgpack-able array, in declared order."""
+        return [self.execTime, self.powerUsage]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> PerformanceInfo:
+        """Decode the wire array of a PerformanceInfo; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 2:
+            data = _rt.fields_of(data, 2, 'PerformanceInfo')
+        execTime, powerUsage = data
+        if execTime is _rt.DEFAULT:
+            execTime = 0.0
+        else:
+            try:
+                execTime = _rt.decode_float(execTime)
+            except _rt.DecodeError as e:
+                e.path.append('.execTime')
+                raise
+        if powerUsage is _rt.DEFAULT:
+            powerUsage = 0.0
+        else:
+            try:
+                powerUsage = _rt.decode_float(powerUsage)
+            except _rt.DecodeError as e:
+                e.path.append('.powerUsage')
+                raise
+        self = object.__new__(PerformanceInfo)
+        _set_PerformanceInfo_execTime(self, execTime)
+        _set_PerformanceInfo_powerUsage(self, powerUsage)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class Request(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.Request."""
 
@@ -318,11 +1205,89 @@ class Request(_rt.Parcelable):
     outputs: list[RequestArgument]
     pools: list[_rt.SharedMemory]
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, inputs: list[RequestArgument] = ..., outputs: list[RequestArgument] = ..., pools: list[_rt.SharedMemory] = ...) -> None: ...
+    def __init__(self, *, inputs: list[RequestArgument] = _rt.DEFAULT, outputs: list[RequestArgument] = _rt.DEFAULT, pools: list[_rt.SharedMemory] = _rt.DEFAULT) -> None:
+        if inputs is _rt.DEFAULT:
+            inputs = []
+        else:
+            try:
+                inputs = _check_RequestArgument_array(inputs)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Request.inputs') from None
+        if outputs is _rt.DEFAULT:
+            outputs = []
+        else:
+            try:
+                outputs = _check_RequestArgument_array(outputs)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Request.outputs') from None
+        if pools is _rt.DEFAULT:
+            pools = []
+        else:
+            try:
+                pools = _check_SharedMemory_array(pools)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Request.pools') from None
+        _set_Request_inputs(self, inputs)
+        _set_Request_outputs(self, outputs)
+        _set_Request_pools(self, pools)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this Request as a msgpack-able array, in declared order."""
+        inputs = self.inputs
+        try:
+            inputs = _encode_RequestArgument_array(inputs, ctx)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Request.inputs') from None
+        outputs = self.outputs
+        try:
+            outputs = _encode_RequestArgument_array(outputs, ctx)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Request.outputs') from None
+        pools = self.pools
+        try:
+            pools = _encode_SharedMemory_array(pools, ctx)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Request.pools') from None
+        return [inputs, outputs, pools]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> Request:
+        """Decode the wire array of a Request; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 3:
+            data = _rt.fields_of(data, 3, 'Request')
+        inputs, outputs, pools = data
+        if inputs is _rt.DEFAULT:
+            inputs = []
+        else:
+            try:
+                inputs = _decode_RequestArgument_array(inputs, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.inputs')
+                raise
+        if outputs is _rt.DEFAULT:
+            outputs = []
+        else:
+            try:
+                outputs = _decode_RequestArgument_array(outputs, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.outputs')
+                raise
+        if pools is _rt.DEFAULT:
+            pools = []
+        else:
+            try:
+                pools = _decode_SharedMemory_array(pools, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.pools')
+                raise
+        self = object.__new__(Request)
+        _set_Request_inputs(self, inputs)
+        _set_Request_outputs(self, outputs)
+        _set_Request_pools(self, pools)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class RequestArgument(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.RequestArgument."""
 
@@ -334,11 +1299,78 @@ class RequestArgument(_rt.Parcelable):
     location: DataLocation
     dimensions: list[int]
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, hasNoValue: bool = ..., location: DataLocation = ..., dimensions: list[int] = ...) -> None: ...
+    def __init__(self, *, hasNoValue: bool = False, location: DataLocation = _rt.DEFAULT, dimensions: list[int] = _rt.DEFAULT) -> None:
+        if not (hasNoValue is True or hasNoValue is False):
+            try:
+                hasNoValue = _rt.check_boolean(hasNoValue)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'RequestArgument.hasNoValue') from None
+        if location is _rt.DEFAULT:
+            location = DataLocation()
+        elif location.__class__ is not DataLocation:
+            try:
+                location = _rt.check_parcelable(location, DataLocation)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'RequestArgument.location') from None
+        if dimensions is _rt.DEFAULT:
+            dimensions = []
+        else:
+            try:
+                dimensions = _check_int_array(dimensions)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'RequestArgument.dimensions') from None
+        _set_RequestArgument_hasNoValue(self, hasNoValue)
+        _set_RequestArgument_location(self, location)
+        _set_RequestArgument_dimensions(self, dimensions)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this RequestArgument as a msgpack-able array, in declared order."""
+        location = self.location
+        try:
+            location = (location.to_wire(ctx) if location.__class__ is DataLocation else _rt.check_parcelable(location, DataLocation).to_wire(ctx))
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'RequestArgument.location') from None
+        return [self.hasNoValue, location, self.dimensions]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> RequestArgument:
+        """Decode the wire array of a RequestArgument; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 3:
+            data = _rt.fields_of(data, 3, 'RequestArgument')
+        hasNoValue, location, dimensions = data
+        if not (hasNoValue is True or hasNoValue is False):
+            if hasNoValue is _rt.DEFAULT:
+                hasNoValue = False
+            else:
+                try:
+                    hasNoValue = _rt.decode_boolean(hasNoValue)
+                except _rt.DecodeError as e:
+                    e.path.append('.hasNoValue')
+                    raise
+        if location is _rt.DEFAULT:
+            location = DataLocation()
+        else:
+            try:
+                location = DataLocation._aidl_decode(location, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.location')
+                raise
+        if dimensions is _rt.DEFAULT:
+            dimensions = []
+        else:
+            try:
+                dimensions = _decode_int_array(dimensions, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.dimensions')
+                raise
+        self = object.__new__(RequestArgument)
+        _set_RequestArgument_hasNoValue(self, hasNoValue)
+        _set_RequestArgument_location(self, location)
+        _set_RequestArgument_dimensions(self, dimensions)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class Subgraph(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.Subgraph."""
 
@@ -351,11 +1383,101 @@ class Subgraph(_rt.Parcelable):
     inputIndexes: list[int]
     outputIndexes: list[int]
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, operands: list[Operand] = ..., operations: list[Operation] = ..., inputIndexes: list[int] = ..., outputIndexes: list[int] = ...) -> None: ...
+    def __init__(self, *, operands: list[Operand] = _rt.DEFAULT, operations: list[Operation] = _rt.DEFAULT, inputIndexes: list[int] = _rt.DEFAULT, outputIndexes: list[int] = _rt.DEFAULT) -> None:
+        if operands is _rt.DEFAULT:
+            operands = []
+        else:
+            try:
+                operands = _check_Operand_array(operands)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Subgraph.operands') from None
+        if operations is _rt.DEFAULT:
+            operations = []
+        else:
+            try:
+                operations = _check_Operation_array(operations)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Subgraph.operations') from None
+        if inputIndexes is _rt.DEFAULT:
+            inputIndexes = []
+        else:
+            try:
+                inputIndexes = _check_int_array(inputIndexes)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Subgraph.inputIndexes') from None
+        if outputIndexes is _rt.DEFAULT:
+            outputIndexes = []
+        else:
+            try:
+                outputIndexes = _check_int_array(outputIndexes)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Subgraph.outputIndexes') from None
+        _set_Subgraph_operands(self, operands)
+        _set_Subgraph_operations(self, operations)
+        _set_Subgraph_inputIndexes(self, inputIndexes)
+        _set_Subgraph_outputIndexes(self, outputIndexes)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this Subgraph as a msgpack-able array, in declared order."""
+        operands = self.operands
+        try:
+            operands = _encode_Operand_array(operands, ctx)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Subgraph.operands') from None
+        operations = self.operations
+        try:
+            operations = _encode_Operation_array(operations, ctx)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'Subgraph.operations') from None
+        return [operands, operations, self.inputIndexes, self.outputIndexes]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> Subgraph:
+        """Decode the wire array of a Subgraph; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 4:
+            data = _rt.fields_of(data, 4, 'Subgraph')
+        operands, operations, inputIndexes, outputIndexes = data
+        if operands is _rt.DEFAULT:
+            operands = []
+        else:
+            try:
+                operands = _decode_Operand_array(operands, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.operands')
+                raise
+        if operations is _rt.DEFAULT:
+            operations = []
+        else:
+            try:
+                operations = _decode_Operation_array(operations, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.operations')
+                raise
+        if inputIndexes is _rt.DEFAULT:
+            inputIndexes = []
+        else:
+            try:
+                inputIndexes = _decode_int_array(inputIndexes, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.inputIndexes')
+                raise
+        if outputIndexes is _rt.DEFAULT:
+            outputIndexes = []
+        else:
+            try:
+                outputIndexes = _decode_int_array(outputIndexes, ctx)
+            except _rt.DecodeError as e:
+                e.path.append('.outputIndexes')
+                raise
+        self = object.__new__(Subgraph)
+        _set_Subgraph_operands(self, operands)
+        _set_Subgraph_operations(self, operations)
+        _set_Subgraph_inputIndexes(self, inputIndexes)
+        _set_Subgraph_outputIndexes(self, outputIndexes)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class Timing(_rt.Parcelable):
     """AIDL parcelable android.hardware.neuralnetworks.Timing."""
 
@@ -366,8 +1488,52 @@ class Timing(_rt.Parcelable):
     timeOnDeviceNs: int
     timeInDriverNs: int
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, timeOnDeviceNs: int = ..., timeInDriverNs: int = ...) -> None: ...
+    def __init__(self, *, timeOnDeviceNs: int = -1, timeInDriverNs: int = -1) -> None:
+        if not (timeOnDeviceNs.__class__ is int and -9223372036854775808 <= timeOnDeviceNs <= 9223372036854775807):
+            try:
+                timeOnDeviceNs = _rt.check_long(timeOnDeviceNs)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Timing.timeOnDeviceNs') from None
+        if not (timeInDriverNs.__class__ is int and -9223372036854775808 <= timeInDriverNs <= 9223372036854775807):
+            try:
+                timeInDriverNs = _rt.check_long(timeInDriverNs)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'Timing.timeInDriverNs') from None
+        _set_Timing_timeOnDeviceNs(self, timeOnDeviceNs)
+        _set_Timing_timeInDriverNs(self, timeInDriverNs)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this Timing as a msgpack-able array, in declared order."""
+        return [self.timeOnDeviceNs, self.timeInDriverNs]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> Timing:
+        """Decode the wire array of a Timing; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 2:
+            data = _rt.fields_of(data, 2, 'Timing')
+        timeOnDeviceNs, timeInDriverNs = data
+        if not (timeOnDeviceNs.__class__ is int and -9223372036854775808 <= timeOnDeviceNs <= 9223372036854775807):
+            if timeOnDeviceNs is _rt.DEFAULT:
+                timeOnDeviceNs = -1
+            else:
+                try:
+                    timeOnDeviceNs = _rt.decode_long(timeOnDeviceNs)
+                except _rt.DecodeError as e:
+                    e.path.append('.timeOnDeviceNs')
+                    raise
+        if not (timeInDriverNs.__class__ is int and -9223372036854775808 <= timeInDriverNs <= 9223372036854775807):
+            if timeInDriverNs is _rt.DEFAULT:
+                timeInDriverNs = -1
+            else:
+                try:
+                    timeInDriverNs = _rt.decode_long(timeInDriverNs)
+                except _rt.DecodeError as e:
+                    e.path.append('.timeInDriverNs')
+                    raise
+        self = object.__new__(Timing)
+        _set_Timing_timeOnDeviceNs(self, timeOnDeviceNs)
+        _set_Timing_timeInDriverNs(self, timeInDriverNs)
+        return self
 
 
 class IDevice(_rt.Interface):
@@ -507,6 +1673,1095 @@ class IPreparedModel(_rt.Interface):
             return await self._remote._call(_IPreparedModel_release, ())
 
 
+# The slots' setters: only __init__ and _aidl_decode write a field of a frozen parcelable.
+_set_Capabilities_relaxedFloat32toFloat16PerformanceScalar = Capabilities.relaxedFloat32toFloat16PerformanceScalar.__set__
+_set_Capabilities_relaxedFloat32toFloat16PerformanceTensor = Capabilities.relaxedFloat32toFloat16PerformanceTensor.__set__
+_set_Capabilities_operandPerformance = Capabilities.operandPerformance.__set__
+_set_Capabilities_ifPerformance = Capabilities.ifPerformance.__set__
+_set_Capabilities_whilePerformance = Capabilities.whilePerformance.__set__
+_set_DataLocation_poolIndex = DataLocation.poolIndex.__set__
+_set_DataLocation_offset = DataLocation.offset.__set__
+_set_DataLocation_length = DataLocation.length.__set__
+_set_DataLocation_padding = DataLocation.padding.__set__
+_set_ExecutionHints_jobPriority = ExecutionHints.jobPriority.__set__
+_set_ExecutionHints_originalUid = ExecutionHints.originalUid.__set__
+_set_ExecutionHints_groupId = ExecutionHints.groupId.__set__
+_set_ExecutionHints_debugFeatureId = ExecutionHints.debugFeatureId.__set__
+_set_ExecutionResult_outputSufficientSize = ExecutionResult.outputSufficientSize.__set__
+_set_ExecutionResult_outputShapes = ExecutionResult.outputShapes.__set__
+_set_ExecutionResult_timing = ExecutionResult.timing.__set__
+_set_Extension_name = Extension.name.__set__
+_set_Model_main = Model.main.__set__
+_set_Model_referenced = Model.referenced.__set__
+_set_Model_operandValues = Model.operandValues.__set__
+_set_Model_pools = Model.pools.__set__
+_set_Model_relaxComputationFloat32toFloat16 = Model.relaxComputationFloat32toFloat16.__set__
+_set_ModelLoadToken_requestId = ModelLoadToken.requestId.__set__
+_set_NumberOfCacheFiles_numModelCache = NumberOfCacheFiles.numModelCache.__set__
+_set_NumberOfCacheFiles_numDataCache = NumberOfCacheFiles.numDataCache.__set__
+_set_Operand_type = Operand.type.__set__
+_set_Operand_dimensions = Operand.dimensions.__set__
+_set_Operand_scale = Operand.scale.__set__
+_set_Operand_zeroPoint = Operand.zeroPoint.__set__
+_set_Operand_lifetime = Operand.lifetime.__set__
+_set_Operand_location = Operand.location.__set__
+_set_OperandPerformance_type = OperandPerformance.type.__set__
+_set_OperandPerformance_info = OperandPerformance.info.__set__
+_set_Operation_type = Operation.type.__set__
+_set_Operation_inputs = Operation.inputs.__set__
+_set_Operation_outputs = Operation.outputs.__set__
+_set_OutputShape_dimensions = OutputShape.dimensions.__set__
+_set_OutputShape_isSufficient = OutputShape.isSufficient.__set__
+_set_PerformanceInfo_execTime = PerformanceInfo.execTime.__set__
+_set_PerformanceInfo_powerUsage = PerformanceInfo.powerUsage.__set__
+_set_Request_inputs = Request.inputs.__set__
+_set_Request_outputs = Request.outputs.__set__
+_set_Request_pools = Request.pools.__set__
+_set_RequestArgument_hasNoValue = RequestArgument.hasNoValue.__set__
+_set_RequestArgument_location = RequestArgument.location.__set__
+_set_RequestArgument_dimensions = RequestArgument.dimensions.__set__
+_set_Subgraph_operands = Subgraph.operands.__set__
+_set_Subgraph_operations = Subgraph.operations.__set__
+_set_Subgraph_inputIndexes = Subgraph.inputIndexes.__set__
+_set_Subgraph_outputIndexes = Subgraph.outputIndexes.__set__
+_set_Timing_timeOnDeviceNs = Timing.timeOnDeviceNs.__set__
+_set_Timing_timeInDriverNs = Timing.timeInDriverNs.__set__
+
+
+def _check_OperandPerformance_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected android.hardware.neuralnetworks.OperandPerformance[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if x.__class__ is not OperandPerformance:
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if x.__class__ is not OperandPerformance:
+            try:
+                x = _rt.check_parcelable(x, OperandPerformance)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _encode_OperandPerformance_array(v: list, ctx: Any) -> list:
+    return [(x.to_wire(ctx) if x.__class__ is OperandPerformance else _rt.check_parcelable(x, OperandPerformance).to_wire(ctx)) for x in v]
+
+
+def _decode_OperandPerformance_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected android.hardware.neuralnetworks.OperandPerformance[] (an array), got ' + _rt.describe(w))
+    out = []
+    for i, x in enumerate(w):
+        try:
+            x = OperandPerformance._aidl_decode(x, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(f'[{i}]')
+            raise
+        out.append(x)
+    return out
+
+
+def _check_OutputShape_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected android.hardware.neuralnetworks.OutputShape[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if x.__class__ is not OutputShape:
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if x.__class__ is not OutputShape:
+            try:
+                x = _rt.check_parcelable(x, OutputShape)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _encode_OutputShape_array(v: list, ctx: Any) -> list:
+    return [(x.to_wire(ctx) if x.__class__ is OutputShape else _rt.check_parcelable(x, OutputShape).to_wire(ctx)) for x in v]
+
+
+def _decode_OutputShape_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected android.hardware.neuralnetworks.OutputShape[] (an array), got ' + _rt.describe(w))
+    out = []
+    for i, x in enumerate(w):
+        try:
+            x = OutputShape._aidl_decode(x, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(f'[{i}]')
+            raise
+        out.append(x)
+    return out
+
+
+def _check_Subgraph_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected android.hardware.neuralnetworks.Subgraph[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if x.__class__ is not Subgraph:
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if x.__class__ is not Subgraph:
+            try:
+                x = _rt.check_parcelable(x, Subgraph)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _encode_Subgraph_array(v: list, ctx: Any) -> list:
+    return [(x.to_wire(ctx) if x.__class__ is Subgraph else _rt.check_parcelable(x, Subgraph).to_wire(ctx)) for x in v]
+
+
+def _decode_Subgraph_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected android.hardware.neuralnetworks.Subgraph[] (an array), got ' + _rt.describe(w))
+    out = []
+    for i, x in enumerate(w):
+        try:
+            x = Subgraph._aidl_decode(x, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(f'[{i}]')
+            raise
+        out.append(x)
+    return out
+
+
+def _check_SharedMemory_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected SharedMemory[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if x is not None:
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if x is not None:
+            try:
+                x = _rt.check_shared_memory(x)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _encode_SharedMemory_array(v: list, ctx: Any) -> list:
+    return [_rt.encode_shared_memory(x, ctx) for x in v]
+
+
+def _decode_SharedMemory_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected SharedMemory[] (an array), got ' + _rt.describe(w))
+    out = []
+    for i, x in enumerate(w):
+        try:
+            x = _rt.decode_shared_memory(x, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(f'[{i}]')
+            raise
+        out.append(x)
+    return out
+
+
+def _check_int_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected int[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if not (x.__class__ is int and -2147483648 <= x <= 2147483647):
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if not (x.__class__ is int and -2147483648 <= x <= 2147483647):
+            try:
+                x = _rt.check_int(x)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _decode_int_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected int[] (an array), got ' + _rt.describe(w))
+    for x in w:
+        if not (x.__class__ is int and -2147483648 <= x <= 2147483647):
+            break
+    else:
+        return list(w)
+    out = []
+    for i, x in enumerate(w):
+        if not (x.__class__ is int and -2147483648 <= x <= 2147483647):
+            try:
+                x = _rt.decode_int(x)
+            except _rt.DecodeError as e:
+                e.path.append(f'[{i}]')
+                raise
+        out.append(x)
+    return out
+
+
+def _check_RequestArgument_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected android.hardware.neuralnetworks.RequestArgument[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if x.__class__ is not RequestArgument:
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if x.__class__ is not RequestArgument:
+            try:
+                x = _rt.check_parcelable(x, RequestArgument)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _encode_RequestArgument_array(v: list, ctx: Any) -> list:
+    return [(x.to_wire(ctx) if x.__class__ is RequestArgument else _rt.check_parcelable(x, RequestArgument).to_wire(ctx)) for x in v]
+
+
+def _decode_RequestArgument_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected android.hardware.neuralnetworks.RequestArgument[] (an array), got ' + _rt.describe(w))
+    out = []
+    for i, x in enumerate(w):
+        try:
+            x = RequestArgument._aidl_decode(x, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(f'[{i}]')
+            raise
+        out.append(x)
+    return out
+
+
+def _check_Operand_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected android.hardware.neuralnetworks.Operand[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if x.__class__ is not Operand:
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if x.__class__ is not Operand:
+            try:
+                x = _rt.check_parcelable(x, Operand)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _encode_Operand_array(v: list, ctx: Any) -> list:
+    return [(x.to_wire(ctx) if x.__class__ is Operand else _rt.check_parcelable(x, Operand).to_wire(ctx)) for x in v]
+
+
+def _decode_Operand_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected android.hardware.neuralnetworks.Operand[] (an array), got ' + _rt.describe(w))
+    out = []
+    for i, x in enumerate(w):
+        try:
+            x = Operand._aidl_decode(x, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(f'[{i}]')
+            raise
+        out.append(x)
+    return out
+
+
+def _check_Operation_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected android.hardware.neuralnetworks.Operation[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if x.__class__ is not Operation:
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if x.__class__ is not Operation:
+            try:
+                x = _rt.check_parcelable(x, Operation)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _encode_Operation_array(v: list, ctx: Any) -> list:
+    return [(x.to_wire(ctx) if x.__class__ is Operation else _rt.check_parcelable(x, Operation).to_wire(ctx)) for x in v]
+
+
+def _decode_Operation_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected android.hardware.neuralnetworks.Operation[] (an array), got ' + _rt.describe(w))
+    out = []
+    for i, x in enumerate(w):
+        try:
+            x = Operation._aidl_decode(x, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(f'[{i}]')
+            raise
+        out.append(x)
+    return out
+
+
+def _check_Extension_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected android.hardware.neuralnetworks.Extension[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if x.__class__ is not Extension:
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if x.__class__ is not Extension:
+            try:
+                x = _rt.check_parcelable(x, Extension)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _encode_Extension_array(v: list, ctx: Any) -> list:
+    return [(x.to_wire(ctx) if x.__class__ is Extension else _rt.check_parcelable(x, Extension).to_wire(ctx)) for x in v]
+
+
+def _decode_Extension_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected android.hardware.neuralnetworks.Extension[] (an array), got ' + _rt.describe(w))
+    out = []
+    for i, x in enumerate(w):
+        try:
+            x = Extension._aidl_decode(x, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(f'[{i}]')
+            raise
+        out.append(x)
+    return out
+
+
+def _check_boolean_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected boolean[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if not (x is True or x is False):
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if not (x is True or x is False):
+            try:
+                x = _rt.check_boolean(x)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _decode_boolean_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected boolean[] (an array), got ' + _rt.describe(w))
+    for x in w:
+        if not (x is True or x is False):
+            break
+    else:
+        return list(w)
+    out = []
+    for i, x in enumerate(w):
+        if not (x is True or x is False):
+            try:
+                x = _rt.decode_boolean(x)
+            except _rt.DecodeError as e:
+                e.path.append(f'[{i}]')
+                raise
+        out.append(x)
+    return out
+
+
+def _IDevice_getCapabilities_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.getCapabilities takes 0 argument(s) (none), got ' + str(len(args)))
+    return []
+
+
+def _IDevice_getCapabilities_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getCapabilities: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 0:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getCapabilities: expected 0 argument(s), got ' + str(len(data)))
+    return ()
+
+
+def _IDevice_getCapabilities_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.getCapabilities replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result.__class__ is not Capabilities:
+            result = _rt.check_parcelable(result, Capabilities)
+        result = (result.to_wire(ctx) if result.__class__ is Capabilities else _rt.check_parcelable(result, Capabilities).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.getCapabilities: return value') from None
+    return [result]
+
+
+def _IDevice_getCapabilities_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getCapabilities: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = Capabilities._aidl_decode(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IDevice.getCapabilities', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getCapabilities: nested too deeply') from None
+    return result
+
+
+def _IDevice_getNumberOfCacheFilesNeeded_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.getNumberOfCacheFilesNeeded takes 0 argument(s) (none), got ' + str(len(args)))
+    return []
+
+
+def _IDevice_getNumberOfCacheFilesNeeded_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getNumberOfCacheFilesNeeded: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 0:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getNumberOfCacheFilesNeeded: expected 0 argument(s), got ' + str(len(data)))
+    return ()
+
+
+def _IDevice_getNumberOfCacheFilesNeeded_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.getNumberOfCacheFilesNeeded replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result.__class__ is not NumberOfCacheFiles:
+            result = _rt.check_parcelable(result, NumberOfCacheFiles)
+        result = (result.to_wire(ctx) if result.__class__ is NumberOfCacheFiles else _rt.check_parcelable(result, NumberOfCacheFiles).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.getNumberOfCacheFilesNeeded: return value') from None
+    return [result]
+
+
+def _IDevice_getNumberOfCacheFilesNeeded_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getNumberOfCacheFilesNeeded: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = NumberOfCacheFiles._aidl_decode(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IDevice.getNumberOfCacheFilesNeeded', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getNumberOfCacheFilesNeeded: nested too deeply') from None
+    return result
+
+
+def _IDevice_getSupportedExtensions_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.getSupportedExtensions takes 0 argument(s) (none), got ' + str(len(args)))
+    return []
+
+
+def _IDevice_getSupportedExtensions_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getSupportedExtensions: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 0:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getSupportedExtensions: expected 0 argument(s), got ' + str(len(data)))
+    return ()
+
+
+def _IDevice_getSupportedExtensions_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.getSupportedExtensions replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        result = _check_Extension_array(result)
+        result = _encode_Extension_array(result, ctx)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.getSupportedExtensions: return value') from None
+    return [result]
+
+
+def _IDevice_getSupportedExtensions_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getSupportedExtensions: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = _decode_Extension_array(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IDevice.getSupportedExtensions', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getSupportedExtensions: nested too deeply') from None
+    return result
+
+
+def _IDevice_getSupportedOperations_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.getSupportedOperations takes 1 argument(s) (model), got ' + str(len(args)))
+    model, = args
+    try:
+        if model.__class__ is not Model:
+            model = _rt.check_parcelable(model, Model)
+        model = (model.to_wire(ctx) if model.__class__ is Model else _rt.check_parcelable(model, Model).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.getSupportedOperations: argument model') from None
+    return [model]
+
+
+def _IDevice_getSupportedOperations_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getSupportedOperations: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getSupportedOperations: expected 1 argument(s), got ' + str(len(data)))
+    model, = data
+    try:
+        try:
+            model = Model._aidl_decode(model, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument model')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IDevice.getSupportedOperations', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getSupportedOperations: nested too deeply') from None
+    return (model,)
+
+
+def _IDevice_getSupportedOperations_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.getSupportedOperations replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        result = _check_boolean_array(result)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.getSupportedOperations: return value') from None
+    return [result]
+
+
+def _IDevice_getSupportedOperations_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getSupportedOperations: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = _decode_boolean_array(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IDevice.getSupportedOperations', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getSupportedOperations: nested too deeply') from None
+    return result
+
+
+def _IDevice_getType_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.getType takes 0 argument(s) (none), got ' + str(len(args)))
+    return []
+
+
+def _IDevice_getType_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getType: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 0:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getType: expected 0 argument(s), got ' + str(len(data)))
+    return ()
+
+
+def _IDevice_getType_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.getType replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result.__class__ is not DeviceType:
+            result = _rt.check_enum(result, DeviceType)
+        result = result._value_
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.getType: return value') from None
+    return [result]
+
+
+def _IDevice_getType_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getType: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = _rt.decode_enum(result, DeviceType)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IDevice.getType', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getType: nested too deeply') from None
+    return result
+
+
+def _IDevice_getVersionString_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.getVersionString takes 0 argument(s) (none), got ' + str(len(args)))
+    return []
+
+
+def _IDevice_getVersionString_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getVersionString: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 0:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getVersionString: expected 0 argument(s), got ' + str(len(data)))
+    return ()
+
+
+def _IDevice_getVersionString_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.getVersionString replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is str and result.isascii()):
+        try:
+            result = _rt.check_string(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.getVersionString: return value') from None
+    return [result]
+
+
+def _IDevice_getVersionString_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getVersionString: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if result.__class__ is not str:
+            try:
+                result = _rt.decode_string(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IDevice.getVersionString', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getVersionString: nested too deeply') from None
+    return result
+
+
+def _IDevice_getStatus_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.getStatus takes 0 argument(s) (none), got ' + str(len(args)))
+    return []
+
+
+def _IDevice_getStatus_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getStatus: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 0:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getStatus: expected 0 argument(s), got ' + str(len(data)))
+    return ()
+
+
+def _IDevice_getStatus_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.getStatus replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result.__class__ is not DeviceStatus:
+            result = _rt.check_enum(result, DeviceStatus)
+        result = result._value_
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.getStatus: return value') from None
+    return [result]
+
+
+def _IDevice_getStatus_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getStatus: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = _rt.decode_enum(result, DeviceStatus)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IDevice.getStatus', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.getStatus: nested too deeply') from None
+    return result
+
+
+def _IDevice_prepareModel_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 6:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.prepareModel takes 6 argument(s) (model, preference, priority, deadlineNs, modelSizeBytes, loadToken), got ' + str(len(args)))
+    model, preference, priority, deadlineNs, modelSizeBytes, loadToken = args
+    try:
+        if model.__class__ is not Model:
+            model = _rt.check_parcelable(model, Model)
+        model = (model.to_wire(ctx) if model.__class__ is Model else _rt.check_parcelable(model, Model).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModel: argument model') from None
+    try:
+        if preference.__class__ is not ExecutionPreference:
+            preference = _rt.check_enum(preference, ExecutionPreference)
+        preference = preference._value_
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModel: argument preference') from None
+    try:
+        if priority.__class__ is not Priority:
+            priority = _rt.check_enum(priority, Priority)
+        priority = priority._value_
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModel: argument priority') from None
+    if not (deadlineNs.__class__ is int and -9223372036854775808 <= deadlineNs <= 9223372036854775807):
+        try:
+            deadlineNs = _rt.check_long(deadlineNs)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModel: argument deadlineNs') from None
+    if not (modelSizeBytes.__class__ is int and -9223372036854775808 <= modelSizeBytes <= 9223372036854775807):
+        try:
+            modelSizeBytes = _rt.check_long(modelSizeBytes)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModel: argument modelSizeBytes') from None
+    try:
+        if not (loadToken is None or loadToken.__class__ is ModelLoadToken):
+            loadToken = _rt.check_parcelable(loadToken, ModelLoadToken)
+        loadToken = (None if loadToken is None else (loadToken.to_wire(ctx) if loadToken.__class__ is ModelLoadToken else _rt.check_parcelable(loadToken, ModelLoadToken).to_wire(ctx)))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModel: argument loadToken') from None
+    return [model, preference, priority, deadlineNs, modelSizeBytes, loadToken]
+
+
+def _IDevice_prepareModel_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModel: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 6:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModel: expected 6 argument(s), got ' + str(len(data)))
+    model, preference, priority, deadlineNs, modelSizeBytes, loadToken = data
+    try:
+        try:
+            model = Model._aidl_decode(model, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument model')
+            raise
+        try:
+            preference = _rt.decode_enum(preference, ExecutionPreference)
+        except _rt.DecodeError as e:
+            e.path.append(': argument preference')
+            raise
+        try:
+            priority = _rt.decode_enum(priority, Priority)
+        except _rt.DecodeError as e:
+            e.path.append(': argument priority')
+            raise
+        if not (deadlineNs.__class__ is int and -9223372036854775808 <= deadlineNs <= 9223372036854775807):
+            try:
+                deadlineNs = _rt.decode_long(deadlineNs)
+            except _rt.DecodeError as e:
+                e.path.append(': argument deadlineNs')
+                raise
+        if not (modelSizeBytes.__class__ is int and -9223372036854775808 <= modelSizeBytes <= 9223372036854775807):
+            try:
+                modelSizeBytes = _rt.decode_long(modelSizeBytes)
+            except _rt.DecodeError as e:
+                e.path.append(': argument modelSizeBytes')
+                raise
+        if loadToken is not None:
+            try:
+                loadToken = ModelLoadToken._aidl_decode(loadToken, ctx)
+            except _rt.DecodeError as e:
+                e.path.append(': argument loadToken')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IDevice.prepareModel', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModel: nested too deeply') from None
+    return (model, preference, priority, deadlineNs, modelSizeBytes, loadToken)
+
+
+def _IDevice_prepareModel_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.prepareModel replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result is not None:
+            result = _rt.check_binder(result, 'android.hardware.neuralnetworks.IPreparedModel')
+        result = _rt.encode_binder(result, ctx, IPreparedModel.definition, 'android.hardware.neuralnetworks.IPreparedModel')
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModel: return value') from None
+    return [result]
+
+
+def _IDevice_prepareModel_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModel: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = _rt.decode_binder(result, ctx, IPreparedModel.definition, 'android.hardware.neuralnetworks.IPreparedModel')
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IDevice.prepareModel', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModel: nested too deeply') from None
+    return result
+
+
+def _IPreparedModel_executeSynchronously_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 4:
+        raise TypeError('android.hardware.neuralnetworks.IPreparedModel.executeSynchronously takes 4 argument(s) (request, measureTiming, deadlineNs, loopTimeoutDurationNs), got ' + str(len(args)))
+    request, measureTiming, deadlineNs, loopTimeoutDurationNs = args
+    try:
+        if request.__class__ is not Request:
+            request = _rt.check_parcelable(request, Request)
+        request = (request.to_wire(ctx) if request.__class__ is Request else _rt.check_parcelable(request, Request).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeSynchronously: argument request') from None
+    if not (measureTiming is True or measureTiming is False):
+        try:
+            measureTiming = _rt.check_boolean(measureTiming)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeSynchronously: argument measureTiming') from None
+    if not (deadlineNs.__class__ is int and -9223372036854775808 <= deadlineNs <= 9223372036854775807):
+        try:
+            deadlineNs = _rt.check_long(deadlineNs)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeSynchronously: argument deadlineNs') from None
+    if not (loopTimeoutDurationNs.__class__ is int and -9223372036854775808 <= loopTimeoutDurationNs <= 9223372036854775807):
+        try:
+            loopTimeoutDurationNs = _rt.check_long(loopTimeoutDurationNs)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeSynchronously: argument loopTimeoutDurationNs') from None
+    return [request, measureTiming, deadlineNs, loopTimeoutDurationNs]
+
+
+def _IPreparedModel_executeSynchronously_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IPreparedModel.executeSynchronously: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 4:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IPreparedModel.executeSynchronously: expected 4 argument(s), got ' + str(len(data)))
+    request, measureTiming, deadlineNs, loopTimeoutDurationNs = data
+    try:
+        try:
+            request = Request._aidl_decode(request, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument request')
+            raise
+        if not (measureTiming is True or measureTiming is False):
+            try:
+                measureTiming = _rt.decode_boolean(measureTiming)
+            except _rt.DecodeError as e:
+                e.path.append(': argument measureTiming')
+                raise
+        if not (deadlineNs.__class__ is int and -9223372036854775808 <= deadlineNs <= 9223372036854775807):
+            try:
+                deadlineNs = _rt.decode_long(deadlineNs)
+            except _rt.DecodeError as e:
+                e.path.append(': argument deadlineNs')
+                raise
+        if not (loopTimeoutDurationNs.__class__ is int and -9223372036854775808 <= loopTimeoutDurationNs <= 9223372036854775807):
+            try:
+                loopTimeoutDurationNs = _rt.decode_long(loopTimeoutDurationNs)
+            except _rt.DecodeError as e:
+                e.path.append(': argument loopTimeoutDurationNs')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IPreparedModel.executeSynchronously', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IPreparedModel.executeSynchronously: nested too deeply') from None
+    return (request, measureTiming, deadlineNs, loopTimeoutDurationNs)
+
+
+def _IPreparedModel_executeSynchronously_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IPreparedModel.executeSynchronously replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result.__class__ is not ExecutionResult:
+            result = _rt.check_parcelable(result, ExecutionResult)
+        result = (result.to_wire(ctx) if result.__class__ is ExecutionResult else _rt.check_parcelable(result, ExecutionResult).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeSynchronously: return value') from None
+    return [result]
+
+
+def _IPreparedModel_executeSynchronously_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IPreparedModel.executeSynchronously: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = ExecutionResult._aidl_decode(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IPreparedModel.executeSynchronously', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IPreparedModel.executeSynchronously: nested too deeply') from None
+    return result
+
+
+def _IPreparedModel_executeWithHints_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 4:
+        raise TypeError('android.hardware.neuralnetworks.IPreparedModel.executeWithHints takes 4 argument(s) (request, measureTiming, deadlineNs, hints), got ' + str(len(args)))
+    request, measureTiming, deadlineNs, hints = args
+    try:
+        if request.__class__ is not Request:
+            request = _rt.check_parcelable(request, Request)
+        request = (request.to_wire(ctx) if request.__class__ is Request else _rt.check_parcelable(request, Request).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeWithHints: argument request') from None
+    if not (measureTiming is True or measureTiming is False):
+        try:
+            measureTiming = _rt.check_boolean(measureTiming)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeWithHints: argument measureTiming') from None
+    if not (deadlineNs.__class__ is int and -9223372036854775808 <= deadlineNs <= 9223372036854775807):
+        try:
+            deadlineNs = _rt.check_long(deadlineNs)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeWithHints: argument deadlineNs') from None
+    try:
+        if hints.__class__ is not ExecutionHints:
+            hints = _rt.check_parcelable(hints, ExecutionHints)
+        hints = (hints.to_wire(ctx) if hints.__class__ is ExecutionHints else _rt.check_parcelable(hints, ExecutionHints).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeWithHints: argument hints') from None
+    return [request, measureTiming, deadlineNs, hints]
+
+
+def _IPreparedModel_executeWithHints_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IPreparedModel.executeWithHints: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 4:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IPreparedModel.executeWithHints: expected 4 argument(s), got ' + str(len(data)))
+    request, measureTiming, deadlineNs, hints = data
+    try:
+        try:
+            request = Request._aidl_decode(request, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument request')
+            raise
+        if not (measureTiming is True or measureTiming is False):
+            try:
+                measureTiming = _rt.decode_boolean(measureTiming)
+            except _rt.DecodeError as e:
+                e.path.append(': argument measureTiming')
+                raise
+        if not (deadlineNs.__class__ is int and -9223372036854775808 <= deadlineNs <= 9223372036854775807):
+            try:
+                deadlineNs = _rt.decode_long(deadlineNs)
+            except _rt.DecodeError as e:
+                e.path.append(': argument deadlineNs')
+                raise
+        try:
+            hints = ExecutionHints._aidl_decode(hints, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument hints')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IPreparedModel.executeWithHints', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IPreparedModel.executeWithHints: nested too deeply') from None
+    return (request, measureTiming, deadlineNs, hints)
+
+
+def _IPreparedModel_executeWithHints_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IPreparedModel.executeWithHints replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result.__class__ is not ExecutionResult:
+            result = _rt.check_parcelable(result, ExecutionResult)
+        result = (result.to_wire(ctx) if result.__class__ is ExecutionResult else _rt.check_parcelable(result, ExecutionResult).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeWithHints: return value') from None
+    return [result]
+
+
+def _IPreparedModel_executeWithHints_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IPreparedModel.executeWithHints: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = ExecutionResult._aidl_decode(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IPreparedModel.executeWithHints', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IPreparedModel.executeWithHints: nested too deeply') from None
+    return result
+
+
+def _IPreparedModel_release_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IPreparedModel.release takes 0 argument(s) (none), got ' + str(len(args)))
+    return []
+
+
+def _IPreparedModel_release_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IPreparedModel.release: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 0:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IPreparedModel.release: expected 0 argument(s), got ' + str(len(data)))
+    return ()
+
+
+def _IPreparedModel_release_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IPreparedModel.release replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.hardware.neuralnetworks.IPreparedModel.release returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IPreparedModel_release_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IPreparedModel.release: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+_IDevice_getCapabilities = _rt.MethodDef('getCapabilities', 1, False, (), _rt.TypeRef('android.hardware.neuralnetworks.Capabilities'), (), doc=None, encode_call=_IDevice_getCapabilities_encode_call, decode_call=_IDevice_getCapabilities_decode_call, encode_reply=_IDevice_getCapabilities_encode_reply, decode_reply=_IDevice_getCapabilities_decode_reply)
+_IDevice_getNumberOfCacheFilesNeeded = _rt.MethodDef('getNumberOfCacheFilesNeeded', 2, False, (), _rt.TypeRef('android.hardware.neuralnetworks.NumberOfCacheFiles'), (), doc=None, encode_call=_IDevice_getNumberOfCacheFilesNeeded_encode_call, decode_call=_IDevice_getNumberOfCacheFilesNeeded_decode_call, encode_reply=_IDevice_getNumberOfCacheFilesNeeded_encode_reply, decode_reply=_IDevice_getNumberOfCacheFilesNeeded_decode_reply)
+_IDevice_getSupportedExtensions = _rt.MethodDef('getSupportedExtensions', 3, False, (), _rt.TypeRef('android.hardware.neuralnetworks.Extension', array=-1), (), doc=None, encode_call=_IDevice_getSupportedExtensions_encode_call, decode_call=_IDevice_getSupportedExtensions_decode_call, encode_reply=_IDevice_getSupportedExtensions_encode_reply, decode_reply=_IDevice_getSupportedExtensions_decode_reply)
+_IDevice_getSupportedOperations = _rt.MethodDef('getSupportedOperations', 4, False, (_rt.ArgDef('model', _rt.TypeRef('android.hardware.neuralnetworks.Model'), 'in'),), _rt.TypeRef('boolean', array=-1), (), doc=None, encode_call=_IDevice_getSupportedOperations_encode_call, decode_call=_IDevice_getSupportedOperations_decode_call, encode_reply=_IDevice_getSupportedOperations_encode_reply, decode_reply=_IDevice_getSupportedOperations_decode_reply)
+_IDevice_getType = _rt.MethodDef('getType', 5, False, (), _rt.TypeRef('android.hardware.neuralnetworks.DeviceType'), (), doc=None, encode_call=_IDevice_getType_encode_call, decode_call=_IDevice_getType_decode_call, encode_reply=_IDevice_getType_encode_reply, decode_reply=_IDevice_getType_decode_reply)
+_IDevice_getVersionString = _rt.MethodDef('getVersionString', 6, False, (), _rt.TypeRef('String'), (), doc=None, encode_call=_IDevice_getVersionString_encode_call, decode_call=_IDevice_getVersionString_decode_call, encode_reply=_IDevice_getVersionString_encode_reply, decode_reply=_IDevice_getVersionString_decode_reply)
+_IDevice_getStatus = _rt.MethodDef('getStatus', 7, False, (), _rt.TypeRef('android.hardware.neuralnetworks.DeviceStatus'), (), doc=None, encode_call=_IDevice_getStatus_encode_call, decode_call=_IDevice_getStatus_decode_call, encode_reply=_IDevice_getStatus_encode_reply, decode_reply=_IDevice_getStatus_decode_reply)
+_IDevice_prepareModel = _rt.MethodDef('prepareModel', 8, False, (_rt.ArgDef('model', _rt.TypeRef('android.hardware.neuralnetworks.Model'), 'in'), _rt.ArgDef('preference', _rt.TypeRef('android.hardware.neuralnetworks.ExecutionPreference'), 'in'), _rt.ArgDef('priority', _rt.TypeRef('android.hardware.neuralnetworks.Priority'), 'in'), _rt.ArgDef('deadlineNs', _rt.TypeRef('long'), 'in'), _rt.ArgDef('modelSizeBytes', _rt.TypeRef('long'), 'in'), _rt.ArgDef('loadToken', _rt.TypeRef('android.hardware.neuralnetworks.ModelLoadToken', nullable=True, annotations=(_rt.Annotation('nullable'),)), 'in')), _rt.TypeRef('android.hardware.neuralnetworks.IPreparedModel'), (), doc=None, encode_call=_IDevice_prepareModel_encode_call, decode_call=_IDevice_prepareModel_decode_call, encode_reply=_IDevice_prepareModel_encode_reply, decode_reply=_IDevice_prepareModel_decode_reply)
+_IPreparedModel_executeSynchronously = _rt.MethodDef('executeSynchronously', 1, False, (_rt.ArgDef('request', _rt.TypeRef('android.hardware.neuralnetworks.Request'), 'in'), _rt.ArgDef('measureTiming', _rt.TypeRef('boolean'), 'in'), _rt.ArgDef('deadlineNs', _rt.TypeRef('long'), 'in'), _rt.ArgDef('loopTimeoutDurationNs', _rt.TypeRef('long'), 'in')), _rt.TypeRef('android.hardware.neuralnetworks.ExecutionResult'), (), doc=None, encode_call=_IPreparedModel_executeSynchronously_encode_call, decode_call=_IPreparedModel_executeSynchronously_decode_call, encode_reply=_IPreparedModel_executeSynchronously_encode_reply, decode_reply=_IPreparedModel_executeSynchronously_decode_reply)
+_IPreparedModel_executeWithHints = _rt.MethodDef('executeWithHints', 2, False, (_rt.ArgDef('request', _rt.TypeRef('android.hardware.neuralnetworks.Request'), 'in'), _rt.ArgDef('measureTiming', _rt.TypeRef('boolean'), 'in'), _rt.ArgDef('deadlineNs', _rt.TypeRef('long'), 'in'), _rt.ArgDef('hints', _rt.TypeRef('android.hardware.neuralnetworks.ExecutionHints'), 'in')), _rt.TypeRef('android.hardware.neuralnetworks.ExecutionResult'), (), doc=None, encode_call=_IPreparedModel_executeWithHints_encode_call, decode_call=_IPreparedModel_executeWithHints_decode_call, encode_reply=_IPreparedModel_executeWithHints_encode_reply, decode_reply=_IPreparedModel_executeWithHints_decode_reply)
+_IPreparedModel_release = _rt.MethodDef('release', 3, False, (), _rt.TypeRef('void'), (), doc=None, encode_call=_IPreparedModel_release_encode_call, decode_call=_IPreparedModel_release_decode_call, encode_reply=_IPreparedModel_release_encode_reply, decode_reply=_IPreparedModel_release_decode_reply)
 _rt.bind(globals(), [
     _rt.EnumDef('android.hardware.neuralnetworks.DeviceStatus', 'int', (('AVAILABLE', 0), ('BUSY', 1), ('OFFLINE', 2), ('UNKNOWN', 3)), (_rt.Annotation('VintfStability'), _rt.Annotation('Backing', (('type', 'int'),))), filename='android/hardware/neuralnetworks/DeviceStatus.aidl', line=8, doc=None, cls=DeviceStatus),
     _rt.EnumDef('android.hardware.neuralnetworks.DeviceType', 'int', (('OTHER', 1), ('CPU', 2), ('GPU', 3), ('ACCELERATOR', 4)), (_rt.Annotation('VintfStability'), _rt.Annotation('Backing', (('type', 'int'),))), filename='android/hardware/neuralnetworks/DeviceType.aidl', line=7, doc=None, cls=DeviceType),
@@ -673,26 +2928,13 @@ _rt.bind(globals(), [
     _rt.InterfaceDef(
         'android.hardware.neuralnetworks.IDevice',
         False,
-        (
-            _rt.MethodDef('getCapabilities', 1, False, (), _rt.TypeRef('android.hardware.neuralnetworks.Capabilities'), (), doc=None),
-            _rt.MethodDef('getNumberOfCacheFilesNeeded', 2, False, (), _rt.TypeRef('android.hardware.neuralnetworks.NumberOfCacheFiles'), (), doc=None),
-            _rt.MethodDef('getSupportedExtensions', 3, False, (), _rt.TypeRef('android.hardware.neuralnetworks.Extension', array=-1), (), doc=None),
-            _rt.MethodDef('getSupportedOperations', 4, False, (_rt.ArgDef('model', _rt.TypeRef('android.hardware.neuralnetworks.Model'), 'in'),), _rt.TypeRef('boolean', array=-1), (), doc=None),
-            _rt.MethodDef('getType', 5, False, (), _rt.TypeRef('android.hardware.neuralnetworks.DeviceType'), (), doc=None),
-            _rt.MethodDef('getVersionString', 6, False, (), _rt.TypeRef('String'), (), doc=None),
-            _rt.MethodDef('getStatus', 7, False, (), _rt.TypeRef('android.hardware.neuralnetworks.DeviceStatus'), (), doc=None),
-            _rt.MethodDef('prepareModel', 8, False, (_rt.ArgDef('model', _rt.TypeRef('android.hardware.neuralnetworks.Model'), 'in'), _rt.ArgDef('preference', _rt.TypeRef('android.hardware.neuralnetworks.ExecutionPreference'), 'in'), _rt.ArgDef('priority', _rt.TypeRef('android.hardware.neuralnetworks.Priority'), 'in'), _rt.ArgDef('deadlineNs', _rt.TypeRef('long'), 'in'), _rt.ArgDef('modelSizeBytes', _rt.TypeRef('long'), 'in'), _rt.ArgDef('loadToken', _rt.TypeRef('android.hardware.neuralnetworks.ModelLoadToken', nullable=True, annotations=(_rt.Annotation('nullable'),)), 'in')), _rt.TypeRef('android.hardware.neuralnetworks.IPreparedModel'), (), doc=None),
-        ),
+        (_IDevice_getCapabilities, _IDevice_getNumberOfCacheFilesNeeded, _IDevice_getSupportedExtensions, _IDevice_getSupportedOperations, _IDevice_getType, _IDevice_getVersionString, _IDevice_getStatus, _IDevice_prepareModel),
         {'BYTE_SIZE_OF_CACHE_TOKEN': 32, 'MAX_NUMBER_OF_CACHE_FILES': 32}, (_rt.Annotation('VintfStability'),), filename='android/hardware/neuralnetworks/IDevice.aidl', line=17, doc=None, cls=IDevice,
     ),
     _rt.InterfaceDef(
         'android.hardware.neuralnetworks.IPreparedModel',
         False,
-        (
-            _rt.MethodDef('executeSynchronously', 1, False, (_rt.ArgDef('request', _rt.TypeRef('android.hardware.neuralnetworks.Request'), 'in'), _rt.ArgDef('measureTiming', _rt.TypeRef('boolean'), 'in'), _rt.ArgDef('deadlineNs', _rt.TypeRef('long'), 'in'), _rt.ArgDef('loopTimeoutDurationNs', _rt.TypeRef('long'), 'in')), _rt.TypeRef('android.hardware.neuralnetworks.ExecutionResult'), (), doc=None),
-            _rt.MethodDef('executeWithHints', 2, False, (_rt.ArgDef('request', _rt.TypeRef('android.hardware.neuralnetworks.Request'), 'in'), _rt.ArgDef('measureTiming', _rt.TypeRef('boolean'), 'in'), _rt.ArgDef('deadlineNs', _rt.TypeRef('long'), 'in'), _rt.ArgDef('hints', _rt.TypeRef('android.hardware.neuralnetworks.ExecutionHints'), 'in')), _rt.TypeRef('android.hardware.neuralnetworks.ExecutionResult'), (), doc=None),
-            _rt.MethodDef('release', 3, False, (), _rt.TypeRef('void'), (), doc=None),
-        ),
+        (_IPreparedModel_executeSynchronously, _IPreparedModel_executeWithHints, _IPreparedModel_release),
         {'DEFAULT_LOOP_TIMEOUT_DURATION_NS': 2000000000, 'MAXIMUM_LOOP_TIMEOUT_DURATION_NS': 15000000000}, (_rt.Annotation('VintfStability'),), filename='android/hardware/neuralnetworks/IPreparedModel.aidl', line=10, doc=None, cls=IPreparedModel,
     ),
-], imported=(NpuUuid,))
+])

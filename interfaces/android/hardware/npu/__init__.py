@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from framework.binder import aidl_support as _rt
 
@@ -29,7 +29,7 @@ class StartReason(enum.IntEnum):
     RESUMED = 1
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class NpuUuid(_rt.Parcelable):
     """A 128-bit identifier of an NPU execution group (AOSP calls this type Uuid)."""
 
@@ -39,11 +39,39 @@ class NpuUuid(_rt.Parcelable):
 
     uuid: bytes
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, uuid: bytes = ...) -> None: ...
+    def __init__(self, *, uuid: bytes = b'\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00') -> None:
+        if not (uuid.__class__ is bytes and len(uuid) == 16):
+            try:
+                uuid = _rt.check_bytes(uuid, 16)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'NpuUuid.uuid') from None
+        _set_NpuUuid_uuid(self, uuid)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this NpuUuid as a msgpack-able array, in declared order."""
+        return [self.uuid]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> NpuUuid:
+        """Decode the wire array of a NpuUuid; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 1:
+            data = _rt.fields_of(data, 1, 'NpuUuid')
+        uuid, = data
+        if not (uuid.__class__ is bytes and len(uuid) == 16):
+            if uuid is _rt.DEFAULT:
+                uuid = b'\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00'
+            else:
+                try:
+                    uuid = _rt.decode_bytes(uuid, 16)
+                except _rt.DecodeError as e:
+                    e.path.append('.uuid')
+                    raise
+        self = object.__new__(NpuUuid)
+        _set_NpuUuid_uuid(self, uuid)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class SchedulingConfig(_rt.Parcelable):
     """How the driver should treat one uid's work: the priority band its jobs may use,
     the app's own priority, and what it is allowed to do.
@@ -60,11 +88,119 @@ class SchedulingConfig(_rt.Parcelable):
     hasDirectAccess: bool
     canAttributeOtherUid: bool
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, minPriority: int = ..., maxPriority: int = ..., uid: int = ..., appPriority: int = ..., hasDirectAccess: bool = ..., canAttributeOtherUid: bool = ...) -> None: ...
+    def __init__(self, *, minPriority: int = 0, maxPriority: int = 2000, uid: int = 0, appPriority: int = 0, hasDirectAccess: bool = False, canAttributeOtherUid: bool = False) -> None:
+        if not (minPriority.__class__ is int and -2147483648 <= minPriority <= 2147483647):
+            try:
+                minPriority = _rt.check_int(minPriority)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'SchedulingConfig.minPriority') from None
+        if not (maxPriority.__class__ is int and -2147483648 <= maxPriority <= 2147483647):
+            try:
+                maxPriority = _rt.check_int(maxPriority)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'SchedulingConfig.maxPriority') from None
+        if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+            try:
+                uid = _rt.check_int(uid)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'SchedulingConfig.uid') from None
+        if not (appPriority.__class__ is int and -2147483648 <= appPriority <= 2147483647):
+            try:
+                appPriority = _rt.check_int(appPriority)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'SchedulingConfig.appPriority') from None
+        if not (hasDirectAccess is True or hasDirectAccess is False):
+            try:
+                hasDirectAccess = _rt.check_boolean(hasDirectAccess)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'SchedulingConfig.hasDirectAccess') from None
+        if not (canAttributeOtherUid is True or canAttributeOtherUid is False):
+            try:
+                canAttributeOtherUid = _rt.check_boolean(canAttributeOtherUid)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'SchedulingConfig.canAttributeOtherUid') from None
+        _set_SchedulingConfig_minPriority(self, minPriority)
+        _set_SchedulingConfig_maxPriority(self, maxPriority)
+        _set_SchedulingConfig_uid(self, uid)
+        _set_SchedulingConfig_appPriority(self, appPriority)
+        _set_SchedulingConfig_hasDirectAccess(self, hasDirectAccess)
+        _set_SchedulingConfig_canAttributeOtherUid(self, canAttributeOtherUid)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this SchedulingConfig as a msgpack-able array, in declared order."""
+        return [self.minPriority, self.maxPriority, self.uid, self.appPriority, self.hasDirectAccess, self.canAttributeOtherUid]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> SchedulingConfig:
+        """Decode the wire array of a SchedulingConfig; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 6:
+            data = _rt.fields_of(data, 6, 'SchedulingConfig')
+        minPriority, maxPriority, uid, appPriority, hasDirectAccess, canAttributeOtherUid = data
+        if not (minPriority.__class__ is int and -2147483648 <= minPriority <= 2147483647):
+            if minPriority is _rt.DEFAULT:
+                minPriority = 0
+            else:
+                try:
+                    minPriority = _rt.decode_int(minPriority)
+                except _rt.DecodeError as e:
+                    e.path.append('.minPriority')
+                    raise
+        if not (maxPriority.__class__ is int and -2147483648 <= maxPriority <= 2147483647):
+            if maxPriority is _rt.DEFAULT:
+                maxPriority = 2000
+            else:
+                try:
+                    maxPriority = _rt.decode_int(maxPriority)
+                except _rt.DecodeError as e:
+                    e.path.append('.maxPriority')
+                    raise
+        if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+            if uid is _rt.DEFAULT:
+                uid = 0
+            else:
+                try:
+                    uid = _rt.decode_int(uid)
+                except _rt.DecodeError as e:
+                    e.path.append('.uid')
+                    raise
+        if not (appPriority.__class__ is int and -2147483648 <= appPriority <= 2147483647):
+            if appPriority is _rt.DEFAULT:
+                appPriority = 0
+            else:
+                try:
+                    appPriority = _rt.decode_int(appPriority)
+                except _rt.DecodeError as e:
+                    e.path.append('.appPriority')
+                    raise
+        if not (hasDirectAccess is True or hasDirectAccess is False):
+            if hasDirectAccess is _rt.DEFAULT:
+                hasDirectAccess = False
+            else:
+                try:
+                    hasDirectAccess = _rt.decode_boolean(hasDirectAccess)
+                except _rt.DecodeError as e:
+                    e.path.append('.hasDirectAccess')
+                    raise
+        if not (canAttributeOtherUid is True or canAttributeOtherUid is False):
+            if canAttributeOtherUid is _rt.DEFAULT:
+                canAttributeOtherUid = False
+            else:
+                try:
+                    canAttributeOtherUid = _rt.decode_boolean(canAttributeOtherUid)
+                except _rt.DecodeError as e:
+                    e.path.append('.canAttributeOtherUid')
+                    raise
+        self = object.__new__(SchedulingConfig)
+        _set_SchedulingConfig_minPriority(self, minPriority)
+        _set_SchedulingConfig_maxPriority(self, maxPriority)
+        _set_SchedulingConfig_uid(self, uid)
+        _set_SchedulingConfig_appPriority(self, appPriority)
+        _set_SchedulingConfig_hasDirectAccess(self, hasDirectAccess)
+        _set_SchedulingConfig_canAttributeOtherUid(self, canAttributeOtherUid)
+        return self
 
 
-@dataclasses.dataclass(frozen=True, init=False, repr=False, eq=False)
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class WorkInfo(_rt.Parcelable):
     """One NPU execution group, as the driver reports its life to the framework."""
 
@@ -83,8 +219,185 @@ class WorkInfo(_rt.Parcelable):
     timestampMs: int
     deviceNumber: int
 
-    if TYPE_CHECKING:  # the real __init__ (checks, then sets) is compiled by bind()
-        def __init__(self, *, id: int = ..., groupId: NpuUuid | None = ..., uid: int = ..., debugPid: int = ..., originalUid: int = ..., debugFeatureId: str | None = ..., jobPriority: int = ..., effectivePriority: int = ..., timestampMs: int = ..., deviceNumber: int = ...) -> None: ...
+    def __init__(self, *, id: int = 0, groupId: NpuUuid | None = None, uid: int = 0, debugPid: int = 0, originalUid: int = 0, debugFeatureId: str | None = None, jobPriority: int = 0, effectivePriority: int = 0, timestampMs: int = 0, deviceNumber: int = 0) -> None:
+        if not (id.__class__ is int and -2147483648 <= id <= 2147483647):
+            try:
+                id = _rt.check_int(id)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkInfo.id') from None
+        if not (groupId is None or groupId.__class__ is NpuUuid):
+            try:
+                groupId = _rt.check_parcelable(groupId, NpuUuid)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkInfo.groupId') from None
+        if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+            try:
+                uid = _rt.check_int(uid)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkInfo.uid') from None
+        if not (debugPid.__class__ is int and -2147483648 <= debugPid <= 2147483647):
+            try:
+                debugPid = _rt.check_int(debugPid)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkInfo.debugPid') from None
+        if not (originalUid.__class__ is int and -2147483648 <= originalUid <= 2147483647):
+            try:
+                originalUid = _rt.check_int(originalUid)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkInfo.originalUid') from None
+        if not (debugFeatureId is None or (debugFeatureId.__class__ is str and debugFeatureId.isascii())):
+            try:
+                debugFeatureId = _rt.check_string(debugFeatureId)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkInfo.debugFeatureId') from None
+        if not (jobPriority.__class__ is int and -2147483648 <= jobPriority <= 2147483647):
+            try:
+                jobPriority = _rt.check_int(jobPriority)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkInfo.jobPriority') from None
+        if not (effectivePriority.__class__ is int and -2147483648 <= effectivePriority <= 2147483647):
+            try:
+                effectivePriority = _rt.check_int(effectivePriority)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkInfo.effectivePriority') from None
+        if not (timestampMs.__class__ is int and -9223372036854775808 <= timestampMs <= 9223372036854775807):
+            try:
+                timestampMs = _rt.check_long(timestampMs)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkInfo.timestampMs') from None
+        if not (deviceNumber.__class__ is int and -2147483648 <= deviceNumber <= 2147483647):
+            try:
+                deviceNumber = _rt.check_int(deviceNumber)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, 'WorkInfo.deviceNumber') from None
+        _set_WorkInfo_id(self, id)
+        _set_WorkInfo_groupId(self, groupId)
+        _set_WorkInfo_uid(self, uid)
+        _set_WorkInfo_debugPid(self, debugPid)
+        _set_WorkInfo_originalUid(self, originalUid)
+        _set_WorkInfo_debugFeatureId(self, debugFeatureId)
+        _set_WorkInfo_jobPriority(self, jobPriority)
+        _set_WorkInfo_effectivePriority(self, effectivePriority)
+        _set_WorkInfo_timestampMs(self, timestampMs)
+        _set_WorkInfo_deviceNumber(self, deviceNumber)
+
+    def to_wire(self, ctx: Any = None) -> list:
+        """The fields of this WorkInfo as a msgpack-able array, in declared order."""
+        groupId = self.groupId
+        try:
+            groupId = (None if groupId is None else (groupId.to_wire(ctx) if groupId.__class__ is NpuUuid else _rt.check_parcelable(groupId, NpuUuid).to_wire(ctx)))
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'WorkInfo.groupId') from None
+        return [self.id, groupId, self.uid, self.debugPid, self.originalUid, self.debugFeatureId, self.jobPriority, self.effectivePriority, self.timestampMs, self.deviceNumber]
+
+    @staticmethod
+    def _aidl_decode(data: Any, ctx: Any) -> WorkInfo:
+        """Decode the wire array of a WorkInfo; DecodeError if it does not fit."""
+        if data.__class__ is not list or len(data) != 10:
+            data = _rt.fields_of(data, 10, 'WorkInfo')
+        id, groupId, uid, debugPid, originalUid, debugFeatureId, jobPriority, effectivePriority, timestampMs, deviceNumber = data
+        if not (id.__class__ is int and -2147483648 <= id <= 2147483647):
+            if id is _rt.DEFAULT:
+                id = 0
+            else:
+                try:
+                    id = _rt.decode_int(id)
+                except _rt.DecodeError as e:
+                    e.path.append('.id')
+                    raise
+        if groupId is not None:
+            if groupId is _rt.DEFAULT:
+                groupId = None
+            else:
+                try:
+                    groupId = NpuUuid._aidl_decode(groupId, ctx)
+                except _rt.DecodeError as e:
+                    e.path.append('.groupId')
+                    raise
+        if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+            if uid is _rt.DEFAULT:
+                uid = 0
+            else:
+                try:
+                    uid = _rt.decode_int(uid)
+                except _rt.DecodeError as e:
+                    e.path.append('.uid')
+                    raise
+        if not (debugPid.__class__ is int and -2147483648 <= debugPid <= 2147483647):
+            if debugPid is _rt.DEFAULT:
+                debugPid = 0
+            else:
+                try:
+                    debugPid = _rt.decode_int(debugPid)
+                except _rt.DecodeError as e:
+                    e.path.append('.debugPid')
+                    raise
+        if not (originalUid.__class__ is int and -2147483648 <= originalUid <= 2147483647):
+            if originalUid is _rt.DEFAULT:
+                originalUid = 0
+            else:
+                try:
+                    originalUid = _rt.decode_int(originalUid)
+                except _rt.DecodeError as e:
+                    e.path.append('.originalUid')
+                    raise
+        if not (debugFeatureId is None or debugFeatureId.__class__ is str):
+            if debugFeatureId is _rt.DEFAULT:
+                debugFeatureId = None
+            else:
+                try:
+                    debugFeatureId = _rt.decode_string(debugFeatureId)
+                except _rt.DecodeError as e:
+                    e.path.append('.debugFeatureId')
+                    raise
+        if not (jobPriority.__class__ is int and -2147483648 <= jobPriority <= 2147483647):
+            if jobPriority is _rt.DEFAULT:
+                jobPriority = 0
+            else:
+                try:
+                    jobPriority = _rt.decode_int(jobPriority)
+                except _rt.DecodeError as e:
+                    e.path.append('.jobPriority')
+                    raise
+        if not (effectivePriority.__class__ is int and -2147483648 <= effectivePriority <= 2147483647):
+            if effectivePriority is _rt.DEFAULT:
+                effectivePriority = 0
+            else:
+                try:
+                    effectivePriority = _rt.decode_int(effectivePriority)
+                except _rt.DecodeError as e:
+                    e.path.append('.effectivePriority')
+                    raise
+        if not (timestampMs.__class__ is int and -9223372036854775808 <= timestampMs <= 9223372036854775807):
+            if timestampMs is _rt.DEFAULT:
+                timestampMs = 0
+            else:
+                try:
+                    timestampMs = _rt.decode_long(timestampMs)
+                except _rt.DecodeError as e:
+                    e.path.append('.timestampMs')
+                    raise
+        if not (deviceNumber.__class__ is int and -2147483648 <= deviceNumber <= 2147483647):
+            if deviceNumber is _rt.DEFAULT:
+                deviceNumber = 0
+            else:
+                try:
+                    deviceNumber = _rt.decode_int(deviceNumber)
+                except _rt.DecodeError as e:
+                    e.path.append('.deviceNumber')
+                    raise
+        self = object.__new__(WorkInfo)
+        _set_WorkInfo_id(self, id)
+        _set_WorkInfo_groupId(self, groupId)
+        _set_WorkInfo_uid(self, uid)
+        _set_WorkInfo_debugPid(self, debugPid)
+        _set_WorkInfo_originalUid(self, originalUid)
+        _set_WorkInfo_debugFeatureId(self, debugFeatureId)
+        _set_WorkInfo_jobPriority(self, jobPriority)
+        _set_WorkInfo_effectivePriority(self, effectivePriority)
+        _set_WorkInfo_timestampMs(self, timestampMs)
+        _set_WorkInfo_deviceNumber(self, deviceNumber)
+        return self
 
 
 class IScheduling(_rt.Interface):
@@ -189,6 +502,366 @@ class ISchedulingCallback(_rt.Interface):
             return await self._remote._call(_ISchedulingCallback_onWorkEnded, (workInfo, reason))
 
 
+# The slots' setters: only __init__ and _aidl_decode write a field of a frozen parcelable.
+_set_NpuUuid_uuid = NpuUuid.uuid.__set__
+_set_SchedulingConfig_minPriority = SchedulingConfig.minPriority.__set__
+_set_SchedulingConfig_maxPriority = SchedulingConfig.maxPriority.__set__
+_set_SchedulingConfig_uid = SchedulingConfig.uid.__set__
+_set_SchedulingConfig_appPriority = SchedulingConfig.appPriority.__set__
+_set_SchedulingConfig_hasDirectAccess = SchedulingConfig.hasDirectAccess.__set__
+_set_SchedulingConfig_canAttributeOtherUid = SchedulingConfig.canAttributeOtherUid.__set__
+_set_WorkInfo_id = WorkInfo.id.__set__
+_set_WorkInfo_groupId = WorkInfo.groupId.__set__
+_set_WorkInfo_uid = WorkInfo.uid.__set__
+_set_WorkInfo_debugPid = WorkInfo.debugPid.__set__
+_set_WorkInfo_originalUid = WorkInfo.originalUid.__set__
+_set_WorkInfo_debugFeatureId = WorkInfo.debugFeatureId.__set__
+_set_WorkInfo_jobPriority = WorkInfo.jobPriority.__set__
+_set_WorkInfo_effectivePriority = WorkInfo.effectivePriority.__set__
+_set_WorkInfo_timestampMs = WorkInfo.timestampMs.__set__
+_set_WorkInfo_deviceNumber = WorkInfo.deviceNumber.__set__
+
+
+def _check_SchedulingConfig_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected android.hardware.npu.SchedulingConfig[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if x.__class__ is not SchedulingConfig:
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if x.__class__ is not SchedulingConfig:
+            try:
+                x = _rt.check_parcelable(x, SchedulingConfig)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _encode_SchedulingConfig_array(v: list, ctx: Any) -> list:
+    return [(x.to_wire(ctx) if x.__class__ is SchedulingConfig else _rt.check_parcelable(x, SchedulingConfig).to_wire(ctx)) for x in v]
+
+
+def _decode_SchedulingConfig_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected android.hardware.npu.SchedulingConfig[] (an array), got ' + _rt.describe(w))
+    out = []
+    for i, x in enumerate(w):
+        try:
+            x = SchedulingConfig._aidl_decode(x, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(f'[{i}]')
+            raise
+        out.append(x)
+    return out
+
+
+def _IScheduling_setSchedulingConfigs_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.hardware.npu.IScheduling.setSchedulingConfigs takes 1 argument(s) (configs), got ' + str(len(args)))
+    configs, = args
+    try:
+        configs = _check_SchedulingConfig_array(configs)
+        configs = _encode_SchedulingConfig_array(configs, ctx)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.npu.IScheduling.setSchedulingConfigs: argument configs') from None
+    return [configs]
+
+
+def _IScheduling_setSchedulingConfigs_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.npu.IScheduling.setSchedulingConfigs: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.npu.IScheduling.setSchedulingConfigs: expected 1 argument(s), got ' + str(len(data)))
+    configs, = data
+    try:
+        try:
+            configs = _decode_SchedulingConfig_array(configs, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument configs')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.npu.IScheduling.setSchedulingConfigs', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.npu.IScheduling.setSchedulingConfigs: nested too deeply') from None
+    return (configs,)
+
+
+def _IScheduling_setSchedulingConfigs_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.npu.IScheduling.setSchedulingConfigs replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.hardware.npu.IScheduling.setSchedulingConfigs returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IScheduling_setSchedulingConfigs_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.hardware.npu.IScheduling.setSchedulingConfigs: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IScheduling_updateSchedulingConfigs_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.hardware.npu.IScheduling.updateSchedulingConfigs takes 1 argument(s) (configs), got ' + str(len(args)))
+    configs, = args
+    try:
+        configs = _check_SchedulingConfig_array(configs)
+        configs = _encode_SchedulingConfig_array(configs, ctx)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.npu.IScheduling.updateSchedulingConfigs: argument configs') from None
+    return [configs]
+
+
+def _IScheduling_updateSchedulingConfigs_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.npu.IScheduling.updateSchedulingConfigs: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.npu.IScheduling.updateSchedulingConfigs: expected 1 argument(s), got ' + str(len(data)))
+    configs, = data
+    try:
+        try:
+            configs = _decode_SchedulingConfig_array(configs, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument configs')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.npu.IScheduling.updateSchedulingConfigs', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.npu.IScheduling.updateSchedulingConfigs: nested too deeply') from None
+    return (configs,)
+
+
+def _IScheduling_updateSchedulingConfigs_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.npu.IScheduling.updateSchedulingConfigs replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.hardware.npu.IScheduling.updateSchedulingConfigs returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IScheduling_updateSchedulingConfigs_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.hardware.npu.IScheduling.updateSchedulingConfigs: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IScheduling_setCallback_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.hardware.npu.IScheduling.setCallback takes 1 argument(s) (callback), got ' + str(len(args)))
+    callback, = args
+    try:
+        if callback is not None:
+            callback = _rt.check_binder(callback, 'android.hardware.npu.ISchedulingCallback')
+        callback = (None if callback is None else _rt.encode_binder(callback, ctx, ISchedulingCallback.definition, 'android.hardware.npu.ISchedulingCallback'))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.npu.IScheduling.setCallback: argument callback') from None
+    return [callback]
+
+
+def _IScheduling_setCallback_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.npu.IScheduling.setCallback: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.npu.IScheduling.setCallback: expected 1 argument(s), got ' + str(len(data)))
+    callback, = data
+    try:
+        if callback is not None:
+            try:
+                callback = _rt.decode_binder(callback, ctx, ISchedulingCallback.definition, 'android.hardware.npu.ISchedulingCallback', True)
+            except _rt.DecodeError as e:
+                e.path.append(': argument callback')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.npu.IScheduling.setCallback', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.npu.IScheduling.setCallback: nested too deeply') from None
+    return (callback,)
+
+
+def _IScheduling_setCallback_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.npu.IScheduling.setCallback replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.hardware.npu.IScheduling.setCallback returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IScheduling_setCallback_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.hardware.npu.IScheduling.setCallback: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _ISchedulingCallback_onWorkRequested_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.hardware.npu.ISchedulingCallback.onWorkRequested takes 1 argument(s) (workInfo), got ' + str(len(args)))
+    workInfo, = args
+    try:
+        if workInfo.__class__ is not WorkInfo:
+            workInfo = _rt.check_parcelable(workInfo, WorkInfo)
+        workInfo = (workInfo.to_wire(ctx) if workInfo.__class__ is WorkInfo else _rt.check_parcelable(workInfo, WorkInfo).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.npu.ISchedulingCallback.onWorkRequested: argument workInfo') from None
+    return [workInfo]
+
+
+def _ISchedulingCallback_onWorkRequested_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.npu.ISchedulingCallback.onWorkRequested: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.npu.ISchedulingCallback.onWorkRequested: expected 1 argument(s), got ' + str(len(data)))
+    workInfo, = data
+    try:
+        try:
+            workInfo = WorkInfo._aidl_decode(workInfo, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument workInfo')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.npu.ISchedulingCallback.onWorkRequested', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.npu.ISchedulingCallback.onWorkRequested: nested too deeply') from None
+    return (workInfo,)
+
+
+def _ISchedulingCallback_onWorkRequested_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.npu.ISchedulingCallback.onWorkRequested replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.hardware.npu.ISchedulingCallback.onWorkRequested returns void, not ' + _rt.what(result))
+    return []
+
+
+def _ISchedulingCallback_onWorkRequested_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.hardware.npu.ISchedulingCallback.onWorkRequested: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _ISchedulingCallback_onWorkStarted_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('android.hardware.npu.ISchedulingCallback.onWorkStarted takes 2 argument(s) (workInfo, reason), got ' + str(len(args)))
+    workInfo, reason = args
+    try:
+        if workInfo.__class__ is not WorkInfo:
+            workInfo = _rt.check_parcelable(workInfo, WorkInfo)
+        workInfo = (workInfo.to_wire(ctx) if workInfo.__class__ is WorkInfo else _rt.check_parcelable(workInfo, WorkInfo).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.npu.ISchedulingCallback.onWorkStarted: argument workInfo') from None
+    try:
+        if reason.__class__ is not StartReason:
+            reason = _rt.check_enum(reason, StartReason)
+        reason = reason._value_
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.npu.ISchedulingCallback.onWorkStarted: argument reason') from None
+    return [workInfo, reason]
+
+
+def _ISchedulingCallback_onWorkStarted_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.npu.ISchedulingCallback.onWorkStarted: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('android.hardware.npu.ISchedulingCallback.onWorkStarted: expected 2 argument(s), got ' + str(len(data)))
+    workInfo, reason = data
+    try:
+        try:
+            workInfo = WorkInfo._aidl_decode(workInfo, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument workInfo')
+            raise
+        try:
+            reason = _rt.decode_enum(reason, StartReason)
+        except _rt.DecodeError as e:
+            e.path.append(': argument reason')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.npu.ISchedulingCallback.onWorkStarted', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.npu.ISchedulingCallback.onWorkStarted: nested too deeply') from None
+    return (workInfo, reason)
+
+
+def _ISchedulingCallback_onWorkStarted_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.npu.ISchedulingCallback.onWorkStarted replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.hardware.npu.ISchedulingCallback.onWorkStarted returns void, not ' + _rt.what(result))
+    return []
+
+
+def _ISchedulingCallback_onWorkStarted_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.hardware.npu.ISchedulingCallback.onWorkStarted: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _ISchedulingCallback_onWorkEnded_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('android.hardware.npu.ISchedulingCallback.onWorkEnded takes 2 argument(s) (workInfo, reason), got ' + str(len(args)))
+    workInfo, reason = args
+    try:
+        if workInfo.__class__ is not WorkInfo:
+            workInfo = _rt.check_parcelable(workInfo, WorkInfo)
+        workInfo = (workInfo.to_wire(ctx) if workInfo.__class__ is WorkInfo else _rt.check_parcelable(workInfo, WorkInfo).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.npu.ISchedulingCallback.onWorkEnded: argument workInfo') from None
+    try:
+        if reason.__class__ is not EndReason:
+            reason = _rt.check_enum(reason, EndReason)
+        reason = reason._value_
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.npu.ISchedulingCallback.onWorkEnded: argument reason') from None
+    return [workInfo, reason]
+
+
+def _ISchedulingCallback_onWorkEnded_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.npu.ISchedulingCallback.onWorkEnded: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('android.hardware.npu.ISchedulingCallback.onWorkEnded: expected 2 argument(s), got ' + str(len(data)))
+    workInfo, reason = data
+    try:
+        try:
+            workInfo = WorkInfo._aidl_decode(workInfo, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument workInfo')
+            raise
+        try:
+            reason = _rt.decode_enum(reason, EndReason)
+        except _rt.DecodeError as e:
+            e.path.append(': argument reason')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.npu.ISchedulingCallback.onWorkEnded', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.npu.ISchedulingCallback.onWorkEnded: nested too deeply') from None
+    return (workInfo, reason)
+
+
+def _ISchedulingCallback_onWorkEnded_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.npu.ISchedulingCallback.onWorkEnded replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.hardware.npu.ISchedulingCallback.onWorkEnded returns void, not ' + _rt.what(result))
+    return []
+
+
+def _ISchedulingCallback_onWorkEnded_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.hardware.npu.ISchedulingCallback.onWorkEnded: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+_IScheduling_setSchedulingConfigs = _rt.MethodDef('setSchedulingConfigs', 1, False, (_rt.ArgDef('configs', _rt.TypeRef('android.hardware.npu.SchedulingConfig', array=-1), 'in'),), _rt.TypeRef('void'), (), doc='Replaces every config. An invalid config or a uid given twice is\nEX_ILLEGAL_ARGUMENT, and nothing changes.', encode_call=_IScheduling_setSchedulingConfigs_encode_call, decode_call=_IScheduling_setSchedulingConfigs_decode_call, encode_reply=_IScheduling_setSchedulingConfigs_encode_reply, decode_reply=_IScheduling_setSchedulingConfigs_decode_reply)
+_IScheduling_updateSchedulingConfigs = _rt.MethodDef('updateSchedulingConfigs', 2, False, (_rt.ArgDef('configs', _rt.TypeRef('android.hardware.npu.SchedulingConfig', array=-1), 'in'),), _rt.TypeRef('void'), (), doc='Replaces or adds the config of each uid given; others stay.', encode_call=_IScheduling_updateSchedulingConfigs_encode_call, decode_call=_IScheduling_updateSchedulingConfigs_decode_call, encode_reply=_IScheduling_updateSchedulingConfigs_encode_reply, decode_reply=_IScheduling_updateSchedulingConfigs_decode_reply)
+_IScheduling_setCallback = _rt.MethodDef('setCallback', 3, False, (_rt.ArgDef('callback', _rt.TypeRef('android.hardware.npu.ISchedulingCallback', nullable=True, annotations=(_rt.Annotation('nullable'),)), 'in'),), _rt.TypeRef('void'), (), doc='The one callback; a later call replaces it, null removes it.', encode_call=_IScheduling_setCallback_encode_call, decode_call=_IScheduling_setCallback_decode_call, encode_reply=_IScheduling_setCallback_encode_reply, decode_reply=_IScheduling_setCallback_decode_reply)
+_ISchedulingCallback_onWorkRequested = _rt.MethodDef('onWorkRequested', 1, True, (_rt.ArgDef('workInfo', _rt.TypeRef('android.hardware.npu.WorkInfo'), 'in'),), _rt.TypeRef('void'), (), doc='The vendor service queued the work.', encode_call=_ISchedulingCallback_onWorkRequested_encode_call, decode_call=_ISchedulingCallback_onWorkRequested_decode_call, encode_reply=_ISchedulingCallback_onWorkRequested_encode_reply, decode_reply=_ISchedulingCallback_onWorkRequested_decode_reply)
+_ISchedulingCallback_onWorkStarted = _rt.MethodDef('onWorkStarted', 2, True, (_rt.ArgDef('workInfo', _rt.TypeRef('android.hardware.npu.WorkInfo'), 'in'), _rt.ArgDef('reason', _rt.TypeRef('android.hardware.npu.StartReason'), 'in')), _rt.TypeRef('void'), (), doc='The work began to execute (INITIAL) or resumed after preemption (RESUMED).', encode_call=_ISchedulingCallback_onWorkStarted_encode_call, decode_call=_ISchedulingCallback_onWorkStarted_decode_call, encode_reply=_ISchedulingCallback_onWorkStarted_encode_reply, decode_reply=_ISchedulingCallback_onWorkStarted_decode_reply)
+_ISchedulingCallback_onWorkEnded = _rt.MethodDef('onWorkEnded', 3, True, (_rt.ArgDef('workInfo', _rt.TypeRef('android.hardware.npu.WorkInfo'), 'in'), _rt.ArgDef('reason', _rt.TypeRef('android.hardware.npu.EndReason'), 'in')), _rt.TypeRef('void'), (), doc='The work stopped executing; see EndReason.', encode_call=_ISchedulingCallback_onWorkEnded_encode_call, decode_call=_ISchedulingCallback_onWorkEnded_decode_call, encode_reply=_ISchedulingCallback_onWorkEnded_encode_reply, decode_reply=_ISchedulingCallback_onWorkEnded_decode_reply)
 _rt.bind(globals(), [
     _rt.EnumDef('android.hardware.npu.EndReason', 'byte', (('CANCELLED_USER', 0), ('CANCELLED_SYSTEM', 1), ('PAUSED', 2), ('FAILED', 3), ('COMPLETED', 4)), (_rt.Annotation('VintfStability'), _rt.Annotation('Backing', (('type', 'byte'),))), filename='android/hardware/npu/EndReason.aidl', line=5, doc=None, cls=EndReason),
     _rt.EnumDef('android.hardware.npu.StartReason', 'byte', (('INITIAL', 0), ('RESUMED', 1)), (_rt.Annotation('VintfStability'), _rt.Annotation('Backing', (('type', 'byte'),))), filename='android/hardware/npu/StartReason.aidl', line=5, doc=None, cls=StartReason),
@@ -230,21 +903,13 @@ _rt.bind(globals(), [
     _rt.InterfaceDef(
         'android.hardware.npu.IScheduling',
         False,
-        (
-            _rt.MethodDef('setSchedulingConfigs', 1, False, (_rt.ArgDef('configs', _rt.TypeRef('android.hardware.npu.SchedulingConfig', array=-1), 'in'),), _rt.TypeRef('void'), (), doc='Replaces every config. An invalid config or a uid given twice is\nEX_ILLEGAL_ARGUMENT, and nothing changes.'),
-            _rt.MethodDef('updateSchedulingConfigs', 2, False, (_rt.ArgDef('configs', _rt.TypeRef('android.hardware.npu.SchedulingConfig', array=-1), 'in'),), _rt.TypeRef('void'), (), doc='Replaces or adds the config of each uid given; others stay.'),
-            _rt.MethodDef('setCallback', 3, False, (_rt.ArgDef('callback', _rt.TypeRef('android.hardware.npu.ISchedulingCallback', nullable=True, annotations=(_rt.Annotation('nullable'),)), 'in'),), _rt.TypeRef('void'), (), doc='The one callback; a later call replaces it, null removes it.'),
-        ),
+        (_IScheduling_setSchedulingConfigs, _IScheduling_updateSchedulingConfigs, _IScheduling_setCallback),
         {'MIN_PRIORITY': 0, 'MAX_PRIORITY': 1000}, (_rt.Annotation('VintfStability'),), filename='android/hardware/npu/IScheduling.aidl', line=12, doc="The NPU scheduling HAL (instance android.hardware.npu.IScheduling/default): the\nframework tells the driver how to prioritise each uid's work and listens to what\nthe work does.", cls=IScheduling,
     ),
     _rt.InterfaceDef(
         'android.hardware.npu.ISchedulingCallback',
         True,
-        (
-            _rt.MethodDef('onWorkRequested', 1, True, (_rt.ArgDef('workInfo', _rt.TypeRef('android.hardware.npu.WorkInfo'), 'in'),), _rt.TypeRef('void'), (), doc='The vendor service queued the work.'),
-            _rt.MethodDef('onWorkStarted', 2, True, (_rt.ArgDef('workInfo', _rt.TypeRef('android.hardware.npu.WorkInfo'), 'in'), _rt.ArgDef('reason', _rt.TypeRef('android.hardware.npu.StartReason'), 'in')), _rt.TypeRef('void'), (), doc='The work began to execute (INITIAL) or resumed after preemption (RESUMED).'),
-            _rt.MethodDef('onWorkEnded', 3, True, (_rt.ArgDef('workInfo', _rt.TypeRef('android.hardware.npu.WorkInfo'), 'in'), _rt.ArgDef('reason', _rt.TypeRef('android.hardware.npu.EndReason'), 'in')), _rt.TypeRef('void'), (), doc='The work stopped executing; see EndReason.'),
-        ),
+        (_ISchedulingCallback_onWorkRequested, _ISchedulingCallback_onWorkStarted, _ISchedulingCallback_onWorkEnded),
         {'DEBOUNCE_DURATION_MS': 50}, (_rt.Annotation('VintfStability'),), filename='android/hardware/npu/ISchedulingCallback.aidl', line=14, doc="Events about NPU work, from the driver's HAL to the framework. Duplicates are\ndebounced: onWorkRequested is suppressed when the same uid finished work within\nDEBOUNCE_DURATION_MS or already has work running, and onWorkEnded is sent only once\nthe uid has made no new request for that long.", cls=ISchedulingCallback,
     ),
-], imported=())
+])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from framework.binder import aidl_support as _rt
 
@@ -148,29 +148,702 @@ class IServiceManager(_rt.Interface):
             return await self._remote._call(_IServiceManager_getUidForPid, (pid, shellToken))
 
 
+
+def _check_String_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected String[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if not (x.__class__ is str and x.isascii()):
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if not (x.__class__ is str and x.isascii()):
+            try:
+                x = _rt.check_string(x)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _decode_String_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected String[] (an array), got ' + _rt.describe(w))
+    for x in w:
+        if x.__class__ is not str:
+            break
+    else:
+        return list(w)
+    out = []
+    for i, x in enumerate(w):
+        if x.__class__ is not str:
+            try:
+                x = _rt.decode_string(x)
+            except _rt.DecodeError as e:
+                e.path.append(f'[{i}]')
+                raise
+        out.append(x)
+    return out
+
+
+def _IServiceCallback_onRegistration_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('android.os.IServiceCallback.onRegistration takes 2 argument(s) (name, binder), got ' + str(len(args)))
+    name, binder = args
+    if not (name.__class__ is str and name.isascii()):
+        try:
+            name = _rt.check_string(name)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceCallback.onRegistration: argument name') from None
+    try:
+        if binder is not None:
+            binder = _rt.check_binder(binder, 'IBinder')
+        binder = _rt.encode_binder(binder, ctx, None, 'IBinder')
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.os.IServiceCallback.onRegistration: argument binder') from None
+    return [name, binder]
+
+
+def _IServiceCallback_onRegistration_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.os.IServiceCallback.onRegistration: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('android.os.IServiceCallback.onRegistration: expected 2 argument(s), got ' + str(len(data)))
+    name, binder = data
+    try:
+        if name.__class__ is not str:
+            try:
+                name = _rt.decode_string(name)
+            except _rt.DecodeError as e:
+                e.path.append(': argument name')
+                raise
+        try:
+            binder = _rt.decode_binder(binder, ctx, None, 'IBinder')
+        except _rt.DecodeError as e:
+            e.path.append(': argument binder')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceCallback.onRegistration', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceCallback.onRegistration: nested too deeply') from None
+    return (name, binder)
+
+
+def _IServiceCallback_onRegistration_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.os.IServiceCallback.onRegistration replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.os.IServiceCallback.onRegistration returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IServiceCallback_onRegistration_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.os.IServiceCallback.onRegistration: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IServiceManager_getService_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.os.IServiceManager.getService takes 1 argument(s) (name), got ' + str(len(args)))
+    name, = args
+    if not (name.__class__ is str and name.isascii()):
+        try:
+            name = _rt.check_string(name)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.getService: argument name') from None
+    return [name]
+
+
+def _IServiceManager_getService_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.os.IServiceManager.getService: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.os.IServiceManager.getService: expected 1 argument(s), got ' + str(len(data)))
+    name, = data
+    try:
+        if name.__class__ is not str:
+            try:
+                name = _rt.decode_string(name)
+            except _rt.DecodeError as e:
+                e.path.append(': argument name')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceManager.getService', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceManager.getService: nested too deeply') from None
+    return (name,)
+
+
+def _IServiceManager_getService_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.os.IServiceManager.getService replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result is not None:
+            result = _rt.check_binder(result, 'IBinder')
+        result = (None if result is None else _rt.encode_binder(result, ctx, None, 'IBinder'))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.os.IServiceManager.getService: return value') from None
+    return [result]
+
+
+def _IServiceManager_getService_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.os.IServiceManager.getService: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if result is not None:
+            try:
+                result = _rt.decode_binder(result, ctx, None, 'IBinder', True)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceManager.getService', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceManager.getService: nested too deeply') from None
+    return result
+
+
+def _IServiceManager_checkService_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.os.IServiceManager.checkService takes 1 argument(s) (name), got ' + str(len(args)))
+    name, = args
+    if not (name.__class__ is str and name.isascii()):
+        try:
+            name = _rt.check_string(name)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.checkService: argument name') from None
+    return [name]
+
+
+def _IServiceManager_checkService_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.os.IServiceManager.checkService: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.os.IServiceManager.checkService: expected 1 argument(s), got ' + str(len(data)))
+    name, = data
+    try:
+        if name.__class__ is not str:
+            try:
+                name = _rt.decode_string(name)
+            except _rt.DecodeError as e:
+                e.path.append(': argument name')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceManager.checkService', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceManager.checkService: nested too deeply') from None
+    return (name,)
+
+
+def _IServiceManager_checkService_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.os.IServiceManager.checkService replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result is not None:
+            result = _rt.check_binder(result, 'IBinder')
+        result = (None if result is None else _rt.encode_binder(result, ctx, None, 'IBinder'))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.os.IServiceManager.checkService: return value') from None
+    return [result]
+
+
+def _IServiceManager_checkService_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.os.IServiceManager.checkService: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if result is not None:
+            try:
+                result = _rt.decode_binder(result, ctx, None, 'IBinder', True)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceManager.checkService', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceManager.checkService: nested too deeply') from None
+    return result
+
+
+def _IServiceManager_addService_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 4:
+        raise TypeError('android.os.IServiceManager.addService takes 4 argument(s) (name, service, allowIsolated, dumpPriority), got ' + str(len(args)))
+    name, service, allowIsolated, dumpPriority = args
+    if not (name.__class__ is str and name.isascii()):
+        try:
+            name = _rt.check_string(name)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.addService: argument name') from None
+    try:
+        if service is not None:
+            service = _rt.check_binder(service, 'IBinder')
+        service = _rt.encode_binder(service, ctx, None, 'IBinder')
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.os.IServiceManager.addService: argument service') from None
+    if not (allowIsolated is True or allowIsolated is False):
+        try:
+            allowIsolated = _rt.check_boolean(allowIsolated)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.addService: argument allowIsolated') from None
+    if not (dumpPriority.__class__ is int and -2147483648 <= dumpPriority <= 2147483647):
+        try:
+            dumpPriority = _rt.check_int(dumpPriority)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.addService: argument dumpPriority') from None
+    return [name, service, allowIsolated, dumpPriority]
+
+
+def _IServiceManager_addService_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.os.IServiceManager.addService: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 4:
+        raise _rt.BadParcelableException('android.os.IServiceManager.addService: expected 4 argument(s), got ' + str(len(data)))
+    name, service, allowIsolated, dumpPriority = data
+    try:
+        if name.__class__ is not str:
+            try:
+                name = _rt.decode_string(name)
+            except _rt.DecodeError as e:
+                e.path.append(': argument name')
+                raise
+        try:
+            service = _rt.decode_binder(service, ctx, None, 'IBinder')
+        except _rt.DecodeError as e:
+            e.path.append(': argument service')
+            raise
+        if not (allowIsolated is True or allowIsolated is False):
+            try:
+                allowIsolated = _rt.decode_boolean(allowIsolated)
+            except _rt.DecodeError as e:
+                e.path.append(': argument allowIsolated')
+                raise
+        if not (dumpPriority.__class__ is int and -2147483648 <= dumpPriority <= 2147483647):
+            try:
+                dumpPriority = _rt.decode_int(dumpPriority)
+            except _rt.DecodeError as e:
+                e.path.append(': argument dumpPriority')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceManager.addService', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceManager.addService: nested too deeply') from None
+    return (name, service, allowIsolated, dumpPriority)
+
+
+def _IServiceManager_addService_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.os.IServiceManager.addService replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.os.IServiceManager.addService returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IServiceManager_addService_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.os.IServiceManager.addService: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IServiceManager_listServices_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 1:
+        raise TypeError('android.os.IServiceManager.listServices takes 1 argument(s) (dumpPriority), got ' + str(len(args)))
+    dumpPriority, = args
+    if not (dumpPriority.__class__ is int and -2147483648 <= dumpPriority <= 2147483647):
+        try:
+            dumpPriority = _rt.check_int(dumpPriority)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.listServices: argument dumpPriority') from None
+    return [dumpPriority]
+
+
+def _IServiceManager_listServices_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.os.IServiceManager.listServices: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 1:
+        raise _rt.BadParcelableException('android.os.IServiceManager.listServices: expected 1 argument(s), got ' + str(len(data)))
+    dumpPriority, = data
+    try:
+        if not (dumpPriority.__class__ is int and -2147483648 <= dumpPriority <= 2147483647):
+            try:
+                dumpPriority = _rt.decode_int(dumpPriority)
+            except _rt.DecodeError as e:
+                e.path.append(': argument dumpPriority')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceManager.listServices', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceManager.listServices: nested too deeply') from None
+    return (dumpPriority,)
+
+
+def _IServiceManager_listServices_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.os.IServiceManager.listServices replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        result = _check_String_array(result)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.os.IServiceManager.listServices: return value') from None
+    return [result]
+
+
+def _IServiceManager_listServices_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.os.IServiceManager.listServices: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = _decode_String_array(result, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceManager.listServices', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceManager.listServices: nested too deeply') from None
+    return result
+
+
+def _IServiceManager_registerForNotifications_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('android.os.IServiceManager.registerForNotifications takes 2 argument(s) (name, callback), got ' + str(len(args)))
+    name, callback = args
+    if not (name.__class__ is str and name.isascii()):
+        try:
+            name = _rt.check_string(name)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.registerForNotifications: argument name') from None
+    try:
+        if callback is not None:
+            callback = _rt.check_binder(callback, 'android.os.IServiceCallback')
+        callback = _rt.encode_binder(callback, ctx, IServiceCallback.definition, 'android.os.IServiceCallback')
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.os.IServiceManager.registerForNotifications: argument callback') from None
+    return [name, callback]
+
+
+def _IServiceManager_registerForNotifications_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.os.IServiceManager.registerForNotifications: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('android.os.IServiceManager.registerForNotifications: expected 2 argument(s), got ' + str(len(data)))
+    name, callback = data
+    try:
+        if name.__class__ is not str:
+            try:
+                name = _rt.decode_string(name)
+            except _rt.DecodeError as e:
+                e.path.append(': argument name')
+                raise
+        try:
+            callback = _rt.decode_binder(callback, ctx, IServiceCallback.definition, 'android.os.IServiceCallback')
+        except _rt.DecodeError as e:
+            e.path.append(': argument callback')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceManager.registerForNotifications', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceManager.registerForNotifications: nested too deeply') from None
+    return (name, callback)
+
+
+def _IServiceManager_registerForNotifications_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.os.IServiceManager.registerForNotifications replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.os.IServiceManager.registerForNotifications returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IServiceManager_registerForNotifications_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.os.IServiceManager.registerForNotifications: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IServiceManager_unregisterForNotifications_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('android.os.IServiceManager.unregisterForNotifications takes 2 argument(s) (name, callback), got ' + str(len(args)))
+    name, callback = args
+    if not (name.__class__ is str and name.isascii()):
+        try:
+            name = _rt.check_string(name)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.unregisterForNotifications: argument name') from None
+    try:
+        if callback is not None:
+            callback = _rt.check_binder(callback, 'android.os.IServiceCallback')
+        callback = _rt.encode_binder(callback, ctx, IServiceCallback.definition, 'android.os.IServiceCallback')
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.os.IServiceManager.unregisterForNotifications: argument callback') from None
+    return [name, callback]
+
+
+def _IServiceManager_unregisterForNotifications_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.os.IServiceManager.unregisterForNotifications: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('android.os.IServiceManager.unregisterForNotifications: expected 2 argument(s), got ' + str(len(data)))
+    name, callback = data
+    try:
+        if name.__class__ is not str:
+            try:
+                name = _rt.decode_string(name)
+            except _rt.DecodeError as e:
+                e.path.append(': argument name')
+                raise
+        try:
+            callback = _rt.decode_binder(callback, ctx, IServiceCallback.definition, 'android.os.IServiceCallback')
+        except _rt.DecodeError as e:
+            e.path.append(': argument callback')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceManager.unregisterForNotifications', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceManager.unregisterForNotifications: nested too deeply') from None
+    return (name, callback)
+
+
+def _IServiceManager_unregisterForNotifications_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.os.IServiceManager.unregisterForNotifications replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.os.IServiceManager.unregisterForNotifications returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IServiceManager_unregisterForNotifications_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.os.IServiceManager.unregisterForNotifications: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IServiceManager_waitForService_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('android.os.IServiceManager.waitForService takes 2 argument(s) (name, timeoutMs), got ' + str(len(args)))
+    name, timeoutMs = args
+    if not (name.__class__ is str and name.isascii()):
+        try:
+            name = _rt.check_string(name)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.waitForService: argument name') from None
+    if not (timeoutMs.__class__ is int and -9223372036854775808 <= timeoutMs <= 9223372036854775807):
+        try:
+            timeoutMs = _rt.check_long(timeoutMs)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.waitForService: argument timeoutMs') from None
+    return [name, timeoutMs]
+
+
+def _IServiceManager_waitForService_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.os.IServiceManager.waitForService: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('android.os.IServiceManager.waitForService: expected 2 argument(s), got ' + str(len(data)))
+    name, timeoutMs = data
+    try:
+        if name.__class__ is not str:
+            try:
+                name = _rt.decode_string(name)
+            except _rt.DecodeError as e:
+                e.path.append(': argument name')
+                raise
+        if not (timeoutMs.__class__ is int and -9223372036854775808 <= timeoutMs <= 9223372036854775807):
+            try:
+                timeoutMs = _rt.decode_long(timeoutMs)
+            except _rt.DecodeError as e:
+                e.path.append(': argument timeoutMs')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceManager.waitForService', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceManager.waitForService: nested too deeply') from None
+    return (name, timeoutMs)
+
+
+def _IServiceManager_waitForService_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.os.IServiceManager.waitForService replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result is not None:
+            result = _rt.check_binder(result, 'IBinder')
+        result = (None if result is None else _rt.encode_binder(result, ctx, None, 'IBinder'))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.os.IServiceManager.waitForService: return value') from None
+    return [result]
+
+
+def _IServiceManager_waitForService_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.os.IServiceManager.waitForService: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if result is not None:
+            try:
+                result = _rt.decode_binder(result, ctx, None, 'IBinder', True)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceManager.waitForService', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceManager.waitForService: nested too deeply') from None
+    return result
+
+
+def _IServiceManager_registerProcess_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('android.os.IServiceManager.registerProcess takes 2 argument(s) (pid, uid), got ' + str(len(args)))
+    pid, uid = args
+    if not (pid.__class__ is int and -2147483648 <= pid <= 2147483647):
+        try:
+            pid = _rt.check_int(pid)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.registerProcess: argument pid') from None
+    if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+        try:
+            uid = _rt.check_int(uid)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.registerProcess: argument uid') from None
+    return [pid, uid]
+
+
+def _IServiceManager_registerProcess_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.os.IServiceManager.registerProcess: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('android.os.IServiceManager.registerProcess: expected 2 argument(s), got ' + str(len(data)))
+    pid, uid = data
+    try:
+        if not (pid.__class__ is int and -2147483648 <= pid <= 2147483647):
+            try:
+                pid = _rt.decode_int(pid)
+            except _rt.DecodeError as e:
+                e.path.append(': argument pid')
+                raise
+        if not (uid.__class__ is int and -2147483648 <= uid <= 2147483647):
+            try:
+                uid = _rt.decode_int(uid)
+            except _rt.DecodeError as e:
+                e.path.append(': argument uid')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceManager.registerProcess', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceManager.registerProcess: nested too deeply') from None
+    return (pid, uid)
+
+
+def _IServiceManager_registerProcess_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.os.IServiceManager.registerProcess replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if result is not None:
+        raise TypeError('android.os.IServiceManager.registerProcess returns void, not ' + _rt.what(result))
+    return []
+
+
+def _IServiceManager_registerProcess_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 0:
+        raise _rt.BadParcelableException('android.os.IServiceManager.registerProcess: expected a reply of 0 value(s), got ' + _rt.describe(data))
+    return None
+
+
+def _IServiceManager_getUidForPid_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 2:
+        raise TypeError('android.os.IServiceManager.getUidForPid takes 2 argument(s) (pid, shellToken), got ' + str(len(args)))
+    pid, shellToken = args
+    if not (pid.__class__ is int and -2147483648 <= pid <= 2147483647):
+        try:
+            pid = _rt.check_int(pid)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.getUidForPid: argument pid') from None
+    if not (shellToken is None or (shellToken.__class__ is str and shellToken.isascii())):
+        try:
+            shellToken = _rt.check_string(shellToken)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.getUidForPid: argument shellToken') from None
+    return [pid, shellToken]
+
+
+def _IServiceManager_getUidForPid_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.os.IServiceManager.getUidForPid: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 2:
+        raise _rt.BadParcelableException('android.os.IServiceManager.getUidForPid: expected 2 argument(s), got ' + str(len(data)))
+    pid, shellToken = data
+    try:
+        if not (pid.__class__ is int and -2147483648 <= pid <= 2147483647):
+            try:
+                pid = _rt.decode_int(pid)
+            except _rt.DecodeError as e:
+                e.path.append(': argument pid')
+                raise
+        if not (shellToken is None or shellToken.__class__ is str):
+            try:
+                shellToken = _rt.decode_string(shellToken)
+            except _rt.DecodeError as e:
+                e.path.append(': argument shellToken')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceManager.getUidForPid', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceManager.getUidForPid: nested too deeply') from None
+    return (pid, shellToken)
+
+
+def _IServiceManager_getUidForPid_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.os.IServiceManager.getUidForPid replies with 0 out/inout value(s), got ' + str(len(outs)))
+    if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+        try:
+            result = _rt.check_int(result)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.os.IServiceManager.getUidForPid: return value') from None
+    return [result]
+
+
+def _IServiceManager_getUidForPid_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.os.IServiceManager.getUidForPid: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        if not (result.__class__ is int and -2147483648 <= result <= 2147483647):
+            try:
+                result = _rt.decode_int(result)
+            except _rt.DecodeError as e:
+                e.path.append(': return value')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.os.IServiceManager.getUidForPid', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.os.IServiceManager.getUidForPid: nested too deeply') from None
+    return result
+
+
+_IServiceCallback_onRegistration = _rt.MethodDef('onRegistration', 1, True, (_rt.ArgDef('name', _rt.TypeRef('String'), 'in'), _rt.ArgDef('binder', _rt.TypeRef('IBinder'), 'in')), _rt.TypeRef('void'), (), doc=None, encode_call=_IServiceCallback_onRegistration_encode_call, decode_call=_IServiceCallback_onRegistration_decode_call, encode_reply=_IServiceCallback_onRegistration_encode_reply, decode_reply=_IServiceCallback_onRegistration_decode_reply)
+_IServiceManager_getService = _rt.MethodDef('getService', 1, False, (_rt.ArgDef('name', _rt.TypeRef('String'), 'in'),), _rt.TypeRef('IBinder', nullable=True, annotations=(_rt.Annotation('nullable'),)), (), doc='The service registered as name, or null. npuemu does not poll: see waitForService.', encode_call=_IServiceManager_getService_encode_call, decode_call=_IServiceManager_getService_decode_call, encode_reply=_IServiceManager_getService_encode_reply, decode_reply=_IServiceManager_getService_decode_reply)
+_IServiceManager_checkService = _rt.MethodDef('checkService', 2, False, (_rt.ArgDef('name', _rt.TypeRef('String'), 'in'),), _rt.TypeRef('IBinder', nullable=True, annotations=(_rt.Annotation('nullable'),)), (), doc='The service registered as name, or null, at once.', encode_call=_IServiceManager_checkService_encode_call, decode_call=_IServiceManager_checkService_decode_call, encode_reply=_IServiceManager_checkService_encode_reply, decode_reply=_IServiceManager_checkService_decode_reply)
+_IServiceManager_addService = _rt.MethodDef('addService', 3, False, (_rt.ArgDef('name', _rt.TypeRef('String'), 'in'), _rt.ArgDef('service', _rt.TypeRef('IBinder'), 'in'), _rt.ArgDef('allowIsolated', _rt.TypeRef('boolean'), 'in'), _rt.ArgDef('dumpPriority', _rt.TypeRef('int'), 'in')), _rt.TypeRef('void'), (), doc='Register (or, by its owner, replace) a service. Only system uids may.', encode_call=_IServiceManager_addService_encode_call, decode_call=_IServiceManager_addService_decode_call, encode_reply=_IServiceManager_addService_encode_reply, decode_reply=_IServiceManager_addService_decode_reply)
+_IServiceManager_listServices = _rt.MethodDef('listServices', 4, False, (_rt.ArgDef('dumpPriority', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('String', array=-1), (), doc='Every registered name whose dump priority matches, sorted.', encode_call=_IServiceManager_listServices_encode_call, decode_call=_IServiceManager_listServices_decode_call, encode_reply=_IServiceManager_listServices_encode_reply, decode_reply=_IServiceManager_listServices_decode_reply)
+_IServiceManager_registerForNotifications = _rt.MethodDef('registerForNotifications', 5, False, (_rt.ArgDef('name', _rt.TypeRef('String'), 'in'), _rt.ArgDef('callback', _rt.TypeRef('android.os.IServiceCallback'), 'in')), _rt.TypeRef('void'), (), doc='callback.onRegistration(name, binder) now if name is registered, and on every later registration.', encode_call=_IServiceManager_registerForNotifications_encode_call, decode_call=_IServiceManager_registerForNotifications_decode_call, encode_reply=_IServiceManager_registerForNotifications_encode_reply, decode_reply=_IServiceManager_registerForNotifications_decode_reply)
+_IServiceManager_unregisterForNotifications = _rt.MethodDef('unregisterForNotifications', 6, False, (_rt.ArgDef('name', _rt.TypeRef('String'), 'in'), _rt.ArgDef('callback', _rt.TypeRef('android.os.IServiceCallback'), 'in')), _rt.TypeRef('void'), (), doc=None, encode_call=_IServiceManager_unregisterForNotifications_encode_call, decode_call=_IServiceManager_unregisterForNotifications_decode_call, encode_reply=_IServiceManager_unregisterForNotifications_encode_reply, decode_reply=_IServiceManager_unregisterForNotifications_decode_reply)
+_IServiceManager_waitForService = _rt.MethodDef('waitForService', 7, False, (_rt.ArgDef('name', _rt.TypeRef('String'), 'in'), _rt.ArgDef('timeoutMs', _rt.TypeRef('long'), 'in')), _rt.TypeRef('IBinder', nullable=True, annotations=(_rt.Annotation('nullable'),)), (), doc='Block until name is registered, or timeoutMs pass (then null).', encode_call=_IServiceManager_waitForService_encode_call, decode_call=_IServiceManager_waitForService_decode_call, encode_reply=_IServiceManager_waitForService_encode_reply, decode_reply=_IServiceManager_waitForService_decode_reply)
+_IServiceManager_registerProcess = _rt.MethodDef('registerProcess', 8, False, (_rt.ArgDef('pid', _rt.TypeRef('int'), 'in'), _rt.ArgDef('uid', _rt.TypeRef('int'), 'in')), _rt.TypeRef('void'), (), doc='npuemu: the calling launcher (uid 0 or 1000) vouches that its child pid runs as uid.', encode_call=_IServiceManager_registerProcess_encode_call, decode_call=_IServiceManager_registerProcess_decode_call, encode_reply=_IServiceManager_registerProcess_encode_reply, decode_reply=_IServiceManager_registerProcess_decode_reply)
+_IServiceManager_getUidForPid = _rt.MethodDef('getUidForPid', 9, False, (_rt.ArgDef('pid', _rt.TypeRef('int'), 'in'), _rt.ArgDef('shellToken', _rt.TypeRef('String', nullable=True, annotations=(_rt.Annotation('nullable'),)), 'in')), _rt.TypeRef('int'), (), doc="npuemu: the uid recorded for pid, 2000 for the shell token's holder, or -1.", encode_call=_IServiceManager_getUidForPid_encode_call, decode_call=_IServiceManager_getUidForPid_decode_call, encode_reply=_IServiceManager_getUidForPid_encode_reply, decode_reply=_IServiceManager_getUidForPid_decode_reply)
 _rt.bind(globals(), [
     _rt.InterfaceDef(
         'android.os.IServiceCallback',
         True,
-        (
-            _rt.MethodDef('onRegistration', 1, True, (_rt.ArgDef('name', _rt.TypeRef('String'), 'in'), _rt.ArgDef('binder', _rt.TypeRef('IBinder'), 'in')), _rt.TypeRef('void'), (), doc=None),
-        ),
+        (_IServiceCallback_onRegistration,),
         {}, (), filename='android/os/IServiceCallback.aidl', line=4, doc='Told of registrations of a name (IServiceCallback.aidl).', cls=IServiceCallback,
     ),
     _rt.InterfaceDef(
         'android.os.IServiceManager',
         False,
-        (
-            _rt.MethodDef('getService', 1, False, (_rt.ArgDef('name', _rt.TypeRef('String'), 'in'),), _rt.TypeRef('IBinder', nullable=True, annotations=(_rt.Annotation('nullable'),)), (), doc='The service registered as name, or null. npuemu does not poll: see waitForService.'),
-            _rt.MethodDef('checkService', 2, False, (_rt.ArgDef('name', _rt.TypeRef('String'), 'in'),), _rt.TypeRef('IBinder', nullable=True, annotations=(_rt.Annotation('nullable'),)), (), doc='The service registered as name, or null, at once.'),
-            _rt.MethodDef('addService', 3, False, (_rt.ArgDef('name', _rt.TypeRef('String'), 'in'), _rt.ArgDef('service', _rt.TypeRef('IBinder'), 'in'), _rt.ArgDef('allowIsolated', _rt.TypeRef('boolean'), 'in'), _rt.ArgDef('dumpPriority', _rt.TypeRef('int'), 'in')), _rt.TypeRef('void'), (), doc='Register (or, by its owner, replace) a service. Only system uids may.'),
-            _rt.MethodDef('listServices', 4, False, (_rt.ArgDef('dumpPriority', _rt.TypeRef('int'), 'in'),), _rt.TypeRef('String', array=-1), (), doc='Every registered name whose dump priority matches, sorted.'),
-            _rt.MethodDef('registerForNotifications', 5, False, (_rt.ArgDef('name', _rt.TypeRef('String'), 'in'), _rt.ArgDef('callback', _rt.TypeRef('android.os.IServiceCallback'), 'in')), _rt.TypeRef('void'), (), doc='callback.onRegistration(name, binder) now if name is registered, and on every later registration.'),
-            _rt.MethodDef('unregisterForNotifications', 6, False, (_rt.ArgDef('name', _rt.TypeRef('String'), 'in'), _rt.ArgDef('callback', _rt.TypeRef('android.os.IServiceCallback'), 'in')), _rt.TypeRef('void'), (), doc=None),
-            _rt.MethodDef('waitForService', 7, False, (_rt.ArgDef('name', _rt.TypeRef('String'), 'in'), _rt.ArgDef('timeoutMs', _rt.TypeRef('long'), 'in')), _rt.TypeRef('IBinder', nullable=True, annotations=(_rt.Annotation('nullable'),)), (), doc='Block until name is registered, or timeoutMs pass (then null).'),
-            _rt.MethodDef('registerProcess', 8, False, (_rt.ArgDef('pid', _rt.TypeRef('int'), 'in'), _rt.ArgDef('uid', _rt.TypeRef('int'), 'in')), _rt.TypeRef('void'), (), doc='npuemu: the calling launcher (uid 0 or 1000) vouches that its child pid runs as uid.'),
-            _rt.MethodDef('getUidForPid', 9, False, (_rt.ArgDef('pid', _rt.TypeRef('int'), 'in'), _rt.ArgDef('shellToken', _rt.TypeRef('String', nullable=True, annotations=(_rt.Annotation('nullable'),)), 'in')), _rt.TypeRef('int'), (), doc="npuemu: the uid recorded for pid, 2000 for the shell token's holder, or -1."),
-        ),
+        (_IServiceManager_getService, _IServiceManager_checkService, _IServiceManager_addService, _IServiceManager_listServices, _IServiceManager_registerForNotifications, _IServiceManager_unregisterForNotifications, _IServiceManager_waitForService, _IServiceManager_registerProcess, _IServiceManager_getUidForPid),
         {'DUMP_FLAG_PRIORITY_CRITICAL': 1, 'DUMP_FLAG_PRIORITY_HIGH': 2, 'DUMP_FLAG_PRIORITY_NORMAL': 4, 'DUMP_FLAG_PRIORITY_DEFAULT': 8, 'DUMP_FLAG_PRIORITY_ALL': 15}, (), filename='android/os/IServiceManager.aidl', line=14, doc='The binder name registry (libbinder\'s IServiceManager), served as object 0 of the\nservicemanager process at the well-known socket "servicemanager".\n\nnpuemu adds the one thing a kernel binder driver would otherwise provide: the\nrecord of which uid each process runs as. A launcher (uid 0 or 1000) registers\nevery process it starts before that process serves, and every runtime asks here\nfor the uid of a peer that connects to it.', cls=IServiceManager,
     ),
-], imported=())
+])
