@@ -10,7 +10,8 @@ Times, in one process, what every binder transaction pays in the AIDL codec:
 * the call encoders and decoders of ``ISchedulingCallback.onWorkStarted`` and
   ``IDevice.prepareModel``.
 
-Each row is the best of ``--repeat`` timings (microseconds per operation) and its
+Each row is the best of ``--repeat`` timings (microseconds of CPU time per operation,
+so that time the process spends descheduled on a busy machine does not count) and its
 ratio to msgpack packing (encoders) or unpacking (decoders) of the same wire data,
 the other half of every transaction's cost. ``--baseline DIR`` runs the same cases,
 alternating, against the checkout in DIR (another worktree, e.g. one at an older
@@ -24,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import timeit
 from pathlib import Path
 from typing import Any, Callable
@@ -88,7 +90,8 @@ def _cases() -> list[Case]:
 
 
 def _best_us(fn: Callable[[], Any], repeat: int) -> float:
-    timer = timeit.Timer(fn)
+    # CPU time of this process: on a loaded machine, time spent descheduled does not count
+    timer = timeit.Timer(fn, timer=time.process_time)
     number, _ = timer.autorange()
     number = max(1, number // 2)
     return min(timer.repeat(repeat=repeat, number=number)) / number * 1e6
