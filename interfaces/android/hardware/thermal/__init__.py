@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from framework.binder import aidl_support as _rt
 
@@ -26,6 +26,7 @@ class ThrottlingSeverity(enum.IntEnum):
     SHUTDOWN = 6
 
 
+
 _rt.bind(globals(), [
     _rt.EnumDef('android.hardware.thermal.ThrottlingSeverity', 'int', (('NONE', 0), ('LIGHT', 1), ('MODERATE', 2), ('SEVERE', 3), ('CRITICAL', 4), ('EMERGENCY', 5), ('SHUTDOWN', 6)), (_rt.Annotation('VintfStability'), _rt.Annotation('Backing', (('type', 'int'),))), filename='android/hardware/thermal/ThrottlingSeverity.aidl', line=9, doc="The thermal HAL's severity scale, as the emulated die reports it: how hard the\ndevice throttles, from not at all to about to power off.", cls=ThrottlingSeverity),
-], imported=())
+])
