@@ -350,34 +350,61 @@ def _leak_check(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LeakCheck]
         shutil.rmtree(private_tmp, ignore_errors=True)
 
 
-@dataclasses.dataclass(frozen=True)
 class DemoRun:
-    """One real ``npuemu demo``: how it ended, and the directory it wrote its results to."""
+    """One real ``npuemu demo``, run in the background once :meth:`start`-ed.
 
-    argv: tuple[str, ...]
-    result: subprocess.CompletedProcess[str]
-    out_dir: Path  # summary.json, trace.json, timeline.png, recording/
+    It is started by a test or a module's fixture, not by the session's fixture (that
+    runs before every check), and waited for in the same module: what it leaves behind
+    is then that module's, and is checked with it.
+    """
+
+    def __init__(self, work: Path) -> None:
+        self.argv = (os.fspath(Path(sys.executable).with_name("npuemu")), "demo", "--seconds", "8")
+        self.work = work
+        self.out_dir = work / "demo"  # summary.json, trace.json, timeline.png, recording/
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._result: subprocess.CompletedProcess[str] | None = None
+
+    def start(self) -> None:
+        if self._proc is None:
+            with open(self.work / "stdout", "w") as stdout, open(self.work / "stderr", "w") as stderr:
+                self._proc = subprocess.Popen(self.argv, cwd=self.work, stdout=stdout, stderr=stderr,
+                                              env={**os.environ, "NPUEMU_RUNTIME_DIR": os.fspath(self.work / "emu")})
+
+    def wait(self, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+        """How it ended (started now if it was not)."""
+        self.start()
+        assert self._proc is not None
+        if self._result is None:
+            try:
+                self._proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.stop()
+                pytest.fail(f"npuemu demo did not end within {timeout:g} s", pytrace=False)
+            out, err = ((self.work / name).read_text() for name in ("stdout", "stderr"))
+            self._result = subprocess.CompletedProcess(self.argv, self._proc.returncode, out, err)
+        return self._result
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
 
 
 @pytest.fixture(scope="session")
-def documented_demo(tmp_path_factory: pytest.TempPathFactory, _leak_check: LeakCheck) -> DemoRun:
+def documented_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
     """The quick start's ``npuemu demo`` (at ``--seconds 8``, its shortest run), run once.
 
     It is the suite's one run of the reference driver's demo: test_examples runs that
-    example through it, test_demo checks what it reports and wrote. With no
-    ``--out-dir`` its results go beside the runtime directory, ``$NPUEMU_RUNTIME_DIR``.
-    What it leaves behind fails it here, as a test's would (it starts within no test's
-    checks: a session fixture is set up before them).
+    example through it (started early, beside its other examples), test_demo checks
+    what it reports and wrote. With no ``--out-dir`` its results go beside the runtime
+    directory, ``$NPUEMU_RUNTIME_DIR``.
     """
-    work = tmp_path_factory.mktemp("demo")
-    argv = (os.fspath(Path(sys.executable).with_name("npuemu")), "demo", "--seconds", "8")
-    before = _leak_check.before(full=True)
-    result = subprocess.run(argv, cwd=work, env={**os.environ, "NPUEMU_RUNTIME_DIR": os.fspath(work / "emu")},
-                            capture_output=True, text=True, timeout=240)
-    problems = _leak_check.after(before, "npuemu demo (the documented_demo fixture)")
-    if problems:
-        pytest.fail("\n".join(problems), pytrace=False)
-    return DemoRun(argv, result, work / "demo")
+    run = DemoRun(tmp_path_factory.mktemp("demo"))
+    try:
+        yield run
+    finally:
+        run.stop()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -414,9 +441,10 @@ def _report(config: pytest.Config, title: str, lines: list[str]) -> None:
             reporter.write_line(line)
 
 
-#: Test modules that share one worker under xdist, and so its session fixtures: both read
-#: the one run of ``documented_demo``.
-SAME_WORKER = {"tests/test_demo.py": "documented_demo", "tests/test_examples.py": "documented_demo"}
+#: Test modules that share one worker under xdist, and so its session fixtures, in the order
+#: they run there: test_examples starts the one run of ``documented_demo`` early, beside
+#: its other examples, and test_demo then reads it.
+SAME_WORKER = {"tests/test_examples.py": "documented_demo", "tests/test_demo.py": "documented_demo"}
 
 
 class ModuleScheduling(LoadScopeScheduling):
@@ -444,11 +472,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log) -> LoadScopeScheduli
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """In an xdist worker, the modules with a slow test go first (in their own order), so
-    that they start at once and the short ones fill in around them, not after them."""
+    that they start at once and the short ones fill in around them, not after them; the
+    modules of ``SAME_WORKER`` in its order."""
     if not hasattr(config, "workerinput"):
         return
     slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.path not in slow)  # a stable sort
+    rank = {module: i for i, module in enumerate(SAME_WORKER)}
+    items.sort(key=lambda item: (item.path not in slow, rank.get(item.nodeid.partition("::")[0], 0)))  # stable
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -24,8 +24,9 @@ pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def demo(documented_demo):
+    result = documented_demo.wait()
     summary = json.loads((documented_demo.out_dir / "summary.json").read_text())
-    return documented_demo.result, summary, documented_demo.out_dir
+    return result, summary, documented_demo.out_dir
 
 
 def test_demo_exits_0_and_every_check_passed(demo):

@@ -24,7 +24,9 @@ and ``myapp/`` (with an AIDL file of its own under ``myapp/aidl``). What the tes
   default emulator or files.
 - ``npuemu demo`` runs with ``--seconds 8``, its documented shortest run, unless the
   example says how long; plain ``npuemu demo`` is the suite's one run of the reference
-  driver's demo (conftest's ``documented_demo``), whose results test_demo checks.
+  driver's demo (conftest's ``documented_demo``), whose results test_demo checks. The
+  demos run in the background from the first example that needs no emulator, beside
+  the others that need none; their tests wait for them.
 - ``make driver`` runs as ``make -C <repo>`` with SRC/OUT in the scratch directory; the
   quick start's ``make demo`` and ``make test`` are checked with ``make -n`` (they run
   ``npuemu demo``, an example run here, and this very suite).
@@ -301,6 +303,59 @@ def _booted(s: Scratch) -> None:
         subprocess.run([NPUEMU, "boot", "--detach"], env=s.env(), capture_output=True, check=True, timeout=60)
 
 
+class Background:
+    """The demos (``_background``), run beside the other examples that need no emulator."""
+
+    def __init__(self, s: Scratch, examples: list[Example], documented_demo) -> None:
+        self.scratch, self.examples, self.documented_demo = s, examples, documented_demo
+        self.procs: dict[str, tuple[subprocess.Popen, Path]] = {}
+
+    def start(self) -> None:
+        for ex in self.examples:
+            argv = _argv(ex, self.scratch)
+            if ex.argv == ("npuemu", "demo"):  # the suite's one run of it, the same command
+                assert self.documented_demo.argv == tuple(argv), (self.documented_demo.argv, argv)
+                self.documented_demo.start()
+            elif ex.text not in self.procs:
+                out = self.scratch.work / f"background{len(self.procs)}"
+                with open(out.with_suffix(".out"), "w") as stdout, open(out.with_suffix(".err"), "w") as stderr:
+                    proc = subprocess.Popen(argv, cwd=self.scratch.work, env=self.scratch.env(), stdout=stdout,
+                                            stderr=stderr)
+                self.procs[ex.text] = proc, out
+
+    def wait(self, ex: Example) -> tuple[int, str, str]:
+        self.start()
+        if ex.argv == ("npuemu", "demo"):
+            result = self.documented_demo.wait(TIMEOUT_S["demo"])
+            return result.returncode, result.stdout, result.stderr
+        proc, out = self.procs[ex.text]
+        proc.wait(timeout=TIMEOUT_S["demo"])
+        return proc.returncode, out.with_suffix(".out").read_text(), out.with_suffix(".err").read_text()
+
+    def stop(self) -> None:
+        for proc, _ in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def _background(ex: Example) -> bool:
+    return ex.command == ("demo",)
+
+
+@pytest.fixture(scope="module")
+def background(scratch: Scratch, request: pytest.FixtureRequest):
+    """The selected demo examples, started by the first example that needs no emulator."""
+    selected = [item.callspec.params["ex"] for item in request.session.items
+                if item.path == Path(__file__) and item.originalname == "test_the_documented_example_runs"]
+    examples = [ex for ex in selected if _background(ex)]
+    bg = Background(scratch, examples, request.getfixturevalue("documented_demo") if examples else None)
+    try:
+        yield bg
+    finally:
+        bg.stop()
+
+
 # -- running one example -----------------------------------------------------------------
 
 
@@ -369,7 +424,9 @@ def _check_output(ex: Example, out: str) -> None:
 
 
 @pytest.mark.parametrize("ex", EXAMPLES, ids=[ex.text for ex in EXAMPLES])
-def test_the_documented_example_runs(ex: Example, scratch: Scratch, request: pytest.FixtureRequest):
+def test_the_documented_example_runs(ex: Example, scratch: Scratch, background: Background):
+    if _phase(ex) >= 1:  # the driver is built
+        background.start()
     if _phase(ex) >= 3:
         _booted(scratch)
     argv = _argv(ex, scratch)
@@ -377,10 +434,8 @@ def test_the_documented_example_runs(ex: Example, scratch: Scratch, request: pyt
     if _streams(ex):
         code, out, err = _stream(ex, argv, scratch)
         assert code in (0, 130), f"{ex.text} ({where}) exited {code} at Ctrl-C:\n{err}"
-    elif ex.argv == ("npuemu", "demo"):  # run once for the session, the same command
-        demo = request.getfixturevalue("documented_demo")
-        assert demo.argv == tuple(argv), (demo.argv, argv)
-        code, out, err = demo.result.returncode, demo.result.stdout, demo.result.stderr
+    elif _background(ex):
+        code, out, err = background.wait(ex)
         assert code == 0, f"{ex.text} ({where}) exited {code}:\n{out[-2000:]}\n{err[-2000:]}"
     else:
         timeout = TIMEOUT_S.get(next(iter(ex.command), ""), 60)
