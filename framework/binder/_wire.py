@@ -352,23 +352,25 @@ def _decode_body(body: Any, take_fds: Any) -> Event:
         items = _unpackb(body)
     except Exception as exc:  # msgpack raises a zoo of types; all mean "garbage"
         raise ProtocolError(f"undecodable frame body: {type(exc).__name__}: {exc}") from None
-    if type(items) is not list or not items:
+    # The two kinds of every call first, unpacked by name (each class checks its
+    # fields); an item count that fits no kind falls through to the errors below.
+    if type(items) is list and items:
+        kind = items[0]
+        if kind == 4 and len(items) == 8 and type(kind) is int:  # Reply.KIND
+            _, txn_id, status, exception, message, service_code, data, nfds = items
+            fds = take_fds(nfds) if nfds and type(nfds) is int and 0 < nfds <= MAX_FDS_PER_FRAME else ()
+            return Reply(txn_id, status, exception, message, service_code, data, nfds, fds)
+        if kind == 3 and len(items) == 7 and type(kind) is int:  # Transaction.KIND
+            _, txn_id, target, code, oneway, data, nfds = items
+            fds = take_fds(nfds) if nfds and type(nfds) is int and 0 < nfds <= MAX_FDS_PER_FRAME else ()
+            return Transaction(txn_id, target, code, oneway, data, nfds, fds)
+    else:
         raise ProtocolError("frame body is not a non-empty array")
-    kind = items[0]
     cls = _EVENT_TYPES.get(kind) if type(kind) is int else None
     if cls is None:
         raise ProtocolError(f"unknown frame kind {kind!r}")
     if len(items) != cls.NWIRE + 1:
         raise ProtocolError(f"{cls.__name__} frame has {len(items) - 1} fields, expected {cls.NWIRE}")
-    # The two kinds of every call are unpacked by name (each class checks its fields).
-    if cls is Reply:
-        _, txn_id, status, exception, message, service_code, data, nfds = items
-        fds = take_fds(nfds) if nfds and type(nfds) is int and 0 < nfds <= MAX_FDS_PER_FRAME else ()
-        return Reply(txn_id, status, exception, message, service_code, data, nfds, fds)
-    if cls is Transaction:
-        _, txn_id, target, code, oneway, data, nfds = items
-        fds = take_fds(nfds) if nfds and type(nfds) is int and 0 < nfds <= MAX_FDS_PER_FRAME else ()
-        return Transaction(txn_id, target, code, oneway, data, nfds, fds)
     return cls(*items[1:])
 
 
@@ -566,7 +568,10 @@ class Connection:
 
     def next_event(self) -> Event | _NeedData:
         """The next complete event, or :data:`NEED_DATA`. Raises :class:`ProtocolError`."""
-        event = self._framer.next()
+        framer = self._framer
+        if len(framer._buf) - framer._pos < _HEADER_SIZE:
+            return NEED_DATA  # the common answer after a whole read: no call to find it
+        event = framer.next()
         if event is NEED_DATA:
             return event
         cls = type(event)
