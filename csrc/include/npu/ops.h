@@ -1,0 +1,217 @@
+/*
+ * npu/ops.h - the operation library: NN HAL 1.2 operations over tensor descriptors.
+ *
+ * One library, built into both the driver extension (npuhal._npu) and the CPU
+ * device's (framework.nn._cpu), so the emulated devices and nnapi-reference
+ * compute the same results.  Each operation takes descriptors of its tensors
+ * plus its scalar parameters (already read from the model), checks that types
+ * and shapes fit the 1.2 spec, and writes its output; it returns NPU_OK or an
+ * npu_status code (bad descriptors are an error, never a crash):
+ *   NPU_E_INVALID_ARGUMENT   a NULL descriptor or data pointer
+ *   NPU_E_BAD_OPERAND_TYPE   a type the operation does not take, or an unknown one
+ *   NPU_E_BAD_SHAPE          a rank or dimension that does not fit (the output's too)
+ *   NPU_E_BAD_SCALAR         a scalar parameter or quantization parameter out of range
+ *   NPU_E_BAD_FUSE_CODE      a fused activation that is not NONE/RELU/RELU1/RELU6
+ *   NPU_E_NO_MEMORY          a scratch buffer could not be allocated
+ *
+ * Arithmetic.  Float32 computes in float; float16 tensors are widened to float32,
+ * computed, and rounded back (as Android's reference does).  TENSOR_QUANT8_ASYMM
+ * convolutions, FULLY_CONNECTED, ADD, SUB, MUL and the pools compute in integers
+ * exactly as Android's reference does (int32 accumulation of zero-point-centred
+ * values, requantization by QuantizeMultiplier's Q31 multiplier and shift with
+ * SaturatingRoundingDoublingHighMul and RoundingDivideByPOT); the other quantized
+ * operations compute real values in double and quantize them with the output's
+ * parameters (round half away from zero), within a quantum of Android's.
+ *
+ * Slicing.  Like the per-operation kernels of npu/model.h, the heavy operations
+ * compute a range [begin, end) of their output so the hardware can stop between
+ * slices: the unit is noted at each (one output row, that is one (batch, y) pair,
+ * for the spatial ones; one batch row for FULLY_CONNECTED).  end is clamped to the
+ * unit count, so (0, SIZE_MAX) computes everything; npu_ops_units() gives the count.
+ * The other operations are cheap and compute their whole output.
+ *
+ * All pointers are borrowed for the call; an output must not alias an input.
+ */
+#ifndef NPU_OPS_H
+#define NPU_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+/* NN HAL 1.2's OperandType, all of it (npu/model.h's enum is the model's subset). */
+enum npu_tensor_type {
+    NPU_TT_FLOAT32 = 0,
+    NPU_TT_INT32 = 1,
+    NPU_TT_UINT32 = 2,
+    NPU_TT_TENSOR_FLOAT32 = 3,
+    NPU_TT_TENSOR_INT32 = 4,
+    NPU_TT_TENSOR_QUANT8_ASYMM = 5,
+    NPU_TT_BOOL = 6,
+    NPU_TT_TENSOR_QUANT16_SYMM = 7,
+    NPU_TT_TENSOR_FLOAT16 = 8,
+    NPU_TT_TENSOR_BOOL8 = 9,
+    NPU_TT_FLOAT16 = 10,
+    NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL = 11,
+    NPU_TT_TENSOR_QUANT16_ASYMM = 12,
+    NPU_TT_TENSOR_QUANT8_SYMM = 13
+};
+
+#define NPU_OPS_MAX_RANK 6
+
+/* One tensor: dense, row-major, its type's storage (float, uint16_t halves,
+ * int32_t, uint8_t, int8_t...).  scale and zero_point are the quantized types'
+ * (real = (stored - zero_point) * scale); a TENSOR_QUANT8_SYMM_PER_CHANNEL
+ * tensor has instead channel_scales, one per index of dims[channel_dim]. */
+struct npu_tensor {
+    int32_t type;                       /* enum npu_tensor_type */
+    uint32_t rank;                      /* 0..NPU_OPS_MAX_RANK */
+    uint32_t dims[NPU_OPS_MAX_RANK];    /* the first rank entries, each > 0 */
+    void *data;
+    float scale;
+    int32_t zero_point;
+    const float *channel_scales;
+    uint32_t channel_dim;
+};
+
+/* A spatial operation's window, always in (height, width) of the image whatever
+ * the layout.  Convolutions take the filter's size from the filter tensor and
+ * ignore filter_w/h; pools ignore the dilations (pass 1). */
+struct npu_window {
+    int32_t pad_left, pad_right, pad_top, pad_bottom;
+    int32_t stride_w, stride_h;
+    int32_t dilation_w, dilation_h;
+    int32_t filter_w, filter_h;
+    int32_t fuse;                       /* enum npu_fuse_code of npu/model.h: 0..3 */
+    bool nchw;                          /* the 1.2 layout input: true for NCHW */
+};
+
+/* The 1.2 spec's implicit padding for one spatial dimension: scheme 1 is SAME,
+ * 2 VALID.  Writes the padding before (head) and after (tail). */
+int npu_ops_implicit_padding(int32_t size, int32_t stride, int32_t filter, int32_t dilation,
+                             int32_t scheme, int32_t *head, int32_t *tail);
+
+/* Number of elements of a tensor (0 for a bad descriptor) and its size in bytes. */
+size_t npu_ops_element_count(const struct npu_tensor *t);
+size_t npu_ops_byte_size(const struct npu_tensor *t);
+
+/* The operations with a range: the unit count of their output tensor (rows of
+ * batch*out_h for the spatial ones, batch rows for FULLY_CONNECTED). */
+size_t npu_ops_units_spatial(const struct npu_tensor *out, bool nchw);
+size_t npu_ops_units_fully_connected(const struct npu_tensor *out);
+
+/* -- the quantization arithmetic (Android's reference, gemmlowp's helpers) ---- */
+
+/* real == multiplier * 2^(shift - 31), multiplier in [2^30, 2^31) (0, 0 for 0).
+ * NPU_E_BAD_SCALAR for a negative or non-finite real. */
+int npu_quantize_multiplier(double real, int32_t *multiplier, int32_t *shift);
+int32_t npu_saturating_rounding_doubling_high_mul(int32_t a, int32_t b);
+int32_t npu_rounding_divide_by_pot(int32_t x, int32_t exponent);
+int32_t npu_multiply_by_quantized_multiplier(int32_t x, int32_t multiplier, int32_t shift);
+
+/* IEEE half <-> float, round to nearest even. */
+float npu_half_to_float(uint16_t h);
+uint16_t npu_float_to_half(float f);
+
+/* -- convolutions and fully connected ------------------------------------------ */
+
+/* CONV_2D.  input [n,h,w,c] (or [n,c,h,w] when w->nchw), filter [out,fh,fw,c],
+ * bias [out], output [n,oh,ow,out] (or NCHW).  Float32: all float32; float16: all
+ * float16; quant8: a TENSOR_QUANT8_ASYMM input and output, a TENSOR_QUANT8_ASYMM
+ * or (channel_dim 0) TENSOR_QUANT8_SYMM_PER_CHANNEL filter, a TENSOR_INT32 bias
+ * (scale input*filter, zero point 0).  Unit: one output row. */
+int npu_op_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
+                   const struct npu_tensor *bias, const struct npu_window *w,
+                   const struct npu_tensor *output, size_t begin, size_t end);
+
+/* DEPTHWISE_CONV_2D: filter [1,fh,fw,c*multiplier] (per-channel: channel_dim 3),
+ * output channel k reads input channel k / multiplier.  Unit: one output row. */
+int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
+                             const struct npu_tensor *bias, const struct npu_window *w,
+                             int32_t multiplier, const struct npu_tensor *output,
+                             size_t begin, size_t end);
+
+/* FULLY_CONNECTED: input of any rank >= 2 read as [batch, in] rows, weights
+ * [units, in], bias [units], output [batch, units].  Unit: one batch row. */
+int npu_op_fully_connected(const struct npu_tensor *input, const struct npu_tensor *weights,
+                           const struct npu_tensor *bias, int32_t fuse,
+                           const struct npu_tensor *output, size_t begin, size_t end);
+
+/* -- pools (window->filter_w/h; 4-D input; unit: one output row) --------------- */
+int npu_op_average_pool_2d(const struct npu_tensor *input, const struct npu_window *w,
+                           const struct npu_tensor *output, size_t begin, size_t end);
+int npu_op_max_pool_2d(const struct npu_tensor *input, const struct npu_window *w,
+                       const struct npu_tensor *output, size_t begin, size_t end);
+int npu_op_l2_pool_2d(const struct npu_tensor *input, const struct npu_window *w,
+                      const struct npu_tensor *output, size_t begin, size_t end);
+
+/* -- element-wise ------------------------------------------------------------- */
+
+/* ADD, SUB, MUL: two tensors of one type, broadcast (rank <= 4, aligned from the
+ * right, each dimension equal or 1); output of the broadcast shape. */
+int npu_op_add(const struct npu_tensor *a, const struct npu_tensor *b, int32_t fuse,
+               const struct npu_tensor *output);
+int npu_op_sub(const struct npu_tensor *a, const struct npu_tensor *b, int32_t fuse,
+               const struct npu_tensor *output);
+int npu_op_mul(const struct npu_tensor *a, const struct npu_tensor *b, int32_t fuse,
+               const struct npu_tensor *output);
+
+/* RELU, RELU1, RELU6, LOGISTIC, TANH: output of the input's shape and type (a
+ * quant8 LOGISTIC output has scale 1/256 and zero point 0, TANH's 1/128 and 128). */
+int npu_op_relu(const struct npu_tensor *input, const struct npu_tensor *output);
+int npu_op_relu1(const struct npu_tensor *input, const struct npu_tensor *output);
+int npu_op_relu6(const struct npu_tensor *input, const struct npu_tensor *output);
+int npu_op_logistic(const struct npu_tensor *input, const struct npu_tensor *output);
+int npu_op_tanh(const struct npu_tensor *input, const struct npu_tensor *output);
+
+/* SOFTMAX along axis (negative counts from the end) with beta > 0; a quant8
+ * output has scale 1/256 and zero point 0. */
+int npu_op_softmax(const struct npu_tensor *input, float beta, int32_t axis,
+                   const struct npu_tensor *output);
+
+/* PRELU: out = x >= 0 ? x : x * alpha, alpha broadcast against the input. */
+int npu_op_prelu(const struct npu_tensor *input, const struct npu_tensor *alpha,
+                 const struct npu_tensor *output);
+
+/* DEQUANTIZE: a TENSOR_QUANT8_ASYMM, _SYMM or _SYMM_PER_CHANNEL input to a
+ * float32 or float16 output.  QUANTIZE: float32/float16 to TENSOR_QUANT8_ASYMM. */
+int npu_op_dequantize(const struct npu_tensor *input, const struct npu_tensor *output);
+int npu_op_quantize(const struct npu_tensor *input, const struct npu_tensor *output);
+
+/* -- moving values ----------------------------------------------------------------
+ * A quantized output whose scale or zero point differs from the input's gets
+ * the values requantized; otherwise the stored values move as they are. */
+
+/* RESHAPE: any output of the same element count (the caller resolved -1). */
+int npu_op_reshape(const struct npu_tensor *input, const struct npu_tensor *output);
+/* CONCATENATION of count tensors along axis. */
+int npu_op_concatenation(const struct npu_tensor *const *inputs, uint32_t count, int32_t axis,
+                         const struct npu_tensor *output);
+/* PAD and PAD_V2: paddings is rank pairs (before, after) >= 0; PAD fills with
+ * zero (a quantized input's zero point), PAD_V2 with pad_value (a quantized
+ * input's stored value; it must be within 0..255). */
+int npu_op_pad(const struct npu_tensor *input, const int32_t *paddings,
+               const struct npu_tensor *output);
+int npu_op_pad_v2(const struct npu_tensor *input, const int32_t *paddings, double pad_value,
+                  const struct npu_tensor *output);
+/* MEAN over axis_count axes (duplicates and negatives allowed); keep_dims keeps
+ * the reduced dimensions as 1. */
+int npu_op_mean(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count,
+                bool keep_dims, const struct npu_tensor *output);
+/* TRANSPOSE by perm (rank entries), or reversing the axes when perm is NULL. */
+int npu_op_transpose(const struct npu_tensor *input, const int32_t *perm,
+                     const struct npu_tensor *output);
+/* STRIDED_SLICE: begin, end, strides of rank entries each and the three masks. */
+int npu_op_strided_slice(const struct npu_tensor *input, const int32_t *begin, const int32_t *end,
+                         const int32_t *strides, int32_t begin_mask, int32_t end_mask,
+                         int32_t shrink_axis_mask, const struct npu_tensor *output);
+/* RESIZE_BILINEAR to the output's height and width (as the 1.2 reference: no
+ * corner alignment, source = destination * in/out). */
+int npu_op_resize_bilinear(const struct npu_tensor *input, bool nchw, const struct npu_tensor *output);
+/* DEPTH_TO_SPACE and SPACE_TO_DEPTH with block size block >= 1. */
+int npu_op_depth_to_space(const struct npu_tensor *input, int32_t block, bool nchw,
+                          const struct npu_tensor *output);
+int npu_op_space_to_depth(const struct npu_tensor *input, int32_t block, bool nchw,
+                          const struct npu_tensor *output);
+
+#endif /* NPU_OPS_H */

@@ -1,0 +1,414 @@
+/*
+ * CONV_2D (im2col on the fly into the packed GEMM), DEPTHWISE_CONV_2D (direct,
+ * channels innermost) and FULLY_CONNECTED (the GEMM over rows).  Quantized:
+ * (input - zero point) * (filter - zero point) summed in int32, plus the int32
+ * bias, requantized per output channel; a padded tap is the input's zero point,
+ * that is a real zero, so it contributes nothing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops_internal.h"
+
+/* The checked types of a convolution-like call: float32, float16 or quant8. */
+enum kind { KIND_F32, KIND_F16, KIND_Q8 };
+
+static int check_types(const struct npu_tensor *in, const struct npu_tensor *filter, const struct npu_tensor *bias,
+                       const struct npu_tensor *out, uint32_t channel_dim, enum kind *kind)
+{
+    OPS_TRY(ops_check(in));
+    OPS_TRY(ops_check(filter));
+    OPS_TRY(ops_check(bias));
+    OPS_TRY(ops_check(out));
+    if (in->type == NPU_TT_TENSOR_FLOAT32 || in->type == NPU_TT_TENSOR_FLOAT16) {
+        if (filter->type != in->type || bias->type != in->type || out->type != in->type)
+            return NPU_E_BAD_OPERAND_TYPE;
+        *kind = in->type == NPU_TT_TENSOR_FLOAT32 ? KIND_F32 : KIND_F16;
+        return NPU_OK;
+    }
+    if (in->type != NPU_TT_TENSOR_QUANT8_ASYMM || out->type != in->type || bias->type != NPU_TT_TENSOR_INT32)
+        return NPU_E_BAD_OPERAND_TYPE;
+    if (filter->type == NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL) {
+        if (filter->channel_dim != channel_dim)
+            return NPU_E_BAD_SCALAR;
+    } else if (filter->type != NPU_TT_TENSOR_QUANT8_ASYMM) {
+        return NPU_E_BAD_OPERAND_TYPE;
+    }
+    *kind = KIND_Q8;
+    return NPU_OK;
+}
+
+/* Per output channel requantization: Q31 multipliers and shifts. */
+struct requant {
+    int32_t *multiplier, *shift;
+    int32_t lo, hi, zero;
+};
+
+static int requant_init(struct requant *q, const struct npu_tensor *in, const struct npu_tensor *filter,
+                        const struct npu_tensor *out, size_t channels, int32_t fuse)
+{
+    q->multiplier = malloc(channels * sizeof *q->multiplier);
+    q->shift = malloc(channels * sizeof *q->shift);
+    if (q->multiplier == NULL || q->shift == NULL)
+        return NPU_E_NO_MEMORY;
+    for (size_t c = 0; c < channels; c++) {
+        double fs = filter->type == NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL ? filter->channel_scales[c] : filter->scale;
+        OPS_TRY(npu_quantize_multiplier((double)in->scale * fs / (double)out->scale, &q->multiplier[c], &q->shift[c]));
+    }
+    ops_quant_bounds(fuse, out, &q->lo, &q->hi);
+    q->zero = out->zero_point;
+    return NPU_OK;
+}
+
+static void requant_free(struct requant *q)
+{
+    free(q->multiplier);
+    free(q->shift);
+}
+
+static uint8_t requant_one(const struct requant *q, int32_t acc, size_t c)
+{
+    int32_t v = npu_multiply_by_quantized_multiplier(acc, q->multiplier[c], q->shift[c]);
+    int64_t s = (int64_t)v + q->zero;
+    if (s < q->lo)
+        s = q->lo;
+    if (s > q->hi)
+        s = q->hi;
+    return (uint8_t)s;
+}
+
+/* Adds the bias, requantizes and stores rows x channels accumulators. */
+static void requant_block(const struct requant *q, const int32_t *acc, const int32_t *bias, size_t count,
+                          size_t channels, uint8_t *dst)
+{
+    for (size_t i = 0; i < count; i++)
+        for (size_t c = 0; c < channels; c++) {
+            /* int64 then saturate: a hostile bias must not overflow */
+            int64_t s = (int64_t)acc[i * channels + c] + bias[c];
+            int32_t v = s > INT32_MAX ? INT32_MAX : (s < INT32_MIN ? INT32_MIN : (int32_t)s);
+            dst[i * channels + c] = requant_one(q, v, c);
+        }
+}
+
+/* -- CONV_2D ------------------------------------------------------------------- */
+
+struct conv_ctx {
+    const struct ops_geometry *g;
+    const void *x;   /* NHWC float or uint8 */
+    int32_t zero;    /* the quantized input's zero point */
+};
+
+/* One output pixel's taps, k = (fy * fw + fx) * c + channel, as runs of channels. */
+#define CONV_PACK(NAME, T, SRC_T, CENTRE)                                                          \
+    static void NAME(const void *vctx, size_t m, size_t k0, size_t kc, T *dst, size_t stride)      \
+    {                                                                                              \
+        const struct conv_ctx *ctx = vctx;                                                         \
+        const struct ops_geometry *g = ctx->g;                                                         \
+        const SRC_T *x = ctx->x;                                                                   \
+        size_t per_image = g->oh * g->ow;                                                          \
+        size_t n = m / per_image, oy = m % per_image / g->ow, ox = m % g->ow;                      \
+        size_t k = k0, end = k0 + kc;                                                              \
+        while (k < end) {                                                                          \
+            size_t tap = k / g->c, ch = k % g->c;                                                  \
+            size_t run = g->c - ch < end - k ? g->c - ch : end - k;                                \
+            long iy = (long)oy * g->sh + (long)(tap / g->fw) * g->dh - g->top;                    \
+            long ix = (long)ox * g->sw + (long)(tap % g->fw) * g->dw - g->left;                   \
+            T *d = dst + (k - k0) * stride;                                                        \
+            if (iy < 0 || iy >= (long)g->h || ix < 0 || ix >= (long)g->w) {                        \
+                for (size_t i = 0; i < run; i++)                                                   \
+                    d[i * stride] = 0;                                                             \
+            } else {                                                                               \
+                const SRC_T *s = x + ((n * g->h + (size_t)iy) * g->w + (size_t)ix) * g->c + ch;    \
+                for (size_t i = 0; i < run; i++)                                                   \
+                    d[i * stride] = (T)(CENTRE);                                                   \
+            }                                                                                      \
+            k += run;                                                                              \
+        }                                                                                          \
+    }
+
+CONV_PACK(pack_conv_f32, float, float, s[i])
+CONV_PACK(pack_conv_i16, int16_t, uint8_t, (int32_t)s[i] - ctx->zero)
+
+int npu_op_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
+                   const struct npu_tensor *bias, const struct npu_window *w,
+                   const struct npu_tensor *output, size_t begin, size_t end)
+{
+    enum kind kind;
+    OPS_TRY(check_types(input, filter, bias, output, 0, &kind));
+    OPS_TRY(ops_check_window(w, false));
+    if (input->rank != 4 || filter->rank != 4 || bias->rank != 1)
+        return NPU_E_BAD_SHAPE;
+    struct ops_geometry g;
+    OPS_TRY(ops_geometry(input, w, filter->dims[1], filter->dims[2], &g));
+    g.oc = filter->dims[0];
+    if (filter->dims[3] != g.c || bias->dims[0] != g.oc)
+        return NPU_E_BAD_SHAPE;
+    OPS_TRY(ops_check_geometry_output(output, &g, w->nchw));
+    ops_clamp_range(g.n * g.oh, &begin, &end);
+    if (begin == end)
+        return NPU_OK;
+
+    size_t K = g.fh * g.fw * g.c, m0 = begin * g.ow, m1 = end * g.ow;
+    const void *x;
+    void *x_owned = NULL, *rows = NULL;
+    int rc = ops_nhwc_input(input, w->nchw, &x, &x_owned);
+    struct conv_ctx ctx = {&g, x, input->zero_point};
+    if (rc != NPU_OK)
+        return rc;
+    if (kind == KIND_Q8) {
+        struct ops_gemm_i16 gemm = {0};
+        struct requant q = {0};
+        int32_t *acc = malloc((m1 - m0) * g.oc * sizeof *acc);
+        rows = malloc((m1 - m0) * g.oc);
+        rc = acc && rows ? NPU_OK : NPU_E_NO_MEMORY;
+        if (rc == NPU_OK)
+            rc = requant_init(&q, input, filter, output, g.oc, w->fuse);
+        if (rc == NPU_OK)
+            rc = ops_gemm_i16_prepare(&gemm, filter->data, filter->type == NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL,
+                                      filter->type == NPU_TT_TENSOR_QUANT8_ASYMM ? filter->zero_point : 0, g.oc, K);
+        if (rc == NPU_OK)
+            rc = ops_gemm_i16_run(&gemm, pack_conv_i16, &ctx, m0, m1, acc, g.oc);
+        if (rc == NPU_OK) {
+            requant_block(&q, acc, bias->data, m1 - m0, g.oc, rows);
+            ops_store_rows_u8(output, w->nchw, begin, end, rows);
+        }
+        ops_gemm_i16_free(&gemm);
+        requant_free(&q);
+        free(acc);
+    } else {
+        struct ops_gemm_f32 gemm = {0};
+        struct npu_tensor fv, bv;
+        float *f_owned = NULL, *b_owned = NULL;
+        rows = malloc((m1 - m0) * g.oc * sizeof(float));
+        rc = rows ? NPU_OK : NPU_E_NO_MEMORY;
+        if (rc == NPU_OK)
+            rc = ops_widen(filter, &fv, &f_owned);
+        if (rc == NPU_OK)
+            rc = ops_widen(bias, &bv, &b_owned);
+        if (rc == NPU_OK)
+            rc = ops_gemm_f32_prepare(&gemm, fv.data, g.oc, K);
+        if (rc == NPU_OK)
+            rc = ops_gemm_f32_run(&gemm, pack_conv_f32, &ctx, m0, m1, bv.data, rows, g.oc);
+        if (rc == NPU_OK) {
+            float lo, hi, *r = rows;
+            ops_float_bounds(w->fuse, &lo, &hi);
+            for (size_t i = 0; i < (m1 - m0) * g.oc; i++)
+                r[i] = r[i] < lo ? lo : (r[i] > hi ? hi : r[i]);
+            ops_store_rows_f32(output, w->nchw, begin, end, rows);
+        }
+        ops_gemm_f32_free(&gemm);
+        free(f_owned);
+        free(b_owned);
+    }
+    free(rows);
+    free(x_owned);
+    return rc;
+}
+
+/* -- DEPTHWISE_CONV_2D --------------------------------------------------------- */
+
+int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
+                             const struct npu_tensor *bias, const struct npu_window *w,
+                             int32_t multiplier, const struct npu_tensor *output,
+                             size_t begin, size_t end)
+{
+    enum kind kind;
+    OPS_TRY(check_types(input, filter, bias, output, 3, &kind));
+    OPS_TRY(ops_check_window(w, false));
+    if (input->rank != 4 || filter->rank != 4 || bias->rank != 1)
+        return NPU_E_BAD_SHAPE;
+    if (multiplier < 1)
+        return NPU_E_BAD_SCALAR;
+    struct ops_geometry g;
+    OPS_TRY(ops_geometry(input, w, filter->dims[1], filter->dims[2], &g));
+    g.oc = filter->dims[3];
+    if (filter->dims[0] != 1 || g.oc != g.c * (size_t)multiplier || bias->dims[0] != g.oc)
+        return NPU_E_BAD_SHAPE;
+    OPS_TRY(ops_check_geometry_output(output, &g, w->nchw));
+    ops_clamp_range(g.n * g.oh, &begin, &end);
+    if (begin == end)
+        return NPU_OK;
+
+    size_t mult = (size_t)multiplier, oc = g.oc, count = (end - begin) * g.ow;
+    const void *x;
+    void *x_owned = NULL, *rows = NULL;
+    OPS_TRY(ops_nhwc_input(input, w->nchw, &x, &x_owned));
+    int rc = NPU_OK;
+    if (kind == KIND_Q8) {
+        struct requant q = {0};
+        int32_t *acc = malloc(count * oc * sizeof *acc);
+        int16_t *fc = malloc(g.fh * g.fw * oc * sizeof *fc);
+        rows = malloc(count * oc);
+        rc = acc && fc && rows ? requant_init(&q, input, filter, output, oc, w->fuse) : NPU_E_NO_MEMORY;
+        if (rc == NPU_OK) {
+            bool per_channel = filter->type == NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL;
+            for (size_t i = 0; i < g.fh * g.fw * oc; i++)
+                fc[i] = (int16_t)(per_channel ? ((const int8_t *)filter->data)[i]
+                                              : ((const uint8_t *)filter->data)[i] - filter->zero_point);
+            const uint8_t *xs = x;
+            for (size_t r = begin, i = 0; r < end; r++)
+                for (size_t ox = 0; ox < g.ow; ox++, i++) {
+                    size_t n = r / g.oh, oy = r % g.oh;
+                    int32_t *a = acc + i * oc;
+                    memset(a, 0, oc * sizeof *a);
+                    for (size_t fy = 0; fy < g.fh; fy++) {
+                        long iy = (long)oy * g.sh + (long)fy * g.dh - g.top;
+                        if (iy < 0 || iy >= (long)g.h)
+                            continue;
+                        for (size_t fx = 0; fx < g.fw; fx++) {
+                            long ix = (long)ox * g.sw + (long)fx * g.dw - g.left;
+                            if (ix < 0 || ix >= (long)g.w)
+                                continue;
+                            const uint8_t *s = xs + ((n * g.h + (size_t)iy) * g.w + (size_t)ix) * g.c;
+                            const int16_t *f = fc + (fy * g.fw + fx) * oc;
+                            for (size_t k = 0; k < oc; k++)
+                                a[k] += ((int32_t)s[k / mult] - input->zero_point) * f[k];
+                        }
+                    }
+                }
+            requant_block(&q, acc, bias->data, count, oc, rows);
+            ops_store_rows_u8(output, w->nchw, begin, end, rows);
+        }
+        requant_free(&q);
+        free(acc);
+        free(fc);
+    } else {
+        struct npu_tensor fv, bv;
+        float *f_owned = NULL, *b_owned = NULL;
+        rows = malloc(count * oc * sizeof(float));
+        rc = rows ? ops_widen(filter, &fv, &f_owned) : NPU_E_NO_MEMORY;
+        if (rc == NPU_OK)
+            rc = ops_widen(bias, &bv, &b_owned);
+        if (rc == NPU_OK) {
+            const float *xs = x, *fs = fv.data, *bs = bv.data;
+            float lo, hi;
+            ops_float_bounds(w->fuse, &lo, &hi);
+            for (size_t r = begin, i = 0; r < end; r++)
+                for (size_t ox = 0; ox < g.ow; ox++, i++) {
+                    size_t n = r / g.oh, oy = r % g.oh;
+                    float *a = (float *)rows + i * oc;
+                    memcpy(a, bs, oc * sizeof *a);
+                    for (size_t fy = 0; fy < g.fh; fy++) {
+                        long iy = (long)oy * g.sh + (long)fy * g.dh - g.top;
+                        if (iy < 0 || iy >= (long)g.h)
+                            continue;
+                        for (size_t fx = 0; fx < g.fw; fx++) {
+                            long ix = (long)ox * g.sw + (long)fx * g.dw - g.left;
+                            if (ix < 0 || ix >= (long)g.w)
+                                continue;
+                            const float *s = xs + ((n * g.h + (size_t)iy) * g.w + (size_t)ix) * g.c;
+                            const float *f = fs + (fy * g.fw + fx) * oc;
+                            if (mult == 1)
+                                for (size_t k = 0; k < oc; k++)
+                                    a[k] += s[k] * f[k];
+                            else
+                                for (size_t k = 0; k < oc; k++)
+                                    a[k] += s[k / mult] * f[k];
+                        }
+                    }
+                    for (size_t k = 0; k < oc; k++)
+                        a[k] = a[k] < lo ? lo : (a[k] > hi ? hi : a[k]);
+                }
+            ops_store_rows_f32(output, w->nchw, begin, end, rows);
+        }
+        free(f_owned);
+        free(b_owned);
+    }
+    free(rows);
+    free(x_owned);
+    return rc;
+}
+
+/* -- FULLY_CONNECTED ----------------------------------------------------------- */
+
+struct fc_ctx {
+    const void *x;
+    size_t k;
+    int32_t zero;
+};
+
+static void pack_fc_f32(const void *vctx, size_t m, size_t k0, size_t kc, float *dst, size_t stride)
+{
+    const struct fc_ctx *ctx = vctx;
+    const float *row = (const float *)ctx->x + m * ctx->k + k0;
+    for (size_t i = 0; i < kc; i++)
+        dst[i * stride] = row[i];
+}
+
+static void pack_fc_i16(const void *vctx, size_t m, size_t k0, size_t kc, int16_t *dst, size_t stride)
+{
+    const struct fc_ctx *ctx = vctx;
+    const uint8_t *row = (const uint8_t *)ctx->x + m * ctx->k + k0;
+    for (size_t i = 0; i < kc; i++)
+        dst[i * stride] = (int16_t)(row[i] - ctx->zero);
+}
+
+int npu_op_fully_connected(const struct npu_tensor *input, const struct npu_tensor *weights,
+                           const struct npu_tensor *bias, int32_t fuse,
+                           const struct npu_tensor *output, size_t begin, size_t end)
+{
+    enum kind kind;
+    OPS_TRY(check_types(input, weights, bias, output, 0, &kind));
+    OPS_TRY(ops_check_fuse(fuse));
+    if (weights->type == NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL)
+        return NPU_E_BAD_OPERAND_TYPE;  /* 1.2: per-tensor weights only */
+    if (input->rank < 2 || input->rank > 4 || weights->rank != 2 || bias->rank != 1 || output->rank != 2)
+        return NPU_E_BAD_SHAPE;
+    size_t units = weights->dims[0], size = weights->dims[1], count = npu_ops_element_count(input);
+    if (count % size != 0 || bias->dims[0] != units || output->dims[0] != count / size || output->dims[1] != units)
+        return NPU_E_BAD_SHAPE;
+    size_t batch = count / size;
+    ops_clamp_range(batch, &begin, &end);
+    if (begin == end)
+        return NPU_OK;
+
+    int rc;
+    if (kind == KIND_Q8) {
+        struct ops_gemm_i16 gemm = {0};
+        struct requant q = {0};
+        struct fc_ctx ctx = {input->data, size, input->zero_point};
+        int32_t *acc = malloc((end - begin) * units * sizeof *acc);
+        rc = acc ? requant_init(&q, input, weights, output, units, fuse) : NPU_E_NO_MEMORY;
+        if (rc == NPU_OK)
+            rc = ops_gemm_i16_prepare(&gemm, weights->data, false, weights->zero_point, units, size);
+        if (rc == NPU_OK)
+            rc = ops_gemm_i16_run(&gemm, pack_fc_i16, &ctx, begin, end, acc, units);
+        if (rc == NPU_OK)
+            requant_block(&q, acc, bias->data, end - begin, units, (uint8_t *)output->data + begin * units);
+        ops_gemm_i16_free(&gemm);
+        requant_free(&q);
+        free(acc);
+        return rc;
+    }
+    struct ops_gemm_f32 gemm = {0};
+    struct npu_tensor xv, wv, bv;
+    float *x_owned = NULL, *w_owned = NULL, *b_owned = NULL;
+    float *rows = malloc((end - begin) * units * sizeof *rows);
+    rc = rows ? ops_widen(input, &xv, &x_owned) : NPU_E_NO_MEMORY;
+    if (rc == NPU_OK)
+        rc = ops_widen(weights, &wv, &w_owned);
+    if (rc == NPU_OK)
+        rc = ops_widen(bias, &bv, &b_owned);
+    if (rc == NPU_OK)
+        rc = ops_gemm_f32_prepare(&gemm, wv.data, units, size);
+    struct fc_ctx ctx = {rc == NPU_OK ? xv.data : NULL, size, 0};
+    if (rc == NPU_OK)
+        rc = ops_gemm_f32_run(&gemm, pack_fc_f32, &ctx, begin, end, bv.data, rows, units);
+    if (rc == NPU_OK) {
+        float lo, hi;
+        ops_float_bounds(fuse, &lo, &hi);
+        for (size_t i = 0; i < (end - begin) * units; i++) {
+            float v = rows[i] < lo ? lo : (rows[i] > hi ? hi : rows[i]);
+            if (output->type == NPU_TT_TENSOR_FLOAT16)
+                ((uint16_t *)output->data)[begin * units + i] = npu_float_to_half(v);
+            else
+                ((float *)output->data)[begin * units + i] = v;
+        }
+    }
+    ops_gemm_f32_free(&gemm);
+    free(rows);
+    free(x_owned);
+    free(w_owned);
+    free(b_owned);
+    return rc;
+}

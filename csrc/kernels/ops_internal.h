@@ -1,0 +1,123 @@
+/*
+ * What the operation library's files share (not public: npu/ops.h is the API).
+ */
+#ifndef NPU_OPS_INTERNAL_H
+#define NPU_OPS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "npu/errors.h"
+#include "npu/ops.h"
+
+/* A tensor larger than this (elements) is refused, as plan.c refuses one. */
+#define OPS_MAX_ELEMENTS ((size_t)1 << 28)
+
+#define OPS_TRY(expr)                  \
+    do {                               \
+        int ops_rc_ = (expr);          \
+        if (ops_rc_ != NPU_OK)         \
+            return ops_rc_;            \
+    } while (0)
+
+/* Bytes per stored element of a type; 0 for an unknown type. */
+size_t ops_element_size(int32_t type);
+/* NPU_OK when t is a usable tensor descriptor: not NULL, a known tensor type,
+ * rank and dims in range, data not NULL, quantization parameters valid. */
+int ops_check(const struct npu_tensor *t);
+bool ops_same_dims(const struct npu_tensor *a, const struct npu_tensor *b);
+/* NPU_E_BAD_OPERAND_TYPE unless t->type is one of the count types given. */
+int ops_type_in(const struct npu_tensor *t, int count, ...);
+int ops_check_fuse(int32_t fuse);
+void ops_float_bounds(int32_t fuse, float *lo, float *hi);
+/* CalculateActivationRangeUint8: the fused bounds as stored values of out. */
+void ops_quant_bounds(int32_t fuse, const struct npu_tensor *out, int32_t *lo, int32_t *hi);
+/* round(real / scale) + zero point, halves away from zero, saturated to 0..255. */
+uint8_t ops_quantize_u8(double real, double scale, int32_t zero_point);
+/* The real value of element i (dequantized, widened) and storing one back
+ * (quantized with t's parameters, or rounded to t's float type). */
+double ops_get(const struct npu_tensor *t, size_t i);
+void ops_set(const struct npu_tensor *t, size_t i, double v);
+bool ops_is_float(const struct npu_tensor *t);
+/* A quantized output whose (scale, zero point) differ from (scale, zero_point):
+ * requantize its count stored values in place.  No-op otherwise. */
+void ops_requantize_moved(const struct npu_tensor *out, float scale, int32_t zero_point);
+
+/* Float16 tensors compute through float32 copies: widen makes *view a float32
+ * tensor of in's values (*owned holds the copy to free, NULL when in is not
+ * float16); narrow writes a float32 scratch back to a float16 output. */
+int ops_widen(const struct npu_tensor *in, struct npu_tensor *view, float **owned);
+int ops_scratch_f32(const struct npu_tensor *out, struct npu_tensor *view, float **owned);
+void ops_narrow(const struct npu_tensor *out, const float *values, size_t from, size_t count);
+
+/* The spatial geometry of a 4-D tensor whatever its layout, and the offset of
+ * element (n, y, x, c). */
+struct ops_image {
+    size_t n, h, w, c;
+    size_t sn, sy, sx, sc;  /* strides in elements */
+};
+void ops_image(const struct npu_tensor *t, bool nchw, struct ops_image *img);
+static inline size_t ops_at(const struct ops_image *img, size_t n, size_t y, size_t x, size_t c)
+{
+    return n * img->sn + y * img->sy + x * img->sx + c * img->sc;
+}
+/* A 4-D input's values as a contiguous NHWC array: float32 (float16 widened)
+ * for the float types, the stored bytes for TENSOR_QUANT8_ASYMM.  *owned is
+ * the copy to free (NULL when the input's own memory serves). */
+int ops_nhwc_input(const struct npu_tensor *in, bool nchw, const void **data, void **owned);
+/* Stores output rows [row0, row1) (row = batch * out_h + y) from an NHWC block
+ * of float32 values, or of stored uint8 values, into out in its layout and type. */
+void ops_store_rows_f32(const struct npu_tensor *out, bool nchw, size_t row0, size_t row1, const float *rows);
+void ops_store_rows_u8(const struct npu_tensor *out, bool nchw, size_t row0, size_t row1, const uint8_t *rows);
+
+/* The geometry of a 2-D window over an image (read as NHWC), oc the output's
+ * channels (the caller sets it); the output size from the window, BAD_SHAPE
+ * when it would be empty. */
+struct ops_geometry {
+    size_t n, h, w, c;
+    size_t fh, fw, oc;
+    size_t oh, ow;
+    long sh, sw, dh, dw, top, left;
+};
+int ops_geometry(const struct npu_tensor *in, const struct npu_window *w, size_t fh, size_t fw,
+                 struct ops_geometry *g);
+/* NPU_OK when out is [n, oh, ow, oc] (in its layout). */
+int ops_check_geometry_output(const struct npu_tensor *out, const struct ops_geometry *g, bool nchw);
+
+/* The output size of a window along one dimension (may be <= 0). */
+long ops_out_size(long size, long filter, long stride, long dilation, long head, long tail);
+int ops_check_window(const struct npu_window *w, bool pool);
+/* Clamps [*begin, *end) to [0, units). */
+void ops_clamp_range(size_t units, size_t *begin, size_t *end);
+
+/* -- the packed GEMM (ops_gemm.c) -----------------------------------------------
+ * C[m][n] = bias[n] + sum_k A(m, k) * W[n][k], with A given row by row by a
+ * packing callback (so a convolution's im2col never exists whole) and W the
+ * filter as stored ([n][k], row-major). */
+typedef void (*ops_pack_f32)(const void *ctx, size_t m, size_t k0, size_t kc, float *dst, size_t stride);
+typedef void (*ops_pack_i16)(const void *ctx, size_t m, size_t k0, size_t kc, int16_t *dst, size_t stride);
+
+struct ops_gemm_f32 {
+    size_t N, K;
+    float *packed_w;   /* W in NR-column panels, KC-blocked */
+};
+int ops_gemm_f32_prepare(struct ops_gemm_f32 *g, const float *w, size_t N, size_t K);
+void ops_gemm_f32_free(struct ops_gemm_f32 *g);
+/* Rows [m0, m1) of C (row stride ldc), initialised to bias (or 0 when NULL). */
+int ops_gemm_f32_run(const struct ops_gemm_f32 *g, ops_pack_f32 pack, const void *ctx,
+                     size_t m0, size_t m1, const float *bias, float *c, size_t ldc);
+
+/* The integer GEMM: W's stored values minus w_zero (uint8 or int8 storage),
+ * A's callback writes centred int16 values; C is int32 accumulators. */
+struct ops_gemm_i16 {
+    size_t N, K;
+    int16_t *packed_w;
+};
+int ops_gemm_i16_prepare(struct ops_gemm_i16 *g, const void *w, bool w_signed, int32_t w_zero,
+                         size_t N, size_t K);
+void ops_gemm_i16_free(struct ops_gemm_i16 *g);
+int ops_gemm_i16_run(const struct ops_gemm_i16 *g, ops_pack_i16 pack, const void *ctx,
+                     size_t m0, size_t m1, int32_t *c, size_t ldc);
+
+#endif /* NPU_OPS_INTERNAL_H */
