@@ -8,7 +8,7 @@ nothing else: no emulated hardware, no driver, no threads.  That is also why thi
 is a second extension rather than an import of ``npuhal._npu``: the app-side
 runtime must not depend on the vendor layer (DESIGN.md, "nothing imports upward").
 
-The cdef is the public headers themselves (npu/model.h and npu/errors.h), run
+The cdef is the public headers themselves (npu/model.h, npu/ops.h and npu/errors.h), run
 through the C preprocessor with empty stand-ins for the libc headers, as
 build_npu.py does, so no declaration is copied by hand.
 """
@@ -23,8 +23,13 @@ from cffi import FFI
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _cbuild import CFLAGS, HERE, INCLUDE, cdef_text, includes, rel  # noqa: E402 - beside this file
 
-HEADERS = ("npu/errors.h", "npu/model.h")
-SOURCES = ("kernels/kernels.c", "kernels/plan.c", "hw/errors.c")
+HEADERS = ("npu/errors.h", "npu/model.h", "npu/ops.h")
+SOURCES = (
+    "kernels/kernels.c", "kernels/plan.c", "hw/errors.c",
+    # the operation library (npu/ops.h)
+    "kernels/quant.c", "kernels/ops_common.c", "kernels/ops_gemm.c", "kernels/ops_conv.c",
+    "kernels/ops_pool.c", "kernels/ops_elementwise.c", "kernels/ops_shape.c",
+)
 
 
 ffibuilder = FFI()

@@ -26,8 +26,8 @@ from cffi import FFI
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _cbuild import CFLAGS, HERE, INCLUDE, cdef_text, includes, rel  # noqa: E402 - beside this file
 
-# system.h includes every other public header.
-TOP_HEADER = "npu/system.h"
+# system.h includes the driver-facing headers; ops.h is the operation library.
+HEADERS = ("npu/system.h", "npu/ops.h")
 SOURCE_DIRS = ("hw", "kernels", "drivers/reference")
 
 
@@ -47,10 +47,10 @@ def build_id() -> str:
 
 
 ffibuilder = FFI()
-ffibuilder.cdef(cdef_text((TOP_HEADER,)))
+ffibuilder.cdef(cdef_text(HEADERS))
 ffibuilder.set_source(
     "npuhal._npu",
-    includes((TOP_HEADER,)),
+    includes(HEADERS),
     sources=[rel(p) for p in sources()],
     include_dirs=[rel(INCLUDE)],
     define_macros=[("NPU_BUILD_ID", f'"{build_id()}"'), ("NPU_BUILTIN_REFERENCE", "1")],

@@ -1,0 +1,289 @@
+/*
+ * Element-wise operations.  ADD, SUB and MUL broadcast (rank <= 4, aligned
+ * from the right); quantized, they compute in integers as Android's reference
+ * does (ADD and SUB rescale both inputs to twice the larger scale with 20 bits
+ * of headroom, MUL requantizes the product of the centred values).  The other
+ * operations compute each real value in double and store it in the output's
+ * type (quantized with the output's parameters).
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "ops_internal.h"
+
+struct broadcast {
+    size_t dims[4], sa[4], sb[4];
+};
+
+/* a and b broadcast to out's shape; the strides read a and b for each out index. */
+static int broadcast(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *out,
+                     struct broadcast *bc)
+{
+    if (a->rank > 4 || b->rank > 4)
+        return NPU_E_BAD_SHAPE;
+    uint32_t rank = a->rank > b->rank ? a->rank : b->rank;
+    if (out->rank != rank)
+        return NPU_E_BAD_SHAPE;
+    size_t stride_a = 1, stride_b = 1;
+    for (int d = 3; d >= 0; d--) {
+        int back = 3 - d;  /* dimensions counted from the right */
+        size_t da = back < (int)a->rank ? a->dims[a->rank - 1 - back] : 1;
+        size_t db = back < (int)b->rank ? b->dims[b->rank - 1 - back] : 1;
+        size_t dout = back < (int)rank ? out->dims[rank - 1 - back] : 1;
+        if (da != db && da != 1 && db != 1)
+            return NPU_E_BAD_SHAPE;
+        if (dout != (da > db ? da : db))
+            return NPU_E_BAD_SHAPE;
+        bc->dims[d] = dout;
+        bc->sa[d] = da == 1 ? 0 : stride_a;
+        bc->sb[d] = db == 1 ? 0 : stride_b;
+        stride_a *= da;
+        stride_b *= db;
+    }
+    return NPU_OK;
+}
+
+#define FOR_BROADCAST(bc, i, ia, ib)                                                          \
+    for (size_t i0 = 0, i = 0; i0 < (bc).dims[0]; i0++)                                       \
+        for (size_t i1 = 0; i1 < (bc).dims[1]; i1++)                                          \
+            for (size_t i2 = 0; i2 < (bc).dims[2]; i2++)                                      \
+                for (size_t i3 = 0, ia = i0 * (bc).sa[0] + i1 * (bc).sa[1] + i2 * (bc).sa[2], \
+                            ib = i0 * (bc).sb[0] + i1 * (bc).sb[1] + i2 * (bc).sb[2];         \
+                     i3 < (bc).dims[3]; i3++, i++, ia += (bc).sa[3], ib += (bc).sb[3])
+
+enum arith { ARITH_ADD, ARITH_SUB, ARITH_MUL };
+
+static int32_t clamp32(int64_t v, int32_t lo, int32_t hi)
+{
+    return (int32_t)(v < lo ? lo : (v > hi ? hi : v));
+}
+
+static int arithmetic(enum arith op, const struct npu_tensor *a, const struct npu_tensor *b, int32_t fuse,
+                      const struct npu_tensor *out)
+{
+    OPS_TRY(ops_check(a));
+    OPS_TRY(ops_check(b));
+    OPS_TRY(ops_check(out));
+    OPS_TRY(ops_type_in(a, 3, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_QUANT8_ASYMM));
+    if (b->type != a->type || out->type != a->type)
+        return NPU_E_BAD_OPERAND_TYPE;
+    OPS_TRY(ops_check_fuse(fuse));
+    struct broadcast bc;
+    OPS_TRY(broadcast(a, b, out, &bc));
+    if (a->type != NPU_TT_TENSOR_QUANT8_ASYMM) {
+        float lo, hi;
+        ops_float_bounds(fuse, &lo, &hi);
+        FOR_BROADCAST(bc, i, ia, ib) {
+            double x = ops_get(a, ia), y = ops_get(b, ib);
+            double v = op == ARITH_ADD ? x + y : (op == ARITH_SUB ? x - y : x * y);
+            ops_set(out, i, v < lo ? lo : (v > hi ? hi : v));
+        }
+        return NPU_OK;
+    }
+    const uint8_t *xa = a->data, *xb = b->data;
+    uint8_t *dst = out->data;
+    int32_t lo, hi;
+    ops_quant_bounds(fuse, out, &lo, &hi);
+    if (op == ARITH_MUL) {
+        int32_t q, s;
+        double product = (double)a->scale * b->scale;
+        if (!(out->scale > product))
+            return NPU_E_BAD_SCALAR;  /* the 1.2 reference's rule for quantized MUL */
+        OPS_TRY(npu_quantize_multiplier(product / out->scale, &q, &s));
+        FOR_BROADCAST(bc, i, ia, ib) {
+            int32_t acc = ((int32_t)xa[ia] - a->zero_point) * ((int32_t)xb[ib] - b->zero_point);
+            dst[i] = (uint8_t)clamp32((int64_t)npu_multiply_by_quantized_multiplier(acc, q, s) + out->zero_point, lo, hi);
+        }
+        return NPU_OK;
+    }
+    const int left_shift = 20;
+    double twice_max = 2.0 * (a->scale > b->scale ? a->scale : b->scale);
+    int32_t q1, s1, q2, s2, qo, so;
+    OPS_TRY(npu_quantize_multiplier(a->scale / twice_max, &q1, &s1));
+    OPS_TRY(npu_quantize_multiplier(b->scale / twice_max, &q2, &s2));
+    OPS_TRY(npu_quantize_multiplier(twice_max / ((double)(1 << left_shift) * out->scale), &qo, &so));
+    if (op == ARITH_SUB)
+        q2 = -q2;
+    FOR_BROADCAST(bc, i, ia, ib) {
+        int32_t x1 = ((int32_t)xa[ia] - a->zero_point) * (1 << left_shift);
+        int32_t x2 = ((int32_t)xb[ib] - b->zero_point) * (1 << left_shift);
+        int64_t total = (int64_t)npu_multiply_by_quantized_multiplier(x1, q1, s1) +
+                        npu_multiply_by_quantized_multiplier(x2, q2, s2);
+        int32_t raw = npu_multiply_by_quantized_multiplier(clamp32(total, INT32_MIN, INT32_MAX), qo, so);
+        dst[i] = (uint8_t)clamp32((int64_t)raw + out->zero_point, lo, hi);
+    }
+    return NPU_OK;
+}
+
+int npu_op_add(const struct npu_tensor *a, const struct npu_tensor *b, int32_t fuse, const struct npu_tensor *output)
+{
+    return arithmetic(ARITH_ADD, a, b, fuse, output);
+}
+
+int npu_op_sub(const struct npu_tensor *a, const struct npu_tensor *b, int32_t fuse, const struct npu_tensor *output)
+{
+    return arithmetic(ARITH_SUB, a, b, fuse, output);
+}
+
+int npu_op_mul(const struct npu_tensor *a, const struct npu_tensor *b, int32_t fuse, const struct npu_tensor *output)
+{
+    return arithmetic(ARITH_MUL, a, b, fuse, output);
+}
+
+/* -- one input, one output of its shape ----------------------------------------- */
+
+enum unary { U_RELU, U_RELU1, U_RELU6, U_LOGISTIC, U_TANH };
+
+static int unary(enum unary fn, const struct npu_tensor *in, const struct npu_tensor *out)
+{
+    OPS_TRY(ops_check(in));
+    OPS_TRY(ops_check(out));
+    OPS_TRY(ops_type_in(in, 3, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_QUANT8_ASYMM));
+    if (out->type != in->type)
+        return NPU_E_BAD_OPERAND_TYPE;
+    if (!ops_same_dims(in, out))
+        return NPU_E_BAD_SHAPE;
+    if (in->type == NPU_TT_TENSOR_QUANT8_ASYMM) {
+        /* the spec fixes these outputs' ranges */
+        if (fn == U_LOGISTIC && (out->scale != 1.0f / 256 || out->zero_point != 0))
+            return NPU_E_BAD_SCALAR;
+        if (fn == U_TANH && (out->scale != 1.0f / 128 || out->zero_point != 128))
+            return NPU_E_BAD_SCALAR;
+    }
+    size_t n = npu_ops_element_count(in);
+    for (size_t i = 0; i < n; i++) {
+        double v = ops_get(in, i);
+        switch (fn) {
+        case U_RELU:
+            v = v < 0.0 ? 0.0 : v;
+            break;
+        case U_RELU1:
+            v = v < -1.0 ? -1.0 : (v > 1.0 ? 1.0 : v);
+            break;
+        case U_RELU6:
+            v = v < 0.0 ? 0.0 : (v > 6.0 ? 6.0 : v);
+            break;
+        case U_LOGISTIC:
+            v = 1.0 / (1.0 + exp(-v));
+            break;
+        case U_TANH:
+            v = tanh(v);
+            break;
+        }
+        ops_set(out, i, v);
+    }
+    return NPU_OK;
+}
+
+int npu_op_relu(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    return unary(U_RELU, input, output);
+}
+
+int npu_op_relu1(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    return unary(U_RELU1, input, output);
+}
+
+int npu_op_relu6(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    return unary(U_RELU6, input, output);
+}
+
+int npu_op_logistic(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    return unary(U_LOGISTIC, input, output);
+}
+
+int npu_op_tanh(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    return unary(U_TANH, input, output);
+}
+
+int npu_op_softmax(const struct npu_tensor *input, float beta, int32_t axis, const struct npu_tensor *output)
+{
+    OPS_TRY(ops_check(input));
+    OPS_TRY(ops_check(output));
+    OPS_TRY(ops_type_in(input, 3, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_QUANT8_ASYMM));
+    if (output->type != input->type)
+        return NPU_E_BAD_OPERAND_TYPE;
+    if (!ops_same_dims(input, output) || input->rank > 4)
+        return NPU_E_BAD_SHAPE;
+    if (!(beta > 0.0f) || !isfinite(beta) || axis < -(int32_t)input->rank || axis >= (int32_t)input->rank)
+        return NPU_E_BAD_SCALAR;
+    if (input->type == NPU_TT_TENSOR_QUANT8_ASYMM && (output->scale != 1.0f / 256 || output->zero_point != 0))
+        return NPU_E_BAD_SCALAR;
+    uint32_t ax = (uint32_t)(axis < 0 ? axis + (int32_t)input->rank : axis);
+    size_t outer = 1, inner = 1, len = input->dims[ax];
+    for (uint32_t d = 0; d < ax; d++)
+        outer *= input->dims[d];
+    for (uint32_t d = ax + 1; d < input->rank; d++)
+        inner *= input->dims[d];
+    double *e = malloc(len * sizeof *e);
+    if (e == NULL)
+        return NPU_E_NO_MEMORY;
+    for (size_t o = 0; o < outer; o++)
+        for (size_t in = 0; in < inner; in++) {
+            size_t base = o * len * inner + in;
+            double max = -INFINITY, sum = 0.0;
+            for (size_t k = 0; k < len; k++) {
+                e[k] = (double)beta * ops_get(input, base + k * inner);
+                max = e[k] > max ? e[k] : max;
+            }
+            for (size_t k = 0; k < len; k++) {
+                e[k] = exp(e[k] - max);
+                sum += e[k];
+            }
+            for (size_t k = 0; k < len; k++)
+                ops_set(output, base + k * inner, e[k] / sum);
+        }
+    free(e);
+    return NPU_OK;
+}
+
+int npu_op_prelu(const struct npu_tensor *input, const struct npu_tensor *alpha, const struct npu_tensor *output)
+{
+    OPS_TRY(ops_check(input));
+    OPS_TRY(ops_check(alpha));
+    OPS_TRY(ops_check(output));
+    OPS_TRY(ops_type_in(input, 3, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_QUANT8_ASYMM));
+    if (alpha->type != input->type || output->type != input->type)
+        return NPU_E_BAD_OPERAND_TYPE;
+    struct broadcast bc;
+    OPS_TRY(broadcast(input, alpha, output, &bc));
+    FOR_BROADCAST(bc, i, ia, ib) {
+        double x = ops_get(input, ia);
+        ops_set(output, i, x >= 0.0 ? x : x * ops_get(alpha, ib));
+    }
+    return NPU_OK;
+}
+
+int npu_op_dequantize(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    OPS_TRY(ops_check(input));
+    OPS_TRY(ops_check(output));
+    OPS_TRY(ops_type_in(input, 3, NPU_TT_TENSOR_QUANT8_ASYMM, NPU_TT_TENSOR_QUANT8_SYMM,
+                        NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL));
+    if (!ops_is_float(output))
+        return NPU_E_BAD_OPERAND_TYPE;
+    if (!ops_same_dims(input, output) || input->rank > 4)
+        return NPU_E_BAD_SHAPE;
+    size_t n = npu_ops_element_count(input);
+    for (size_t i = 0; i < n; i++)
+        ops_set(output, i, ops_get(input, i));
+    return NPU_OK;
+}
+
+int npu_op_quantize(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    OPS_TRY(ops_check(input));
+    OPS_TRY(ops_check(output));
+    if (!ops_is_float(input) || output->type != NPU_TT_TENSOR_QUANT8_ASYMM)
+        return NPU_E_BAD_OPERAND_TYPE;
+    if (!ops_same_dims(input, output))
+        return NPU_E_BAD_SHAPE;
+    size_t n = npu_ops_element_count(input);
+    for (size_t i = 0; i < n; i++)
+        ops_set(output, i, ops_get(input, i));
+    return NPU_OK;
+}
