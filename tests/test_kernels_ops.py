@@ -1,0 +1,325 @@
+"""Calling the operation library (npu/ops.h) through framework.nn._cpu's ffi, with nnref operands.
+
+``tensor(operand)`` makes a ``struct npu_tensor`` of an nnref Operand (keeping its storage
+alive); ``run(name, inputs, outputs, call)`` evaluates the operation with nnref, makes output
+descriptors of the expected shapes and parameters, calls ``call(*descriptors)`` (which calls
+the C) and returns (C result, nnref result) as Operands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+import nnref
+from framework.nn._cpu import ffi, lib
+
+CODES = {name: code for code, name in enumerate(nnref.OPERAND_TYPES)}
+
+
+class Tensor:
+    """A ``struct npu_tensor *`` and everything its pointers point into."""
+
+    def __init__(self, type: str, array: np.ndarray, scale: float = 0.0, zero_point: int = 0,
+                 channel_scales: Sequence[float] | None = None, channel_dim: int = 0):
+        self.array = np.ascontiguousarray(array, dtype=nnref.DTYPES[type])
+        self.ptr = ffi.new("struct npu_tensor *")
+        self.ptr.type = CODES[type]
+        self.ptr.rank = self.array.ndim
+        for i, d in enumerate(self.array.shape):
+            self.ptr.dims[i] = d
+        self._buffer = ffi.from_buffer(self.array, require_writable=True) if self.array.size else ffi.NULL
+        self.ptr.data = ffi.cast("void *", self._buffer)
+        self.ptr.scale = scale
+        self.ptr.zero_point = zero_point
+        self._scales = ffi.new("float[]", list(channel_scales)) if channel_scales is not None else ffi.NULL
+        self.ptr.channel_scales = self._scales
+        self.ptr.channel_dim = channel_dim
+
+
+def tensor(operand: nnref.Operand) -> Tensor:
+    cq = operand.channel_quant
+    return Tensor(operand.type, np.array(operand.value), operand.scale, operand.zero_point,
+                  cq.scales if cq else None, cq.channel_dim if cq else 0)
+
+
+def empty_like(expected: nnref.Operand) -> Tensor:
+    return Tensor(expected.type, np.zeros_like(expected.value), expected.scale, expected.zero_point)
+
+
+def status(code: int) -> str:
+    return ffi.string(lib.npu_error_name(code)).decode()
+
+
+def run(name: str, inputs: Sequence[nnref.Operand], outputs: Sequence[nnref.Operand | None],
+        call: Callable[..., int]) -> tuple[nnref.Operand, nnref.Operand]:
+    """nnref's result of ``name`` and the C's, computed by ``call(output_descriptor)``."""
+    expected = nnref.evaluate(name, inputs, outputs)[0]
+    out = empty_like(expected)
+    rc = call(out.ptr)
+    assert rc == lib.NPU_OK, f"{name}: {status(rc)}"
+    got = nnref.Operand(expected.type, out.array, expected.scale, expected.zero_point)
+    return got, expected
+
+
+def f32(values: object) -> float:
+    """A scale as the float32 the C descriptor holds (so nnref and the C see one value)."""
+    return float(np.float32(values))
+
+
+# -- the quantization arithmetic, against nnref's -----------------------------------
+
+from hypothesis import assume, given, settings, strategies as st  # noqa: E402
+
+import pytest  # noqa: E402
+from nnref import core  # noqa: E402
+
+I32 = st.integers(-(2**31), 2**31 - 1)
+
+
+@given(st.floats(min_value=1e-12, max_value=1e6, allow_nan=False) | st.just(0.0))
+def test_quantize_multiplier_is_androids(real):
+    q, s = ffi.new("int32_t *"), ffi.new("int32_t *")
+    assert lib.npu_quantize_multiplier(real, q, s) == lib.NPU_OK
+    assert (q[0], s[0]) == core.quantize_multiplier(real)
+
+
+@given(I32, I32, st.integers(-31, 31))
+def test_fixed_point_helpers_are_androids(a, b, shift):
+    assert lib.npu_saturating_rounding_doubling_high_mul(a, b) == int(core.saturating_rounding_doubling_high_mul(a, b))
+    if shift >= 0:
+        assert lib.npu_rounding_divide_by_pot(a, shift) == int(core.rounding_divide_by_pot(a, shift))
+    m = b if b > 0 else (2**30 if b == 0 else -b if b > -(2**31) else 2**31 - 1)
+    assert lib.npu_multiply_by_quantized_multiplier(a, m, shift) == int(core.multiply_by_quantized_multiplier(a, m, shift))
+
+
+def test_bad_multipliers_are_refused():
+    q, s = ffi.new("int32_t *"), ffi.new("int32_t *")
+    for real in (-1.0, float("nan"), float("inf"), 1e300):
+        assert status(lib.npu_quantize_multiplier(real, q, s)) == "BAD_SCALAR"
+
+
+def test_half_conversion_round_trips_every_half_and_rounds_to_nearest_even():
+    halves = np.arange(65536, dtype=np.uint16)
+    as_float = np.array([lib.npu_half_to_float(int(h)) for h in halves], np.float32)
+    expected = halves.view(np.float16).astype(np.float32)
+    finite = np.isfinite(expected)
+    np.testing.assert_array_equal(as_float[finite], expected[finite])
+    assert np.isnan(as_float[np.isnan(expected)]).all()
+    back = np.array([lib.npu_float_to_half(float(f)) for f in as_float[finite]], np.uint16)
+    np.testing.assert_array_equal(back, halves[finite])
+    rng = np.random.default_rng(1)
+    samples = np.concatenate([rng.standard_normal(3000) * 10.0 ** rng.integers(-9, 6, 3000), [65519.0, 65520.0, 1e-8, 3e-8]]).astype(np.float32)
+    got = np.array([lib.npu_float_to_half(float(f)) for f in samples], np.uint16)
+    with np.errstate(over="ignore"):  # 65520 and beyond round to infinity, as they should
+        np.testing.assert_array_equal(got, samples.astype(np.float16).view(np.uint16))
+
+
+# -- convolutions, fully connected, pools ------------------------------------------
+
+from nnref import ChannelQuant, boolean, int32  # noqa: E402
+
+FLOAT_TYPES = ("TENSOR_FLOAT32", "TENSOR_FLOAT16")
+KINDS = ("TENSOR_FLOAT32", "TENSOR_FLOAT16", "TENSOR_QUANT8_ASYMM", "PER_CHANNEL")
+
+
+def values(rng: np.random.Generator, type: str, shape: tuple[int, ...]) -> nnref.Operand:
+    """Random operand of ``type`` (quantized ones with a float32 scale and a zero point)."""
+    if type in FLOAT_TYPES:
+        return nnref.tensor(type, rng.uniform(-2, 2, shape))
+    return nnref.tensor(type, rng.integers(0, 256, shape), scale=f32(rng.uniform(0.01, 0.1)),
+                        zero_point=int(rng.integers(0, 256)))
+
+
+def weights(rng, kind: str, x: nnref.Operand, shape: tuple[int, ...], channel_dim: int):
+    """(filter, bias) of a convolution of kind over input x; the bias has shape[channel_dim] entries."""
+    channels = shape[channel_dim]
+    if kind in FLOAT_TYPES:
+        return values(rng, kind, shape), values(rng, kind, (channels,))
+    if kind == "PER_CHANNEL":
+        scales = tuple(f32(s) for s in rng.uniform(0.002, 0.05, channels))
+        f = nnref.tensor("TENSOR_QUANT8_SYMM_PER_CHANNEL", rng.integers(-127, 128, shape),
+                         channel_quant=ChannelQuant(scales, channel_dim))
+    else:
+        f = values(rng, "TENSOR_QUANT8_ASYMM", shape)
+    return f, nnref.tensor("TENSOR_INT32", rng.integers(-3000, 3000, (channels,)))
+
+
+def quant_output(kind: str, rng) -> nnref.Operand | None:
+    if kind in FLOAT_TYPES:
+        return None
+    return nnref.output("TENSOR_QUANT8_ASYMM", f32(rng.uniform(0.02, 0.2)), int(rng.integers(0, 256)))
+
+
+def window(pads=(0, 0, 0, 0), strides=(1, 1), dilations=(1, 1), fuse=0, nchw=False, filter_hw=(1, 1)):
+    """A struct npu_window; pads are (left, right, top, bottom), strides and dilations (w, h)."""
+    w = ffi.new("struct npu_window *")
+    w.pad_left, w.pad_right, w.pad_top, w.pad_bottom = pads
+    w.stride_w, w.stride_h = strides
+    w.dilation_w, w.dilation_h = dilations
+    w.filter_h, w.filter_w = filter_hw
+    w.fuse, w.nchw = fuse, nchw
+    return w
+
+
+def nchw_of(x: nnref.Operand) -> nnref.Operand:
+    return nnref.Operand(x.type, np.transpose(x.value, (0, 3, 1, 2)), x.scale, x.zero_point)
+
+
+def check(got: nnref.Operand, expected: nnref.Operand) -> None:
+    if got.type == "TENSOR_QUANT8_ASYMM":  # the integer path is Android's: exact
+        np.testing.assert_array_equal(got.value, expected.value)
+    else:
+        nnref.assert_close(got, expected)
+
+
+conv_params = st.fixed_dictionaries({
+    "kind": st.sampled_from(KINDS), "n": st.integers(1, 2), "h": st.integers(1, 9), "w": st.integers(1, 9),
+    "c": st.integers(1, 6), "oc": st.integers(1, 20), "fh": st.integers(1, 4), "fw": st.integers(1, 4),
+    "pads": st.tuples(*[st.integers(0, 2)] * 4), "strides": st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    "dilations": st.tuples(st.integers(1, 2), st.integers(1, 2)), "fuse": st.integers(0, 3),
+    "nchw": st.booleans(), "seed": st.integers(0, 2**32 - 1),
+})
+
+
+def conv_case(p: dict, depthwise: bool = False):
+    rng = np.random.default_rng(p["seed"])
+    kind = p["kind"]
+    x = values(rng, "TENSOR_QUANT8_ASYMM" if kind == "PER_CHANNEL" else kind, (p["n"], p["h"], p["w"], p["c"]))
+    if depthwise:
+        multiplier = 1 + p["oc"] % 3
+        f, b = weights(rng, kind, x, (1, p["fh"], p["fw"], p["c"] * multiplier), 3)
+    else:
+        multiplier = None
+        f, b = weights(rng, kind, x, (p["oc"], p["fh"], p["fw"], p["c"]), 0)
+    return rng, x, f, b, multiplier
+
+
+def skip_if_empty(p: dict) -> None:
+    oh = core.output_size(p["h"], p["fh"], p["strides"][1], p["dilations"][1], p["pads"][2], p["pads"][3])
+    ow = core.output_size(p["w"], p["fw"], p["strides"][0], p["dilations"][0], p["pads"][0], p["pads"][1])
+    assume(oh >= 1 and ow >= 1)  # test_conv_2d_matches_nnref checks the refusal
+
+
+@settings(max_examples=120, deadline=None)
+@given(conv_params)
+def test_conv_2d_matches_nnref(p):
+    oh = core.output_size(p["h"], p["fh"], p["strides"][1], p["dilations"][1], p["pads"][2], p["pads"][3])
+    ow = core.output_size(p["w"], p["fw"], p["strides"][0], p["dilations"][0], p["pads"][0], p["pads"][1])
+    rng, x, f, b, _ = conv_case(p)
+    xin = nchw_of(x) if p["nchw"] else x
+    ins = [xin, f, b, *map(int32, p["pads"]), *map(int32, p["strides"]), int32(p["fuse"]), boolean(p["nchw"]),
+           *map(int32, p["dilations"])]
+    keep = [tensor(xin), tensor(f), tensor(b)]
+    if oh < 1 or ow < 1:
+        out = Tensor(x.type, np.zeros((1, 1, 1, p["oc"])), 0.1, 0)
+        rc = lib.npu_op_conv_2d(*(k.ptr for k in keep), window(**_w(p)), out.ptr, 0, 2**64 - 1)
+        assert status(rc) == "BAD_SHAPE"
+        return
+    got, expected = run("CONV_2D", ins, [quant_output(p["kind"], rng)],
+                        lambda out: lib.npu_op_conv_2d(*(k.ptr for k in keep), window(**_w(p)), out, 0, 2**64 - 1))
+    check(got, expected)
+
+
+def _w(p: dict) -> dict:
+    return {"pads": p["pads"], "strides": p["strides"], "dilations": p["dilations"], "fuse": p["fuse"], "nchw": p["nchw"]}
+
+
+@settings(max_examples=80, deadline=None)
+@given(conv_params)
+def test_depthwise_conv_2d_matches_nnref(p):
+    skip_if_empty(p)
+    rng, x, f, b, multiplier = conv_case(p, depthwise=True)
+    xin = nchw_of(x) if p["nchw"] else x
+    ins = [xin, f, b, *map(int32, p["pads"]), *map(int32, p["strides"]), int32(multiplier), int32(p["fuse"]),
+           boolean(p["nchw"]), *map(int32, p["dilations"])]
+    keep = [tensor(xin), tensor(f), tensor(b)]
+    got, expected = run("DEPTHWISE_CONV_2D", ins, [quant_output(p["kind"], rng)],
+                        lambda out: lib.npu_op_depthwise_conv_2d(*(k.ptr for k in keep), window(**_w(p)), multiplier,
+                                                                 out, 0, 2**64 - 1))
+    check(got, expected)
+
+
+@pytest.mark.parametrize("scheme", [1, 2])
+@pytest.mark.parametrize("kind", ["TENSOR_FLOAT32", "PER_CHANNEL"])
+def test_conv_2d_implicit_padding_is_the_specs(scheme, kind):
+    """A mobile-shaped layer (stride 2, SAME or VALID): the C's implicit padding and conv agree
+    with nnref's 10-input implicit form."""
+    p = {"kind": kind, "n": 1, "h": 15, "w": 12, "c": 8, "oc": 24, "fh": 3, "fw": 3, "seed": 7}
+    rng, x, f, b, _ = conv_case(p)
+    head, tail = ffi.new("int32_t *"), ffi.new("int32_t *")
+    pads = []
+    for size in (12, 15):  # width, then height
+        assert lib.npu_ops_implicit_padding(size, 2, 3, 1, scheme, head, tail) == lib.NPU_OK
+        pads += [head[0], tail[0]]
+    ins = [x, f, b, int32(scheme), int32(2), int32(2), int32(1)]
+    keep = [tensor(x), tensor(f), tensor(b)]
+    w = window(pads=tuple(pads), strides=(2, 2), fuse=1)
+    got, expected = run("CONV_2D", ins, [quant_output(kind, rng)],
+                        lambda out: lib.npu_op_conv_2d(*(k.ptr for k in keep), w, out, 0, 2**64 - 1))
+    check(got, expected)
+
+
+def test_conv_2d_in_slices_is_the_whole():
+    """Rows computed slice by slice, in any order, give the output computed at once."""
+    p = {"kind": "TENSOR_QUANT8_ASYMM", "n": 2, "h": 10, "w": 7, "c": 5, "oc": 9, "fh": 3, "fw": 3, "seed": 3}
+    rng, x, f, b, _ = conv_case(p)
+    keep = [tensor(x), tensor(f), tensor(b)]
+    w = window(pads=(1, 1, 1, 1), fuse=3)
+    out_q = quant_output("TENSOR_QUANT8_ASYMM", rng)
+    whole = Tensor(out_q.type, np.zeros((2, 10, 7, 9)), out_q.scale, out_q.zero_point)
+    parts = Tensor(out_q.type, np.zeros((2, 10, 7, 9)), out_q.scale, out_q.zero_point)
+    assert lib.npu_op_conv_2d(*(k.ptr for k in keep), w, whole.ptr, 0, 2**64 - 1) == lib.NPU_OK
+    assert lib.npu_ops_units_spatial(parts.ptr, False) == 20
+    for begin, end in [(13, 20), (0, 1), (5, 13), (1, 5)]:
+        assert lib.npu_op_conv_2d(*(k.ptr for k in keep), w, parts.ptr, begin, end) == lib.NPU_OK
+    np.testing.assert_array_equal(parts.array, whole.array)
+
+
+fc_params = st.fixed_dictionaries({
+    "kind": st.sampled_from(KINDS[:3]), "batch": st.integers(1, 9), "size": st.integers(1, 300),
+    "units": st.integers(1, 40), "fuse": st.integers(0, 3), "rank4": st.booleans(), "seed": st.integers(0, 2**32 - 1),
+})
+
+
+@settings(max_examples=80, deadline=None)
+@given(fc_params)
+def test_fully_connected_matches_nnref(p):
+    rng = np.random.default_rng(p["seed"])
+    x = values(rng, p["kind"], (p["batch"], 1, 1, p["size"]) if p["rank4"] else (p["batch"], p["size"]))
+    wts, b = weights(rng, p["kind"], x, (p["units"], p["size"]), 0)
+    keep = [tensor(x), tensor(wts), tensor(b)]
+    got, expected = run("FULLY_CONNECTED", [x, wts, b, int32(p["fuse"])], [quant_output(p["kind"], rng)],
+                        lambda out: lib.npu_op_fully_connected(*(k.ptr for k in keep), p["fuse"], out, 0, 2**64 - 1))
+    check(got, expected)
+
+
+pool_params = st.fixed_dictionaries({
+    "op": st.sampled_from(["AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D"]), "kind": st.sampled_from(KINDS[:3]),
+    "n": st.integers(1, 2), "h": st.integers(1, 9), "w": st.integers(1, 9), "c": st.integers(1, 5),
+    "fh": st.integers(1, 4), "fw": st.integers(1, 4), "pads": st.tuples(*[st.integers(0, 1)] * 4),
+    "strides": st.tuples(st.integers(1, 3), st.integers(1, 3)), "fuse": st.integers(0, 3), "nchw": st.booleans(),
+    "seed": st.integers(0, 2**32 - 1),
+})
+POOLS = {"AVERAGE_POOL_2D": lib.npu_op_average_pool_2d, "MAX_POOL_2D": lib.npu_op_max_pool_2d,
+         "L2_POOL_2D": lib.npu_op_l2_pool_2d}
+
+
+@settings(max_examples=120, deadline=None)
+@given(pool_params)
+def test_pools_match_nnref(p):
+    if p["op"] == "L2_POOL_2D" and p["kind"] == "TENSOR_QUANT8_ASYMM":
+        p = {**p, "kind": "TENSOR_FLOAT32"}
+    skip_if_empty({**p, "dilations": (1, 1)})
+    pw, ph = (p["pads"][0], p["pads"][1]), (p["pads"][2], p["pads"][3])
+    assume(p["fh"] > max(ph) and p["fw"] > max(pw))  # else a window may lie wholly in the padding
+    rng = np.random.default_rng(p["seed"])
+    x = values(rng, p["kind"], (p["n"], p["h"], p["w"], p["c"]))
+    xin = nchw_of(x) if p["nchw"] else x
+    ins = [xin, *map(int32, p["pads"]), *map(int32, p["strides"]), int32(p["fw"]), int32(p["fh"]), int32(p["fuse"]),
+           boolean(p["nchw"])]
+    w = window(pads=p["pads"], strides=p["strides"], fuse=p["fuse"], nchw=p["nchw"], filter_hw=(p["fh"], p["fw"]))
+    keep = tensor(xin)
+    got, expected = run(p["op"], ins, [], lambda out: POOLS[p["op"]](keep.ptr, w, out, 0, 2**64 - 1))
+    check(got, expected)
