@@ -23,7 +23,7 @@ class Tensor:
 
     def __init__(self, type: str, array: np.ndarray, scale: float = 0.0, zero_point: int = 0,
                  channel_scales: Sequence[float] | None = None, channel_dim: int = 0):
-        self.array = np.ascontiguousarray(array, dtype=nnref.DTYPES[type])
+        self.array = np.array(array, dtype=nnref.DTYPES[type], order="C")  # a copy; 0-d stays 0-d
         self.ptr = ffi.new("struct npu_tensor *")
         self.ptr.type = CODES[type]
         self.ptr.rank = self.array.ndim
@@ -323,3 +323,226 @@ def test_pools_match_nnref(p):
     keep = tensor(xin)
     got, expected = run(p["op"], ins, [], lambda out: POOLS[p["op"]](keep.ptr, w, out, 0, 2**64 - 1))
     check(got, expected)
+
+
+# -- element-wise ------------------------------------------------------------------
+
+shapes4 = st.lists(st.integers(1, 4), min_size=1, max_size=4)
+
+
+@st.composite
+def broadcast_pair(draw):
+    out = draw(shapes4)
+    def side():
+        rank = draw(st.integers(1, len(out)))
+        return tuple(d if draw(st.booleans()) else 1 for d in out[len(out) - rank:])
+    return side(), side()
+
+
+ARITH = {"ADD": lib.npu_op_add, "SUB": lib.npu_op_sub, "MUL": lib.npu_op_mul}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(sorted(ARITH)), st.sampled_from(KINDS[:3]), broadcast_pair(), st.integers(0, 3),
+       st.integers(0, 2**32 - 1))
+def test_add_sub_mul_broadcast_match_nnref(op, kind, shapes, fuse, seed):
+    rng = np.random.default_rng(seed)
+    a, b = values(rng, kind, shapes[0]), values(rng, kind, shapes[1])
+    out = quant_output(kind, rng)
+    if op == "MUL" and out is not None and not out.scale > a.scale * b.scale:
+        out = nnref.output(out.type, f32(a.scale * b.scale * 1.5), out.zero_point)
+    keep = [tensor(a), tensor(b)]
+    got, expected = run(op, [a, b, int32(fuse)], [out], lambda o: ARITH[op](keep[0].ptr, keep[1].ptr, fuse, o))
+    check(got, expected)
+
+
+UNARY = {"RELU": lib.npu_op_relu, "RELU1": lib.npu_op_relu1, "RELU6": lib.npu_op_relu6,
+         "LOGISTIC": lib.npu_op_logistic, "TANH": lib.npu_op_tanh}
+FIXED = {"LOGISTIC": (1 / 256, 0), "TANH": (1 / 128, 128)}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(sorted(UNARY)), st.sampled_from(KINDS[:3]), shapes4, st.integers(0, 2**32 - 1))
+def test_activations_match_nnref(op, kind, shape, seed):
+    rng = np.random.default_rng(seed)
+    x = values(rng, kind, tuple(shape))
+    if kind in FLOAT_TYPES:
+        x = nnref.tensor(kind, x.value.astype(np.float64) * 4)
+    out = None if kind in FLOAT_TYPES else nnref.output(kind, *FIXED.get(op, (x.scale, x.zero_point)))
+    keep = tensor(x)
+    got, expected = run(op, [x], [out], lambda o: UNARY[op](keep.ptr, o))
+    nnref.assert_close(got, expected)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(KINDS[:3]), shapes4, st.floats(0.1, 3.0), st.data())
+def test_softmax_matches_nnref(kind, shape, beta, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    beta = f32(beta)
+    x = values(rng, kind, tuple(shape))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    out = None if kind in FLOAT_TYPES else nnref.output(kind, 1 / 256, 0)
+    keep = tensor(x)
+    got, expected = run("SOFTMAX", [x, nnref.float32(beta), int32(axis)], [out],
+                        lambda o: lib.npu_op_softmax(keep.ptr, beta, axis, o))
+    nnref.assert_close(got, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(KINDS[:3]), broadcast_pair(), st.integers(0, 2**32 - 1))
+def test_prelu_matches_nnref(kind, shapes, seed):
+    rng = np.random.default_rng(seed)
+    x, alpha = values(rng, kind, shapes[0]), values(rng, kind, shapes[1])
+    shape = core.broadcast_shape(shapes[0], shapes[1])
+    keep = [tensor(x), tensor(alpha)]
+    got, expected = run("PRELU", [x, alpha], [quant_output(kind, rng)],
+                        lambda o: lib.npu_op_prelu(keep[0].ptr, keep[1].ptr, o))
+    assert got.shape == shape
+    nnref.assert_close(got, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(FLOAT_TYPES), shapes4, st.integers(0, 2**32 - 1))
+def test_quantize_and_dequantize_match_nnref(float_type, shape, seed):
+    rng = np.random.default_rng(seed)
+    x = values(rng, float_type, tuple(shape))
+    out = quant_output("TENSOR_QUANT8_ASYMM", rng)
+    keep = tensor(x)
+    got, expected = run("QUANTIZE", [x], [out], lambda o: lib.npu_op_quantize(keep.ptr, o))
+    check(got, expected)
+    q = values(rng, "TENSOR_QUANT8_ASYMM", tuple(shape))
+    per_channel = nnref.tensor("TENSOR_QUANT8_SYMM_PER_CHANNEL", rng.integers(-128, 128, shape),
+                               channel_quant=ChannelQuant(tuple(f32(s) for s in rng.uniform(0.01, 1, shape[-1])),
+                                                          len(shape) - 1))
+    for source in (q, per_channel):
+        keep = tensor(source)
+        got, expected = run("DEQUANTIZE", [source], [nnref.output(float_type)],
+                            lambda o: lib.npu_op_dequantize(keep.ptr, o))
+        nnref.assert_close(got, expected)
+
+
+# -- moving values -----------------------------------------------------------------
+
+
+def moved_output(kind: str, x: nnref.Operand, rng, requantize: bool) -> nnref.Operand | None:
+    if kind in FLOAT_TYPES or not requantize:
+        return None
+    return quant_output(kind, rng)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(KINDS[:3]), shapes4, st.booleans(), st.integers(0, 2**32 - 1))
+def test_reshape_transpose_match_nnref(kind, shape, requantize, seed):
+    rng = np.random.default_rng(seed)
+    x = values(rng, kind, tuple(shape))
+    out = moved_output(kind, x, rng, requantize)
+    keep = tensor(x)
+    target = nnref.tensor("TENSOR_INT32", [-1, int(np.prod(shape[:1]))] if False else [int(np.prod(shape))])
+    got, expected = run("RESHAPE", [x, target], [out], lambda o: lib.npu_op_reshape(keep.ptr, o))
+    check(got, expected)
+    perm = [int(v) for v in rng.permutation(len(shape))]
+    perm_c = ffi.new("int32_t[]", perm)
+    got, expected = run("TRANSPOSE", [x, nnref.tensor("TENSOR_INT32", perm)], [out],
+                        lambda o: lib.npu_op_transpose(keep.ptr, perm_c, o))
+    check(got, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(KINDS[:3]), shapes4, st.integers(1, 3), st.data())
+def test_concatenation_matches_nnref(kind, shape, count, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    parts = []
+    for _ in range(count):
+        s = list(shape)
+        s[axis] = data.draw(st.integers(1, 3))
+        parts.append(values(rng, kind, tuple(s)))
+    keep = [tensor(p) for p in parts]
+    array = ffi.new("struct npu_tensor *[]", [k.ptr for k in keep])
+    got, expected = run("CONCATENATION", [*parts, int32(axis)], [quant_output(kind, rng)],
+                        lambda o: lib.npu_op_concatenation(array, count, axis, o))
+    check(got, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(KINDS[:3]), shapes4, st.booleans(), st.data())
+def test_pad_and_pad_v2_match_nnref(kind, shape, v2, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = values(rng, kind, tuple(shape))
+    widths = [[data.draw(st.integers(0, 2)), data.draw(st.integers(0, 2))] for _ in shape]
+    flat = ffi.new("int32_t[]", [v for pair in widths for v in pair])
+    keep = tensor(x)
+    paddings = nnref.tensor("TENSOR_INT32", widths)
+    if v2:
+        value = int(rng.integers(0, 256)) if kind == "TENSOR_QUANT8_ASYMM" else f32(rng.uniform(-3, 3))
+        scalar = {"TENSOR_FLOAT32": nnref.float32, "TENSOR_FLOAT16": nnref.float16, "TENSOR_QUANT8_ASYMM": int32}[kind]
+        got, expected = run("PAD_V2", [x, paddings, scalar(value)], [],
+                            lambda o: lib.npu_op_pad_v2(keep.ptr, flat, value, o))
+    else:
+        got, expected = run("PAD", [x, paddings], [], lambda o: lib.npu_op_pad(keep.ptr, flat, o))
+    check(got, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(KINDS[:3]), shapes4, st.booleans(), st.data())
+def test_mean_matches_nnref(kind, shape, keep_dims, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = values(rng, kind, tuple(shape))
+    axes = data.draw(st.lists(st.integers(-len(shape), len(shape) - 1), min_size=1, max_size=3))
+    keep = tensor(x)
+    axes_c = ffi.new("int32_t[]", axes)
+    got, expected = run("MEAN", [x, nnref.tensor("TENSOR_INT32", axes), int32(int(keep_dims))], [quant_output(kind, rng)],
+                        lambda o: lib.npu_op_mean(keep.ptr, axes_c, len(axes), keep_dims, o))
+    nnref.assert_close(got, expected)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(KINDS[:3]), shapes4, st.data())
+def test_strided_slice_matches_nnref(kind, shape, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = values(rng, kind, tuple(shape))
+    rank = len(shape)
+    begin = [data.draw(st.integers(-d - 1, d)) for d in shape]
+    end = [data.draw(st.integers(-d - 1, d + 1)) for d in shape]
+    strides = [data.draw(st.sampled_from([-2, -1, 1, 2])) for _ in shape]
+    masks = [data.draw(st.integers(0, 2**rank - 1)) for _ in range(3)]
+    ins = [x, *(nnref.tensor("TENSOR_INT32", v) for v in (begin, end, strides)), *map(int32, masks)]
+    try:
+        expected = nnref.evaluate("STRIDED_SLICE", ins)[0]
+    except nnref.BadOperation:
+        assume(False)
+    assume(expected.value.size > 0)
+    keep = tensor(x)
+    c = [ffi.new("int32_t[]", v) for v in (begin, end, strides)]
+    got, expected = run("STRIDED_SLICE", ins, [], lambda o: lib.npu_op_strided_slice(keep.ptr, *c, *masks, o))
+    check(got, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(KINDS[:3]), st.tuples(*[st.integers(1, 5)] * 4), st.integers(1, 9), st.integers(1, 9),
+       st.booleans(), st.integers(0, 2**32 - 1))
+def test_resize_bilinear_matches_nnref(kind, shape, oh, ow, nchw, seed):
+    rng = np.random.default_rng(seed)
+    x = values(rng, kind, shape)
+    keep = tensor(x)
+    got, expected = run("RESIZE_BILINEAR", [x, int32(ow), int32(oh), boolean(nchw)], [quant_output(kind, rng)],
+                        lambda o: lib.npu_op_resize_bilinear(keep.ptr, nchw, o))
+    nnref.assert_close(got, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(KINDS[:3]), st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.integers(1, 3),
+       st.booleans(), st.integers(0, 2**32 - 1))
+def test_depth_to_space_and_back_match_nnref(kind, block, h, w, c, nchw, seed):
+    rng = np.random.default_rng(seed)
+    deep = values(rng, kind, (1, h, w, c * block * block))
+    deep = nchw_of(deep) if nchw else deep
+    keep = tensor(deep)
+    got, expected = run("DEPTH_TO_SPACE", [deep, int32(block), boolean(nchw)], [],
+                        lambda o: lib.npu_op_depth_to_space(keep.ptr, block, nchw, o))
+    check(got, expected)
+    back_keep = tensor(got)
+    again, expected = run("SPACE_TO_DEPTH", [got, int32(block), boolean(nchw)], [],
+                          lambda o: lib.npu_op_space_to_depth(back_keep.ptr, block, nchw, o))
+    check(again, expected)
+    np.testing.assert_array_equal(again.value, deep.value)
