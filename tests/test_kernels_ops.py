@@ -546,3 +546,100 @@ def test_depth_to_space_and_back_match_nnref(kind, block, h, w, c, nchw, seed):
                           lambda o: lib.npu_op_space_to_depth(back_keep.ptr, block, nchw, o))
     check(again, expected)
     np.testing.assert_array_equal(again.value, deep.value)
+
+
+# -- bad descriptors are errors, never crashes ---------------------------------------
+
+
+def _conv_parts():
+    rng = np.random.default_rng(0)
+    x = values(rng, "TENSOR_FLOAT32", (1, 5, 5, 3))
+    f, b = weights(rng, "TENSOR_FLOAT32", x, (4, 3, 3, 3), 0)
+    return [tensor(x), tensor(f), tensor(b), Tensor("TENSOR_FLOAT32", np.zeros((1, 3, 3, 4)))]
+
+
+def _conv(parts, w=None):
+    x, f, b, out = (p.ptr if p is not None else ffi.NULL for p in parts)
+    return status(lib.npu_op_conv_2d(x, f, b, w if w is not None else window(), out, 0, 2**64 - 1))
+
+
+def test_a_good_conv_call_is_ok_and_its_corruptions_are_errors():
+    assert _conv(_conv_parts()) == "OK"
+    cases = {
+        "null output": (lambda p: p.__setitem__(3, None), "INVALID_ARGUMENT"),
+        "null data": (lambda p: setattr(p[0].ptr, "data", ffi.NULL), "INVALID_ARGUMENT"),
+        "unknown type": (lambda p: setattr(p[1].ptr, "type", 99), "BAD_OPERAND_TYPE"),
+        "a scalar type": (lambda p: setattr(p[1].ptr, "type", 0), "BAD_OPERAND_TYPE"),
+        "mixed types": (lambda p: setattr(p[2].ptr, "type", 8), "BAD_OPERAND_TYPE"),
+        "rank 3 input": (lambda p: setattr(p[0].ptr, "rank", 3), "BAD_SHAPE"),
+        "rank 7": (lambda p: setattr(p[0].ptr, "rank", 7), "BAD_SHAPE"),
+        "zero dimension": (lambda p: p[0].ptr.dims.__setitem__(2, 0), "BAD_SHAPE"),
+        "huge dimensions": (lambda p: [p[0].ptr.dims.__setitem__(i, 2**31) for i in range(4)], "BAD_SHAPE"),
+        "depth mismatch": (lambda p: p[1].ptr.dims.__setitem__(3, 2), "BAD_SHAPE"),
+        "bias length": (lambda p: p[2].ptr.dims.__setitem__(0, 5), "BAD_SHAPE"),
+        "output shape": (lambda p: p[3].ptr.dims.__setitem__(1, 4), "BAD_SHAPE"),
+    }
+    for name, (corrupt, code) in cases.items():
+        parts = _conv_parts()
+        corrupt(parts)
+        assert _conv(parts) == code, name
+
+
+def test_bad_windows_and_quantization_parameters_are_errors():
+    parts = _conv_parts()
+    for field, value in (("stride_w", 0), ("dilation_h", -1), ("pad_top", -2), ("stride_h", 2**31 - 1)):
+        w = window()
+        setattr(w, field, value)
+        assert _conv(parts, w) == "BAD_SCALAR", field
+    w = window(fuse=4)
+    assert _conv(parts, w) == "BAD_FUSE_CODE"
+    w = window(pads=(0, 0, 0, 0), strides=(9, 9))
+    assert _conv(parts, w) == "BAD_SHAPE"  # a 1x1 output the descriptor does not have
+    rng = np.random.default_rng(0)
+    x = values(rng, "TENSOR_QUANT8_ASYMM", (1, 4))
+    q = tensor(x)
+    out = Tensor("TENSOR_QUANT8_ASYMM", np.zeros((1, 4)), 0.1, 0)
+    for field, value in (("scale", 0.0), ("scale", float("nan")), ("zero_point", 256), ("zero_point", -1)):
+        setattr(q.ptr, field, value)
+        assert status(lib.npu_op_add(q.ptr, q.ptr, 0, out.ptr)) == "BAD_SCALAR", (field, value)
+        q = tensor(x)
+    # a per-channel filter without scales, or with a bad one
+    f = nnref.tensor("TENSOR_QUANT8_SYMM_PER_CHANNEL", np.ones((2, 1, 1, 4)), channel_quant=ChannelQuant((0.1, 0.1), 0))
+    ft = tensor(f)
+    xin = tensor(values(rng, "TENSOR_QUANT8_ASYMM", (1, 2, 2, 4)))
+    bias = tensor(nnref.tensor("TENSOR_INT32", [0, 0]))
+    o = Tensor("TENSOR_QUANT8_ASYMM", np.zeros((1, 2, 2, 2)), 0.5, 0)
+    assert _conv([xin, ft, bias, o]) == "OK"
+    ft.ptr.channel_scales = ffi.NULL
+    assert _conv([xin, ft, bias, o]) == "INVALID_ARGUMENT"
+    ft = tensor(f)
+    ft._scales[1] = -1.0
+    assert _conv([xin, ft, bias, o]) == "BAD_SCALAR"
+    ft = tensor(f)
+    ft.ptr.channel_dim = 3  # CONV_2D's per-channel filter is along its output channels
+    assert _conv([xin, ft, bias, o]) == "BAD_SCALAR"
+
+
+def test_other_operations_refuse_bad_calls():
+    rng = np.random.default_rng(0)
+    a = tensor(values(rng, "TENSOR_FLOAT32", (2, 3)))
+    b = tensor(values(rng, "TENSOR_FLOAT32", (4, 3)))
+    out = Tensor("TENSOR_FLOAT32", np.zeros((2, 3)))
+    assert status(lib.npu_op_add(a.ptr, b.ptr, 0, out.ptr)) == "BAD_SHAPE"  # 2 and 4 do not broadcast
+    assert status(lib.npu_op_add(a.ptr, a.ptr, 0, ffi.NULL)) == "INVALID_ARGUMENT"
+    assert status(lib.npu_op_softmax(a.ptr, 1.0, 2, out.ptr)) == "BAD_SCALAR"
+    assert status(lib.npu_op_softmax(a.ptr, 0.0, 0, out.ptr)) == "BAD_SCALAR"
+    assert status(lib.npu_op_transpose(a.ptr, ffi.new("int32_t[]", [0, 0]), out.ptr)) == "BAD_SCALAR"
+    assert status(lib.npu_op_reshape(a.ptr, Tensor("TENSOR_FLOAT32", np.zeros(5)).ptr)) == "BAD_SHAPE"
+    assert status(lib.npu_op_pad(a.ptr, ffi.new("int32_t[]", [0, -1, 0, 0]), out.ptr)) == "BAD_SCALAR"
+    assert status(lib.npu_op_pad(a.ptr, ffi.NULL, out.ptr)) == "INVALID_ARGUMENT"
+    assert status(lib.npu_op_concatenation(ffi.NULL, 2, 0, out.ptr)) == "INVALID_ARGUMENT"
+    assert status(lib.npu_op_quantize(a.ptr, out.ptr)) == "BAD_OPERAND_TYPE"
+    ints = Tensor("TENSOR_INT32", np.zeros((2, 3)))
+    assert status(lib.npu_op_relu(ints.ptr, ints.ptr)) == "BAD_OPERAND_TYPE"
+    img = tensor(values(rng, "TENSOR_FLOAT32", (1, 4, 4, 4)))
+    assert status(lib.npu_op_depth_to_space(img.ptr, 0, False, img.ptr)) == "BAD_SCALAR"
+    assert status(lib.npu_op_space_to_depth(img.ptr, 3, False, img.ptr)) == "BAD_SHAPE"
+    q = tensor(values(rng, "TENSOR_QUANT8_ASYMM", (2, 3)))
+    wrong = Tensor("TENSOR_QUANT8_ASYMM", np.zeros((2, 3)), 0.5, 0)  # LOGISTIC's output is 1/256, 0
+    assert status(lib.npu_op_logistic(q.ptr, wrong.ptr)) == "BAD_SCALAR"
