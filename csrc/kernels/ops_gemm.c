@@ -16,8 +16,8 @@
 
 #include "ops_internal.h"
 
-#define MR 4
-#define NR 16
+#define MR 6
+#define NR 16  /* the micro-kernels hold two 8-lane vectors per row */
 #define KC 256
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(NPU_NO_CLONES)
@@ -62,20 +62,37 @@ void ops_gemm_f32_free(struct ops_gemm_f32 *g)
     g->packed_w = NULL;
 }
 
+/* GCC's vector extensions: eight lanes, one AVX register (two SSE ones).  The
+ * MR x NR block lives in 2 * MR of them for the whole k loop. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef uint32_t v8u __attribute__((vector_size(32)));
+typedef int16_t v8h __attribute__((vector_size(16)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+#define LOAD(v, p) memcpy(&(v), (p), sizeof(v))
+#define STORE(p, v) memcpy((p), &(v), sizeof(v))
+
 OPS_CLONES
 static void kernel_f32(size_t kc, const float *restrict a, const float *restrict b, float acc[MR][NR])
 {
-    float sum[MR][NR];
-    memcpy(sum, acc, sizeof sum);
-    for (size_t k = 0; k < kc; k++) {
-        const float *bk = b + k * NR;
-        for (size_t r = 0; r < MR; r++) {
-            float ar = a[k * MR + r];
-            for (size_t j = 0; j < NR; j++)
-                sum[r][j] += ar * bk[j];
-        }
+    v8f c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+    LOAD(c00, acc[0]); LOAD(c01, acc[0] + 8); LOAD(c10, acc[1]); LOAD(c11, acc[1] + 8);
+    LOAD(c20, acc[2]); LOAD(c21, acc[2] + 8); LOAD(c30, acc[3]); LOAD(c31, acc[3] + 8);
+    LOAD(c40, acc[4]); LOAD(c41, acc[4] + 8); LOAD(c50, acc[5]); LOAD(c51, acc[5] + 8);
+    for (size_t k = 0; k < kc; k++, a += MR, b += NR) {
+        v8f b0, b1;
+        LOAD(b0, b);
+        LOAD(b1, b + 8);
+        c00 += a[0] * b0; c01 += a[0] * b1;
+        c10 += a[1] * b0; c11 += a[1] * b1;
+        c20 += a[2] * b0; c21 += a[2] * b1;
+        c30 += a[3] * b0; c31 += a[3] * b1;
+        c40 += a[4] * b0; c41 += a[4] * b1;
+        c50 += a[5] * b0; c51 += a[5] * b1;
     }
-    memcpy(acc, sum, sizeof sum);
+    STORE(acc[0], c00); STORE(acc[0] + 8, c01); STORE(acc[1], c10); STORE(acc[1] + 8, c11);
+    STORE(acc[2], c20); STORE(acc[2] + 8, c21); STORE(acc[3], c30); STORE(acc[3] + 8, c31);
+    STORE(acc[4], c40); STORE(acc[4] + 8, c41); STORE(acc[5], c50); STORE(acc[5] + 8, c51);
 }
 
 int ops_gemm_f32_run(const struct ops_gemm_f32 *g, ops_pack_f32 pack, const void *ctx,
@@ -144,22 +161,39 @@ void ops_gemm_i16_free(struct ops_gemm_i16 *g)
     g->packed_w = NULL;
 }
 
-/* Sums in uint32, which wraps where int32 would overflow (undefined in C);
- * for any K a real model has (K * 255 * 255 < 2^31) the sum is exact. */
+/* Sums in uint32 lanes, which wrap where int32 would overflow (undefined in
+ * C); for any K a real model has (K * 255 * 255 < 2^31) the sum is exact. */
+/* eight int16 at p as uint32 lanes (sign-extended) */
+#define WIDEN(v, p)                                     \
+    do {                                                \
+        v8h h_;                                         \
+        LOAD(h_, (p));                                  \
+        (v) = (v8u)__builtin_convertvector(h_, v8i);    \
+    } while (0)
+
 OPS_CLONES
 static void kernel_i16(size_t kc, const int16_t *restrict a, const int16_t *restrict b, uint32_t acc[MR][NR])
 {
-    uint32_t sum[MR][NR];
-    memcpy(sum, acc, sizeof sum);
-    for (size_t k = 0; k < kc; k++) {
-        const int16_t *bk = b + k * NR;
-        for (size_t r = 0; r < MR; r++) {
-            int32_t ar = a[k * MR + r];
-            for (size_t j = 0; j < NR; j++)
-                sum[r][j] += (uint32_t)(ar * (int32_t)bk[j]);
-        }
+    v8u c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+    LOAD(c00, acc[0]); LOAD(c01, acc[0] + 8); LOAD(c10, acc[1]); LOAD(c11, acc[1] + 8);
+    LOAD(c20, acc[2]); LOAD(c21, acc[2] + 8); LOAD(c30, acc[3]); LOAD(c31, acc[3] + 8);
+    LOAD(c40, acc[4]); LOAD(c41, acc[4] + 8); LOAD(c50, acc[5]); LOAD(c51, acc[5] + 8);
+    for (size_t k = 0; k < kc; k++, a += MR, b += NR) {
+        v8u b0, b1;
+        WIDEN(b0, b);
+        WIDEN(b1, b + 8);
+        uint32_t a0 = (uint32_t)(int32_t)a[0], a1 = (uint32_t)(int32_t)a[1], a2 = (uint32_t)(int32_t)a[2];
+        uint32_t a3 = (uint32_t)(int32_t)a[3], a4 = (uint32_t)(int32_t)a[4], a5 = (uint32_t)(int32_t)a[5];
+        c00 += a0 * b0; c01 += a0 * b1;
+        c10 += a1 * b0; c11 += a1 * b1;
+        c20 += a2 * b0; c21 += a2 * b1;
+        c30 += a3 * b0; c31 += a3 * b1;
+        c40 += a4 * b0; c41 += a4 * b1;
+        c50 += a5 * b0; c51 += a5 * b1;
     }
-    memcpy(acc, sum, sizeof sum);
+    STORE(acc[0], c00); STORE(acc[0] + 8, c01); STORE(acc[1], c10); STORE(acc[1] + 8, c11);
+    STORE(acc[2], c20); STORE(acc[2] + 8, c21); STORE(acc[3], c30); STORE(acc[3] + 8, c31);
+    STORE(acc[4], c40); STORE(acc[4] + 8, c41); STORE(acc[5], c50); STORE(acc[5] + 8, c51);
 }
 
 int ops_gemm_i16_run(const struct ops_gemm_i16 *g, ops_pack_i16 pack, const void *ctx,
