@@ -1,6 +1,9 @@
 """Kernel benchmark: the operation library's CONV_2D against numpy's matmul on the same GEMM.
 
-    .venv/bin/python bench/kernels.py [--repeat N] [--threads N]
+    .venv/bin/python tests/kernels_bench.py [--repeat N]
+
+(It lives under tests/, not bench/: it calls the C directly through framework.nn._cpu, a
+private module that only tests may import, tests/test_layering.py says.)
 
 A mobile-sized layer (MobileNet's 56x56 stage): input 1x56x56x64, a 3x3 filter to 64
 channels, stride 1, SAME padding, computed by ``npu_op_conv_2d`` (im2col packed on the fly
@@ -8,7 +11,7 @@ into the cache-blocked GEMM) in float32 and in TENSOR_QUANT8_ASYMM (int32 accumu
 Android's requantization). The in-run baseline is numpy's matmul of the same GEMM, the
 input im2col'd beforehand (not timed): float32 ``A @ W.T`` for float32 (BLAS), and the
 int32 product of the centred values for quant8 (numpy's integer matmul, no BLAS). numpy's
-BLAS runs on one thread unless --threads says otherwise, as the C kernels do.
+BLAS runs on one thread, as the C kernels do, unless OPENBLAS_NUM_THREADS says otherwise.
 
 Prints, per variant, the best and median wall time of --repeat runs, GFLOP/s
 (2*M*N*K per run) and the ratio C/numpy of throughput (above 1: the C is faster), and the
@@ -23,18 +26,18 @@ import statistics
 import sys
 import time
 
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # before numpy loads its BLAS: one thread, as the C
+
+import numpy as np  # noqa: E402
+
+from framework.nn._cpu import ffi, lib  # noqa: E402
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--threads", type=int, default=1, help="numpy's BLAS threads (default 1, as the C)")
     args = parser.parse_args()
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(args.threads)  # before numpy loads its BLAS
-    import numpy as np
-
-    from framework.nn._cpu import ffi, lib
-
     n, h, w, c, oc, k = 1, 56, 56, 64, 64, 3
     rng = np.random.default_rng(0)
     M, K = n * h * w, k * k * c
@@ -94,7 +97,7 @@ def main() -> int:
                  timed(lambda: aq @ wq.T)))
 
     print(f"CONV_2D 1x{h}x{w}x{c} -> {oc}, 3x3, SAME: GEMM M={M} N={oc} K={K}, {flops / 1e9:.3f} GFLOP per run; "
-          f"numpy {np.__version__}, BLAS threads {args.threads}, best of {args.repeat}")
+          f"numpy {np.__version__}, BLAS threads {os.environ['OPENBLAS_NUM_THREADS']}, best of {args.repeat}")
     print(f"{'variant':<18} {'C best ms':>10} {'C med ms':>9} {'C cpu ms':>9} {'C GFLOP/s':>10} "
           f"{'np best ms':>11} {'np GFLOP/s':>11} {'C/np':>6}")
     for name, (c_best, c_med, c_cpu), (n_best, _, _) in rows:
