@@ -207,6 +207,26 @@ int npu_op_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filt
 
 /* -- DEPTHWISE_CONV_2D --------------------------------------------------------- */
 
+/* The taps of output (n, oy, ox) that fall inside the image: each one's input
+ * pixel (an index of the NHWC image's pixels) and filter tap (fy * fw + fx). */
+static size_t valid_taps(const struct ops_geometry *g, size_t n, size_t oy, size_t ox, size_t *pixel, size_t *tap)
+{
+    size_t count = 0;
+    for (size_t fy = 0; fy < g->fh; fy++) {
+        long iy = (long)oy * g->sh + (long)fy * g->dh - g->top;
+        if (iy < 0 || iy >= (long)g->h)
+            continue;
+        for (size_t fx = 0; fx < g->fw; fx++) {
+            long ix = (long)ox * g->sw + (long)fx * g->dw - g->left;
+            if (ix < 0 || ix >= (long)g->w)
+                continue;
+            pixel[count] = (n * g->h + (size_t)iy) * g->w + (size_t)ix;
+            tap[count++] = fy * g->fw + fx;
+        }
+    }
+    return count;
+}
+
 int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
                              const struct npu_tensor *bias, const struct npu_window *w,
                              int32_t multiplier, const struct npu_tensor *output,
@@ -233,8 +253,11 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
     const void *x;
     void *x_owned = NULL, *rows = NULL;
     OPS_TRY(ops_nhwc_input(input, w->nchw, &x, &x_owned));
-    int rc = NPU_OK;
-    if (kind == KIND_Q8) {
+    size_t *pixel = malloc(g.fh * g.fw * sizeof *pixel), *tap = malloc(g.fh * g.fw * sizeof *tap);
+    int rc = pixel && tap ? NPU_OK : NPU_E_NO_MEMORY;
+    if (rc != NPU_OK) {
+        /* nothing computed */
+    } else if (kind == KIND_Q8) {
         struct requant q = {0};
         int32_t *acc = malloc(count * oc * sizeof *acc);
         int16_t *fc = malloc(g.fh * g.fw * oc * sizeof *fc);
@@ -251,19 +274,11 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
                     size_t n = r / g.oh, oy = r % g.oh;
                     int32_t *a = acc + i * oc;
                     memset(a, 0, oc * sizeof *a);
-                    for (size_t fy = 0; fy < g.fh; fy++) {
-                        long iy = (long)oy * g.sh + (long)fy * g.dh - g.top;
-                        if (iy < 0 || iy >= (long)g.h)
-                            continue;
-                        for (size_t fx = 0; fx < g.fw; fx++) {
-                            long ix = (long)ox * g.sw + (long)fx * g.dw - g.left;
-                            if (ix < 0 || ix >= (long)g.w)
-                                continue;
-                            const uint8_t *s = xs + ((n * g.h + (size_t)iy) * g.w + (size_t)ix) * g.c;
-                            const int16_t *f = fc + (fy * g.fw + fx) * oc;
-                            for (size_t k = 0; k < oc; k++)
-                                a[k] += ((int32_t)s[k / mult] - input->zero_point) * f[k];
-                        }
+                    for (size_t t = 0, taps = valid_taps(&g, n, oy, ox, pixel, tap); t < taps; t++) {
+                        const uint8_t *s = xs + pixel[t] * g.c;
+                        const int16_t *f = fc + tap[t] * oc;
+                        for (size_t k = 0; k < oc; k++)
+                            a[k] += ((int32_t)s[k / mult] - input->zero_point) * f[k];
                     }
                 }
             requant_block(&q, acc, bias->data, count, oc, rows);
@@ -288,23 +303,15 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
                     size_t n = r / g.oh, oy = r % g.oh;
                     float *a = (float *)rows + i * oc;
                     memcpy(a, bs, oc * sizeof *a);
-                    for (size_t fy = 0; fy < g.fh; fy++) {
-                        long iy = (long)oy * g.sh + (long)fy * g.dh - g.top;
-                        if (iy < 0 || iy >= (long)g.h)
-                            continue;
-                        for (size_t fx = 0; fx < g.fw; fx++) {
-                            long ix = (long)ox * g.sw + (long)fx * g.dw - g.left;
-                            if (ix < 0 || ix >= (long)g.w)
-                                continue;
-                            const float *s = xs + ((n * g.h + (size_t)iy) * g.w + (size_t)ix) * g.c;
-                            const float *f = fs + (fy * g.fw + fx) * oc;
-                            if (mult == 1)
-                                for (size_t k = 0; k < oc; k++)
-                                    a[k] += s[k] * f[k];
-                            else
-                                for (size_t k = 0; k < oc; k++)
-                                    a[k] += s[k / mult] * f[k];
-                        }
+                    for (size_t t = 0, taps = valid_taps(&g, n, oy, ox, pixel, tap); t < taps; t++) {
+                        const float *s = xs + pixel[t] * g.c;
+                        const float *f = fs + tap[t] * oc;
+                        if (mult == 1)
+                            for (size_t k = 0; k < oc; k++)
+                                a[k] += s[k] * f[k];
+                        else
+                            for (size_t k = 0; k < oc; k++)
+                                a[k] += s[k / mult] * f[k];
                     }
                     for (size_t k = 0; k < oc; k++)
                         a[k] = a[k] < lo ? lo : (a[k] > hi ? hi : a[k]);
@@ -314,6 +321,8 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
         free(f_owned);
         free(b_owned);
     }
+    free(pixel);
+    free(tap);
     free(rows);
     free(x_owned);
     return rc;

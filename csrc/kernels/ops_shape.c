@@ -35,6 +35,24 @@ static void strides_of(const struct npu_tensor *t, size_t *strides)
     }
 }
 
+/* Output element i, at coordinates c over counts (rank of them, row-major), is
+ * input element base + sum(c[d] * steps[d]): TRANSPOSE and STRIDED_SLICE. */
+static void gather(const struct npu_tensor *input, const struct npu_tensor *output, uint32_t rank,
+                   const size_t *counts, long base, const long *steps)
+{
+    size_t n = npu_ops_element_count(output);
+    for (size_t i = 0; i < n; i++) {
+        size_t rest = i;
+        long src = base;
+        for (int d = (int)rank - 1; d >= 0; d--) {
+            src += (long)(rest % counts[d]) * steps[d];
+            rest /= counts[d];
+        }
+        copy_element(output, i, input, (size_t)src);
+    }
+    ops_requantize_moved(output, input->scale, input->zero_point);
+}
+
 int npu_op_reshape(const struct npu_tensor *input, const struct npu_tensor *output)
 {
     OPS_TRY(check_pair(input, output));
@@ -234,18 +252,14 @@ int npu_op_transpose(const struct npu_tensor *input, const int32_t *perm, const 
         if (output->dims[d] != input->dims[v])
             return NPU_E_BAD_SHAPE;
     }
-    size_t in_strides[NPU_OPS_MAX_RANK];
+    size_t in_strides[NPU_OPS_MAX_RANK], counts[NPU_OPS_MAX_RANK];
+    long steps[NPU_OPS_MAX_RANK];
     strides_of(input, in_strides);
-    size_t n = npu_ops_element_count(output);
-    for (size_t i = 0; i < n; i++) {
-        size_t rest = i, src = 0;
-        for (int d = (int)rank - 1; d >= 0; d--) {
-            src += rest % output->dims[d] * in_strides[p[d]];
-            rest /= output->dims[d];
-        }
-        copy_element(output, i, input, src);
+    for (uint32_t d = 0; d < rank; d++) {
+        counts[d] = output->dims[d];
+        steps[d] = (long)in_strides[p[d]];
     }
-    ops_requantize_moved(output, input->scale, input->zero_point);
+    gather(input, output, rank, counts, 0, steps);
     return NPU_OK;
 }
 
@@ -303,18 +317,13 @@ int npu_op_strided_slice(const struct npu_tensor *input, const int32_t *begin, c
     if (kept != output->rank && !(kept == 0 && output->rank == 1 && output->dims[0] == 1))
         return NPU_E_BAD_SHAPE;
     size_t in_strides[NPU_OPS_MAX_RANK];
+    long base = 0;
     strides_of(input, in_strides);
-    size_t n = npu_ops_element_count(output);
-    for (size_t i = 0; i < n; i++) {
-        size_t rest = i, src = 0;
-        for (int d = (int)rank - 1; d >= 0; d--) {
-            size_t coord = rest % counts[d];
-            rest /= counts[d];
-            src += (size_t)(first[d] + (long)coord * step[d]) * in_strides[d];
-        }
-        copy_element(output, i, input, src);
+    for (uint32_t d = 0; d < rank; d++) {
+        base += first[d] * (long)in_strides[d];
+        step[d] *= (long)in_strides[d];
     }
-    ops_requantize_moved(output, input->scale, input->zero_point);
+    gather(input, output, rank, counts, base, step);
     return NPU_OK;
 }
 
