@@ -201,7 +201,7 @@ def conv_case(p: dict, depthwise: bool = False):
     return rng, x, f, b, multiplier
 
 
-def skip_if_empty(p: dict) -> None:
+def assume_not_empty(p: dict) -> None:
     oh = core.output_size(p["h"], p["fh"], p["strides"][1], p["dilations"][1], p["pads"][2], p["pads"][3])
     ow = core.output_size(p["w"], p["fw"], p["strides"][0], p["dilations"][0], p["pads"][0], p["pads"][1])
     assume(oh >= 1 and ow >= 1)  # test_conv_2d_matches_nnref checks the refusal
@@ -234,7 +234,7 @@ def _w(p: dict) -> dict:
 @settings(max_examples=80, deadline=None)
 @given(conv_params)
 def test_depthwise_conv_2d_matches_nnref(p):
-    skip_if_empty(p)
+    assume_not_empty(p)
     rng, x, f, b, multiplier = conv_case(p, depthwise=True)
     xin = nchw_of(x) if p["nchw"] else x
     ins = [xin, f, b, *map(int32, p["pads"]), *map(int32, p["strides"]), int32(multiplier), int32(p["fuse"]),
@@ -243,6 +243,25 @@ def test_depthwise_conv_2d_matches_nnref(p):
     got, expected = run("DEPTHWISE_CONV_2D", ins, [quant_output(p["kind"], rng)],
                         lambda out: lib.npu_op_depthwise_conv_2d(*(k.ptr for k in keep), window(**_w(p)), multiplier,
                                                                  out, 0, 2**64 - 1))
+    check(got, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(conv_params, st.integers(1, 4))
+def test_grouped_conv_2d_matches_nnref(p, groups):
+    p = {**p, "c": p["c"] * groups, "oc": groups * (1 + p["oc"] % 4), "dilations": (1, 1)}
+    assume_not_empty(p)
+    rng = np.random.default_rng(p["seed"])
+    kind = p["kind"]
+    x = values(rng, "TENSOR_QUANT8_ASYMM" if kind == "PER_CHANNEL" else kind, (p["n"], p["h"], p["w"], p["c"]))
+    f, b = weights(rng, kind, x, (p["oc"], p["fh"], p["fw"], p["c"] // groups), 0)
+    xin = nchw_of(x) if p["nchw"] else x
+    ins = [xin, f, b, *map(int32, p["pads"]), *map(int32, p["strides"]), int32(groups), int32(p["fuse"]),
+           boolean(p["nchw"])]
+    keep = [tensor(xin), tensor(f), tensor(b)]
+    got, expected = run("GROUPED_CONV_2D", ins, [quant_output(kind, rng)],
+                        lambda out: lib.npu_op_grouped_conv_2d(*(k.ptr for k in keep), window(**_w(p)), groups,
+                                                               out, 0, 2**64 - 1))
     check(got, expected)
 
 
@@ -316,7 +335,7 @@ POOLS = {"AVERAGE_POOL_2D": lib.npu_op_average_pool_2d, "MAX_POOL_2D": lib.npu_o
 def test_pools_match_nnref(p):
     if p["op"] == "L2_POOL_2D" and p["kind"] == "TENSOR_QUANT8_ASYMM":
         p = {**p, "kind": "TENSOR_FLOAT32"}
-    skip_if_empty({**p, "dilations": (1, 1)})
+    assume_not_empty({**p, "dilations": (1, 1)})
     pw, ph = (p["pads"][0], p["pads"][1]), (p["pads"][2], p["pads"][3])
     assume(p["fh"] > max(ph) and p["fw"] > max(pw))  # else a window may lie wholly in the padding
     rng = np.random.default_rng(p["seed"])
@@ -654,3 +673,86 @@ def test_other_operations_refuse_bad_calls():
     q = tensor(values(rng, "TENSOR_QUANT8_ASYMM", (2, 3)))
     wrong = Tensor("TENSOR_QUANT8_ASYMM", np.zeros((2, 3)), 0.5, 0)  # LOGISTIC's output is 1/256, 0
     assert status(lib.npu_op_logistic(q.ptr, wrong.ptr)) == "BAD_SCALAR"
+
+
+# -- more operations real models use -------------------------------------------------
+
+ALL4 = ("TENSOR_FLOAT32", "TENSOR_FLOAT16", "TENSOR_QUANT8_ASYMM", "TENSOR_INT32")
+
+
+def values4(rng, type: str, shape: tuple[int, ...]) -> nnref.Operand:
+    if type == "TENSOR_INT32":
+        return nnref.tensor(type, rng.integers(-50, 50, shape))
+    return values(rng, type, shape)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["MAXIMUM", "MINIMUM"]), st.sampled_from(ALL4), broadcast_pair(), st.booleans(),
+       st.integers(0, 2**32 - 1))
+def test_maximum_minimum_match_nnref(op, kind, shapes, same_quant, seed):
+    rng = np.random.default_rng(seed)
+    a, b = values4(rng, kind, shapes[0]), values4(rng, kind, shapes[1])
+    if kind == "TENSOR_QUANT8_ASYMM" and same_quant:  # a model's usual case: one scale for all
+        b = nnref.Operand(kind, b.value, a.scale, a.zero_point)
+    out = quant_output(kind, rng) if kind == "TENSOR_QUANT8_ASYMM" and not same_quant else None
+    fn = lib.npu_op_maximum if op == "MAXIMUM" else lib.npu_op_minimum
+    keep = [tensor(a), tensor(b)]
+    got, expected = run(op, [a, b], [out], lambda o: fn(keep[0].ptr, keep[1].ptr, o))
+    check(got, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["ARGMAX", "ARGMIN"]), st.sampled_from(ALL4), shapes4, st.data())
+def test_argmax_argmin_match_nnref(op, kind, shape, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = values4(rng, kind, tuple(shape))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    fn = lib.npu_op_argmax if op == "ARGMAX" else lib.npu_op_argmin
+    keep = tensor(x)
+    got, expected = run(op, [x, int32(axis)], [], lambda o: fn(keep.ptr, axis, o))
+    check(got, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["REDUCE_MAX", "REDUCE_MIN"]), st.sampled_from(KINDS[:3]), shapes4, st.booleans(), st.data())
+def test_reduce_max_min_match_nnref(op, kind, shape, keep_dims, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = values(rng, kind, tuple(shape))
+    axes = data.draw(st.lists(st.integers(-len(shape), len(shape) - 1), min_size=1, max_size=3))
+    fn = lib.npu_op_reduce_max if op == "REDUCE_MAX" else lib.npu_op_reduce_min
+    keep = tensor(x)
+    axes_c = ffi.new("int32_t[]", axes)
+    got, expected = run(op, [x, nnref.tensor("TENSOR_INT32", axes), boolean(keep_dims)], [],
+                        lambda o: fn(keep.ptr, axes_c, len(axes), keep_dims, o))
+    check(got, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(ALL4), shapes4, st.data())
+def test_gather_matches_nnref(kind, shape, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = values4(rng, kind, tuple(shape))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    idx_shape = tuple(data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=2)))
+    indices = nnref.tensor("TENSOR_INT32", rng.integers(0, shape[axis], idx_shape))
+    keep = [tensor(x), tensor(indices)]
+    got, expected = run("GATHER", [x, int32(axis), indices], [],
+                        lambda o: lib.npu_op_gather(keep[0].ptr, axis, keep[1].ptr, o))
+    check(got, expected)
+    bad = tensor(nnref.tensor("TENSOR_INT32", [shape[axis]]))  # one past the end
+    a = axis % len(shape)
+    out = Tensor(kind, np.zeros((*shape[:a], 1, *shape[a + 1:])), x.scale, x.zero_point)
+    assert status(lib.npu_op_gather(keep[0].ptr, axis, bad.ptr, out.ptr)) == "BAD_SCALAR"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(KINDS[:3]), shapes4, st.data())
+def test_l2_normalization_matches_nnref(kind, shape, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = values(rng, kind, tuple(shape))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    out = None if kind in FLOAT_TYPES else nnref.output(kind, 1 / 128, 128)
+    keep = tensor(x)
+    got, expected = run("L2_NORMALIZATION", [x, int32(axis)], [out],
+                        lambda o: lib.npu_op_l2_normalization(keep.ptr, axis, o))
+    nnref.assert_close(got, expected)

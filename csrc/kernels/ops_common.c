@@ -211,6 +211,9 @@ void ops_set(const struct npu_tensor *t, size_t i, double v)
     case NPU_TT_TENSOR_QUANT8_ASYMM:
         ((uint8_t *)d)[i] = ops_quantize_u8(v, t->scale, t->zero_point);
         break;
+    case NPU_TT_TENSOR_INT32:  /* only ever a value read from an int32 tensor */
+        ((int32_t *)d)[i] = (int32_t)v;
+        break;
     default:
         break;  /* the operations that call this take no other output type */
     }

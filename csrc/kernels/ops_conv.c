@@ -96,21 +96,23 @@ struct conv_ctx {
     const struct ops_geometry *g;
     const void *x;   /* NHWC float or uint8 */
     int32_t zero;    /* the quantized input's zero point */
+    size_t c0, cg;   /* the group's input channels: [c0, c0 + cg) */
 };
 
-/* One output pixel's taps, k = (fy * fw + fx) * c + channel, as runs of channels. */
+/* One output pixel's taps, k = (fy * fw + fx) * cg + channel, as runs of the
+ * group's channels. */
 #define CONV_PACK(NAME, T, SRC_T, CENTRE)                                                          \
     static void NAME(const void *vctx, size_t m, size_t k0, size_t kc, T *dst, size_t stride)      \
     {                                                                                              \
         const struct conv_ctx *ctx = vctx;                                                         \
-        const struct ops_geometry *g = ctx->g;                                                         \
+        const struct ops_geometry *g = ctx->g;                                                     \
         const SRC_T *x = ctx->x;                                                                   \
         size_t per_image = g->oh * g->ow;                                                          \
         size_t n = m / per_image, oy = m % per_image / g->ow, ox = m % g->ow;                      \
         size_t k = k0, end = k0 + kc;                                                              \
         while (k < end) {                                                                          \
-            size_t tap = k / g->c, ch = k % g->c;                                                  \
-            size_t run = g->c - ch < end - k ? g->c - ch : end - k;                                \
+            size_t tap = k / ctx->cg, ch = k % ctx->cg;                                            \
+            size_t run = ctx->cg - ch < end - k ? ctx->cg - ch : end - k;                          \
             long iy = (long)oy * g->sh + (long)(tap / g->fw) * g->dh - g->top;                    \
             long ix = (long)ox * g->sw + (long)(tap % g->fw) * g->dw - g->left;                   \
             T *d = dst + (k - k0) * stride;                                                        \
@@ -118,7 +120,7 @@ struct conv_ctx {
                 for (size_t i = 0; i < run; i++)                                                   \
                     d[i * stride] = 0;                                                             \
             } else {                                                                               \
-                const SRC_T *s = x + ((n * g->h + (size_t)iy) * g->w + (size_t)ix) * g->c + ch;    \
+                const SRC_T *s = x + ((n * g->h + (size_t)iy) * g->w + (size_t)ix) * g->c + ctx->c0 + ch; \
                 for (size_t i = 0; i < run; i++)                                                   \
                     d[i * stride] = (T)(CENTRE);                                                   \
             }                                                                                      \
@@ -129,30 +131,35 @@ struct conv_ctx {
 CONV_PACK(pack_conv_f32, float, float, s[i])
 CONV_PACK(pack_conv_i16, int16_t, uint8_t, (int32_t)s[i] - ctx->zero)
 
-int npu_op_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
-                   const struct npu_tensor *bias, const struct npu_window *w,
-                   const struct npu_tensor *output, size_t begin, size_t end)
+/* CONV_2D and GROUPED_CONV_2D: one GEMM per group, each writing its columns
+ * of one row block. */
+static int convolution(const struct npu_tensor *input, const struct npu_tensor *filter,
+                       const struct npu_tensor *bias, const struct npu_window *w, int32_t groups,
+                       const struct npu_tensor *output, size_t begin, size_t end)
 {
     enum kind kind;
     OPS_TRY(check_types(input, filter, bias, output, 0, &kind));
     OPS_TRY(ops_check_window(w, false));
     if (input->rank != 4 || filter->rank != 4 || bias->rank != 1)
         return NPU_E_BAD_SHAPE;
+    if (groups < 1)
+        return NPU_E_BAD_SCALAR;
     struct ops_geometry g;
     OPS_TRY(ops_geometry(input, w, filter->dims[1], filter->dims[2], &g));
     g.oc = filter->dims[0];
-    if (filter->dims[3] != g.c || bias->dims[0] != g.oc)
+    if ((size_t)filter->dims[3] * (size_t)groups != g.c || g.oc % (size_t)groups != 0 || bias->dims[0] != g.oc)
         return NPU_E_BAD_SHAPE;
     OPS_TRY(ops_check_geometry_output(output, &g, w->nchw));
     ops_clamp_range(g.n * g.oh, &begin, &end);
     if (begin == end)
         return NPU_OK;
 
-    size_t K = g.fh * g.fw * g.c, m0 = begin * g.ow, m1 = end * g.ow;
+    size_t cg = filter->dims[3], og = g.oc / (size_t)groups;
+    size_t K = g.fh * g.fw * cg, m0 = begin * g.ow, m1 = end * g.ow;
     const void *x;
     void *x_owned = NULL, *rows = NULL;
     int rc = ops_nhwc_input(input, w->nchw, &x, &x_owned);
-    struct conv_ctx ctx = {&g, x, input->zero_point};
+    struct conv_ctx ctx = {&g, x, input->zero_point, 0, cg};
     if (rc != NPU_OK)
         return rc;
     if (kind == KIND_Q8) {
@@ -163,16 +170,19 @@ int npu_op_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filt
         rc = acc && rows ? NPU_OK : NPU_E_NO_MEMORY;
         if (rc == NPU_OK)
             rc = requant_init(&q, input, filter, output, g.oc, w->fuse);
-        if (rc == NPU_OK)
-            rc = ops_gemm_i16_prepare(&gemm, filter->data, filter->type == NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL,
-                                      filter->type == NPU_TT_TENSOR_QUANT8_ASYMM ? filter->zero_point : 0, g.oc, K);
-        if (rc == NPU_OK)
-            rc = ops_gemm_i16_run(&gemm, pack_conv_i16, &ctx, m0, m1, acc, g.oc);
+        for (size_t gi = 0; rc == NPU_OK && gi < (size_t)groups; gi++) {
+            ctx.c0 = gi * cg;
+            rc = ops_gemm_i16_prepare(&gemm, (const uint8_t *)filter->data + gi * og * K,
+                                      filter->type == NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL,
+                                      filter->type == NPU_TT_TENSOR_QUANT8_ASYMM ? filter->zero_point : 0, og, K);
+            if (rc == NPU_OK)
+                rc = ops_gemm_i16_run(&gemm, pack_conv_i16, &ctx, m0, m1, acc + gi * og, g.oc);
+            ops_gemm_i16_free(&gemm);
+        }
         if (rc == NPU_OK) {
             requant_block(&q, acc, bias->data, m1 - m0, g.oc, rows);
             ops_store_rows_u8(output, w->nchw, begin, end, rows);
         }
-        ops_gemm_i16_free(&gemm);
         requant_free(&q);
         free(acc);
     } else {
@@ -185,10 +195,14 @@ int npu_op_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filt
             rc = ops_widen(filter, &fv, &f_owned);
         if (rc == NPU_OK)
             rc = ops_widen(bias, &bv, &b_owned);
-        if (rc == NPU_OK)
-            rc = ops_gemm_f32_prepare(&gemm, fv.data, g.oc, K);
-        if (rc == NPU_OK)
-            rc = ops_gemm_f32_run(&gemm, pack_conv_f32, &ctx, m0, m1, bv.data, rows, g.oc);
+        for (size_t gi = 0; rc == NPU_OK && gi < (size_t)groups; gi++) {
+            ctx.c0 = gi * cg;
+            rc = ops_gemm_f32_prepare(&gemm, (const float *)fv.data + gi * og * K, og, K);
+            if (rc == NPU_OK)
+                rc = ops_gemm_f32_run(&gemm, pack_conv_f32, &ctx, m0, m1, (const float *)bv.data + gi * og,
+                                      (float *)rows + gi * og, g.oc);
+            ops_gemm_f32_free(&gemm);
+        }
         if (rc == NPU_OK) {
             float lo, hi, *r = rows;
             ops_float_bounds(w->fuse, &lo, &hi);
@@ -196,13 +210,26 @@ int npu_op_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filt
                 r[i] = r[i] < lo ? lo : (r[i] > hi ? hi : r[i]);
             ops_store_rows_f32(output, w->nchw, begin, end, rows);
         }
-        ops_gemm_f32_free(&gemm);
         free(f_owned);
         free(b_owned);
     }
     free(rows);
     free(x_owned);
     return rc;
+}
+
+int npu_op_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
+                   const struct npu_tensor *bias, const struct npu_window *w,
+                   const struct npu_tensor *output, size_t begin, size_t end)
+{
+    return convolution(input, filter, bias, w, 1, output, begin, end);
+}
+
+int npu_op_grouped_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
+                           const struct npu_tensor *bias, const struct npu_window *w, int32_t groups,
+                           const struct npu_tensor *output, size_t begin, size_t end)
+{
+    return convolution(input, filter, bias, w, groups, output, begin, end);
 }
 
 /* -- DEPTHWISE_CONV_2D --------------------------------------------------------- */

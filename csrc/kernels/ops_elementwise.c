@@ -51,7 +51,7 @@ static int broadcast(const struct npu_tensor *a, const struct npu_tensor *b, con
                             ib = i0 * (bc).sb[0] + i1 * (bc).sb[1] + i2 * (bc).sb[2];         \
                      i3 < (bc).dims[3]; i3++, i++, ia += (bc).sa[3], ib += (bc).sb[3])
 
-enum arith { ARITH_ADD, ARITH_SUB, ARITH_MUL };
+enum arith { ARITH_ADD, ARITH_SUB, ARITH_MUL, ARITH_MAX, ARITH_MIN };
 
 static int32_t clamp32(int64_t v, int32_t lo, int32_t hi)
 {
@@ -64,18 +64,30 @@ static int arithmetic(enum arith op, const struct npu_tensor *a, const struct np
     OPS_TRY(ops_check(a));
     OPS_TRY(ops_check(b));
     OPS_TRY(ops_check(out));
-    OPS_TRY(ops_type_in(a, 3, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_QUANT8_ASYMM));
+    bool extreme = op == ARITH_MAX || op == ARITH_MIN;
+    if (extreme)
+        OPS_TRY(ops_type_in(a, 4, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_QUANT8_ASYMM,
+                            NPU_TT_TENSOR_INT32));
+    else
+        OPS_TRY(ops_type_in(a, 3, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_QUANT8_ASYMM));
     if (b->type != a->type || out->type != a->type)
         return NPU_E_BAD_OPERAND_TYPE;
     OPS_TRY(ops_check_fuse(fuse));
     struct broadcast bc;
     OPS_TRY(broadcast(a, b, out, &bc));
-    if (a->type != NPU_TT_TENSOR_QUANT8_ASYMM) {
+    if (a->type != NPU_TT_TENSOR_QUANT8_ASYMM || extreme) {
+        /* real values (MAXIMUM and MINIMUM pick one, requantized to the output's) */
         float lo, hi;
         ops_float_bounds(fuse, &lo, &hi);
         FOR_BROADCAST(bc, i, ia, ib) {
-            double x = ops_get(a, ia), y = ops_get(b, ib);
-            double v = op == ARITH_ADD ? x + y : (op == ARITH_SUB ? x - y : x * y);
+            double x = ops_get(a, ia), y = ops_get(b, ib), v;
+            switch (op) {
+            case ARITH_ADD: v = x + y; break;
+            case ARITH_SUB: v = x - y; break;
+            case ARITH_MUL: v = x * y; break;
+            case ARITH_MAX: v = x > y ? x : y; break;
+            default: v = x < y ? x : y; break;
+            }
             ops_set(out, i, v < lo ? lo : (v > hi ? hi : v));
         }
         return NPU_OK;
@@ -128,6 +140,16 @@ int npu_op_sub(const struct npu_tensor *a, const struct npu_tensor *b, int32_t f
 int npu_op_mul(const struct npu_tensor *a, const struct npu_tensor *b, int32_t fuse, const struct npu_tensor *output)
 {
     return arithmetic(ARITH_MUL, a, b, fuse, output);
+}
+
+int npu_op_maximum(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output)
+{
+    return arithmetic(ARITH_MAX, a, b, 0, output);
+}
+
+int npu_op_minimum(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output)
+{
+    return arithmetic(ARITH_MIN, a, b, 0, output);
 }
 
 /* -- one input, one output of its shape ----------------------------------------- */
@@ -200,7 +222,11 @@ int npu_op_tanh(const struct npu_tensor *input, const struct npu_tensor *output)
     return unary(U_TANH, input, output);
 }
 
-int npu_op_softmax(const struct npu_tensor *input, float beta, int32_t axis, const struct npu_tensor *output)
+/* Along one axis: SOFTMAX (beta) and L2_NORMALIZATION, in double. */
+enum along { ALONG_SOFTMAX, ALONG_L2 };
+
+static int along_axis(enum along fn, const struct npu_tensor *input, float beta, int32_t axis,
+                      const struct npu_tensor *output)
 {
     OPS_TRY(ops_check(input));
     OPS_TRY(ops_check(output));
@@ -211,7 +237,10 @@ int npu_op_softmax(const struct npu_tensor *input, float beta, int32_t axis, con
         return NPU_E_BAD_SHAPE;
     if (!(beta > 0.0f) || !isfinite(beta) || axis < -(int32_t)input->rank || axis >= (int32_t)input->rank)
         return NPU_E_BAD_SCALAR;
-    if (input->type == NPU_TT_TENSOR_QUANT8_ASYMM && (output->scale != 1.0f / 256 || output->zero_point != 0))
+    /* the spec fixes the quantized outputs' ranges */
+    float scale = fn == ALONG_SOFTMAX ? 1.0f / 256 : 1.0f / 128;
+    int32_t zero = fn == ALONG_SOFTMAX ? 0 : 128;
+    if (input->type == NPU_TT_TENSOR_QUANT8_ASYMM && (output->scale != scale || output->zero_point != zero))
         return NPU_E_BAD_SCALAR;
     uint32_t ax = (uint32_t)(axis < 0 ? axis + (int32_t)input->rank : axis);
     size_t outer = 1, inner = 1, len = input->dims[ax];
@@ -227,18 +256,32 @@ int npu_op_softmax(const struct npu_tensor *input, float beta, int32_t axis, con
             size_t base = o * len * inner + in;
             double max = -INFINITY, sum = 0.0;
             for (size_t k = 0; k < len; k++) {
-                e[k] = (double)beta * ops_get(input, base + k * inner);
+                e[k] = ops_get(input, base + k * inner);
+                if (fn == ALONG_SOFTMAX)
+                    e[k] *= (double)beta;
                 max = e[k] > max ? e[k] : max;
             }
             for (size_t k = 0; k < len; k++) {
-                e[k] = exp(e[k] - max);
-                sum += e[k];
+                if (fn == ALONG_SOFTMAX)
+                    e[k] = exp(e[k] - max);
+                sum += fn == ALONG_SOFTMAX ? e[k] : e[k] * e[k];
             }
+            double divisor = fn == ALONG_SOFTMAX ? sum : (sqrt(sum) > 1e-6 ? sqrt(sum) : 1e-6);
             for (size_t k = 0; k < len; k++)
-                ops_set(output, base + k * inner, e[k] / sum);
+                ops_set(output, base + k * inner, e[k] / divisor);
         }
     free(e);
     return NPU_OK;
+}
+
+int npu_op_softmax(const struct npu_tensor *input, float beta, int32_t axis, const struct npu_tensor *output)
+{
+    return along_axis(ALONG_SOFTMAX, input, beta, axis, output);
+}
+
+int npu_op_l2_normalization(const struct npu_tensor *input, int32_t axis, const struct npu_tensor *output)
+{
+    return along_axis(ALONG_L2, input, 1.0f, axis, output);
 }
 
 int npu_op_prelu(const struct npu_tensor *input, const struct npu_tensor *alpha, const struct npu_tensor *output)

@@ -177,8 +177,55 @@ int npu_op_pad_v2(const struct npu_tensor *input, const int32_t *paddings, doubl
     return pad(input, paddings, fill, output);
 }
 
-int npu_op_mean(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count, bool keep_dims,
-                const struct npu_tensor *output)
+/* ARGMAX and ARGMIN: the first index of the extreme along axis, as TENSOR_INT32
+ * (stored values compare as the real ones: a scale is positive). */
+static int arg_extreme(const struct npu_tensor *input, int32_t axis, const struct npu_tensor *output, bool max)
+{
+    OPS_TRY(ops_check(input));
+    OPS_TRY(ops_check(output));
+    OPS_TRY(ops_type_in(input, 4, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_INT32,
+                        NPU_TT_TENSOR_QUANT8_ASYMM));
+    if (output->type != NPU_TT_TENSOR_INT32)
+        return NPU_E_BAD_OPERAND_TYPE;
+    uint32_t rank = input->rank;
+    if (axis < -(int32_t)rank || axis >= (int32_t)rank)
+        return NPU_E_BAD_SCALAR;
+    uint32_t ax = (uint32_t)(axis < 0 ? axis + (int32_t)rank : axis);
+    bool shape_ok = output->rank == rank - 1 || (rank == 1 && output->rank == 1 && output->dims[0] == 1);
+    for (uint32_t d = 0, o = 0; shape_ok && d < rank && output->rank == rank - 1; d++)
+        if (d != ax && output->dims[o++] != input->dims[d])
+            shape_ok = false;
+    if (!shape_ok)
+        return NPU_E_BAD_SHAPE;
+    size_t outer = 1, inner = 1, dim = input->dims[ax];
+    for (uint32_t d = 0; d < ax; d++)
+        outer *= input->dims[d];
+    for (uint32_t d = ax + 1; d < rank; d++)
+        inner *= input->dims[d];
+    int32_t *dst = output->data;
+    for (size_t o = 0; o < outer; o++)
+        for (size_t i = 0; i < inner; i++) {
+            size_t best = 0;
+            double best_v = ops_get(input, o * dim * inner + i);
+            for (size_t k = 1; k < dim; k++) {
+                double v = ops_get(input, (o * dim + k) * inner + i);
+                if (max ? v > best_v : v < best_v) {
+                    best = k;
+                    best_v = v;
+                }
+            }
+            dst[o * inner + i] = (int32_t)best;
+        }
+    return NPU_OK;
+}
+
+enum reduction { REDUCE_MEAN, REDUCE_MAX, REDUCE_MIN };
+
+/* MEAN, REDUCE_MAX, REDUCE_MIN over real values (a quantized maximum is one of
+ * the stored values: it comes back exactly when the output's parameters are
+ * the input's). */
+static int reduce(enum reduction kind, const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count,
+                  bool keep_dims, const struct npu_tensor *output)
 {
     OPS_TRY(check_pair(input, output));
     if (axes == NULL && axis_count > 0)
@@ -221,17 +268,95 @@ int npu_op_mean(const struct npu_tensor *input, const int32_t *axes, uint32_t ax
     double *sums = calloc(n_out, sizeof *sums);
     if (sums == NULL)
         return NPU_E_NO_MEMORY;
+    for (size_t o = 0; o < n_out && kind != REDUCE_MEAN; o++)
+        sums[o] = kind == REDUCE_MAX ? -INFINITY : INFINITY;
     for (size_t i = 0; i < n_in; i++) {
         size_t rest = i, o = 0;
         for (int d = (int)input->rank - 1; d >= 0; d--) {
             o += rest % input->dims[d] * out_stride[d];
             rest /= input->dims[d];
         }
-        sums[o] += ops_get(input, i);
+        double v = ops_get(input, i);
+        if (kind == REDUCE_MEAN)
+            sums[o] += v;
+        else if (kind == REDUCE_MAX ? v > sums[o] : v < sums[o])
+            sums[o] = v;
     }
     for (size_t o = 0; o < n_out; o++)
-        ops_set(output, o, sums[o] / (double)count);
+        ops_set(output, o, kind == REDUCE_MEAN ? sums[o] / (double)count : sums[o]);
     free(sums);
+    return NPU_OK;
+}
+
+int npu_op_mean(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count, bool keep_dims,
+                const struct npu_tensor *output)
+{
+    return reduce(REDUCE_MEAN, input, axes, axis_count, keep_dims, output);
+}
+
+int npu_op_reduce_max(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count, bool keep_dims,
+                      const struct npu_tensor *output)
+{
+    return reduce(REDUCE_MAX, input, axes, axis_count, keep_dims, output);
+}
+
+int npu_op_reduce_min(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count, bool keep_dims,
+                      const struct npu_tensor *output)
+{
+    return reduce(REDUCE_MIN, input, axes, axis_count, keep_dims, output);
+}
+
+int npu_op_argmax(const struct npu_tensor *input, int32_t axis, const struct npu_tensor *output)
+{
+    return arg_extreme(input, axis, output, true);
+}
+
+int npu_op_argmin(const struct npu_tensor *input, int32_t axis, const struct npu_tensor *output)
+{
+    return arg_extreme(input, axis, output, false);
+}
+
+int npu_op_gather(const struct npu_tensor *input, int32_t axis, const struct npu_tensor *indices,
+                  const struct npu_tensor *output)
+{
+    OPS_TRY(ops_check(input));
+    OPS_TRY(ops_check(indices));
+    OPS_TRY(ops_check(output));
+    OPS_TRY(ops_type_in(input, 4, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_INT32,
+                        NPU_TT_TENSOR_QUANT8_ASYMM));
+    if (indices->type != NPU_TT_TENSOR_INT32 || output->type != input->type)
+        return NPU_E_BAD_OPERAND_TYPE;
+    uint32_t rank = input->rank;
+    if (axis < -(int32_t)rank || axis >= (int32_t)rank)
+        return NPU_E_BAD_SCALAR;
+    uint32_t ax = (uint32_t)(axis < 0 ? axis + (int32_t)rank : axis);
+    /* output: input's dims before axis, the indices' dims, input's dims after */
+    if (output->rank != rank - 1 + indices->rank)
+        return NPU_E_BAD_SHAPE;
+    for (uint32_t d = 0, o = 0; d < rank; d++) {
+        if (d == ax) {
+            for (uint32_t i = 0; i < indices->rank; i++, o++)
+                if (output->dims[o] != indices->dims[i])
+                    return NPU_E_BAD_SHAPE;
+        } else if (output->dims[o++] != input->dims[d]) {
+            return NPU_E_BAD_SHAPE;
+        }
+    }
+    const int32_t *idx = indices->data;
+    size_t count = npu_ops_element_count(indices), outer = 1, inner = 1, dim = input->dims[ax];
+    for (size_t i = 0; i < count; i++)
+        if (idx[i] < 0 || (size_t)idx[i] >= dim)
+            return NPU_E_BAD_SCALAR;
+    for (uint32_t d = 0; d < ax; d++)
+        outer *= input->dims[d];
+    for (uint32_t d = ax + 1; d < rank; d++)
+        inner *= input->dims[d];
+    size_t size = ops_element_size(input->type) * inner;
+    for (size_t o = 0; o < outer; o++)
+        for (size_t i = 0; i < count; i++)
+            memcpy((unsigned char *)output->data + (o * count + i) * size,
+                   (const unsigned char *)input->data + (o * dim + (size_t)idx[i]) * size, size);
+    ops_requantize_moved(output, input->scale, input->zero_point);
     return NPU_OK;
 }
 

@@ -124,6 +124,13 @@ int npu_op_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filt
                    const struct npu_tensor *bias, const struct npu_window *w,
                    const struct npu_tensor *output, size_t begin, size_t end);
 
+/* GROUPED_CONV_2D: filter [out, fh, fw, c / groups]; output channels
+ * [k * out/groups, (k+1) * out/groups) read input channels [k * c/groups, ...).
+ * (The 1.2 operation has no dilation: pass 1.)  Unit: one output row. */
+int npu_op_grouped_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
+                           const struct npu_tensor *bias, const struct npu_window *w, int32_t groups,
+                           const struct npu_tensor *output, size_t begin, size_t end);
+
 /* DEPTHWISE_CONV_2D: filter [1,fh,fw,c*multiplier] (per-channel: channel_dim 3),
  * output channel k reads input channel k / multiplier.  Unit: one output row. */
 int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
@@ -156,6 +163,10 @@ int npu_op_sub(const struct npu_tensor *a, const struct npu_tensor *b, int32_t f
 int npu_op_mul(const struct npu_tensor *a, const struct npu_tensor *b, int32_t fuse,
                const struct npu_tensor *output);
 
+/* MAXIMUM, MINIMUM: broadcast as ADD, no fused activation; also TENSOR_INT32. */
+int npu_op_maximum(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output);
+int npu_op_minimum(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output);
+
 /* RELU, RELU1, RELU6, LOGISTIC, TANH: output of the input's shape and type (a
  * quant8 LOGISTIC output has scale 1/256 and zero point 0, TANH's 1/128 and 128). */
 int npu_op_relu(const struct npu_tensor *input, const struct npu_tensor *output);
@@ -168,6 +179,10 @@ int npu_op_tanh(const struct npu_tensor *input, const struct npu_tensor *output)
  * output has scale 1/256 and zero point 0. */
 int npu_op_softmax(const struct npu_tensor *input, float beta, int32_t axis,
                    const struct npu_tensor *output);
+
+/* L2_NORMALIZATION along axis: x / max(sqrt(sum x^2), 1e-6); a quant8 output
+ * has scale 1/128 and zero point 128. */
+int npu_op_l2_normalization(const struct npu_tensor *input, int32_t axis, const struct npu_tensor *output);
 
 /* PRELU: out = x >= 0 ? x : x * alpha, alpha broadcast against the input. */
 int npu_op_prelu(const struct npu_tensor *input, const struct npu_tensor *alpha,
@@ -198,6 +213,18 @@ int npu_op_pad_v2(const struct npu_tensor *input, const int32_t *paddings, doubl
  * the reduced dimensions as 1. */
 int npu_op_mean(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count,
                 bool keep_dims, const struct npu_tensor *output);
+/* REDUCE_MAX and REDUCE_MIN, as MEAN (a quantized extreme is a stored value). */
+int npu_op_reduce_max(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count,
+                      bool keep_dims, const struct npu_tensor *output);
+int npu_op_reduce_min(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count,
+                      bool keep_dims, const struct npu_tensor *output);
+/* ARGMAX and ARGMIN along axis: a TENSOR_INT32 output without that axis. */
+int npu_op_argmax(const struct npu_tensor *input, int32_t axis, const struct npu_tensor *output);
+int npu_op_argmin(const struct npu_tensor *input, int32_t axis, const struct npu_tensor *output);
+/* GATHER: along axis, the slices indices (TENSOR_INT32, each in [0, dims[axis]))
+ * name; output dims are input's before axis, indices', input's after. */
+int npu_op_gather(const struct npu_tensor *input, int32_t axis, const struct npu_tensor *indices,
+                  const struct npu_tensor *output);
 /* TRANSPOSE by perm (rank entries), or reversing the axes when perm is NULL. */
 int npu_op_transpose(const struct npu_tensor *input, const int32_t *perm,
                      const struct npu_tensor *output);
