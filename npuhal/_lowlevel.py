@@ -111,9 +111,9 @@ _C_ENUMS = (
     (OperandType, "npu_operand_type", "NPU_OPERAND_"),
     (OperandLifeTime, "npu_operand_lifetime", "NPU_LIFETIME_"),
     (OperationType, "npu_operation_type", "NPU_OP_"),
+    (FuseCode, "npu_fuse_code", "NPU_FUSE_"),  # FusedActivationFunc
     (StartReason, "npu_start_reason", "NPU_START_REASON_"),
     (EndReason, "npu_end_reason", "NPU_END_REASON_"),
-    (FuseCode, "npu_fuse_code", "NPU_FUSE_"),
     (ThermalSeverity, "npu_thermal_severity", "NPU_THERMAL_"),
     (PreemptionMode, "npu_preemption_mode", "NPU_PREEMPT_"),
     (SchedulingMode, "npu_sched_mode", "NPU_SCHED_"),

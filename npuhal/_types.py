@@ -4,7 +4,8 @@ Every number here is Android's (NN HAL 1.2, ``android.hardware.npu``, the therma
 HAL). The enums the AIDL declares (``DeviceType``, ``DeviceStatus``, ``OperandType``,
 ``OperandLifeTime`` in the AIDL's names (``SUBGRAPH_INPUT``/``SUBGRAPH_OUTPUT``,
 ``CONSTANT_POOL`` for NN 1.2's MODEL_INPUT/MODEL_OUTPUT/CONSTANT_REFERENCE, same
-numbers), ``OperationType``, ``StartReason``, ``EndReason``) and the parcelables
+numbers), ``OperationType``, ``FuseCode`` (the AIDL's ``FusedActivationFunc``),
+``StartReason``, ``EndReason``) and the parcelables
 ``PerformanceInfo`` (NN HAL: ratios to the CPU, lower is better), ``SchedulingConfig``
 and ``WorkInfo`` (a work event's ``info``, its ``id`` the
 driver's work id) and the event ``MemoryPressure`` (``npuemu.hal``; ``deviceNumber``
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from interfaces.android.hardware.neuralnetworks import (
     DeviceStatus,
     DeviceType,
+    FusedActivationFunc,
     OperandLifeTime,
     OperandType,
     OperationType,
@@ -67,12 +69,9 @@ MAX_PRIORITY: int = IScheduling.MAX_PRIORITY
 #: uid priority + job priority never exceeds this.
 MAX_EFFECTIVE_PRIORITY = 2000
 
-
-class FuseCode(enum.IntEnum):
-    NONE = 0
-    RELU = 1
-    RELU1 = 2
-    RELU6 = 3
+#: The AIDL's ``FusedActivationFunc`` under the name the driver's header and the NDK use
+#: (``NPU_FUSE_*``, ``ANEURALNETWORKS_FUSED_*``): the same class, not a copy.
+FuseCode = FusedActivationFunc
 
 
 #: The thermal HAL's ``ThrottlingSeverity``: the compiled AIDL enum (C's is checked against it).

@@ -204,6 +204,10 @@ _NDK_NAMES = {
     ("framework/nn/_types.py", "Priority"): "the NDK's PRIORITY_* codes",
 }
 
+# Other names an AIDL type goes by in the layers (the C header's and the NDK's): a
+# hand-written class of such a name is a mirror too. The name itself is the compiled class.
+_ALIASES = {"FuseCode": "FusedActivationFunc"}
+
 
 def _stack_definitions() -> list:
     """The definitions of every AIDL package of the stack, as compiled into ``interfaces``."""
@@ -252,6 +256,8 @@ def test_no_layer_writes_an_aidl_type_again() -> None:
     import ast
 
     aidl_types = {d.name.rpartition(".")[2] for d in _stack_definitions() if not hasattr(d, "methods")}
+    assert set(_ALIASES.values()) <= aidl_types
+    aidl_types |= _ALIASES.keys()
     found = {(path, node.name) for path, node in _hand_written_nodes() if isinstance(node, ast.ClassDef) and node.name in aidl_types}
     assert found == set(_NDK_NAMES)
     # The HAL's own enums are the compiled ones, and C's are checked against them at import.
@@ -264,12 +270,15 @@ def test_no_layer_writes_an_aidl_type_again() -> None:
     assert npuhal.SchedulingConfig is npu.SchedulingConfig and npuhal.WorkInfo is npu.WorkInfo
     assert npuhal.MemoryPressure is MemoryPressure
     assert npuhal.ThermalSeverity is ThrottlingSeverity
+    assert npuhal.FuseCode is neuralnetworks.FusedActivationFunc
     # ... and the app-side runtime's are the same classes.
     import framework.nn
 
     for name in ("DeviceType", "DeviceStatus", "ExecutionPreference", "OperandLifeTime", "OperandType", "OperationType",
                  "ErrorStatus", "PerformanceInfo", "Capabilities"):
         assert getattr(framework.nn, name) is getattr(neuralnetworks, name), name
+    for alias, name in _ALIASES.items():
+        assert getattr(framework.nn, alias) is getattr(neuralnetworks, name), alias
     assert framework.nn.OperandType is npuhal.OperandType
     # The runtime's in-memory model holds the compiled Subgraph (its Operand, Operation and
     # DataLocation values), and npuhal has no model class: the driver takes the parcelable.

@@ -262,12 +262,13 @@ def test_every_c_enum_is_checked_against_the_compiled_aidl_enum_both_ways():
 
     checked = {enum_cls for enum_cls, _, _ in _lowlevel._C_ENUMS}
     for aidl_enum in (neuralnetworks.DeviceType, neuralnetworks.DeviceStatus, neuralnetworks.OperandType,
-                      neuralnetworks.OperandLifeTime, neuralnetworks.OperationType, npu.StartReason, npu.EndReason):
+                      neuralnetworks.OperandLifeTime, neuralnetworks.OperationType, neuralnetworks.FusedActivationFunc,
+                      npu.StartReason, npu.EndReason):
         assert aidl_enum in checked, aidl_enum
     # Every enum of the C headers the binding reads is one of them.
     c_enums = {c_enum for _, c_enum, _ in _lowlevel._C_ENUMS}
     assert c_enums >= {"npu_device_type", "npu_operation_type", "npu_operand_type", "npu_operand_lifetime",
-                       "npu_start_reason", "npu_end_reason"}
+                       "npu_fuse_code", "npu_start_reason", "npu_end_reason"}
     assert _lowlevel._check_enums() is None
     ops = {0: "NPU_OP_ADD", 3: "NPU_OP_CONV_2D", 9: "NPU_OP_FULLY_CONNECTED", 18: "NPU_OP_MUL", 19: "NPU_OP_RELU",
            25: "NPU_OP_SOFTMAX", 36: "NPU_OP_SUB"}

@@ -658,20 +658,30 @@ def test_the_hal_models_values_are_the_compiled_aidl_parcelables():
         Model.from_hal(hal.main)
 
 
-def test_the_cpu_extensions_model_enums_are_checked_against_the_aidl(monkeypatch):
+@pytest.mark.parametrize(
+    ("c_enum", "moved", "differ"),
+    [
+        # an extension built before SOFTMAX moved
+        ("npu_operation_type", (25, 26), r"npu_operation_type and the AIDL's OperationType differ in \[\('SOFTMAX', 25\), \('SOFTMAX', 26\)\]"),
+        # one whose fuse codes are not FusedActivationFunc's
+        ("npu_fuse_code", (3, 4), r"npu_fuse_code and the AIDL's FusedActivationFunc differ in \[\('RELU6', 3\), \('RELU6', 4\)\]"),
+    ],
+)
+def test_the_cpu_extensions_model_enums_are_checked_against_the_aidl(monkeypatch, c_enum, moved, differ):
     from framework.nn import _cpu_kernels
 
     assert _cpu_kernels._check_enums() is None
     real = _cpu_kernels.ffi
+    old, new = moved
 
-    class StaleFfi:  # an extension built before SOFTMAX moved
+    class StaleFfi:
         def typeof(self, name):
             ctype = real.typeof(name)
-            if name != "enum npu_operation_type":
+            if name != f"enum {c_enum}":
                 return ctype
-            elements = {(26 if n == 25 else n): c for n, c in ctype.elements.items()}
+            elements = {(new if n == old else n): c for n, c in ctype.elements.items()}
             return type("CEnum", (), {"elements": elements})()
 
     monkeypatch.setattr(_cpu_kernels, "ffi", StaleFfi())
-    with pytest.raises(ImportError, match=r"npu_operation_type and the AIDL's OperationType differ in \[\('SOFTMAX', 25\), \('SOFTMAX', 26\)\]"):
+    with pytest.raises(ImportError, match=differ):
         _cpu_kernels._check_enums()

@@ -19,7 +19,7 @@ from typing import Any
 
 from ._errors import BadDataError, NeuralNetworksError, OpFailedError, OutOfMemoryError
 from ._hal import HalModel
-from ._types import OperandLifeTime, OperandType, OperationType
+from ._types import FuseCode, OperandLifeTime, OperandType, OperationType
 
 try:
     from ._cpu import ffi, lib
@@ -44,6 +44,7 @@ def _check_enums() -> None:
         (OperandType, "npu_operand_type", "NPU_OPERAND_"),
         (OperandLifeTime, "npu_operand_lifetime", "NPU_LIFETIME_"),
         (OperationType, "npu_operation_type", "NPU_OP_"),
+        (FuseCode, "npu_fuse_code", "NPU_FUSE_"),
     ):
         in_c = {(c_name.removeprefix(prefix), n) for n, c_name in ffi.typeof(f"enum {c_enum}").elements.items()}
         in_aidl = {(nn12.get(m.name, m.name), int(m)) for m in aidl}

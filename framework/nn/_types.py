@@ -1,7 +1,8 @@
 """The NNAPI enums and small value types, with Android's names and numbers.
 
-Sources: the NDK (``NeuralNetworks.h``) for ``FuseCode`` and ``Priority`` (whose numbers
-are the NDK's, not the HAL's: ``Priority.halValue`` converts). ``DeviceType``,
+Sources: the NDK (``NeuralNetworks.h``) for ``Priority`` (whose numbers are the NDK's,
+not the HAL's: ``Priority.halValue`` converts). ``FuseCode`` (the NDK's name for the
+AIDL's ``FusedActivationFunc``, same numbers), ``DeviceType``,
 ``DeviceStatus``, ``ExecutionPreference`` (the NDK's ``ANEURALNETWORKS_PREFER_*`` have the
 same names and numbers), ``OperandLifeTime``, ``OperandType`` and ``OperationType`` are
 the HAL's AIDL enums, and ``PerformanceInfo`` and ``Capabilities`` its parcelables, as
@@ -26,6 +27,7 @@ from interfaces.android.hardware.neuralnetworks import (
     DeviceStatus,
     DeviceType,
     ExecutionPreference,
+    FusedActivationFunc,
     OperandLifeTime,
     OperandPerformance,
     OperandType,
@@ -72,14 +74,10 @@ def dtypeOf(operandType: OperandType) -> np.dtype:  # noqa: N802
     return _DTYPES[operandType]
 
 
-class FuseCode(enum.IntEnum):
-    """The activation fused onto ADD, SUB, MUL, FULLY_CONNECTED and CONV_2D."""
-
-    NONE = 0
-    RELU = 1
-    RELU1 = 2
-    RELU6 = 3
-
+#: ``ANEURALNETWORKS_FUSED_*``, the activation fused onto ADD, SUB, MUL, FULLY_CONNECTED
+#: and CONV_2D: the NDK's codes have the HAL's ``FusedActivationFunc`` names and numbers,
+#: so the NDK name is the compiled AIDL class itself.
+FuseCode = FusedActivationFunc
 
 #: What a device without a figure for an operand type is assumed to cost.
 NO_PERFORMANCE = PerformanceInfo(execTime=FLT_MAX, powerUsage=FLT_MAX)
