@@ -25,7 +25,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Hashable
 
-from interfaces.android.hardware.npu import ISchedulingCallback
+from interfaces.android.hardware.npu import ISchedulingCallback, WorkInfo
 
 #: ``ISchedulingCallback.DEBOUNCE_DURATION_MS``, in seconds.
 DEBOUNCE_DURATION_S = ISchedulingCallback.DEBOUNCE_DURATION_MS / 1000
@@ -39,10 +39,19 @@ class Kind(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Emit:
-    """One callback to make: ``kind.value`` is the ISchedulingCallback method name."""
+    """One callback to make: ``kind.value`` is the ISchedulingCallback method name,
+    ``info`` its WorkInfo and ``reason`` its StartReason or EndReason (None for a request).
+
+    Not the AIDL parcelable ``npuemu.hal.WorkEvent``, though it has the same three fields:
+    a WorkEvent records what the driver did, every event undebounced, with the driver's
+    work id, time, channel and device that the callback never carries; an Emit is what
+    the debounce decided to tell the framework, after suppression and holding. Making
+    this a WorkEvent would fill those fields with values nobody reads and let one type
+    mean both "happened" and "to be sent".
+    """
 
     kind: Kind
-    info: Any
+    info: WorkInfo
     reason: int | None = None
 
 
