@@ -29,7 +29,7 @@ demo: $(STAMP)
 	$(VENV)/bin/npuemu demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 3
 
 clean:
 	rm -rf $(VENV) build *.egg-info npuhal/_npu*.so npuhal/_npu.c framework/nn/_cpu*.so framework/nn/_cpu.c

@@ -64,7 +64,7 @@ def _sleeping(seconds: str) -> list[int]:
     return found
 
 
-# As `make test` runs the suite (two xdist workers, each its own session to the checks), and alone.
+# Under xdist workers (as `make test` runs the suite; each its own session to the checks), and alone.
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist-workers"])
 def test_a_leaking_test_fails_and_names_what_it_left(tmp_path, workers):
     (tmp_path / "conftest.py").write_text((Path(__file__).with_name("conftest.py")).read_text())
