@@ -32,8 +32,9 @@ fixtures are checked the same way when the module ends (a module marked
 and the session sweeps whatever is still there at the very end (and then fails).
 
 Under pytest-xdist (``make test`` runs it with ``-n 3``: three workers on two cores, as
-most tests wait on other processes) each worker is a session of its own here: its own marker, its own private ``$TMPDIR`` and ``$XDG_STATE_HOME``,
-its own basetemp, and it is its own subreaper, so the checks above hold per worker.
+most tests wait on other processes) each worker is a session of its own here: its own
+marker, its own private ``$TMPDIR`` and ``$XDG_STATE_HOME``, its own basetemp, and it is
+its own subreaper, so the checks above hold per worker.
 Work is handed out a module at a time (see :class:`ModuleScheduling`): a module's
 fixtures (one emulator, one VTS sweep over every broken driver) run once, in one worker.
 """
