@@ -111,6 +111,8 @@ def test_thermal_set_holds_the_die_and_the_service_follows_until_reset(emulator)
         result = runner.invoke(main, ["thermal", "status", "--runtime-dir", str(root)])
         assert result.exit_code == 0 and result.output.startswith("severity     SEVERE (3)\n")
         assert "override     held (npuemu thermal reset releases it)" in result.output
+        dump = runner.invoke(main, ["dumpsys", "thermal", "--runtime-dir", str(root)])
+        assert dump.exit_code == 0 and "IsStatusOverride: true" in dump.output, dump.output
     finally:
         result = runner.invoke(main, ["thermal", "reset", "--json", "--runtime-dir", str(root)])  # the emulator is shared
     assert result.exit_code == 0, result.output

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from interfaces.android.npumanager import INpuManager
-from interfaces.npuemu.server import IActivityManager, IPackageManager
+from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermalService
 from framework.binder import IllegalArgumentException, SecurityException, defaultServiceManager
 from framework.npumanager import NpuManager
 from test_server_support import FakeHal, Recorder, ask, npu_of, request, world  # noqa: F401
@@ -140,6 +140,23 @@ async def test_thermal_state_is_read_when_the_hal_connects(autojump_clock, world
     await system.npu.wait_hal_connected()
     await world.settle()
     assert system.thermal.severity == 3 and system.npu.arbiter.thermal_severity == 3
+
+
+async def test_dumpsys_thermal_says_whether_an_override_holds_the_die(autojump_clock, world):
+    """`npuemu thermal set` holds the die; `dumpsys thermal` says so, as Android's
+    IsStatusOverride line does, and says it cannot tell once the HAL is gone."""
+    system = await booted(world)
+    async with await world.shell() as sh:
+        thermal = await service(sh, "thermal", IThermalService)
+        assert "IsStatusOverride: false" in await thermal.dump([])
+        world.hal.overridden = True
+        assert "IsStatusOverride: true" in await thermal.dump([])
+        assert json.loads(await thermal.dump(["--json"]))["statusOverride"] is True
+        world.kill_hal()
+        await world.settle()
+        assert "IsStatusOverride: unknown (the HAL cannot say)" in await thermal.dump([])
+        assert json.loads(await thermal.dump(["--json"]))["statusOverride"] is None
+    assert system.thermal.severity == 0
 
 
 async def test_dumpsys_npu_text_and_json(autojump_clock, world):

@@ -84,6 +84,7 @@ class FakeHal:
         self.revoked_requests: list[tuple[int, int, list[int]]] = []  # revokeRequestModels: a deadline passed
         self.listeners: list[Any] = []
         self.severity = 0
+        self.overridden = False  # what thermalStatus says of an override
         self.next_id = 1
         self.runtime: Any = None
         hal = self
@@ -124,7 +125,7 @@ class FakeHal:
                 hal.listeners.append(IHalListener.asInterface(listener))
 
             async def thermalStatus(self):  # noqa: N802
-                return ThermalStatus(severity=hal.severity, temperatureC=40.0 + 10 * hal.severity, thresholdsC=[60.0, 70, 80, 90, 100, 110])
+                return ThermalStatus(severity=hal.severity, temperatureC=40.0 + 10 * hal.severity, thresholdsC=[60.0, 70, 80, 90, 100, 110], overridden=hal.overridden)
 
         self.scheduling = Scheduling()
         self.control = Control()

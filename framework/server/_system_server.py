@@ -450,6 +450,10 @@ def _wait_result(start: _AppStart) -> Any:
 # --------------------------------------------------------------------------- thermal
 
 
+#: How long ``dumpsys thermal`` waits for the HAL to say whether an override holds the die.
+_DUMP_ASK_HAL_S = 1.0
+
+
 class ThermalService:
     """The ``thermal`` service: follows the HAL die's severity, tells the npu service."""
 
@@ -479,9 +483,11 @@ class ThermalService:
 
         self.listener = Listener()
         self.stub = self._make_stub()
+        self.control: Any = None  # the HAL's IHalControl, once connected
         npu.add_hal_listener(self.hal_connected)
 
     async def hal_connected(self, control: Any) -> None:
+        self.control = control
         await control.registerListener(self.listener)
         status = await control.thermalStatus()
         self.follow(status.severity, status.temperatureC)
@@ -501,13 +507,27 @@ class ThermalService:
             self.severity = severity
         self.npu.thermal_changed(severity)
 
-    def dump_text(self, args: Iterable[str]) -> str:
-        data = {"severity": self.severity, "name": severity_name(self.severity),
-                "temperatureC": self.temperature, "changes": self.changes, "memory": self.memory}
+    async def status_override(self) -> bool | None:
+        """Whether an override (``npuemu thermal set``) holds the die; None while the HAL
+        cannot say (not connected, or gone)."""
+        if self.control is None:
+            return None
+        with trio.move_on_after(_DUMP_ASK_HAL_S):  # a hung HAL must not hang dumpsys
+            try:
+                return bool((await self.control.thermalStatus()).overridden)
+            except (RemoteException, trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+        return None
+
+    def dump_text(self, args: Iterable[str], status_override: bool | None = None) -> str:
+        data = {"severity": self.severity, "name": severity_name(self.severity), "temperatureC": self.temperature,
+                "statusOverride": status_override, "changes": self.changes, "memory": self.memory}
         if _wants_json(args):
             return json.dumps(data, indent=2, sort_keys=True) + "\n"
         temp = "unknown" if self.temperature is None else f"{self.temperature:.1f} C"
-        out = [f"Thermal status: {data['name']} ({self.severity}), die {temp}", f"Changes: {len(self.changes)}"]
+        held = "unknown (the HAL cannot say)" if status_override is None else str(status_override).lower()
+        out = [f"Thermal status: {data['name']} ({self.severity}), die {temp}",
+               f"IsStatusOverride: {held}", f"Changes: {len(self.changes)}"]
         out += [f"    {severity_name(c['from'])} -> {severity_name(c['to'])} at t={c['at']:.3f}" for c in self.changes]
         for hw, m in sorted(self.memory.items()):
             out.append(f"Memory hw {hw}: weights {m['weightMemoryUsed']}/{m['weightMemoryTotal']}  sram {m['sramUsed']}/{m['sramTotal']}")
@@ -522,7 +542,7 @@ class ThermalService:
 
             async def dump(self, args: list[str]) -> str:
                 svc.packages.enforcePermission(PERMISSION_DUMP, Binder.getCallingUid(), "dumpsys thermal")
-                return svc.dump_text(args)
+                return svc.dump_text(args, await svc.status_override())
 
         return ThermalStub()
 
