@@ -13,8 +13,10 @@ and nothing writes them again by hand.
 - ``npuemu/hal/``: the HAL's private control interface (thermal, memory, events).
 - ``npuemu/server/``: system_server's private interfaces (activity, package, thermal).
 - ``services``: the names services register under with the servicemanager (the HAL's
-  instances, system_server's services), written once here for every layer; the one
-  hand-written module of the tree.
+  instances, system_server's services), written once here for every layer; and
+  ``c_enums``: how the C headers spell the enums, and the import-time check that they
+  spell them as the AIDL does (both C extensions use it). The two hand-written modules
+  of the tree.
 
 A new ``.aidl`` file goes in the directory its package names; ``make aidl`` (that is,
 ``npuemu aidl``) compiles each package's files into that directory's ``__init__.py``,

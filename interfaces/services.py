@@ -6,7 +6,7 @@ Android's conventions: a HAL instance is its interface's descriptor, ``/``, and 
 instance name (``default``, or an NN device's ``{vendor}-{device}``); a framework
 service has the short name ``Context`` gives it (``Context.NPU_SERVICE`` is ``"npu"``).
 
-This is the one hand-written module of ``interfaces``: the names are vocabulary that
+A hand-written module of ``interfaces`` (as ``c_enums`` is): the names are vocabulary that
 the HAL and the framework share, as the compiled modules beside it are.
 """
 

@@ -15,7 +15,6 @@ rather than strangely, later.
 
 from __future__ import annotations
 
-import enum
 import pathlib
 import re
 import uuid
@@ -26,6 +25,7 @@ import numpy as np
 
 from interfaces.android.hardware.neuralnetworks import Model
 from interfaces.android.hardware.npu import NpuUuid
+from interfaces.c_enums import enum_problem
 
 from ._errors import NpuAbiError, NpuError, NpuModelError, NpuStateError, NpuValueError, error_class_for
 from ._model import main_subgraph
@@ -119,40 +119,11 @@ _C_ENUMS = (
     (SchedulingMode, "npu_sched_mode", "NPU_SCHED_"),
 )
 
-#: The header keeps NN HAL 1.2's lifetime names where the AIDL says SUBGRAPH_* / CONSTANT_POOL.
-_C_ALIASES = {"MODEL_INPUT": "SUBGRAPH_INPUT", "MODEL_OUTPUT": "SUBGRAPH_OUTPUT", "CONSTANT_REFERENCE": "CONSTANT_POOL"}
-
-
-def _enum_problem(enum_cls: type[enum.IntEnum], c_enum: str, c_elements: dict[int, str], prefix: str) -> str | None:
-    """Why the C enum ``c_enum`` (``{number: name}``) and ``enum_cls`` differ, or None.
-
-    Both ways: every C enumerator but a ``*_COUNT`` sentinel must be a member of the same
-    number, and every member must be in C. (Pure, for the tests.)
-    """
-    c_side = {}
-    for number, c_name in c_elements.items():
-        if not c_name.endswith("_COUNT"):
-            name = c_name.removeprefix(prefix)
-            c_side[_C_ALIASES.get(name, name)] = int(number)
-    py_side = {m.name: int(m) for m in enum_cls}
-    where = f"enum {c_enum} (C) and {enum_cls.__module__}.{enum_cls.__name__}"
-    for name in sorted(c_side.keys() | py_side.keys()):
-        c_value, py_value = c_side.get(name), py_side.get(name)
-        if c_value == py_value:
-            continue
-        if c_value is None:
-            return f"{where} differ: {enum_cls.__name__}.{name} = {py_value} is missing in C"
-        if py_value is None:
-            return f"{where} differ: C's {prefix}{name} = {c_value} is missing in {enum_cls.__name__}"
-        return f"{where} differ: {prefix}{name} is {c_value} in C, {py_value} in {enum_cls.__name__}"
-    return None
-
-
 def _check_enums() -> None:
     # The Python enums carry Android's numbers; the header must agree, or every
     # event, device and model would be silently mislabelled.
     for enum_cls, c_enum, prefix in _C_ENUMS:
-        problem = _enum_problem(enum_cls, c_enum, ffi.typeof(f"enum {c_enum}").elements, prefix)
+        problem = enum_problem(enum_cls, c_enum, ffi.typeof(f"enum {c_enum}").elements, prefix)
         if problem:
             raise NpuAbiError(f"{problem}: the headers changed, update the AIDL or the binding and rebuild (`make ext`)")
 

@@ -258,6 +258,7 @@ def test_the_compiled_abi_is_checked():
 
 def test_every_c_enum_is_checked_against_the_compiled_aidl_enum_both_ways():
     from interfaces.android.hardware import neuralnetworks, npu
+    from interfaces.c_enums import enum_problem
     from npuhal import _lowlevel
 
     checked = {enum_cls for enum_cls, _, _ in _lowlevel._C_ENUMS}
@@ -273,20 +274,20 @@ def test_every_c_enum_is_checked_against_the_compiled_aidl_enum_both_ways():
     ops = {0: "NPU_OP_ADD", 3: "NPU_OP_CONV_2D", 9: "NPU_OP_FULLY_CONNECTED", 18: "NPU_OP_MUL", 19: "NPU_OP_RELU",
            25: "NPU_OP_SOFTMAX", 36: "NPU_OP_SUB"}
     OperationType = neuralnetworks.OperationType
-    assert _lowlevel._enum_problem(OperationType, "npu_operation_type", ops, "NPU_OP_") is None
+    assert enum_problem(OperationType, "npu_operation_type", ops, "NPU_OP_") is None
     # A number that moved, an operation only C has, one only the AIDL has: each named.
-    moved = _lowlevel._enum_problem(OperationType, "npu_operation_type", {**ops, 37: "NPU_OP_SUB"} | {36: "NPU_OP_X"}, "NPU_OP_")
+    moved = enum_problem(OperationType, "npu_operation_type", {**ops, 37: "NPU_OP_SUB"} | {36: "NPU_OP_X"}, "NPU_OP_")
     assert "NPU_OP_SUB is 37 in C, 36 in OperationType" in moved
-    extra = _lowlevel._enum_problem(OperationType, "npu_operation_type", {**ops, 1: "NPU_OP_AVERAGE_POOL_2D"}, "NPU_OP_")
+    extra = enum_problem(OperationType, "npu_operation_type", {**ops, 1: "NPU_OP_AVERAGE_POOL_2D"}, "NPU_OP_")
     assert "C's NPU_OP_AVERAGE_POOL_2D = 1 is missing in OperationType" in extra
-    missing = _lowlevel._enum_problem(OperationType, "npu_operation_type", {k: v for k, v in ops.items() if k != 25}, "NPU_OP_")
+    missing = enum_problem(OperationType, "npu_operation_type", {k: v for k, v in ops.items() if k != 25}, "NPU_OP_")
     assert "interfaces.android.hardware.neuralnetworks.OperationType" in missing
     assert "OperationType.SOFTMAX = 25 is missing in C" in missing
     # The header's NN 1.2 lifetime names are the AIDL's SUBGRAPH_* / CONSTANT_POOL; a count sentinel is no member.
     lifetimes = {0: "NPU_LIFETIME_TEMPORARY_VARIABLE", 1: "NPU_LIFETIME_MODEL_INPUT", 2: "NPU_LIFETIME_MODEL_OUTPUT",
                  3: "NPU_LIFETIME_CONSTANT_COPY", 4: "NPU_LIFETIME_CONSTANT_REFERENCE", 5: "NPU_LIFETIME_NO_VALUE",
                  6: "NPU_LIFETIME_COUNT"}
-    assert _lowlevel._enum_problem(neuralnetworks.OperandLifeTime, "npu_operand_lifetime", lifetimes, "NPU_LIFETIME_") is None
+    assert enum_problem(neuralnetworks.OperandLifeTime, "npu_operand_lifetime", lifetimes, "NPU_LIFETIME_") is None
 
 
 def test_run_model_without_a_device_uses_the_same_kernels():

@@ -662,9 +662,9 @@ def test_the_hal_models_values_are_the_compiled_aidl_parcelables():
     ("c_enum", "moved", "differ"),
     [
         # an extension built before SOFTMAX moved
-        ("npu_operation_type", (25, 26), r"npu_operation_type and the AIDL's OperationType differ in \[\('SOFTMAX', 25\), \('SOFTMAX', 26\)\]"),
+        ("npu_operation_type", (25, 26), r"enum npu_operation_type \(C\) and .*OperationType differ: NPU_OP_SOFTMAX is 26 in C, 25 in OperationType"),
         # one whose fuse codes are not FusedActivationFunc's
-        ("npu_fuse_code", (3, 4), r"npu_fuse_code and the AIDL's FusedActivationFunc differ in \[\('RELU6', 3\), \('RELU6', 4\)\]"),
+        ("npu_fuse_code", (3, 4), r"enum npu_fuse_code \(C\) and .*FusedActivationFunc differ: NPU_FUSE_RELU6 is 4 in C, 3 in FusedActivationFunc"),
     ],
 )
 def test_the_cpu_extensions_model_enums_are_checked_against_the_aidl(monkeypatch, c_enum, moved, differ):

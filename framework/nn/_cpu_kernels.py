@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from interfaces.c_enums import enum_problem
+
 from ._errors import BadDataError, NeuralNetworksError, OpFailedError, OutOfMemoryError
 from ._hal import HalModel
 from ._types import FuseCode, OperandLifeTime, OperandType, OperationType
@@ -36,25 +38,17 @@ def _check_enums() -> None:
     """The extension's model enums must be the compiled AIDL ones, name for name, both ways.
 
     A stale build (or a header that moved on) fails here, at import, not as a mislabelled
-    model later. The header keeps NN 1.2's lifetime names where the AIDL says SUBGRAPH_* and
-    CONSTANT_POOL; ``*_COUNT`` is a sentinel, not a member.
+    model later.
     """
-    nn12 = {"SUBGRAPH_INPUT": "MODEL_INPUT", "SUBGRAPH_OUTPUT": "MODEL_OUTPUT", "CONSTANT_POOL": "CONSTANT_REFERENCE"}
     for aidl, c_enum, prefix in (
         (OperandType, "npu_operand_type", "NPU_OPERAND_"),
         (OperandLifeTime, "npu_operand_lifetime", "NPU_LIFETIME_"),
         (OperationType, "npu_operation_type", "NPU_OP_"),
         (FuseCode, "npu_fuse_code", "NPU_FUSE_"),
     ):
-        in_c = {(c_name.removeprefix(prefix), n) for n, c_name in ffi.typeof(f"enum {c_enum}").elements.items()}
-        in_aidl = {(nn12.get(m.name, m.name), int(m)) for m in aidl}
-        differ = sorted(x for x in in_c ^ in_aidl if not x[0].endswith("COUNT"))
-        if differ:
-            raise ImportError(
-                f"framework.nn._cpu's enum {c_enum} and the AIDL's {aidl.__name__} differ in {differ}: "
-                "rebuild the extension (`make ext`) or update the AIDL"
-            )
-
+        problem = enum_problem(aidl, c_enum, ffi.typeof(f"enum {c_enum}").elements, prefix)
+        if problem:
+            raise ImportError(f"framework.nn._cpu: {problem}: rebuild the extension (`make ext`) or update the AIDL")
 
 _check_enums()
 
