@@ -23,13 +23,10 @@ from cffi import FFI
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _cbuild import CFLAGS, HERE, INCLUDE, cdef_text, includes, rel  # noqa: E402 - beside this file
 
-HEADERS = ("npu/errors.h", "npu/model.h", "npu/ops.h")
-SOURCES = (
-    "kernels/kernels.c", "kernels/plan.c", "hw/errors.c",
-    # the operation library (npu/ops.h)
-    "kernels/quant.c", "kernels/ops_common.c", "kernels/ops_gemm.c", "kernels/ops_conv.c",
-    "kernels/ops_pool.c", "kernels/ops_elementwise.c", "kernels/ops_shape.c",
-)
+HEADERS = ("npu/errors.h", "npu/model.h", "npu/ops.h", "npu/bind.h")
+# the kernels (the model's, the plan, the operation library and its bindings) and the
+# error table: every file of csrc/kernels, so a new operation family needs no list here
+SOURCES = (*sorted(p.relative_to(HERE).as_posix() for p in (HERE / "kernels").glob("*.c")), "hw/errors.c")
 
 
 ffibuilder = FFI()

@@ -27,7 +27,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _cbuild import CFLAGS, HERE, INCLUDE, cdef_text, includes, rel  # noqa: E402 - beside this file
 
 # system.h includes the driver-facing headers; ops.h is the operation library.
-HEADERS = ("npu/system.h", "npu/ops.h")
+HEADERS = ("npu/system.h", "npu/ops.h", "npu/bind.h")
 SOURCE_DIRS = ("hw", "kernels", "drivers/reference")
 
 

@@ -241,4 +241,20 @@ int npu_op_depth_to_space(const struct npu_tensor *input, int32_t block, bool nc
 int npu_op_space_to_depth(const struct npu_tensor *input, int32_t block, bool nchw,
                           const struct npu_tensor *output);
 
+/* -- unary and binary math, comparisons, logic (kernels/ops_math.c) ------------- */
+
+/* (end of math) */
+
+/* -- shapes, reductions, indexing, normalizations (kernels/ops_index.c) --------- */
+
+/* (end of index) */
+
+/* -- RNN, LSTM, SVDF, LSH_PROJECTION, RANDOM_MULTINOMIAL (kernels/ops_recurrent.c) */
+
+/* (end of recurrent) */
+
+/* -- boxes, regions of interest, NMS, keypoints (kernels/ops_detection.c) ------- */
+
+/* (end of detection) */
+
 #endif /* NPU_OPS_H */
