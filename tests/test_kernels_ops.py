@@ -1,72 +1,12 @@
-"""Calling the operation library (npu/ops.h) through framework.nn._cpu's ffi, with nnref operands.
-
-``tensor(operand)`` makes a ``struct npu_tensor`` of an nnref Operand (keeping its storage
-alive); ``run(name, inputs, outputs, call)`` evaluates the operation with nnref, makes output
-descriptors of the expected shapes and parameters, calls ``call(*descriptors)`` (which calls
-the C) and returns (C result, nnref result) as Operands.
-"""
+"""The operation library (npu/ops.h) against nnref, called through framework.nn._cpu's ffi (tests/nn_ops.py)."""
 
 from __future__ import annotations
-
-from collections.abc import Callable, Sequence
 
 import numpy as np
 
 import nnref
 from framework.nn._cpu import ffi, lib
-
-CODES = {name: code for code, name in enumerate(nnref.OPERAND_TYPES)}
-
-
-class Tensor:
-    """A ``struct npu_tensor *`` and everything its pointers point into."""
-
-    def __init__(self, type: str, array: np.ndarray, scale: float = 0.0, zero_point: int = 0,
-                 channel_scales: Sequence[float] | None = None, channel_dim: int = 0):
-        self.array = np.array(array, dtype=nnref.DTYPES[type], order="C")  # a copy; 0-d stays 0-d
-        self.ptr = ffi.new("struct npu_tensor *")
-        self.ptr.type = CODES[type]
-        self.ptr.rank = self.array.ndim
-        for i, d in enumerate(self.array.shape):
-            self.ptr.dims[i] = d
-        self._buffer = ffi.from_buffer(self.array, require_writable=True) if self.array.size else ffi.NULL
-        self.ptr.data = ffi.cast("void *", self._buffer)
-        self.ptr.scale = scale
-        self.ptr.zero_point = zero_point
-        self._scales = ffi.new("float[]", list(channel_scales)) if channel_scales is not None else ffi.NULL
-        self.ptr.channel_scales = self._scales
-        self.ptr.channel_dim = channel_dim
-
-
-def tensor(operand: nnref.Operand) -> Tensor:
-    cq = operand.channel_quant
-    return Tensor(operand.type, np.array(operand.value), operand.scale, operand.zero_point,
-                  cq.scales if cq else None, cq.channel_dim if cq else 0)
-
-
-def empty_like(expected: nnref.Operand) -> Tensor:
-    return Tensor(expected.type, np.zeros_like(expected.value), expected.scale, expected.zero_point)
-
-
-def status(code: int) -> str:
-    return ffi.string(lib.npu_error_name(code)).decode()
-
-
-def run(name: str, inputs: Sequence[nnref.Operand], outputs: Sequence[nnref.Operand | None],
-        call: Callable[..., int]) -> tuple[nnref.Operand, nnref.Operand]:
-    """nnref's result of ``name`` and the C's, computed by ``call(output_descriptor)``."""
-    expected = nnref.evaluate(name, inputs, outputs)[0]
-    out = empty_like(expected)
-    rc = call(out.ptr)
-    assert rc == lib.NPU_OK, f"{name}: {status(rc)}"
-    got = nnref.Operand(expected.type, out.array, expected.scale, expected.zero_point)
-    return got, expected
-
-
-def f32(values: object) -> float:
-    """A scale as the float32 the C descriptor holds (so nnref and the C see one value)."""
-    return float(np.float32(values))
-
+from nn_ops import CODES, Tensor, empty_like, f32, run, status, tensor  # noqa: F401 - shared with the other kernel tests
 
 # -- the quantization arithmetic, against nnref's -----------------------------------
 

@@ -82,8 +82,9 @@ int npu_bind_fail(struct npu_bind_call *c, int status, const char *fmt, ...)
     return status;
 }
 
-int npu_bind_check(int32_t type, const struct npu_arg *in, uint32_t input_count,
-                   struct npu_arg *out, uint32_t output_count, char *why, size_t why_len)
+/* prepare, then (when run) every unit of run; the sentence copied to why */
+static int bind_call(int32_t type, const struct npu_arg *in, uint32_t input_count,
+                     struct npu_arg *out, uint32_t output_count, bool run, char *why, size_t why_len)
 {
     struct npu_bind_call c = {.type = type, .input_count = input_count,
                               .output_count = output_count, .in = in, .out = out};
@@ -95,11 +96,30 @@ int npu_bind_check(int32_t type, const struct npu_arg *in, uint32_t input_count,
         rc = npu_bind_fail(&c, NPU_E_INVALID_ARGUMENT, "NULL operand list");
     else
         rc = def->prepare(&c);
+    if (rc == NPU_OK && run) {
+        for (uint32_t i = 0; i < output_count && rc == NPU_OK; i++)
+            if (!out[i].has_shape)
+                rc = npu_bind_fail(&c, NPU_E_BAD_SHAPE, "output %u's shape is still unknown", (unsigned)i);
+        if (rc == NPU_OK)
+            rc = def->run(&c, 0, def->units ? def->units(&c) : 1);
+    }
     if (why && why_len) {
         strncpy(why, c.why, why_len - 1);
         why[why_len - 1] = '\0';
     }
     return rc;
+}
+
+int npu_bind_check(int32_t type, const struct npu_arg *in, uint32_t input_count,
+                   struct npu_arg *out, uint32_t output_count, char *why, size_t why_len)
+{
+    return bind_call(type, in, input_count, out, output_count, false, why, why_len);
+}
+
+int npu_bind_run(int32_t type, const struct npu_arg *in, uint32_t input_count,
+                 struct npu_arg *out, uint32_t output_count, char *why, size_t why_len)
+{
+    return bind_call(type, in, input_count, out, output_count, true, why, why_len);
 }
 
 int npu_bind_counts(struct npu_bind_call *c, uint32_t in_lo, uint32_t in_hi, uint32_t n_out)

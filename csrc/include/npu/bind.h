@@ -79,6 +79,12 @@ const struct npu_op_def *npu_bind_lookup(int32_t type);
 int npu_bind_check(int32_t type, const struct npu_arg *in, uint32_t input_count,
                    struct npu_arg *out, uint32_t output_count, char *why, size_t why_len);
 
+/* Prepares and runs the whole operation (every unit) on operands whose shapes
+ * and data are all known, outputs included (their buffers sized by a previous
+ * npu_bind_check); for tests and for callers without a plan. */
+int npu_bind_run(int32_t type, const struct npu_arg *in, uint32_t input_count,
+                 struct npu_arg *out, uint32_t output_count, char *why, size_t why_len);
+
 /* -- for the bindings (kernels/bind_*.c) ------------------------------------------ */
 
 /* Records the failure's sentence (printf format) in c->why; returns status. */
