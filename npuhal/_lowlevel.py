@@ -64,7 +64,7 @@ ffi = _npu.ffi
 lib = _npu.lib
 
 #: The ABI version (``NPU_ABI_VERSION`` of hw.h) this binding was written for.
-BINDING_ABI_VERSION = 2
+BINDING_ABI_VERSION = 3
 
 
 _HEADER = pathlib.Path(__file__).resolve().parent.parent / "csrc" / "include" / "npu" / "hw.h"

@@ -271,15 +271,14 @@ def test_every_c_enum_is_checked_against_the_compiled_aidl_enum_both_ways():
     assert c_enums >= {"npu_device_type", "npu_operation_type", "npu_operand_type", "npu_operand_lifetime",
                        "npu_fuse_code", "npu_start_reason", "npu_end_reason"}
     assert _lowlevel._check_enums() is None
-    ops = {0: "NPU_OP_ADD", 3: "NPU_OP_CONV_2D", 9: "NPU_OP_FULLY_CONNECTED", 18: "NPU_OP_MUL", 19: "NPU_OP_RELU",
-           25: "NPU_OP_SOFTMAX", 36: "NPU_OP_SUB"}
     OperationType = neuralnetworks.OperationType
+    ops = {int(m): f"NPU_OP_{m.name}" for m in OperationType}
     assert enum_problem(OperationType, "npu_operation_type", ops, "NPU_OP_") is None
     # A number that moved, an operation only C has, one only the AIDL has: each named.
-    moved = enum_problem(OperationType, "npu_operation_type", {**ops, 37: "NPU_OP_SUB"} | {36: "NPU_OP_X"}, "NPU_OP_")
-    assert "NPU_OP_SUB is 37 in C, 36 in OperationType" in moved
-    extra = enum_problem(OperationType, "npu_operation_type", {**ops, 1: "NPU_OP_AVERAGE_POOL_2D"}, "NPU_OP_")
-    assert "C's NPU_OP_AVERAGE_POOL_2D = 1 is missing in OperationType" in extra
+    moved = enum_problem(OperationType, "npu_operation_type", {**ops, 96: "NPU_OP_SUB"} | {36: "NPU_OP_X"}, "NPU_OP_")
+    assert "NPU_OP_SUB is 96 in C, 36 in OperationType" in moved
+    extra = enum_problem(OperationType, "npu_operation_type", {**ops, 95: "NPU_OP_HARD_SWISH"}, "NPU_OP_")
+    assert "C's NPU_OP_HARD_SWISH = 95 is missing in OperationType" in extra
     missing = enum_problem(OperationType, "npu_operation_type", {k: v for k, v in ops.items() if k != 25}, "NPU_OP_")
     assert "interfaces.android.hardware.neuralnetworks.OperationType" in missing
     assert "OperationType.SOFTMAX = 25 is missing in C" in missing

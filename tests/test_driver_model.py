@@ -102,9 +102,9 @@ def test_values_c_cannot_hold_are_a_clear_model_error():
 
 
 def test_the_parcelable_refuses_numbers_its_enums_lack():
-    # AVERAGE_POOL_2D (1) is NNAPI's but not in npuemu's AIDL: no model can carry it.
+    # 95 is past NN HAL 1.2's last operation (RESIZE_NEAREST_NEIGHBOR, 94): no model can carry it.
     with pytest.raises(ValueError, match="not a value of android.hardware.neuralnetworks.OperationType"):
-        _add_model().main.operations[0].replace(type=1)
+        _add_model().main.operations[0].replace(type=95)
     with pytest.raises(TypeError, match="dimensions"):
         Operand(type=OperandType.TENSOR_FLOAT32, dimensions=[2, 1.5])
 

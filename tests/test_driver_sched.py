@@ -360,9 +360,9 @@ async def test_a_valid_operation_the_hardware_cannot_compute_is_unsupported_not_
         # ... but a structural error stays an error.
         with pytest.raises(npuhal.NpuModelError, match="BAD_OPERAND_INDEX"):
             driver.supported_operations(npu, with_operation(model, 1, inputs=[2, 77, 3]))
-        # An operation NNAPI has but npuemu's AIDL does not (AVERAGE_POOL_2D) cannot be in a model at all.
+        # A number NN HAL 1.2 has no operation for cannot be in a model at all.
         with pytest.raises(ValueError, match="OperationType"):
-            m.operation(1, [x], (1, 4))
+            m.operation(95, [x], (1, 4))
 
 
 async def test_throttling_lengthens_work_and_severities_are_reported():

@@ -95,9 +95,11 @@ def test_enum_numbers_match_the_hal_and_ndk():
         "FAST_SINGLE_ANSWER": 1,
         "SUSTAINED_SPEED": 2,
     }
-    assert [int(t) for t in nn.OperationType] == [0, 3, 9, 18, 19, 25, 36]
+    assert [int(t) for t in nn.OperationType] == list(range(95))
+    assert nn.OperationType.SUB == 36 and nn.OperationType.RESIZE_NEAREST_NEIGHBOR == 94
     assert [int(f) for f in nn.FuseCode] == [0, 1, 2, 3]
     assert nn.OperandType.TENSOR_FLOAT32 == 3 and nn.OperandType.BOOL == 6
+    assert nn.OperandType.TENSOR_FLOAT16 == 8 and nn.OperandType.TENSOR_QUANT8_SYMM == 13
     assert nn.OperandLifeTime.CONSTANT_POOL == 4 and nn.OperandLifeTime.NO_VALUE == 5
     assert [s.name for s in nn.DeviceStatus] == ["AVAILABLE", "BUSY", "OFFLINE", "UNKNOWN"]
 
@@ -133,7 +135,7 @@ def test_capabilities_without_a_figure_cost_flt_max():
     assert nn.lookupPerformance(caps, nn.OperandType.INT32).execTime == pytest.approx(3.4028234663852886e38)
     assert caps.relaxedFloat32toFloat16PerformanceScalar.execTime == pytest.approx(3.4028234663852886e38)
     # Listed by type, as the HAL lists them; a type listed twice is refused.
-    assert [int(p.type) for p in nn.uniformCapabilities(1, 1).operandPerformance] == list(range(7))
+    assert [int(p.type) for p in nn.uniformCapabilities(1, 1).operandPerformance] == list(range(14))
     twice = caps.replace(operandPerformance=caps.operandPerformance * 2)
     with pytest.raises(nn.BadDataError, match="TENSOR_FLOAT32 is listed twice"):
         nn.checkCapabilities(twice)

@@ -174,7 +174,7 @@ def test_the_hal_model_is_the_aidl_subgraph_and_sends_as_the_model_parcelable():
     [
         (lambda h: h.operands[0].replace(type=77), ValueError, "77 is not a value of .*OperandType"),
         (lambda h: h.operands[0].replace(dimensions="2x40"), TypeError, "dimensions"),
-        (lambda h: h.operations[0].replace(type=1), ValueError, "1 is not a value of .*OperationType"),
+        (lambda h: h.operations[0].replace(type=95), ValueError, "95 is not a value of .*OperationType"),
         (lambda h: h.operations[0].replace(inputs=[0, 1, 2.5, 3]), TypeError, "inputs"),
         (lambda h: HalModel(h.main, operandValues="text"), BadDataError, "operandValues must be bytes"),
         (lambda h: HalModel(h.main, pools=[42]), BadDataError, "pool 0 is not a buffer"),
@@ -349,7 +349,8 @@ def test_set_operand_value_none_omits_the_operand_and_an_operation_refuses_it():
 @pytest.mark.parametrize(
     ("build", "match"),
     [
-        (lambda m, x, y, f: m.addOperation(2, [x, x, f], [y]), "unsupported operation type 2"),
+        (lambda m, x, y, f: m.addOperation(2, [x, x, f], [y]), "unsupported operation type CONCATENATION"),
+        (lambda m, x, y, f: m.addOperation(95, [x, x, f], [y]), "95 is not an NN HAL 1.2 operation type"),
         (lambda m, x, y, f: m.addOperation(OperationType.ADD, [x, 17, f], [y]), "operand 17 does not exist"),
         (lambda m, x, y, f: m.addOperation(OperationType.ADD, [x, x], [y]), "takes 3 inputs, got 2"),
         (lambda m, x, y, f: m.addOperation(OperationType.ADD, [x, f, f], [y]), "input 1 must be TENSOR_FLOAT32, got INT32"),

@@ -169,7 +169,7 @@ def test_a_supported_operations_function_sees_the_hal_model():
         ({"version": 1}, "version is a string"),
         ({"featureLevel": "29"}, "feature level is an int"),
         ({"capabilities": {T: (1, 1)}}, "must be a Capabilities"),
-        ({"supportedOperations": [42]}, "a function or a set of OperationType"),
+        ({"supportedOperations": [142]}, "a function or a set of OperationType"),
     ],
 )
 def test_device_descriptors_refuse_nonsense(kwargs, match):

@@ -54,8 +54,8 @@ static const char *type_name(int32_t type)
 
 static bool is_scalar_type(int32_t type)
 {
-    return type == NPU_TT_FLOAT32 || type == NPU_TT_INT32 || type == NPU_TT_UINT32 ||
-           type == NPU_TT_BOOL || type == NPU_TT_FLOAT16;
+    return type == NPU_OPERAND_FLOAT32 || type == NPU_OPERAND_INT32 || type == NPU_OPERAND_UINT32 ||
+           type == NPU_OPERAND_BOOL || type == NPU_OPERAND_FLOAT16;
 }
 
 const struct npu_op_def *npu_bind_lookup(int32_t type)
@@ -187,7 +187,7 @@ static int unknown(struct npu_bind_call *c, uint32_t i, bool *known)
 int npu_bind_i32(struct npu_bind_call *c, uint32_t i, int32_t *value, bool *known)
 {
     const void *data;
-    int rc = scalar(c, i, NPU_TT_INT32, &data);
+    int rc = scalar(c, i, NPU_OPERAND_INT32, &data);
     if (rc != NPU_OK)
         return rc;
     if (!data)
@@ -200,7 +200,7 @@ int npu_bind_i32(struct npu_bind_call *c, uint32_t i, int32_t *value, bool *know
 
 int npu_bind_f32(struct npu_bind_call *c, uint32_t i, int32_t scalar_type, float *value, bool *known)
 {
-    if (scalar_type != NPU_TT_FLOAT32 && scalar_type != NPU_TT_FLOAT16)
+    if (scalar_type != NPU_OPERAND_FLOAT32 && scalar_type != NPU_OPERAND_FLOAT16)
         return npu_bind_fail(c, NPU_E_INVALID_ARGUMENT, "binding asked input %u for %s",
                              (unsigned)i, type_name(scalar_type));
     const void *data;
@@ -209,7 +209,7 @@ int npu_bind_f32(struct npu_bind_call *c, uint32_t i, int32_t scalar_type, float
         return rc;
     if (!data)
         return unknown(c, i, known);
-    if (scalar_type == NPU_TT_FLOAT16) {
+    if (scalar_type == NPU_OPERAND_FLOAT16) {
         uint16_t h;
         memcpy(&h, data, sizeof h);
         *value = npu_half_to_float(h);
@@ -224,7 +224,7 @@ int npu_bind_f32(struct npu_bind_call *c, uint32_t i, int32_t scalar_type, float
 int npu_bind_bool(struct npu_bind_call *c, uint32_t i, bool *value, bool *known)
 {
     const void *data;
-    int rc = scalar(c, i, NPU_TT_BOOL, &data);
+    int rc = scalar(c, i, NPU_OPERAND_BOOL, &data);
     if (rc != NPU_OK)
         return rc;
     if (!data)
@@ -241,9 +241,9 @@ int npu_bind_set_shape(struct npu_bind_call *c, uint32_t i, uint32_t rank, const
 {
     if (i >= c->output_count)
         return npu_bind_fail(c, NPU_E_BAD_OPERATION, "output %u is missing", (unsigned)i);
-    if (rank > NPU_OPS_MAX_RANK)
+    if (rank > NPU_MAX_RANK)
         return npu_bind_fail(c, NPU_E_BAD_SHAPE, "output %u would have rank %u (at most %d)",
-                             (unsigned)i, (unsigned)rank, NPU_OPS_MAX_RANK);
+                             (unsigned)i, (unsigned)rank, NPU_MAX_RANK);
     struct npu_arg *o = &c->out[i];
     if (o->has_rank && !is_scalar_type(o->t.type) && o->t.rank != rank)
         return npu_bind_fail(c, NPU_E_BAD_SHAPE, "output %u is declared of rank %u, computes rank %u",

@@ -12,14 +12,14 @@
 size_t ops_element_size(int32_t type)
 {
     switch (type) {
-    case NPU_TT_FLOAT32: case NPU_TT_INT32: case NPU_TT_UINT32:
-    case NPU_TT_TENSOR_FLOAT32: case NPU_TT_TENSOR_INT32:
+    case NPU_OPERAND_FLOAT32: case NPU_OPERAND_INT32: case NPU_OPERAND_UINT32:
+    case NPU_OPERAND_TENSOR_FLOAT32: case NPU_OPERAND_TENSOR_INT32:
         return 4;
-    case NPU_TT_TENSOR_QUANT16_SYMM: case NPU_TT_TENSOR_FLOAT16: case NPU_TT_FLOAT16:
-    case NPU_TT_TENSOR_QUANT16_ASYMM:
+    case NPU_OPERAND_TENSOR_QUANT16_SYMM: case NPU_OPERAND_TENSOR_FLOAT16: case NPU_OPERAND_FLOAT16:
+    case NPU_OPERAND_TENSOR_QUANT16_ASYMM:
         return 2;
-    case NPU_TT_TENSOR_QUANT8_ASYMM: case NPU_TT_BOOL: case NPU_TT_TENSOR_BOOL8:
-    case NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL: case NPU_TT_TENSOR_QUANT8_SYMM:
+    case NPU_OPERAND_TENSOR_QUANT8_ASYMM: case NPU_OPERAND_BOOL: case NPU_OPERAND_TENSOR_BOOL8:
+    case NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL: case NPU_OPERAND_TENSOR_QUANT8_SYMM:
         return 1;
     default:
         return 0;
@@ -28,13 +28,13 @@ size_t ops_element_size(int32_t type)
 
 static bool is_tensor_type(int32_t type)
 {
-    return ops_element_size(type) != 0 && type != NPU_TT_FLOAT32 && type != NPU_TT_INT32 &&
-           type != NPU_TT_UINT32 && type != NPU_TT_BOOL && type != NPU_TT_FLOAT16;
+    return ops_element_size(type) != 0 && type != NPU_OPERAND_FLOAT32 && type != NPU_OPERAND_INT32 &&
+           type != NPU_OPERAND_UINT32 && type != NPU_OPERAND_BOOL && type != NPU_OPERAND_FLOAT16;
 }
 
 size_t npu_ops_element_count(const struct npu_tensor *t)
 {
-    if (t == NULL || t->rank > NPU_OPS_MAX_RANK)
+    if (t == NULL || t->rank > NPU_MAX_RANK)
         return 0;
     size_t n = 1;
     for (uint32_t i = 0; i < t->rank; i++) {
@@ -56,24 +56,24 @@ int ops_check(const struct npu_tensor *t)
         return NPU_E_INVALID_ARGUMENT;
     if (!is_tensor_type(t->type))
         return NPU_E_BAD_OPERAND_TYPE;
-    if (t->rank > NPU_OPS_MAX_RANK || npu_ops_element_count(t) == 0)
+    if (t->rank > NPU_MAX_RANK || npu_ops_element_count(t) == 0)
         return NPU_E_BAD_SHAPE;
     if (t->data == NULL)
         return NPU_E_INVALID_ARGUMENT;
     switch (t->type) {
-    case NPU_TT_TENSOR_QUANT8_ASYMM:
+    case NPU_OPERAND_TENSOR_QUANT8_ASYMM:
         if (t->zero_point < 0 || t->zero_point > 255)
             return NPU_E_BAD_SCALAR;
         break;
-    case NPU_TT_TENSOR_QUANT16_ASYMM:
+    case NPU_OPERAND_TENSOR_QUANT16_ASYMM:
         if (t->zero_point < 0 || t->zero_point > 65535)
             return NPU_E_BAD_SCALAR;
         break;
-    case NPU_TT_TENSOR_QUANT8_SYMM: case NPU_TT_TENSOR_QUANT16_SYMM:
+    case NPU_OPERAND_TENSOR_QUANT8_SYMM: case NPU_OPERAND_TENSOR_QUANT16_SYMM:
         if (t->zero_point != 0)
             return NPU_E_BAD_SCALAR;
         break;
-    case NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL:
+    case NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL:
         if (t->channel_scales == NULL)
             return NPU_E_INVALID_ARGUMENT;
         if (t->channel_dim >= t->rank || t->zero_point != 0)
@@ -160,7 +160,7 @@ uint8_t ops_quantize_u8(double real, double scale, int32_t zero_point)
 
 bool ops_is_float(const struct npu_tensor *t)
 {
-    return t->type == NPU_TT_TENSOR_FLOAT32 || t->type == NPU_TT_TENSOR_FLOAT16;
+    return t->type == NPU_OPERAND_TENSOR_FLOAT32 || t->type == NPU_OPERAND_TENSOR_FLOAT16;
 }
 
 static size_t channel_of(const struct npu_tensor *t, size_t i)
@@ -175,23 +175,23 @@ double ops_get(const struct npu_tensor *t, size_t i)
 {
     const void *d = t->data;
     switch (t->type) {
-    case NPU_TT_TENSOR_FLOAT32:
+    case NPU_OPERAND_TENSOR_FLOAT32:
         return ((const float *)d)[i];
-    case NPU_TT_TENSOR_FLOAT16:
+    case NPU_OPERAND_TENSOR_FLOAT16:
         return npu_half_to_float(((const uint16_t *)d)[i]);
-    case NPU_TT_TENSOR_INT32:
+    case NPU_OPERAND_TENSOR_INT32:
         return ((const int32_t *)d)[i];
-    case NPU_TT_TENSOR_QUANT8_ASYMM:
+    case NPU_OPERAND_TENSOR_QUANT8_ASYMM:
         return ((double)((const uint8_t *)d)[i] - t->zero_point) * t->scale;
-    case NPU_TT_TENSOR_QUANT8_SYMM:
+    case NPU_OPERAND_TENSOR_QUANT8_SYMM:
         return (double)((const int8_t *)d)[i] * t->scale;
-    case NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL:
+    case NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL:
         return (double)((const int8_t *)d)[i] * t->channel_scales[channel_of(t, i)];
-    case NPU_TT_TENSOR_QUANT16_SYMM:
+    case NPU_OPERAND_TENSOR_QUANT16_SYMM:
         return (double)((const int16_t *)d)[i] * t->scale;
-    case NPU_TT_TENSOR_QUANT16_ASYMM:
+    case NPU_OPERAND_TENSOR_QUANT16_ASYMM:
         return ((double)((const uint16_t *)d)[i] - t->zero_point) * t->scale;
-    case NPU_TT_TENSOR_BOOL8:
+    case NPU_OPERAND_TENSOR_BOOL8:
         return ((const uint8_t *)d)[i] != 0;
     default:
         return 0.0;
@@ -202,16 +202,16 @@ void ops_set(const struct npu_tensor *t, size_t i, double v)
 {
     void *d = t->data;
     switch (t->type) {
-    case NPU_TT_TENSOR_FLOAT32:
+    case NPU_OPERAND_TENSOR_FLOAT32:
         ((float *)d)[i] = (float)v;
         break;
-    case NPU_TT_TENSOR_FLOAT16:
+    case NPU_OPERAND_TENSOR_FLOAT16:
         ((uint16_t *)d)[i] = npu_float_to_half((float)v);
         break;
-    case NPU_TT_TENSOR_QUANT8_ASYMM:
+    case NPU_OPERAND_TENSOR_QUANT8_ASYMM:
         ((uint8_t *)d)[i] = ops_quantize_u8(v, t->scale, t->zero_point);
         break;
-    case NPU_TT_TENSOR_INT32:  /* only ever a value read from an int32 tensor */
+    case NPU_OPERAND_TENSOR_INT32:  /* only ever a value read from an int32 tensor */
         ((int32_t *)d)[i] = (int32_t)v;
         break;
     default:
@@ -221,7 +221,7 @@ void ops_set(const struct npu_tensor *t, size_t i, double v)
 
 void ops_requantize_moved(const struct npu_tensor *out, float scale, int32_t zero_point)
 {
-    if (out->type != NPU_TT_TENSOR_QUANT8_ASYMM || (out->scale == scale && out->zero_point == zero_point))
+    if (out->type != NPU_OPERAND_TENSOR_QUANT8_ASYMM || (out->scale == scale && out->zero_point == zero_point))
         return;
     uint8_t *v = out->data;
     size_t n = npu_ops_element_count(out);
@@ -233,7 +233,7 @@ int ops_widen(const struct npu_tensor *in, struct npu_tensor *view, float **owne
 {
     *view = *in;
     *owned = NULL;
-    if (in->type != NPU_TT_TENSOR_FLOAT16)
+    if (in->type != NPU_OPERAND_TENSOR_FLOAT16)
         return NPU_OK;
     size_t n = npu_ops_element_count(in);
     float *f = malloc(n * sizeof *f);
@@ -242,7 +242,7 @@ int ops_widen(const struct npu_tensor *in, struct npu_tensor *view, float **owne
     const uint16_t *h = in->data;
     for (size_t i = 0; i < n; i++)
         f[i] = npu_half_to_float(h[i]);
-    view->type = NPU_TT_TENSOR_FLOAT32;
+    view->type = NPU_OPERAND_TENSOR_FLOAT32;
     view->data = f;
     *owned = f;
     return NPU_OK;
@@ -252,12 +252,12 @@ int ops_scratch_f32(const struct npu_tensor *out, struct npu_tensor *view, float
 {
     *view = *out;
     *owned = NULL;
-    if (out->type != NPU_TT_TENSOR_FLOAT16)
+    if (out->type != NPU_OPERAND_TENSOR_FLOAT16)
         return NPU_OK;
     float *f = calloc(npu_ops_element_count(out), sizeof *f);
     if (f == NULL)
         return NPU_E_NO_MEMORY;
-    view->type = NPU_TT_TENSOR_FLOAT32;
+    view->type = NPU_OPERAND_TENSOR_FLOAT32;
     view->data = f;
     *owned = f;
     return NPU_OK;
@@ -365,8 +365,8 @@ int ops_nhwc_input(const struct npu_tensor *in, bool nchw, const void **data, vo
 {
     *owned = NULL;
     *data = in->data;
-    bool quant = in->type == NPU_TT_TENSOR_QUANT8_ASYMM;
-    if (!nchw && (quant || in->type == NPU_TT_TENSOR_FLOAT32))
+    bool quant = in->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM;
+    if (!nchw && (quant || in->type == NPU_OPERAND_TENSOR_FLOAT32))
         return NPU_OK;
     struct ops_image img;
     ops_image(in, nchw, &img);
@@ -382,7 +382,7 @@ int ops_nhwc_input(const struct npu_tensor *in, bool nchw, const void **data, vo
                     size_t at = ops_at(&img, n, y, x, c);
                     if (quant)
                         ((uint8_t *)copy)[i] = ((const uint8_t *)in->data)[at];
-                    else if (in->type == NPU_TT_TENSOR_FLOAT16)
+                    else if (in->type == NPU_OPERAND_TENSOR_FLOAT16)
                         ((float *)copy)[i] = npu_half_to_float(((const uint16_t *)in->data)[at]);
                     else
                         ((float *)copy)[i] = ((const float *)in->data)[at];
@@ -396,7 +396,7 @@ void ops_store_rows_f32(const struct npu_tensor *out, bool nchw, size_t row0, si
 {
     struct ops_image img;
     ops_image(out, nchw, &img);
-    if (!nchw && out->type == NPU_TT_TENSOR_FLOAT32) {
+    if (!nchw && out->type == NPU_OPERAND_TENSOR_FLOAT32) {
         memcpy((float *)out->data + row0 * img.sy, rows, (row1 - row0) * img.sy * sizeof(float));
         return;
     }
@@ -406,7 +406,7 @@ void ops_store_rows_f32(const struct npu_tensor *out, bool nchw, size_t row0, si
             for (size_t c = 0; c < img.c; c++) {
                 float v = *rows++;
                 size_t at = ops_at(&img, n, y, x, c);
-                if (out->type == NPU_TT_TENSOR_FLOAT16)
+                if (out->type == NPU_OPERAND_TENSOR_FLOAT16)
                     ((uint16_t *)out->data)[at] = npu_float_to_half(v);
                 else
                     ((float *)out->data)[at] = v;

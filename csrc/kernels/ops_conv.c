@@ -20,18 +20,18 @@ static int check_types(const struct npu_tensor *in, const struct npu_tensor *fil
     OPS_TRY(ops_check(filter));
     OPS_TRY(ops_check(bias));
     OPS_TRY(ops_check(out));
-    if (in->type == NPU_TT_TENSOR_FLOAT32 || in->type == NPU_TT_TENSOR_FLOAT16) {
+    if (in->type == NPU_OPERAND_TENSOR_FLOAT32 || in->type == NPU_OPERAND_TENSOR_FLOAT16) {
         if (filter->type != in->type || bias->type != in->type || out->type != in->type)
             return NPU_E_BAD_OPERAND_TYPE;
-        *kind = in->type == NPU_TT_TENSOR_FLOAT32 ? KIND_F32 : KIND_F16;
+        *kind = in->type == NPU_OPERAND_TENSOR_FLOAT32 ? KIND_F32 : KIND_F16;
         return NPU_OK;
     }
-    if (in->type != NPU_TT_TENSOR_QUANT8_ASYMM || out->type != in->type || bias->type != NPU_TT_TENSOR_INT32)
+    if (in->type != NPU_OPERAND_TENSOR_QUANT8_ASYMM || out->type != in->type || bias->type != NPU_OPERAND_TENSOR_INT32)
         return NPU_E_BAD_OPERAND_TYPE;
-    if (filter->type == NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL) {
+    if (filter->type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL) {
         if (filter->channel_dim != channel_dim)
             return NPU_E_BAD_SCALAR;
-    } else if (filter->type != NPU_TT_TENSOR_QUANT8_ASYMM) {
+    } else if (filter->type != NPU_OPERAND_TENSOR_QUANT8_ASYMM) {
         return NPU_E_BAD_OPERAND_TYPE;
     }
     *kind = KIND_Q8;
@@ -52,7 +52,7 @@ static int requant_init(struct requant *q, const struct npu_tensor *in, const st
     if (q->multiplier == NULL || q->shift == NULL)
         return NPU_E_NO_MEMORY;
     for (size_t c = 0; c < channels; c++) {
-        double fs = filter->type == NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL ? filter->channel_scales[c] : filter->scale;
+        double fs = filter->type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL ? filter->channel_scales[c] : filter->scale;
         OPS_TRY(npu_quantize_multiplier((double)in->scale * fs / (double)out->scale, &q->multiplier[c], &q->shift[c]));
     }
     ops_quant_bounds(fuse, out, &q->lo, &q->hi);
@@ -173,8 +173,8 @@ static int convolution(const struct npu_tensor *input, const struct npu_tensor *
         for (size_t gi = 0; rc == NPU_OK && gi < (size_t)groups; gi++) {
             ctx.c0 = gi * cg;
             rc = ops_gemm_i16_prepare(&gemm, (const uint8_t *)filter->data + gi * og * K,
-                                      filter->type == NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL,
-                                      filter->type == NPU_TT_TENSOR_QUANT8_ASYMM ? filter->zero_point : 0, og, K);
+                                      filter->type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL,
+                                      filter->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM ? filter->zero_point : 0, og, K);
             if (rc == NPU_OK)
                 rc = ops_gemm_i16_run(&gemm, pack_conv_i16, &ctx, m0, m1, acc + gi * og, g.oc);
             ops_gemm_i16_free(&gemm);
@@ -291,7 +291,7 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
         rows = malloc(count * oc);
         rc = acc && fc && rows ? requant_init(&q, input, filter, output, oc, w->fuse) : NPU_E_NO_MEMORY;
         if (rc == NPU_OK) {
-            bool per_channel = filter->type == NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL;
+            bool per_channel = filter->type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL;
             for (size_t i = 0; i < g.fh * g.fw * oc; i++)
                 fc[i] = (int16_t)(per_channel ? ((const int8_t *)filter->data)[i]
                                               : ((const uint8_t *)filter->data)[i] - filter->zero_point);
@@ -386,7 +386,7 @@ int npu_op_fully_connected(const struct npu_tensor *input, const struct npu_tens
     enum kind kind;
     OPS_TRY(check_types(input, weights, bias, output, 0, &kind));
     OPS_TRY(ops_check_fuse(fuse));
-    if (weights->type == NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL)
+    if (weights->type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL)
         return NPU_E_BAD_OPERAND_TYPE;  /* 1.2: per-tensor weights only */
     if (input->rank < 2 || input->rank > 4 || weights->rank != 2 || bias->rank != 1 || output->rank != 2)
         return NPU_E_BAD_SHAPE;
@@ -435,7 +435,7 @@ int npu_op_fully_connected(const struct npu_tensor *input, const struct npu_tens
         ops_float_bounds(fuse, &lo, &hi);
         for (size_t i = 0; i < (end - begin) * units; i++) {
             float v = rows[i] < lo ? lo : (rows[i] > hi ? hi : rows[i]);
-            if (output->type == NPU_TT_TENSOR_FLOAT16)
+            if (output->type == NPU_OPERAND_TENSOR_FLOAT16)
                 ((uint16_t *)output->data)[begin * units + i] = npu_float_to_half(v);
             else
                 ((float *)output->data)[begin * units + i] = v;

@@ -66,16 +66,16 @@ static int arithmetic(enum arith op, const struct npu_tensor *a, const struct np
     OPS_TRY(ops_check(out));
     bool extreme = op == ARITH_MAX || op == ARITH_MIN;
     if (extreme)
-        OPS_TRY(ops_type_in(a, 4, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_QUANT8_ASYMM,
-                            NPU_TT_TENSOR_INT32));
+        OPS_TRY(ops_type_in(a, 4, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_QUANT8_ASYMM,
+                            NPU_OPERAND_TENSOR_INT32));
     else
-        OPS_TRY(ops_type_in(a, 3, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_QUANT8_ASYMM));
+        OPS_TRY(ops_type_in(a, 3, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_QUANT8_ASYMM));
     if (b->type != a->type || out->type != a->type)
         return NPU_E_BAD_OPERAND_TYPE;
     OPS_TRY(ops_check_fuse(fuse));
     struct broadcast bc;
     OPS_TRY(broadcast(a, b, out, &bc));
-    if (a->type != NPU_TT_TENSOR_QUANT8_ASYMM || extreme) {
+    if (a->type != NPU_OPERAND_TENSOR_QUANT8_ASYMM || extreme) {
         /* real values (MAXIMUM and MINIMUM pick one, requantized to the output's) */
         float lo, hi;
         ops_float_bounds(fuse, &lo, &hi);
@@ -160,12 +160,12 @@ static int unary(enum unary fn, const struct npu_tensor *in, const struct npu_te
 {
     OPS_TRY(ops_check(in));
     OPS_TRY(ops_check(out));
-    OPS_TRY(ops_type_in(in, 3, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_QUANT8_ASYMM));
+    OPS_TRY(ops_type_in(in, 3, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_QUANT8_ASYMM));
     if (out->type != in->type)
         return NPU_E_BAD_OPERAND_TYPE;
     if (!ops_same_dims(in, out))
         return NPU_E_BAD_SHAPE;
-    if (in->type == NPU_TT_TENSOR_QUANT8_ASYMM) {
+    if (in->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM) {
         /* the spec fixes these outputs' ranges */
         if (fn == U_LOGISTIC && (out->scale != 1.0f / 256 || out->zero_point != 0))
             return NPU_E_BAD_SCALAR;
@@ -230,7 +230,7 @@ static int along_axis(enum along fn, const struct npu_tensor *input, float beta,
 {
     OPS_TRY(ops_check(input));
     OPS_TRY(ops_check(output));
-    OPS_TRY(ops_type_in(input, 3, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_QUANT8_ASYMM));
+    OPS_TRY(ops_type_in(input, 3, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_QUANT8_ASYMM));
     if (output->type != input->type)
         return NPU_E_BAD_OPERAND_TYPE;
     if (!ops_same_dims(input, output) || input->rank > 4)
@@ -240,7 +240,7 @@ static int along_axis(enum along fn, const struct npu_tensor *input, float beta,
     /* the spec fixes the quantized outputs' ranges */
     float scale = fn == ALONG_SOFTMAX ? 1.0f / 256 : 1.0f / 128;
     int32_t zero = fn == ALONG_SOFTMAX ? 0 : 128;
-    if (input->type == NPU_TT_TENSOR_QUANT8_ASYMM && (output->scale != scale || output->zero_point != zero))
+    if (input->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM && (output->scale != scale || output->zero_point != zero))
         return NPU_E_BAD_SCALAR;
     uint32_t ax = (uint32_t)(axis < 0 ? axis + (int32_t)input->rank : axis);
     size_t outer = 1, inner = 1, len = input->dims[ax];
@@ -289,7 +289,7 @@ int npu_op_prelu(const struct npu_tensor *input, const struct npu_tensor *alpha,
     OPS_TRY(ops_check(input));
     OPS_TRY(ops_check(alpha));
     OPS_TRY(ops_check(output));
-    OPS_TRY(ops_type_in(input, 3, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_QUANT8_ASYMM));
+    OPS_TRY(ops_type_in(input, 3, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_QUANT8_ASYMM));
     if (alpha->type != input->type || output->type != input->type)
         return NPU_E_BAD_OPERAND_TYPE;
     struct broadcast bc;
@@ -305,8 +305,8 @@ int npu_op_dequantize(const struct npu_tensor *input, const struct npu_tensor *o
 {
     OPS_TRY(ops_check(input));
     OPS_TRY(ops_check(output));
-    OPS_TRY(ops_type_in(input, 3, NPU_TT_TENSOR_QUANT8_ASYMM, NPU_TT_TENSOR_QUANT8_SYMM,
-                        NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL));
+    OPS_TRY(ops_type_in(input, 3, NPU_OPERAND_TENSOR_QUANT8_ASYMM, NPU_OPERAND_TENSOR_QUANT8_SYMM,
+                        NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL));
     if (!ops_is_float(output))
         return NPU_E_BAD_OPERAND_TYPE;
     if (!ops_same_dims(input, output) || input->rank > 4)
@@ -321,7 +321,7 @@ int npu_op_quantize(const struct npu_tensor *input, const struct npu_tensor *out
 {
     OPS_TRY(ops_check(input));
     OPS_TRY(ops_check(output));
-    if (!ops_is_float(input) || output->type != NPU_TT_TENSOR_QUANT8_ASYMM)
+    if (!ops_is_float(input) || output->type != NPU_OPERAND_TENSOR_QUANT8_ASYMM)
         return NPU_E_BAD_OPERAND_TYPE;
     if (!ops_same_dims(input, output))
         return NPU_E_BAD_SHAPE;

@@ -29,9 +29,9 @@ static int pool(enum pool_kind kind, const struct npu_tensor *input, const struc
     OPS_TRY(ops_check(output));
     OPS_TRY(ops_check_window(w, true));
     if (kind == POOL_L2)
-        OPS_TRY(ops_type_in(input, 2, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16));
+        OPS_TRY(ops_type_in(input, 2, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16));
     else
-        OPS_TRY(ops_type_in(input, 3, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_QUANT8_ASYMM));
+        OPS_TRY(ops_type_in(input, 3, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_QUANT8_ASYMM));
     if (output->type != input->type)
         return NPU_E_BAD_OPERAND_TYPE;
     if (input->rank != 4)
@@ -50,7 +50,7 @@ static int pool(enum pool_kind kind, const struct npu_tensor *input, const struc
     const void *x;
     void *owned;
     OPS_TRY(ops_nhwc_input(input, w->nchw, &x, &owned));
-    bool quant = input->type == NPU_TT_TENSOR_QUANT8_ASYMM;
+    bool quant = input->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM;
     void *rows = malloc(count * (quant ? 1 : sizeof(float)));
     if (rows == NULL) {
         free(owned);

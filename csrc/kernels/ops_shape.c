@@ -15,7 +15,7 @@ static int check_pair(const struct npu_tensor *in, const struct npu_tensor *out)
 {
     OPS_TRY(ops_check(in));
     OPS_TRY(ops_check(out));
-    OPS_TRY(ops_type_in(in, 3, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_QUANT8_ASYMM));
+    OPS_TRY(ops_type_in(in, 3, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_QUANT8_ASYMM));
     return out->type == in->type ? NPU_OK : NPU_E_BAD_OPERAND_TYPE;
 }
 
@@ -92,7 +92,7 @@ int npu_op_concatenation(const struct npu_tensor *const *inputs, uint32_t count,
         outer *= output->dims[d];
     for (uint32_t d = ax + 1; d < rank; d++)
         inner *= output->dims[d];
-    bool quant = output->type == NPU_TT_TENSOR_QUANT8_ASYMM;
+    bool quant = output->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM;
     size_t at = 0;
     for (size_t o = 0; o < outer; o++)
         for (uint32_t i = 0; i < count; i++) {
@@ -125,7 +125,7 @@ static int pad(const struct npu_tensor *input, const int32_t *paddings, const vo
         if ((int64_t)output->dims[d] != (int64_t)input->dims[d] + paddings[2 * d] + paddings[2 * d + 1])
             return NPU_E_BAD_SHAPE;
     }
-    size_t in_strides[NPU_OPS_MAX_RANK], size = ops_element_size(input->type);
+    size_t in_strides[NPU_MAX_RANK], size = ops_element_size(input->type);
     strides_of(input, in_strides);
     size_t n = npu_ops_element_count(output);
     for (size_t i = 0; i < n; i++) {
@@ -155,8 +155,8 @@ int npu_op_pad(const struct npu_tensor *input, const int32_t *paddings, const st
     float zero_f = 0.0f;
     uint16_t zero_h = 0;
     uint8_t zero_q = (uint8_t)input->zero_point;
-    const void *fill = input->type == NPU_TT_TENSOR_FLOAT32 ? (const void *)&zero_f
-                       : input->type == NPU_TT_TENSOR_FLOAT16 ? (const void *)&zero_h : (const void *)&zero_q;
+    const void *fill = input->type == NPU_OPERAND_TENSOR_FLOAT32 ? (const void *)&zero_f
+                       : input->type == NPU_OPERAND_TENSOR_FLOAT16 ? (const void *)&zero_h : (const void *)&zero_q;
     return pad(input, paddings, fill, output);
 }
 
@@ -167,13 +167,13 @@ int npu_op_pad_v2(const struct npu_tensor *input, const int32_t *paddings, doubl
     float value_f = (float)pad_value;
     uint16_t value_h = npu_float_to_half(value_f);
     uint8_t value_q = 0;
-    if (input->type == NPU_TT_TENSOR_QUANT8_ASYMM) {
+    if (input->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM) {
         if (!(pad_value >= 0.0 && pad_value <= 255.0) || pad_value != floor(pad_value))
             return NPU_E_BAD_SCALAR;
         value_q = (uint8_t)pad_value;
     }
-    const void *fill = input->type == NPU_TT_TENSOR_FLOAT32 ? (const void *)&value_f
-                       : input->type == NPU_TT_TENSOR_FLOAT16 ? (const void *)&value_h : (const void *)&value_q;
+    const void *fill = input->type == NPU_OPERAND_TENSOR_FLOAT32 ? (const void *)&value_f
+                       : input->type == NPU_OPERAND_TENSOR_FLOAT16 ? (const void *)&value_h : (const void *)&value_q;
     return pad(input, paddings, fill, output);
 }
 
@@ -183,9 +183,9 @@ static int arg_extreme(const struct npu_tensor *input, int32_t axis, const struc
 {
     OPS_TRY(ops_check(input));
     OPS_TRY(ops_check(output));
-    OPS_TRY(ops_type_in(input, 4, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_INT32,
-                        NPU_TT_TENSOR_QUANT8_ASYMM));
-    if (output->type != NPU_TT_TENSOR_INT32)
+    OPS_TRY(ops_type_in(input, 4, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_INT32,
+                        NPU_OPERAND_TENSOR_QUANT8_ASYMM));
+    if (output->type != NPU_OPERAND_TENSOR_INT32)
         return NPU_E_BAD_OPERAND_TYPE;
     uint32_t rank = input->rank;
     if (axis < -(int32_t)rank || axis >= (int32_t)rank)
@@ -232,15 +232,15 @@ static int reduce(enum reduction kind, const struct npu_tensor *input, const int
         return NPU_E_INVALID_ARGUMENT;
     if (input->rank == 0 || input->rank > 4)
         return NPU_E_BAD_SHAPE;
-    bool reduced[NPU_OPS_MAX_RANK] = {false};
+    bool reduced[NPU_MAX_RANK] = {false};
     for (uint32_t i = 0; i < axis_count; i++) {
         if (axes[i] < -(int32_t)input->rank || axes[i] >= (int32_t)input->rank)
             return NPU_E_BAD_SCALAR;
         reduced[axes[i] < 0 ? axes[i] + (int32_t)input->rank : axes[i]] = true;
     }
     /* the output's shape, and each input dimension's stride into it */
-    size_t out_stride[NPU_OPS_MAX_RANK], kept = 0, count = 1;
-    uint32_t expect[NPU_OPS_MAX_RANK];
+    size_t out_stride[NPU_MAX_RANK], kept = 0, count = 1;
+    uint32_t expect[NPU_MAX_RANK];
     for (uint32_t d = 0; d < input->rank; d++) {
         if (reduced[d]) {
             count *= input->dims[d];
@@ -322,9 +322,9 @@ int npu_op_gather(const struct npu_tensor *input, int32_t axis, const struct npu
     OPS_TRY(ops_check(input));
     OPS_TRY(ops_check(indices));
     OPS_TRY(ops_check(output));
-    OPS_TRY(ops_type_in(input, 4, NPU_TT_TENSOR_FLOAT32, NPU_TT_TENSOR_FLOAT16, NPU_TT_TENSOR_INT32,
-                        NPU_TT_TENSOR_QUANT8_ASYMM));
-    if (indices->type != NPU_TT_TENSOR_INT32 || output->type != input->type)
+    OPS_TRY(ops_type_in(input, 4, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_INT32,
+                        NPU_OPERAND_TENSOR_QUANT8_ASYMM));
+    if (indices->type != NPU_OPERAND_TENSOR_INT32 || output->type != input->type)
         return NPU_E_BAD_OPERAND_TYPE;
     uint32_t rank = input->rank;
     if (axis < -(int32_t)rank || axis >= (int32_t)rank)
@@ -366,8 +366,8 @@ int npu_op_transpose(const struct npu_tensor *input, const int32_t *perm, const 
     uint32_t rank = input->rank;
     if (rank > 4 || output->rank != rank)
         return NPU_E_BAD_SHAPE;
-    uint32_t p[NPU_OPS_MAX_RANK];
-    bool seen[NPU_OPS_MAX_RANK] = {false};
+    uint32_t p[NPU_MAX_RANK];
+    bool seen[NPU_MAX_RANK] = {false};
     for (uint32_t d = 0; d < rank; d++) {
         int32_t v = perm ? perm[d] : (int32_t)(rank - 1 - d);
         if (v < 0 || v >= (int32_t)rank || seen[v])
@@ -377,8 +377,8 @@ int npu_op_transpose(const struct npu_tensor *input, const int32_t *perm, const 
         if (output->dims[d] != input->dims[v])
             return NPU_E_BAD_SHAPE;
     }
-    size_t in_strides[NPU_OPS_MAX_RANK], counts[NPU_OPS_MAX_RANK];
-    long steps[NPU_OPS_MAX_RANK];
+    size_t in_strides[NPU_MAX_RANK], counts[NPU_MAX_RANK];
+    long steps[NPU_MAX_RANK];
     strides_of(input, in_strides);
     for (uint32_t d = 0; d < rank; d++) {
         counts[d] = output->dims[d];
@@ -415,8 +415,8 @@ int npu_op_strided_slice(const struct npu_tensor *input, const int32_t *begin, c
     uint32_t rank = input->rank;
     if (rank == 0 || rank > 4)
         return NPU_E_BAD_SHAPE;
-    long first[NPU_OPS_MAX_RANK], step[NPU_OPS_MAX_RANK];
-    size_t counts[NPU_OPS_MAX_RANK];
+    long first[NPU_MAX_RANK], step[NPU_MAX_RANK];
+    size_t counts[NPU_MAX_RANK];
     uint32_t kept = 0;
     for (uint32_t d = 0; d < rank; d++) {
         long dim = input->dims[d], s = strides[d];
@@ -441,7 +441,7 @@ int npu_op_strided_slice(const struct npu_tensor *input, const int32_t *begin, c
     }
     if (kept != output->rank && !(kept == 0 && output->rank == 1 && output->dims[0] == 1))
         return NPU_E_BAD_SHAPE;
-    size_t in_strides[NPU_OPS_MAX_RANK];
+    size_t in_strides[NPU_MAX_RANK];
     long base = 0;
     strides_of(input, in_strides);
     for (uint32_t d = 0; d < rank; d++) {

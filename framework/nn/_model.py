@@ -196,9 +196,11 @@ class Model:
         try:
             opType = OperationType(type)
         except ValueError:
+            raise BadDataError(f"addOperation: {type!r} is not an NN HAL 1.2 operation type") from None
+        if opType not in SIGNATURES:
             raise BadDataError(
-                f"addOperation: unsupported operation type {type!r} (npuemu has {[t.name for t in SIGNATURES]})"
-            ) from None
+                f"addOperation: unsupported operation type {opType.name} (npuemu has {[t.name for t in SIGNATURES]})"
+            )
         where = f"addOperation({opType.name})"
         ins = tuple(int(i) for i in _index_list(where, "inputs", inputs))
         outs = tuple(int(i) for i in _index_list(where, "outputs", outputs))

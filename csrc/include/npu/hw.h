@@ -67,7 +67,7 @@
 
 /* The ABI version of hw.h + driver.h together.  A driver's entry point is
  * called with it and the loader refuses an ops table that carries another. */
-enum { NPU_ABI_VERSION = 2 };
+enum { NPU_ABI_VERSION = 3 };
 
 enum npu_clock {
     NPU_CLOCK_VIRTUAL = 1,

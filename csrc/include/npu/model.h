@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-/* NNAPI OperandType. */
+/* NN HAL 1.2's OperandType, all of it. */
 enum npu_operand_type {
     NPU_OPERAND_FLOAT32 = 0,
     NPU_OPERAND_INT32 = 1,
@@ -36,7 +36,14 @@ enum npu_operand_type {
     NPU_OPERAND_TENSOR_INT32 = 4,
     NPU_OPERAND_TENSOR_QUANT8_ASYMM = 5,
     NPU_OPERAND_BOOL = 6,
-    NPU_OPERAND_TYPE_COUNT = 7
+    NPU_OPERAND_TENSOR_QUANT16_SYMM = 7,
+    NPU_OPERAND_TENSOR_FLOAT16 = 8,
+    NPU_OPERAND_TENSOR_BOOL8 = 9,
+    NPU_OPERAND_FLOAT16 = 10,
+    NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL = 11,
+    NPU_OPERAND_TENSOR_QUANT16_ASYMM = 12,
+    NPU_OPERAND_TENSOR_QUANT8_SYMM = 13,
+    NPU_OPERAND_TYPE_COUNT = 14
 };
 
 /* NNAPI OperandLifeTime. */
@@ -49,15 +56,105 @@ enum npu_operand_lifetime {
     NPU_LIFETIME_NO_VALUE = 5
 };
 
-/* NNAPI OperationType (the subset npuemu computes). */
+/* NN HAL 1.2's OperationType, all 95 (which of them a device computes is its
+ * bindings' and its own say: npu/bind.h, the driver's get_supported_operations). */
 enum npu_operation_type {
     NPU_OP_ADD = 0,
+    NPU_OP_AVERAGE_POOL_2D = 1,
+    NPU_OP_CONCATENATION = 2,
     NPU_OP_CONV_2D = 3,
+    NPU_OP_DEPTHWISE_CONV_2D = 4,
+    NPU_OP_DEPTH_TO_SPACE = 5,
+    NPU_OP_DEQUANTIZE = 6,
+    NPU_OP_EMBEDDING_LOOKUP = 7,
+    NPU_OP_FLOOR = 8,
     NPU_OP_FULLY_CONNECTED = 9,
+    NPU_OP_HASHTABLE_LOOKUP = 10,
+    NPU_OP_L2_NORMALIZATION = 11,
+    NPU_OP_L2_POOL_2D = 12,
+    NPU_OP_LOCAL_RESPONSE_NORMALIZATION = 13,
+    NPU_OP_LOGISTIC = 14,
+    NPU_OP_LSH_PROJECTION = 15,
+    NPU_OP_LSTM = 16,
+    NPU_OP_MAX_POOL_2D = 17,
     NPU_OP_MUL = 18,
     NPU_OP_RELU = 19,
+    NPU_OP_RELU1 = 20,
+    NPU_OP_RELU6 = 21,
+    NPU_OP_RESHAPE = 22,
+    NPU_OP_RESIZE_BILINEAR = 23,
+    NPU_OP_RNN = 24,
     NPU_OP_SOFTMAX = 25,
-    NPU_OP_SUB = 36
+    NPU_OP_SPACE_TO_DEPTH = 26,
+    NPU_OP_SVDF = 27,
+    NPU_OP_TANH = 28,
+    NPU_OP_BATCH_TO_SPACE_ND = 29,
+    NPU_OP_DIV = 30,
+    NPU_OP_MEAN = 31,
+    NPU_OP_PAD = 32,
+    NPU_OP_SPACE_TO_BATCH_ND = 33,
+    NPU_OP_SQUEEZE = 34,
+    NPU_OP_STRIDED_SLICE = 35,
+    NPU_OP_SUB = 36,
+    NPU_OP_TRANSPOSE = 37,
+    NPU_OP_ABS = 38,
+    NPU_OP_ARGMAX = 39,
+    NPU_OP_ARGMIN = 40,
+    NPU_OP_AXIS_ALIGNED_BBOX_TRANSFORM = 41,
+    NPU_OP_BIDIRECTIONAL_SEQUENCE_LSTM = 42,
+    NPU_OP_BIDIRECTIONAL_SEQUENCE_RNN = 43,
+    NPU_OP_BOX_WITH_NMS_LIMIT = 44,
+    NPU_OP_CAST = 45,
+    NPU_OP_CHANNEL_SHUFFLE = 46,
+    NPU_OP_DETECTION_POSTPROCESSING = 47,
+    NPU_OP_EQUAL = 48,
+    NPU_OP_EXP = 49,
+    NPU_OP_EXPAND_DIMS = 50,
+    NPU_OP_GATHER = 51,
+    NPU_OP_GENERATE_PROPOSALS = 52,
+    NPU_OP_GREATER = 53,
+    NPU_OP_GREATER_EQUAL = 54,
+    NPU_OP_GROUPED_CONV_2D = 55,
+    NPU_OP_HEATMAP_MAX_KEYPOINT = 56,
+    NPU_OP_INSTANCE_NORMALIZATION = 57,
+    NPU_OP_LESS = 58,
+    NPU_OP_LESS_EQUAL = 59,
+    NPU_OP_LOG = 60,
+    NPU_OP_LOGICAL_AND = 61,
+    NPU_OP_LOGICAL_NOT = 62,
+    NPU_OP_LOGICAL_OR = 63,
+    NPU_OP_LOG_SOFTMAX = 64,
+    NPU_OP_MAXIMUM = 65,
+    NPU_OP_MINIMUM = 66,
+    NPU_OP_NEG = 67,
+    NPU_OP_NOT_EQUAL = 68,
+    NPU_OP_PAD_V2 = 69,
+    NPU_OP_POW = 70,
+    NPU_OP_PRELU = 71,
+    NPU_OP_QUANTIZE = 72,
+    NPU_OP_QUANTIZED_16BIT_LSTM = 73,
+    NPU_OP_RANDOM_MULTINOMIAL = 74,
+    NPU_OP_REDUCE_ALL = 75,
+    NPU_OP_REDUCE_ANY = 76,
+    NPU_OP_REDUCE_MAX = 77,
+    NPU_OP_REDUCE_MIN = 78,
+    NPU_OP_REDUCE_PROD = 79,
+    NPU_OP_REDUCE_SUM = 80,
+    NPU_OP_ROI_ALIGN = 81,
+    NPU_OP_ROI_POOLING = 82,
+    NPU_OP_RSQRT = 83,
+    NPU_OP_SELECT = 84,
+    NPU_OP_SIN = 85,
+    NPU_OP_SLICE = 86,
+    NPU_OP_SPLIT = 87,
+    NPU_OP_SQRT = 88,
+    NPU_OP_TILE = 89,
+    NPU_OP_TOPK_V2 = 90,
+    NPU_OP_TRANSPOSE_CONV_2D = 91,
+    NPU_OP_UNIDIRECTIONAL_SEQUENCE_LSTM = 92,
+    NPU_OP_UNIDIRECTIONAL_SEQUENCE_RNN = 93,
+    NPU_OP_RESIZE_NEAREST_NEIGHBOR = 94,
+    NPU_OPERATION_TYPE_COUNT = 95
 };
 
 /* NNAPI FuseCode: the activation applied to an operation's output. */
@@ -68,7 +165,7 @@ enum npu_fuse_code {
     NPU_FUSE_RELU6 = 3
 };
 
-enum { NPU_MAX_RANK = 6 };
+#define NPU_MAX_RANK 6
 
 /* Where a constant operand's bytes are: in operand_values (CONSTANT_COPY,
  * pool_index ignored) or in pools[pool_index] (CONSTANT_REFERENCE). */
@@ -84,6 +181,15 @@ struct npu_operand {
     const uint32_t *dimensions;   /* dimension_count entries, each > 0 */
     int32_t lifetime;             /* enum npu_operand_lifetime */
     struct npu_data_location location;
+    /* Quantization, as NNAPI's Operand: real = (stored - zero_point) * scale for the
+     * quantized types (0 and 0 for the others); a TENSOR_QUANT8_SYMM_PER_CHANNEL
+     * operand has instead channel_scale_count scales, one per index of dimension
+     * channel_dim (channel_scales NULL for every other type). */
+    float scale;
+    int32_t zero_point;
+    uint32_t channel_dim;
+    uint32_t channel_scale_count;
+    const float *channel_scales;
 };
 
 struct npu_operation {

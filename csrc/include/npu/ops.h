@@ -39,34 +39,17 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-/* NN HAL 1.2's OperandType, all of it (npu/model.h's enum is the model's subset). */
-enum npu_tensor_type {
-    NPU_TT_FLOAT32 = 0,
-    NPU_TT_INT32 = 1,
-    NPU_TT_UINT32 = 2,
-    NPU_TT_TENSOR_FLOAT32 = 3,
-    NPU_TT_TENSOR_INT32 = 4,
-    NPU_TT_TENSOR_QUANT8_ASYMM = 5,
-    NPU_TT_BOOL = 6,
-    NPU_TT_TENSOR_QUANT16_SYMM = 7,
-    NPU_TT_TENSOR_FLOAT16 = 8,
-    NPU_TT_TENSOR_BOOL8 = 9,
-    NPU_TT_FLOAT16 = 10,
-    NPU_TT_TENSOR_QUANT8_SYMM_PER_CHANNEL = 11,
-    NPU_TT_TENSOR_QUANT16_ASYMM = 12,
-    NPU_TT_TENSOR_QUANT8_SYMM = 13
-};
+#include "npu/model.h"
 
-#define NPU_OPS_MAX_RANK 6
 
 /* One tensor: dense, row-major, its type's storage (float, uint16_t halves,
  * int32_t, uint8_t, int8_t...).  scale and zero_point are the quantized types'
  * (real = (stored - zero_point) * scale); a TENSOR_QUANT8_SYMM_PER_CHANNEL
  * tensor has instead channel_scales, one per index of dims[channel_dim]. */
 struct npu_tensor {
-    int32_t type;                       /* enum npu_tensor_type */
-    uint32_t rank;                      /* 0..NPU_OPS_MAX_RANK */
-    uint32_t dims[NPU_OPS_MAX_RANK];    /* the first rank entries, each > 0 */
+    int32_t type;                       /* enum npu_operand_type (npu/model.h) */
+    uint32_t rank;                      /* 0..NPU_MAX_RANK */
+    uint32_t dims[NPU_MAX_RANK];    /* the first rank entries, each > 0 */
     void *data;
     float scale;
     int32_t zero_point;

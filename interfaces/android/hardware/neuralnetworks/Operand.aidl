@@ -3,6 +3,7 @@
 package android.hardware.neuralnetworks;
 
 import android.hardware.neuralnetworks.DataLocation;
+import android.hardware.neuralnetworks.OperandExtraParams;
 import android.hardware.neuralnetworks.OperandLifeTime;
 import android.hardware.neuralnetworks.OperandType;
 
@@ -14,4 +15,5 @@ parcelable Operand {
     int zeroPoint;
     OperandLifeTime lifetime = OperandLifeTime.TEMPORARY_VARIABLE;
     DataLocation location;
+    @nullable OperandExtraParams extraParams;
 }
