@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CSRC   := $(shell find csrc -name '*.c' -o -name '*.h' -o -name '*.py' 2>/dev/null)
 
-.PHONY: demo test install ext clean aidl
+.PHONY: demo test install ext clean aidl conformance-table
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 3
+
+# The NNAPI conformance table: per operation, what each emulated device supports and passes.
+conformance-table: $(STAMP)
+	$(PY) tests/conformance/report.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info npuhal/_npu*.so npuhal/_npu.c framework/nn/_cpu*.so framework/nn/_cpu.c

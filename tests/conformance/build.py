@@ -1,0 +1,78 @@
+"""A conformance case as an app builds it: an NNAPI model of one operation, through framework.nn.
+
+Two layouts of the same case, as AOSP's generated tests run them:
+- ``"constants"``: the first tensor input is a model input, the other tensors and every
+  scalar are constants set with setOperandValue (weights live in the model);
+- ``"inputs"``: every tensor input is a model input (weights as inputs), scalars constants.
+``dynamic=True`` declares every output with unspecified dimensions (0s of the right rank),
+as a model whose output shapes are known only at execution.
+
+An omitted optional input is an operand with no value (setOperandValue(None)). A case
+whose tensors have a zero dimension cannot be one operation's model (NNAPI gives model
+inputs and constants at least one element): :func:`expressible` says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from framework.nn import Model, OperandType, OperationType
+from nnref import Operand
+
+from .cases import Case
+
+SCALARS = frozenset({"FLOAT32", "INT32", "UINT32", "BOOL", "FLOAT16"})
+
+
+@dataclasses.dataclass
+class Built:
+    model: Model
+    feeds: list[np.ndarray]      # the model inputs' values, in order
+    expected: tuple[Operand, ...]
+
+
+def expressible(case: Case) -> str | None:
+    """Why ``case`` cannot be a one-operation model, or None."""
+    for i, o in enumerate(case.inputs):
+        if o is not None and o.value is not None and o.type not in SCALARS and 0 in o.value.shape:
+            return f"input {i} is zero-sized"
+    return None
+
+
+def _add(model: Model, o: Operand, dims: tuple[int, ...]) -> int:
+    quant = {"scale": float(o.scale), "zeroPoint": int(o.zero_point)} if o.scale or o.zero_point else {}
+    index = model.addOperand(OperandType[o.type], dims, **quant)
+    if o.channel_quant is not None:
+        model.setOperandSymmPerChannelQuantParams(index, o.channel_quant.channel_dim, list(o.channel_quant.scales))
+    return index
+
+
+def build(case: Case, layout: str = "constants", dynamic: bool = False) -> Built:
+    model = Model()
+    ins, feeds, model_inputs = [], [], []
+    first_tensor = True
+    for o in case.inputs:
+        if o is None or o.value is None:
+            index = model.addOperand(OperandType[o.type] if o is not None else OperandType.TENSOR_FLOAT32, ())
+            model.setOperandValue(index, None)
+        elif o.type in SCALARS:
+            index = _add(model, o, ())
+            model.setOperandValue(index, o.value)
+        else:
+            index = _add(model, o, o.value.shape)
+            if first_tensor or layout == "inputs":
+                model_inputs.append(index)
+                feeds.append(o.value)
+            else:
+                model.setOperandValue(index, o.value)
+            first_tensor = False
+        ins.append(index)
+    outs = [_add(model, e, (0,) * e.value.ndim if dynamic else e.value.shape) for e in case.expected]
+    model.addOperation(OperationType[case.operation], ins, outs)
+    model.identifyInputsAndOutputs(model_inputs, outs)
+    if case.relaxed:
+        model.relaxComputationFloat32toFloat16(True)
+    model.finish()
+    return Built(model, feeds, case.expected)
