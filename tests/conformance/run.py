@@ -20,7 +20,7 @@ import trio
 
 import nnref
 from framework.binder import open_binder_runtime
-from framework.emulator import open_stack
+from framework.emulator import BootConfig, open_stack
 from framework.nn import NeuralNetworks, NeuralNetworksError, open_nn_runtime
 from npuhal import open_driver
 
@@ -35,8 +35,16 @@ LAYOUTS = (("constants", False), ("inputs", False), ("constants", True))
 
 
 @contextlib.asynccontextmanager
-async def open_nn() -> AsyncIterator[NeuralNetworks]:
-    """An app's NNAPI runtime over the emulated devices, all in this process."""
+async def open_nn(processes: bool = False) -> AsyncIterator[NeuralNetworks]:
+    """An app's NNAPI runtime over the emulated devices: all in this process (on the
+    virtual clock), or, with ``processes``, over a servicemanager and the HAL as real OS
+    processes (real clock, real sockets and shared memory), this process their init."""
+    if processes:
+        config = BootConfig(record=False, boot_timeout=30)
+        async with open_stack(processes=True, system_server=False, config=config) as hal, \
+                open_nn_runtime(hal.runtime, environ={}) as nn:
+            yield nn
+        return
     async with open_driver(clock="virtual") as driver, open_stack(driver, system_server=False) as stack:
         pid = await stack.spawn(APP_UID)
         async with open_binder_runtime(network=stack.network, pid=pid) as app, open_nn_runtime(app, environ={}) as nn:
