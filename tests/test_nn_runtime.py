@@ -463,21 +463,54 @@ async def test_an_app_without_direct_access_is_refused_by_the_npu(autojump_clock
         assert_matches_reference(model, sample_inputs(3), await (await prepared_execution(plain)).compute_async())
 
 
-async def test_timing_is_measured_on_one_device(autojump_clock, nn):
+async def test_timing_is_the_emulated_time_of_the_work(autojump_clock, stack, nn):
     async with nn.createCompilationForDevices(sampleModel(), [nn.getDeviceByName("emu-npu")]) as compilation:
         execution = await prepared_execution(compilation)
-        with pytest.raises(BadStateError):
+        with pytest.raises(BadStateError, match="not computed"):
             execution.getDuration(DurationCode.ON_HARDWARE)
         execution.setMeasureTiming(True)
         await execution.compute_async()
         on_hardware = execution.getDuration(DurationCode.ON_HARDWARE)
         in_driver = execution.getDuration(DurationCode.IN_DRIVER)
-        assert 0 < on_hardware <= in_driver < NO_DURATION
+        # On hardware: from the work's start on a channel to its end, in emulated ns,
+        # exactly as the HAL recorded the driver's events; in driver: from submission.
+        events = [e for e in stack.hal.recent if e.kind in (1, 2)]
+        work = events[-1].work_id
+        started = min(e.time_ns for e in events if e.work_id == work and e.kind == 1)
+        ended = max(e.time_ns for e in events if e.work_id == work and e.kind == 2)
+        assert on_hardware == ended - started > 0
+        assert on_hardware <= in_driver < NO_DURATION
         with pytest.raises(BadDataError):
             execution.getDuration(7)
+        # A run not measured has no durations to give (Android 10: BAD_STATE).
+        execution.setMeasureTiming(False)
+        await execution.compute_async()
+        with pytest.raises(BadStateError, match="not measured"):
+            execution.getDuration(DurationCode.IN_DRIVER)
     async with nn.createCompilation(sampleModel()) as plain:
         with pytest.raises(BadDataError, match="exactly one device"):
             (await prepared_execution(plain)).setMeasureTiming(True)
+
+
+async def test_the_cpu_device_measures_nothing(autojump_clock, nn):
+    async with nn.createCompilationForDevices(sampleModel(), [nn.getDeviceByName(CPU_DEVICE_NAME)]) as compilation:
+        execution = await prepared_execution(compilation)
+        execution.setMeasureTiming(True)
+        await execution.compute_async()
+        assert execution.getDuration(DurationCode.ON_HARDWARE) == NO_DURATION
+        assert execution.getDuration(DurationCode.IN_DRIVER) == NO_DURATION
+
+
+async def test_a_failed_run_has_no_durations(autojump_clock, stack, nn):
+    async with nn.createCompilationForDevices(sampleModel(), [nn.getDeviceByName("emu-npu")]) as compilation:
+        execution = await prepared_execution(compilation)
+        execution.setMeasureTiming(True)
+        await execution.compute_async()
+        assert execution.getDuration(DurationCode.ON_HARDWARE) < NO_DURATION
+        stack.hal.revoke_uid(APP_UID)  # the model is gone: the next run fails
+        with pytest.raises(OpFailedError):
+            await execution.compute_async()
+        assert execution.getDuration(DurationCode.ON_HARDWARE) == NO_DURATION
 
 
 # ---- failures: fallback or not ------------------------------------------------------------

@@ -94,7 +94,8 @@ class Execution:
         self._outputs: dict[int, Any] = {}  # position -> app buffer (copied out) or _Place
         self._hints: dict[str, Any] = {}
         self._measure = False
-        self._durations: dict[DurationCode, int] | None = None
+        self._durations: dict[DurationCode, int] | None = None  # None: no run ended yet
+        self._measured = False  # whether the last run was measured
         self._pool: SharedMemory | None = None
         self._mapping: Any = None
         self._running = False
@@ -237,19 +238,24 @@ class Execution:
         self._measure = measure
 
     def getDuration(self, code: DurationCode | int) -> int:
-        """``ANeuralNetworksExecution_getDuration``: nanoseconds of the last run.
+        """``ANeuralNetworksExecution_getDuration``: nanoseconds of the last run, as Android 10.
 
-        ``ON_HARDWARE`` is the time the device computed (emulated time on a driver
-        device, the kernels' wall time on the CPU); ``IN_DRIVER`` adds the time the
-        work waited in the driver's queue. ``NO_DURATION`` (UINT64_MAX) when timing
-        was not measured or the driver did not say. Before any run: ``BAD_STATE``.
+        ``ON_HARDWARE`` is the emulated time the device computed the work (from its
+        start on a channel to its end: preemptions included, queueing not);
+        ``IN_DRIVER`` is that plus the driver's own time (from submission to end: the
+        wait in the driver's queue too). ``NO_DURATION`` (UINT64_MAX) when the device
+        did not say, when the work ran on the CPU device (``nnapi-reference`` measures
+        nothing, as Android's) and after a failed run. ``BAD_STATE`` before any run and
+        when ``setMeasureTiming(True)`` was not in force for the last one.
         """
         try:
             code = DurationCode(code)
         except ValueError:
             raise BadDataError(f"getDuration: unknown duration code {code!r}") from None
         if self._durations is None:
-            raise BadStateError("getDuration: the execution has not computed (with setMeasureTiming)")
+            raise BadStateError("getDuration: the execution has not computed")
+        if not self._measured:
+            raise BadStateError("getDuration: the last run was not measured (setMeasureTiming(True) first)")
         return self._durations.get(code, NO_DURATION)
 
     def _hal_hints(self) -> Any:
@@ -280,6 +286,8 @@ class Execution:
         if missing:
             raise BadDataError(f"{call}: input(s) {missing} are not set")
         self._running = True
+        self._durations = None
+        self._measured = self._measure
 
     async def _compute(self) -> list[np.ndarray]:
         plan = self._compilation.plan
@@ -289,6 +297,7 @@ class Execution:
                 return await self._run(plan, failed_device)
             except _StepFailed as failure:
                 if not self._compilation.allowsCpuFallback:
+                    self._durations = {}  # a failed run has no durations
                     raise failure.error from None
                 if isinstance(failure.error, DeadObjectError):
                     # The device's process is gone: its operations move to the CPU for
@@ -382,27 +391,24 @@ class Execution:
         for step in plan.steps:
             if self._compilation._nn._proxy(step.device) is None:
                 await trio.lowlevel.checkpoint()
-                began = time.perf_counter_ns()
                 wall_start = time.monotonic_ns()
                 _cpu_kernels.runModel(
                     step.model,
                     [self._view(places[i]) for i in step.inputs],
                     [self._view(places[i]) for i in step.outputs],
                 )
-                spent = time.perf_counter_ns() - began
-                timings.append((spent, spent))
+                timings.append((-1, -1))  # the CPU device measures nothing (Android's doesn't)
                 self._compilation._nn._cpu_tracer.step(
                     wall_start, time.monotonic_ns(), len(step.operations),
                     "planned" if failed_device is None else "fallback", failed_device)
             else:
                 timings.append(await self._run_on_driver(step, places))
-        if self._measure:
-            known = [t for t in timings if t[0] >= 0 and t[1] >= 0]
-            self._durations = (
-                {DurationCode.ON_HARDWARE: sum(t[0] for t in known), DurationCode.IN_DRIVER: sum(t[1] for t in known)}
-                if len(known) == len(timings)
-                else {}
-            )
+        # Android 10 reports durations only of a run one driver step made whole (a
+        # measured compilation is for one device); a -1 from the driver is "unknown".
+        single = timings[0] if len(timings) == 1 else (-1, -1)
+        self._durations = {
+            code: value for code, value in zip((DurationCode.ON_HARDWARE, DurationCode.IN_DRIVER), single) if value >= 0
+        }
         results = []
         for position, operand in enumerate(hal.outputIndexes):
             dims = hal.operands[operand].dimensions
