@@ -229,6 +229,33 @@ void ops_requantize_moved(const struct npu_tensor *out, float scale, int32_t zer
         v[i] = ops_quantize_u8(((double)v[i] - zero_point) * scale, out->scale, out->zero_point);
 }
 
+int ops_broadcast(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *out,
+                  uint32_t max_rank, struct ops_broadcast *bc)
+{
+    if (a->rank > max_rank || b->rank > max_rank || max_rank > NPU_MAX_RANK)
+        return NPU_E_BAD_SHAPE;
+    uint32_t rank = a->rank > b->rank ? a->rank : b->rank;
+    if (out->rank != rank)
+        return NPU_E_BAD_SHAPE;
+    size_t stride_a = 1, stride_b = 1;
+    for (int d = NPU_MAX_RANK - 1; d >= 0; d--) {
+        uint32_t back = (uint32_t)(NPU_MAX_RANK - 1 - d);  /* dimensions counted from the right */
+        size_t da = back < a->rank ? a->dims[a->rank - 1 - back] : 1;
+        size_t db = back < b->rank ? b->dims[b->rank - 1 - back] : 1;
+        size_t dout = back < rank ? out->dims[rank - 1 - back] : 1;
+        if (da != db && da != 1 && db != 1)
+            return NPU_E_BAD_SHAPE;
+        if (dout != (da > db ? da : db))
+            return NPU_E_BAD_SHAPE;
+        bc->dims[d] = dout;
+        bc->sa[d] = da == 1 ? 0 : stride_a;
+        bc->sb[d] = db == 1 ? 0 : stride_b;
+        stride_a *= da;
+        stride_b *= db;
+    }
+    return NPU_OK;
+}
+
 int ops_widen(const struct npu_tensor *in, struct npu_tensor *view, float **owned)
 {
     *view = *in;

@@ -11,46 +11,6 @@
 
 #include "ops_internal.h"
 
-struct broadcast {
-    size_t dims[4], sa[4], sb[4];
-};
-
-/* a and b broadcast to out's shape; the strides read a and b for each out index. */
-static int broadcast(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *out,
-                     struct broadcast *bc)
-{
-    if (a->rank > 4 || b->rank > 4)
-        return NPU_E_BAD_SHAPE;
-    uint32_t rank = a->rank > b->rank ? a->rank : b->rank;
-    if (out->rank != rank)
-        return NPU_E_BAD_SHAPE;
-    size_t stride_a = 1, stride_b = 1;
-    for (int d = 3; d >= 0; d--) {
-        int back = 3 - d;  /* dimensions counted from the right */
-        size_t da = back < (int)a->rank ? a->dims[a->rank - 1 - back] : 1;
-        size_t db = back < (int)b->rank ? b->dims[b->rank - 1 - back] : 1;
-        size_t dout = back < (int)rank ? out->dims[rank - 1 - back] : 1;
-        if (da != db && da != 1 && db != 1)
-            return NPU_E_BAD_SHAPE;
-        if (dout != (da > db ? da : db))
-            return NPU_E_BAD_SHAPE;
-        bc->dims[d] = dout;
-        bc->sa[d] = da == 1 ? 0 : stride_a;
-        bc->sb[d] = db == 1 ? 0 : stride_b;
-        stride_a *= da;
-        stride_b *= db;
-    }
-    return NPU_OK;
-}
-
-#define FOR_BROADCAST(bc, i, ia, ib)                                                          \
-    for (size_t i0 = 0, i = 0; i0 < (bc).dims[0]; i0++)                                       \
-        for (size_t i1 = 0; i1 < (bc).dims[1]; i1++)                                          \
-            for (size_t i2 = 0; i2 < (bc).dims[2]; i2++)                                      \
-                for (size_t i3 = 0, ia = i0 * (bc).sa[0] + i1 * (bc).sa[1] + i2 * (bc).sa[2], \
-                            ib = i0 * (bc).sb[0] + i1 * (bc).sb[1] + i2 * (bc).sb[2];         \
-                     i3 < (bc).dims[3]; i3++, i++, ia += (bc).sa[3], ib += (bc).sb[3])
-
 enum arith { ARITH_ADD, ARITH_SUB, ARITH_MUL, ARITH_MAX, ARITH_MIN };
 
 static int32_t clamp32(int64_t v, int32_t lo, int32_t hi)
@@ -73,13 +33,13 @@ static int arithmetic(enum arith op, const struct npu_tensor *a, const struct np
     if (b->type != a->type || out->type != a->type)
         return NPU_E_BAD_OPERAND_TYPE;
     OPS_TRY(ops_check_fuse(fuse));
-    struct broadcast bc;
-    OPS_TRY(broadcast(a, b, out, &bc));
+    struct ops_broadcast bc;
+    OPS_TRY(ops_broadcast(a, b, out, 4, &bc));
     if (a->type != NPU_OPERAND_TENSOR_QUANT8_ASYMM || extreme) {
         /* real values (MAXIMUM and MINIMUM pick one, requantized to the output's) */
         float lo, hi;
         ops_float_bounds(fuse, &lo, &hi);
-        FOR_BROADCAST(bc, i, ia, ib) {
+        OPS_FOR_BROADCAST(bc, i, ia, ib) {
             double x = ops_get(a, ia), y = ops_get(b, ib), v;
             switch (op) {
             case ARITH_ADD: v = x + y; break;
@@ -102,7 +62,7 @@ static int arithmetic(enum arith op, const struct npu_tensor *a, const struct np
         if (!(out->scale > product))
             return NPU_E_BAD_SCALAR;  /* the 1.2 reference's rule for quantized MUL */
         OPS_TRY(npu_quantize_multiplier(product / out->scale, &q, &s));
-        FOR_BROADCAST(bc, i, ia, ib) {
+        OPS_FOR_BROADCAST(bc, i, ia, ib) {
             int32_t acc = ((int32_t)xa[ia] - a->zero_point) * ((int32_t)xb[ib] - b->zero_point);
             dst[i] = (uint8_t)clamp32((int64_t)npu_multiply_by_quantized_multiplier(acc, q, s) + out->zero_point, lo, hi);
         }
@@ -116,7 +76,7 @@ static int arithmetic(enum arith op, const struct npu_tensor *a, const struct np
     OPS_TRY(npu_quantize_multiplier(twice_max / ((double)(1 << left_shift) * out->scale), &qo, &so));
     if (op == ARITH_SUB)
         q2 = -q2;
-    FOR_BROADCAST(bc, i, ia, ib) {
+    OPS_FOR_BROADCAST(bc, i, ia, ib) {
         int32_t x1 = ((int32_t)xa[ia] - a->zero_point) * (1 << left_shift);
         int32_t x2 = ((int32_t)xb[ib] - b->zero_point) * (1 << left_shift);
         int64_t total = (int64_t)npu_multiply_by_quantized_multiplier(x1, q1, s1) +
@@ -292,9 +252,9 @@ int npu_op_prelu(const struct npu_tensor *input, const struct npu_tensor *alpha,
     OPS_TRY(ops_type_in(input, 3, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_QUANT8_ASYMM));
     if (alpha->type != input->type || output->type != input->type)
         return NPU_E_BAD_OPERAND_TYPE;
-    struct broadcast bc;
-    OPS_TRY(broadcast(input, alpha, output, &bc));
-    FOR_BROADCAST(bc, i, ia, ib) {
+    struct ops_broadcast bc;
+    OPS_TRY(ops_broadcast(input, alpha, output, 4, &bc));
+    OPS_FOR_BROADCAST(bc, i, ia, ib) {
         double x = ops_get(input, ia);
         ops_set(output, i, x >= 0.0 ? x : x * ops_get(alpha, ib));
     }

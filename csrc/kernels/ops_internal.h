@@ -44,6 +44,32 @@ bool ops_is_float(const struct npu_tensor *t);
  * requantize its count stored values in place.  No-op otherwise. */
 void ops_requantize_moved(const struct npu_tensor *out, float scale, int32_t zero_point);
 
+/* NNAPI's broadcasting of two tensors a and b to out: dimensions aligned from
+ * the right, each pair equal or one of them 1.  The output's dims, left-padded
+ * with 1 to NPU_MAX_RANK, and the strides reading a and b at each output index
+ * (0 along a dimension that broadcasts).  NPU_E_BAD_SHAPE when a or b has a rank
+ * above max_rank, they do not broadcast, or out is not their broadcast shape. */
+struct ops_broadcast {
+    size_t dims[NPU_MAX_RANK], sa[NPU_MAX_RANK], sb[NPU_MAX_RANK];
+};
+int ops_broadcast(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *out,
+                  uint32_t max_rank, struct ops_broadcast *bc);
+/* Each output index i in order, with ia and ib the elements of a and b it reads
+ * (one loop per dimension: NPU_MAX_RANK is 6). */
+_Static_assert(NPU_MAX_RANK == 6, "OPS_FOR_BROADCAST has one loop per dimension");
+#define OPS_FOR_BROADCAST(bc, i, ia, ib)                                                           \
+    for (size_t i0 = 0, i = 0; i0 < (bc).dims[0]; i0++)                                            \
+        for (size_t i1 = 0; i1 < (bc).dims[1]; i1++)                                               \
+            for (size_t i2 = 0; i2 < (bc).dims[2]; i2++)                                           \
+                for (size_t i3 = 0; i3 < (bc).dims[3]; i3++)                                       \
+                    for (size_t i4 = 0; i4 < (bc).dims[4]; i4++)                                   \
+                        for (size_t i5 = 0,                                                        \
+                                    ia = i0 * (bc).sa[0] + i1 * (bc).sa[1] + i2 * (bc).sa[2] +     \
+                                         i3 * (bc).sa[3] + i4 * (bc).sa[4],                        \
+                                    ib = i0 * (bc).sb[0] + i1 * (bc).sb[1] + i2 * (bc).sb[2] +     \
+                                         i3 * (bc).sb[3] + i4 * (bc).sb[4];                        \
+                             i5 < (bc).dims[5]; i5++, i++, ia += (bc).sa[5], ib += (bc).sb[5])
+
 /* Float16 tensors compute through float32 copies: widen makes *view a float32
  * tensor of in's values (*owned holds the copy to free, NULL when in is not
  * float16); narrow writes a float32 scratch back to a float16 output. */
