@@ -1,9 +1,314 @@
 /*
  * kernels/bind_math.c - the bindings (npu/bind.h) of unary and binary math, comparisons and logic.
+ *
+ * The element-wise operations of NN HAL 1.2 (FLOOR, DIV and the 1.2 additions:
+ * ABS, EXP, LOG, RSQRT, SQRT, SIN, NEG, POW, the comparisons, the logical
+ * operations, SELECT and CAST), read as the 1.2 spec lays them out, and
+ * TRANSPOSE_CONV_2D.  bind.h has no public name for an operand type, so an
+ * unexpected output type is named by its code.
  */
+#include <math.h>
+
 #include "npu/bind.h"
 #include "npu/errors.h"
 
+static const int32_t FLOATS[] = {NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16};
+static const int32_t FLOATS_INT[] = {NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_INT32};
+static const int32_t ALL4[] = {NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_INT32,
+                               NPU_OPERAND_TENSOR_QUANT8_ASYMM};
+static const int32_t COMPARABLE[] = {NPU_OPERAND_TENSOR_BOOL8, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_FLOAT32,
+                                     NPU_OPERAND_TENSOR_INT32, NPU_OPERAND_TENSOR_QUANT8_ASYMM};
+static const int32_t BOOL8[] = {NPU_OPERAND_TENSOR_BOOL8};
+
+#define COUNT(array) ((uint32_t)(sizeof(array) / sizeof((array)[0])))
+
+/* A TENSOR_QUANT8_ASYMM operand's parameters as the 1.2 spec bounds them. */
+static bool quant8_ok(const struct npu_tensor *t)
+{
+    return t->type != NPU_OPERAND_TENSOR_QUANT8_ASYMM ||
+           (t->scale > 0.0f && isfinite(t->scale) && t->zero_point >= 0 && t->zero_point <= 255);
+}
+
+/* Input i: a tensor of one of types (quantization in range). */
+static int input_tensor(struct npu_bind_call *c, uint32_t i, const int32_t *types, uint32_t n)
+{
+    int rc = npu_bind_tensor(c, i, types, n);
+    if (rc != NPU_OK)
+        return rc;
+    if (!quant8_ok(&c->in[i].t))
+        return npu_bind_fail(c, NPU_E_BAD_SCALAR,
+                             "input %u (TENSOR_QUANT8_ASYMM) needs a scale > 0 and a zero point in 0..255, not %g and %d",
+                             (unsigned)i, (double)c->in[i].t.scale, (int)c->in[i].t.zero_point);
+    return NPU_OK;
+}
+
+/* Input j: a tensor of input i's type. */
+static int same_type(struct npu_bind_call *c, uint32_t j, uint32_t i)
+{
+    return input_tensor(c, j, &c->in[i].t.type, 1);
+}
+
+/* Output 0's declared quantization is in range. */
+static int output_quant(struct npu_bind_call *c)
+{
+    const struct npu_tensor *o = &c->out[0].t;
+    if (!quant8_ok(o))
+        return npu_bind_fail(c, NPU_E_BAD_SCALAR,
+                             "output 0 (TENSOR_QUANT8_ASYMM) needs a scale > 0 and a zero point in 0..255, not %g and %d",
+                             (double)o->scale, (int)o->zero_point);
+    return NPU_OK;
+}
+
+/* Output 0's declared type is type (its quantization in range). */
+static int output_type(struct npu_bind_call *c, int32_t type, const char *what)
+{
+    if (c->out[0].t.type != type)
+        return npu_bind_fail(c, NPU_E_BAD_OPERAND_TYPE, "output 0 must be %s, not operand type %d", what,
+                             (int)c->out[0].t.type);
+    return output_quant(c);
+}
+
+/* Output 0 of input i's shape, when it is known. */
+static int shape_of(struct npu_bind_call *c, uint32_t i)
+{
+    const struct npu_arg *a = &c->in[i];
+    return a->has_shape ? npu_bind_set_shape(c, 0, a->t.rank, a->t.dims) : NPU_OK;
+}
+
+/* Inputs i and j have one shape (when both are known). */
+static int same_shape(struct npu_bind_call *c, uint32_t i, uint32_t j)
+{
+    const struct npu_arg *a = &c->in[i], *b = &c->in[j];
+    if (!a->has_shape || !b->has_shape)
+        return NPU_OK;
+    bool same = a->t.rank == b->t.rank;
+    for (uint32_t k = 0; same && k < a->t.rank; k++)
+        same = a->t.dims[k] == b->t.dims[k];
+    if (!same)
+        return npu_bind_fail(c, NPU_E_BAD_SHAPE, "input %u and input %u must have one shape", (unsigned)i,
+                             (unsigned)j);
+    return NPU_OK;
+}
+
+/* Output 0: inputs 0 and 1 broadcast (each of rank <= max_rank). */
+static int broadcast_shape(struct npu_bind_call *c, uint32_t max_rank)
+{
+    const struct npu_arg *a = &c->in[0], *b = &c->in[1];
+    for (uint32_t i = 0; i < 2; i++)
+        if (c->in[i].has_rank && c->in[i].t.rank > max_rank)
+            return npu_bind_fail(c, NPU_E_BAD_SHAPE, "input %u has rank %u (at most %u)", (unsigned)i,
+                                 (unsigned)c->in[i].t.rank, (unsigned)max_rank);
+    if (!a->has_shape || !b->has_shape)
+        return NPU_OK;
+    uint32_t rank = a->t.rank > b->t.rank ? a->t.rank : b->t.rank, dims[NPU_MAX_RANK];
+    for (uint32_t back = 0; back < rank; back++) {
+        uint32_t da = back < a->t.rank ? a->t.dims[a->t.rank - 1 - back] : 1;
+        uint32_t db = back < b->t.rank ? b->t.dims[b->t.rank - 1 - back] : 1;
+        if (da != db && da != 1 && db != 1)
+            return npu_bind_fail(c, NPU_E_BAD_SHAPE,
+                                 "inputs 0 and 1 do not broadcast: %u and %u, %u dimensions from the end",
+                                 (unsigned)da, (unsigned)db, (unsigned)back + 1);
+        dims[rank - 1 - back] = da == 1 ? db : da;
+    }
+    return npu_bind_set_shape(c, 0, rank, dims);
+}
+
+/* A run() whose library call failed (prepare let through what the library refused). */
+static int refused(struct npu_bind_call *c, int rc)
+{
+    if (rc == NPU_OK)
+        return NPU_OK;
+    return npu_bind_fail(c, rc, "the operation library refused these operands (%s)", npu_error_name(rc));
+}
+
+#define OUT (&c->out[0].t)
+#define IN(i) (&c->in[i].t)
+
+/* -- one input ------------------------------------------------------------------- */
+
+static int unary_prepare(struct npu_bind_call *c, const int32_t *types, uint32_t n, const char *what)
+{
+    int rc = npu_bind_counts(c, 1, 1, 1);
+    if (rc == NPU_OK)
+        rc = input_tensor(c, 0, types, n);
+    if (rc == NPU_OK && OUT->type != IN(0)->type)
+        rc = npu_bind_fail(c, NPU_E_BAD_OPERAND_TYPE, "output 0 must be %s, of input 0's type, not operand type %d",
+                           what, (int)OUT->type);
+    return rc == NPU_OK ? shape_of(c, 0) : rc;
+}
+
+static int prepare_float_unary(struct npu_bind_call *c)
+{
+    return unary_prepare(c, FLOATS, COUNT(FLOATS), "a float tensor");
+}
+
+static int prepare_neg(struct npu_bind_call *c)
+{
+    return unary_prepare(c, FLOATS_INT, COUNT(FLOATS_INT), "a float or int32 tensor");
+}
+
+static int prepare_logical_not(struct npu_bind_call *c)
+{
+    return unary_prepare(c, BOOL8, COUNT(BOOL8), "TENSOR_BOOL8");
+}
+
+static int run_unary(struct npu_bind_call *c, size_t begin, size_t end)
+{
+    (void)begin, (void)end;
+    int (*fn)(const struct npu_tensor *, const struct npu_tensor *);
+    switch (c->type) {
+    case NPU_OP_FLOOR: fn = npu_op_floor; break;
+    case NPU_OP_ABS: fn = npu_op_abs; break;
+    case NPU_OP_EXP: fn = npu_op_exp; break;
+    case NPU_OP_LOG: fn = npu_op_log; break;
+    case NPU_OP_RSQRT: fn = npu_op_rsqrt; break;
+    case NPU_OP_SQRT: fn = npu_op_sqrt; break;
+    case NPU_OP_SIN: fn = npu_op_sin; break;
+    case NPU_OP_NEG: fn = npu_op_neg; break;
+    case NPU_OP_LOGICAL_NOT: fn = npu_op_logical_not; break;
+    default: fn = npu_op_cast; break;
+    }
+    return refused(c, fn(IN(0), OUT));
+}
+
+static int prepare_cast(struct npu_bind_call *c)
+{
+    int rc = npu_bind_counts(c, 1, 1, 1);
+    if (rc == NPU_OK)
+        rc = input_tensor(c, 0, ALL4, COUNT(ALL4));
+    bool allowed = false;
+    for (uint32_t k = 0; k < COUNT(ALL4); k++)
+        allowed = allowed || OUT->type == ALL4[k];
+    if (rc == NPU_OK && !allowed)
+        rc = npu_bind_fail(c, NPU_E_BAD_OPERAND_TYPE,
+                           "output 0 must be TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32 or TENSOR_QUANT8_ASYMM, "
+                           "not operand type %d", (int)OUT->type);
+    if (rc == NPU_OK)
+        rc = output_quant(c);
+    return rc == NPU_OK ? shape_of(c, 0) : rc;
+}
+
+/* -- two inputs, broadcast ------------------------------------------------------- */
+
+static int prepare_div(struct npu_bind_call *c)
+{
+    int32_t fuse = 0;
+    bool known = false;
+    int rc = npu_bind_counts(c, 3, 3, 1);
+    if (rc == NPU_OK)
+        rc = input_tensor(c, 0, FLOATS, COUNT(FLOATS));
+    if (rc == NPU_OK)
+        rc = same_type(c, 1, 0);
+    if (rc == NPU_OK)
+        rc = npu_bind_i32(c, 2, &fuse, &known);
+    if (rc == NPU_OK && known && (fuse < 0 || fuse > 3))
+        rc = npu_bind_fail(c, NPU_E_BAD_FUSE_CODE, "input 2 (fused activation) must be 0..3, not %d", (int)fuse);
+    if (rc == NPU_OK)
+        rc = output_type(c, IN(0)->type, "of input 0's type");
+    return rc == NPU_OK ? broadcast_shape(c, 4) : rc;
+}
+
+static int run_div(struct npu_bind_call *c, size_t begin, size_t end)
+{
+    (void)begin, (void)end;
+    int32_t fuse;
+    int rc = npu_bind_i32(c, 2, &fuse, NULL);
+    return rc == NPU_OK ? refused(c, npu_op_div(IN(0), IN(1), fuse, OUT)) : rc;
+}
+
+static int binary_prepare(struct npu_bind_call *c, const int32_t *types, uint32_t n, int32_t out_type,
+                          const char *what, uint32_t max_rank)
+{
+    int rc = npu_bind_counts(c, 2, 2, 1);
+    if (rc == NPU_OK)
+        rc = input_tensor(c, 0, types, n);
+    if (rc == NPU_OK)
+        rc = same_type(c, 1, 0);
+    if (rc == NPU_OK)
+        rc = output_type(c, out_type < 0 ? IN(0)->type : out_type, what);
+    return rc == NPU_OK ? broadcast_shape(c, max_rank) : rc;
+}
+
+static int prepare_pow(struct npu_bind_call *c)
+{
+    return binary_prepare(c, FLOATS, COUNT(FLOATS), -1, "of input 0's type", 4);
+}
+
+static int prepare_comparison(struct npu_bind_call *c)
+{
+    return binary_prepare(c, COMPARABLE, COUNT(COMPARABLE), NPU_OPERAND_TENSOR_BOOL8, "TENSOR_BOOL8", NPU_MAX_RANK);
+}
+
+static int prepare_logical(struct npu_bind_call *c)
+{
+    return binary_prepare(c, BOOL8, COUNT(BOOL8), NPU_OPERAND_TENSOR_BOOL8, "TENSOR_BOOL8", NPU_MAX_RANK);
+}
+
+static int run_binary(struct npu_bind_call *c, size_t begin, size_t end)
+{
+    (void)begin, (void)end;
+    int (*fn)(const struct npu_tensor *, const struct npu_tensor *, const struct npu_tensor *);
+    switch (c->type) {
+    case NPU_OP_POW: fn = npu_op_pow; break;
+    case NPU_OP_EQUAL: fn = npu_op_equal; break;
+    case NPU_OP_NOT_EQUAL: fn = npu_op_not_equal; break;
+    case NPU_OP_LESS: fn = npu_op_less; break;
+    case NPU_OP_LESS_EQUAL: fn = npu_op_less_equal; break;
+    case NPU_OP_GREATER: fn = npu_op_greater; break;
+    case NPU_OP_GREATER_EQUAL: fn = npu_op_greater_equal; break;
+    case NPU_OP_LOGICAL_AND: fn = npu_op_logical_and; break;
+    default: fn = npu_op_logical_or; break;
+    }
+    return refused(c, fn(IN(0), IN(1), OUT));
+}
+
+/* -- SELECT ---------------------------------------------------------------------- */
+
+static int prepare_select(struct npu_bind_call *c)
+{
+    int rc = npu_bind_counts(c, 3, 3, 1);
+    if (rc == NPU_OK)
+        rc = input_tensor(c, 0, BOOL8, COUNT(BOOL8));
+    if (rc == NPU_OK)
+        rc = input_tensor(c, 1, ALL4, COUNT(ALL4));
+    if (rc == NPU_OK)
+        rc = same_type(c, 2, 1);
+    if (rc == NPU_OK)
+        rc = output_type(c, IN(1)->type, "of input 1's type");
+    if (rc == NPU_OK)
+        rc = same_shape(c, 0, 1);
+    if (rc == NPU_OK)
+        rc = same_shape(c, 1, 2);
+    return rc == NPU_OK ? shape_of(c, 1) : rc;
+}
+
+static int run_select(struct npu_bind_call *c, size_t begin, size_t end)
+{
+    (void)begin, (void)end;
+    return refused(c, npu_op_select(IN(0), IN(1), IN(2), OUT));
+}
+
 const struct npu_op_def npu_bind_math[] = {
+    {.type = NPU_OP_FLOOR, .name = "FLOOR", .prepare = prepare_float_unary, .run = run_unary},
+    {.type = NPU_OP_ABS, .name = "ABS", .prepare = prepare_float_unary, .run = run_unary},
+    {.type = NPU_OP_EXP, .name = "EXP", .prepare = prepare_float_unary, .run = run_unary},
+    {.type = NPU_OP_LOG, .name = "LOG", .prepare = prepare_float_unary, .run = run_unary},
+    {.type = NPU_OP_RSQRT, .name = "RSQRT", .prepare = prepare_float_unary, .run = run_unary},
+    {.type = NPU_OP_SQRT, .name = "SQRT", .prepare = prepare_float_unary, .run = run_unary},
+    {.type = NPU_OP_SIN, .name = "SIN", .prepare = prepare_float_unary, .run = run_unary},
+    {.type = NPU_OP_NEG, .name = "NEG", .prepare = prepare_neg, .run = run_unary},
+    {.type = NPU_OP_LOGICAL_NOT, .name = "LOGICAL_NOT", .prepare = prepare_logical_not, .run = run_unary},
+    {.type = NPU_OP_CAST, .name = "CAST", .prepare = prepare_cast, .run = run_unary},
+    {.type = NPU_OP_DIV, .name = "DIV", .prepare = prepare_div, .run = run_div},
+    {.type = NPU_OP_POW, .name = "POW", .prepare = prepare_pow, .run = run_binary},
+    {.type = NPU_OP_EQUAL, .name = "EQUAL", .prepare = prepare_comparison, .run = run_binary},
+    {.type = NPU_OP_NOT_EQUAL, .name = "NOT_EQUAL", .prepare = prepare_comparison, .run = run_binary},
+    {.type = NPU_OP_LESS, .name = "LESS", .prepare = prepare_comparison, .run = run_binary},
+    {.type = NPU_OP_LESS_EQUAL, .name = "LESS_EQUAL", .prepare = prepare_comparison, .run = run_binary},
+    {.type = NPU_OP_GREATER, .name = "GREATER", .prepare = prepare_comparison, .run = run_binary},
+    {.type = NPU_OP_GREATER_EQUAL, .name = "GREATER_EQUAL", .prepare = prepare_comparison, .run = run_binary},
+    {.type = NPU_OP_LOGICAL_AND, .name = "LOGICAL_AND", .prepare = prepare_logical, .run = run_binary},
+    {.type = NPU_OP_LOGICAL_OR, .name = "LOGICAL_OR", .prepare = prepare_logical, .run = run_binary},
+    {.type = NPU_OP_SELECT, .name = "SELECT", .prepare = prepare_select, .run = run_select},
     {.type = -1},
 };

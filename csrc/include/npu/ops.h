@@ -226,6 +226,52 @@ int npu_op_space_to_depth(const struct npu_tensor *input, int32_t block, bool nc
 
 /* -- unary and binary math, comparisons, logic (kernels/ops_math.c) ------------- */
 
+/* FLOOR, ABS, EXP, LOG, RSQRT, SQRT, SIN: a TENSOR_FLOAT32 or TENSOR_FLOAT16
+ * input, an output of its shape and type, computed in float (IEEE's NaN and
+ * infinities outside a function's domain).  NEG also takes TENSOR_INT32 (where
+ * -INT32_MIN wraps to INT32_MIN). */
+int npu_op_floor(const struct npu_tensor *input, const struct npu_tensor *output);
+int npu_op_abs(const struct npu_tensor *input, const struct npu_tensor *output);
+int npu_op_exp(const struct npu_tensor *input, const struct npu_tensor *output);
+int npu_op_log(const struct npu_tensor *input, const struct npu_tensor *output);
+int npu_op_rsqrt(const struct npu_tensor *input, const struct npu_tensor *output);
+int npu_op_sqrt(const struct npu_tensor *input, const struct npu_tensor *output);
+int npu_op_sin(const struct npu_tensor *input, const struct npu_tensor *output);
+int npu_op_neg(const struct npu_tensor *input, const struct npu_tensor *output);
+
+/* DIV (a / b, with a fused activation) and POW (base ^ exponent): float32 or
+ * float16, broadcast as ADD (rank <= 4). */
+int npu_op_div(const struct npu_tensor *a, const struct npu_tensor *b, int32_t fuse,
+               const struct npu_tensor *output);
+int npu_op_pow(const struct npu_tensor *base, const struct npu_tensor *exponent,
+               const struct npu_tensor *output);
+
+/* EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL: two tensors of one
+ * type (TENSOR_BOOL8, float16, float32, int32, or quant8 compared by real value,
+ * each with its own scale and zero point), broadcast at any rank, into a
+ * TENSOR_BOOL8 output.  LOGICAL_AND, LOGICAL_OR: two TENSOR_BOOL8, broadcast;
+ * LOGICAL_NOT: one, same shape. */
+int npu_op_equal(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output);
+int npu_op_not_equal(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output);
+int npu_op_less(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output);
+int npu_op_less_equal(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output);
+int npu_op_greater(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output);
+int npu_op_greater_equal(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output);
+int npu_op_logical_and(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output);
+int npu_op_logical_or(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output);
+int npu_op_logical_not(const struct npu_tensor *input, const struct npu_tensor *output);
+
+/* SELECT: output[i] = condition[i] ? a[i] : b[i]; condition TENSOR_BOOL8, a, b
+ * and the output of one type (float16, float32, int32, quant8) and all four of
+ * one shape.  A quant8 output gets the picked real value requantized. */
+int npu_op_select(const struct npu_tensor *condition, const struct npu_tensor *a, const struct npu_tensor *b,
+                  const struct npu_tensor *output);
+
+/* CAST between float16, float32, int32 and quant8 of one shape, converting
+ * stored values (a quant8 operand's integers, not its real values): to an
+ * integer type truncated toward zero and saturated (quant8 to 0..255; NaN to 0). */
+int npu_op_cast(const struct npu_tensor *input, const struct npu_tensor *output);
+
 /* (end of math) */
 
 /* -- shapes, reductions, indexing, normalizations (kernels/ops_index.c) --------- */

@@ -1,0 +1,361 @@
+/*
+ * Math, comparisons and logic of NN HAL 1.2 (npu/ops.h's math section).
+ *
+ * The float operations compute in float, as Android's reference does (a
+ * float16 value widened, computed, rounded back); IEEE decides the edge cases
+ * (LOG of a negative value is NaN, RSQRT of 0 infinity, x / 0 infinity or NaN).
+ * Comparisons of TENSOR_QUANT8_ASYMM operands compare real values computed in
+ * float, (stored - zero point) * scale, each operand with its own parameters.
+ * CAST converts stored values, not real ones.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops_internal.h"
+
+/* -- one float input, one output of its shape and type ------------------------- */
+
+enum unary { U_FLOOR, U_ABS, U_EXP, U_LOG, U_RSQRT, U_SQRT, U_SIN, U_NEG };
+
+static float unary_value(enum unary fn, float x)
+{
+    switch (fn) {
+    case U_FLOOR: return floorf(x);
+    case U_ABS: return fabsf(x);
+    case U_EXP: return expf(x);
+    case U_LOG: return logf(x);
+    case U_RSQRT: return 1.0f / sqrtf(x);
+    case U_SQRT: return sqrtf(x);
+    case U_SIN: return sinf(x);
+    default: return -x;
+    }
+}
+
+static int unary(enum unary fn, const struct npu_tensor *in, const struct npu_tensor *out)
+{
+    OPS_TRY(ops_check(in));
+    OPS_TRY(ops_check(out));
+    if (fn == U_NEG)
+        OPS_TRY(ops_type_in(in, 3, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_INT32));
+    else
+        OPS_TRY(ops_type_in(in, 2, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16));
+    if (out->type != in->type)
+        return NPU_E_BAD_OPERAND_TYPE;
+    if (!ops_same_dims(in, out))
+        return NPU_E_BAD_SHAPE;
+    size_t n = npu_ops_element_count(in);
+    if (in->type == NPU_OPERAND_TENSOR_INT32) {
+        const int32_t *x = in->data;
+        int32_t *y = out->data;
+        for (size_t i = 0; i < n; i++)  /* in unsigned arithmetic: -INT32_MIN wraps to itself */
+            y[i] = (int32_t)(0u - (uint32_t)x[i]);
+        return NPU_OK;
+    }
+    if (in->type == NPU_OPERAND_TENSOR_FLOAT32) {
+        const float *x = in->data;
+        float *y = out->data;
+        for (size_t i = 0; i < n; i++)
+            y[i] = unary_value(fn, x[i]);
+        return NPU_OK;
+    }
+    const uint16_t *x = in->data;
+    uint16_t *y = out->data;
+    for (size_t i = 0; i < n; i++)
+        y[i] = npu_float_to_half(unary_value(fn, npu_half_to_float(x[i])));
+    return NPU_OK;
+}
+
+int npu_op_floor(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    return unary(U_FLOOR, input, output);
+}
+
+int npu_op_abs(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    return unary(U_ABS, input, output);
+}
+
+int npu_op_exp(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    return unary(U_EXP, input, output);
+}
+
+int npu_op_log(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    return unary(U_LOG, input, output);
+}
+
+int npu_op_rsqrt(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    return unary(U_RSQRT, input, output);
+}
+
+int npu_op_sqrt(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    return unary(U_SQRT, input, output);
+}
+
+int npu_op_sin(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    return unary(U_SIN, input, output);
+}
+
+int npu_op_neg(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    return unary(U_NEG, input, output);
+}
+
+/* -- two inputs, broadcast ------------------------------------------------------ */
+
+/* a and b of one type among the count given, broadcast (up to max_rank) to out. */
+static int binary_check(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *out,
+                        uint32_t max_rank, struct ops_broadcast *bc)
+{
+    OPS_TRY(ops_check(a));
+    OPS_TRY(ops_check(b));
+    OPS_TRY(ops_check(out));
+    if (b->type != a->type)
+        return NPU_E_BAD_OPERAND_TYPE;
+    return ops_broadcast(a, b, out, max_rank, bc);
+}
+
+static float stored_float(const struct npu_tensor *t, size_t i)
+{
+    return t->type == NPU_OPERAND_TENSOR_FLOAT32 ? ((const float *)t->data)[i]
+                                                 : npu_half_to_float(((const uint16_t *)t->data)[i]);
+}
+
+static void store_float(const struct npu_tensor *t, size_t i, float v)
+{
+    if (t->type == NPU_OPERAND_TENSOR_FLOAT32)
+        ((float *)t->data)[i] = v;
+    else
+        ((uint16_t *)t->data)[i] = npu_float_to_half(v);
+}
+
+/* DIV (with a fused activation) and POW: float, rank <= 4. */
+static int float_binary(bool pow_op, const struct npu_tensor *a, const struct npu_tensor *b, int32_t fuse,
+                        const struct npu_tensor *out)
+{
+    struct ops_broadcast bc;
+    OPS_TRY(ops_check(a));
+    OPS_TRY(ops_type_in(a, 2, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16));
+    OPS_TRY(binary_check(a, b, out, 4, &bc));
+    if (out->type != a->type)
+        return NPU_E_BAD_OPERAND_TYPE;
+    OPS_TRY(ops_check_fuse(fuse));
+    float lo, hi;
+    ops_float_bounds(fuse, &lo, &hi);
+    OPS_FOR_BROADCAST(bc, i, ia, ib) {
+        float x = stored_float(a, ia), y = stored_float(b, ib);
+        float v = pow_op ? powf(x, y) : x / y;
+        store_float(out, i, v < lo ? lo : (v > hi ? hi : v));
+    }
+    return NPU_OK;
+}
+
+int npu_op_div(const struct npu_tensor *a, const struct npu_tensor *b, int32_t fuse, const struct npu_tensor *output)
+{
+    return float_binary(false, a, b, fuse, output);
+}
+
+int npu_op_pow(const struct npu_tensor *base, const struct npu_tensor *exponent, const struct npu_tensor *output)
+{
+    return float_binary(true, base, exponent, 0, output);
+}
+
+/* -- comparisons ----------------------------------------------------------------- */
+
+enum compare { C_EQUAL, C_NOT_EQUAL, C_LESS, C_LESS_EQUAL, C_GREATER, C_GREATER_EQUAL };
+
+#define COMPARE(fn, x, y)                                                       \
+    ((fn) == C_EQUAL ? (x) == (y) : (fn) == C_NOT_EQUAL ? (x) != (y) :          \
+     (fn) == C_LESS ? (x) < (y) : (fn) == C_LESS_EQUAL ? (x) <= (y) :           \
+     (fn) == C_GREATER ? (x) > (y) : (x) >= (y))
+
+static int comparison(enum compare fn, const struct npu_tensor *a, const struct npu_tensor *b,
+                      const struct npu_tensor *out)
+{
+    struct ops_broadcast bc;
+    OPS_TRY(ops_check(a));
+    OPS_TRY(ops_type_in(a, 5, NPU_OPERAND_TENSOR_BOOL8, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_FLOAT32,
+                        NPU_OPERAND_TENSOR_INT32, NPU_OPERAND_TENSOR_QUANT8_ASYMM));
+    OPS_TRY(binary_check(a, b, out, NPU_MAX_RANK, &bc));
+    if (out->type != NPU_OPERAND_TENSOR_BOOL8)
+        return NPU_E_BAD_OPERAND_TYPE;
+    uint8_t *dst = out->data;
+    switch (a->type) {
+    case NPU_OPERAND_TENSOR_INT32: {
+        const int32_t *x = a->data, *y = b->data;
+        OPS_FOR_BROADCAST(bc, i, ia, ib)
+            dst[i] = COMPARE(fn, x[ia], y[ib]);
+        break;
+    }
+    case NPU_OPERAND_TENSOR_BOOL8: {
+        const uint8_t *x = a->data, *y = b->data;
+        OPS_FOR_BROADCAST(bc, i, ia, ib)
+            dst[i] = COMPARE(fn, x[ia] != 0, y[ib] != 0);
+        break;
+    }
+    case NPU_OPERAND_TENSOR_QUANT8_ASYMM: {
+        const uint8_t *x = a->data, *y = b->data;
+        OPS_FOR_BROADCAST(bc, i, ia, ib) {
+            float rx = (float)((int32_t)x[ia] - a->zero_point) * a->scale;
+            float ry = (float)((int32_t)y[ib] - b->zero_point) * b->scale;
+            dst[i] = COMPARE(fn, rx, ry);
+        }
+        break;
+    }
+    default:
+        OPS_FOR_BROADCAST(bc, i, ia, ib)
+            dst[i] = COMPARE(fn, stored_float(a, ia), stored_float(b, ib));
+        break;
+    }
+    return NPU_OK;
+}
+
+int npu_op_equal(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output)
+{
+    return comparison(C_EQUAL, a, b, output);
+}
+
+int npu_op_not_equal(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output)
+{
+    return comparison(C_NOT_EQUAL, a, b, output);
+}
+
+int npu_op_less(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output)
+{
+    return comparison(C_LESS, a, b, output);
+}
+
+int npu_op_less_equal(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output)
+{
+    return comparison(C_LESS_EQUAL, a, b, output);
+}
+
+int npu_op_greater(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output)
+{
+    return comparison(C_GREATER, a, b, output);
+}
+
+int npu_op_greater_equal(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output)
+{
+    return comparison(C_GREATER_EQUAL, a, b, output);
+}
+
+/* -- logic ----------------------------------------------------------------------- */
+
+static int logical(bool and_op, const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *out)
+{
+    struct ops_broadcast bc;
+    OPS_TRY(ops_check(a));
+    OPS_TRY(ops_type_in(a, 1, NPU_OPERAND_TENSOR_BOOL8));
+    OPS_TRY(binary_check(a, b, out, NPU_MAX_RANK, &bc));
+    if (out->type != NPU_OPERAND_TENSOR_BOOL8)
+        return NPU_E_BAD_OPERAND_TYPE;
+    const uint8_t *x = a->data, *y = b->data;
+    uint8_t *dst = out->data;
+    OPS_FOR_BROADCAST(bc, i, ia, ib)
+        dst[i] = and_op ? (x[ia] && y[ib]) : (x[ia] || y[ib]);
+    return NPU_OK;
+}
+
+int npu_op_logical_and(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output)
+{
+    return logical(true, a, b, output);
+}
+
+int npu_op_logical_or(const struct npu_tensor *a, const struct npu_tensor *b, const struct npu_tensor *output)
+{
+    return logical(false, a, b, output);
+}
+
+int npu_op_logical_not(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    OPS_TRY(ops_check(input));
+    OPS_TRY(ops_check(output));
+    OPS_TRY(ops_type_in(input, 1, NPU_OPERAND_TENSOR_BOOL8));
+    if (output->type != NPU_OPERAND_TENSOR_BOOL8)
+        return NPU_E_BAD_OPERAND_TYPE;
+    if (!ops_same_dims(input, output))
+        return NPU_E_BAD_SHAPE;
+    const uint8_t *x = input->data;
+    uint8_t *dst = output->data;
+    for (size_t i = 0, n = npu_ops_element_count(input); i < n; i++)
+        dst[i] = !x[i];
+    return NPU_OK;
+}
+
+/* -- SELECT and CAST ------------------------------------------------------------- */
+
+int npu_op_select(const struct npu_tensor *condition, const struct npu_tensor *a, const struct npu_tensor *b,
+                  const struct npu_tensor *output)
+{
+    OPS_TRY(ops_check(condition));
+    OPS_TRY(ops_check(a));
+    OPS_TRY(ops_check(b));
+    OPS_TRY(ops_check(output));
+    OPS_TRY(ops_type_in(condition, 1, NPU_OPERAND_TENSOR_BOOL8));
+    OPS_TRY(ops_type_in(a, 4, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_INT32,
+                        NPU_OPERAND_TENSOR_QUANT8_ASYMM));
+    if (b->type != a->type || output->type != a->type)
+        return NPU_E_BAD_OPERAND_TYPE;
+    if (!ops_same_dims(condition, a) || !ops_same_dims(a, b) || !ops_same_dims(a, output))
+        return NPU_E_BAD_SHAPE;
+    const uint8_t *cond = condition->data;
+    size_t n = npu_ops_element_count(a), size = ops_element_size(a->type);
+    if (a->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM) {
+        /* each input's real value, requantized to the output's parameters */
+        for (size_t i = 0; i < n; i++)
+            ops_set(output, i, ops_get(cond[i] ? a : b, i));
+        return NPU_OK;
+    }
+    char *dst = output->data;
+    for (size_t i = 0; i < n; i++)
+        memcpy(dst + i * size, (const char *)(cond[i] ? a : b)->data + i * size, size);
+    return NPU_OK;
+}
+
+/* A stored value converted to an integer type: truncated toward zero,
+ * saturated to [lo, hi] (NaN to 0). */
+static int64_t to_integer(double v, int64_t lo, int64_t hi)
+{
+    if (isnan(v))
+        return 0;
+    if (v <= (double)lo)
+        return lo;
+    if (v >= (double)hi)
+        return hi;
+    return (int64_t)v;
+}
+
+int npu_op_cast(const struct npu_tensor *input, const struct npu_tensor *output)
+{
+    OPS_TRY(ops_check(input));
+    OPS_TRY(ops_check(output));
+    OPS_TRY(ops_type_in(input, 4, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_INT32,
+                        NPU_OPERAND_TENSOR_QUANT8_ASYMM));
+    OPS_TRY(ops_type_in(output, 4, NPU_OPERAND_TENSOR_FLOAT16, NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_INT32,
+                        NPU_OPERAND_TENSOR_QUANT8_ASYMM));
+    if (!ops_same_dims(input, output))
+        return NPU_E_BAD_SHAPE;
+    size_t n = npu_ops_element_count(input);
+    for (size_t i = 0; i < n; i++) {
+        double v;  /* the stored value: exact in double for every input type */
+        switch (input->type) {
+        case NPU_OPERAND_TENSOR_FLOAT32: v = ((const float *)input->data)[i]; break;
+        case NPU_OPERAND_TENSOR_FLOAT16: v = npu_half_to_float(((const uint16_t *)input->data)[i]); break;
+        case NPU_OPERAND_TENSOR_INT32: v = ((const int32_t *)input->data)[i]; break;
+        default: v = ((const uint8_t *)input->data)[i]; break;
+        }
+        switch (output->type) {
+        case NPU_OPERAND_TENSOR_FLOAT32: ((float *)output->data)[i] = (float)v; break;
+        case NPU_OPERAND_TENSOR_FLOAT16: ((uint16_t *)output->data)[i] = npu_float_to_half((float)v); break;
+        case NPU_OPERAND_TENSOR_INT32: ((int32_t *)output->data)[i] = (int32_t)to_integer(v, INT32_MIN, INT32_MAX); break;
+        default: ((uint8_t *)output->data)[i] = (uint8_t)to_integer(v, 0, 255); break;
+        }
+    }
+    return NPU_OK;
+}

@@ -1,0 +1,241 @@
+"""NN HAL 1.2's math, comparisons, logic and TRANSPOSE_CONV_2D (kernels/ops_math.c through
+their bindings, kernels/bind_math.c) against nnref, over every operand type the 1.2 spec
+allows; and the calls a binding must refuse, each with its status and a sentence naming the
+input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import nnref
+from nn_ops import BindError, Tensor, bind_check, bind_vs_nnref, f32, status
+from framework.nn._cpu import ffi, lib
+
+F32, F16, I32, Q8, B8 = "TENSOR_FLOAT32", "TENSOR_FLOAT16", "TENSOR_INT32", "TENSOR_QUANT8_ASYMM", "TENSOR_BOOL8"
+FLOATS = (F32, F16)
+
+SEEDS = st.integers(0, 2**32 - 1)
+SHAPES = st.lists(st.integers(1, 4), min_size=1, max_size=4).map(tuple)
+
+
+def operand(rng: np.random.Generator, type: str, shape: tuple[int, ...], lo: float = -1.0, hi: float = 1.0,
+            scale: float | None = None, zero_point: int | None = None) -> nnref.Operand:
+    """A random operand of ``type``; floats within [lo, hi]."""
+    if type in FLOATS:
+        return nnref.tensor(type, rng.uniform(lo, hi, shape))
+    if type == I32:
+        return nnref.tensor(type, rng.integers(-20, 20, shape))
+    if type == B8:
+        return nnref.tensor(type, rng.integers(0, 2, shape).astype(bool))
+    return nnref.tensor(type, rng.integers(0, 256, shape),
+                        scale=f32(rng.uniform(0.01, 0.1)) if scale is None else scale,
+                        zero_point=int(rng.integers(0, 256)) if zero_point is None else zero_point)
+
+
+def broadcast_partner(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape that broadcasts with ``shape``: some leading dimensions dropped, some set to 1."""
+    kept = shape[int(rng.integers(0, len(shape))):] if rng.random() < 0.5 else shape
+    return tuple(1 if rng.random() < 0.3 else d for d in kept) or (1,)
+
+
+def check(name: str, inputs, outputs=(), *, relaxed: bool = False) -> list[nnref.Operand]:
+    got, expected = bind_vs_nnref(name, inputs, outputs, relaxed=relaxed)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        nnref.assert_close(g, e, relaxed=relaxed)
+    return got
+
+
+def refused(name: str, inputs, outputs, expected_status: str, *words: str) -> str:
+    """The binding refuses the call (prepared with data) with that status and a sentence naming words."""
+    with pytest.raises(BindError) as e:
+        bind_check(name, inputs, outputs, data=True)
+    assert e.value.status == expected_status, e.value
+    assert e.value.why.startswith(f"{name}: ")
+    for w in words:
+        assert w in e.value.why, e.value.why
+    return e.value.why
+
+
+# -- one float input ------------------------------------------------------------------
+
+#: each unary float operation and the domain its inputs are drawn from
+UNARY = {"FLOOR": (-10, 10), "ABS": (-10, 10), "EXP": (-5, 5), "LOG": (0.01, 10), "RSQRT": (0.01, 10),
+         "SQRT": (0, 10), "SIN": (-6.3, 6.3)}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(sorted(UNARY)), st.sampled_from(FLOATS), SHAPES, st.booleans(), SEEDS)
+def test_unary_float_operations_match_nnref(name, type, shape, relaxed, seed):
+    rng = np.random.default_rng(seed)
+    lo, hi = UNARY[name]
+    check(name, [operand(rng, type, shape, lo, hi)], relaxed=relaxed and type == F32)
+
+
+def test_outside_a_domain_is_ieee():
+    x = nnref.tensor(F32, [-1.0, 0.0, 4.0])
+    log, = check("LOG", [x])
+    assert np.isnan(log.value[0]) and log.value[1] == -np.inf
+    rsqrt, = check("RSQRT", [x])
+    assert np.isnan(rsqrt.value[0]) and rsqrt.value[1] == np.inf and rsqrt.value[2] == 0.5
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.sampled_from((F32, F16, I32)), SHAPES, SEEDS)
+def test_neg_matches_nnref(type, shape, seed):
+    check("NEG", [operand(np.random.default_rng(seed), type, shape)])
+
+
+def test_neg_of_int32_min_wraps():
+    got, = check("NEG", [nnref.tensor(I32, [-(2**31), 2**31 - 1, 0])])
+    assert got.value.tolist() == [-(2**31), -(2**31) + 1, 0]
+
+
+# -- two inputs, broadcast ----------------------------------------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(FLOATS), SHAPES, st.integers(0, 3), st.booleans(), SEEDS)
+def test_div_broadcasts_with_a_fused_activation(type, shape, fuse, swap, seed):
+    rng = np.random.default_rng(seed)
+    shapes = (shape, broadcast_partner(rng, shape))
+    a, b = shapes[::-1] if swap else shapes
+    divisor = operand(rng, type, b, 0.5, 2.0)
+    divisor = nnref.tensor(type, divisor.value * rng.choice([-1, 1], b))
+    check("DIV", [operand(rng, type, a, -3, 3), divisor, nnref.int32(fuse)])
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(FLOATS), SHAPES, SEEDS)
+def test_pow_broadcasts(type, shape, seed):
+    rng = np.random.default_rng(seed)
+    check("POW", [operand(rng, type, shape, 0.1, 3), operand(rng, type, broadcast_partner(rng, shape), -2, 2)])
+
+
+COMPARISONS = ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(COMPARISONS), st.sampled_from((B8, F16, F32, I32, Q8)),
+       st.lists(st.integers(1, 3), min_size=1, max_size=6).map(tuple), st.booleans(), SEEDS)
+def test_comparisons_broadcast_over_every_type(name, type, shape, shared_quant, seed):
+    rng = np.random.default_rng(seed)
+    a = operand(rng, type, shape)
+    partner = broadcast_partner(rng, shape)
+    if type in FLOATS:  # draw from a few values so that equal ones occur
+        a = nnref.tensor(type, rng.integers(-2, 3, shape) / 2)
+        b = nnref.tensor(type, rng.integers(-2, 3, partner) / 2)
+    elif type == Q8 and shared_quant:  # one scale and zero point: equal stored values are equal reals
+        b = operand(rng, type, partner, scale=a.scale, zero_point=a.zero_point)
+    elif type == Q8:  # scales 2:1 and zero points apart: equal reals from different stored values
+        b = operand(rng, type, partner, scale=f32(a.scale * 2), zero_point=int(rng.integers(100, 156)))
+        b = nnref.tensor(Q8, np.clip(b.value // 8 + 112, 0, 255), scale=b.scale, zero_point=b.zero_point)
+        a = nnref.tensor(Q8, np.clip(a.value // 4 + 100, 0, 255), scale=a.scale, zero_point=a.zero_point)
+    else:
+        b = operand(rng, type, partner)
+    got, = check(name, [a, b])
+    assert got.type == B8
+
+
+def test_quant8_comparisons_compare_real_values():
+    a = nnref.tensor(Q8, [10, 12, 14], scale=0.5, zero_point=10)   # 0, 1, 2
+    b = nnref.tensor(Q8, [0, 1, 2], scale=1.0, zero_point=0)       # 0, 1, 2
+    got, = check("EQUAL", [a, b])
+    assert got.value.tolist() == [True, True, True]
+    got, = check("LESS", [a, nnref.tensor(Q8, [1], scale=1.0, zero_point=0)])
+    assert got.value.tolist() == [True, False, False]
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(("LOGICAL_AND", "LOGICAL_OR")), SHAPES, SEEDS)
+def test_logical_operations_broadcast(name, shape, seed):
+    rng = np.random.default_rng(seed)
+    check(name, [operand(rng, B8, shape), operand(rng, B8, broadcast_partner(rng, shape))])
+
+
+def test_logical_not():
+    got, = check("LOGICAL_NOT", [nnref.tensor(B8, [[True, False], [False, False]])])
+    assert got.value.tolist() == [[False, True], [True, True]]
+
+
+# -- SELECT and CAST --------------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from((F16, F32, I32, Q8)), SHAPES, st.booleans(), SEEDS)
+def test_select_picks_and_requantizes(type, shape, own_quant, seed):
+    rng = np.random.default_rng(seed)
+    a, b = operand(rng, type, shape), operand(rng, type, shape)
+    outputs = [nnref.output(Q8, f32(rng.uniform(0.01, 0.2)), int(rng.integers(0, 256)))] if type == Q8 and own_quant else []
+    check("SELECT", [operand(rng, B8, shape), a, b], outputs)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from((F16, F32, I32, Q8)), st.sampled_from((F16, F32, I32, Q8)), SHAPES, SEEDS)
+def test_cast_converts_stored_values(source, target, shape, seed):
+    rng = np.random.default_rng(seed)
+    if source in FLOATS:
+        x = nnref.tensor(source, rng.uniform(-300, 300, shape))
+    elif source == I32:
+        x = nnref.tensor(source, rng.integers(-300, 300, shape))
+    else:
+        x = operand(rng, source, shape)
+    out = nnref.output(target, 0.5, 3) if target == Q8 else nnref.output(target)
+    check("CAST", [x], [out])
+
+
+def test_cast_to_integers_truncates_and_saturates():
+    x = nnref.tensor(F32, [2.7, -2.7, 1e10, -1e10, np.nan, 300.0, -5.0])
+    to_int = Tensor(I32, np.zeros(7))
+    assert lib.npu_op_cast(Tensor(F32, x.value).ptr, to_int.ptr) == lib.NPU_OK
+    assert to_int.array.tolist() == [2, -2, 2**31 - 1, -(2**31), 0, 300, -5]
+    to_q8 = Tensor(Q8, np.zeros(7), scale=1.0)
+    assert lib.npu_op_cast(Tensor(F32, x.value).ptr, to_q8.ptr) == lib.NPU_OK
+    assert to_q8.array.tolist() == [2, 0, 255, 0, 0, 255, 0]
+
+
+# -- what prepare knows without data, and what it refuses ----------------------------------------
+
+
+def test_shapes_are_known_at_add_operation_without_data():
+    a, b = nnref.tensor(F32, np.ones((2, 1, 3))), nnref.tensor(F32, np.ones((4, 1)))
+    assert bind_check("POW", [a, b], [nnref.output(F32)]) == [(2, 4, 3)]
+    assert bind_check("LESS", [a, b], [nnref.output(B8)]) == [(2, 4, 3)]
+    assert bind_check("DIV", [a, b, nnref.int32(0)], [nnref.output(F32)]) == [(2, 4, 3)]
+    assert bind_check("SQRT", [a], [nnref.output(F32)]) == [(2, 1, 3)]
+    assert bind_check("EXP", [a], [nnref.output(F32)], shapes=False) == [None]
+
+
+def test_bad_calls_are_refused_naming_the_input():
+    x = nnref.tensor(F32, np.ones((2, 3)))
+    refused("ABS", [nnref.tensor(I32, [1])], [nnref.output(I32)], "BAD_OPERAND_TYPE", "input 0", "TENSOR_FLOAT32")
+    refused("ABS", [x, x], [nnref.output(F32)], "BAD_OPERATION", "takes 1 inputs, not 2")
+    refused("EXP", [x], [nnref.output(F16)], "BAD_OPERAND_TYPE", "output 0")
+    refused("DIV", [x, x, nnref.int32(7)], [nnref.output(F32)], "BAD_FUSE_CODE", "input 2")
+    refused("DIV", [x, x, nnref.float32(0.0)], [nnref.output(F32)], "BAD_OPERAND_TYPE", "input 2", "INT32")
+    refused("DIV", [x, nnref.tensor(F16, np.ones(3))], [nnref.output(F32)], "BAD_OPERATION", "3 inputs")
+    refused("DIV", [x, nnref.tensor(F16, np.ones(3)), nnref.int32(0)], [nnref.output(F32)],
+            "BAD_OPERAND_TYPE", "input 1")
+    refused("POW", [x, nnref.tensor(F32, np.ones((4,)))], [nnref.output(F32)], "BAD_SHAPE", "broadcast")
+    refused("POW", [nnref.tensor(F32, np.ones((1,) * 5)), x], [nnref.output(F32)], "BAD_SHAPE", "input 0", "rank 5")
+    refused("EQUAL", [x, x], [nnref.output(F32)], "BAD_OPERAND_TYPE", "output 0", "TENSOR_BOOL8")
+    refused("GREATER", [x, nnref.tensor(I32, np.ones((2, 3)))], [nnref.output(B8)], "BAD_OPERAND_TYPE", "input 1")
+    refused("LOGICAL_AND", [x, x], [nnref.output(B8)], "BAD_OPERAND_TYPE", "input 0", "TENSOR_BOOL8")
+    cond = nnref.tensor(B8, np.ones((2, 2), bool))
+    refused("SELECT", [cond, x, x], [nnref.output(F32)], "BAD_SHAPE", "input 0 and input 1")
+    refused("SELECT", [x, x, x], [nnref.output(F32)], "BAD_OPERAND_TYPE", "input 0", "TENSOR_BOOL8")
+    refused("CAST", [x], [nnref.output(B8)], "BAD_OPERAND_TYPE", "output 0")
+    refused("CAST", [x], [nnref.output(Q8, 0.0, 0)], "BAD_SCALAR", "output 0")
+    refused("LOGICAL_NOT", [x], [nnref.output(B8)], "BAD_OPERAND_TYPE", "input 0")
+
+
+def test_the_library_refuses_bad_descriptors():
+    x, y = Tensor(F32, np.ones(3)), Tensor(F32, np.ones(4))
+    assert status(lib.npu_op_sqrt(x.ptr, y.ptr)) == "BAD_SHAPE"
+    assert status(lib.npu_op_sqrt(x.ptr, Tensor(F16, np.ones(3)).ptr)) == "BAD_OPERAND_TYPE"
+    assert status(lib.npu_op_equal(x.ptr, x.ptr, Tensor(F32, np.ones(3)).ptr)) == "BAD_OPERAND_TYPE"
+    assert status(lib.npu_op_equal(x.ptr, y.ptr, Tensor(B8, np.ones(4)).ptr)) == "BAD_SHAPE"
+    assert status(lib.npu_op_div(x.ptr, x.ptr, 9, Tensor(F32, np.ones(3)).ptr)) == "BAD_FUSE_CODE"
+    assert status(lib.npu_op_abs(ffi.NULL, x.ptr)) == "INVALID_ARGUMENT"
