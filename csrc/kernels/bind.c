@@ -45,7 +45,7 @@ const char *npu_bind_name(int32_t type)
     return other;
 }
 
-static const char *type_name(int32_t type)
+const char *npu_bind_type_name(int32_t type)
 {
     if (type >= 0 && type < (int32_t)(sizeof TYPE_NAMES / sizeof TYPE_NAMES[0]))
         return TYPE_NAMES[type];
@@ -151,9 +151,9 @@ int npu_bind_tensor(struct npu_bind_call *c, uint32_t i, const int32_t *types, u
     size_t used = 0;
     for (uint32_t k = 0; k < n && used < sizeof allowed; k++)
         used += (size_t)snprintf(allowed + used, sizeof allowed - used, "%s%s",
-                                 k ? (k + 1 == n ? " or " : ", ") : "", type_name(types[k]));
+                                 k ? (k + 1 == n ? " or " : ", ") : "", npu_bind_type_name(types[k]));
     return npu_bind_fail(c, NPU_E_BAD_OPERAND_TYPE, "input %u must be %s, not %s", (unsigned)i,
-                         allowed, type_name(a->t.type));
+                         allowed, npu_bind_type_name(a->t.type));
 }
 
 /* Input i must be a present scalar of type; *data its value or NULL when unknown. */
@@ -164,13 +164,13 @@ static int scalar(struct npu_bind_call *c, uint32_t i, int32_t type, const void 
     const struct npu_arg *a = &c->in[i];
     if (a->omitted)
         return npu_bind_fail(c, NPU_E_BAD_SCALAR, "input %u (a %s scalar) may not be omitted",
-                             (unsigned)i, type_name(type));
+                             (unsigned)i, npu_bind_type_name(type));
     if (a->t.type != type)
         return npu_bind_fail(c, NPU_E_BAD_OPERAND_TYPE, "input %u must be a %s scalar, not %s",
-                             (unsigned)i, type_name(type), type_name(a->t.type));
+                             (unsigned)i, npu_bind_type_name(type), npu_bind_type_name(a->t.type));
     if (a->has_rank && a->t.rank != 0)
         return npu_bind_fail(c, NPU_E_BAD_SHAPE, "input %u (a %s scalar) has dimensions",
-                             (unsigned)i, type_name(type));
+                             (unsigned)i, npu_bind_type_name(type));
     *data = a->t.data;
     return NPU_OK;
 }
@@ -202,7 +202,7 @@ int npu_bind_f32(struct npu_bind_call *c, uint32_t i, int32_t scalar_type, float
 {
     if (scalar_type != NPU_OPERAND_FLOAT32 && scalar_type != NPU_OPERAND_FLOAT16)
         return npu_bind_fail(c, NPU_E_INVALID_ARGUMENT, "binding asked input %u for %s",
-                             (unsigned)i, type_name(scalar_type));
+                             (unsigned)i, npu_bind_type_name(scalar_type));
     const void *data;
     int rc = scalar(c, i, scalar_type, &data);
     if (rc != NPU_OK)
@@ -262,4 +262,27 @@ int npu_bind_set_shape(struct npu_bind_call *c, uint32_t i, uint32_t rank, const
         o->t.dims[k] = dims[k];
     o->has_rank = o->has_shape = true;
     return NPU_OK;
+}
+
+double npu_bind_io_bytes(const struct npu_bind_call *c)
+{
+    double bytes = 0;
+    for (uint32_t i = 0; i < c->input_count; i++)
+        if (!c->in[i].omitted && !is_scalar_type(c->in[i].t.type))
+            bytes += (double)npu_ops_byte_size(&c->in[i].t);
+    for (uint32_t i = 0; i < c->output_count; i++)
+        bytes += (double)npu_ops_byte_size(&c->out[i].t);
+    return bytes;
+}
+
+void npu_bind_cost(const struct npu_op_def *def, const struct npu_bind_call *c, double *flops, double *bytes)
+{
+    if (def->cost) {
+        def->cost(c, flops, bytes);
+        return;
+    }
+    *flops = 0;
+    for (uint32_t i = 0; i < c->output_count; i++)
+        *flops += (double)npu_ops_element_count(&c->out[i].t);
+    *bytes = npu_bind_io_bytes(c);
 }

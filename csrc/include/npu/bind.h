@@ -115,6 +115,16 @@ int npu_bind_set_shape(struct npu_bind_call *c, uint32_t i, uint32_t rank, const
 /* The operation's name ("CONV_2D"), or "operation <n>". */
 const char *npu_bind_name(int32_t type);
 
+/* An operand type's NN HAL 1.2 name ("TENSOR_FLOAT32"), or "an unknown type". */
+const char *npu_bind_type_name(int32_t type);
+
+/* The bytes of every present tensor input and every output (their shapes known). */
+double npu_bind_io_bytes(const struct npu_bind_call *c);
+
+/* def->cost, or the default (one FLOP per output element, npu_bind_io_bytes)
+ * when it has none; with every shape known. */
+void npu_bind_cost(const struct npu_op_def *def, const struct npu_bind_call *c, double *flops, double *bytes);
+
 /* The binding tables, one per family of operations (kernels/bind_<family>.c),
  * each ending with an entry whose type is -1.  npu_bind_lookup() reads them all;
  * an operation in two tables is a build error caught by the tests. */
