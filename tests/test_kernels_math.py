@@ -239,3 +239,134 @@ def test_the_library_refuses_bad_descriptors():
     assert status(lib.npu_op_equal(x.ptr, y.ptr, Tensor(B8, np.ones(4)).ptr)) == "BAD_SHAPE"
     assert status(lib.npu_op_div(x.ptr, x.ptr, 9, Tensor(F32, np.ones(3)).ptr)) == "BAD_FUSE_CODE"
     assert status(lib.npu_op_abs(ffi.NULL, x.ptr)) == "INVALID_ARGUMENT"
+
+
+# -- TRANSPOSE_CONV_2D ------------------------------------------------------------------
+
+from test_kernels_ops import KINDS, nchw_of, quant_output, values, weights  # noqa: E402 - the convolutions' operands
+
+tconv_params = st.fixed_dictionaries({
+    "kind": st.sampled_from(KINDS), "n": st.integers(1, 2), "h": st.integers(1, 5), "w": st.integers(1, 5),
+    "c": st.integers(1, 5), "oc": st.integers(1, 18), "fh": st.integers(1, 4), "fw": st.integers(1, 4),
+    "pads": st.tuples(st.integers(0, 2), st.integers(-2, 2), st.integers(0, 2), st.integers(-2, 2)),
+    "strides": st.tuples(st.integers(1, 3), st.integers(1, 3)), "fuse": st.integers(0, 3),
+    "nchw": st.booleans(), "seed": SEEDS,
+})
+
+
+def tconv_operands(p: dict):
+    rng = np.random.default_rng(p["seed"])
+    kind = p["kind"]
+    x = values(rng, Q8 if kind == "PER_CHANNEL" else kind, (p["n"], p["h"], p["w"], p["c"]))
+    f, b = weights(rng, kind, x, (p["oc"], p["fh"], p["fw"], p["c"]), 0)
+    return rng, (nchw_of(x) if p["nchw"] else x), f, b
+
+
+def tconv_size(size: int, filter_size: int, stride: int, head: int, tail: int) -> int:
+    return (size - 1) * stride + filter_size - head - tail
+
+
+def check_exact(name, inputs, outputs):
+    """As check(), but a quantized result must equal nnref's: the integer path is Android's."""
+    got, expected = bind_vs_nnref(name, inputs, outputs)
+    if got[0].type == Q8:
+        np.testing.assert_array_equal(got[0].value, expected[0].value)
+    else:
+        nnref.assert_close(got[0], expected[0])
+    return got[0]
+
+
+@settings(max_examples=80, deadline=None)
+@given(tconv_params)
+def test_transpose_conv_2d_explicit_padding_matches_nnref(p):
+    oh = tconv_size(p["h"], p["fh"], p["strides"][1], p["pads"][2], p["pads"][3])
+    ow = tconv_size(p["w"], p["fw"], p["strides"][0], p["pads"][0], p["pads"][1])
+    rng, x, f, b = tconv_operands(p)
+    ins = [x, f, b, *map(nnref.int32, p["pads"]), *map(nnref.int32, p["strides"]), nnref.int32(p["fuse"]),
+           nnref.boolean(p["nchw"])]
+    out = quant_output(p["kind"], rng)
+    if oh < 1 or ow < 1:
+        refused("TRANSPOSE_CONV_2D", ins, [out or nnref.output(x.type)], "BAD_SHAPE", "the output would be")
+        return
+    got = check_exact("TRANSPOSE_CONV_2D", ins, [out])
+    assert got.value.shape[2 if p["nchw"] else 1: 4 if p["nchw"] else 3] == (oh, ow)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tconv_params, st.sampled_from((1, 2)), st.integers(0, 3), st.integers(0, 3))
+def test_transpose_conv_2d_implicit_padding_matches_nnref(p, scheme, extra_h, extra_w):
+    rng, x, f, b = tconv_operands(p)
+    sw, sh = p["strides"]
+    oh, ow = p["h"] * sh + extra_h % sh, p["w"] * sw + extra_w % sw  # the sizes a model would ask for
+    shape = [p["n"], p["oc"], oh, ow] if p["nchw"] else [p["n"], oh, ow, p["oc"]]
+    ins = [x, f, b, nnref.tensor(I32, shape), nnref.int32(scheme), nnref.int32(sw), nnref.int32(sh),
+           nnref.int32(p["fuse"]), nnref.boolean(p["nchw"])]
+    check_exact("TRANSPOSE_CONV_2D", ins, [quant_output(p["kind"], rng)])
+
+
+def test_transpose_conv_2d_slices_compute_the_whole():
+    """Run unit by unit (the plan's slices), the output is what one call computes."""
+    p = {"kind": Q8, "n": 2, "h": 3, "w": 4, "c": 3, "oc": 5, "fh": 3, "fw": 2, "strides": (2, 2), "nchw": True,
+         "seed": 7}
+    rng, x, f, b = tconv_operands(p)
+    out_q = nnref.output(Q8, 0.05, 100)
+    ins = [x, f, b, *map(nnref.int32, (1, 0, 1, 0)), nnref.int32(2), nnref.int32(2), nnref.int32(1),
+           nnref.boolean(True)]
+    whole = check_exact("TRANSPOSE_CONV_2D", ins, [out_q])
+    n, oc, oh, ow = whole.value.shape
+    w = ffi.new("struct npu_window *", {"pad_left": 1, "pad_top": 1, "stride_w": 2, "stride_h": 2,
+                                        "dilation_w": 1, "dilation_h": 1, "fuse": 1, "nchw": True})
+    out = Tensor(Q8, np.zeros(whole.value.shape), 0.05, 100)
+    tensors = [Tensor(Q8, x.value, x.scale, x.zero_point), Tensor(f.type, f.value, f.scale, f.zero_point),
+               Tensor(I32, b.value)]
+    assert lib.npu_ops_units_spatial(out.ptr, True) == n * oh
+    for unit in range(n * oh):
+        assert lib.npu_op_transpose_conv_2d(*(t.ptr for t in tensors), w, out.ptr, unit, unit + 1) == lib.NPU_OK
+    np.testing.assert_array_equal(out.array, whole.value)
+
+
+def test_transpose_conv_2d_output_shape_needs_the_scalars_and_the_output_shape_data():
+    x, f, b = nnref.tensor(F32, np.ones((1, 2, 2, 1))), nnref.tensor(F32, np.ones((3, 3, 3, 1))), nnref.tensor(F32, np.ones(3))
+    explicit = [x, f, b, *map(nnref.int32, (0, 0, 0, 0, 2, 2, 0)), nnref.boolean(False)]
+    assert bind_check("TRANSPOSE_CONV_2D", explicit, [nnref.output(F32)]) == [None]  # scalars' values unknown
+    assert bind_check("TRANSPOSE_CONV_2D", explicit, [nnref.output(F32)], data=True) == [(1, 5, 5, 3)]
+    same = [x, f, b, nnref.tensor(I32, [1, 4, 4, 3]), *map(nnref.int32, (1, 2, 2, 0)), nnref.boolean(False)]
+    assert bind_check("TRANSPOSE_CONV_2D", same, [nnref.output(F32)], data=True) == [(1, 4, 4, 3)]
+    valid = [x, f, b, nnref.tensor(I32, [1, 4, 4, 3]), *map(nnref.int32, (2, 2, 2, 0)), nnref.boolean(False)]
+    assert bind_check("TRANSPOSE_CONV_2D", valid, [nnref.output(F32)], data=True) == [(1, 5, 5, 3)]
+
+
+def test_transpose_conv_2d_bad_calls_are_refused():
+    x, f, b = nnref.tensor(F32, np.ones((1, 2, 2, 1))), nnref.tensor(F32, np.ones((3, 3, 3, 1))), nnref.tensor(F32, np.ones(3))
+    scalars = [*map(nnref.int32, (0, 0, 0, 0, 1, 1, 0)), nnref.boolean(False)]
+    name, out = "TRANSPOSE_CONV_2D", [nnref.output(F32)]
+    refused(name, [x, f, b, *scalars[:-1]], out, "BAD_OPERATION", "10")
+    refused(name, [x, f, nnref.tensor(F16, np.ones(3)), *scalars], out, "BAD_OPERAND_TYPE", "input 2")
+    refused(name, [x, f, nnref.tensor(F32, np.ones(2)), *scalars], out, "BAD_SHAPE", "input 2 (bias)")
+    refused(name, [x, nnref.tensor(F32, np.ones((3, 3, 3, 2))), b, *scalars], out, "BAD_SHAPE", "input 1 (filter)")
+    refused(name, [x, nnref.tensor(F32, np.ones((3, 3, 3))), b, *scalars], out, "BAD_SHAPE",
+            "input 1", "rank 4")
+    bad = list(scalars)
+    bad[0] = nnref.int32(-1)
+    refused(name, [x, f, b, *bad], out, "BAD_SCALAR", "input 3 (padding left)")
+    bad = list(scalars)
+    bad[4] = nnref.int32(0)
+    refused(name, [x, f, b, *bad], out, "BAD_SCALAR", "input 7 (stride width)")
+    bad = list(scalars)
+    bad[6] = nnref.int32(4)
+    refused(name, [x, f, b, *bad], out, "BAD_FUSE_CODE", "input 9")
+    bad = list(scalars)
+    bad[7] = nnref.int32(0)
+    refused(name, [x, f, b, *bad], out, "BAD_OPERAND_TYPE", "input 10", "BOOL")
+    implicit = [x, f, b, nnref.tensor(I32, [1, 4, 4, 3]), *map(nnref.int32, (3, 1, 1, 0)), nnref.boolean(False)]
+    refused(name, implicit, out, "BAD_SCALAR", "input 4 (padding scheme)")
+    implicit[3] = nnref.tensor(I32, [4, 4, 3])
+    implicit[4] = nnref.int32(1)
+    refused(name, implicit, out, "BAD_SHAPE", "input 3 (output shape)")
+    xq = nnref.tensor(Q8, np.ones((1, 2, 2, 1)), scale=0.5, zero_point=0)
+    fq = nnref.tensor("TENSOR_QUANT8_SYMM_PER_CHANNEL", np.ones((3, 3, 3, 1)),
+                      channel_quant=nnref.ChannelQuant((0.1,), 3))
+    refused(name, [xq, fq, nnref.tensor(I32, np.ones(3)), *scalars], [nnref.output(Q8, 0.5, 0)], "BAD_SCALAR",
+            "input 1 (filter)", "dimension 3")
+    refused(name, [xq, f, nnref.tensor(I32, np.ones(3)), *scalars], [nnref.output(Q8, 0.5, 0)], "BAD_OPERAND_TYPE",
+            "input 1")

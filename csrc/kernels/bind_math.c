@@ -288,6 +288,182 @@ static int run_select(struct npu_bind_call *c, size_t begin, size_t end)
     return refused(c, npu_op_select(IN(0), IN(1), IN(2), OUT));
 }
 
+/* -- TRANSPOSE_CONV_2D ---------------------------------------------------------------
+ * 11 inputs: input, filter, bias, padding left, right, top, bottom, stride w, h,
+ * fused activation, layout (NCHW when true); 9 inputs: input, filter, bias, the
+ * output's shape (TENSOR_INT32 [4], in the layout), padding scheme, stride w, h,
+ * fused activation, layout. */
+
+static const int32_t CONV_INPUTS[] = {NPU_OPERAND_TENSOR_FLOAT32, NPU_OPERAND_TENSOR_FLOAT16,
+                                      NPU_OPERAND_TENSOR_QUANT8_ASYMM};
+static const int32_t Q8_FILTERS[] = {NPU_OPERAND_TENSOR_QUANT8_ASYMM, NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL};
+static const int32_t INT32S[] = {NPU_OPERAND_TENSOR_INT32};
+
+/* The layout input's index and, when known, value (false otherwise). */
+static bool tconv_nchw(const struct npu_bind_call *c)
+{
+    const struct npu_arg *a = &c->in[c->input_count == 11 ? 10 : 8];
+    return a->t.data != NULL && *(const uint8_t *)a->t.data != 0;
+}
+
+/* Input i: an INT32 scalar; *ok false when it is not known yet. */
+static int tconv_i32(struct npu_bind_call *c, uint32_t i, int32_t *v, bool *ok)
+{
+    bool known = false;
+    int rc = npu_bind_i32(c, i, v, &known);
+    *ok = *ok && known;
+    if (!known)
+        *v = 0;
+    return rc;
+}
+
+/* The window from the scalar inputs; *known false while one it needs is unknown.
+ * Checks every value it is given. */
+static int tconv_window(struct npu_bind_call *c, struct npu_window *w, bool *known)
+{
+    static const char *const PADS[] = {"padding left", "padding right", "padding top", "padding bottom"};
+    bool explicit_pad = c->input_count == 11;
+    uint32_t at = explicit_pad ? 7 : 5;
+    int32_t pads[4] = {0, 0, 0, 0}, scheme = 2;
+    bool nchw = false, layout_known = false;
+    int rc = NPU_OK;
+    *known = true;
+    *w = (struct npu_window){.dilation_w = 1, .dilation_h = 1};
+    for (uint32_t k = 0; explicit_pad && k < 4 && rc == NPU_OK; k++) {
+        rc = tconv_i32(c, 3 + k, &pads[k], known);
+        if (rc == NPU_OK && (pads[k] < -65536 || pads[k] > 65536 || (k % 2 == 0 && pads[k] < 0)))
+            rc = npu_bind_fail(c, NPU_E_BAD_SCALAR, "input %u (%s) must be %s, not %d", (unsigned)(3 + k), PADS[k],
+                               k % 2 == 0 ? "within 0..65536" : "within -65536..65536", (int)pads[k]);
+    }
+    if (rc == NPU_OK && !explicit_pad) {
+        rc = tconv_i32(c, 4, &scheme, known);
+        if (rc == NPU_OK && scheme != 1 && scheme != 2 && c->in[4].t.data)
+            rc = npu_bind_fail(c, NPU_E_BAD_SCALAR, "input 4 (padding scheme) must be 1 (SAME) or 2 (VALID), not %d",
+                               (int)scheme);
+    }
+    if (rc == NPU_OK)
+        rc = tconv_i32(c, at, &w->stride_w, known);
+    if (rc == NPU_OK)
+        rc = tconv_i32(c, at + 1, &w->stride_h, known);
+    for (uint32_t k = 0; k < 2 && rc == NPU_OK; k++) {
+        int32_t s = k ? w->stride_h : w->stride_w;
+        if (c->in[at + k].t.data && (s < 1 || s > 65536))
+            rc = npu_bind_fail(c, NPU_E_BAD_SCALAR, "input %u (stride %s) must be within 1..65536, not %d",
+                               (unsigned)(at + k), k ? "height" : "width", (int)s);
+    }
+    if (rc == NPU_OK)
+        rc = tconv_i32(c, at + 2, &w->fuse, known);
+    if (rc == NPU_OK && (w->fuse < 0 || w->fuse > 3))
+        rc = npu_bind_fail(c, NPU_E_BAD_FUSE_CODE, "input %u (fused activation) must be 0..3, not %d",
+                           (unsigned)(at + 2), (int)w->fuse);
+    if (rc == NPU_OK)
+        rc = npu_bind_bool(c, at + 3, &nchw, &layout_known);
+    if (rc != NPU_OK)
+        return rc;
+    *known = *known && layout_known;
+    w->nchw = nchw;
+    if (!explicit_pad) {
+        const struct npu_arg *shape = &c->in[3];
+        rc = input_tensor(c, 3, INT32S, COUNT(INT32S));
+        if (rc == NPU_OK && shape->has_shape && (shape->t.rank != 1 || shape->t.dims[0] != 4))
+            rc = npu_bind_fail(c, NPU_E_BAD_SHAPE, "input 3 (output shape) must be a TENSOR_INT32 of 4 entries");
+        if (rc != NPU_OK)
+            return rc;
+        if (scheme == 1 && (!*known || !shape->t.data || !shape->has_shape || !c->in[1].has_shape)) {
+            *known = false;  /* SAME needs the output's size and the filter's */
+        } else if (scheme == 1) {
+            const int32_t *size = shape->t.data;
+            int32_t oh = size[nchw ? 2 : 1], ow = size[nchw ? 3 : 2];
+            rc = npu_ops_transpose_padding(oh, w->stride_h, (int32_t)c->in[1].t.dims[1], 1, &pads[2], &pads[3]);
+            if (rc == NPU_OK)
+                rc = npu_ops_transpose_padding(ow, w->stride_w, (int32_t)c->in[1].t.dims[2], 1, &pads[0], &pads[1]);
+            if (rc != NPU_OK)
+                return npu_bind_fail(c, NPU_E_BAD_SCALAR, "input 3 (output shape) must hold a height and width >= 1, "
+                                     "not %d and %d", (int)oh, (int)ow);
+        }
+    }
+    w->pad_left = pads[0];
+    w->pad_right = pads[1];
+    w->pad_top = pads[2];
+    w->pad_bottom = pads[3];
+    return NPU_OK;
+}
+
+static int prepare_transpose_conv(struct npu_bind_call *c)
+{
+    int rc = npu_bind_counts(c, 9, 11, 1);
+    if (rc == NPU_OK && c->input_count == 10)
+        rc = npu_bind_fail(c, NPU_E_BAD_OPERATION, "takes 9 (implicit padding) or 11 (explicit) inputs, not 10");
+    if (rc == NPU_OK)
+        rc = input_tensor(c, 0, CONV_INPUTS, COUNT(CONV_INPUTS));
+    bool quant = rc == NPU_OK && IN(0)->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM;
+    if (rc == NPU_OK)
+        rc = quant ? input_tensor(c, 1, Q8_FILTERS, COUNT(Q8_FILTERS)) : same_type(c, 1, 0);
+    if (rc == NPU_OK && IN(1)->type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL && IN(1)->channel_dim != 0)
+        rc = npu_bind_fail(c, NPU_E_BAD_SCALAR, "input 1 (filter) is quantized per channel along dimension %u, "
+                           "not 0 (its output channels)", (unsigned)IN(1)->channel_dim);
+    if (rc == NPU_OK)
+        rc = quant ? input_tensor(c, 2, INT32S, COUNT(INT32S)) : same_type(c, 2, 0);
+    static const uint32_t RANKS[] = {4, 4, 1};
+    for (uint32_t i = 0; i < 3 && rc == NPU_OK; i++)
+        if (c->in[i].has_rank && c->in[i].t.rank != RANKS[i])
+            rc = npu_bind_fail(c, NPU_E_BAD_SHAPE, "input %u (%s) must have rank %u, not %u", (unsigned)i,
+                               i == 0 ? "input" : (i == 1 ? "filter" : "bias"), (unsigned)RANKS[i],
+                               (unsigned)c->in[i].t.rank);
+    if (rc == NPU_OK)
+        rc = output_type(c, IN(0)->type, "of input 0's type");
+    struct npu_window w;
+    bool known;
+    if (rc == NPU_OK)
+        rc = tconv_window(c, &w, &known);
+    if (rc != NPU_OK)
+        return rc;
+    const struct npu_arg *in = &c->in[0], *filter = &c->in[1], *bias = &c->in[2];
+    if (filter->has_shape && bias->has_shape && bias->t.dims[0] != filter->t.dims[0])
+        return npu_bind_fail(c, NPU_E_BAD_SHAPE, "input 2 (bias) must have %u entries, one per output channel, not %u",
+                             (unsigned)filter->t.dims[0], (unsigned)bias->t.dims[0]);
+    if (!known || !in->has_shape || !filter->has_shape)
+        return NPU_OK;
+    uint32_t n = in->t.dims[0], channels = in->t.dims[w.nchw ? 1 : 3];
+    uint32_t h = in->t.dims[w.nchw ? 2 : 1], wd = in->t.dims[w.nchw ? 3 : 2];
+    if (filter->t.dims[3] != channels)
+        return npu_bind_fail(c, NPU_E_BAD_SHAPE, "input 1 (filter) has depth %u, input 0 has %u channels",
+                             (unsigned)filter->t.dims[3], (unsigned)channels);
+    long oh = npu_ops_transpose_conv_size(h, filter->t.dims[1], w.stride_h, w.pad_top, w.pad_bottom);
+    long ow = npu_ops_transpose_conv_size(wd, filter->t.dims[2], w.stride_w, w.pad_left, w.pad_right);
+    if (oh < 1 || ow < 1 || oh > UINT32_MAX || ow > UINT32_MAX)
+        return npu_bind_fail(c, NPU_E_BAD_SHAPE, "the output would be %ldx%ld", oh, ow);
+    uint32_t oc = filter->t.dims[0];
+    uint32_t dims[4] = {n, w.nchw ? oc : (uint32_t)oh, w.nchw ? (uint32_t)oh : (uint32_t)ow,
+                        w.nchw ? (uint32_t)ow : oc};
+    return npu_bind_set_shape(c, 0, 4, dims);
+}
+
+static size_t units_transpose_conv(const struct npu_bind_call *c)
+{
+    size_t units = npu_ops_units_spatial(OUT, tconv_nchw(c));
+    return units ? units : 1;
+}
+
+static int run_transpose_conv(struct npu_bind_call *c, size_t begin, size_t end)
+{
+    struct npu_window w;
+    bool known;
+    int rc = tconv_window(c, &w, &known);
+    if (rc == NPU_OK && !known)
+        rc = npu_bind_fail(c, NPU_E_BAD_SCALAR, "its scalar inputs and output shape must be known to run");
+    return rc == NPU_OK ? refused(c, npu_op_transpose_conv_2d(IN(0), IN(1), IN(2), &w, OUT, begin, end)) : rc;
+}
+
+/* Each input pixel's channels times each filter tap's, for every output channel. */
+static void cost_transpose_conv(const struct npu_bind_call *c, double *flops, double *bytes)
+{
+    const struct npu_tensor *filter = IN(1);
+    *flops = 2.0 * (double)npu_ops_element_count(IN(0)) * filter->dims[0] * filter->dims[1] * filter->dims[2];
+    *bytes = (double)npu_ops_byte_size(IN(0)) + (double)npu_ops_byte_size(filter) +
+             (double)npu_ops_byte_size(IN(2)) + (double)npu_ops_byte_size(OUT);
+}
+
 const struct npu_op_def npu_bind_math[] = {
     {.type = NPU_OP_FLOOR, .name = "FLOOR", .prepare = prepare_float_unary, .run = run_unary},
     {.type = NPU_OP_ABS, .name = "ABS", .prepare = prepare_float_unary, .run = run_unary},
@@ -310,5 +486,7 @@ const struct npu_op_def npu_bind_math[] = {
     {.type = NPU_OP_LOGICAL_AND, .name = "LOGICAL_AND", .prepare = prepare_logical, .run = run_binary},
     {.type = NPU_OP_LOGICAL_OR, .name = "LOGICAL_OR", .prepare = prepare_logical, .run = run_binary},
     {.type = NPU_OP_SELECT, .name = "SELECT", .prepare = prepare_select, .run = run_select},
+    {.type = NPU_OP_TRANSPOSE_CONV_2D, .name = "TRANSPOSE_CONV_2D", .prepare = prepare_transpose_conv,
+     .units = units_transpose_conv, .run = run_transpose_conv, .cost = cost_transpose_conv},
     {.type = -1},
 };

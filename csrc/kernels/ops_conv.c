@@ -10,11 +10,8 @@
 
 #include "ops_internal.h"
 
-/* The checked types of a convolution-like call: float32, float16 or quant8. */
-enum kind { KIND_F32, KIND_F16, KIND_Q8 };
-
-static int check_types(const struct npu_tensor *in, const struct npu_tensor *filter, const struct npu_tensor *bias,
-                       const struct npu_tensor *out, uint32_t channel_dim, enum kind *kind)
+int ops_conv_types(const struct npu_tensor *in, const struct npu_tensor *filter, const struct npu_tensor *bias,
+                       const struct npu_tensor *out, uint32_t channel_dim, enum ops_kind *kind)
 {
     OPS_TRY(ops_check(in));
     OPS_TRY(ops_check(filter));
@@ -23,7 +20,7 @@ static int check_types(const struct npu_tensor *in, const struct npu_tensor *fil
     if (in->type == NPU_OPERAND_TENSOR_FLOAT32 || in->type == NPU_OPERAND_TENSOR_FLOAT16) {
         if (filter->type != in->type || bias->type != in->type || out->type != in->type)
             return NPU_E_BAD_OPERAND_TYPE;
-        *kind = in->type == NPU_OPERAND_TENSOR_FLOAT32 ? KIND_F32 : KIND_F16;
+        *kind = in->type == NPU_OPERAND_TENSOR_FLOAT32 ? OPS_KIND_F32 : OPS_KIND_F16;
         return NPU_OK;
     }
     if (in->type != NPU_OPERAND_TENSOR_QUANT8_ASYMM || out->type != in->type || bias->type != NPU_OPERAND_TENSOR_INT32)
@@ -34,17 +31,11 @@ static int check_types(const struct npu_tensor *in, const struct npu_tensor *fil
     } else if (filter->type != NPU_OPERAND_TENSOR_QUANT8_ASYMM) {
         return NPU_E_BAD_OPERAND_TYPE;
     }
-    *kind = KIND_Q8;
+    *kind = OPS_KIND_Q8;
     return NPU_OK;
 }
 
-/* Per output channel requantization: Q31 multipliers and shifts. */
-struct requant {
-    int32_t *multiplier, *shift;
-    int32_t lo, hi, zero;
-};
-
-static int requant_init(struct requant *q, const struct npu_tensor *in, const struct npu_tensor *filter,
+int ops_requant_init(struct ops_requant *q, const struct npu_tensor *in, const struct npu_tensor *filter,
                         const struct npu_tensor *out, size_t channels, int32_t fuse)
 {
     q->multiplier = malloc(channels * sizeof *q->multiplier);
@@ -60,13 +51,13 @@ static int requant_init(struct requant *q, const struct npu_tensor *in, const st
     return NPU_OK;
 }
 
-static void requant_free(struct requant *q)
+void ops_requant_free(struct ops_requant *q)
 {
     free(q->multiplier);
     free(q->shift);
 }
 
-static uint8_t requant_one(const struct requant *q, int32_t acc, size_t c)
+static uint8_t requant_one(const struct ops_requant *q, int32_t acc, size_t c)
 {
     int32_t v = npu_multiply_by_quantized_multiplier(acc, q->multiplier[c], q->shift[c]);
     int64_t s = (int64_t)v + q->zero;
@@ -78,7 +69,7 @@ static uint8_t requant_one(const struct requant *q, int32_t acc, size_t c)
 }
 
 /* Adds the bias, requantizes and stores rows x channels accumulators. */
-static void requant_block(const struct requant *q, const int32_t *acc, const int32_t *bias, size_t count,
+void ops_requant_block(const struct ops_requant *q, const int32_t *acc, const int32_t *bias, size_t count,
                           size_t channels, uint8_t *dst)
 {
     for (size_t i = 0; i < count; i++)
@@ -137,8 +128,8 @@ static int convolution(const struct npu_tensor *input, const struct npu_tensor *
                        const struct npu_tensor *bias, const struct npu_window *w, int32_t groups,
                        const struct npu_tensor *output, size_t begin, size_t end)
 {
-    enum kind kind;
-    OPS_TRY(check_types(input, filter, bias, output, 0, &kind));
+    enum ops_kind kind;
+    OPS_TRY(ops_conv_types(input, filter, bias, output, 0, &kind));
     OPS_TRY(ops_check_window(w, false));
     if (input->rank != 4 || filter->rank != 4 || bias->rank != 1)
         return NPU_E_BAD_SHAPE;
@@ -162,14 +153,14 @@ static int convolution(const struct npu_tensor *input, const struct npu_tensor *
     struct conv_ctx ctx = {&g, x, input->zero_point, 0, cg};
     if (rc != NPU_OK)
         return rc;
-    if (kind == KIND_Q8) {
+    if (kind == OPS_KIND_Q8) {
         struct ops_gemm_i16 gemm = {0};
-        struct requant q = {0};
+        struct ops_requant q = {0};
         int32_t *acc = malloc((m1 - m0) * g.oc * sizeof *acc);
         rows = malloc((m1 - m0) * g.oc);
         rc = acc && rows ? NPU_OK : NPU_E_NO_MEMORY;
         if (rc == NPU_OK)
-            rc = requant_init(&q, input, filter, output, g.oc, w->fuse);
+            rc = ops_requant_init(&q, input, filter, output, g.oc, w->fuse);
         for (size_t gi = 0; rc == NPU_OK && gi < (size_t)groups; gi++) {
             ctx.c0 = gi * cg;
             rc = ops_gemm_i16_prepare(&gemm, (const uint8_t *)filter->data + gi * og * K,
@@ -180,10 +171,10 @@ static int convolution(const struct npu_tensor *input, const struct npu_tensor *
             ops_gemm_i16_free(&gemm);
         }
         if (rc == NPU_OK) {
-            requant_block(&q, acc, bias->data, m1 - m0, g.oc, rows);
+            ops_requant_block(&q, acc, bias->data, m1 - m0, g.oc, rows);
             ops_store_rows_u8(output, w->nchw, begin, end, rows);
         }
-        requant_free(&q);
+        ops_requant_free(&q);
         free(acc);
     } else {
         struct ops_gemm_f32 gemm = {0};
@@ -259,8 +250,8 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
                              int32_t multiplier, const struct npu_tensor *output,
                              size_t begin, size_t end)
 {
-    enum kind kind;
-    OPS_TRY(check_types(input, filter, bias, output, 3, &kind));
+    enum ops_kind kind;
+    OPS_TRY(ops_conv_types(input, filter, bias, output, 3, &kind));
     OPS_TRY(ops_check_window(w, false));
     if (input->rank != 4 || filter->rank != 4 || bias->rank != 1)
         return NPU_E_BAD_SHAPE;
@@ -284,12 +275,12 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
     int rc = pixel && tap ? NPU_OK : NPU_E_NO_MEMORY;
     if (rc != NPU_OK) {
         /* nothing computed */
-    } else if (kind == KIND_Q8) {
-        struct requant q = {0};
+    } else if (kind == OPS_KIND_Q8) {
+        struct ops_requant q = {0};
         int32_t *acc = malloc(count * oc * sizeof *acc);
         int16_t *fc = malloc(g.fh * g.fw * oc * sizeof *fc);
         rows = malloc(count * oc);
-        rc = acc && fc && rows ? requant_init(&q, input, filter, output, oc, w->fuse) : NPU_E_NO_MEMORY;
+        rc = acc && fc && rows ? ops_requant_init(&q, input, filter, output, oc, w->fuse) : NPU_E_NO_MEMORY;
         if (rc == NPU_OK) {
             bool per_channel = filter->type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL;
             for (size_t i = 0; i < g.fh * g.fw * oc; i++)
@@ -308,10 +299,10 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
                             a[k] += ((int32_t)s[k / mult] - input->zero_point) * f[k];
                     }
                 }
-            requant_block(&q, acc, bias->data, count, oc, rows);
+            ops_requant_block(&q, acc, bias->data, count, oc, rows);
             ops_store_rows_u8(output, w->nchw, begin, end, rows);
         }
-        requant_free(&q);
+        ops_requant_free(&q);
         free(acc);
         free(fc);
     } else {
@@ -383,8 +374,8 @@ int npu_op_fully_connected(const struct npu_tensor *input, const struct npu_tens
                            const struct npu_tensor *bias, int32_t fuse,
                            const struct npu_tensor *output, size_t begin, size_t end)
 {
-    enum kind kind;
-    OPS_TRY(check_types(input, weights, bias, output, 0, &kind));
+    enum ops_kind kind;
+    OPS_TRY(ops_conv_types(input, weights, bias, output, 0, &kind));
     OPS_TRY(ops_check_fuse(fuse));
     if (weights->type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL)
         return NPU_E_BAD_OPERAND_TYPE;  /* 1.2: per-tensor weights only */
@@ -399,20 +390,20 @@ int npu_op_fully_connected(const struct npu_tensor *input, const struct npu_tens
         return NPU_OK;
 
     int rc;
-    if (kind == KIND_Q8) {
+    if (kind == OPS_KIND_Q8) {
         struct ops_gemm_i16 gemm = {0};
-        struct requant q = {0};
+        struct ops_requant q = {0};
         struct fc_ctx ctx = {input->data, size, input->zero_point};
         int32_t *acc = malloc((end - begin) * units * sizeof *acc);
-        rc = acc ? requant_init(&q, input, weights, output, units, fuse) : NPU_E_NO_MEMORY;
+        rc = acc ? ops_requant_init(&q, input, weights, output, units, fuse) : NPU_E_NO_MEMORY;
         if (rc == NPU_OK)
             rc = ops_gemm_i16_prepare(&gemm, weights->data, false, weights->zero_point, units, size);
         if (rc == NPU_OK)
             rc = ops_gemm_i16_run(&gemm, pack_fc_i16, &ctx, begin, end, acc, units);
         if (rc == NPU_OK)
-            requant_block(&q, acc, bias->data, end - begin, units, (uint8_t *)output->data + begin * units);
+            ops_requant_block(&q, acc, bias->data, end - begin, units, (uint8_t *)output->data + begin * units);
         ops_gemm_i16_free(&gemm);
-        requant_free(&q);
+        ops_requant_free(&q);
         free(acc);
         return rc;
     }

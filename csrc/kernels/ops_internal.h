@@ -117,6 +117,27 @@ int ops_check_window(const struct npu_window *w, bool pool);
 /* Clamps [*begin, *end) to [0, units). */
 void ops_clamp_range(size_t units, size_t *begin, size_t *end);
 
+/* -- what the convolutions share (ops_conv.c) --------------------------------------
+ * The checked types of a convolution-like call: all float32, all float16, or a
+ * quant8 input and output with a quant8 or (along channel_dim) per-channel
+ * filter and an int32 bias. */
+enum ops_kind { OPS_KIND_F32, OPS_KIND_F16, OPS_KIND_Q8 };
+int ops_conv_types(const struct npu_tensor *in, const struct npu_tensor *filter, const struct npu_tensor *bias,
+                   const struct npu_tensor *out, uint32_t channel_dim, enum ops_kind *kind);
+/* Per output channel requantization of int32 sums (Q31 multipliers and shifts
+ * of input_scale * filter_scale / output_scale, the fused activation's bounds):
+ * init (free even when it fails), then block adds the bias to count rows of
+ * channels sums and stores them requantized. */
+struct ops_requant {
+    int32_t *multiplier, *shift;
+    int32_t lo, hi, zero;
+};
+int ops_requant_init(struct ops_requant *q, const struct npu_tensor *in, const struct npu_tensor *filter,
+                     const struct npu_tensor *out, size_t channels, int32_t fuse);
+void ops_requant_free(struct ops_requant *q);
+void ops_requant_block(const struct ops_requant *q, const int32_t *acc, const int32_t *bias, size_t count,
+                       size_t channels, uint8_t *dst);
+
 /* -- the packed GEMM (ops_gemm.c) -----------------------------------------------
  * C[m][n] = bias[n] + sum_k A(m, k) * W[n][k], with A given row by row by a
  * packing callback (so a convolution's im2col never exists whole) and W the

@@ -359,3 +359,166 @@ int npu_op_cast(const struct npu_tensor *input, const struct npu_tensor *output)
     }
     return NPU_OK;
 }
+
+/* -- TRANSPOSE_CONV_2D ------------------------------------------------------------
+ * Each input pixel (y, x) spreads filter * value over the output window whose
+ * corner is (y * stride - top, x * stride - left).  Read the other way round,
+ * output pixel (oy, ox) gathers, for each filter tap (i, j), the input pixel
+ * ((oy + top - i) / stride_h, (ox + left - j) / stride_w) when both divisions
+ * are exact and inside the image: a convolution's GEMM whose im2col rows pick
+ * those pixels (zero elsewhere), against the filter [out][fh][fw][in] as stored.
+ * Quantized: sums of centred values in int32, then the bias and requantization
+ * per output channel, as Android's reference does. */
+
+struct tconv_ctx {
+    const struct ops_geometry *g;  /* oh, ow the output's; top, left, sh, sw the window's */
+    const void *x;                 /* NHWC float or uint8 */
+    int32_t zero;
+};
+
+#define TCONV_PACK(NAME, T, SRC_T, CENTRE)                                                         \
+    static void NAME(const void *vctx, size_t m, size_t k0, size_t kc, T *dst, size_t stride)      \
+    {                                                                                              \
+        const struct tconv_ctx *ctx = vctx;                                                        \
+        const struct ops_geometry *g = ctx->g;                                                     \
+        const SRC_T *x = ctx->x;                                                                   \
+        size_t per_image = g->oh * g->ow;                                                          \
+        size_t n = m / per_image, oy = m % per_image / g->ow, ox = m % g->ow;                      \
+        for (size_t k = k0, end = k0 + kc; k < end;) {                                             \
+            size_t tap = k / g->c, ch = k % g->c;                                                  \
+            size_t run = g->c - ch < end - k ? g->c - ch : end - k;                                \
+            long ty = (long)oy + g->top - (long)(tap / g->fw);                                     \
+            long tx = (long)ox + g->left - (long)(tap % g->fw);                                    \
+            T *d = dst + (k - k0) * stride;                                                        \
+            if (ty < 0 || tx < 0 || ty % g->sh || tx % g->sw || ty / g->sh >= (long)g->h ||        \
+                tx / g->sw >= (long)g->w) {                                                        \
+                for (size_t i = 0; i < run; i++)                                                   \
+                    d[i * stride] = 0;                                                             \
+            } else {                                                                               \
+                const SRC_T *s = x + ((n * g->h + (size_t)(ty / g->sh)) * g->w + (size_t)(tx / g->sw)) * g->c + ch; \
+                for (size_t i = 0; i < run; i++)                                                   \
+                    d[i * stride] = (T)(CENTRE);                                                   \
+            }                                                                                      \
+            k += run;                                                                              \
+        }                                                                                          \
+    }
+
+TCONV_PACK(pack_tconv_f32, float, float, s[i])
+TCONV_PACK(pack_tconv_i16, int16_t, uint8_t, (int32_t)s[i] - ctx->zero)
+
+/* The window of a transposed convolution: left and top >= 0, right and bottom
+ * may be negative (the output then extends past the last input's footprint,
+ * as the 1.2 reference allows), strides >= 1, no dilation. */
+static int tconv_window(const struct npu_window *w)
+{
+    if (w == NULL)
+        return NPU_E_INVALID_ARGUMENT;
+    if (w->pad_left < 0 || w->pad_top < 0 || w->stride_w < 1 || w->stride_h < 1 || w->dilation_w != 1 ||
+        w->dilation_h != 1)
+        return NPU_E_BAD_SCALAR;
+    if (w->pad_left > 65536 || w->pad_top > 65536 || w->pad_right > 65536 || w->pad_bottom > 65536 ||
+        w->pad_right < -65536 || w->pad_bottom < -65536 || w->stride_w > 65536 || w->stride_h > 65536)
+        return NPU_E_BAD_SCALAR;
+    return ops_check_fuse(w->fuse);
+}
+
+long npu_ops_transpose_conv_size(long size, long filter, long stride, long head, long tail)
+{
+    return (size - 1) * stride + filter - head - tail;
+}
+
+int npu_op_transpose_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
+                             const struct npu_tensor *bias, const struct npu_window *w,
+                             const struct npu_tensor *output, size_t begin, size_t end)
+{
+    enum ops_kind kind;
+    OPS_TRY(ops_conv_types(input, filter, bias, output, 0, &kind));
+    OPS_TRY(tconv_window(w));
+    if (input->rank != 4 || filter->rank != 4 || bias->rank != 1 || output->rank != 4)
+        return NPU_E_BAD_SHAPE;
+    struct ops_image img;
+    ops_image(input, w->nchw, &img);
+    struct ops_geometry g = {
+        .n = img.n, .h = img.h, .w = img.w, .c = img.c, .fh = filter->dims[1], .fw = filter->dims[2],
+        .oc = filter->dims[0], .sh = w->stride_h, .sw = w->stride_w, .dh = 1, .dw = 1,
+        .top = w->pad_top, .left = w->pad_left,
+    };
+    long oh = npu_ops_transpose_conv_size((long)g.h, (long)g.fh, g.sh, w->pad_top, w->pad_bottom);
+    long ow = npu_ops_transpose_conv_size((long)g.w, (long)g.fw, g.sw, w->pad_left, w->pad_right);
+    if (oh < 1 || ow < 1 || filter->dims[3] != g.c || bias->dims[0] != g.oc)
+        return NPU_E_BAD_SHAPE;
+    g.oh = (size_t)oh;
+    g.ow = (size_t)ow;
+    OPS_TRY(ops_check_geometry_output(output, &g, w->nchw));
+    ops_clamp_range(g.n * g.oh, &begin, &end);
+    if (begin == end)
+        return NPU_OK;
+
+    size_t K = g.fh * g.fw * g.c, m0 = begin * g.ow, m1 = end * g.ow;
+    const void *x;
+    void *x_owned = NULL, *rows = NULL;
+    OPS_TRY(ops_nhwc_input(input, w->nchw, &x, &x_owned));
+    struct tconv_ctx ctx = {&g, x, input->zero_point};
+    int rc;
+    if (kind == OPS_KIND_Q8) {
+        struct ops_gemm_i16 gemm = {0};
+        struct ops_requant q = {0};
+        int32_t *acc = malloc((m1 - m0) * g.oc * sizeof *acc);
+        rows = malloc((m1 - m0) * g.oc);
+        rc = acc && rows ? ops_requant_init(&q, input, filter, output, g.oc, w->fuse) : NPU_E_NO_MEMORY;
+        if (rc == NPU_OK)
+            rc = ops_gemm_i16_prepare(&gemm, filter->data, filter->type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL,
+                                      filter->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM ? filter->zero_point : 0,
+                                      g.oc, K);
+        if (rc == NPU_OK)
+            rc = ops_gemm_i16_run(&gemm, pack_tconv_i16, &ctx, m0, m1, acc, g.oc);
+        if (rc == NPU_OK) {
+            ops_requant_block(&q, acc, bias->data, m1 - m0, g.oc, rows);
+            ops_store_rows_u8(output, w->nchw, begin, end, rows);
+        }
+        ops_gemm_i16_free(&gemm);
+        ops_requant_free(&q);
+        free(acc);
+    } else {
+        struct ops_gemm_f32 gemm = {0};
+        struct npu_tensor fv, bv;
+        float *f_owned = NULL, *b_owned = NULL;
+        rows = malloc((m1 - m0) * g.oc * sizeof(float));
+        rc = rows ? ops_widen(filter, &fv, &f_owned) : NPU_E_NO_MEMORY;
+        if (rc == NPU_OK)
+            rc = ops_widen(bias, &bv, &b_owned);
+        if (rc == NPU_OK)
+            rc = ops_gemm_f32_prepare(&gemm, fv.data, g.oc, K);
+        if (rc == NPU_OK)
+            rc = ops_gemm_f32_run(&gemm, pack_tconv_f32, &ctx, m0, m1, bv.data, rows, g.oc);
+        if (rc == NPU_OK) {
+            float lo, hi, *r = rows;
+            ops_float_bounds(w->fuse, &lo, &hi);
+            for (size_t i = 0; i < (m1 - m0) * g.oc; i++)
+                r[i] = r[i] < lo ? lo : (r[i] > hi ? hi : r[i]);
+            ops_store_rows_f32(output, w->nchw, begin, end, rows);
+        }
+        ops_gemm_f32_free(&gemm);
+        free(f_owned);
+        free(b_owned);
+    }
+    free(rows);
+    free(x_owned);
+    return rc;
+}
+
+int npu_ops_transpose_padding(int32_t out_size, int32_t stride, int32_t filter, int32_t scheme, int32_t *head,
+                              int32_t *tail)
+{
+    if (head == NULL || tail == NULL)
+        return NPU_E_INVALID_ARGUMENT;
+    if (out_size < 1 || stride < 1 || filter < 1 || stride > 65536 || filter > 65536 || (scheme != 1 && scheme != 2))
+        return NPU_E_BAD_SCALAR;
+    *head = *tail = 0;
+    if (scheme == 2)
+        return NPU_OK;
+    long needed = (((long)out_size + stride - 1) / stride - 1) * stride + filter - out_size;
+    *head = needed > 0 ? (int32_t)(needed / 2) : 0;
+    *tail = (int32_t)(needed - *head);
+    return NPU_OK;
+}

@@ -272,6 +272,23 @@ int npu_op_select(const struct npu_tensor *condition, const struct npu_tensor *a
  * integer type truncated toward zero and saturated (quant8 to 0..255; NaN to 0). */
 int npu_op_cast(const struct npu_tensor *input, const struct npu_tensor *output);
 
+/* TRANSPOSE_CONV_2D: input [n,h,w,c] (or NCHW when w->nchw), filter
+ * [out,fh,fw,c], bias [out], output [n,oh,ow,out] (or NCHW) where oh = (h - 1) *
+ * stride_h + fh - pad_top - pad_bottom (likewise ow); types as CONV_2D's (a
+ * per-channel filter along dimension 0).  pad_right and pad_bottom may be
+ * negative (the 1.2 reference's SAME padding makes them so); dilation must be 1.
+ * Unit: one output row. */
+int npu_op_transpose_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
+                             const struct npu_tensor *bias, const struct npu_window *w,
+                             const struct npu_tensor *output, size_t begin, size_t end);
+/* Its output size along one dimension (may be < 1: no output). */
+long npu_ops_transpose_conv_size(long size, long filter, long stride, long head, long tail);
+/* Its implicit padding, from the OUTPUT size the model gives: scheme 2 (VALID)
+ * none; 1 (SAME) centres the last stride's footprint on the output, the tail
+ * fitted to it (negative when the output reaches past it). */
+int npu_ops_transpose_padding(int32_t out_size, int32_t stride, int32_t filter, int32_t scheme,
+                              int32_t *head, int32_t *tail);
+
 /* (end of math) */
 
 /* -- shapes, reductions, indexing, normalizations (kernels/ops_index.c) --------- */
