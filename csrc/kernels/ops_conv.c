@@ -83,44 +83,21 @@ void ops_requant_block(const struct ops_requant *q, const int32_t *acc, const in
 
 /* -- CONV_2D ------------------------------------------------------------------- */
 
-struct conv_ctx {
-    const struct ops_geometry *g;
-    const void *x;   /* NHWC float or uint8 */
-    int32_t zero;    /* the quantized input's zero point */
-    size_t c0, cg;   /* the group's input channels: [c0, c0 + cg) */
-};
+/* The input pixel (iy, ix) filter tap `tap` of output pixel (oy, ox) reads;
+ * false in the padding. */
+static inline bool conv_tap(const struct ops_geometry *g, size_t oy, size_t ox, size_t tap, size_t *iy, size_t *ix)
+{
+    long y = (long)oy * g->sh + (long)(tap / g->fw) * g->dh - g->top;
+    long x = (long)ox * g->sw + (long)(tap % g->fw) * g->dw - g->left;
+    if (y < 0 || y >= (long)g->h || x < 0 || x >= (long)g->w)
+        return false;
+    *iy = (size_t)y;
+    *ix = (size_t)x;
+    return true;
+}
 
-/* One output pixel's taps, k = (fy * fw + fx) * cg + channel, as runs of the
- * group's channels. */
-#define CONV_PACK(NAME, T, SRC_T, CENTRE)                                                          \
-    static void NAME(const void *vctx, size_t m, size_t k0, size_t kc, T *dst, size_t stride)      \
-    {                                                                                              \
-        const struct conv_ctx *ctx = vctx;                                                         \
-        const struct ops_geometry *g = ctx->g;                                                     \
-        const SRC_T *x = ctx->x;                                                                   \
-        size_t per_image = g->oh * g->ow;                                                          \
-        size_t n = m / per_image, oy = m % per_image / g->ow, ox = m % g->ow;                      \
-        size_t k = k0, end = k0 + kc;                                                              \
-        while (k < end) {                                                                          \
-            size_t tap = k / ctx->cg, ch = k % ctx->cg;                                            \
-            size_t run = ctx->cg - ch < end - k ? ctx->cg - ch : end - k;                          \
-            long iy = (long)oy * g->sh + (long)(tap / g->fw) * g->dh - g->top;                    \
-            long ix = (long)ox * g->sw + (long)(tap % g->fw) * g->dw - g->left;                   \
-            T *d = dst + (k - k0) * stride;                                                        \
-            if (iy < 0 || iy >= (long)g->h || ix < 0 || ix >= (long)g->w) {                        \
-                for (size_t i = 0; i < run; i++)                                                   \
-                    d[i * stride] = 0;                                                             \
-            } else {                                                                               \
-                const SRC_T *s = x + ((n * g->h + (size_t)iy) * g->w + (size_t)ix) * g->c + ctx->c0 + ch; \
-                for (size_t i = 0; i < run; i++)                                                   \
-                    d[i * stride] = (T)(CENTRE);                                                   \
-            }                                                                                      \
-            k += run;                                                                              \
-        }                                                                                          \
-    }
-
-CONV_PACK(pack_conv_f32, float, float, s[i])
-CONV_PACK(pack_conv_i16, int16_t, uint8_t, (int32_t)s[i] - ctx->zero)
+OPS_CONV_PACK(pack_conv_f32, float, float, s[i], conv_tap)
+OPS_CONV_PACK(pack_conv_i16, int16_t, uint8_t, (int32_t)s[i] - ctx->zero, conv_tap)
 
 /* CONV_2D and GROUPED_CONV_2D: one GEMM per group, each writing its columns
  * of one row block. */
@@ -145,34 +122,43 @@ static int convolution(const struct npu_tensor *input, const struct npu_tensor *
     if (begin == end)
         return NPU_OK;
 
-    size_t cg = filter->dims[3], og = g.oc / (size_t)groups;
+    return ops_conv_gemm(input, filter, bias, output, w->fuse, w->nchw, &g, (size_t)groups, pack_conv_f32,
+                         pack_conv_i16, begin, end);
+}
+
+int ops_conv_gemm(const struct npu_tensor *input, const struct npu_tensor *filter, const struct npu_tensor *bias,
+                  const struct npu_tensor *output, int32_t fuse, bool nchw, const struct ops_geometry *gp,
+                  size_t groups, ops_pack_f32 pack_f32, ops_pack_i16 pack_i16, size_t begin, size_t end)
+{
+    const struct ops_geometry g = *gp;
+    size_t cg = g.c / groups, og = g.oc / groups;
     size_t K = g.fh * g.fw * cg, m0 = begin * g.ow, m1 = end * g.ow;
     const void *x;
     void *x_owned = NULL, *rows = NULL;
-    int rc = ops_nhwc_input(input, w->nchw, &x, &x_owned);
-    struct conv_ctx ctx = {&g, x, input->zero_point, 0, cg};
+    int rc = ops_nhwc_input(input, nchw, &x, &x_owned);
+    struct ops_conv_ctx ctx = {&g, x, input->zero_point, 0, cg};
     if (rc != NPU_OK)
         return rc;
-    if (kind == OPS_KIND_Q8) {
+    if (input->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM) {
         struct ops_gemm_i16 gemm = {0};
         struct ops_requant q = {0};
         int32_t *acc = malloc((m1 - m0) * g.oc * sizeof *acc);
         rows = malloc((m1 - m0) * g.oc);
         rc = acc && rows ? NPU_OK : NPU_E_NO_MEMORY;
         if (rc == NPU_OK)
-            rc = ops_requant_init(&q, input, filter, output, g.oc, w->fuse);
-        for (size_t gi = 0; rc == NPU_OK && gi < (size_t)groups; gi++) {
+            rc = ops_requant_init(&q, input, filter, output, g.oc, fuse);
+        for (size_t gi = 0; rc == NPU_OK && gi < groups; gi++) {
             ctx.c0 = gi * cg;
             rc = ops_gemm_i16_prepare(&gemm, (const uint8_t *)filter->data + gi * og * K,
                                       filter->type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL,
                                       filter->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM ? filter->zero_point : 0, og, K);
             if (rc == NPU_OK)
-                rc = ops_gemm_i16_run(&gemm, pack_conv_i16, &ctx, m0, m1, acc + gi * og, g.oc);
+                rc = ops_gemm_i16_run(&gemm, pack_i16, &ctx, m0, m1, acc + gi * og, g.oc);
             ops_gemm_i16_free(&gemm);
         }
         if (rc == NPU_OK) {
             ops_requant_block(&q, acc, bias->data, m1 - m0, g.oc, rows);
-            ops_store_rows_u8(output, w->nchw, begin, end, rows);
+            ops_store_rows_u8(output, nchw, begin, end, rows);
         }
         ops_requant_free(&q);
         free(acc);
@@ -186,20 +172,20 @@ static int convolution(const struct npu_tensor *input, const struct npu_tensor *
             rc = ops_widen(filter, &fv, &f_owned);
         if (rc == NPU_OK)
             rc = ops_widen(bias, &bv, &b_owned);
-        for (size_t gi = 0; rc == NPU_OK && gi < (size_t)groups; gi++) {
+        for (size_t gi = 0; rc == NPU_OK && gi < groups; gi++) {
             ctx.c0 = gi * cg;
             rc = ops_gemm_f32_prepare(&gemm, (const float *)fv.data + gi * og * K, og, K);
             if (rc == NPU_OK)
-                rc = ops_gemm_f32_run(&gemm, pack_conv_f32, &ctx, m0, m1, (const float *)bv.data + gi * og,
+                rc = ops_gemm_f32_run(&gemm, pack_f32, &ctx, m0, m1, (const float *)bv.data + gi * og,
                                       (float *)rows + gi * og, g.oc);
             ops_gemm_f32_free(&gemm);
         }
         if (rc == NPU_OK) {
             float lo, hi, *r = rows;
-            ops_float_bounds(w->fuse, &lo, &hi);
+            ops_float_bounds(fuse, &lo, &hi);
             for (size_t i = 0; i < (m1 - m0) * g.oc; i++)
                 r[i] = r[i] < lo ? lo : (r[i] > hi ? hi : r[i]);
-            ops_store_rows_f32(output, w->nchw, begin, end, rows);
+            ops_store_rows_f32(output, nchw, begin, end, rows);
         }
         free(f_owned);
         free(b_owned);

@@ -167,4 +167,51 @@ void ops_gemm_i16_free(struct ops_gemm_i16 *g);
 int ops_gemm_i16_run(const struct ops_gemm_i16 *g, ops_pack_i16 pack, const void *ctx,
                      size_t m0, size_t m1, int32_t *c, size_t ldc);
 
+/* -- a convolution's GEMM (ops_conv.c) ----------------------------------------------
+ * What a convolution-like operation's packing callbacks read (ctx of the GEMM):
+ * its geometry, the input as NHWC float32 or stored uint8, the input's zero
+ * point, and the current group's input channels [c0, c0 + cg). */
+struct ops_conv_ctx {
+    const struct ops_geometry *g;
+    const void *x;
+    int32_t zero;
+    size_t c0, cg;
+};
+/* A packing callback NAME (ops_pack_f32 or ops_pack_i16 as T is float or
+ * int16_t) writing one output pixel's taps, k = (fy * fw + fx) * cg + channel,
+ * as runs of the group's channels: LOCATE(g, oy, ox, tap, &iy, &ix) names the
+ * input pixel a tap reads (false: a zero), CENTRE the value of s[i] stored. */
+#define OPS_CONV_PACK(NAME, T, SRC_T, CENTRE, LOCATE)                                              \
+    static void NAME(const void *vctx, size_t m, size_t k0, size_t kc, T *dst, size_t stride)      \
+    {                                                                                              \
+        const struct ops_conv_ctx *ctx = vctx;                                                     \
+        const struct ops_geometry *g = ctx->g;                                                     \
+        const SRC_T *x = ctx->x;                                                                   \
+        size_t per_image = g->oh * g->ow;                                                          \
+        size_t n = m / per_image, oy = m % per_image / g->ow, ox = m % g->ow, iy, ix;              \
+        for (size_t k = k0, end = k0 + kc; k < end;) {                                             \
+            size_t tap = k / ctx->cg, ch = k % ctx->cg;                                            \
+            size_t run = ctx->cg - ch < end - k ? ctx->cg - ch : end - k;                          \
+            T *d = dst + (k - k0) * stride;                                                        \
+            if (!LOCATE(g, oy, ox, tap, &iy, &ix)) {                                               \
+                for (size_t i = 0; i < run; i++)                                                   \
+                    d[i * stride] = 0;                                                             \
+            } else {                                                                               \
+                const SRC_T *s = x + ((n * g->h + iy) * g->w + ix) * g->c + ctx->c0 + ch;          \
+                for (size_t i = 0; i < run; i++)                                                   \
+                    d[i * stride] = (T)(CENTRE);                                                   \
+            }                                                                                      \
+            k += run;                                                                              \
+        }                                                                                          \
+    }
+/* Output rows [begin, end) (row = batch * oh + y) of a convolution-like
+ * operation whose types ops_conv_types checked and whose geometry g (with oc)
+ * fits the output: per group, the filter's rows of that group times the rows
+ * the callbacks pack (float32, or centred int16 for quant8), plus the bias,
+ * then the fused activation (quant8: requantized per output channel), stored in
+ * the output's layout and type. */
+int ops_conv_gemm(const struct npu_tensor *input, const struct npu_tensor *filter, const struct npu_tensor *bias,
+                  const struct npu_tensor *output, int32_t fuse, bool nchw, const struct ops_geometry *g,
+                  size_t groups, ops_pack_f32 pack_f32, ops_pack_i16 pack_i16, size_t begin, size_t end);
+
 #endif /* NPU_OPS_INTERNAL_H */

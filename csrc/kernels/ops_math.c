@@ -9,7 +9,6 @@
  * CAST converts stored values, not real ones.
  */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "ops_internal.h"
@@ -370,41 +369,21 @@ int npu_op_cast(const struct npu_tensor *input, const struct npu_tensor *output)
  * Quantized: sums of centred values in int32, then the bias and requantization
  * per output channel, as Android's reference does. */
 
-struct tconv_ctx {
-    const struct ops_geometry *g;  /* oh, ow the output's; top, left, sh, sw the window's */
-    const void *x;                 /* NHWC float or uint8 */
-    int32_t zero;
-};
+/* The input pixel (iy, ix) filter tap `tap` of output pixel (oy, ox) gathers
+ * from; false when none does. */
+static inline bool tconv_tap(const struct ops_geometry *g, size_t oy, size_t ox, size_t tap, size_t *iy, size_t *ix)
+{
+    long y = (long)oy + g->top - (long)(tap / g->fw);
+    long x = (long)ox + g->left - (long)(tap % g->fw);
+    if (y < 0 || x < 0 || y % g->sh || x % g->sw || y / g->sh >= (long)g->h || x / g->sw >= (long)g->w)
+        return false;
+    *iy = (size_t)(y / g->sh);
+    *ix = (size_t)(x / g->sw);
+    return true;
+}
 
-#define TCONV_PACK(NAME, T, SRC_T, CENTRE)                                                         \
-    static void NAME(const void *vctx, size_t m, size_t k0, size_t kc, T *dst, size_t stride)      \
-    {                                                                                              \
-        const struct tconv_ctx *ctx = vctx;                                                        \
-        const struct ops_geometry *g = ctx->g;                                                     \
-        const SRC_T *x = ctx->x;                                                                   \
-        size_t per_image = g->oh * g->ow;                                                          \
-        size_t n = m / per_image, oy = m % per_image / g->ow, ox = m % g->ow;                      \
-        for (size_t k = k0, end = k0 + kc; k < end;) {                                             \
-            size_t tap = k / g->c, ch = k % g->c;                                                  \
-            size_t run = g->c - ch < end - k ? g->c - ch : end - k;                                \
-            long ty = (long)oy + g->top - (long)(tap / g->fw);                                     \
-            long tx = (long)ox + g->left - (long)(tap % g->fw);                                    \
-            T *d = dst + (k - k0) * stride;                                                        \
-            if (ty < 0 || tx < 0 || ty % g->sh || tx % g->sw || ty / g->sh >= (long)g->h ||        \
-                tx / g->sw >= (long)g->w) {                                                        \
-                for (size_t i = 0; i < run; i++)                                                   \
-                    d[i * stride] = 0;                                                             \
-            } else {                                                                               \
-                const SRC_T *s = x + ((n * g->h + (size_t)(ty / g->sh)) * g->w + (size_t)(tx / g->sw)) * g->c + ch; \
-                for (size_t i = 0; i < run; i++)                                                   \
-                    d[i * stride] = (T)(CENTRE);                                                   \
-            }                                                                                      \
-            k += run;                                                                              \
-        }                                                                                          \
-    }
-
-TCONV_PACK(pack_tconv_f32, float, float, s[i])
-TCONV_PACK(pack_tconv_i16, int16_t, uint8_t, (int32_t)s[i] - ctx->zero)
+OPS_CONV_PACK(pack_tconv_f32, float, float, s[i], tconv_tap)
+OPS_CONV_PACK(pack_tconv_i16, int16_t, uint8_t, (int32_t)s[i] - ctx->zero, tconv_tap)
 
 /* The window of a transposed convolution: left and top >= 0, right and bottom
  * may be negative (the output then extends past the last input's footprint,
@@ -454,57 +433,8 @@ int npu_op_transpose_conv_2d(const struct npu_tensor *input, const struct npu_te
     if (begin == end)
         return NPU_OK;
 
-    size_t K = g.fh * g.fw * g.c, m0 = begin * g.ow, m1 = end * g.ow;
-    const void *x;
-    void *x_owned = NULL, *rows = NULL;
-    OPS_TRY(ops_nhwc_input(input, w->nchw, &x, &x_owned));
-    struct tconv_ctx ctx = {&g, x, input->zero_point};
-    int rc;
-    if (kind == OPS_KIND_Q8) {
-        struct ops_gemm_i16 gemm = {0};
-        struct ops_requant q = {0};
-        int32_t *acc = malloc((m1 - m0) * g.oc * sizeof *acc);
-        rows = malloc((m1 - m0) * g.oc);
-        rc = acc && rows ? ops_requant_init(&q, input, filter, output, g.oc, w->fuse) : NPU_E_NO_MEMORY;
-        if (rc == NPU_OK)
-            rc = ops_gemm_i16_prepare(&gemm, filter->data, filter->type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL,
-                                      filter->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM ? filter->zero_point : 0,
-                                      g.oc, K);
-        if (rc == NPU_OK)
-            rc = ops_gemm_i16_run(&gemm, pack_tconv_i16, &ctx, m0, m1, acc, g.oc);
-        if (rc == NPU_OK) {
-            ops_requant_block(&q, acc, bias->data, m1 - m0, g.oc, rows);
-            ops_store_rows_u8(output, w->nchw, begin, end, rows);
-        }
-        ops_gemm_i16_free(&gemm);
-        ops_requant_free(&q);
-        free(acc);
-    } else {
-        struct ops_gemm_f32 gemm = {0};
-        struct npu_tensor fv, bv;
-        float *f_owned = NULL, *b_owned = NULL;
-        rows = malloc((m1 - m0) * g.oc * sizeof(float));
-        rc = rows ? ops_widen(filter, &fv, &f_owned) : NPU_E_NO_MEMORY;
-        if (rc == NPU_OK)
-            rc = ops_widen(bias, &bv, &b_owned);
-        if (rc == NPU_OK)
-            rc = ops_gemm_f32_prepare(&gemm, fv.data, g.oc, K);
-        if (rc == NPU_OK)
-            rc = ops_gemm_f32_run(&gemm, pack_tconv_f32, &ctx, m0, m1, bv.data, rows, g.oc);
-        if (rc == NPU_OK) {
-            float lo, hi, *r = rows;
-            ops_float_bounds(w->fuse, &lo, &hi);
-            for (size_t i = 0; i < (m1 - m0) * g.oc; i++)
-                r[i] = r[i] < lo ? lo : (r[i] > hi ? hi : r[i]);
-            ops_store_rows_f32(output, w->nchw, begin, end, rows);
-        }
-        ops_gemm_f32_free(&gemm);
-        free(f_owned);
-        free(b_owned);
-    }
-    free(rows);
-    free(x_owned);
-    return rc;
+    return ops_conv_gemm(input, filter, bias, output, w->fuse, w->nchw, &g, 1, pack_tconv_f32, pack_tconv_i16,
+                         begin, end);
 }
 
 int npu_ops_transpose_padding(int32_t out_size, int32_t stride, int32_t filter, int32_t scheme, int32_t *head,
