@@ -301,6 +301,104 @@ int npu_ops_transpose_padding(int32_t out_size, int32_t stride, int32_t filter, 
 
 /* -- boxes, regions of interest, NMS, keypoints (kernels/ops_detection.c) ------- */
 
+/* Boxes are (x1, y1, x2, y2) corners (DETECTION_POSTPROCESSING's are (y1, x1,
+ * y2, x2)).  In the quantized variants every box tensor is TENSOR_QUANT16_ASYMM
+ * with scale 0.125 and zero point 0 (GENERATE_PROPOSALS' anchors are
+ * TENSOR_QUANT16_SYMM, scale 0.125); everything computes on real values in
+ * float, as Android's reference does, except ROI_ALIGN's quant8 path, which is
+ * the reference's integer one.  A batch index is a TENSOR_INT32.  Malformed data
+ * (a box with x2 < x1 or y2 < y1, a batch index outside the batches, a region
+ * outside the image) is NPU_E_INVALID_ARGUMENT.  Zero rois are the caller's
+ * case (these take tensors of positive dimensions). */
+
+/* AXIS_ALIGNED_BBOX_TRANSFORM: rois [n, 4], deltas [n, 4 * classes] (dx, dy,
+ * dw, dh), batches [n], image_info [batches, 2] (height, width); output
+ * [n, 4 * classes], clipped to the image.  Float: all one type; quantized: rois,
+ * image_info and output TENSOR_QUANT16_ASYMM, deltas TENSOR_QUANT8_ASYMM. */
+int npu_op_axis_aligned_bbox_transform(const struct npu_tensor *rois, const struct npu_tensor *deltas,
+                                       const struct npu_tensor *batches, const struct npu_tensor *image_info,
+                                       const struct npu_tensor *output);
+
+/* ROI_ALIGN: input [batches, h, w, depth] (or NCHW), rois [n, 4] in the
+ * image's coordinates (divided by the strides to reach the input's), batches
+ * [n]; output [n, out_h, out_w, depth] (or NCHW), each bin the mean of
+ * h_ratio x w_ratio bilinear samples (a ratio of 0: ceil(bin size); a ratio
+ * above 1024 is NPU_E_BAD_SCALAR).  Unit: one roi. */
+int npu_op_roi_align(const struct npu_tensor *input, const struct npu_tensor *rois,
+                     const struct npu_tensor *batches, float h_stride, float w_stride,
+                     int32_t h_ratio, int32_t w_ratio, bool nchw, const struct npu_tensor *output,
+                     size_t begin, size_t end);
+
+/* ROI_POOLING: as ROI_ALIGN's operands, each bin the maximum of the input
+ * cells it covers (rounded corners; an empty bin is 0).  Unit: one roi. */
+int npu_op_roi_pooling(const struct npu_tensor *input, const struct npu_tensor *rois,
+                       const struct npu_tensor *batches, float h_stride, float w_stride, bool nchw,
+                       const struct npu_tensor *output, size_t begin, size_t end);
+
+/* HEATMAP_MAX_KEYPOINT: heatmaps [n, size, size, keypoints] (or NCHW, size
+ * >= 2), boxes [n, 4]; scores [n, keypoints] and keypoints [n, keypoints, 2]
+ * (x, y), the maximum refined by a quadratic fit of its 3x3 neighbourhood. */
+int npu_op_heatmap_max_keypoint(const struct npu_tensor *heatmaps, const struct npu_tensor *boxes, bool nchw,
+                                const struct npu_tensor *scores, const struct npu_tensor *keypoints);
+
+/* BOX_WITH_NMS_LIMIT's scalars.  kernel: 0 hard, 1 linear, 2 gaussian. */
+struct npu_nms_params {
+    float score_threshold;      /* candidates score above it */
+    int32_t max_detections;     /* per image and per class; < 0: no limit */
+    int32_t kernel;
+    float iou_threshold;        /* hard and linear */
+    float sigma;                /* gaussian */
+    float nms_score_threshold;  /* a score decayed below it is dropped */
+};
+
+/* BOX_WITH_NMS_LIMIT: scores [n, classes > 1] (class 0 the background), rois
+ * [n, 4 * classes], batches [n].  The output count depends on the data: with
+ * every output NULL, only *count is computed; otherwise the outputs are scores
+ * [count], rois [count, 4], classes [count] and batches [count] (TENSOR_INT32),
+ * per image by class, then by score.  count may be 0. */
+int npu_op_box_with_nms_limit(const struct npu_tensor *scores, const struct npu_tensor *rois,
+                              const struct npu_tensor *batches, const struct npu_nms_params *p,
+                              const struct npu_tensor *out_scores, const struct npu_tensor *out_rois,
+                              const struct npu_tensor *out_classes, const struct npu_tensor *out_batches,
+                              uint32_t *count);
+
+/* GENERATE_PROPOSALS' scalars. */
+struct npu_proposal_params {
+    float h_stride, w_stride;   /* the anchors' shift per cell */
+    int32_t pre_nms, post_nms;  /* how many to keep before and after NMS; <= 0 / < 0: all */
+    float iou_threshold, min_size;
+    bool nchw;
+};
+
+/* GENERATE_PROPOSALS: scores [batches, h, w, anchors] (or NCHW), deltas
+ * [batches, h, w, 4 * anchors], anchors [anchors, 4], image_info [batches, 2];
+ * as BOX_WITH_NMS_LIMIT, NULL outputs compute *count only, else out_scores
+ * [count], out_rois [count, 4], out_batches [count]. */
+int npu_op_generate_proposals(const struct npu_tensor *scores, const struct npu_tensor *deltas,
+                              const struct npu_tensor *anchors, const struct npu_tensor *image_info,
+                              const struct npu_proposal_params *p, const struct npu_tensor *out_scores,
+                              const struct npu_tensor *out_rois, const struct npu_tensor *out_batches,
+                              uint32_t *count);
+
+/* DETECTION_POSTPROCESSING's scalars. */
+struct npu_detection_params {
+    float scale_y, scale_x, scale_h, scale_w;   /* > 0 */
+    bool regular_nms;
+    int32_t max_detections, max_classes_per_detection, max_detections_per_class;
+    float score_threshold, iou_threshold;
+    bool background_in_label;
+};
+
+/* DETECTION_POSTPROCESSING (float32 or float16): scores [batches, anchors,
+ * classes], deltas [batches, anchors, >= 4] (dy, dx, dh, dw), anchors
+ * [anchors, 4] (y, x, h, w); outputs scores [batches, d], boxes [batches, d, 4],
+ * classes [batches, d], detections [batches] with d max_detections (times
+ * max_classes_per_detection without regular NMS); unused slots are 0. */
+int npu_op_detection_postprocessing(const struct npu_tensor *scores, const struct npu_tensor *deltas,
+                                    const struct npu_tensor *anchors, const struct npu_detection_params *p,
+                                    const struct npu_tensor *out_scores, const struct npu_tensor *out_boxes,
+                                    const struct npu_tensor *out_classes, const struct npu_tensor *out_detections);
+
 /* (end of detection) */
 
 #endif /* NPU_OPS_H */
