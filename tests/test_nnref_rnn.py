@@ -228,8 +228,8 @@ def test_quantized_16bit_lstm():
     cell = tensor("TENSOR_QUANT16_SYMM", [876, 1034, 955, -909, 761, 1029, 796, -1036], [2, 4], scale=1 / 2048)
     c, h = nnref.evaluate("QUANTIZED_16BIT_LSTM", [q8([166, 179, 50, 150], [2, 2]), *input_w, *recurrent_w, *biases, cell,
                                                    q8([136, 150, 140, 115, 135, 152, 138, 112], [2, 4])])
-    assert np.abs(c.value.astype(int) - [[1485, 1177, 1373, -1023], [1019, 1355, 1097, -1235]]).max() <= 1
-    assert np.abs(h.value.astype(int) - [[140, 151, 146, 112], [136, 156, 142, 112]]).max() <= 1
+    np.testing.assert_array_equal(c.value, [[1485, 1177, 1373, -1023], [1019, 1355, 1097, -1235]])  # exactly Android's
+    np.testing.assert_array_equal(h.value, [[140, 151, 146, 112], [136, 156, 142, 112]])
     with pytest.raises(BadOperation, match="share one scale"):
         nnref.evaluate("QUANTIZED_16BIT_LSTM", [q8([166, 179, 50, 150], [2, 2]), q8([1] * 8, [4, 2], 0.5, 0),
                                                 *input_w[1:], *recurrent_w, *biases, cell, q8([128] * 8, [2, 4])])

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .core import F, Call, Operand
+from .core import F, Call, Operand, multiply_by_quantized_multiplier, quantize_multiplier, rounding_divide_by_pot
 
 #: TFLite's fused activations, which the recurrent operations take by code.
 ACTIVATIONS: dict[int, Callable[[np.ndarray], np.ndarray]] = {
@@ -175,7 +175,12 @@ def _gate(w: LstmWeights, g: str, x: np.ndarray, h: np.ndarray, c: np.ndarray | 
 
 def lstm_step(w: LstmWeights, x: np.ndarray, h: np.ndarray, c: np.ndarray, act, cell_clip: float, proj_clip: float,
               aux: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One step: returns (output state h, cell state c, the gates [i, c, f, o] for the scratch)."""
+    """One step: returns (output state h, cell state c, the scratch buffer's blocks [blocks, batch, cells]).
+
+    The scratch holds what Android's reference (LSTM.cpp's LSTMStep) leaves in it, gate block by
+    gate block: the input gate, act(c_new) (its cell-gate block is reused for it), the forget gate
+    (1 - forget with CIFG, computed in place), and output gate * act(c_new); CIFG has no input block.
+    """
     f = _gate(w, "f", x, h, c, _sigmoid, aux)
     i = 1 - f if w.input_w["i"] is None else _gate(w, "i", x, h, c, _sigmoid, aux)
     g = _gate(w, "c", x, h, None, act, aux)
@@ -183,13 +188,14 @@ def lstm_step(w: LstmWeights, x: np.ndarray, h: np.ndarray, c: np.ndarray, act, 
     if cell_clip > 0:
         c_new = np.clip(c_new, -cell_clip, cell_clip)
     o = _gate(w, "o", x, h, c_new, _sigmoid, aux)
-    m = o * act(c_new)
+    activated = act(c_new)
+    m = m_gated = o * activated
     if w.projection is not None:
         m = m @ w.projection.T + (w.projection_bias if w.projection_bias is not None else 0)
         if proj_clip > 0:
             m = np.clip(m, -proj_clip, proj_clip)
-    gates = [g, f, o] if w.input_w["i"] is None else [i, g, f, o]
-    return m, c_new, np.concatenate(gates, axis=-1)
+    gates = [activated, 1 - f, m_gated] if w.input_w["i"] is None else [i, activated, f, m_gated]
+    return m, c_new, np.stack(gates)
 
 
 def _clips(call: Call, at: int) -> tuple[float, float]:
@@ -205,7 +211,8 @@ def lstm(call: Call) -> list[Operand]:
     w = LstmWeights.read(call, x, 1, 23 if n == 27 else None)
     h, c = _required(call, 18, x), _required(call, 19, x)
     act = _activation(call, 20)
-    h, c, scratch = lstm_step(w, x.real(), h, c, act, *_clips(call, 21))
+    h, c, blocks = lstm_step(w, x.real(), h, c, act, *_clips(call, 21))
+    scratch = blocks.reshape(blocks.shape[1], -1)  # gate-major memory, as a [batch, blocks * cells] tensor
     return [call.real_result(0, scratch, x), call.real_result(1, h, x), call.real_result(2, c, x),
             call.real_result(3, h, x)]
 
@@ -275,14 +282,90 @@ def svdf(call: Call) -> list[Operand]:
 
 
 # -- QUANTIZED_16BIT_LSTM -------------------------------------------------------------------
+#
+# Android's reference runs the cell in gemmlowp's 16-bit fixed point: a value with k integer
+# bits is an int16 raw r meaning r * 2**(k - 15). The helpers below take and return int64
+# arrays of such raws (wrapped to int16 where the reference's int16 arithmetic wraps).
+
+
+def _wrap16(v: np.ndarray) -> np.ndarray:
+    return ((np.asarray(v, np.int64) + 32768) % 65536) - 32768
+
+
+def _sat16(v: np.ndarray) -> np.ndarray:
+    return np.clip(np.asarray(v, np.int64), -32768, 32767)
+
+
+def _fx_mul(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    """SaturatingRoundingDoublingHighMul on int16: the product, integer bits adding up."""
+    a, b = np.broadcast_arrays(np.asarray(a, np.int64), np.asarray(b, np.int64))
+    ab = a * b
+    total = ab + np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
+    high = np.where(total >= 0, total // 32768, -((-total) // 32768))  # C's division truncates
+    return np.where((a == -32768) & (b == -32768), 32767, _wrap16(high))
+
+
+def _fx_pot(x: np.ndarray, exponent: int) -> np.ndarray:
+    """SaturatingRoundingMultiplyByPOT: a saturating left shift, or a rounding right shift."""
+    x = np.asarray(x, np.int64)
+    if exponent < 0:
+        return rounding_divide_by_pot(x, -exponent)
+    threshold = (1 << (15 - exponent)) - 1
+    return np.where(x > threshold, 32767, np.where(x < -threshold, -32768, x << exponent))
+
+
+def _fx_const(raw32: int) -> int:
+    """A 32-bit fixed-point constant as the 16-bit raw gemmlowp derives from it."""
+    return int(rounding_divide_by_pot(np.int64(raw32), 16))
+
+
+def _fx_exp_on_negative(a: np.ndarray, bits: int) -> np.ndarray:
+    """exp(a) for a <= 0 with ``bits`` integer bits: a Taylor series on [-1/4, 0) around -1/8,
+    times exp(-2**k) for each bit of the rest; 0 integer bits out."""
+    frac = 15 - bits
+    quarter = 1 << (frac - 2)
+    low = _wrap16((a & (quarter - 1)) - quarter)
+    x = _wrap16(_fx_pot(low, bits) + (1 << 12))
+    x2 = _fx_mul(x, x)
+    x3, x4 = _fx_mul(x2, x), _fx_mul(x2, x2)
+    poly = _fx_pot(_wrap16(_fx_mul(_wrap16(_fx_pot(x4, -2) + x3), _fx_const(715827883)) + x2), -1)
+    e8 = _fx_const(1895147668)
+    result = _sat16(e8 + _fx_mul(e8, _wrap16(x + poly)))
+    remainder = _wrap16(low - a)
+    for k, multiplier in zip(range(-2, 5), (1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242)):
+        if bits > k:
+            result = np.where(remainder & (1 << (frac + k)), _fx_mul(result, _fx_const(multiplier)), result)
+    return np.where(a == 0, 32767, result)
+
+
+def _fx_newton(a: np.ndarray) -> np.ndarray:
+    """2 / (1 + a) for a in (0, 1) by three Newton-Raphson steps, with 2 integer bits."""
+    total = np.asarray(a, np.int64) + 32767
+    half = np.where(total >= 0, (total + 1) // 2, -((1 - total) // 2))  # RoundingHalfSum
+    x = _wrap16(_fx_const(1515870810) + _fx_mul(half, _fx_const(-1010580540)))
+    for _ in range(3):
+        x = _wrap16(x + _fx_pot(_fx_mul(x, _wrap16((1 << 13) - _fx_mul(half, x))), 2))
+    return x
+
+
+def _fx_logistic(a: np.ndarray, bits: int) -> np.ndarray:
+    magnitude = np.where(a > 0, a, _wrap16(-a))
+    positive = _fx_pot(_fx_newton(_fx_exp_on_negative(_wrap16(-magnitude), bits)), 1)
+    return np.where(a == 0, 1 << 14, np.where(a > 0, positive, 32767 - positive))
+
+
+def _fx_tanh(a: np.ndarray, bits: int) -> np.ndarray:
+    negative = np.where(a < 0, a, _wrap16(-a))
+    t = _fx_pot(_wrap16(_fx_newton(_fx_exp_on_negative(negative, bits + 1)) - (1 << 13)), 2)
+    return np.where(a == 0, 0, np.where(a < 0, _wrap16(-t), t))
 
 
 def quantized_16bit_lstm(call: Call) -> list[Operand]:
-    """One quantized LSTM step (no CIFG, peephole, projection or clipping): input and output
-    TENSOR_QUANT8_ASYMM at 1/128 around 128, weights one shared TENSOR_QUANT8_ASYMM scale, int32
-    biases at weight_scale/128, the cell state TENSOR_QUANT16_SYMM at 1/2048. Computed on real
-    values (Android's reference runs gemmlowp's fixed-point sigmoid and tanh; the results agree
-    within a quantum)."""
+    """One quantized LSTM step (no CIFG, peephole, projection or clipping), as Android's reference
+    computes it: input and output TENSOR_QUANT8_ASYMM at 1/128 around 128, weights one shared
+    TENSOR_QUANT8_ASYMM scale, int32 biases at weight_scale/128, the cell state TENSOR_QUANT16_SYMM
+    at 1/2048 (4 integer bits). Each gate's int32 sum is requantized to 3 integer bits of int16;
+    then gemmlowp's fixed-point logistic and tanh, products and rescales, exactly."""
     call.count(15)
     x = call.tensor(0, "TENSOR_QUANT8_ASYMM")
     weights = [call.tensor(i, "TENSOR_QUANT8_ASYMM") for i in range(1, 9)]
@@ -295,14 +378,21 @@ def quantized_16bit_lstm(call: Call) -> list[Operand]:
     for name, (operand, scale, zero) in fixed.items():
         if (operand.scale, operand.zero_point) != (scale, zero):
             raise call.fail(f"the {name} has scale {scale} and zero point {zero}")
-    bias_scale = weights[0].scale / 128
-    xr, hr = x.real(), prev.real()
-    gate = [xr @ weights[k].real().T + hr @ weights[4 + k].real().T + biases[k].value * bias_scale  # type: ignore[operator]
-            for k in range(4)]
-    i, f, g, o = _sigmoid(gate[0]), _sigmoid(gate[1]), np.tanh(gate[2]), _sigmoid(gate[3])
-    c = f * cell.real() + i * g
-    h = o * np.tanh(c)
-    return [call.real_result(0, c, cell), call.real_result(1, h, prev)]
+    multiplier, shift = quantize_multiplier(4096 * float(np.float32(biases[0].scale)))  # the bias scale, a float32
+    xs = x.value.astype(np.int64) - 128  # type: ignore[union-attr]
+    hs = prev.value.astype(np.int64) - 128  # type: ignore[union-attr]
+    gates = []
+    for k in range(4):  # input, forget, cell, output
+        w_x = weights[k].value.astype(np.int64) - weights[k].zero_point  # type: ignore[union-attr]
+        w_h = weights[4 + k].value.astype(np.int64) - weights[k].zero_point  # type: ignore[union-attr]
+        acc = biases[k].value.astype(np.int64) + xs @ w_x.T + hs @ w_h.T  # type: ignore[union-attr]
+        gates.append(_sat16(multiply_by_quantized_multiplier(acc, multiplier, shift)))
+    i, f = _fx_logistic(gates[0], 3), _fx_logistic(gates[1], 3)
+    g, o = _fx_tanh(gates[2], 3), _fx_logistic(gates[3], 3)
+    state = _sat16(_fx_pot(_fx_mul(i, g), -4) + _fx_mul(f, cell.value.astype(np.int64)))  # type: ignore[union-attr]
+    activ = _fx_mul(o, _fx_tanh(_fx_pot(state, 1), 3))
+    out = 128 + np.clip(rounding_divide_by_pot(activ, 8), -128, 127)
+    return [call.raw_result(0, state.astype(np.int16), cell), call.raw_result(1, out.astype(np.uint8), prev)]
 
 
 OPERATIONS: dict[str, Callable[[Call], list[Operand]]] = {

@@ -297,6 +297,128 @@ int npu_ops_transpose_padding(int32_t out_size, int32_t stride, int32_t filter, 
 
 /* -- RNN, LSTM, SVDF, LSH_PROJECTION, RANDOM_MULTINOMIAL (kernels/ops_recurrent.c) */
 
+/* The recurrent operations read float32 or float16 tensors (every tensor of
+ * one call the same type; float16 widened to float32, as Android's reference
+ * does) and compute in float with double accumulation.  An optional tensor is
+ * NULL when absent.  Each batch row's recurrence is independent of the
+ * others', so the unit of the range is one batch row: [begin, end) clamped to
+ * the batch size (npu_ops_units_recurrent). */
+
+/* TFLite's activation codes, which these operations take: 0 none, 1 relu,
+ * 2 relu1, 3 relu6, 4 tanh, 6 sigmoid (anything else is NPU_E_BAD_SCALAR). */
+enum npu_rnn_activation {
+    NPU_RNN_ACT_NONE = 0, NPU_RNN_ACT_RELU = 1, NPU_RNN_ACT_RELU1 = 2, NPU_RNN_ACT_RELU6 = 3,
+    NPU_RNN_ACT_TANH = 4, NPU_RNN_ACT_SIGMOID = 6,
+};
+
+/* The batch size of a recurrent operation's input (dims[0] of a 2-D input;
+ * dims[1] of a time-major sequence, dims[0] of a batch-major one). */
+size_t npu_ops_units_recurrent(const struct npu_tensor *input, bool sequence, bool time_major);
+
+/* RNN: h = act(x W^T + h_in R^T + b).  input [batch, in], weights [units, in],
+ * recurrent [units, units], bias [units], hidden_in [batch, units]; hidden_out
+ * and output [batch, units] (both receive h). */
+int npu_op_rnn(const struct npu_tensor *input, const struct npu_tensor *weights,
+               const struct npu_tensor *recurrent, const struct npu_tensor *bias,
+               const struct npu_tensor *hidden_in, int32_t activation,
+               const struct npu_tensor *hidden_out, const struct npu_tensor *output,
+               size_t begin, size_t end);
+
+/* One direction of a sequence RNN: input [time, batch, in] (time_major) or
+ * [batch, time, in]; aux_input (same layout, [.., aux_in]) with aux_weights
+ * [units, aux_in] adds aux x Waux^T, both or neither.  reverse runs the time
+ * steps backwards (each step's output still at its own step).  The output is
+ * [time, batch, total] or [batch, time, total] and this direction writes its
+ * units at columns [column, column + units). */
+struct npu_rnn_direction {
+    const struct npu_tensor *weights, *recurrent, *bias, *hidden;
+    const struct npu_tensor *aux_input, *aux_weights;
+    bool reverse;
+    uint32_t column;
+};
+int npu_op_sequence_rnn(const struct npu_tensor *input, const struct npu_rnn_direction *d,
+                        int32_t activation, bool time_major, const struct npu_tensor *output,
+                        size_t begin, size_t end);
+
+/* SVDF: input [batch, in], weights_feature [filters, in], weights_time
+ * [filters, memory], bias [filters / rank] or NULL, state_in [batch, filters *
+ * memory]; state_out as state_in, output [batch, filters / rank]. */
+int npu_op_svdf(const struct npu_tensor *input, const struct npu_tensor *weights_feature,
+                const struct npu_tensor *weights_time, const struct npu_tensor *bias,
+                const struct npu_tensor *state_in, int32_t rank, int32_t activation,
+                const struct npu_tensor *state_out, const struct npu_tensor *output,
+                size_t begin, size_t end);
+
+/* An LSTM cell's parameters, each array by gate in the 1.2 order input,
+ * forget, cell, output (peephole: input, forget, output).  CIFG: the input
+ * gate's weights, bias (and peephole, layer norm) NULL.  input_to [cells, in],
+ * recurrent_to [cells, out], peephole [cells], bias [cells], projection
+ * [out, cells] and its bias [out] (out == cells without projection),
+ * layer_norm [cells] (all NULL: no layer normalization), aux_to [cells, aux_in]. */
+struct npu_lstm_weights {
+    const struct npu_tensor *input_to[4], *recurrent_to[4], *peephole[3], *bias[4];
+    const struct npu_tensor *projection, *projection_bias;
+    const struct npu_tensor *layer_norm[4];
+    const struct npu_tensor *aux_to[4];
+};
+struct npu_lstm_params {
+    int32_t activation;       /* enum npu_rnn_activation */
+    float cell_clip, proj_clip;  /* > 0: clip to [-clip, clip]; 0: none */
+};
+
+/* LSTM: one step.  input [batch, in], output_state_in [batch, out],
+ * cell_state_in [batch, cells]; scratch [batch, cells * 4] (3 with CIFG)
+ * receives what Android's reference leaves there (gate-major: the input gate,
+ * act(new cell), the forget gate (1 - forget with CIFG), output gate * act(new
+ * cell)); output_state_out and output [batch, out], cell_state_out [batch, cells]. */
+int npu_op_lstm(const struct npu_tensor *input, const struct npu_lstm_weights *w,
+                const struct npu_tensor *output_state_in, const struct npu_tensor *cell_state_in,
+                const struct npu_lstm_params *p, const struct npu_tensor *scratch,
+                const struct npu_tensor *output_state_out, const struct npu_tensor *cell_state_out,
+                const struct npu_tensor *output, size_t begin, size_t end);
+
+/* One direction of a sequence LSTM, laid out as npu_op_sequence_rnn's (aux_input
+ * with w->aux_to, all four or none; column: where this direction's outputs go). */
+struct npu_lstm_direction {
+    const struct npu_lstm_weights *w;
+    const struct npu_tensor *output_state, *cell_state, *aux_input;
+    bool reverse;
+    uint32_t column;
+};
+int npu_op_sequence_lstm(const struct npu_tensor *input, const struct npu_lstm_direction *d,
+                         const struct npu_lstm_params *p, bool time_major,
+                         const struct npu_tensor *output, size_t begin, size_t end);
+
+/* QUANTIZED_16BIT_LSTM, in Android's integer arithmetic (gemmlowp's 16-bit
+ * fixed point, 4 integer bits of cell state): input [batch, in] and
+ * prev_output [batch, out] TENSOR_QUANT8_ASYMM at 1/128 around 128; weights
+ * [8] (input-to then recurrent-to, gates input, forget, cell, output) one
+ * TENSOR_QUANT8_ASYMM scale and zero point; biases [4] TENSOR_INT32 at
+ * weights' scale / 128; prev_cell and cell_out [batch, out] TENSOR_QUANT16_SYMM
+ * at 2^-11; output as prev_output. */
+int npu_op_quantized_16bit_lstm(const struct npu_tensor *input, const struct npu_tensor *const weights[8],
+                                const struct npu_tensor *const biases[4], const struct npu_tensor *prev_cell,
+                                const struct npu_tensor *prev_output, const struct npu_tensor *cell_out,
+                                const struct npu_tensor *output, size_t begin, size_t end);
+
+/* FarmHash's Fingerprint64 (the "na" hash), as Android's LSH_PROJECTION signs with. */
+uint64_t npu_fingerprint64(const void *data, size_t length);
+
+/* LSH_PROJECTION: hash [functions, bits <= 32] float, input of any type with
+ * rank >= 1 (rows along dims[0]), weight [rows] of hash's type or NULL; type
+ * 1 SPARSE_DEPRECATED, 3 SPARSE ([functions] TENSOR_INT32 output), 2 DENSE
+ * ([functions * bits]). */
+int npu_op_lsh_projection(const struct npu_tensor *hash, const struct npu_tensor *input,
+                          const struct npu_tensor *weight, int32_t type, const struct npu_tensor *output);
+
+/* RANDOM_MULTINOMIAL: logits [batch, classes] float, samples per row, the two
+ * seeds (both 0: seeded at random); output [batch, samples] TENSOR_INT32 of
+ * class indices, drawn as Android's reference does (TensorFlow's Philox4x32-10
+ * keyed by the seeds, 52-bit uniform doubles against the running sum of
+ * exp(logit - max), non-finite logits never drawn). */
+int npu_op_random_multinomial(const struct npu_tensor *logits, int32_t samples, int32_t seed0,
+                              int32_t seed1, const struct npu_tensor *output);
+
 /* (end of recurrent) */
 
 /* -- boxes, regions of interest, NMS, keypoints (kernels/ops_detection.c) ------- */
