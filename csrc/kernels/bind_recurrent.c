@@ -136,6 +136,13 @@ static int set2(struct npu_bind_call *c, uint32_t k, uint32_t d0, uint32_t d1)
     return npu_bind_set_shape(c, k, 2, d);
 }
 
+/* Outputs 0 and 1 are both [d0, d1]. */
+static int set_both(struct npu_bind_call *c, uint32_t d0, uint32_t d1)
+{
+    int rc = set2(c, 0, d0, d1);
+    return rc == NPU_OK ? set2(c, 1, d0, d1) : rc;
+}
+
 /* A sequence output's shape: [time, batch, width] or [batch, time, width], as the input's. */
 static int set_sequence(struct npu_bind_call *c, uint32_t k, uint32_t width)
 {
@@ -198,11 +205,7 @@ static int rnn_prepare(struct npu_bind_call *c)
         rc = dims_are(c, 3, "bias", 1, units, 0, 0);
     if (rc == NPU_OK)
         rc = dims_are(c, 4, "hidden state", 2, batch, units, 0);
-    if (rc == NPU_OK)
-        rc = set2(c, 0, batch, units);
-    if (rc == NPU_OK)
-        rc = set2(c, 1, batch, units);
-    return rc;
+    return rc == NPU_OK ? set_both(c, batch, units) : rc;
 }
 
 static int rnn_run(struct npu_bind_call *c, size_t begin, size_t end)
@@ -313,6 +316,15 @@ static void uni_rnn_cost(const struct npu_bind_call *c, double *flops, double *b
     matrix_cost(c, weights, 2, steps_rows, flops, bytes);
 }
 
+/* A bidirectional operation's outputs: one merged, or forward and backward. */
+static int set_bidirectional(struct npu_bind_call *c, bool merge, uint32_t fw, uint32_t bw)
+{
+    if (merge)
+        return set_sequence(c, 0, fw + bw);
+    int rc = set_sequence(c, 0, fw);
+    return rc == NPU_OK ? set_sequence(c, 1, bw) : rc;
+}
+
 /* BIDIRECTIONAL_SEQUENCE_RNN: 0 input, 1-4 forward w/r/b/h, 5-8 backward, 9 aux input,
  * 10/11 forward/backward aux weights, 12 activation, 13 time major, 14 merge outputs. */
 static int merge_outputs(struct npu_bind_call *c, uint32_t i, bool *merge, bool *known)
@@ -375,12 +387,7 @@ static int bi_rnn_prepare(struct npu_bind_call *c)
         rc = dims_are(c, 10, "forward aux weights", 2, fw_units, c->in[9].t.dims[2], 0);
     if (rc == NPU_OK && bw_aux)
         rc = dims_are(c, 11, "backward aux weights", 2, bw_units, c->in[9].t.dims[2], 0);
-    if (rc != NPU_OK)
-        return rc;
-    if (merge)
-        return set_sequence(c, 0, fw_units + bw_units);
-    rc = set_sequence(c, 0, fw_units);
-    return rc == NPU_OK ? set_sequence(c, 1, bw_units) : rc;
+    return rc == NPU_OK ? set_bidirectional(c, merge, fw_units, bw_units) : rc;
 }
 
 static int bi_rnn_run(struct npu_bind_call *c, size_t begin, size_t end)
@@ -636,20 +643,33 @@ static int lstm_params(struct npu_bind_call *c, uint32_t i, int32_t type, struct
 
 static const struct lstm_layout LSTM_PLAIN = {1, 0, 0}, LSTM_NORM = {1, 23, 0};
 
+/* LSTM and UNIDIRECTIONAL_SEQUENCE_LSTM: the 17 tensors, the states at 18 and 19, the
+ * activation and clips at 20-22, the outputs: all of input 0's type. */
+static int lstm_signature(struct npu_bind_call *c, const struct lstm_layout *l, int32_t *type)
+{
+    struct npu_lstm_params p;
+    int rc = float_family(c, type, (const uint32_t[]){18, 19}, 2, NULL, 0);
+    if (rc == NPU_OK)
+        rc = lstm_types(c, l, *type);
+    if (rc == NPU_OK)
+        rc = lstm_params(c, 20, *type, &p, false);
+    return rc == NPU_OK ? outputs_of_type(c, *type) : rc;
+}
+
+/* The state inputs at 18 and 19 (shapes known). */
+static int lstm_states(struct npu_bind_call *c, uint32_t batch, uint32_t out, uint32_t cells)
+{
+    int rc = dims_are(c, 18, "output state", 2, batch, out, 0);
+    return rc == NPU_OK ? dims_are(c, 19, "cell state", 2, batch, cells, 0) : rc;
+}
+
 static int lstm_prepare(struct npu_bind_call *c)
 {
     int rc = npu_bind_counts(c, 23, 27, 4);
     int32_t type;
-    struct npu_lstm_params p;
-    if (rc == NPU_OK)
-        rc = float_family(c, &type, (const uint32_t[]){18, 19}, 2, NULL, 0);
     const struct lstm_layout *l = c->input_count == 27 ? &LSTM_NORM : &LSTM_PLAIN;
     if (rc == NPU_OK)
-        rc = lstm_types(c, l, type);
-    if (rc == NPU_OK)
-        rc = lstm_params(c, 20, type, &p, false);
-    if (rc == NPU_OK)
-        rc = outputs_of_type(c, type);
+        rc = lstm_signature(c, l, &type);
     if (rc != NPU_OK || !shapes_known(c, 20) || !shapes_known_in(c, 23, c->input_count))
         return rc;
     rc = dims_are(c, 0, "input", 2, 0, 0, 0);
@@ -658,9 +678,7 @@ static int lstm_prepare(struct npu_bind_call *c)
     if (rc == NPU_OK)
         rc = lstm_shapes(c, l, c->in[0].t.dims[1], 0, &cells, &out, &cifg);
     if (rc == NPU_OK)
-        rc = dims_are(c, 18, "output state", 2, batch, out, 0);
-    if (rc == NPU_OK)
-        rc = dims_are(c, 19, "cell state", 2, batch, cells, 0);
+        rc = lstm_states(c, batch, out, cells);
     if (rc == NPU_OK)
         rc = set2(c, 0, batch, cells * (cifg ? 3 : 4));
     if (rc == NPU_OK)
@@ -697,19 +715,12 @@ static int uni_lstm_prepare(struct npu_bind_call *c)
 {
     int rc = npu_bind_counts(c, 24, 28, 1);
     int32_t type;
-    struct npu_lstm_params p;
     bool major, major_known;
-    if (rc == NPU_OK)
-        rc = float_family(c, &type, (const uint32_t[]){18, 19}, 2, NULL, 0);
     const struct lstm_layout *l = c->input_count == 28 ? &SEQ_NORM : &SEQ_PLAIN;
     if (rc == NPU_OK)
-        rc = lstm_types(c, l, type);
-    if (rc == NPU_OK)
-        rc = lstm_params(c, 20, type, &p, false);
+        rc = lstm_signature(c, l, &type);
     if (rc == NPU_OK)
         rc = npu_bind_bool(c, 23, &major, &major_known);
-    if (rc == NPU_OK)
-        rc = outputs_of_type(c, type);
     if (rc != NPU_OK || !major_known || !shapes_known(c, 20) || !shapes_known_in(c, 24, c->input_count))
         return rc;
     rc = dims_are(c, 0, "input", 3, 0, 0, 0);
@@ -720,9 +731,7 @@ static int uni_lstm_prepare(struct npu_bind_call *c)
     bool cifg;
     rc = lstm_shapes(c, l, x->dims[2], 0, &cells, &out, &cifg);
     if (rc == NPU_OK)
-        rc = dims_are(c, 18, "output state", 2, batch, out, 0);
-    if (rc == NPU_OK)
-        rc = dims_are(c, 19, "cell state", 2, batch, cells, 0);
+        rc = lstm_states(c, batch, out, cells);
     if (rc == NPU_OK)
         rc = set_sequence(c, 0, out);
     return rc;
@@ -824,12 +833,7 @@ static int bi_lstm_prepare(struct npu_bind_call *c)
         rc = dims_are(c, 37, "backward output state", 2, batch, bw_out, 0);
     if (rc == NPU_OK)
         rc = dims_are(c, 38, "backward cell state", 2, batch, bw_cells, 0);
-    if (rc != NPU_OK)
-        return rc;
-    if (merge)
-        return set_sequence(c, 0, fw_out + bw_out);
-    rc = set_sequence(c, 0, fw_out);
-    return rc == NPU_OK ? set_sequence(c, 1, bw_out) : rc;
+    return rc == NPU_OK ? set_bidirectional(c, merge, fw_out, bw_out) : rc;
 }
 
 static int bi_lstm_run(struct npu_bind_call *c, size_t begin, size_t end)
@@ -937,11 +941,7 @@ static int qlstm_prepare(struct npu_bind_call *c)
         rc = dims_are(c, i, "bias", 1, n_out, 0, 0);
     if (rc == NPU_OK)
         rc = dims_are(c, 13, "previous cell state", 2, batch, n_out, 0);
-    if (rc == NPU_OK)
-        rc = set2(c, 0, batch, n_out);
-    if (rc == NPU_OK)
-        rc = set2(c, 1, batch, n_out);
-    return rc;
+    return rc == NPU_OK ? set_both(c, batch, n_out) : rc;
 }
 
 static int qlstm_run(struct npu_bind_call *c, size_t begin, size_t end)

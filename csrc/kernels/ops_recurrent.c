@@ -87,6 +87,14 @@ static int shaped(const struct npu_tensor *t, int32_t type, uint32_t rank, size_
     return NPU_OK;
 }
 
+/* t is a [rows, cols] matrix of type; *rows receives its rows. */
+static int matrix(const struct npu_tensor *t, int32_t type, size_t cols, size_t *rows)
+{
+    OPS_TRY(ops_check(t));
+    *rows = t->dims[0];
+    return shaped(t, type, 2, 0, cols, 0);
+}
+
 static int check_float_input(const struct npu_tensor *t, uint32_t rank)
 {
     OPS_TRY(ops_check(t));
@@ -176,9 +184,8 @@ int npu_op_rnn(const struct npu_tensor *input, const struct npu_tensor *weights,
     OPS_TRY(check_float_input(input, 2));
     int32_t type = input->type;
     size_t batch = input->dims[0], n_in = input->dims[1];
-    OPS_TRY(ops_check(weights));
-    size_t units = weights->dims[0];
-    OPS_TRY(shaped(weights, type, 2, units, n_in, 0));
+    size_t units;
+    OPS_TRY(matrix(weights, type, n_in, &units));
     OPS_TRY(shaped(recurrent, type, 2, units, units, 0));
     OPS_TRY(shaped(bias, type, 1, units, 0, 0));
     OPS_TRY(shaped(hidden_in, type, 2, batch, units, 0));
@@ -239,9 +246,8 @@ int npu_op_sequence_rnn(const struct npu_tensor *input, const struct npu_rnn_dir
     OPS_TRY(check_float_input(input, 3));
     int32_t type = input->type;
     struct seq s = seq_of(input, time_major);
-    OPS_TRY(ops_check(d->weights));
-    size_t units = d->weights->dims[0];
-    OPS_TRY(shaped(d->weights, type, 2, units, s.width, 0));
+    size_t units;
+    OPS_TRY(matrix(d->weights, type, s.width, &units));
     OPS_TRY(shaped(d->recurrent, type, 2, units, units, 0));
     OPS_TRY(shaped(d->bias, type, 1, units, 0, 0));
     OPS_TRY(shaped(d->hidden, type, 2, s.batch, units, 0));
@@ -295,9 +301,8 @@ int npu_op_svdf(const struct npu_tensor *input, const struct npu_tensor *weights
     OPS_TRY(check_float_input(input, 2));
     int32_t type = input->type;
     size_t batch = input->dims[0], n_in = input->dims[1];
-    OPS_TRY(ops_check(weights_feature));
-    size_t filters = weights_feature->dims[0];
-    OPS_TRY(shaped(weights_feature, type, 2, filters, n_in, 0));
+    size_t filters;
+    OPS_TRY(matrix(weights_feature, type, n_in, &filters));
     OPS_TRY(ops_check(weights_time));
     size_t memory = weights_time->dims[weights_time->rank > 1 ? 1 : 0];
     OPS_TRY(shaped(weights_time, type, 2, filters, memory, 0));
