@@ -155,17 +155,6 @@ static size_t batch_rows(const struct npu_bind_call *c)
     return c->in[0].t.rank >= 1 ? c->in[0].t.dims[0] : 1;
 }
 
-static double io_bytes(const struct npu_bind_call *c)
-{
-    double bytes = 0.0;
-    for (uint32_t i = 0; i < c->input_count; i++)
-        if (!c->in[i].omitted)
-            bytes += (double)npu_ops_byte_size(&c->in[i].t);
-    for (uint32_t k = 0; k < c->output_count; k++)
-        bytes += (double)npu_ops_byte_size(&c->out[k].t);
-    return bytes;
-}
-
 /* 2 * every element of the weight matrices listed, per batch row and step */
 static void matrix_cost(const struct npu_bind_call *c, const uint32_t *weights, uint32_t n, double rows,
                         double *flops, double *bytes)
@@ -175,7 +164,7 @@ static void matrix_cost(const struct npu_bind_call *c, const uint32_t *weights, 
         if (!absent(c, weights[k]))
             macs += (double)npu_ops_element_count(&c->in[weights[k]].t);
     *flops = 2.0 * macs * rows;
-    *bytes = io_bytes(c);
+    *bytes = npu_bind_io_bytes(c);
 }
 
 /* -- RNN --------------------------------------------------------------------------- */
@@ -1023,7 +1012,7 @@ static void lsh_cost(const struct npu_bind_call *c, double *flops, double *bytes
     /* one hash of a (4 + row) byte key per bit and input row, about a FLOP per byte */
     double hashes = (double)npu_ops_element_count(&c->in[0].t);
     *flops = hashes * (double)npu_ops_byte_size(&c->in[1].t);
-    *bytes = io_bytes(c);
+    *bytes = npu_bind_io_bytes(c);
 }
 
 /* -- RANDOM_MULTINOMIAL ---------------------------------------------------------------- */
