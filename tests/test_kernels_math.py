@@ -259,6 +259,8 @@ def tconv_operands(p: dict):
     kind = p["kind"]
     x = values(rng, Q8 if kind == "PER_CHANNEL" else kind, (p["n"], p["h"], p["w"], p["c"]))
     f, b = weights(rng, kind, x, (p["oc"], p["fh"], p["fw"], p["c"]), 0)
+    if kind == Q8:  # the spec's quantized bias: the input's scale times the filter's
+        b = nnref.tensor(I32, b.value, scale=f32(x.scale * f.scale))
     return rng, (nchw_of(x) if p["nchw"] else x), f, b
 
 
@@ -370,3 +372,8 @@ def test_transpose_conv_2d_bad_calls_are_refused():
             "input 1 (filter)", "dimension 3")
     refused(name, [xq, f, nnref.tensor(I32, np.ones(3)), *scalars], [nnref.output(Q8, 0.5, 0)], "BAD_OPERAND_TYPE",
             "input 1")
+    fq = nnref.tensor(Q8, np.ones((3, 3, 3, 1)), scale=0.25, zero_point=1)
+    refused(name, [xq, fq, nnref.tensor(I32, np.ones(3), scale=0.25), *scalars], [nnref.output(Q8, 0.5, 0)],
+            "BAD_SCALAR", "input 2 (bias)", "0.125")
+    refused(name, [xq, fq, nnref.tensor(I32, np.ones(3), scale=0.125, zero_point=3), *scalars],
+            [nnref.output(Q8, 0.5, 0)], "BAD_SCALAR", "input 2 (bias)", "zero point 0")

@@ -4,8 +4,7 @@
  * The element-wise operations of NN HAL 1.2 (FLOOR, DIV and the 1.2 additions:
  * ABS, EXP, LOG, RSQRT, SQRT, SIN, NEG, POW, the comparisons, the logical
  * operations, SELECT and CAST), read as the 1.2 spec lays them out, and
- * TRANSPOSE_CONV_2D.  bind.h has no public name for an operand type, so an
- * unexpected output type is named by its code.
+ * TRANSPOSE_CONV_2D.
  */
 #include <math.h>
 
@@ -63,8 +62,8 @@ static int output_quant(struct npu_bind_call *c)
 static int output_type(struct npu_bind_call *c, int32_t type, const char *what)
 {
     if (c->out[0].t.type != type)
-        return npu_bind_fail(c, NPU_E_BAD_OPERAND_TYPE, "output 0 must be %s, not operand type %d", what,
-                             (int)c->out[0].t.type);
+        return npu_bind_fail(c, NPU_E_BAD_OPERAND_TYPE, "output 0 must be %s, not %s", what,
+                             npu_bind_type_name(c->out[0].t.type));
     return output_quant(c);
 }
 
@@ -132,8 +131,8 @@ static int unary_prepare(struct npu_bind_call *c, const int32_t *types, uint32_t
     if (rc == NPU_OK)
         rc = input_tensor(c, 0, types, n);
     if (rc == NPU_OK && OUT->type != IN(0)->type)
-        rc = npu_bind_fail(c, NPU_E_BAD_OPERAND_TYPE, "output 0 must be %s, of input 0's type, not operand type %d",
-                           what, (int)OUT->type);
+        rc = npu_bind_fail(c, NPU_E_BAD_OPERAND_TYPE, "output 0 must be %s, of input 0's type, not %s",
+                           what, npu_bind_type_name(OUT->type));
     return rc == NPU_OK ? shape_of(c, 0) : rc;
 }
 
@@ -182,7 +181,7 @@ static int prepare_cast(struct npu_bind_call *c)
     if (rc == NPU_OK && !allowed)
         rc = npu_bind_fail(c, NPU_E_BAD_OPERAND_TYPE,
                            "output 0 must be TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32 or TENSOR_QUANT8_ASYMM, "
-                           "not operand type %d", (int)OUT->type);
+                           "not %s", npu_bind_type_name(OUT->type));
     if (rc == NPU_OK)
         rc = output_quant(c);
     return rc == NPU_OK ? shape_of(c, 0) : rc;
@@ -404,6 +403,17 @@ static int prepare_transpose_conv(struct npu_bind_call *c)
                            "not 0 (its output channels)", (unsigned)IN(1)->channel_dim);
     if (rc == NPU_OK)
         rc = quant ? input_tensor(c, 2, INT32S, COUNT(INT32S)) : same_type(c, 2, 0);
+    if (rc == NPU_OK && quant && IN(2)->zero_point != 0)
+        rc = npu_bind_fail(c, NPU_E_BAD_SCALAR, "input 2 (bias) must have zero point 0, not %d",
+                           (int)IN(2)->zero_point);
+    if (rc == NPU_OK && quant && IN(1)->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM) {
+        /* the spec's quantized bias: scale input * filter (per channel, each channel's implicitly) */
+        double product = (double)IN(0)->scale * IN(1)->scale, scale = IN(2)->scale;
+        if (!(fabs(product - scale) <= 1e-6 * fmin(product, scale)))
+            rc = npu_bind_fail(c, NPU_E_BAD_SCALAR,
+                               "input 2 (bias) must have the input's scale times the filter's (%g), not %g", product,
+                               scale);
+    }
     static const uint32_t RANKS[] = {4, 4, 1};
     for (uint32_t i = 0; i < 3 && rc == NPU_OK; i++)
         if (c->in[i].has_rank && c->in[i].t.rank != RANKS[i])
