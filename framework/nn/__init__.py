@@ -9,7 +9,9 @@ General layout, the pure core first (no binder, no C, no I/O):
                   checks over ``Capabilities``, the NDK's ``Priority``...
 - ``_hal``        the runtime's in-memory model (``HalModel``): the HAL's own ``Subgraph``
                   (the compiled AIDL types) and ``operandValues``, its pools as buffers.
-- ``_validate``   the graph rules and shape inference of a HAL model.
+- ``_signature``  an operation's 1.2 signature and output shapes, asked of its C binding
+                  (``npu/bind.h``) through the ``_cpu`` extension's ffi.
+- ``_validate``   the operand and graph rules of a HAL model, as Android 10 checks them.
 - ``_model``      the NDK-style builder (``Model``: addOperand ... finish, to_hal).
 - ``_partition``  the partitioner: ``DeviceDescriptor`` in, ``ExecutionPlan`` out,
                   ``getSupportedOperationsForDevices``, CPU fallback.
@@ -94,6 +96,7 @@ from ._types import OperationType as OperationType
 from ._types import OperandPerformance as OperandPerformance
 from ._types import PerformanceInfo as PerformanceInfo
 from ._types import Priority as Priority
+from ._types import SymmPerChannelQuantParams as SymmPerChannelQuantParams
 from ._types import checkCapabilities as checkCapabilities
 from ._types import checkPerformanceInfo as checkPerformanceInfo
 from ._types import lookupPerformance as lookupPerformance

@@ -80,7 +80,7 @@ def toAidlModel(hal: HalModel, pools: list[SharedMemory] | None = None) -> Any:
         referenced=[],
         operandValues=hal.operandValues,
         pools=list(pools),
-        relaxComputationFloat32toFloat16=False,
+        relaxComputationFloat32toFloat16=hal.relaxComputationFloat32toFloat16,
     )
 
 

@@ -50,6 +50,7 @@ from interfaces.android.hardware.neuralnetworks import (
     DataLocation,
     ExecutionHints,
     IPreparedModel,
+    Operand,
     Request,
     RequestArgument,
 )
@@ -72,6 +73,17 @@ log = logging.getLogger("NeuralNetworks")
 
 _ALIGN = 64
 _NO_DEADLINE = -1
+
+
+def _known_size(what: str, operand: Operand) -> int:
+    """The operand's byte size; an operand whose shape is still unspecified cannot be laid out yet."""
+    size = expectedByteSize(operand)
+    if size is None:
+        raise BadDataError(
+            f"{what} has unspecified dimensions {list(operand.dimensions)}; npuemu's executions do not "
+            "take dynamic shapes yet"
+        )
+    return size
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -109,7 +121,7 @@ class Execution:
         if not 0 <= position < len(indexes):
             raise BadDataError(f"{call}: {kind} {position} does not exist (the model has {len(indexes)})")
         operand = indexes[position]
-        return operand, expectedByteSize(self._hal.operands[operand])
+        return operand, _known_size(f"{call}: {kind} {position}", self._hal.operands[operand])
 
     def _check_idle(self, call: str) -> None:
         if self._running:
@@ -352,7 +364,7 @@ class Execution:
             nonlocal offset
             if operand in places:
                 return
-            size = expectedByteSize(hal.operands[operand])
+            size = _known_size(f"compute: operand {operand}", hal.operands[operand])
             places[operand] = _Place(None, offset, size)
             offset += -(-size // _ALIGN) * _ALIGN
 

@@ -10,7 +10,10 @@ it to a driver changes no operand or operation: ``toAidlModel`` puts the same ``
 and ``operandValues`` beside the regions that carry the pools.
 
 ``main``
-    ``operands``      the operands, ``(type, dimensions, scale, zeroPoint, lifetime, location)``
+    ``operands``      the operands, ``(type, dimensions, scale, zeroPoint, lifetime, location,
+                      extraParams)``: a quantized type's scale and zero point, and a
+                      TENSOR_QUANT8_SYMM_PER_CHANNEL operand's per-channel scales in
+                      ``extraParams.channelQuant`` (``None`` for every other type)
     ``operations``    ``(type, inputs, outputs)``, in run order: every operand an operation
                       reads is a model input, a constant, or written by an *earlier* operation
     ``inputIndexes``  operand indexes of the model inputs, in the order an execution binds them
@@ -19,10 +22,14 @@ and ``operandValues`` beside the regions that carry the pools.
                       index into it (``poolIndex`` 0, ignored)
 ``pools``            tuple of bytes-like buffers holding CONSTANT_POOL values at
                       ``location.poolIndex/offset/length``
+``relaxComputationFloat32toFloat16``
+                     the app allows float32 operations to compute in float16's range and
+                     precision (``ANeuralNetworksModel_relaxComputationFloat32toFloat16``)
 
 A TEMPORARY_VARIABLE, SUBGRAPH_INPUT, SUBGRAPH_OUTPUT or NO_VALUE operand has the all-zero
-location. A dimension 0 means "not known yet" and only an output of an operation may have
-one (shape inference fills it in). The parcelables check their own field types; the graph
+location. A dimension 0 means "not known yet" (no dimensions at all, for a tensor: the rank
+is not known either); a constant knows all of its dimensions, and shape inference fills
+in an operation's outputs where it can. The parcelables check their own field types; the graph
 rules are :func:`framework.nn.validateModel`'s.
 """
 
@@ -45,6 +52,7 @@ class HalModel:
     main: Subgraph
     operandValues: bytes = b""
     pools: tuple[Any, ...] = ()
+    relaxComputationFloat32toFloat16: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.main, Subgraph):
@@ -61,6 +69,10 @@ class HalModel:
             except TypeError:
                 raise BadDataError(f"pool {i} is not a buffer ({type(pool).__name__})") from None
         object.__setattr__(self, "pools", pools)
+        if not isinstance(self.relaxComputationFloat32toFloat16, bool):
+            raise BadDataError(
+                f"relaxComputationFloat32toFloat16 is a bool, not {type(self.relaxComputationFloat32toFloat16).__name__}"
+            )
 
     # The subgraph's fields, read as the model's own (the runtime has one subgraph).
     @property

@@ -17,10 +17,20 @@ them::
     model.finish()
     hal = model.to_hal()                       # the shared format, see _hal.py
 
-What is checked when: indexes, counts and types at once (as the NDK does), so the error
-points at the call that caused it; whole-graph rules and shapes at ``finish()``, since
-an NDK app may set a constant after the operation that reads it. Errors are
-``BadDataError``; any change after ``finish()``, or use before it, is ``BadStateError``.
+Quantized operands take the scale and zero point of the NDK's ``ANeuralNetworksOperandType``
+as keywords, a per-channel one its scales after::
+
+    x = model.addOperand(OperandType.TENSOR_QUANT8_ASYMM, [1, 8, 8, 3], scale=0.5, zeroPoint=128)
+    w = model.addOperand(OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL, [4, 3, 3, 3])
+    model.setOperandSymmPerChannelQuantParams(w, SymmPerChannelQuantParams(scales=[0.1] * 4, channelDim=0))
+
+What is checked when: an operand's type, scale and zero point at ``addOperand``; indexes,
+counts and the operation's signature at ``addOperation`` (read by the operation's C
+binding, with the shapes declared and the constants set so far), so the error points at
+the call that caused it; whole-graph rules and shapes at ``finish()``, since an NDK app may
+set a constant after the operation that reads it. Errors are ``BadDataError``; any change
+after ``finish()``, or use before it, is ``BadStateError``. As in Android 10, a model that
+fails to finish is invalid from then on: every later call is ``BadStateError``.
 
 Differences from the NDK, on purpose: ``setOperandValue`` always copies, also values
 over 128 bytes (the NDK keeps a pointer to the app's buffer; in Python that buffer's
@@ -39,26 +49,66 @@ from typing import Any
 
 import numpy as np
 
-from interfaces.android.hardware.neuralnetworks import DataLocation, Operand, Operation, Subgraph
+from interfaces.android.hardware.neuralnetworks import (
+    DataLocation,
+    Operand,
+    OperandExtraParams,
+    Operation,
+    Subgraph,
+    SymmPerChannelQuantParams,
+)
 
 from ._errors import BadDataError, BadStateError
 from ._hal import HalModel
-from ._types import MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES, OperandLifeTime, OperandType, OperationType, dtypeOf, isScalar
-from ._validate import SIGNATURES, checkSignature, expectedByteSize, validateModel
+from ._types import (
+    MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES,
+    OperandLifeTime,
+    OperandType,
+    OperationType,
+    dtypeOf,
+    isBool,
+    isScalar,
+)
+from ._validate import checkChannelQuant, checkOperandType, expectedByteSize, operationShapes, validateModel
 
 # Android aligns each value in operandValues to 4 bytes and each large value in its
 # shared memory so a driver can read a float32 tensor in place; 64 also suits SIMD.
 _COPY_ALIGNMENT = 4
 _POOL_ALIGNMENT = 64
+_UINT32_MAX = 0xFFFFFFFF
 
 
 @dataclasses.dataclass(slots=True)
 class _Operand:
     type: OperandType
     dimensions: tuple[int, ...]
+    scale: float = 0.0
+    zeroPoint: int = 0
+    channelQuant: SymmPerChannelQuantParams | None = None
     lifetime: OperandLifeTime = OperandLifeTime.TEMPORARY_VARIABLE
     value: bytes | None = None  # CONSTANT_COPY, or a large value that finish() pools
     memory: Any = None  # setOperandValueFromMemory: (buffer, offset, length)
+
+    def hal(self, location: DataLocation | None = None) -> Operand:
+        """The HAL's Operand for it (``location`` for a constant, once finish() has placed it)."""
+        return Operand(
+            type=self.type,
+            dimensions=list(self.dimensions),
+            scale=self.scale,
+            zeroPoint=self.zeroPoint,
+            lifetime=self.lifetime,
+            location=location or DataLocation(),
+            extraParams=None if self.channelQuant is None else OperandExtraParams(channelQuant=self.channelQuant),
+        )
+
+    def valueBytes(self) -> Any:
+        """The constant's bytes when the model holds them (set by value or from a memory), else None."""
+        if self.value is not None:
+            return self.value
+        if self.memory is not None:
+            memory, offset, length = self.memory
+            return memoryview(memory).cast("B")[offset : offset + length]
+        return None
 
 
 class Model:
@@ -70,7 +120,9 @@ class Model:
         self._writer: dict[int, int] = {}  # operand index -> the operation that writes it
         self._inputs: tuple[int, ...] = ()
         self._outputs: tuple[int, ...] = ()
+        self._relax = False
         self._hal: HalModel | None = None
+        self._invalid = False  # finish() refused it: Android 10's "invalid model"
         self._sortedToApp: tuple[int, ...] = ()
 
     # -- state -------------------------------------------------------------------
@@ -90,6 +142,8 @@ class Model:
     def _check_mutable(self, call: str) -> None:
         if self._hal is not None:
             raise BadStateError(f"{call}: the model is finished and can no longer change")
+        if self._invalid:
+            raise BadStateError(f"{call}: the model failed to finish and is invalid; build a new one")
 
     def _check_operand(self, call: str, index: Any) -> _Operand:
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
@@ -100,31 +154,80 @@ class Model:
 
     # -- building ----------------------------------------------------------------
 
-    def addOperand(self, type: OperandType | int, dimensions: Sequence[int] = ()) -> int:
+    def addOperand(
+        self, type: OperandType | int, dimensions: Sequence[int] = (), *, scale: float = 0.0, zeroPoint: int = 0  # noqa: N803
+    ) -> int:
         """Add an operand and return its index (``ANeuralNetworksModel_addOperand``).
 
-        A scalar type takes no dimensions. A tensor's dimensions may contain 0 ("not
-        known", or ``()`` for an unknown rank) only if an operation writes it; shape
-        inference at ``finish()`` fills them in.
+        ``type``, ``dimensions``, ``scale`` and ``zeroPoint`` are the fields of the NDK's
+        ``ANeuralNetworksOperandType``. A scalar type takes no dimensions. A tensor's
+        dimensions may contain 0 ("not known", or ``()`` for an unknown rank) unless it
+        becomes a constant; shape inference at ``finish()`` fills in what an operation
+        determines, the rest is known at execution. The scale and zero point are 0 except
+        for the quantized types (see :func:`framework.nn._validate.checkOperandType`).
         """
         self._check_mutable("addOperand")
         try:
             operandType = OperandType(type)
         except ValueError:
             raise BadDataError(f"addOperand: unknown operand type {type!r}") from None
-        if operandType == OperandType.TENSOR_QUANT8_ASYMM:
-            raise BadDataError("addOperand: TENSOR_QUANT8_ASYMM needs a scale and zero point; npuemu models are float32")
         if isinstance(dimensions, (str, bytes)) or not isinstance(dimensions, Sequence | np.ndarray):
             raise BadDataError(f"addOperand: dimensions must be a sequence of ints, not {dimensions!r}")
         dims = []
         for d in dimensions:
-            if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
-                raise BadDataError(f"addOperand: dimensions must be ints >= 0, got {list(dimensions)!r}")
+            if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 0 <= d <= _UINT32_MAX:
+                raise BadDataError(f"addOperand: dimensions must be ints in 0..2^32-1, got {list(dimensions)!r}")
             dims.append(int(d))
-        if isScalar(operandType) and dims:
-            raise BadDataError(f"addOperand: a {operandType.name} scalar has no dimensions, got {dims}")
-        self._operands.append(_Operand(operandType, tuple(dims)))
+        if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating, np.integer)):
+            raise BadDataError(f"addOperand: the scale is a number, not {scale!r}")
+        if isinstance(zeroPoint, bool) or not isinstance(zeroPoint, (int, np.integer)):
+            raise BadDataError(f"addOperand: the zero point is an int, not {zeroPoint!r}")
+        with np.errstate(over="ignore"):
+            stored = float(np.float32(scale))  # what the model (an AIDL float) holds
+        checkOperandType(f"addOperand({operandType.name})", operandType, dims, stored, int(zeroPoint))
+        self._operands.append(_Operand(operandType, tuple(dims), stored, int(zeroPoint)))
         return len(self._operands) - 1
+
+    def setOperandSymmPerChannelQuantParams(self, index: int, channelQuant: SymmPerChannelQuantParams) -> None:  # noqa: N802, N803
+        """The per-channel scales of a TENSOR_QUANT8_SYMM_PER_CHANNEL operand.
+
+        ``ANeuralNetworksModel_setOperandSymmPerChannelQuantParams``: ``channelQuant`` is
+        the HAL's ``SymmPerChannelQuantParams`` (``scales``, ``channelDim``): one scale > 0
+        per index of dimension ``channelDim``, which the operand must have specified. A
+        second call replaces the first.
+        """
+        call = "setOperandSymmPerChannelQuantParams"
+        self._check_mutable(call)
+        operand = self._check_operand(call, index)
+        if not isinstance(channelQuant, SymmPerChannelQuantParams):
+            raise BadDataError(f"{call}: takes a SymmPerChannelQuantParams, not {type(channelQuant).__name__}")
+        if operand.type != OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+            raise BadDataError(
+                f"{call}: operand {index} is {operand.type.name}; only a TENSOR_QUANT8_SYMM_PER_CHANNEL operand has "
+                "per-channel scales"
+            )
+        params = SymmPerChannelQuantParams(scales=list(channelQuant.scales), channelDim=channelQuant.channelDim)
+        checkChannelQuant(
+            f"{call}: operand {index}",
+            Operand(type=operand.type, dimensions=list(operand.dimensions), extraParams=OperandExtraParams(channelQuant=params)),
+        )
+        operand.channelQuant = params
+
+    def relaxComputationFloat32toFloat16(self, allow: bool) -> None:  # noqa: N802
+        """Let float32 operations compute with float16's range and precision (before ``finish()``).
+
+        ``ANeuralNetworksModel_relaxComputationFloat32toFloat16``: the model's HAL form
+        carries it to every device, which may then run its float32 operations as float16.
+        """
+        self._check_mutable("relaxComputationFloat32toFloat16")
+        if not isinstance(allow, (bool, np.bool_)):
+            raise BadDataError(f"relaxComputationFloat32toFloat16: takes a bool, not {allow!r}")
+        self._relax = bool(allow)
+
+    @property
+    def relaxed(self) -> bool:
+        """Whether ``relaxComputationFloat32toFloat16(True)`` was called."""
+        return self._hal.relaxComputationFloat32toFloat16 if self._hal is not None else self._relax
 
     def setOperandValue(self, index: int, value: Any) -> None:
         """Make operand ``index`` a constant (``ANeuralNetworksModel_setOperandValue``).
@@ -185,7 +288,7 @@ class Model:
             raise BadDataError(f"{call}: operand {index} is written by operation {self._writer[index]}")
 
     def _constant_size(self, call: str, index: int, operand: _Operand) -> int:
-        size = expectedByteSize(Operand(type=operand.type, dimensions=list(operand.dimensions), lifetime=operand.lifetime))
+        size = expectedByteSize(operand.hal())
         if size is None:
             raise BadDataError(f"{call}: operand {index} needs fully specified dimensions, has {list(operand.dimensions)}")
         return size
@@ -197,16 +300,18 @@ class Model:
             opType = OperationType(type)
         except ValueError:
             raise BadDataError(f"addOperation: {type!r} is not an NN HAL 1.2 operation type") from None
-        if opType not in SIGNATURES:
-            raise BadDataError(
-                f"addOperation: unsupported operation type {opType.name} (npuemu has {[t.name for t in SIGNATURES]})"
-            )
         where = f"addOperation({opType.name})"
         ins = tuple(int(i) for i in _index_list(where, "inputs", inputs))
         outs = tuple(int(i) for i in _index_list(where, "outputs", outputs))
         for i in ins + outs:
             self._check_operand(where, i)
-        checkSignature(where, opType, [self._operands[i].type for i in ins], [self._operands[i].type for i in outs])
+        operationShapes(
+            "addOperation",
+            opType,
+            [(self._operands[i].hal(), self._operands[i].valueBytes()) for i in ins],
+            [self._operands[i].hal() for i in outs],
+            shapes=False,
+        )
         if len(set(outs)) != len(outs):
             raise BadDataError(f"{where}: output operands repeat: {list(outs)}")
         for i in outs:
@@ -261,8 +366,8 @@ class Model:
 
         Operations are put in run order (a stable topological sort: a model built in
         order keeps its numbering); ``getSupportedOperationsForDevices`` still answers
-        in the order the app added them. A model that fails to finish stays open, so
-        the app can correct it.
+        in the order the app added them. A model that fails to finish is invalid, as in
+        Android 10: later calls are ``BadStateError``.
         """
         self._check_mutable("finish")
         order = self._run_order()
@@ -292,7 +397,7 @@ class Model:
                     pool_of[id(memory)] = len(app_pools) + own_pool
                     app_pools.append(memory)
                 location = DataLocation(poolIndex=pool_of[id(memory)], offset=offset, length=length)
-            operands.append(Operand(type=o.type, dimensions=list(o.dimensions), lifetime=o.lifetime, location=location))
+            operands.append(o.hal(location))
         pools = ((bytes(pool),) if own_pool else ()) + tuple(app_pools)
         main = Subgraph(
             operands=operands,
@@ -300,8 +405,12 @@ class Model:
             inputIndexes=list(self._inputs),
             outputIndexes=list(self._outputs),
         )
-        hal = HalModel(main, operandValues=bytes(values), pools=pools)
-        self._hal = validateModel(hal)
+        hal = HalModel(main, operandValues=bytes(values), pools=pools, relaxComputationFloat32toFloat16=self._relax)
+        try:
+            self._hal = validateModel(hal)
+        except BadDataError:
+            self._invalid = True
+            raise
         self._sortedToApp = tuple(order)
 
     def _run_order(self) -> list[int]:
@@ -379,10 +488,10 @@ def _to_bytes(index: int, operand: _Operand, value: Any) -> bytes:
             f"setOperandValue: operand {index} is {operand.type.name} {list(shape)}, the value has shape {list(array.shape)}"
         )
     kind = array.dtype.kind
-    if target.kind == "f":
-        ok = kind in "fiu"
-    elif operand.type == OperandType.BOOL:
+    if isBool(operand.type):
         ok = kind == "b"
+    elif target.kind == "f":
+        ok = kind in "fiu"
     else:
         ok = kind in "iub"
     if not ok:
@@ -392,9 +501,12 @@ def _to_bytes(index: int, operand: _Operand, value: Any) -> bytes:
     if target.kind in "iu" and kind in "iu" and array.size:
         info = np.iinfo(target)
         if array.min() < info.min or array.max() > info.max:
-            raise BadDataError(f"setOperandValue: operand {index} is {operand.type.name}; a value is out of its range")
+            raise BadDataError(
+                f"setOperandValue: operand {index} is {operand.type.name}; a value is out of its range "
+                f"{info.min}..{info.max}"
+            )
     with np.errstate(over="ignore", invalid="ignore"):
         converted = np.asarray(array, dtype=target)
     if target.kind == "f" and kind == "f" and not np.array_equal(np.isinf(converted), np.isinf(array)):
-        raise BadDataError(f"setOperandValue: operand {index}: a value overflows float32")
+        raise BadDataError(f"setOperandValue: operand {index}: a value overflows {operand.type.name}")
     return converted.tobytes()

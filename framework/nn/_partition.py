@@ -531,5 +531,10 @@ def _extract_step(
         inputIndexes=[new_index[i] for i in inputs],
         outputIndexes=[new_index[i] for i in outputs],
     )
-    sub = HalModel(main, operandValues=bytes(values), pools=tuple(pools))
+    sub = HalModel(
+        main,
+        operandValues=bytes(values),
+        pools=tuple(pools),
+        relaxComputationFloat32toFloat16=hal.relaxComputationFloat32toFloat16,
+    )
     return ExecutionStep(index, device, tuple(ops), validateModel(sub), tuple(inputs), tuple(outputs))

@@ -9,9 +9,8 @@ the HAL's AIDL enums, and ``PerformanceInfo`` and ``Capabilities`` its parcelabl
 compiled into ``interfaces`` (the same classes the HAL uses), re-exported here; what the
 runtime asks of the two parcelables (positive figures, ``FLT_MAX`` for a type a device
 gives none) are functions over them.
-npuemu models are float32 only, so only the types the shared model format names are
-here; the numbers are Android's so a model means the same thing in C, in Python and on
-the wire.
+The numbers are Android's, so a model means the same thing in C, in Python and on the
+wire; ``dtypeOf`` says how each of NN HAL 1.2's 14 operand types is stored.
 """
 
 from __future__ import annotations
@@ -33,6 +32,7 @@ from interfaces.android.hardware.neuralnetworks import (
     OperandType,
     OperationType,
     PerformanceInfo,
+    SymmPerChannelQuantParams,
 )
 from interfaces.android.hardware.neuralnetworks import (
     Priority as HalPriority,
@@ -52,7 +52,11 @@ MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES = 128
 FLT_MAX = float(np.finfo(np.float32).max)
 
 
-_SCALARS = frozenset({OperandType.FLOAT32, OperandType.INT32, OperandType.UINT32, OperandType.BOOL})
+_SCALARS = frozenset(
+    {OperandType.FLOAT32, OperandType.INT32, OperandType.UINT32, OperandType.BOOL, OperandType.FLOAT16}
+)
+# How each type is stored, little-endian (types.hal): a BOOL or TENSOR_BOOL8 element is one
+# byte, 0 false and anything else true.
 _DTYPES = {
     OperandType.FLOAT32: np.dtype("<f4"),
     OperandType.INT32: np.dtype("<i4"),
@@ -61,12 +65,25 @@ _DTYPES = {
     OperandType.TENSOR_INT32: np.dtype("<i4"),
     OperandType.TENSOR_QUANT8_ASYMM: np.dtype("u1"),
     OperandType.BOOL: np.dtype("u1"),
+    OperandType.TENSOR_QUANT16_SYMM: np.dtype("<i2"),
+    OperandType.TENSOR_FLOAT16: np.dtype("<f2"),
+    OperandType.TENSOR_BOOL8: np.dtype("u1"),
+    OperandType.FLOAT16: np.dtype("<f2"),
+    OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL: np.dtype("i1"),
+    OperandType.TENSOR_QUANT16_ASYMM: np.dtype("<u2"),
+    OperandType.TENSOR_QUANT8_SYMM: np.dtype("i1"),
 }
+_BOOLS = frozenset({OperandType.BOOL, OperandType.TENSOR_BOOL8})
 
 
 def isScalar(operandType: OperandType) -> bool:  # noqa: N802 - NNAPI's spelling
-    """True for the scalar types (FLOAT32, INT32, UINT32, BOOL), False for tensors."""
+    """True for the scalar types (FLOAT32, INT32, UINT32, BOOL, FLOAT16), False for tensors."""
     return operandType in _SCALARS
+
+
+def isBool(operandType: OperandType) -> bool:  # noqa: N802
+    """True for BOOL and TENSOR_BOOL8 (one byte per element, stored as 0 or 1)."""
+    return operandType in _BOOLS
 
 
 def dtypeOf(operandType: OperandType) -> np.dtype:  # noqa: N802
