@@ -78,8 +78,8 @@ def conv_params(m, left=0, right=0, top=0, bottom=0, stride_w=1, stride_h=1, fus
     return [int32(m, v) for v in (left, right, top, bottom, stride_w, stride_h, fuse)]
 
 
-def conv_model(h=5, w=5, c=2, out=3, fh=3, fw=3, declared=(), **params):
-    m = Model()
+def conv_model(m=None, h=5, w=5, c=2, out=3, fh=3, fw=3, declared=(), **params):
+    m = Model() if m is None else m
     x = tensor(m, [1, h, w, c])
     f = const(m, np.linspace(-1, 1, out * fh * fw * c).reshape(out, fh, fw, c))
     b = const(m, np.arange(out))
@@ -340,9 +340,13 @@ def test_set_operand_value_none_omits_the_operand_and_an_operation_refuses_it():
     x, y = tensor(m, [2]), tensor(m, [2])
     fuse = m.addOperand(I32)
     m.setOperandValue(fuse, None)
+    with pytest.raises(BadDataError, match="ADD: input 2 .* may not be omitted"):
+        m.addOperation(OperationType.ADD, [x, x, fuse], [y])
+    m.setOperandValue(fuse, 0)
     m.addOperation(OperationType.ADD, [x, x, fuse], [y])
+    m.setOperandValue(fuse, None)  # omitted after its reader: finish() asks the binding again
     m.identifyInputsAndOutputs([x], [y])
-    with pytest.raises(BadDataError, match="has no value, and is not optional"):
+    with pytest.raises(BadDataError, match=r"operation 0 \(ADD\): ADD: input 2 .* may not be omitted"):
         m.finish()
 
 
@@ -438,51 +442,78 @@ def _finish_error(m):
 
 
 # What an operation refuses is its binding's to say (tests/test_kernels_*_bind.py); these
-# check that finish() asks, names the operation, and leaves the model unfinished.
+# check that the builder asks it, at addOperation with what is known then (the shapes
+# declared, the constants set so far) or at finish() with everything, and names the
+# operation. A refused operation is not added; a model that fails to finish stays unfinished.
 
 
-def test_finish_refuses_shapes_operations_cannot_take():
-    for m in (add_model(shape_b=(3, 2)), add_model(out=(2, 4)), add_model(out=(2, 3, 1)), add_model(fuse=7)):
-        assert _finish_error(m).startswith("ANEURALNETWORKS_BAD_DATA: operation 0 (ADD): ")
+def _refusal(build):
+    """The BAD_DATA message of building (``build(model)``) and finishing a model."""
+    m = Model()
+    with pytest.raises(BadDataError) as info:
+        build(m)
+        m.finish()
+    assert not m.isFinished
+    return str(info.value)
 
 
-def test_finish_refuses_fully_connected_mismatches():
+def _add(shape_b=(2, 3), out=(2, 3), fuse=FuseCode.NONE, fuse_after=False):
+    def build(m):
+        a, b, y = tensor(m, [2, 3]), tensor(m, shape_b), tensor(m, out)
+        f = m.addOperand(I32)
+        if not fuse_after:
+            m.setOperandValue(f, fuse)
+        m.addOperation(OperationType.ADD, [a, b, f], [y])
+        if fuse_after:
+            m.setOperandValue(f, fuse)
+        m.identifyInputsAndOutputs([a, b], [y])
+
+    return build
+
+
+def test_operations_refuse_shapes_and_values_they_cannot_take():
+    for build in (_add(shape_b=(3, 2)), _add(out=(2, 4)), _add(out=(2, 3, 1)), _add(fuse=7)):
+        assert _refusal(build).startswith("ANEURALNETWORKS_BAD_DATA: addOperation: ADD: ")
+    # a constant set after its reader is checked at finish()
+    assert _refusal(_add(fuse=7, fuse_after=True)).startswith("ANEURALNETWORKS_BAD_DATA: operation 0 (ADD): ADD: ")
+
+
+def test_fully_connected_mismatches_are_refused():
     for x_dims, w_dims, b_dims in [([2, 4], [3, 5], [3]), ([2, 4], [3, 4], [2])]:
-        m = Model()
-        x = tensor(m, x_dims)
-        w, b = const(m, np.zeros(w_dims)), const(m, np.zeros(b_dims))
-        y = tensor(m, [])
-        m.addOperation(OperationType.FULLY_CONNECTED, [x, w, b, int32(m, 0)], [y])
-        m.identifyInputsAndOutputs([x], [y])
-        assert "operation 0 (FULLY_CONNECTED): " in _finish_error(m)
+
+        def build(m, x_dims=x_dims, w_dims=w_dims, b_dims=b_dims):
+            x = tensor(m, x_dims)
+            w, b = const(m, np.zeros(w_dims)), const(m, np.zeros(b_dims))
+            m.addOperation(OperationType.FULLY_CONNECTED, [x, w, b, int32(m, 0)], [tensor(m, [])])
+
+        assert "FULLY_CONNECTED: " in _refusal(build)
 
 
 @pytest.mark.parametrize(
     "kwargs",
     [{"c": 2, "fh": 6}, {"stride_w": 0}, {"stride_h": -2}, {"top": -1}, {"fuse": 4}, {"declared": (1, 3, 3, 4)}],
 )
-def test_finish_refuses_bad_conv_parameters(kwargs):
-    m, _ = conv_model(**kwargs)
-    assert "operation 0 (CONV_2D): " in _finish_error(m)
+def test_bad_conv_parameters_are_refused(kwargs):
+    assert "CONV_2D: " in _refusal(lambda m: conv_model(m, **kwargs))
 
 
-def test_finish_refuses_conv_filter_depth_and_bias_mismatch():
-    m = Model()
-    x = tensor(m, [1, 4, 4, 2])
-    f = const(m, np.zeros((3, 1, 1, 5)))
-    y = tensor(m, [])
-    m.addOperation(OperationType.CONV_2D, [x, f, const(m, np.zeros(3)), *conv_params(m)], [y])
-    m.identifyInputsAndOutputs([x], [y])
-    assert "operation 0 (CONV_2D): " in _finish_error(m)
+def test_conv_filter_depth_and_bias_mismatch_are_refused():
+    def build(m):
+        x = tensor(m, [1, 4, 4, 2])
+        f = const(m, np.zeros((3, 1, 1, 5)))
+        m.addOperation(OperationType.CONV_2D, [x, f, const(m, np.zeros(3)), *conv_params(m)], [tensor(m, [])])
+
+    assert "CONV_2D: " in _refusal(build)
 
 
-def test_finish_refuses_softmax_beta():
+def test_softmax_beta_is_refused():
     for beta in (0.0, -1.0, float("inf")):
-        m = Model()
-        x, y = tensor(m, [2, 3]), tensor(m, [2, 3])
-        m.addOperation(OperationType.SOFTMAX, [x, float32(m, beta)], [y])
-        m.identifyInputsAndOutputs([x], [y])
-        assert "operation 0 (SOFTMAX): " in _finish_error(m)
+
+        def build(m, beta=beta):
+            x, y = tensor(m, [2, 3]), tensor(m, [2, 3])
+            m.addOperation(OperationType.SOFTMAX, [x, float32(m, beta)], [y])
+
+        assert "SOFTMAX: " in _refusal(build)
 
 
 def test_finish_refuses_graphs_that_are_not_whole():
@@ -603,12 +634,13 @@ def test_shape_inference_for_each_operation_matches_the_reference():
 )
 def test_conv_shape_inference_agrees_with_the_reference_or_refuses(h, w, fh, fw, pads, strides):
     left, right, top, bottom = pads
-    m, y = conv_model(h=h, w=w, c=2, out=2, fh=fh, fw=fw, left=left, right=right, top=top, bottom=bottom,
-                      stride_w=strides[0], stride_h=strides[1])
+    kwargs = dict(h=h, w=w, c=2, out=2, fh=fh, fw=fw, left=left, right=right, top=top, bottom=bottom,
+                  stride_w=strides[0], stride_h=strides[1])
     if h + top + bottom < fh or w + left + right < fw:
-        with pytest.raises(BadDataError, match="larger than the padded input"):
-            m.finish()
+        with pytest.raises(BadDataError, match="CONV_2D: the output would be"):
+            conv_model(**kwargs)
         return
+    m, y = conv_model(**kwargs)
     m.finish()
     hal = m.to_hal()
     (out,) = ref.run(hal, [np.ones((1, h, w, 2), np.float32)])

@@ -350,3 +350,52 @@ def test_a_model_of_no_operations_or_an_unwritten_output_is_bad_data_at_finish()
         m.finish()
     with pytest.raises(BadStateError, match="invalid"):  # Android 10: a model that failed finish is invalid
         m.finish()
+
+
+# -- signatures: the C bindings' reading -------------------------------------------------
+
+
+def test_an_operation_without_a_binding_is_refused_with_the_frames_sentence():
+    from framework.nn._signature import isBound
+
+    unbound = [t for t in OperationType if not isBound(t)]
+    if not unbound:
+        pytest.skip("every NN HAL 1.2 operation has its binding")
+    m = Model()
+    x, y = m.addOperand(T, [2]), m.addOperand(T, [2])
+    with pytest.raises(BadDataError, match=f"addOperation: {unbound[0].name}: npuemu has no binding for this operation"):
+        m.addOperation(unbound[0], [x], [y])
+    assert m.operationCount == 0
+
+
+def test_quantized_operations_are_accepted_and_their_shapes_inferred():
+    m = Model()
+    a = m.addOperand(Q8, [2, 3], scale=0.5, zeroPoint=10)
+    b = m.addOperand(Q8, [1, 3], scale=0.25, zeroPoint=0)
+    m.setOperandValue(b, np.array([[4, 8, 12]], np.uint8))
+    fuse = m.addOperand(OperandType.INT32)
+    m.setOperandValue(fuse, FuseCode.RELU)
+    y = m.addOperand(Q8, [0, 0], scale=1.0, zeroPoint=3)  # broadcast: the binding infers [2, 3]
+    m.addOperation(OperationType.ADD, [a, b, fuse], [y])
+    m.identifyInputsAndOutputs([a], [y])
+    m.finish()
+    assert m.to_hal().operands[y].dimensions == [2, 3]
+
+
+def test_a_wrong_signature_names_the_operation_input_and_expected_type():
+    m = Model()
+    a = m.addOperand(Q8, [2, 3], scale=0.5)
+    b = m.addOperand(T, [2, 3])
+    fuse = m.addOperand(OperandType.INT32)
+    y = m.addOperand(Q8, [2, 3], scale=0.5)
+    with pytest.raises(BadDataError, match=r"addOperation: ADD: input 1 .*TENSOR_QUANT8_ASYMM.*TENSOR_FLOAT32"):
+        m.addOperation(OperationType.ADD, [a, b, fuse], [y])
+
+
+def test_an_operand_of_a_rank_the_c_descriptors_cannot_hold_is_refused():
+    from framework.nn._signature import MAX_RANK
+
+    m = Model()
+    x, y = m.addOperand(T, [1] * (MAX_RANK + 1)), m.addOperand(T, [])
+    with pytest.raises(BadDataError, match=f"input 0: an operand of rank {MAX_RANK + 1}"):
+        m.addOperation(OperationType.RELU, [x], [y])

@@ -69,7 +69,8 @@ from ._types import (
     isBool,
     isScalar,
 )
-from ._validate import checkChannelQuant, checkOperandType, expectedByteSize, operationShapes, validateModel
+from ._signature import checkOperation
+from ._validate import checkChannelQuant, checkOperandType, expectedByteSize, validateModel
 
 # Android aligns each value in operandValues to 4 bytes and each large value in its
 # shared memory so a driver can read a float32 tensor in place; 64 also suits SIMD.
@@ -305,12 +306,11 @@ class Model:
         outs = tuple(int(i) for i in _index_list(where, "outputs", outputs))
         for i in ins + outs:
             self._check_operand(where, i)
-        operationShapes(
+        checkOperation(
             "addOperation",
             opType,
             [(self._operands[i].hal(), self._operands[i].valueBytes()) for i in ins],
             [self._operands[i].hal() for i in outs],
-            shapes=False,
         )
         if len(set(outs)) != len(outs):
             raise BadDataError(f"{where}: output operands repeat: {list(outs)}")

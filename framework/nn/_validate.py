@@ -36,18 +36,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import types
-from collections.abc import Callable, Sequence
-from typing import Any
-
-import numpy as np
+from collections.abc import Sequence
 
 from interfaces.android.hardware.neuralnetworks import DataLocation, Operand
 
 from ._errors import BadDataError
 from ._hal import HalModel
-from ._signature import checkOperation, isBound
-from ._types import FuseCode, OperandLifeTime, OperandType, OperationType, dtypeOf, isScalar
+from ._signature import checkOperation
+from ._types import OperandLifeTime, OperandType, dtypeOf, isScalar
 
 _CONSTANTS = (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_POOL)
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
@@ -136,174 +132,6 @@ def expectedByteSize(operand: Operand) -> int | None:
     return math.prod(operand.dimensions) * dtypeOf(operand.type).itemsize
 
 
-def operationShapes(  # noqa: N802
-    where: str,
-    opType: OperationType,
-    inputs: Sequence[tuple[Operand, Any]],
-    outputs: Sequence[Operand],
-    shapes: bool = True,
-) -> list[tuple[int, ...] | None]:
-    """One operation's signature (and, with ``shapes``, its output shapes) checked; see :func:`checkOperation`.
-
-    Until the C library binds them, the seven float32 operations npuemu had before NN HAL
-    1.2's (``_LEGACY``) keep their old reading below; every other operation goes to its
-    binding, which refuses it when there is none yet.
-    """
-    if opType in _LEGACY and not isBound(opType):
-        return _legacy(where, opType, inputs, outputs, shapes)
-    return checkOperation(where, opType, inputs, outputs)
-
-
-# -- the seven float32 operations' reading, until their bindings land (bind_core.c) ------
-
-_T = OperandType.TENSOR_FLOAT32
-_I = OperandType.INT32
-_F = OperandType.FLOAT32
-
-#: Input and output operand types of each, in NNAPI's order (float32 only).
-_LEGACY = types.MappingProxyType(
-    {
-        OperationType.ADD: ((_T, _T, _I), (_T,)),
-        OperationType.SUB: ((_T, _T, _I), (_T,)),
-        OperationType.MUL: ((_T, _T, _I), (_T,)),
-        OperationType.FULLY_CONNECTED: ((_T, _T, _T, _I), (_T,)),
-        OperationType.CONV_2D: ((_T, _T, _T) + (_I,) * 7, (_T,)),
-        OperationType.RELU: ((_T,), (_T,)),
-        OperationType.SOFTMAX: ((_T, _F), (_T,)),
-    }
-)
-
-
-def _legacy(
-    where: str, opType: OperationType, inputs: Sequence[tuple[Operand, Any]], outputs: Sequence[Operand], shapes: bool
-) -> list[tuple[int, ...] | None]:
-    """Counts and types; with ``shapes``, the output shape (every input's shape and scalar known)."""
-    expectedIn, expectedOut = _LEGACY[opType]
-    if len(inputs) != len(expectedIn):
-        raise BadDataError(f"{where}: {opType.name} takes {len(expectedIn)} inputs, got {len(inputs)}")
-    if len(outputs) != len(expectedOut):
-        raise BadDataError(f"{where}: {opType.name} has {len(expectedOut)} output(s), got {len(outputs)}")
-    got = [o.type for o, _ in inputs], [o.type for o in outputs]
-    for kind, types_, expected in (("input", got[0], expectedIn), ("output", got[1], expectedOut)):
-        for i, (g, e) in enumerate(zip(types_, expected, strict=True)):
-            if g != e:
-                raise BadDataError(f"{where}: {opType.name} {kind} {i} must be {e.name}, got {OperandType(g).name}")
-    if not shapes:
-        return [None] * len(outputs)
-    for i, (o, data) in enumerate(inputs):
-        if o.lifetime == OperandLifeTime.NO_VALUE:
-            raise BadDataError(f"{where}: input {i} has no value, and is not optional")
-        if isScalar(o.type) and data is None:
-            raise BadDataError(f"{where}: scalar input {i} must be a constant")
-        if not isScalar(o.type) and (not o.dimensions or 0 in o.dimensions):
-            raise BadDataError(f"{where}: input {i}'s shape {list(o.dimensions)} is not known")
-
-    def scalar(position: int) -> int | float:
-        operand, data = inputs[position]
-        return np.frombuffer(data, dtype=dtypeOf(operand.type)).item()
-
-    inferred = _INFER[opType](_Args(where, tuple(tuple(o.dimensions) for o, _ in inputs), scalar))
-    return [_merge(f"{where}: output 0", tuple(outputs[0].dimensions), inferred)]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Args:
-    """What shape inference sees of one operation: its inputs' dims and its scalars."""
-
-    where: str
-    dims: tuple[tuple[int, ...], ...]
-    scalar: Callable[[int], int | float]
-
-
-def _same_shape(a: _Args) -> tuple[int, ...]:
-    if a.dims[0] != a.dims[1]:
-        raise BadDataError(f"{a.where}: inputs must have the same shape, got {list(a.dims[0])} and {list(a.dims[1])}")
-    _fuse(a, 2)
-    return a.dims[0]
-
-
-def _fuse(a: _Args, index: int) -> None:
-    code = a.scalar(index)
-    if code not in set(FuseCode):
-        raise BadDataError(f"{a.where}: input {index} is fuse code {code}, not one of {[int(c) for c in FuseCode]}")
-
-
-def _rank(a: _Args, index: int, rank: int, name: str) -> tuple[int, ...]:
-    dims = a.dims[index]
-    if len(dims) != rank:
-        raise BadDataError(f"{a.where}: {name} (input {index}) must have rank {rank}, got shape {list(dims)}")
-    return dims
-
-
-def _fully_connected(a: _Args) -> tuple[int, ...]:
-    batch, size = _rank(a, 0, 2, "input")
-    units, wsize = _rank(a, 1, 2, "weights")
-    (bias,) = _rank(a, 2, 1, "bias")
-    if wsize != size:
-        raise BadDataError(f"{a.where}: weights {[units, wsize]} do not match input {[batch, size]}")
-    if bias != units:
-        raise BadDataError(f"{a.where}: bias has {bias} elements, weights have {units} units")
-    _fuse(a, 3)
-    return (batch, units)
-
-
-def _conv_2d(a: _Args) -> tuple[int, ...]:
-    n, h, w, c = _rank(a, 0, 4, "input")
-    out, fh, fw, fc = _rank(a, 1, 4, "filter")
-    (bias,) = _rank(a, 2, 1, "bias")
-    if fc != c:
-        raise BadDataError(f"{a.where}: filter depth {fc} does not match input depth {c}")
-    if bias != out:
-        raise BadDataError(f"{a.where}: bias has {bias} elements, filter has {out} outputs")
-    left, right, top, bottom, stride_w, stride_h = (a.scalar(i) for i in range(3, 9))
-    for i, value in zip(range(3, 7), (left, right, top, bottom)):
-        if value < 0:
-            raise BadDataError(f"{a.where}: padding (input {i}) must be >= 0, got {value}")
-    for i, value in ((7, stride_w), (8, stride_h)):
-        if value < 1:
-            raise BadDataError(f"{a.where}: stride (input {i}) must be >= 1, got {value}")
-    if h + top + bottom < fh or w + left + right < fw:
-        raise BadDataError(
-            f"{a.where}: filter {fh}x{fw} is larger than the padded input {h + top + bottom}x{w + left + right}"
-        )
-    _fuse(a, 9)
-    oh = (h + top + bottom - fh) // stride_h + 1
-    ow = (w + left + right - fw) // stride_w + 1
-    return (n, oh, ow, out)
-
-
-def _relu(a: _Args) -> tuple[int, ...]:
-    return a.dims[0]
-
-
-def _softmax(a: _Args) -> tuple[int, ...]:
-    dims = _rank(a, 0, 2, "input")
-    beta = a.scalar(1)
-    if not (beta > 0 and math.isfinite(beta)):
-        raise BadDataError(f"{a.where}: beta must be a finite number > 0, got {beta}")
-    return dims
-
-
-_INFER = {
-    OperationType.ADD: _same_shape,
-    OperationType.SUB: _same_shape,
-    OperationType.MUL: _same_shape,
-    OperationType.FULLY_CONNECTED: _fully_connected,
-    OperationType.CONV_2D: _conv_2d,
-    OperationType.RELU: _relu,
-    OperationType.SOFTMAX: _softmax,
-}
-
-
-def _merge(where: str, declared: tuple[int, ...], inferred: tuple[int, ...]) -> tuple[int, ...]:
-    """An output's declared dims may leave the rank (``()``) or some dims (0) open."""
-    if not declared:
-        return inferred
-    if len(declared) != len(inferred) or any(d not in (0, i) for d, i in zip(declared, inferred)):
-        raise BadDataError(f"{where}: output declared as {list(declared)}, but the operation gives {list(inferred)}")
-    return inferred
-
-
 def validateModel(model: HalModel) -> HalModel:
     """Check every rule of a HAL model (the module's list); return it with output dimensions inferred.
 
@@ -377,7 +205,7 @@ def validateModel(model: HalModel) -> HalModel:
         inputs = [
             (known[i], model.constantBytes(i) if operands[i].lifetime in _CONSTANTS else None) for i in op.inputs
         ]
-        shapes = operationShapes(where, op.type, inputs, [known[i] for i in op.outputs])
+        shapes = checkOperation(where, op.type, inputs, [known[i] for i in op.outputs])
         for index, shape in zip(op.outputs, shapes, strict=True):
             if shape is not None and tuple(shape) != tuple(known[index].dimensions):
                 known[index] = known[index].replace(dimensions=list(shape))
