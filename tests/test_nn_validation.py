@@ -399,3 +399,32 @@ def test_an_operand_of_a_rank_the_c_descriptors_cannot_hold_is_refused():
     x, y = m.addOperand(T, [1] * (MAX_RANK + 1)), m.addOperand(T, [])
     with pytest.raises(BadDataError, match=f"input 0: an operand of rank {MAX_RANK + 1}"):
         m.addOperation(OperationType.RELU, [x], [y])
+
+
+def test_plan_descriptions_show_each_crossing_operands_quantization():
+    from framework.nn import DeviceDescriptor, DeviceType, createPlanForDevices, uniformCapabilities
+
+    m = Model()
+    a = m.addOperand(Q8, [2, 3], scale=0.5, zeroPoint=10)
+    fuse = m.addOperand(OperandType.INT32)
+    m.setOperandValue(fuse, FuseCode.NONE)
+    y = m.addOperand(Q8, [0, 3], scale=1.0, zeroPoint=3)
+    m.addOperation(OperationType.ADD, [a, a, fuse], [y])
+    m.identifyInputsAndOutputs([a], [y])
+    m.finish()
+    device = DeviceDescriptor("acme-npu", DeviceType.ACCELERATOR, "1", 29, uniformCapabilities(1, 1))
+    text = createPlanForDevices(m, [device]).describe()
+    assert "0        TENSOR_QUANT8_ASYMM [2, 3] scale 0.5 zeroPoint 10" in text
+    assert "2        TENSOR_QUANT8_ASYMM [2, 3] scale 1 zeroPoint 3" in text
+
+
+def test_describe_operand_names_per_channel_scales_and_unknown_dimensions():
+    from framework.nn import describeOperand
+    from interfaces.android.hardware.neuralnetworks import Operand, OperandExtraParams
+
+    quant = SymmPerChannelQuantParams(scales=[0.5, 0.25], channelDim=0)
+    w = Operand(type=PER_CHANNEL, dimensions=[2, 3], extraParams=OperandExtraParams(channelQuant=quant))
+    assert describeOperand(w) == "TENSOR_QUANT8_SYMM_PER_CHANNEL [2, 3] channelDim 0 scales [0.5, 0.25]"
+    assert describeOperand(Operand(type=T, dimensions=[0, 4])) == "TENSOR_FLOAT32 [?, 4]"
+    assert describeOperand(Operand(type=T)) == "TENSOR_FLOAT32 [?]"
+    assert describeOperand(Operand(type=OperandType.INT32)) == "INT32"

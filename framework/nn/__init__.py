@@ -66,6 +66,7 @@ from ._discovery import listDevices as listDevices
 from ._execution import Event as Event
 from ._execution import Execution as Execution
 from ._hal import HalModel as HalModel
+from ._hal import describeOperand as describeOperand
 from ._memory import Memory as Memory
 from ._model import Model as Model
 from ._partition import CPU_DEVICE_NAME as CPU_DEVICE_NAME

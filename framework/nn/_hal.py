@@ -115,3 +115,18 @@ class HalModel:
         operand = self.operands[index]
         array = np.frombuffer(self.constantBytes(index), dtype=dtypeOf(operand.type))
         return array.reshape(operand.dimensions) if not isScalar(operand.type) else array.reshape(())
+
+
+def describeOperand(operand: Operand) -> str:  # noqa: N802
+    """One operand for people: type, dimensions (``?`` unknown) and quantization, e.g.
+    ``TENSOR_QUANT8_ASYMM [1, 8, 8, 3] scale 0.5 zeroPoint 128``."""
+    text = operand.type.name
+    if not isScalar(operand.type):
+        dims = ", ".join(str(d) if d else "?" for d in operand.dimensions) if operand.dimensions else "?"
+        text += f" [{dims}]"
+    if operand.scale or operand.zeroPoint:
+        text += f" scale {operand.scale:g} zeroPoint {operand.zeroPoint}"
+    if operand.extraParams is not None:
+        quant = operand.extraParams.channelQuant
+        text += f" channelDim {quant.channelDim} scales [{', '.join(f'{x:g}' for x in quant.scales)}]"
+    return text

@@ -35,7 +35,7 @@ from typing import Any
 from interfaces.android.hardware.neuralnetworks import DataLocation, Operand, Subgraph
 
 from ._errors import BadDataError, BadStateError, NeuralNetworksError, OpFailedError
-from ._hal import HalModel
+from ._hal import HalModel, describeOperand
 from ._model import Model
 from ._types import (
     FEATURE_LEVEL,
@@ -320,7 +320,9 @@ class ExecutionPlan:
             )
         lines += _table(rows)
         lines.append("")
-        lines.append("inputs/outputs are operand indexes of the whole model")
+        lines.append("inputs/outputs are operand indexes of the whole model:")
+        crossing = sorted({i for s in self.steps for i in (*s.inputs, *s.outputs)})
+        lines += _table([("operand", "type")] + [(str(i), describeOperand(self.model.operands[i])) for i in crossing])
         return "\n".join(lines)
 
 
