@@ -196,8 +196,7 @@ def test_bidirectional_sequence_lstm(type, relaxed, aux, steps, batch, n_in, cel
 
     inputs = [seq(n_in), *fw_t, *bw_t, m(batch, fw_out), m(batch, cells), m(batch, bw_out), m(batch, cells + 1),
               None if aux == "none" else seq(n_aux), *fw_aux, *bw_aux, *params(m, fw), boolean(merge), boolean(major)]
-    if fw["layer_norm"]:
-        inputs += fw_norm + bw_norm
+    inputs += fw_norm + bw_norm  # all 61 inputs, as Android 10 takes them (omitted without layer norm)
     outs = check("BIDIRECTIONAL_SEQUENCE_LSTM", inputs, relaxed)
     assert [o.shape[-1] for o in outs] == ([fw_out + bw_out] if merge else [fw_out, bw_out])
 
@@ -399,6 +398,11 @@ def test_bad_lstm_calls_are_refused():
     bias_only[17] = m(3)
     refused("LSTM", bias_only, outs, "BAD_OPERATION", "input 17 (projection bias) needs projection weights")
     refused("LSTM", good[:22], outs, "BAD_OPERATION", "takes 23 to 27 inputs")
+    bidirectional = [m(2, 1, 2), *tensors, *tensors, m(2, 3), m(2, 3), m(2, 3), m(2, 3), None, *[None] * 8,
+                     *params(m, o), boolean(True), boolean(False)]
+    refused("BIDIRECTIONAL_SEQUENCE_LSTM", bidirectional, [nnref.output(F32)], "BAD_OPERATION", "takes 61 inputs, not 53")
+    [merged] = bind_run("BIDIRECTIONAL_SEQUENCE_LSTM", bidirectional + [None] * 8, [nnref.output(F32)])
+    assert merged.shape == (2, 1, 6)
 
 
 def test_bad_quantized_lstm_lsh_and_multinomial_calls_are_refused():

@@ -756,12 +756,11 @@ static void uni_lstm_cost(const struct npu_bind_call *c, double *flops, double *
  * output/cell state, backward output/cell state, 39 aux input, 40-43 forward aux weights,
  * 44-47 backward aux weights, 48 activation, 49-50 clips, 51 merge outputs, 52 time major,
  * 53-56 forward layer norm weights, 57-60 backward. */
-static void bi_lstm_layouts(const struct npu_bind_call *c, bool aux_weights, struct lstm_layout *fw,
+static void bi_lstm_layouts(bool aux_weights, struct lstm_layout *fw,
                             struct lstm_layout *bw)
 {
-    bool norm = c->input_count == 61;
-    *fw = (struct lstm_layout){1, norm ? 53 : 0, aux_weights ? 40 : 0};
-    *bw = (struct lstm_layout){18, norm ? 57 : 0, aux_weights ? 44 : 0};
+    *fw = (struct lstm_layout){1, 53, aux_weights ? 40 : 0};
+    *bw = (struct lstm_layout){18, 57, aux_weights ? 44 : 0};
 }
 
 static bool any_given(const struct npu_bind_call *c, uint32_t from, uint32_t count)
@@ -774,14 +773,14 @@ static bool any_given(const struct npu_bind_call *c, uint32_t from, uint32_t cou
 
 static int bi_lstm_prepare(struct npu_bind_call *c)
 {
-    if (c->input_count != 53 && c->input_count != 61)
-        return npu_bind_fail(c, NPU_E_BAD_OPERATION, "takes 53 or 61 inputs, not %u", (unsigned)c->input_count);
+    if (c->input_count != 61)  /* Android 10 takes all 61, the layer norm weights omitted or not */
+        return npu_bind_fail(c, NPU_E_BAD_OPERATION, "takes 61 inputs, not %u", (unsigned)c->input_count);
     int32_t type;
     struct npu_lstm_params p;
     bool major, major_known, merge, merge_known;
     int rc = float_family(c, &type, (const uint32_t[]){35, 36, 37, 38, 39}, 5, (const uint32_t[]){39}, 1);
     struct lstm_layout fw, bw;
-    bi_lstm_layouts(c, true, &fw, &bw);
+    bi_lstm_layouts(true, &fw, &bw);
     if (rc == NPU_OK)
         rc = lstm_types(c, &fw, type);
     if (rc == NPU_OK)
@@ -794,14 +793,13 @@ static int bi_lstm_prepare(struct npu_bind_call *c)
         rc = npu_bind_bool(c, 52, &major, &major_known);
     if (rc == NPU_OK)
         rc = outputs_of_type(c, type);
-    if (rc != NPU_OK || !major_known || !merge_known || !shapes_known(c, 48) ||
-        !shapes_known_in(c, 53, c->input_count))
+    if (rc != NPU_OK || !major_known || !merge_known || !shapes_known(c, 48) || !shapes_known_in(c, 53, 61))
         return rc;
     bool aux = !absent(c, 39), fw_aux = any_given(c, 40, 4), bw_aux = any_given(c, 44, 4);
     if (fw_aux != bw_aux || (fw_aux && !aux))
         return npu_bind_fail(c, NPU_E_BAD_OPERATION,
                              "inputs 40-47 (aux weights) are given for both directions, with input 39 (aux input), or omitted");
-    bi_lstm_layouts(c, fw_aux, &fw, &bw);
+    bi_lstm_layouts(fw_aux, &fw, &bw);
     rc = dims_are(c, 0, "input", 3, 0, 0, 0);
     if (rc == NPU_OK && aux)
         rc = aux_sequence_shape(c, 39);
@@ -843,7 +841,7 @@ static int bi_lstm_run(struct npu_bind_call *c, size_t begin, size_t end)
         aux = NULL;
     }
     struct lstm_layout fl, bl;
-    bi_lstm_layouts(c, fw_aux, &fl, &bl);
+    bi_lstm_layouts(fw_aux, &fl, &bl);
     struct npu_lstm_weights fw_w, bw_w;
     lstm_weights(c, &fl, &fw_w);
     lstm_weights(c, &bl, &bw_w);
