@@ -470,8 +470,7 @@ static void cost_transpose_conv(const struct npu_bind_call *c, double *flops, do
 {
     const struct npu_tensor *filter = IN(1);
     *flops = 2.0 * (double)npu_ops_element_count(IN(0)) * filter->dims[0] * filter->dims[1] * filter->dims[2];
-    *bytes = (double)npu_ops_byte_size(IN(0)) + (double)npu_ops_byte_size(filter) +
-             (double)npu_ops_byte_size(IN(2)) + (double)npu_ops_byte_size(OUT);
+    *bytes = npu_bind_io_bytes(c);
 }
 
 const struct npu_op_def npu_bind_math[] = {
