@@ -212,6 +212,10 @@ def test_bad_calls_are_refused_naming_the_input():
     x = nnref.tensor(F32, np.ones((2, 3)))
     refused("ABS", [nnref.tensor(I32, [1])], [nnref.output(I32)], "BAD_OPERAND_TYPE", "input 0", "TENSOR_FLOAT32")
     refused("ABS", [x, x], [nnref.output(F32)], "BAD_OPERATION", "takes 1 inputs, not 2")
+    refused("FLOOR", [nnref.tensor(F32, np.ones((1,) * 5))], [nnref.output(F32)], "BAD_SHAPE", "input 0", "rank 5")
+    with pytest.raises(nnref.BadOperation, match="rank at most 4"):  # types.hal 1.2: FLOOR's rank is up to 4
+        nnref.evaluate("FLOOR", [nnref.tensor(F32, np.ones((1,) * 5))])
+    check("ABS", [nnref.tensor(F32, np.full((1, 2, 1, 1, 2), -2.0))])  # the 1.2 additions' rank is "from 1"
     refused("EXP", [x], [nnref.output(F16)], "BAD_OPERAND_TYPE", "output 0")
     refused("DIV", [x, x, nnref.int32(7)], [nnref.output(F32)], "BAD_FUSE_CODE", "input 2")
     refused("DIV", [x, x, nnref.float32(0.0)], [nnref.output(F32)], "BAD_OPERAND_TYPE", "input 2", "INT32")

@@ -130,6 +130,8 @@ static int unary_prepare(struct npu_bind_call *c, const int32_t *types, uint32_t
     int rc = npu_bind_counts(c, 1, 1, 1);
     if (rc == NPU_OK)
         rc = input_tensor(c, 0, types, n);
+    if (rc == NPU_OK && c->type == NPU_OP_FLOOR && c->in[0].has_rank && c->in[0].t.rank > 4)
+        rc = npu_bind_fail(c, NPU_E_BAD_SHAPE, "input 0 has rank %u (at most 4)", (unsigned)c->in[0].t.rank);
     if (rc == NPU_OK && OUT->type != IN(0)->type)
         rc = npu_bind_fail(c, NPU_E_BAD_OPERAND_TYPE, "output 0 must be %s, of input 0's type, not %s",
                            what, npu_bind_type_name(OUT->type));

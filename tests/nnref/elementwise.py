@@ -85,10 +85,13 @@ def div(call: Call) -> list[Operand]:
         return [call.real_result(0, activate(a.real() / b.real(), fuse), a)]
 
 
-def _unary(types: tuple[str, ...], fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[Call], list[Operand]]:
+def _unary(types: tuple[str, ...], fn: Callable[[np.ndarray], np.ndarray],
+           max_rank: int | None = None) -> Callable[[Call], list[Operand]]:
     def operation(call: Call) -> list[Operand]:
         call.count(1)
         x = call.tensor(0, *types)
+        if max_rank is not None and x.value.ndim > max_rank:  # type: ignore[union-attr]
+            raise call.fail(f"input 0 has rank at most {max_rank}, got {x.value.ndim}")  # type: ignore[union-attr]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return [call.real_result(0, fn(x.real()), x)]
 
@@ -228,7 +231,7 @@ OPERATIONS: dict[str, Callable[[Call], list[Operand]]] = {
     "SUB": sub,
     "MUL": mul,
     "DIV": div,
-    "FLOOR": _unary(F, np.floor),
+    "FLOOR": _unary(F, np.floor, max_rank=4),  # types.hal 1.2: "up to 4"
     "ABS": _unary(F, np.abs),
     "EXP": _unary(F, np.exp),
     "LOG": _unary(F, np.log),
