@@ -124,10 +124,18 @@ def _binary_real(types: tuple[str, ...], fn: Callable[[np.ndarray, np.ndarray], 
             return [call.raw_result(0, fn(a.value, b.value).astype(np.int32), a)]  # type: ignore[arg-type]
         if a.type == "TENSOR_BOOL8":
             return [call.raw_result(0, fn(a.value, b.value), a, out_type)]  # type: ignore[arg-type]
+        if out_type == "TENSOR_BOOL8" and a.type == "TENSOR_QUANT8_ASYMM":
+            # Android's comparisons compute each real value in float32, (stored - zero point) *
+            # scale, so reals equal in float32 compare equal (float64 could tell them apart)
+            return [call.raw_result(0, fn(_real_float32(a), _real_float32(b)), a, out_type)]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return [call.real_result(0, fn(a.real(), b.real()), a, out_type)]
 
     return operation
+
+
+def _real_float32(x: Operand) -> np.ndarray:
+    return (x.value.astype(np.int32) - x.zero_point).astype(np.float32) * np.float32(x.scale)  # type: ignore[union-attr]
 
 
 COMPARABLE = ("TENSOR_BOOL8", "TENSOR_FLOAT16", "TENSOR_FLOAT32", "TENSOR_INT32", "TENSOR_QUANT8_ASYMM")
