@@ -146,6 +146,13 @@ def test_quant8_comparisons_compare_real_values():
     assert got.value.tolist() == [True, True, True]
     got, = check("LESS", [a, nnref.tensor(Q8, [1], scale=1.0, zero_point=0)])
     assert got.value.tolist() == [True, False, False]
+    # Android computes each real value in float32: 170 * f32(1/85) and 255 * f32(2/255) are
+    # both 2.0 there, though float64 tells them apart
+    a = nnref.tensor(Q8, [170], scale=f32(1 / 85), zero_point=0)
+    b = nnref.tensor(Q8, [255], scale=f32(2 / 255), zero_point=0)
+    for name, expected in (("LESS", False), ("EQUAL", True), ("GREATER_EQUAL", True)):
+        got, = check(name, [a, b])
+        assert got.value.tolist() == [expected], name
 
 
 @settings(max_examples=20, deadline=None)
@@ -329,6 +336,16 @@ def test_transpose_conv_2d_slices_compute_the_whole():
     for unit in range(n * oh):
         assert lib.npu_op_transpose_conv_2d(*(t.ptr for t in tensors), w, out.ptr, unit, unit + 1) == lib.NPU_OK
     np.testing.assert_array_equal(out.array, whole.value)
+
+
+def test_transpose_conv_2d_takes_zero_batches():
+    x = nnref.tensor(F32, np.zeros((0, 2, 2, 1)))
+    ins = [x, nnref.tensor(F32, np.ones((3, 1, 1, 1))), nnref.tensor(F32, np.zeros(3)),
+           *map(nnref.int32, (0, 0, 0, 0, 1, 1, 0)), nnref.boolean(False)]
+    got, = check("TRANSPOSE_CONV_2D", ins)
+    assert got.value.shape == (0, 2, 2, 3)
+    ins[0] = nnref.tensor(F32, np.zeros((1, 0, 2, 1)))
+    refused("TRANSPOSE_CONV_2D", ins, [nnref.output(F32)], "BAD_SHAPE", "input 0", "height")
 
 
 def test_transpose_conv_2d_output_shape_needs_the_scalars_and_the_output_shape_data():

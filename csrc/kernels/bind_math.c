@@ -438,6 +438,8 @@ static int prepare_transpose_conv(struct npu_bind_call *c)
         return NPU_OK;
     uint32_t n = in->t.dims[0], channels = in->t.dims[w.nchw ? 1 : 3];
     uint32_t h = in->t.dims[w.nchw ? 2 : 1], wd = in->t.dims[w.nchw ? 3 : 2];
+    if (h == 0 || wd == 0 || channels == 0)
+        return npu_bind_fail(c, NPU_E_BAD_SHAPE, "input 0 may have no batches, but not an empty height, width or depth");
     if (filter->t.dims[3] != channels)
         return npu_bind_fail(c, NPU_E_BAD_SHAPE, "input 1 (filter) has depth %u, input 0 has %u channels",
                              (unsigned)filter->t.dims[3], (unsigned)channels);
@@ -461,6 +463,8 @@ static int run_transpose_conv(struct npu_bind_call *c, size_t begin, size_t end)
 {
     struct npu_window w;
     bool known;
+    if (npu_ops_element_count(OUT) == 0 && OUT->rank == 4 && OUT->dims[0] == 0)
+        return NPU_OK;  /* no batches (AOSP's zero-sized inputs): nothing to compute */
     int rc = tconv_window(c, &w, &known);
     if (rc == NPU_OK && !known)
         rc = npu_bind_fail(c, NPU_E_BAD_SCALAR, "its scalar inputs and output shape must be known to run");
