@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import nnref
-from nn_ops import BindError, Tensor, bind_check, bind_vs_nnref, f32, status
+from nn_ops import BindError, Tensor, bind_check, bind_run, bind_vs_nnref, f32, status
 from framework.nn._cpu import ffi, lib
 
 F32, F16, I32, Q8, B8 = "TENSOR_FLOAT32", "TENSOR_FLOAT16", "TENSOR_INT32", "TENSOR_QUANT8_ASYMM", "TENSOR_BOOL8"
@@ -97,14 +97,14 @@ def test_neg_of_int32_min_wraps():
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.sampled_from(FLOATS), SHAPES, st.integers(0, 3), st.booleans(), SEEDS)
-def test_div_broadcasts_with_a_fused_activation(type, shape, fuse, swap, seed):
+@given(st.sampled_from(FLOATS), SHAPES, st.integers(0, 3), st.booleans(), st.booleans(), SEEDS)
+def test_div_broadcasts_with_a_fused_activation(type, shape, fuse, swap, relaxed, seed):
     rng = np.random.default_rng(seed)
     shapes = (shape, broadcast_partner(rng, shape))
     a, b = shapes[::-1] if swap else shapes
     divisor = operand(rng, type, b, 0.5, 2.0)
     divisor = nnref.tensor(type, divisor.value * rng.choice([-1, 1], b))
-    check("DIV", [operand(rng, type, a, -3, 3), divisor, nnref.int32(fuse)])
+    check("DIV", [operand(rng, type, a, -3, 3), divisor, nnref.int32(fuse)], relaxed=relaxed and type == F32)
 
 
 @settings(max_examples=20, deadline=None)
@@ -398,3 +398,24 @@ def test_transpose_conv_2d_bad_calls_are_refused():
             "BAD_SCALAR", "input 2 (bias)", "0.125")
     refused(name, [xq, fq, nnref.tensor(I32, np.ones(3), scale=0.125, zero_point=3), *scalars],
             [nnref.output(Q8, 0.5, 0)], "BAD_SCALAR", "input 2 (bias)", "zero point 0")
+
+
+# -- the conformance cases (AOSP's 1.2 vectors and their variations) through the bindings --------
+
+from conformance.cases import cases  # noqa: E402
+
+FAMILY = ("FLOOR", "DIV", "ABS", "CAST", "EQUAL", "EXP", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL", "LOG",
+          "LOGICAL_AND", "LOGICAL_NOT", "LOGICAL_OR", "NEG", "NOT_EQUAL", "POW", "RSQRT", "SELECT", "SIN", "SQRT",
+          "TRANSPOSE_CONV_2D")
+
+
+@pytest.mark.parametrize("operation", FAMILY)
+def test_every_conformance_case_passes_through_the_binding(operation):
+    """The suite's cases run here binding to nnref, before any device or NDK is involved."""
+    mine = [c for c in cases() if c.operation == operation]
+    assert mine, f"no conformance case of {operation}"
+    for case in mine:
+        templates = [nnref.Operand(e.type, None, e.scale, e.zero_point, e.channel_quant) for e in case.expected]
+        got = bind_run(operation, list(case.inputs), templates)
+        for g, e in zip(got, case.expected):
+            nnref.assert_close(g, e, relaxed=case.relaxed)
