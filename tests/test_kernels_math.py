@@ -419,3 +419,52 @@ def test_every_conformance_case_passes_through_the_binding(operation):
         got = bind_run(operation, list(case.inputs), templates)
         for g, e in zip(got, case.expected):
             nnref.assert_close(g, e, relaxed=case.relaxed)
+
+
+# -- any call at all: a status, never a crash ---------------------------------------------------
+
+SCALAR_TYPES = ("INT32", "FLOAT32", "BOOL", "FLOAT16", "UINT32")
+TENSOR_TYPES = (F32, F16, I32, Q8, B8, "TENSOR_QUANT8_SYMM_PER_CHANNEL", "TENSOR_QUANT16_SYMM")
+
+
+def any_operand(rng: np.random.Generator, type: str, shape: tuple[int, ...]) -> nnref.Operand:
+    if type in SCALAR_TYPES:
+        return nnref.Operand(type, np.asarray(rng.integers(-2, 6)).astype(nnref.DTYPES[type]))
+    values = rng.integers(-3, 6, shape)
+    if type == "TENSOR_QUANT8_SYMM_PER_CHANNEL":
+        return nnref.tensor(type, values, channel_quant=nnref.ChannelQuant((0.5,) * shape[0], 0))
+    if type in (Q8, "TENSOR_QUANT16_SYMM"):
+        return nnref.tensor(type, np.abs(values) if type == Q8 else values, scale=0.5, zero_point=0)
+    return nnref.tensor(type, values.astype(bool) if type == B8 else values)
+
+
+@pytest.fixture(scope="module")
+def family_cases() -> dict[str, list]:
+    """The conformance cases of each operation of the family (harvested outside any @given)."""
+    return {name: [c for c in cases() if c.operation == name] for name in FAMILY}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(FAMILY), st.lists(st.tuples(st.sampled_from(TENSOR_TYPES + SCALAR_TYPES),
+                                                   st.lists(st.integers(1, 4), min_size=1, max_size=5).map(tuple)),
+                                         max_size=12),
+       st.sampled_from(TENSOR_TYPES[:5]), st.booleans(), st.booleans(), SEEDS)
+def test_any_call_gets_a_status_never_a_crash(family_cases, operation, specs, out_type, data, from_case, seed):
+    """Random operands, or a conformance case with some of its inputs replaced by random ones."""
+    rng = np.random.default_rng(seed)
+    inputs = [any_operand(rng, t, shape) for t, shape in specs]
+    if from_case:
+        mine = family_cases[operation]
+        case = mine[int(rng.integers(0, len(mine)))]
+        inputs = list(case.inputs)
+        for k, operand in zip(rng.integers(0, len(inputs), len(specs) % 3 + 1), inputs[:]):
+            inputs[k] = operand if rng.random() < 0.3 else any_operand(rng, *specs[0]) if specs else None
+        inputs = [i for i in inputs if i is not None]
+        if rng.random() < 0.5:
+            out_type = case.expected[0].type
+    outputs = [nnref.output(out_type, 0.5 if out_type == Q8 else 0.0)]
+    try:
+        bind_check(operation, inputs, outputs, data=data)
+        bind_run(operation, inputs, outputs)
+    except BindError as e:
+        assert e.why.startswith(f"{operation}: ") and e.status != "OK"
