@@ -126,6 +126,45 @@ static int convolution(const struct npu_tensor *input, const struct npu_tensor *
                          pack_conv_i16, begin, end);
 }
 
+int ops_conv_store(const struct npu_tensor *input, const struct npu_tensor *filter, const struct npu_tensor *bias,
+                   const struct npu_tensor *output, int32_t fuse, bool nchw, size_t begin, size_t end, size_t count,
+                   size_t oc, void *sums)
+{
+    if (input->type != NPU_OPERAND_TENSOR_QUANT8_ASYMM) {
+        float lo, hi, *r = sums;
+        ops_float_bounds(fuse, &lo, &hi);
+        for (size_t i = 0; i < count * oc; i++)
+            r[i] = r[i] < lo ? lo : (r[i] > hi ? hi : r[i]);
+        ops_store_rows_f32(output, nchw, begin, end, r);
+        return NPU_OK;
+    }
+    struct ops_requant q = {0};
+    uint8_t *rows = malloc(count * oc);
+    int rc = rows ? ops_requant_init(&q, input, filter, output, oc, fuse) : NPU_E_NO_MEMORY;
+    if (rc == NPU_OK) {
+        ops_requant_block(&q, sums, bias->data, count, oc, rows);
+        ops_store_rows_u8(output, nchw, begin, end, rows);
+    }
+    ops_requant_free(&q);
+    free(rows);
+    return rc;
+}
+
+int ops_conv_weights(const struct npu_tensor *filter, const struct npu_tensor *bias, const void **w, const void **b,
+                     float **owned_w, float **owned_b)
+{
+    struct npu_tensor fv, bv;
+    *owned_w = *owned_b = NULL;
+    int rc = ops_widen(filter, &fv, owned_w);
+    if (rc == NPU_OK)
+        rc = ops_widen(bias, &bv, owned_b);
+    if (rc == NPU_OK) {
+        *w = fv.data;
+        *b = bv.data;
+    }
+    return rc;
+}
+
 int ops_conv_gemm(const struct npu_tensor *input, const struct npu_tensor *filter, const struct npu_tensor *bias,
                   const struct npu_tensor *output, int32_t fuse, bool nchw, const struct ops_geometry *gp,
                   size_t groups, ops_pack_f32 pack_f32, ops_pack_i16 pack_i16, size_t begin, size_t end)
@@ -133,64 +172,39 @@ int ops_conv_gemm(const struct npu_tensor *input, const struct npu_tensor *filte
     const struct ops_geometry g = *gp;
     size_t cg = g.c / groups, og = g.oc / groups;
     size_t K = g.fh * g.fw * cg, m0 = begin * g.ow, m1 = end * g.ow;
-    const void *x;
-    void *x_owned = NULL, *rows = NULL;
-    int rc = ops_nhwc_input(input, nchw, &x, &x_owned);
+    bool quant = input->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM;
+    const void *x = NULL, *w = NULL, *b = NULL;
+    void *x_owned = NULL;
+    float *w_owned = NULL, *b_owned = NULL;
+    void *sums = malloc((m1 - m0) * g.oc * (quant ? sizeof(int32_t) : sizeof(float)));
+    int rc = sums ? ops_nhwc_input(input, nchw, &x, &x_owned) : NPU_E_NO_MEMORY;
     struct ops_conv_ctx ctx = {&g, x, input->zero_point, 0, cg};
-    if (rc != NPU_OK)
-        return rc;
-    if (input->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM) {
-        struct ops_gemm_i16 gemm = {0};
-        struct ops_requant q = {0};
-        int32_t *acc = malloc((m1 - m0) * g.oc * sizeof *acc);
-        rows = malloc((m1 - m0) * g.oc);
-        rc = acc && rows ? NPU_OK : NPU_E_NO_MEMORY;
-        if (rc == NPU_OK)
-            rc = ops_requant_init(&q, input, filter, output, g.oc, fuse);
-        for (size_t gi = 0; rc == NPU_OK && gi < groups; gi++) {
-            ctx.c0 = gi * cg;
+    if (rc == NPU_OK && !quant)
+        rc = ops_conv_weights(filter, bias, &w, &b, &w_owned, &b_owned);
+    for (size_t gi = 0; rc == NPU_OK && gi < groups; gi++) {
+        ctx.c0 = gi * cg;
+        if (quant) {
+            struct ops_gemm_i16 gemm = {0};
             rc = ops_gemm_i16_prepare(&gemm, (const uint8_t *)filter->data + gi * og * K,
                                       filter->type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL,
                                       filter->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM ? filter->zero_point : 0, og, K);
             if (rc == NPU_OK)
-                rc = ops_gemm_i16_run(&gemm, pack_i16, &ctx, m0, m1, acc + gi * og, g.oc);
+                rc = ops_gemm_i16_run(&gemm, pack_i16, &ctx, m0, m1, (int32_t *)sums + gi * og, g.oc);
             ops_gemm_i16_free(&gemm);
-        }
-        if (rc == NPU_OK) {
-            ops_requant_block(&q, acc, bias->data, m1 - m0, g.oc, rows);
-            ops_store_rows_u8(output, nchw, begin, end, rows);
-        }
-        ops_requant_free(&q);
-        free(acc);
-    } else {
-        struct ops_gemm_f32 gemm = {0};
-        struct npu_tensor fv, bv;
-        float *f_owned = NULL, *b_owned = NULL;
-        rows = malloc((m1 - m0) * g.oc * sizeof(float));
-        rc = rows ? NPU_OK : NPU_E_NO_MEMORY;
-        if (rc == NPU_OK)
-            rc = ops_widen(filter, &fv, &f_owned);
-        if (rc == NPU_OK)
-            rc = ops_widen(bias, &bv, &b_owned);
-        for (size_t gi = 0; rc == NPU_OK && gi < groups; gi++) {
-            ctx.c0 = gi * cg;
-            rc = ops_gemm_f32_prepare(&gemm, (const float *)fv.data + gi * og * K, og, K);
+        } else {
+            struct ops_gemm_f32 gemm = {0};
+            rc = ops_gemm_f32_prepare(&gemm, (const float *)w + gi * og * K, og, K);
             if (rc == NPU_OK)
-                rc = ops_gemm_f32_run(&gemm, pack_f32, &ctx, m0, m1, (const float *)bv.data + gi * og,
-                                      (float *)rows + gi * og, g.oc);
+                rc = ops_gemm_f32_run(&gemm, pack_f32, &ctx, m0, m1, (const float *)b + gi * og,
+                                      (float *)sums + gi * og, g.oc);
             ops_gemm_f32_free(&gemm);
         }
-        if (rc == NPU_OK) {
-            float lo, hi, *r = rows;
-            ops_float_bounds(fuse, &lo, &hi);
-            for (size_t i = 0; i < (m1 - m0) * g.oc; i++)
-                r[i] = r[i] < lo ? lo : (r[i] > hi ? hi : r[i]);
-            ops_store_rows_f32(output, nchw, begin, end, rows);
-        }
-        free(f_owned);
-        free(b_owned);
     }
-    free(rows);
+    if (rc == NPU_OK)
+        rc = ops_conv_store(input, filter, bias, output, fuse, nchw, begin, end, m1 - m0, g.oc, sums);
+    free(w_owned);
+    free(b_owned);
+    free(sums);
     free(x_owned);
     return rc;
 }

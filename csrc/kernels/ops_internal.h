@@ -214,4 +214,15 @@ int ops_conv_gemm(const struct npu_tensor *input, const struct npu_tensor *filte
                   const struct npu_tensor *output, int32_t fuse, bool nchw, const struct ops_geometry *g,
                   size_t groups, ops_pack_f32 pack_f32, ops_pack_i16 pack_i16, size_t begin, size_t end);
 
+/* The float weights of a convolution (float16 widened: *owned_w, *owned_b to
+ * free, NULL when the tensor's own memory serves). */
+int ops_conv_weights(const struct npu_tensor *filter, const struct npu_tensor *bias, const void **w, const void **b,
+                     float **owned_w, float **owned_b);
+/* Stores output rows [begin, end) (count pixels of oc channels) from their
+ * sums: float ones (bias included) clamped to the fused activation; quant8
+ * int32 ones (without the bias) plus the bias, requantized per channel. */
+int ops_conv_store(const struct npu_tensor *input, const struct npu_tensor *filter, const struct npu_tensor *bias,
+                   const struct npu_tensor *output, int32_t fuse, bool nchw, size_t begin, size_t end, size_t count,
+                   size_t oc, void *sums);
+
 #endif /* NPU_OPS_INTERNAL_H */

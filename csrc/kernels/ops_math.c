@@ -9,6 +9,7 @@
  * CAST converts stored values, not real ones.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops_internal.h"
@@ -364,26 +365,122 @@ int npu_op_cast(const struct npu_tensor *input, const struct npu_tensor *output)
  * corner is (y * stride - top, x * stride - left).  Read the other way round,
  * output pixel (oy, ox) gathers, for each filter tap (i, j), the input pixel
  * ((oy + top - i) / stride_h, (ox + left - j) / stride_w) when both divisions
- * are exact and inside the image: a convolution's GEMM whose im2col rows pick
- * those pixels (zero elsewhere), against the filter [out][fh][fw][in] as stored.
- * Quantized: sums of centred values in int32, then the bias and requantization
- * per output channel, as Android's reference does. */
+ * are exact and inside the image.  Exact divisions pick the taps by phase: the
+ * output pixels with oy = py and ox = px (mod the strides) all read the taps
+ * i = (py + top), j = (px + left) (mod the strides).  So each phase is a
+ * convolution's GEMM over its own taps (a stride-s layer does 1/s^2 of a dense
+ * im2col's multiply-adds), run one output row at a time over the row's pixels
+ * of that phase (C rows stride_w pixels apart).  Quantized: sums of centred
+ * values in int32, then the bias and requantization per output channel, as
+ * Android's reference does. */
 
-/* The input pixel (iy, ix) filter tap `tap` of output pixel (oy, ox) gathers
- * from; false when none does. */
-static inline bool tconv_tap(const struct ops_geometry *g, size_t oy, size_t ox, size_t tap, size_t *iy, size_t *ix)
+struct tconv_phase {
+    const struct ops_geometry *g;
+    const void *x;      /* NHWC float or uint8 */
+    int32_t zero;
+    size_t oy, n, px;   /* the output row being packed, its image, the phase's first column */
+    size_t i0, j0;      /* the phase's first tap row and column */
+    size_t ti, tj;      /* its tap rows and columns */
+};
+
+/* Output pixel m of the row's phase (ox = px + m * stride_w): its taps,
+ * k = (a * tj + b) * c + channel for tap (i0 + a * stride_h, j0 + b * stride_w). */
+#define TCONV_PACK(NAME, T, SRC_T, CENTRE)                                                         \
+    static void NAME(const void *vctx, size_t m, size_t k0, size_t kc, T *dst, size_t stride)      \
+    {                                                                                              \
+        const struct tconv_phase *p = vctx;                                                        \
+        const struct ops_geometry *g = p->g;                                                       \
+        const SRC_T *x = p->x;                                                                     \
+        long ox = (long)(p->px + m * (size_t)g->sw);                                               \
+        for (size_t k = k0, end = k0 + kc; k < end;) {                                             \
+            size_t tap = k / g->c, ch = k % g->c, run = g->c - ch < end - k ? g->c - ch : end - k; \
+            long y = (long)p->oy + g->top - (long)(p->i0 + tap / p->tj * (size_t)g->sh);           \
+            long xx = ox + g->left - (long)(p->j0 + tap % p->tj * (size_t)g->sw);                  \
+            T *d = dst + (k - k0) * stride;                                                        \
+            if (y < 0 || xx < 0 || y / g->sh >= (long)g->h || xx / g->sw >= (long)g->w) {          \
+                for (size_t i = 0; i < run; i++)                                                   \
+                    d[i * stride] = 0;                                                             \
+            } else {                                                                               \
+                const SRC_T *s = x + ((p->n * g->h + (size_t)(y / g->sh)) * g->w + (size_t)(xx / g->sw)) * g->c + ch; \
+                for (size_t i = 0; i < run; i++)                                                   \
+                    d[i * stride] = (T)(CENTRE);                                                   \
+            }                                                                                      \
+            k += run;                                                                              \
+        }                                                                                          \
+    }
+
+TCONV_PACK(pack_tconv_f32, float, float, s[i])
+TCONV_PACK(pack_tconv_i16, int16_t, uint8_t, (int32_t)s[i] - p->zero)
+
+/* One phase's taps of the filter, [oc][ti][tj][c], as one GEMM's W (quant8: the
+ * stored bytes; float: the float32 weights w). */
+static int tconv_phase_gemm(const struct npu_tensor *filter, const float *w, const struct ops_geometry *g,
+                            const struct tconv_phase *p, struct ops_gemm_f32 *gf, struct ops_gemm_i16 *gi)
 {
-    long y = (long)oy + g->top - (long)(tap / g->fw);
-    long x = (long)ox + g->left - (long)(tap % g->fw);
-    if (y < 0 || x < 0 || y % g->sh || x % g->sw || y / g->sh >= (long)g->h || x / g->sw >= (long)g->w)
-        return false;
-    *iy = (size_t)(y / g->sh);
-    *ix = (size_t)(x / g->sw);
-    return true;
+    bool quant = w == NULL;
+    size_t K = p->ti * p->tj * g->c, size = quant ? 1 : sizeof(float);
+    char *sub = malloc(g->oc * K * size);
+    if (sub == NULL)
+        return NPU_E_NO_MEMORY;
+    const char *src = quant ? (const char *)filter->data : (const char *)w;
+    for (size_t o = 0, at = 0; o < g->oc; o++)
+        for (size_t a = 0; a < p->ti; a++)
+            for (size_t b = 0; b < p->tj; b++, at += g->c) {
+                size_t i = p->i0 + a * (size_t)g->sh, j = p->j0 + b * (size_t)g->sw;
+                memcpy(sub + at * size, src + (((o * g->fh + i) * g->fw + j) * g->c) * size, g->c * size);
+            }
+    int rc = quant ? ops_gemm_i16_prepare(gi, sub, filter->type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL,
+                                          filter->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM ? filter->zero_point : 0,
+                                          g->oc, K)
+                   : ops_gemm_f32_prepare(gf, (const float *)sub, g->oc, K);
+    free(sub);
+    return rc;
 }
 
-OPS_CONV_PACK(pack_tconv_f32, float, float, s[i], tconv_tap)
-OPS_CONV_PACK(pack_tconv_i16, int16_t, uint8_t, (int32_t)s[i] - ctx->zero, tconv_tap)
+/* Output rows [begin, end) into sums (int32 for quant8, float with the bias
+ * otherwise), phase by phase. */
+static int tconv_sums(const struct npu_tensor *input, const struct npu_tensor *filter, const float *w, const float *b,
+                      const struct ops_geometry *g, const void *x, size_t begin, size_t end, void *sums)
+{
+    bool quant = w == NULL;
+    size_t sh = (size_t)g->sh, sw = (size_t)g->sw, oc = g->oc;
+    int rc = NPU_OK;
+    for (size_t py = 0; py < sh && py < g->oh && rc == NPU_OK; py++)
+        for (size_t px = 0; px < sw && px < g->ow && rc == NPU_OK; px++) {
+            struct tconv_phase p = {g, x, input->zero_point, 0, 0, px, 0, 0, 0, 0};
+            p.i0 = (py + (size_t)g->top) % sh;
+            p.j0 = (px + (size_t)g->left) % sw;
+            p.ti = p.i0 < g->fh ? (g->fh - p.i0 + sh - 1) / sh : 0;
+            p.tj = p.j0 < g->fw ? (g->fw - p.j0 + sw - 1) / sw : 0;
+            size_t pixels = (g->ow - px + sw - 1) / sw, ldc = sw * oc;
+            struct ops_gemm_f32 gf = {0};
+            struct ops_gemm_i16 gi = {0};
+            bool taps = p.ti && p.tj;
+            if (taps)
+                rc = tconv_phase_gemm(filter, w, g, &p, &gf, &gi);
+            for (size_t r = begin; r < end && rc == NPU_OK; r++) {
+                p.n = r / g->oh;
+                p.oy = r % g->oh;
+                if (p.oy % sh != py)
+                    continue;
+                size_t at = ((r - begin) * g->ow + px) * oc;
+                if (taps && quant)
+                    rc = ops_gemm_i16_run(&gi, pack_tconv_i16, &p, 0, pixels, (int32_t *)sums + at, ldc);
+                else if (taps)
+                    rc = ops_gemm_f32_run(&gf, pack_tconv_f32, &p, 0, pixels, b, (float *)sums + at, ldc);
+                for (size_t q = 0; !taps && q < pixels; q++)  /* no tap reaches these pixels: the bias alone */
+                    for (size_t o = 0; o < oc; o++) {
+                        if (quant)
+                            ((int32_t *)sums)[at + q * ldc + o] = 0;
+                        else
+                            ((float *)sums)[at + q * ldc + o] = b[o];
+                    }
+            }
+            ops_gemm_f32_free(&gf);
+            ops_gemm_i16_free(&gi);
+        }
+    return rc;
+}
 
 /* The window of a transposed convolution: left and top >= 0, right and bottom
  * may be negative (the output then extends past the last input's footprint,
@@ -433,8 +530,24 @@ int npu_op_transpose_conv_2d(const struct npu_tensor *input, const struct npu_te
     if (begin == end)
         return NPU_OK;
 
-    return ops_conv_gemm(input, filter, bias, output, w->fuse, w->nchw, &g, 1, pack_tconv_f32, pack_tconv_i16,
-                         begin, end);
+    bool quant = input->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM;
+    size_t count = (end - begin) * g.ow;
+    const void *x = NULL, *wf = NULL, *bf = NULL;
+    void *x_owned = NULL;
+    float *w_owned = NULL, *b_owned = NULL;
+    void *sums = malloc(count * g.oc * (quant ? sizeof(int32_t) : sizeof(float)));
+    int rc = sums ? ops_nhwc_input(input, w->nchw, &x, &x_owned) : NPU_E_NO_MEMORY;
+    if (rc == NPU_OK && !quant)
+        rc = ops_conv_weights(filter, bias, &wf, &bf, &w_owned, &b_owned);
+    if (rc == NPU_OK)
+        rc = tconv_sums(input, filter, wf, bf, &g, x, begin, end, sums);
+    if (rc == NPU_OK)
+        rc = ops_conv_store(input, filter, bias, output, w->fuse, w->nchw, begin, end, count, g.oc, sums);
+    free(w_owned);
+    free(b_owned);
+    free(sums);
+    free(x_owned);
+    return rc;
 }
 
 int npu_ops_transpose_padding(int32_t out_size, int32_t stride, int32_t filter, int32_t scheme, int32_t *head,
