@@ -338,8 +338,6 @@ def test_validation_test_add_operation_points():
         m.addOperation(OperationType.ADD, [x, fuse, fuse], [z])
     assert m.operationCount == 0
     m.addOperation(OperationType.ADD, [x, y, fuse], [z])
-    with pytest.raises(BadDataError, match="already the output of operation 0"):  # written once
-        m.addOperation(OperationType.ADD, [x, y, fuse], [z])
 
 
 def test_a_model_of_no_operations_or_an_unwritten_output_is_bad_data_at_finish():
@@ -428,3 +426,84 @@ def test_describe_operand_names_per_channel_scales_and_unknown_dimensions():
     assert describeOperand(Operand(type=T, dimensions=[0, 4])) == "TENSOR_FLOAT32 [?, 4]"
     assert describeOperand(Operand(type=T)) == "TENSOR_FLOAT32 [?]"
     assert describeOperand(Operand(type=OperandType.INT32)) == "INT32"
+
+
+# -- ValidationTest's graph points: the fixtures' models, each finish()'s result code ------
+
+
+def _validation_test_model(m, fuse_is_input=True):
+    """ValidationTestModel::createModel: ADD of two [2] tensors, the fuse code a model input."""
+    a, b, fuse, out = m.addOperand(T, [2]), m.addOperand(T, [2]), m.addOperand(OperandType.INT32), m.addOperand(T, [2])
+    if not fuse_is_input:
+        m.setOperandValue(fuse, 0)
+    m.addOperation(OperationType.ADD, [a, b, fuse], [out])
+    m.identifyInputsAndOutputs([a, b, fuse] if fuse_is_input else [a, b], [out])
+
+
+def test_validation_test_fixture_finishes_with_a_scalar_model_input():
+    m = Model()
+    _validation_test_model(m)
+    m.finish()  # NO_ERROR: 1.2 lets a scalar parameter be a model input
+    assert m.to_hal().inputIndexes == [0, 1, 2]
+    with pytest.raises(BadStateError):  # ValidationTestModel.Finish: twice is BAD_STATE
+        m.finish()
+
+
+def _logistic(m, src, dst):
+    m.addOperation(OperationType.LOGISTIC, [src], [dst])
+
+
+@pytest.mark.parametrize(
+    ("case", "result"),
+    [
+        ("Cycle", "BAD_DATA"),
+        ("AcyclicReadBeforeWrite", "NO_ERROR"),
+        ("MissingWrite", "BAD_DATA"),
+        ("UnwrittenOperand", "BAD_DATA"),
+        ("MultipleWrite", "BAD_DATA"),
+        ("EmptyModel", "BAD_DATA"),
+    ],
+)
+def test_validation_test_graph_points(case, result):
+    m = Model()
+    if case == "Cycle":  # 3 = ADD(0, 4, 2); 4 = ADD(1, 3, 2); 5 = ADD(4, 0, 2)
+        for _ in range(2):
+            m.addOperand(T, [1])
+        m.addOperand(OperandType.INT32)
+        for _ in range(3):
+            m.addOperand(T, [1])
+        m.addOperation(OperationType.ADD, [0, 4, 2], [3])
+        m.addOperation(OperationType.ADD, [1, 3, 2], [4])
+        m.addOperation(OperationType.ADD, [4, 0, 2], [5])
+        m.identifyInputsAndOutputs([0, 1, 2], [5])
+    elif case == "AcyclicReadBeforeWrite":  # 1 = LOGISTIC(2); 2 = LOGISTIC(0): not sorted, still valid
+        for _ in range(3):
+            m.addOperand(T, [1])
+        _logistic(m, 2, 1)
+        _logistic(m, 0, 2)
+        m.identifyInputsAndOutputs([0], [1])
+    elif case == "MissingWrite":  # 2 = LOGISTIC(1), 1 never written
+        for _ in range(4):
+            m.addOperand(T, [1])
+        _logistic(m, 1, 2)
+        _logistic(m, 0, 3)
+        m.identifyInputsAndOutputs([0], [2, 3])
+    elif case == "UnwrittenOperand":  # operand 1 is never written nor read
+        for _ in range(3):
+            m.addOperand(T, [1])
+        _logistic(m, 0, 2)
+        m.identifyInputsAndOutputs([0], [2])
+    elif case == "MultipleWrite":  # 2 = ADD(0, 0, 1), twice: each addOperation is NO_ERROR
+        m.addOperand(T, [1])
+        m.addOperand(OperandType.INT32)
+        m.addOperand(T, [1])
+        for _ in range(2):
+            m.addOperation(OperationType.ADD, [0, 0, 1], [2])
+        m.identifyInputsAndOutputs([0, 1], [2])
+    if result == "NO_ERROR":
+        m.finish()
+        assert m.isFinished
+    else:
+        with pytest.raises(BadDataError) as info:
+            m.finish()
+        assert info.value.resultCode == ResultCode.BAD_DATA and not m.isFinished

@@ -315,16 +315,14 @@ class Model:
         if len(set(outs)) != len(outs):
             raise BadDataError(f"{where}: output operands repeat: {list(outs)}")
         for i in outs:
-            if i in self._writer:
-                raise BadDataError(f"{where}: operand {i} is already the output of operation {self._writer[i]}")
             lifetime = self._operands[i].lifetime
             if lifetime not in (OperandLifeTime.TEMPORARY_VARIABLE, OperandLifeTime.SUBGRAPH_OUTPUT):
                 raise BadDataError(f"{where}: operand {i} is a {lifetime.name} and cannot be an output")
             if i in ins:
                 raise BadDataError(f"{where}: operand {i} is both an input and an output")
         self._operations.append(Operation(type=opType, inputs=list(ins), outputs=list(outs)))
-        for i in outs:
-            self._writer[i] = len(self._operations) - 1
+        for i in outs:  # a second writer is Android 10's BAD_DATA at finish(), not here
+            self._writer.setdefault(i, len(self._operations) - 1)
         return len(self._operations) - 1
 
     def identifyInputsAndOutputs(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
