@@ -18,7 +18,7 @@ import dataclasses
 
 import numpy as np
 
-from framework.nn import Model, OperandType, OperationType
+from framework.nn import Model, OperandType, OperationType, SymmPerChannelQuantParams
 from nnref import Operand
 
 from .cases import Case
@@ -45,7 +45,8 @@ def _add(model: Model, o: Operand, dims: tuple[int, ...]) -> int:
     quant = {"scale": float(o.scale), "zeroPoint": int(o.zero_point)} if o.scale or o.zero_point else {}
     index = model.addOperand(OperandType[o.type], dims, **quant)
     if o.channel_quant is not None:
-        model.setOperandSymmPerChannelQuantParams(index, o.channel_quant.channel_dim, list(o.channel_quant.scales))
+        quant_params = SymmPerChannelQuantParams(scales=list(o.channel_quant.scales), channelDim=o.channel_quant.channel_dim)
+        model.setOperandSymmPerChannelQuantParams(index, quant_params)
     return index
 
 
