@@ -465,3 +465,54 @@ def test_bad_descriptors_are_error_codes():
     draws = Tensor(I32, np.zeros((2, 4), np.int32))
     assert status(lib.npu_op_random_multinomial(x.ptr, 3, 1, 2, draws.ptr)) == "BAD_SHAPE"  # 4 samples a row, not 3
     assert status(lib.npu_op_lsh_projection(x.ptr, x.ptr, ffi.NULL, 2, draws.ptr)) == "BAD_SHAPE"
+
+
+def bind_cost(name, inputs, outputs):
+    """The binding's (FLOPs, bytes) for a call whose every shape is known."""
+    results = bind_run(name, inputs, outputs)
+    keep = []
+
+    def args(operands):
+        array = ffi.new("struct npu_arg[]", len(operands))
+        for slot, operand in zip(array, operands):
+            if operand is None:
+                slot.omitted = True
+                continue
+            t = tensor(operand)
+            keep.append(t)
+            slot.t = t.ptr[0]
+            slot.has_rank = slot.has_shape = True
+        keep.append(array)
+        return array
+
+    code = nnref.OPERATION_TYPES.index(name)
+    call = ffi.new("struct npu_bind_call *", {"type": code, "input_count": len(inputs), "output_count": len(results),
+                                              "in": args(inputs), "out": args(results)})
+    flops, bytes_ = ffi.new("double *"), ffi.new("double *")
+    lib.npu_bind_cost(lib.npu_bind_lookup(code), call, flops, bytes_)
+    return flops[0], bytes_[0]
+
+
+def test_the_cost_model_charges_the_multiply_adds_of_every_step():
+    m = Maker(10, F32)
+    flops, bytes_ = bind_cost("RNN", rnn_inputs(m), [nnref.output(F32)] * 2)
+    assert flops == 2 * 2 * (4 * 3 + 4 * 4)  # batch 2, units 4: x W^T (in 3) and h R^T
+    assert bytes_ == 4 * (2 * 3 + 4 * 3 + 4 * 4 + 4 + 2 * 4 + 2 * (2 * 4))
+    seq = [m(5, 2, 3), m(4, 3), m(4, 4), m(4), m(2, 4), int32(1), int32(1)]
+    flops, _ = bind_cost("UNIDIRECTIONAL_SEQUENCE_RNN", seq, [nnref.output(F32)])
+    assert flops == 5 * 2 * 2 * (4 * 3 + 4 * 4)  # 5 steps of 2 rows
+    o = dict(cifg=True, peephole=False, projection="weights", layer_norm=False, cell_clip=0.0, proj_clip=0.0, act=4)
+    tensors, _, _, out = lstm_direction(m, 3, 4, 2, o)
+    flops, _ = bind_cost("LSTM", [m(2, 3), *tensors, m(2, out), m(2, 4), *params(m, o)], [nnref.output(F32)] * 4)
+    assert flops == 2 * 2 * (3 * 4 * 3 + 3 * 4 * 2 + 2 * 4)  # CIFG: 3 gates' input and recurrent weights, projection
+
+
+def test_without_shapes_or_data_the_signature_is_still_checked():
+    """addOperation before any shape is known: types and counts are checked, outputs left unknown."""
+    m = Maker(11, F16)
+    o = dict(cifg=False, peephole=True, projection=None, layer_norm=False, cell_clip=0.0, proj_clip=0.0, act=4)
+    tensors, _, _, out = lstm_direction(m, 3, 4, 4, o)
+    inputs = [m(2, 3), *tensors, m(2, out), m(2, 4), *params(m, o)]
+    assert bind_check("LSTM", inputs, [nnref.output(F16)] * 4, shapes=False) == [None] * 4
+    with pytest.raises(BindError, match="input 21 must be a FLOAT16 scalar, not FLOAT32"):
+        bind_check("LSTM", [*inputs[:21], float32(0.0), inputs[22]], [nnref.output(F16)] * 4, shapes=False)
