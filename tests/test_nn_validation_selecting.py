@@ -5,7 +5,9 @@ binding accepts is what an app may build. ``tests/nnref/signatures.py`` states, 
 the C, which operand types the 1.2 spec allows at each operation's selecting input. For
 every bound operation, this test finds a call of a common shape that nnref evaluates for
 some allowed type (one tensor; two; two and a fuse code; a tensor and an axis; a tensor and
-a float scalar; SELECT's condition and two tensors), then puts each of the 9 tensor operand
+a float scalar; SELECT's condition and two tensors; a pool, a convolution of each kind and
+FULLY_CONNECTED with explicit parameters; a tensor with a shape, axes, paddings, indices, a
+block size, a new size or a strided slice's), then puts each of the 9 tensor operand
 types at the selecting input (and every input and output of the same role) and asks the
 binding: it must accept every type nnref accepts in that call and refuse every type
 SELECTING leaves out. Operations whose signature fits none of these shapes are listed by
@@ -47,6 +49,24 @@ def _float_scalar(type: str, value: float) -> nnref.Operand:
     return nnref.float16(value) if type == "TENSOR_FLOAT16" else nnref.float32(value)
 
 
+def _bias(type: str, n: int) -> nnref.Operand:
+    """A convolution's or FULLY_CONNECTED's bias: TENSOR_INT32 at input scale x filter scale when quantized."""
+    if type == "TENSOR_QUANT8_ASYMM":
+        return nnref.tensor("TENSOR_INT32", np.arange(n), (n,), 0.25, 0)
+    return _tensor(type, (n,))
+
+
+def _ints(*values: int) -> list[nnref.Operand]:
+    return [nnref.int32(v) for v in values]
+
+
+def _int_tensor(values, shape) -> nnref.Operand:
+    return nnref.tensor("TENSOR_INT32", np.asarray(values), shape)
+
+
+IMAGE = (1, 2, 2, 2)  # NHWC
+NO_PADDING, UNIT_STRIDES = (0, 0, 0, 0), (1, 1)
+
 #: (name, selecting input, inputs for a tensor type at the selecting input)
 TEMPLATES = (
     ("one tensor", 0, lambda t: [_tensor(t)]),
@@ -55,6 +75,31 @@ TEMPLATES = (
     ("a tensor and an axis", 0, lambda t: [_tensor(t), nnref.int32(-1)]),
     ("a tensor and a float scalar", 0, lambda t: [_tensor(t), _float_scalar(t, 1.0)]),
     ("SELECT's condition and two tensors", 1, lambda t: [_tensor("TENSOR_BOOL8"), _tensor(t), _tensor(t)]),
+    ("a pool, explicit padding", 0, lambda t: [_tensor(t, IMAGE), *_ints(*NO_PADDING, *UNIT_STRIDES, 1, 1, 0)]),
+    ("a convolution, explicit padding", 0,
+     lambda t: [_tensor(t, IMAGE), _tensor(t, (1, 1, 1, 2)), _bias(t, 1), *_ints(*NO_PADDING, *UNIT_STRIDES, 0)]),
+    ("a depthwise convolution, explicit padding", 0,
+     lambda t: [_tensor(t, IMAGE), _tensor(t, (1, 1, 1, 2)), _bias(t, 2), *_ints(*NO_PADDING, *UNIT_STRIDES, 1, 0)]),
+    ("a grouped convolution, explicit padding", 0,
+     lambda t: [_tensor(t, IMAGE), _tensor(t, (2, 1, 1, 1)), _bias(t, 2), *_ints(*NO_PADDING, *UNIT_STRIDES, 2, 0),
+                nnref.boolean(False)]),
+    ("a transpose convolution, explicit padding", 0,
+     lambda t: [_tensor(t, IMAGE), _tensor(t, (1, 1, 1, 2)), _bias(t, 1), *_ints(*NO_PADDING, *UNIT_STRIDES, 0),
+                nnref.boolean(False)]),
+    ("FULLY_CONNECTED", 0, lambda t: [_tensor(t), _tensor(t, (4, 3)), _bias(t, 4), nnref.int32(0)]),
+    ("a tensor and a shape", 0, lambda t: [_tensor(t), _int_tensor([3, 2], (2,))]),
+    ("a tensor, axes and an INT32 keep_dims", 0, lambda t: [_tensor(t), _int_tensor([0], (1,)), nnref.int32(0)]),
+    ("a tensor, axes and a BOOL keep_dims", 0, lambda t: [_tensor(t), _int_tensor([0], (1,)), nnref.boolean(False)]),
+    ("a tensor and paddings", 0, lambda t: [_tensor(t), _int_tensor([0, 1, 1, 0], (2, 2))]),
+    ("a tensor, paddings and a pad value", 0,
+     lambda t: [_tensor(t), _int_tensor([0, 1, 1, 0], (2, 2)),
+                nnref.int32(100) if t == "TENSOR_QUANT8_ASYMM" else _float_scalar(t, 0.5)]),
+    ("a tensor, an axis and indices", 0, lambda t: [_tensor(t), nnref.int32(1), _int_tensor([2, 0], (2,))]),
+    ("an image and a block size", 0, lambda t: [_tensor(t, (1, 2, 2, 4)), nnref.int32(2)]),
+    ("an image and a new size", 0, lambda t: [_tensor(t, IMAGE), *_ints(3, 3)]),
+    ("a strided slice", 0,
+     lambda t: [_tensor(t), _int_tensor([0, 0], (2,)), _int_tensor([2, 3], (2,)), _int_tensor([1, 2], (2,)),
+                *_ints(0, 0, 0)]),
 )
 
 
