@@ -67,7 +67,9 @@ from ._errors import (
     NpuPermissionError,
     NpuValueError,
 )
+from ._cache import NUM_DATA_CACHE, NUM_MODEL_CACHE, CacheError, check_cache_args, read_cache, write_cache
 from ._hal import Hal
+from ._model import map_pools
 from ._types import DeviceStatus, EndReason, OperandType
 
 __all__ = ["NnDevice", "PreparedModel", "ErrorStatus"]
@@ -143,8 +145,8 @@ class NnDevice(IDevice.Stub):
         )
 
     async def getNumberOfCacheFilesNeeded(self) -> Any:  # noqa: N802
-        # The driver keeps no compilation cache: nothing to hand back to the runtime.
-        return _NumberOfCacheFiles(numModelCache=0, numDataCache=0)
+        # The HAL caches every device's models (npuhal._cache): one file of each kind.
+        return _NumberOfCacheFiles(numModelCache=NUM_MODEL_CACHE, numDataCache=NUM_DATA_CACHE)
 
     async def getSupportedExtensions(self) -> list:  # noqa: N802
         return []
@@ -174,6 +176,14 @@ class NnDevice(IDevice.Stub):
         self, model: Any, preference: Any, priority: Any, deadlineNs: int, modelSizeBytes: int,  # noqa: N803
         loadToken: Any = None,  # noqa: N803
     ) -> Any:
+        return await self.prepareModelWithCache(
+            model, preference, priority, deadlineNs, modelSizeBytes, loadToken, [], [], b""
+        )
+
+    async def prepareModelWithCache(  # noqa: N802
+        self, model: Any, preference: Any, priority: Any, deadlineNs: int, modelSizeBytes: int,  # noqa: N803
+        loadToken: Any, modelCache: Any, dataCache: Any, token: bytes,  # noqa: N803
+    ) -> Any:
         try:
             try:
                 _ExecutionPreference(int(preference))
@@ -182,35 +192,95 @@ class NnDevice(IDevice.Stub):
                 raise service_error(
                     ErrorStatus.INVALID_ARGUMENT, f"bad preference {preference!r} or priority {priority!r}"
                 ) from None
-            if deadlineNs < -1:
-                raise service_error(ErrorStatus.INVALID_ARGUMENT, f"deadlineNs {deadlineNs} (use -1 for none)")
-            if modelSizeBytes < 0:
-                raise service_error(ErrorStatus.INVALID_ARGUMENT, f"modelSizeBytes {modelSizeBytes} is negative")
-            if self._device().status == DeviceStatus.OFFLINE:
-                raise service_error(ErrorStatus.DEVICE_UNAVAILABLE, f"{self.name} is offline")
+            cache = None
+            if modelCache or dataCache:
+                try:
+                    cache = check_cache_args(modelCache, dataCache, token)
+                except ValueError as exc:
+                    raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None
             loadable = _loadable(model)
-            try:
-                handle = self._hal.driver.load_model(self.number, loadable, emulated_size_bytes=modelSizeBytes)
-            except NpuCapacityError as exc:
-                self._hal.poll()  # the refused load's memory event
-                raise service_error(ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, str(exc)) from None
-            except NpuOfflineError as exc:
-                raise service_error(ErrorStatus.DEVICE_UNAVAILABLE, str(exc)) from None
-            except NpuValueError as exc:
-                raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None
-            except NpuError as exc:
-                raise service_error(ErrorStatus.GENERAL_FAILURE, str(exc)) from None
+            prepared = self._prepare(loadable, int(preference), deadlineNs, modelSizeBytes, loadToken)
+            if cache is not None:
+                self._write_cache(cache, int(preference), loadable)
         finally:
+            _close_all(modelCache)
+            _close_all(dataCache)
             if model is not None:
                 _close_all(model.pools)
+        self._hal.stats.prepared += 1
+        return prepared
+
+    async def prepareModelFromCache(  # noqa: N802
+        self, deadlineNs: int, modelCache: Any, dataCache: Any, token: bytes, modelSizeBytes: int,  # noqa: N803
+        loadToken: Any = None,  # noqa: N803
+    ) -> Any:
+        model = None
+        try:
+            try:
+                model_fd, data_fd, token = check_cache_args(modelCache, dataCache, token)
+            except ValueError as exc:
+                raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None
+            try:
+                model, preference = read_cache(
+                    model_fd, data_fd, token=token, device=self.name, version=self._device().version
+                )
+            except CacheError as exc:
+                self._hal.stats.cache_refused += 1
+                log.info("%s: compilation cache refused: %s", self.name, exc)
+                raise service_error(ErrorStatus.GENERAL_FAILURE, f"the cache cannot be used: {exc}") from None
+            prepared = self._prepare(model, preference, deadlineNs, modelSizeBytes, loadToken)
+        finally:
+            _close_all(modelCache)
+            _close_all(dataCache)
+            if model is not None:
+                _close_all(model.pools)
+        self._hal.stats.prepared_from_cache += 1
+        return prepared
+
+    def _write_cache(self, cache: tuple[int, int, bytes], preference: int, model: Any) -> None:
+        """Store the model just prepared; a file that refuses costs the cache, not the model."""
+        model_fd, data_fd, token = cache
+        try:
+            pools = [bytes(view) for view in map_pools(model)]
+            write_cache(
+                model_fd, data_fd, token=token, device=self.name, version=self._device().version,
+                preference=preference, model=model, pools=pools,
+            )
+        except (OSError, NpuError) as exc:
+            log.warning("%s: could not write the compilation cache: %s", self.name, exc)
+            return
+        self._hal.stats.cache_written += 1
+
+    def _prepare(self, model: Any, preference: int, deadlineNs: int, modelSizeBytes: int, loadToken: Any) -> Any:  # noqa: N803
+        """Load ``model`` (checked loadable) into the driver; the new ``PreparedModel``."""
+        if deadlineNs < -1:
+            raise service_error(ErrorStatus.INVALID_ARGUMENT, f"deadlineNs {deadlineNs} (use -1 for none)")
+        if modelSizeBytes < 0:
+            raise service_error(ErrorStatus.INVALID_ARGUMENT, f"modelSizeBytes {modelSizeBytes} is negative")
+        if self._device().status == DeviceStatus.OFFLINE:
+            raise service_error(ErrorStatus.DEVICE_UNAVAILABLE, f"{self.name} is offline")
+        try:
+            handle = self._hal.driver.load_model(self.number, model, emulated_size_bytes=modelSizeBytes)
+        except NpuCapacityError as exc:
+            self._hal.poll()  # the refused load's memory event
+            raise service_error(ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, str(exc)) from None
+        except NpuOfflineError as exc:
+            raise service_error(ErrorStatus.DEVICE_UNAVAILABLE, str(exc)) from None
+        except NpuValueError as exc:
+            raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None
+        except NpuError as exc:
+            raise service_error(ErrorStatus.GENERAL_FAILURE, str(exc)) from None
         self._hal.poll()
         uid, pid = Binder.getCallingUid(), Binder.getCallingPid()
         load_request = None if loadToken is None else loadToken.requestId
-        prepared = PreparedModel(self._hal, handle, self.name, uid, pid, load_request)
+        prepared = PreparedModel(
+            self._hal, handle, self.name, uid, pid, load_request, _ExecutionPreference(preference)
+        )
         self._hal.track_client(pid, prepared)
         log.info(
-            "prepared model %d on %s for uid %d pid %d%s (%d emulated bytes)", handle.id, self.name, uid, pid,
+            "prepared model %d on %s for uid %d pid %d%s (%d emulated bytes, %s)", handle.id, self.name, uid, pid,
             "" if load_request is None else f" request {load_request}", modelSizeBytes,
+            _ExecutionPreference(preference).name,
         )
         return prepared
 
@@ -274,9 +344,11 @@ class PreparedModel(IPreparedModel.Stub):
     """
 
     def __init__(
-        self, hal: Hal, handle: Any, device_name: str, owner_uid: int, owner_pid: int, load_request: int | None = None
+        self, hal: Hal, handle: Any, device_name: str, owner_uid: int, owner_pid: int, load_request: int | None = None,
+        preference: Any = _ExecutionPreference.FAST_SINGLE_ANSWER,
     ) -> None:
         super().__init__()
+        self.preference = preference
         self._hal = hal
         self.handle = handle
         self.device_name = device_name

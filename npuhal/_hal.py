@@ -142,6 +142,10 @@ class HalStats:
     read: int = 0  # work events read from the driver
     emitted: int = 0  # callbacks the debouncer let through (sent, dropped or queued)
     callback_deaths: int = 0
+    prepared: int = 0  # prepareModel / prepareModelWithCache that loaded a model
+    prepared_from_cache: int = 0  # prepareModelFromCache that loaded a model
+    cache_written: int = 0  # compilation caches written
+    cache_refused: int = 0  # caches prepareModelFromCache could not use
 
 
 class _CallbackDied(DeathRecipient):
@@ -552,6 +556,10 @@ class Hal:
         lines.append(f"  devices:             {', '.join(self.device_names[n] for n in sorted(self.device_names))}")
         lines.append(f"  listeners:           {len(self.listeners)}")
         lines.append(f"  prepared models:     {len(self.prepared)}")
+        lines.append(
+            f"  compilation cache:   {self.stats.prepared} full prepare(s) ({self.stats.cache_written} cached), "
+            f"{self.stats.prepared_from_cache} from cache, {self.stats.cache_refused} cache(s) refused"
+        )
         by_owner: dict[tuple[int, int], list[Any]] = collections.defaultdict(list)
         for p in self.prepared:
             by_owner[(p.owner_uid, p.owner_pid)].append(p)
@@ -562,8 +570,10 @@ class Hal:
             untagged = sum(p.load_request is None for p in models)
             filed = [f"request{'s' if len(requests) > 1 else ''} {', '.join(map(str, requests))}"] if requests else []
             filed += [f"{untagged} for no request"] if untagged else []
+            preferences = ", ".join(sorted({p.preference.name for p in models}))
             lines.append(
-                f"    uid {uid:<6} pid {pid:<7} {len(models)} model(s), {_size(sizes)} on {names} ({'; '.join(filed)})"
+                f"    uid {uid:<6} pid {pid:<7} {len(models)} model(s), {_size(sizes)} on {names} ({'; '.join(filed)}), "
+                f"preference {preferences}"
             )
         lines.append("")
         try:

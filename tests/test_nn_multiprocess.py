@@ -20,9 +20,10 @@ import pytest
 import trio
 
 import nn_reference
-from framework.binder import launch_process
+from framework.binder import defaultServiceManager, launch_process
 from framework.emulator import BootConfig, open_stack
 from framework.nn import CPU_DEVICE_NAME, DeadObjectError, open_nn_runtime, sampleModel
+from interfaces.npuemu.hal import IHalControl
 
 pytestmark = pytest.mark.multiprocess
 
@@ -168,3 +169,28 @@ async def test_nn_plan_online_matches_offline(tmp_path):
     # Online discovery (sorted by the servicemanager) lists devices in another order
     # than the driver does, but the partitioning is the same.
     assert plan_part(text) == plan_part(offline.stdout)
+
+
+async def test_a_compilation_cache_crosses_into_the_hal_process_as_descriptors(tmp_path):
+    """The cache files are opened here and written and read by the HAL process through
+    the descriptors passed over the socket; the second compilation sends no model."""
+    model = sampleModel()
+    inputs = inputs_for()
+    expected = nn_reference.run(model.to_hal(), inputs)
+    config = BootConfig(record=False, boot_timeout=30)
+    async with open_stack(processes=True, system_server=False, config=config) as hal, \
+            open_nn_runtime(hal.runtime, environ={}) as nn:
+        control = IHalControl.asInterface(
+            await defaultServiceManager(hal.runtime).checkService("npuemu.hal.IHalControl/default")
+        )
+        for _ in range(2):
+            async with nn.createCompilationForDevices(model, [nn.getDeviceByName("emu-npu")]) as compilation:
+                compilation.setCaching(tmp_path, bytes(range(32)))
+                await compilation.finish()
+                execution = compilation.createExecution()
+                for i, x in enumerate(inputs):
+                    execution.setInput(i, x)
+                for got, want in zip(await execution.compute_async(), expected, strict=True):
+                    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        assert len(list(tmp_path.iterdir())) == 2 and all(p.stat().st_size > 0 for p in tmp_path.iterdir())
+        assert "1 full prepare(s) (1 cached), 1 from cache, 0 cache(s) refused" in await control.dump()

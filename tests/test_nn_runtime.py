@@ -763,3 +763,96 @@ async def test_cpu_work_is_marked_for_the_trace_as_planned_or_fallback(autojump_
         assert_matches_reference(model, inputs, await run(plain, inputs))
         fallback = records()[1:]
         assert fallback and all(r["why"] == "fallback" and r["failed_device"] == "emu-npu" for r in fallback)
+
+
+# ---- compilation caching ---------------------------------------------------------------------
+
+
+TOKEN = bytes(range(32))
+
+
+async def cached_compilation(nn, model, cache_dir, token=TOKEN, devices=("emu-npu",), preference=None):
+    compilation = nn.createCompilationForDevices(model, [nn.getDeviceByName(d) for d in devices])
+    compilation.setCaching(cache_dir, token)
+    if preference is not None:
+        compilation.setPreference(preference)
+    await compilation.finish()
+    return compilation
+
+
+async def test_a_second_compilation_is_served_from_the_cache(autojump_clock, stack, nn, tmp_path):
+    model = sampleModel()
+    stats = stack.hal.stats
+    async with await cached_compilation(nn, model, tmp_path) as first:
+        assert (stats.prepared, stats.cache_written, stats.prepared_from_cache) == (1, 1, 0)
+        # Android 10's names: the step token as 64 letters A..P, then A.. (model) / a.. (data).
+        names = sorted(p.name for p in tmp_path.iterdir())
+        assert len(names) == 2 and {n[-1] for n in names} == {"A", "a"} and names[0][:-1] == names[1][:-1]
+        assert len(names[0]) == 65 and set(names[0][:-1]) <= set("ABCDEFGHIJKLMNOP")
+        assert_matches_reference(model, sample_inputs(), await run(first, sample_inputs()))
+    async with await cached_compilation(nn, model, tmp_path) as second:
+        # prepareModel was not called: the HAL prepared it from the files.
+        assert (stats.prepared, stats.prepared_from_cache) == (1, 1)
+        assert_matches_reference(model, sample_inputs(5), await run(second, sample_inputs(5)))
+    # Another token, another device or another preference is another cache.
+    async with await cached_compilation(nn, model, tmp_path, token=bytes(32)):
+        assert (stats.prepared, stats.prepared_from_cache) == (2, 1)
+    async with await cached_compilation(nn, model, tmp_path, devices=("emu-gpu",)):
+        assert (stats.prepared, stats.prepared_from_cache) == (3, 1)
+    assert len(list(tmp_path.iterdir())) == 6
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "empty", "swap"])
+async def test_a_damaged_cache_falls_back_to_a_full_prepare(autojump_clock, stack, nn, tmp_path, damage):
+    model = sampleModel()
+    stats = stack.hal.stats
+    async with await cached_compilation(nn, model, tmp_path):
+        pass
+    model_file = next(p for p in tmp_path.iterdir() if p.name.endswith("A"))
+    data_file = next(p for p in tmp_path.iterdir() if p.name.endswith("a"))
+    raw = data_file.read_bytes()
+    if damage == "truncate":
+        data_file.write_bytes(raw[: len(raw) // 2])
+    elif damage == "flip":
+        data_file.write_bytes(raw[:-1] + bytes([raw[-1] ^ 1]))
+    elif damage == "empty":
+        model_file.write_bytes(b"")
+    else:  # each file is sound, but they are not each other's
+        model_file.write_bytes(data_file.read_bytes())
+    async with await cached_compilation(nn, model, tmp_path) as again:
+        assert (stats.prepared, stats.prepared_from_cache, stats.cache_refused) == (2, 0, 1)
+        assert_matches_reference(model, sample_inputs(), await run(again, sample_inputs()))
+    # The full prepare wrote a sound cache again.
+    async with await cached_compilation(nn, model, tmp_path):
+        assert stats.prepared_from_cache == 1
+
+
+async def test_partitioned_steps_are_cached_one_by_one(autojump_clock, stack, nn, tmp_path):
+    model = sampleModel()
+    stats = stack.hal.stats
+    devices = ("emu-npu", "emu-dsp")
+    low = ExecutionPreference.LOW_POWER
+    async with await cached_compilation(nn, model, tmp_path, devices=devices, preference=low) as first:
+        steps = len(first.plan.steps)
+        assert steps >= 3 and {s.device.name for s in first.plan.steps} == set(devices)
+        assert stats.cache_written == steps
+    async with await cached_compilation(nn, model, tmp_path, devices=devices, preference=low) as second:
+        assert stats.prepared_from_cache == steps and stats.prepared == steps
+        assert_matches_reference(model, sample_inputs(), await run(second, sample_inputs()))
+    assert len(list(tmp_path.iterdir())) == 2 * steps  # each step its own files
+
+
+async def test_caching_arguments_and_an_unusable_directory(autojump_clock, stack, nn, tmp_path):
+    compilation = nn.createCompilation(sampleModel())
+    with pytest.raises(BadDataError, match="32 bytes"):
+        compilation.setCaching(tmp_path, b"short")
+    with pytest.raises(BadDataError, match="directory path"):
+        compilation.setCaching(42, TOKEN)
+    # A directory that does not exist costs the cache, never the compilation.
+    compilation.setCaching(tmp_path / "missing", TOKEN)
+    async with compilation:
+        await compilation.finish()
+        assert_matches_reference(sampleModel(), sample_inputs(), await run(compilation, sample_inputs()))
+        with pytest.raises(BadStateError):
+            compilation.setCaching(tmp_path, TOKEN)
+    assert stack.hal.stats.cache_written == 0

@@ -31,6 +31,7 @@ the HAL frees them anyway when this process dies.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,7 @@ from framework.binder import RemoteException, SharedMemory
 from interfaces.android.hardware.neuralnetworks import ModelLoadToken
 
 from ._aidl import errorFromRemote, sharedMemoryFor, toAidlModel
+from ._cache import CacheFiles, checkCaching, stepToken
 from ._errors import BadDataError, BadStateError, NeuralNetworksError
 from ._hal import HalModel
 from ._model import Model
@@ -114,8 +116,8 @@ def _constant_bytes(hal: HalModel) -> int:
 class Compilation:
     """A model compiled for a set of devices. Made by ``NeuralNetworks.createCompilation*``.
 
-    Set options (``setPreference``, ``setPriority``, ``setEmulatedModelSize``,
-    ``setModelLoadRequest``), then
+    Set options (``setPreference``, ``setPriority``, ``setCaching``,
+    ``setEmulatedModelSize``, ``setModelLoadRequest``), then
     ``await finish()``; after that, ``plan`` says which operation runs where and
     ``createExecution()`` runs it.
     """
@@ -129,6 +131,7 @@ class Compilation:
         self._priority = Priority.DEFAULT
         self._emulatedSize = 0
         self._loadRequestId: int | None = None
+        self._caching: tuple[str, bytes] | None = None
         self._plan: ExecutionPlan | None = None
         self._prepared: dict[tuple[str, tuple[int, ...]], Any] = {}
         self._pools = WeightPools()
@@ -171,6 +174,18 @@ class Compilation:
         if isinstance(sizeBytes, bool) or not isinstance(sizeBytes, int) or sizeBytes < 0:
             raise BadDataError(f"setEmulatedModelSize: a size in bytes >= 0, not {sizeBytes!r}")
         self._emulatedSize = sizeBytes
+
+    def setCaching(self, cacheDir: str | os.PathLike, token: bytes) -> None:
+        """``ANeuralNetworksCompilation_setCaching``: reuse compiled steps across compilations.
+
+        ``cacheDir`` is a directory the app owns; ``token`` (32 bytes,
+        ``IDevice.BYTE_SIZE_OF_CACHE_TOKEN``) names the model: the app must give a
+        different token to a different model. A later compilation of the same model
+        with the same directory and token is prepared from the cache by every device
+        that caches (``_cache`` says how), without sending the model again.
+        """
+        self._check_open("setCaching")
+        self._caching = checkCaching(cacheDir, token)
 
     def setModelLoadRequest(self, request: Any) -> None:
         """npuemu: the NpuManager ``ModelLoadRequest`` (or its id) this model is loaded for.
@@ -264,7 +279,7 @@ class Compilation:
             failed = None
             for step in plan.steps:
                 try:
-                    await self._prepare_step(step)
+                    await self._prepare_step(step, len(plan.steps) == 1)
                 except NeuralNetworksError as e:
                     if not self.allowsCpuFallback:
                         raise
@@ -277,23 +292,79 @@ class Compilation:
                 return plan
             plan = plan.fallBackToCpu(failed)
 
-    async def _prepare_step(self, step: ExecutionStep) -> None:
+    async def _prepare_step(self, step: ExecutionStep, whole: bool) -> None:
         proxy = self._nn._proxy(step.device)
         key = (step.device.name, step.operations)
         if proxy is None or key in self._prepared:
             return
         size = self._share_of_emulated_size(step)
-        model = toAidlModel(step.model, self._pools.regionsFor(step.model))
         token = None if self._loadRequestId is None else ModelLoadToken(requestId=self._loadRequestId)
-        try:
-            prepared = await proxy.prepareModel(
-                model, int(self._preference), self._priority.halValue, NO_DEADLINE, size, token
-            )
-        except RemoteException as e:
-            raise errorFromRemote(step.device.name, "prepareModel", e) from None
+        files = await self._cache_files(step, proxy, whole)
+        prepared = None
+        if files is not None and files.exist():
+            prepared = await self._prepare_from_cache(step, proxy, files, size, token)
+        if prepared is None:
+            prepared = await self._prepare_in_full(step, proxy, files, size, token)
         if prepared is None:
             raise errorFromRemote(step.device.name, "prepareModel", ValueError("returned no prepared model"))
         self._prepared[key] = prepared
+
+    async def _cache_files(self, step: ExecutionStep, proxy: Any, whole: bool) -> CacheFiles | None:
+        """The step's cache files, when caching is set and the device caches."""
+        if self._caching is None:
+            return None
+        try:
+            counts = CacheFiles.counts(await proxy.getNumberOfCacheFilesNeeded())
+        except RemoteException as e:
+            log.warning("%s: getNumberOfCacheFilesNeeded failed (%s); not cached", step.device.name, e)
+            return None
+        if counts is None:
+            return None
+        cache_dir, app_token = self._caching
+        token = stepToken(
+            app_token, step.device.name, step.device.version, int(self._preference), None if whole else step.operations
+        )
+        return CacheFiles(cache_dir, token, *counts)
+
+    async def _prepare_from_cache(
+        self, step: ExecutionStep, proxy: Any, files: CacheFiles, size: int, token: Any
+    ) -> Any:
+        """The step prepared from its cache, or None (the device refused it: prepare in full)."""
+        try:
+            model_cache, data_cache = files.open(write=False)
+        except OSError as e:
+            log.info("%s: the cache cannot be opened (%s); preparing in full", step.device.name, e)
+            return None
+        try:
+            return await proxy.prepareModelFromCache(NO_DEADLINE, model_cache, data_cache, files.token, size, token)
+        except RemoteException as e:
+            log.info("%s: prepareModelFromCache refused (%s); preparing in full", step.device.name, e)
+            return None
+        finally:
+            for f in (*model_cache, *data_cache):
+                f.close()
+
+    async def _prepare_in_full(
+        self, step: ExecutionStep, proxy: Any, files: CacheFiles | None, size: int, token: Any
+    ) -> Any:
+        model = toAidlModel(step.model, self._pools.regionsFor(step.model))
+        model_cache: list[Any] = []
+        data_cache: list[Any] = []
+        if files is not None:
+            try:
+                model_cache, data_cache = files.open(write=True)
+            except OSError as e:
+                log.warning("%s: the cache cannot be written (%s); compiling uncached", step.device.name, e)
+        try:
+            return await proxy.prepareModelWithCache(
+                model, int(self._preference), self._priority.halValue, NO_DEADLINE, size, token,
+                model_cache, data_cache, files.token if model_cache else b"",
+            )
+        except RemoteException as e:
+            raise errorFromRemote(step.device.name, "prepareModel", e) from None
+        finally:
+            for f in (*model_cache, *data_cache):
+                f.close()
 
     def _share_of_emulated_size(self, step: ExecutionStep) -> int:
         """The emulated bytes ``step`` reserves: the model's size, split by weight held."""

@@ -33,4 +33,24 @@ interface IDevice {
     IPreparedModel prepareModel(in Model model, in ExecutionPreference preference,
             in Priority priority, in long deadlineNs, in long modelSizeBytes,
             in @nullable ModelLoadToken loadToken);
+
+    // prepareModel with the compilation cache, as AOSP's prepareModel takes it (npuemu
+    // keeps the plain prepareModel above for callers that cache nothing). modelCache and
+    // dataCache hold as many writable files as getNumberOfCacheFilesNeeded says (or none:
+    // no caching), token is BYTE_SIZE_OF_CACHE_TOKEN bytes; after preparing, the driver
+    // may write into the files what prepareModelFromCache needs to prepare the same model
+    // again. Failing to write them never fails the preparation.
+    IPreparedModel prepareModelWithCache(in Model model, in ExecutionPreference preference,
+            in Priority priority, in long deadlineNs, in long modelSizeBytes,
+            in @nullable ModelLoadToken loadToken, in ParcelFileDescriptor[] modelCache,
+            in ParcelFileDescriptor[] dataCache, in byte[] token);
+
+    // AOSP's prepareModelFromCache: the model prepared again from the files a
+    // prepareModelWithCache with the same token wrote. A cache the driver cannot use
+    // (missing, truncated, corrupt, another token, device or driver version) is
+    // GENERAL_FAILURE, and the runtime prepares the model in full instead. npuemu adds
+    // the emulated size and the load token, as prepareModel takes them.
+    IPreparedModel prepareModelFromCache(in long deadlineNs, in ParcelFileDescriptor[] modelCache,
+            in ParcelFileDescriptor[] dataCache, in byte[] token, in long modelSizeBytes,
+            in @nullable ModelLoadToken loadToken);
 }

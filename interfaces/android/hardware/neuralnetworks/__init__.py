@@ -1825,6 +1825,16 @@ class IDevice(_rt.Interface):
             """android.hardware.neuralnetworks.IPreparedModel prepareModel(android.hardware.neuralnetworks.Model model, android.hardware.neuralnetworks.ExecutionPreference preference, android.hardware.neuralnetworks.Priority priority, long deadlineNs, long modelSizeBytes, @nullable android.hardware.neuralnetworks.ModelLoadToken loadToken)"""
             raise NotImplementedError('prepareModel')
 
+        @_rt.unimplemented
+        async def prepareModelWithCache(self, model: Model, preference: ExecutionPreference, priority: Priority, deadlineNs: int, modelSizeBytes: int, loadToken: ModelLoadToken | None, modelCache: list[_rt.ParcelFileDescriptor], dataCache: list[_rt.ParcelFileDescriptor], token: bytes) -> IPreparedModel:
+            """android.hardware.neuralnetworks.IPreparedModel prepareModelWithCache(android.hardware.neuralnetworks.Model model, android.hardware.neuralnetworks.ExecutionPreference preference, android.hardware.neuralnetworks.Priority priority, long deadlineNs, long modelSizeBytes, @nullable android.hardware.neuralnetworks.ModelLoadToken loadToken, ParcelFileDescriptor[] modelCache, ParcelFileDescriptor[] dataCache, byte[] token)"""
+            raise NotImplementedError('prepareModelWithCache')
+
+        @_rt.unimplemented
+        async def prepareModelFromCache(self, deadlineNs: int, modelCache: list[_rt.ParcelFileDescriptor], dataCache: list[_rt.ParcelFileDescriptor], token: bytes, modelSizeBytes: int, loadToken: ModelLoadToken | None) -> IPreparedModel:
+            """android.hardware.neuralnetworks.IPreparedModel prepareModelFromCache(long deadlineNs, ParcelFileDescriptor[] modelCache, ParcelFileDescriptor[] dataCache, byte[] token, long modelSizeBytes, @nullable android.hardware.neuralnetworks.ModelLoadToken loadToken)"""
+            raise NotImplementedError('prepareModelFromCache')
+
     class Proxy(_rt.InterfaceProxy):
         """The caller's side of android.hardware.neuralnetworks.IDevice: each method sends one transaction."""
 
@@ -1862,6 +1872,14 @@ class IDevice(_rt.Interface):
         async def prepareModel(self, model: Model, preference: ExecutionPreference, priority: Priority, deadlineNs: int, modelSizeBytes: int, loadToken: ModelLoadToken | None) -> IPreparedModel:
             """android.hardware.neuralnetworks.IPreparedModel prepareModel(android.hardware.neuralnetworks.Model model, android.hardware.neuralnetworks.ExecutionPreference preference, android.hardware.neuralnetworks.Priority priority, long deadlineNs, long modelSizeBytes, @nullable android.hardware.neuralnetworks.ModelLoadToken loadToken)"""
             return await self._remote._call(_IDevice_prepareModel, (model, preference, priority, deadlineNs, modelSizeBytes, loadToken))
+
+        async def prepareModelWithCache(self, model: Model, preference: ExecutionPreference, priority: Priority, deadlineNs: int, modelSizeBytes: int, loadToken: ModelLoadToken | None, modelCache: list[_rt.ParcelFileDescriptor], dataCache: list[_rt.ParcelFileDescriptor], token: bytes) -> IPreparedModel:
+            """android.hardware.neuralnetworks.IPreparedModel prepareModelWithCache(android.hardware.neuralnetworks.Model model, android.hardware.neuralnetworks.ExecutionPreference preference, android.hardware.neuralnetworks.Priority priority, long deadlineNs, long modelSizeBytes, @nullable android.hardware.neuralnetworks.ModelLoadToken loadToken, ParcelFileDescriptor[] modelCache, ParcelFileDescriptor[] dataCache, byte[] token)"""
+            return await self._remote._call(_IDevice_prepareModelWithCache, (model, preference, priority, deadlineNs, modelSizeBytes, loadToken, modelCache, dataCache, token))
+
+        async def prepareModelFromCache(self, deadlineNs: int, modelCache: list[_rt.ParcelFileDescriptor], dataCache: list[_rt.ParcelFileDescriptor], token: bytes, modelSizeBytes: int, loadToken: ModelLoadToken | None) -> IPreparedModel:
+            """android.hardware.neuralnetworks.IPreparedModel prepareModelFromCache(long deadlineNs, ParcelFileDescriptor[] modelCache, ParcelFileDescriptor[] dataCache, byte[] token, long modelSizeBytes, @nullable android.hardware.neuralnetworks.ModelLoadToken loadToken)"""
+            return await self._remote._call(_IDevice_prepareModelFromCache, (deadlineNs, modelCache, dataCache, token, modelSizeBytes, loadToken))
 
 
 class IPreparedModel(_rt.Interface):
@@ -2370,6 +2388,43 @@ def _decode_boolean_array(w: Any, ctx: Any) -> list:
     return out
 
 
+def _check_ParcelFileDescriptor_array(v: Any) -> list:
+    if v.__class__ is not list and not isinstance(v, (list, tuple)):
+        raise TypeError('expected ParcelFileDescriptor[] (a list), got ' + _rt.what(v))
+    for x in v:
+        if x is not None:
+            break
+    else:
+        return list(v)
+    out = []
+    for i, x in enumerate(v):
+        if x is not None:
+            try:
+                x = _rt.check_pfd(x)
+            except (TypeError, ValueError) as e:
+                raise _rt.rewrap(e, f'[{i}]') from None
+        out.append(x)
+    return out
+
+
+def _encode_ParcelFileDescriptor_array(v: list, ctx: Any) -> list:
+    return [_rt.encode_pfd(x, ctx) for x in v]
+
+
+def _decode_ParcelFileDescriptor_array(w: Any, ctx: Any) -> list:
+    if w.__class__ is not list and w.__class__ is not tuple:
+        raise _rt.DecodeError('expected ParcelFileDescriptor[] (an array), got ' + _rt.describe(w))
+    out = []
+    for i, x in enumerate(w):
+        try:
+            x = _rt.decode_pfd(x, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(f'[{i}]')
+            raise
+        out.append(x)
+    return out
+
+
 def _IDevice_getCapabilities_encode_call(args: tuple, ctx: Any) -> list:
     if len(args) != 0:
         raise TypeError('android.hardware.neuralnetworks.IDevice.getCapabilities takes 0 argument(s) (none), got ' + str(len(args)))
@@ -2803,6 +2858,269 @@ def _IDevice_prepareModel_decode_reply(data: Any, ctx: Any) -> Any:
     return result
 
 
+def _IDevice_prepareModelWithCache_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 9:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.prepareModelWithCache takes 9 argument(s) (model, preference, priority, deadlineNs, modelSizeBytes, loadToken, modelCache, dataCache, token), got ' + str(len(args)))
+    model, preference, priority, deadlineNs, modelSizeBytes, loadToken, modelCache, dataCache, token = args
+    try:
+        if model.__class__ is not Model:
+            model = _rt.check_parcelable(model, Model)
+        model = (model.to_wire(ctx) if model.__class__ is Model else _rt.check_parcelable(model, Model).to_wire(ctx))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelWithCache: argument model') from None
+    try:
+        if preference.__class__ is not ExecutionPreference:
+            preference = _rt.check_enum(preference, ExecutionPreference)
+        preference = preference._value_
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelWithCache: argument preference') from None
+    try:
+        if priority.__class__ is not Priority:
+            priority = _rt.check_enum(priority, Priority)
+        priority = priority._value_
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelWithCache: argument priority') from None
+    if not (deadlineNs.__class__ is int and -9223372036854775808 <= deadlineNs <= 9223372036854775807):
+        try:
+            deadlineNs = _rt.check_long(deadlineNs)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelWithCache: argument deadlineNs') from None
+    if not (modelSizeBytes.__class__ is int and -9223372036854775808 <= modelSizeBytes <= 9223372036854775807):
+        try:
+            modelSizeBytes = _rt.check_long(modelSizeBytes)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelWithCache: argument modelSizeBytes') from None
+    try:
+        if not (loadToken is None or loadToken.__class__ is ModelLoadToken):
+            loadToken = _rt.check_parcelable(loadToken, ModelLoadToken)
+        loadToken = (None if loadToken is None else (loadToken.to_wire(ctx) if loadToken.__class__ is ModelLoadToken else _rt.check_parcelable(loadToken, ModelLoadToken).to_wire(ctx)))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelWithCache: argument loadToken') from None
+    try:
+        modelCache = _check_ParcelFileDescriptor_array(modelCache)
+        modelCache = _encode_ParcelFileDescriptor_array(modelCache, ctx)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelWithCache: argument modelCache') from None
+    try:
+        dataCache = _check_ParcelFileDescriptor_array(dataCache)
+        dataCache = _encode_ParcelFileDescriptor_array(dataCache, ctx)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelWithCache: argument dataCache') from None
+    if token.__class__ is not bytes:
+        try:
+            token = _rt.check_bytes(token)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelWithCache: argument token') from None
+    return [model, preference, priority, deadlineNs, modelSizeBytes, loadToken, modelCache, dataCache, token]
+
+
+def _IDevice_prepareModelWithCache_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModelWithCache: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 9:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModelWithCache: expected 9 argument(s), got ' + str(len(data)))
+    model, preference, priority, deadlineNs, modelSizeBytes, loadToken, modelCache, dataCache, token = data
+    try:
+        try:
+            model = Model._aidl_decode(model, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument model')
+            raise
+        try:
+            preference = _rt.decode_enum(preference, ExecutionPreference)
+        except _rt.DecodeError as e:
+            e.path.append(': argument preference')
+            raise
+        try:
+            priority = _rt.decode_enum(priority, Priority)
+        except _rt.DecodeError as e:
+            e.path.append(': argument priority')
+            raise
+        if not (deadlineNs.__class__ is int and -9223372036854775808 <= deadlineNs <= 9223372036854775807):
+            try:
+                deadlineNs = _rt.decode_long(deadlineNs)
+            except _rt.DecodeError as e:
+                e.path.append(': argument deadlineNs')
+                raise
+        if not (modelSizeBytes.__class__ is int and -9223372036854775808 <= modelSizeBytes <= 9223372036854775807):
+            try:
+                modelSizeBytes = _rt.decode_long(modelSizeBytes)
+            except _rt.DecodeError as e:
+                e.path.append(': argument modelSizeBytes')
+                raise
+        if loadToken is not None:
+            try:
+                loadToken = ModelLoadToken._aidl_decode(loadToken, ctx)
+            except _rt.DecodeError as e:
+                e.path.append(': argument loadToken')
+                raise
+        try:
+            modelCache = _decode_ParcelFileDescriptor_array(modelCache, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument modelCache')
+            raise
+        try:
+            dataCache = _decode_ParcelFileDescriptor_array(dataCache, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument dataCache')
+            raise
+        if token.__class__ is not bytes:
+            try:
+                token = _rt.decode_bytes(token)
+            except _rt.DecodeError as e:
+                e.path.append(': argument token')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IDevice.prepareModelWithCache', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModelWithCache: nested too deeply') from None
+    return (model, preference, priority, deadlineNs, modelSizeBytes, loadToken, modelCache, dataCache, token)
+
+
+def _IDevice_prepareModelWithCache_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.prepareModelWithCache replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result is not None:
+            result = _rt.check_binder(result, 'android.hardware.neuralnetworks.IPreparedModel')
+        result = _rt.encode_binder(result, ctx, IPreparedModel.definition, 'android.hardware.neuralnetworks.IPreparedModel')
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelWithCache: return value') from None
+    return [result]
+
+
+def _IDevice_prepareModelWithCache_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModelWithCache: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = _rt.decode_binder(result, ctx, IPreparedModel.definition, 'android.hardware.neuralnetworks.IPreparedModel')
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IDevice.prepareModelWithCache', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModelWithCache: nested too deeply') from None
+    return result
+
+
+def _IDevice_prepareModelFromCache_encode_call(args: tuple, ctx: Any) -> list:
+    if len(args) != 6:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.prepareModelFromCache takes 6 argument(s) (deadlineNs, modelCache, dataCache, token, modelSizeBytes, loadToken), got ' + str(len(args)))
+    deadlineNs, modelCache, dataCache, token, modelSizeBytes, loadToken = args
+    if not (deadlineNs.__class__ is int and -9223372036854775808 <= deadlineNs <= 9223372036854775807):
+        try:
+            deadlineNs = _rt.check_long(deadlineNs)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelFromCache: argument deadlineNs') from None
+    try:
+        modelCache = _check_ParcelFileDescriptor_array(modelCache)
+        modelCache = _encode_ParcelFileDescriptor_array(modelCache, ctx)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelFromCache: argument modelCache') from None
+    try:
+        dataCache = _check_ParcelFileDescriptor_array(dataCache)
+        dataCache = _encode_ParcelFileDescriptor_array(dataCache, ctx)
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelFromCache: argument dataCache') from None
+    if token.__class__ is not bytes:
+        try:
+            token = _rt.check_bytes(token)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelFromCache: argument token') from None
+    if not (modelSizeBytes.__class__ is int and -9223372036854775808 <= modelSizeBytes <= 9223372036854775807):
+        try:
+            modelSizeBytes = _rt.check_long(modelSizeBytes)
+        except (TypeError, ValueError) as e:
+            raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelFromCache: argument modelSizeBytes') from None
+    try:
+        if not (loadToken is None or loadToken.__class__ is ModelLoadToken):
+            loadToken = _rt.check_parcelable(loadToken, ModelLoadToken)
+        loadToken = (None if loadToken is None else (loadToken.to_wire(ctx) if loadToken.__class__ is ModelLoadToken else _rt.check_parcelable(loadToken, ModelLoadToken).to_wire(ctx)))
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelFromCache: argument loadToken') from None
+    return [deadlineNs, modelCache, dataCache, token, modelSizeBytes, loadToken]
+
+
+def _IDevice_prepareModelFromCache_decode_call(data: Any, ctx: Any) -> tuple:
+    if data.__class__ is not list and data.__class__ is not tuple:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModelFromCache: expected an array of arguments, got ' + _rt.describe(data))
+    if len(data) != 6:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModelFromCache: expected 6 argument(s), got ' + str(len(data)))
+    deadlineNs, modelCache, dataCache, token, modelSizeBytes, loadToken = data
+    try:
+        if not (deadlineNs.__class__ is int and -9223372036854775808 <= deadlineNs <= 9223372036854775807):
+            try:
+                deadlineNs = _rt.decode_long(deadlineNs)
+            except _rt.DecodeError as e:
+                e.path.append(': argument deadlineNs')
+                raise
+        try:
+            modelCache = _decode_ParcelFileDescriptor_array(modelCache, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument modelCache')
+            raise
+        try:
+            dataCache = _decode_ParcelFileDescriptor_array(dataCache, ctx)
+        except _rt.DecodeError as e:
+            e.path.append(': argument dataCache')
+            raise
+        if token.__class__ is not bytes:
+            try:
+                token = _rt.decode_bytes(token)
+            except _rt.DecodeError as e:
+                e.path.append(': argument token')
+                raise
+        if not (modelSizeBytes.__class__ is int and -9223372036854775808 <= modelSizeBytes <= 9223372036854775807):
+            try:
+                modelSizeBytes = _rt.decode_long(modelSizeBytes)
+            except _rt.DecodeError as e:
+                e.path.append(': argument modelSizeBytes')
+                raise
+        if loadToken is not None:
+            try:
+                loadToken = ModelLoadToken._aidl_decode(loadToken, ctx)
+            except _rt.DecodeError as e:
+                e.path.append(': argument loadToken')
+                raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IDevice.prepareModelFromCache', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModelFromCache: nested too deeply') from None
+    return (deadlineNs, modelCache, dataCache, token, modelSizeBytes, loadToken)
+
+
+def _IDevice_prepareModelFromCache_encode_reply(result: Any, outs: tuple, ctx: Any) -> list:
+    if len(outs) != 0:
+        raise TypeError('android.hardware.neuralnetworks.IDevice.prepareModelFromCache replies with 0 out/inout value(s), got ' + str(len(outs)))
+    try:
+        if result is not None:
+            result = _rt.check_binder(result, 'android.hardware.neuralnetworks.IPreparedModel')
+        result = _rt.encode_binder(result, ctx, IPreparedModel.definition, 'android.hardware.neuralnetworks.IPreparedModel')
+    except (TypeError, ValueError) as e:
+        raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelFromCache: return value') from None
+    return [result]
+
+
+def _IDevice_prepareModelFromCache_decode_reply(data: Any, ctx: Any) -> Any:
+    if (data.__class__ is not list and data.__class__ is not tuple) or len(data) != 1:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModelFromCache: expected a reply of 1 value(s), got ' + _rt.describe(data))
+    result, = data
+    try:
+        try:
+            result = _rt.decode_binder(result, ctx, IPreparedModel.definition, 'android.hardware.neuralnetworks.IPreparedModel')
+        except _rt.DecodeError as e:
+            e.path.append(': return value')
+            raise
+    except _rt.DecodeError as e:
+        raise _rt.bad_parcelable('android.hardware.neuralnetworks.IDevice.prepareModelFromCache', e) from None
+    except RecursionError:
+        raise _rt.BadParcelableException('android.hardware.neuralnetworks.IDevice.prepareModelFromCache: nested too deeply') from None
+    return result
+
+
 def _IPreparedModel_executeSynchronously_encode_call(args: tuple, ctx: Any) -> list:
     if len(args) != 4:
         raise TypeError('android.hardware.neuralnetworks.IPreparedModel.executeSynchronously takes 4 argument(s) (request, measureTiming, deadlineNs, loopTimeoutDurationNs), got ' + str(len(args)))
@@ -3027,6 +3345,8 @@ _IDevice_getType = _rt.MethodDef('getType', 5, False, (), _rt.TypeRef('android.h
 _IDevice_getVersionString = _rt.MethodDef('getVersionString', 6, False, (), _rt.TypeRef('String'), (), doc=None, encode_call=_IDevice_getVersionString_encode_call, decode_call=_IDevice_getVersionString_decode_call, encode_reply=_IDevice_getVersionString_encode_reply, decode_reply=_IDevice_getVersionString_decode_reply)
 _IDevice_getStatus = _rt.MethodDef('getStatus', 7, False, (), _rt.TypeRef('android.hardware.neuralnetworks.DeviceStatus'), (), doc=None, encode_call=_IDevice_getStatus_encode_call, decode_call=_IDevice_getStatus_decode_call, encode_reply=_IDevice_getStatus_encode_reply, decode_reply=_IDevice_getStatus_decode_reply)
 _IDevice_prepareModel = _rt.MethodDef('prepareModel', 8, False, (_rt.ArgDef('model', _rt.TypeRef('android.hardware.neuralnetworks.Model'), 'in'), _rt.ArgDef('preference', _rt.TypeRef('android.hardware.neuralnetworks.ExecutionPreference'), 'in'), _rt.ArgDef('priority', _rt.TypeRef('android.hardware.neuralnetworks.Priority'), 'in'), _rt.ArgDef('deadlineNs', _rt.TypeRef('long'), 'in'), _rt.ArgDef('modelSizeBytes', _rt.TypeRef('long'), 'in'), _rt.ArgDef('loadToken', _rt.TypeRef('android.hardware.neuralnetworks.ModelLoadToken', nullable=True, annotations=(_rt.Annotation('nullable'),)), 'in')), _rt.TypeRef('android.hardware.neuralnetworks.IPreparedModel'), (), doc=None, encode_call=_IDevice_prepareModel_encode_call, decode_call=_IDevice_prepareModel_decode_call, encode_reply=_IDevice_prepareModel_encode_reply, decode_reply=_IDevice_prepareModel_decode_reply)
+_IDevice_prepareModelWithCache = _rt.MethodDef('prepareModelWithCache', 9, False, (_rt.ArgDef('model', _rt.TypeRef('android.hardware.neuralnetworks.Model'), 'in'), _rt.ArgDef('preference', _rt.TypeRef('android.hardware.neuralnetworks.ExecutionPreference'), 'in'), _rt.ArgDef('priority', _rt.TypeRef('android.hardware.neuralnetworks.Priority'), 'in'), _rt.ArgDef('deadlineNs', _rt.TypeRef('long'), 'in'), _rt.ArgDef('modelSizeBytes', _rt.TypeRef('long'), 'in'), _rt.ArgDef('loadToken', _rt.TypeRef('android.hardware.neuralnetworks.ModelLoadToken', nullable=True, annotations=(_rt.Annotation('nullable'),)), 'in'), _rt.ArgDef('modelCache', _rt.TypeRef('ParcelFileDescriptor', array=-1), 'in'), _rt.ArgDef('dataCache', _rt.TypeRef('ParcelFileDescriptor', array=-1), 'in'), _rt.ArgDef('token', _rt.TypeRef('byte', array=-1), 'in')), _rt.TypeRef('android.hardware.neuralnetworks.IPreparedModel'), (), doc=None, encode_call=_IDevice_prepareModelWithCache_encode_call, decode_call=_IDevice_prepareModelWithCache_decode_call, encode_reply=_IDevice_prepareModelWithCache_encode_reply, decode_reply=_IDevice_prepareModelWithCache_decode_reply)
+_IDevice_prepareModelFromCache = _rt.MethodDef('prepareModelFromCache', 10, False, (_rt.ArgDef('deadlineNs', _rt.TypeRef('long'), 'in'), _rt.ArgDef('modelCache', _rt.TypeRef('ParcelFileDescriptor', array=-1), 'in'), _rt.ArgDef('dataCache', _rt.TypeRef('ParcelFileDescriptor', array=-1), 'in'), _rt.ArgDef('token', _rt.TypeRef('byte', array=-1), 'in'), _rt.ArgDef('modelSizeBytes', _rt.TypeRef('long'), 'in'), _rt.ArgDef('loadToken', _rt.TypeRef('android.hardware.neuralnetworks.ModelLoadToken', nullable=True, annotations=(_rt.Annotation('nullable'),)), 'in')), _rt.TypeRef('android.hardware.neuralnetworks.IPreparedModel'), (), doc=None, encode_call=_IDevice_prepareModelFromCache_encode_call, decode_call=_IDevice_prepareModelFromCache_decode_call, encode_reply=_IDevice_prepareModelFromCache_encode_reply, decode_reply=_IDevice_prepareModelFromCache_decode_reply)
 _IPreparedModel_executeSynchronously = _rt.MethodDef('executeSynchronously', 1, False, (_rt.ArgDef('request', _rt.TypeRef('android.hardware.neuralnetworks.Request'), 'in'), _rt.ArgDef('measureTiming', _rt.TypeRef('boolean'), 'in'), _rt.ArgDef('deadlineNs', _rt.TypeRef('long'), 'in'), _rt.ArgDef('loopTimeoutDurationNs', _rt.TypeRef('long'), 'in')), _rt.TypeRef('android.hardware.neuralnetworks.ExecutionResult'), (), doc=None, encode_call=_IPreparedModel_executeSynchronously_encode_call, decode_call=_IPreparedModel_executeSynchronously_decode_call, encode_reply=_IPreparedModel_executeSynchronously_encode_reply, decode_reply=_IPreparedModel_executeSynchronously_decode_reply)
 _IPreparedModel_executeWithHints = _rt.MethodDef('executeWithHints', 2, False, (_rt.ArgDef('request', _rt.TypeRef('android.hardware.neuralnetworks.Request'), 'in'), _rt.ArgDef('measureTiming', _rt.TypeRef('boolean'), 'in'), _rt.ArgDef('deadlineNs', _rt.TypeRef('long'), 'in'), _rt.ArgDef('hints', _rt.TypeRef('android.hardware.neuralnetworks.ExecutionHints'), 'in')), _rt.TypeRef('android.hardware.neuralnetworks.ExecutionResult'), (), doc=None, encode_call=_IPreparedModel_executeWithHints_encode_call, decode_call=_IPreparedModel_executeWithHints_decode_call, encode_reply=_IPreparedModel_executeWithHints_encode_reply, decode_reply=_IPreparedModel_executeWithHints_decode_reply)
 _IPreparedModel_release = _rt.MethodDef('release', 3, False, (), _rt.TypeRef('void'), (), doc=None, encode_call=_IPreparedModel_release_encode_call, decode_call=_IPreparedModel_release_decode_call, encode_reply=_IPreparedModel_release_encode_reply, decode_reply=_IPreparedModel_release_decode_reply)
@@ -3213,7 +3533,7 @@ _rt.bind(globals(), [
     _rt.InterfaceDef(
         'android.hardware.neuralnetworks.IDevice',
         False,
-        (_IDevice_getCapabilities, _IDevice_getNumberOfCacheFilesNeeded, _IDevice_getSupportedExtensions, _IDevice_getSupportedOperations, _IDevice_getType, _IDevice_getVersionString, _IDevice_getStatus, _IDevice_prepareModel),
+        (_IDevice_getCapabilities, _IDevice_getNumberOfCacheFilesNeeded, _IDevice_getSupportedExtensions, _IDevice_getSupportedOperations, _IDevice_getType, _IDevice_getVersionString, _IDevice_getStatus, _IDevice_prepareModel, _IDevice_prepareModelWithCache, _IDevice_prepareModelFromCache),
         {'BYTE_SIZE_OF_CACHE_TOKEN': 32, 'MAX_NUMBER_OF_CACHE_FILES': 32}, (_rt.Annotation('VintfStability'),), filename='android/hardware/neuralnetworks/IDevice.aidl', line=17, doc=None, cls=IDevice,
     ),
     _rt.InterfaceDef(
