@@ -260,7 +260,9 @@ class NnDevice(IDevice.Stub):
         if self._device().status == DeviceStatus.OFFLINE:
             raise service_error(ErrorStatus.DEVICE_UNAVAILABLE, f"{self.name} is offline")
         try:
-            handle = self._hal.driver.load_model(self.number, model, emulated_size_bytes=modelSizeBytes)
+            handle = self._hal.driver.load_model(
+                self.number, model, emulated_size_bytes=modelSizeBytes, preference=preference
+            )
         except NpuCapacityError as exc:
             self._hal.poll()  # the refused load's memory event
             raise service_error(ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, str(exc)) from None

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import trio
 
-from interfaces.android.hardware.neuralnetworks import Model
+from interfaces.android.hardware.neuralnetworks import ExecutionPreference, Model
 
 from . import _lowlevel
 from ._errors import NpuClosedError, NpuExecutionError, NpuLookupError, NpuStateError, NpuValueError
@@ -444,6 +444,7 @@ class Driver:
         emulated_size_bytes: int = 0,
         emulated_sram_bytes: int = 0,
         cost_scale: float = 1.0,
+        preference: ExecutionPreference | int | None = None,
     ) -> ModelHandle:
         """Load ``model`` into ``device``'s weight memory.
 
@@ -453,8 +454,16 @@ class Driver:
         multiplies its FLOPs and bytes in the hardware's cost model, to emulate
         a model bigger than the tensors it really computes.  ``model`` is the
         HAL's ``Model`` parcelable; its pools are mapped and read only during the
-        call (the caller may close them after).  Past capacity: ``NpuCapacityError``.
+        call (the caller may close them after).  ``preference`` is the NNAPI
+        ``ExecutionPreference`` the app compiled for (None: not said), passed to the
+        driver (``npu_load_params.preference``; the reference driver places a
+        LOW_POWER model on emu-hetero's lower-power part).  Past capacity: ``NpuCapacityError``.
         """
+        if preference is not None:
+            try:
+                preference = ExecutionPreference(preference)
+            except ValueError:
+                raise NpuValueError(f"unknown execution preference {preference!r}") from None
         shapes = io_shapes(model)
         sys = self._live()
         number = self._number(device)
@@ -471,6 +480,7 @@ class Driver:
             emulated_weight_bytes=emulated_size_bytes,
             emulated_sram_bytes=emulated_sram_bytes,
             cost_scale=float(cost_scale),
+            preference=preference,
         )
         handle = ModelHandle(self, model_id, dev, shapes, emulated_size_bytes)
         self._models[model_id] = handle

@@ -535,6 +535,7 @@ class System:
         emulated_weight_bytes: int = 0,
         emulated_sram_bytes: int = 0,
         cost_scale: float = 0.0,
+        preference: int | None = None,
     ) -> int:
         device = _u32(device, "device number", NpuValueError)
         cm = CModel(model, pools)
@@ -542,6 +543,8 @@ class System:
         params.emulated_weight_bytes = _u64(emulated_weight_bytes, "emulated_weight_bytes")
         params.emulated_sram_bytes = _u64(emulated_sram_bytes, "emulated_sram_bytes")
         params.cost_scale = cost_scale
+        # NNAPI's ExecutionPreference + 1 (enum npu_load_preference; 0: not said).
+        params.preference = 0 if preference is None else int(preference) + 1
         model_id = ffi.new("uint32_t *")
         _check(lib.npu_system_load_model(self.ptr, device, cm.ptr, params, model_id), f"load_model(device {device})")
         return int(model_id[0])

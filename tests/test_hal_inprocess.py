@@ -584,6 +584,28 @@ async def test_the_heterogeneous_device_computes_too(autojump_clock, world, syst
     np.testing.assert_allclose(ex.output(0), fully_connected(x, w, b, FuseCode.RELU), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("preference, part", [
+    (ExecutionPreference.FAST_SINGLE_ANSWER, "npu"),  # the part with the most free memory
+    (ExecutionPreference.LOW_POWER, "dsp"),  # the part that draws least
+])
+async def test_the_preference_reaches_the_driver(autojump_clock, world, system, preference, part):
+    """The reference driver places an emu-hetero model by the app's preference."""
+    await configure(world, system, app_config())
+    app, _ = await world.process(APP)
+    model, w, b = fc_model(seed=5)
+    hetero = await world.device(app, "emu-hetero")
+    prepared = await hetero.prepareModel(aidl_model(model), preference, Priority.MEDIUM, -1, 0, None)
+    x = np.full((1, 16), 0.5, np.float32)
+    ex = Execution([x], [(1, 8)])
+    await prepared.executeSynchronously(ex.request(), False, -1, 0)
+    np.testing.assert_allclose(ex.output(0), fully_connected(x, w, b, FuseCode.RELU), rtol=1e-5, atol=1e-6)
+    started = [e for e in world.hal.recent if e.kind == 1]
+    silicon = {"npu": 0, "gpu": 1, "dsp": 2}  # the order the reference driver adds its silicon
+    assert started and {e.hw_device for e in started} == {silicon[part]}
+    assert all(e.info.deviceNumber == world.driver.device_by_name("emu-hetero").number for e in started)
+    assert f"preference {preference.name}" in world.hal.dump()
+
+
 # ---- the private interface ------------------------------------------------------------
 
 

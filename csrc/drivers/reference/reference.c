@@ -10,8 +10,10 @@
  *
  * A model loaded on emu-hetero is placed whole on one of its parts: among the
  * parts that support every operation of the model, the one with the most free
- * weight memory.  Its work then runs on that part's channels but reports
- * deviceNumber 3.
+ * weight memory, or, when the app compiled it with
+ * ANEURALNETWORKS_PREFER_LOW_POWER (npu_load_params.preference), the part with
+ * the lowest power usage that has room for it.  Its work then runs on that
+ * part's channels but reports deviceNumber 3.
  *
  * Scheduling follows driver.h exactly; the hardware queue does the ordering
  * and preemption (checkpoint by default).
@@ -291,6 +293,34 @@ static bool device_supports(uint32_t dev, const struct npu_model *m)
     return true;
 }
 
+/* The silicon of emu-hetero's part that takes model m, or -1 if none runs it. */
+static int hetero_part(struct ref *r, const struct npu_model *m, const struct npu_load_params *p)
+{
+    bool low_power = p && p->preference == NPU_PREFERENCE_LOW_POWER;
+    uint64_t need = p && p->emulated_weight_bytes ? p->emulated_weight_bytes : 0;
+    int best = -1;
+    uint64_t best_free = 0;
+    for (int i = 0; i < 2; i++) {
+        uint32_t part = HETERO_PARTS[i];
+        struct npu_hw_device_state st;
+        if (!device_supports(part, m) || r->hw->device_state(r->h, r->silicon[DEVICES[part].silicon], &st))
+            continue;
+        uint64_t free_bytes = st.weight_memory_total - st.weight_memory_used;
+        bool better;
+        if (best < 0)
+            better = true;
+        else if (low_power && free_bytes >= need)
+            better = DEVICES[part].power_usage < DEVICES[HETERO_PARTS[best]].power_usage || best_free < need;
+        else
+            better = free_bytes > best_free;
+        if (better) {
+            best = i;
+            best_free = free_bytes;
+        }
+    }
+    return best < 0 ? -1 : DEVICES[HETERO_PARTS[best]].silicon;
+}
+
 static int ref_load_model(void *d, uint32_t dev, const struct npu_model *m, const struct npu_load_params *p,
                           uint32_t *id)
 {
@@ -302,18 +332,7 @@ static int ref_load_model(void *d, uint32_t dev, const struct npu_model *m, cons
         return rc;
     int silicon = DEVICES[dev].silicon;
     if (silicon < 0) {
-        uint64_t best_free = 0;
-        for (int i = 0; i < 2; i++) {
-            uint32_t part = HETERO_PARTS[i];
-            struct npu_hw_device_state st;
-            if (!device_supports(part, m) || r->hw->device_state(r->h, r->silicon[DEVICES[part].silicon], &st))
-                continue;
-            uint64_t free_bytes = st.weight_memory_total - st.weight_memory_used;
-            if (silicon < 0 || free_bytes > best_free) {
-                silicon = DEVICES[part].silicon;
-                best_free = free_bytes;
-            }
-        }
+        silicon = hetero_part(r, m, p);
         if (silicon < 0)
             return NPU_E_UNSUPPORTED_OPERATION;
     } else if (!device_supports(dev, m)) {

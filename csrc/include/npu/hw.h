@@ -187,6 +187,20 @@ struct npu_load_params {
     uint64_t emulated_weight_bytes;  /* weight memory reserved; 0 = real constant bytes */
     uint64_t emulated_sram_bytes;    /* SRAM working set reserved; 0 = real temporaries */
     double cost_scale;               /* multiplies FLOPs and bytes; 0 = 1.0 */
+    int32_t preference;              /* enum npu_load_preference: the app's, for the driver */
+};
+
+/*
+ * The NNAPI ExecutionPreference the app compiled the model with
+ * (ANeuralNetworksCompilation_setPreference, passed down by prepareModel), for
+ * the driver to use as it sees fit; the hardware ignores it.  NNAPI's number
+ * plus one, so that a zeroed npu_load_params says nothing.
+ */
+enum npu_load_preference {
+    NPU_PREFERENCE_UNSPECIFIED = 0,       /* treat as FAST_SINGLE_ANSWER */
+    NPU_PREFERENCE_LOW_POWER = 1,
+    NPU_PREFERENCE_FAST_SINGLE_ANSWER = 2,
+    NPU_PREFERENCE_SUSTAINED_SPEED = 3
 };
 
 enum npu_fault_kind {
