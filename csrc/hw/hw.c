@@ -969,7 +969,7 @@ static int api_load_model(struct npu_hw *hw, uint32_t dev, int32_t device_number
 {
     if (!hw || !model || !handle)
         return NPU_E_INVALID_ARGUMENT;
-    struct npu_load_params p = {0, 0, 0};
+    struct npu_load_params p = {0};
     if (params)
         p = *params;
     if (p.cost_scale == 0)

@@ -576,7 +576,7 @@ static int run_setup(struct run *r, int32_t preempt, uint32_t device, double cos
     if (!r->s)
         return -1;
     r->b = mlp_model(256, 256, 256, 7);
-    struct npu_load_params p = {0, 0, cost_scale};
+    struct npu_load_params p = {.cost_scale = cost_scale};
     int rc = npu_system_load_model(r->s, device, mb_model(r->b), &p, &r->model);
     unsigned seed = 99;
     for (int i = 0; i < 64; i++) {
@@ -872,7 +872,7 @@ static void test_thermal_rises_with_load(void)
     cfg.thermal_thresholds_c[5] = 90;
     r.b = mlp_model(256, 256, 256, 1);
     OK(npu_system_create(&cfg, &r.s));
-    struct npu_load_params p = {0, 0, 4000.0};
+    struct npu_load_params p = {.cost_scale = 4000.0};
     OK(npu_system_load_model(r.s, 0, mb_model(r.b), &p, &r.model));
     for (int i = 0; i < 64; i++) {
         r.ib[i] = (struct npu_buffer){r.in[i], sizeof r.in[i]};
@@ -955,7 +955,7 @@ static void test_capacity_errors(void)
     struct npu_system *s = sys_new(NPU_CLOCK_VIRTUAL, 0);
     CHECK(s);
     struct mb *b = binary_model(NPU_OP_ADD, 4, NPU_FUSE_NONE);
-    struct npu_load_params two_gb = {2ULL << 30, 0, 0};
+    struct npu_load_params two_gb = {.emulated_weight_bytes = 2ULL << 30};
     uint32_t m1, m2, m3, m4;
     int r1 = npu_system_load_model(s, 0, mb_model(b), &two_gb, &m1);
     int r2 = npu_system_load_model(s, 0, mb_model(b), &two_gb, &m2);
@@ -966,7 +966,7 @@ static void test_capacity_errors(void)
     int ru = npu_system_unload_model(s, m1);
     int ru2 = npu_system_unload_model(s, m1);
     int r4 = npu_system_load_model(s, 0, mb_model(b), &two_gb, &m3);
-    struct npu_load_params big_sram = {0, 5ULL << 20, 0}; /* 5 MiB > the GPU's 4 MiB */
+    struct npu_load_params big_sram = {.emulated_sram_bytes = 5ULL << 20}; /* 5 MiB > the GPU's 4 MiB */
     int r5 = npu_system_load_model(s, 1, mb_model(b), &big_sram, &m4);
     int r6 = npu_system_load_model(s, 1, mb_model(b), &two_gb, &m4); /* gpu has exactly 2 GB */
     struct npu_event *ev;
@@ -1001,7 +1001,7 @@ static void test_emulated_weights_cost_their_streaming_time(void)
     OK(run_setup(&small, 0, 1, 1.0));
     OK(run_setup(&big, 0, 1, 1.0));
     OK(npu_system_unload_model(big.s, big.model));
-    struct npu_load_params p = {256ULL << 20, 0, 0};
+    struct npu_load_params p = {.emulated_weight_bytes = 256ULL << 20};
     OK(npu_system_load_model(big.s, 1, mb_model(big.b), &p, &big.model));
     int64_t t_small = job_duration(&small, 0);
     int64_t t_big = job_duration(&big, 0), t_big2 = job_duration(&big, 1);
@@ -1352,7 +1352,7 @@ static void test_real_clock_preemption_pauses_and_resumes(void)
         OK(npu_system_create(&cfg, &r.s));
         r.b = mlp_model(256, 256, 256, 7);
         /* about 12 slices of 30 ms on emu-gpu: the high job arrives mid-run */
-        struct npu_load_params p = {0, 0, 5000.0};
+        struct npu_load_params p = {.cost_scale = 5000.0};
         int rl = npu_system_load_model(r.s, 1, mb_model(r.b), &p, &r.model);
         unsigned seed = 99;
         for (int i = 0; i < 2; i++) {
@@ -1441,7 +1441,7 @@ static void *stress_churn(void *arg)
     struct mb *b = mlp_model(64, 64, 64, 5);
     for (int round = 0; round < CHURN_ROUNDS; round++) {
         uint32_t model;
-        struct npu_load_params p = {0, 0, 20.0};
+        struct npu_load_params p = {.cost_scale = 20.0};
         int rc = npu_system_load_model(c->s, round % 2 ? 3 : 0, mb_model(b), &p, &model);
         if (rc != NPU_OK) {
             c->rc = rc;
