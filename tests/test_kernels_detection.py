@@ -13,6 +13,7 @@ import nnref
 import test_nnref_detection as vectors
 from framework.nn._cpu import ffi, lib
 from nn_ops import OPERATION_CODES, BindError, Tensor, bind_check, bind_run, bind_vs_nnref
+from nn_ops import tensor as descriptor
 from nnref import boolean, float16, float32, int32, tensor
 from nnref.examples import realize
 
@@ -484,3 +485,31 @@ def test_generate_proposals_and_transform_refuse_bad_calls():
     refused("AXIS_ALIGNED_BBOX_TRANSFORM", bbox, [nnref.output(F32)], "BAD_SHAPE", "4 per class")
     refused("AXIS_ALIGNED_BBOX_TRANSFORM", with_input(bbox, 1, tensor(F32, np.zeros((1, 4), np.float32)))[:3] +
             [batches([0])], [nnref.output(F32)], "BAD_OPERAND_TYPE", "input 3")
+
+
+def test_the_kernels_refuse_null_descriptors():
+    null = ffi.NULL
+    count = ffi.new("uint32_t *")
+    nms = ffi.new("struct npu_nms_params *", {"max_detections": -1, "iou_threshold": 0.5})
+    proposals = ffi.new("struct npu_proposal_params *", {"pre_nms": -1, "post_nms": -1})
+    detection = ffi.new("struct npu_detection_params *", {"scale_y": 1, "scale_x": 1, "scale_h": 1, "scale_w": 1,
+                                                          "max_detections": 1, "max_detections_per_class": 1,
+                                                          "regular_nms": True})
+    codes = [lib.npu_op_axis_aligned_bbox_transform(null, null, null, null, null),
+             lib.npu_op_roi_align(null, null, null, 1.0, 1.0, 0, 0, False, null, 0, 1),
+             lib.npu_op_roi_pooling(null, null, null, 1.0, 1.0, False, null, 0, 1),
+             lib.npu_op_heatmap_max_keypoint(null, null, False, null, null),
+             lib.npu_op_box_with_nms_limit(null, null, null, nms, null, null, null, null, count),
+             lib.npu_op_generate_proposals(null, null, null, null, proposals, null, null, null, count),
+             lib.npu_op_detection_postprocessing(null, null, null, detection, null, null, null, null)]
+    assert codes == [lib.NPU_E_INVALID_ARGUMENT] * len(codes)
+    # Real inputs and a count of 2, but one output missing: refused, not written through NULL.
+    inputs = nms_call([[0.1, 0.9], [0.2, 0.8]])[:3]
+    inputs[1] = tensor(F32, np.array([[0, 0, 1, 1, 0, 0, 1, 1], [0, 0, 1, 1, 5, 5, 6, 6]], np.float32))
+    ts = [descriptor(op) for op in inputs]
+    outs = [Tensor(F32, np.zeros(2, np.float32)), Tensor(F32, np.zeros((2, 4), np.float32)),
+            Tensor(I32, np.zeros(2, np.int32))]
+    assert lib.npu_op_box_with_nms_limit(ts[0].ptr, ts[1].ptr, ts[2].ptr, nms, null, null, null, null, count) == 0
+    assert count[0] == 2
+    assert lib.npu_op_box_with_nms_limit(ts[0].ptr, ts[1].ptr, ts[2].ptr, nms, outs[0].ptr, outs[1].ptr, outs[2].ptr,
+                                         null, count) == lib.NPU_E_INVALID_ARGUMENT

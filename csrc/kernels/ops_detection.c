@@ -569,11 +569,12 @@ static bool all_null(const struct npu_tensor *a, const struct npu_tensor *b, con
     return a == NULL && b == NULL && c == NULL && (d == NULL);
 }
 
-/* Checks and writes the outputs of a data-dependent count: scores (the input's
- * variant), rois ([count, 4], box type), and one or two TENSOR_INT32 [count]. */
+/* Checks the outputs of a data-dependent count: scores (the input's variant),
+ * rois ([count, 4], box type), and TENSOR_INT32 [count] ones (ints2 only when
+ * need2). */
 static int check_count_outputs(const struct npu_tensor *like, uint32_t count, const struct npu_tensor *out_scores,
                                const struct npu_tensor *out_rois, const struct npu_tensor *ints1,
-                               const struct npu_tensor *ints2)
+                               const struct npu_tensor *ints2, bool need2)
 {
     if (count == 0)  /* nothing to write; an output must say so */
         return out_scores == NULL || (out_scores->rank == 1 && out_scores->dims[0] == 0) ? NPU_OK : NPU_E_BAD_SHAPE;
@@ -584,7 +585,7 @@ static int check_count_outputs(const struct npu_tensor *like, uint32_t count, co
     OPS_TRY(check_box_type(out_rois, like));
     OPS_TRY(check_dims(out_rois, 2, (uint32_t[]){count, 4}));
     OPS_TRY(check_int32(ints1, 1, (uint32_t[]){count}));
-    if (ints2)
+    if (need2)
         OPS_TRY(check_int32(ints2, 1, (uint32_t[]){count}));
     return NPU_OK;
 }
@@ -643,7 +644,7 @@ int npu_op_box_with_nms_limit(const struct npu_tensor *scores, const struct npu_
             rc = sort_indices(sel + start, total - start, s, classes, by_class_score);
     }
     if (rc == NPU_OK && write)
-        rc = check_count_outputs(scores, total, out_scores, out_rois, out_classes, out_batches);
+        rc = check_count_outputs(scores, total, out_scores, out_rois, out_classes, out_batches, true);
     if (rc == NPU_OK && write) {
         size_t size = ops_element_size(rois->type);
         for (uint32_t k = 0; k < total; k++) {
@@ -756,7 +757,7 @@ int npu_op_generate_proposals(const struct npu_tensor *scores, const struct npu_
         }
     }
     if (rc == NPU_OK && write)
-        rc = check_count_outputs(scores, total, out_scores, out_rois, out_batches, NULL);
+        rc = check_count_outputs(scores, total, out_scores, out_rois, out_batches, NULL, false);
     if (rc == NPU_OK && write)
         for (uint32_t k = 0; k < total; k++) {
             store(out_scores, k, kept_scores[k]);
