@@ -426,6 +426,9 @@ def test_roi_align_refuses_bad_calls():
     refused("ROI_ALIGN", with_input(ALIGN, 1, tensor(F32, [[3, 0, 2, 2]])), out, "INVALID_ARGUMENT", "x2 < x1")
     refused("ROI_ALIGN", with_input(ALIGN, 1, tensor(F32, [[0, 0, 5, 2]])), out, "INVALID_ARGUMENT", "outside")
     refused("ROI_ALIGN", with_input(ALIGN, 2, batches([1])), out, "INVALID_ARGUMENT", "batch")
+    # Android's quant8 path requantizes by a multiplier below 1: a far finer output scale is refused.
+    quant = [typed(Q8, np.ones((1, 4, 4, 1)), 1.0, 0), boxes(Q8, [[0, 0, 2, 2]]), *ALIGN[2:]]
+    refused("ROI_ALIGN", quant, [nnref.output(Q8, 1e-4, 0)], "BAD_SCALAR", "output 0's scale is too small")
 
 
 def test_quantized_boxes_must_have_the_specs_parameters():

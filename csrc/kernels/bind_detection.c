@@ -296,6 +296,9 @@ static int roi_align_run(struct npu_bind_call *c, size_t begin, size_t end)
         return NPU_OK;
     int rc = npu_op_roi_align(IN(0), IN(1), IN(2), scalar_value(c, 5), scalar_value(c, 6), int_value(c, 7),
                               int_value(c, 8), bool_value(c, 9), OUT(0), begin, end);
+    if (rc == NPU_E_BAD_SCALAR && IN(0)->type == Q8)
+        return npu_bind_fail(c, rc, "output 0's scale is too small: Android's requantization needs the input's "
+                             "scale / (255 * the output's * the samples per bin) below 1");
     return rc == NPU_OK ? rc : kernel_failed(c, rc, BAD_ROIS);
 }
 
