@@ -28,6 +28,7 @@ import logging
 import math
 import mmap
 import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,7 @@ from interfaces.android.hardware.neuralnetworks import (
     ExecutionHints as _ExecutionHints,
     ExecutionPreference as _ExecutionPreference,
     ExecutionResult as _ExecutionResult,
+    IBurst,
     IDevice,
     IPreparedModel,
     NumberOfCacheFiles as _NumberOfCacheFiles,
@@ -72,7 +74,7 @@ from ._hal import Hal
 from ._model import map_pools
 from ._types import DeviceStatus, EndReason, OperandType
 
-__all__ = ["NnDevice", "PreparedModel", "ErrorStatus"]
+__all__ = ["Burst", "NnDevice", "PreparedModel", "ErrorStatus"]
 
 log = logging.getLogger("android.hardware.npu")
 
@@ -287,12 +289,25 @@ class NnDevice(IDevice.Stub):
         return prepared
 
 
-class _Pools:
-    """A request's SharedMemory pools mapped for one execution; unmapped on close."""
+def _unmap(mapping: Any) -> None:
+    if isinstance(mapping, mmap.mmap):
+        try:
+            mapping.close()
+        except BufferError:
+            pass  # a view still exported somewhere: the GC unmaps it later
 
-    def __init__(self, pools: list, writable: set[int]) -> None:
+
+class _Pools:
+    """A request's SharedMemory pools mapped for one execution; unmapped on close.
+
+    ``cached`` maps pool indexes to mappings a burst keeps (npuemu's ``IBurst``): those
+    are used instead of mapping the pool, and left mapped on close.
+    """
+
+    def __init__(self, pools: list, writable: set[int], cached: dict[int, Any] | None = None) -> None:
         self._shm = pools
-        self._maps: dict[int, Any] = {}
+        self._maps: dict[int, Any] = dict(cached or {})
+        self._cached = frozenset(self._maps)
         self._views: list[memoryview] = []
         self._writable = writable
 
@@ -318,6 +333,11 @@ class _Pools:
                 raise service_error(ErrorStatus.INVALID_ARGUMENT, f"{what}: pool {index} cannot be mapped: {exc}") from None
             self._maps[index] = mapping
         view = memoryview(mapping)[offset : offset + length]
+        if len(view) != length:  # a burst's memory is not the pool this request sent
+            view.release()
+            raise service_error(
+                ErrorStatus.INVALID_ARGUMENT, f"{what}: bytes {offset}..{offset + length} outside the memory of pool {index}"
+            )
         self._views.append(view)
         return view
 
@@ -328,12 +348,9 @@ class _Pools:
             except BufferError:
                 pass  # still exported (a refused submission's traceback): the GC frees it
         self._views.clear()
-        for mapping in self._maps.values():
-            if isinstance(mapping, mmap.mmap):
-                try:
-                    mapping.close()
-                except BufferError:
-                    pass  # a view still exported somewhere: the GC unmaps it later
+        for index, mapping in self._maps.items():
+            if index not in self._cached:
+                _unmap(mapping)
         self._maps.clear()
         _close_all(self._shm)
 
@@ -360,6 +377,7 @@ class PreparedModel(IPreparedModel.Stub):
         self._gone: str | None = None
         self._revoked = False
         self._running: set[int] = set()
+        self.bursts: weakref.WeakSet[Burst] = weakref.WeakSet()
 
     def __repr__(self) -> str:
         what = f"model {self.handle.id}" if self.handle is not None else f"gone ({self._gone})"
@@ -373,6 +391,8 @@ class PreparedModel(IPreparedModel.Stub):
         self._gone = why
         self._revoked = revoked
         self._hal.untrack(self)
+        for burst in list(self.bursts):
+            burst.close()
         try:
             if self.handle.loaded:
                 self.handle.unload()
@@ -389,6 +409,18 @@ class PreparedModel(IPreparedModel.Stub):
 
     async def release(self) -> None:
         self.free(f"released by pid {Binder.getCallingPid()}")
+
+    def check_alive(self) -> None:
+        """Refuse a call on a freed model: GENERAL_FAILURE if revoked, else DEVICE_UNAVAILABLE."""
+        if self._gone is not None:
+            status = ErrorStatus.GENERAL_FAILURE if self._revoked else ErrorStatus.DEVICE_UNAVAILABLE
+            raise service_error(status, f"the prepared model is gone: {self._gone}")
+
+    async def configureExecutionBurst(self) -> Any:  # noqa: N802
+        self.check_alive()
+        burst = Burst(self)
+        self.bursts.add(burst)
+        return burst
 
     async def executeSynchronously(  # noqa: N802
         self, request: Any, measureTiming: bool, deadlineNs: int, loopTimeoutDurationNs: int  # noqa: N803
@@ -422,9 +454,7 @@ class PreparedModel(IPreparedModel.Stub):
         return out
 
     async def _execute(self, request: Any, pools: _Pools, measure: bool, deadline_ns: int, hints: Any) -> Any:
-        if self._gone is not None:
-            status = ErrorStatus.GENERAL_FAILURE if self._revoked else ErrorStatus.DEVICE_UNAVAILABLE
-            raise service_error(status, f"the prepared model is gone: {self._gone}")
+        self.check_alive()
         if deadline_ns < -1:
             raise service_error(ErrorStatus.INVALID_ARGUMENT, f"deadlineNs {deadline_ns} (use -1 for none)")
         ins = self._buffers(list(request.inputs), self.handle.input_shapes, pools, "input")
@@ -503,3 +533,70 @@ class PreparedModel(IPreparedModel.Stub):
             await driver.wait_work(work_id)
         raise service_error(ErrorStatus.MISSED_DEADLINE_TRANSIENT, f"work {work_id} missed its deadline")
 
+
+class Burst(IBurst.Stub):
+    """``IPreparedModel.configureExecutionBurst``'s ``IBurst``: executions of one prepared
+    model that keep the request pools they name mapped between calls.
+
+    A pool given with a memory identifier token (not -1) is mapped the first time the
+    token is seen and found again by it later; the descriptor each call carries is
+    closed unmapped. ``releaseMemoryResource`` unmaps one; the prepared model's end
+    unmaps all. Calls of one burst run one at a time, in order.
+    """
+
+    def __init__(self, prepared: PreparedModel) -> None:
+        super().__init__()
+        self._prepared = prepared
+        self._lock = trio.Lock()
+        # token -> (mapping, writable); mappings stay until released
+        self.memories: dict[int, tuple[Any, bool]] = {}
+
+    async def executeSynchronously(  # noqa: N802
+        self, request: Any, memoryIdentifierTokens: list[int], measureTiming: bool, deadlineNs: int,  # noqa: N803
+        loopTimeoutDurationNs: int,  # noqa: N803
+    ) -> Any:
+        if request is None:
+            raise service_error(ErrorStatus.INVALID_ARGUMENT, "request must not be null")
+        tokens = list(memoryIdentifierTokens or ())
+        if len(tokens) != len(request.pools) or any(t < -1 for t in tokens):
+            raise service_error(
+                ErrorStatus.INVALID_ARGUMENT,
+                f"{len(request.pools)} pool(s) need as many memory identifier tokens (>= -1), got {tokens}",
+            )
+        writable = {a.location.poolIndex for a in request.outputs}
+        async with self._lock:
+            self._prepared.check_alive()  # nothing is cached for a model that is gone
+            cached = {}
+            for index, token in enumerate(tokens):
+                if token < 0:
+                    continue
+                hit = self.memories.get(token)
+                if hit is None or (index in writable and not hit[1]):
+                    shm = request.pools[index]
+                    if shm is None:
+                        continue  # _Pools names the null pool
+                    try:
+                        mapping = shm.map(writable=index in writable)
+                    except (OSError, ValueError) as exc:
+                        raise service_error(
+                            ErrorStatus.INVALID_ARGUMENT, f"pool {index} cannot be mapped: {exc}"
+                        ) from None
+                    if hit is not None:
+                        _unmap(hit[0])
+                    hit = self.memories[token] = (mapping, index in writable)
+                cached[index] = hit[0]
+            pools = _Pools(list(request.pools), writable, cached)
+            try:
+                return await self._prepared._execute(request, pools, measureTiming, deadlineNs, _ExecutionHints())
+            finally:
+                pools.close()
+
+    async def releaseMemoryResource(self, memoryIdentifierToken: int) -> None:  # noqa: N802,N803
+        hit = self.memories.pop(memoryIdentifierToken, None)
+        if hit is not None:
+            _unmap(hit[0])
+
+    def close(self) -> None:
+        for mapping, _ in self.memories.values():
+            _unmap(mapping)
+        self.memories.clear()

@@ -816,3 +816,50 @@ def test_the_driver_takes_the_aidl_model_the_hal_receives():
     finally:
         for pool in wire.pools:
             pool.close()
+
+
+async def test_a_burst_maps_a_memory_once_by_its_token(autojump_clock, world, system):
+    await configure(world, system, app_config())
+    app, _ = await world.process(APP)
+    model, w, b = fc_model(seed=2)
+    prepared = await prepare(world, app, model=model)
+    burst = await prepared.configureExecutionBurst()
+    (hal_burst,) = [b for p in world.hal.prepared for b in p.bursts]
+    x = np.full((1, 16), 0.5, np.float32)
+    ex = Execution([x], [(1, 8)])
+    mappings = []
+    for _ in range(2):
+        result = await burst.executeSynchronously(ex.request(), [7], True, -1, 0)
+        assert result.outputSufficientSize and result.timing.timeOnDeviceNs > 0
+        np.testing.assert_allclose(ex.output(0), fully_connected(x, w, b, FuseCode.RELU), rtol=1e-5, atol=1e-6)
+        mappings.append(hal_burst.memories[7][0])
+    assert mappings[0] is mappings[1]
+    # -1: not cached, mapped for the call only.
+    await burst.executeSynchronously(ex.request(), [-1], False, -1, 0)
+    assert list(hal_burst.memories) == [7]
+    # One token per pool, none below -1.
+    for tokens in ([], [7, 8], [-2]):
+        with pytest.raises(ServiceSpecificException) as info:
+            await burst.executeSynchronously(ex.request(), tokens, False, -1, 0)
+        assert info.value.error_code == ErrorStatus.INVALID_ARGUMENT
+    # A token names the memory it was first given with: a request reaching past that
+    # memory's end is refused, never read or written out of bounds.
+    big = SharedMemory.create("big-request", 8192)
+    far = Request(
+        inputs=[RequestArgument(location=ADataLocation(poolIndex=0, offset=4096, length=64))],
+        outputs=[RequestArgument(location=ADataLocation(poolIndex=0, offset=6144, length=32))],
+        pools=[big],
+    )
+    with pytest.raises(ServiceSpecificException) as info:
+        await burst.executeSynchronously(far, [7], False, -1, 0)
+    assert info.value.error_code == ErrorStatus.INVALID_ARGUMENT
+    await burst.releaseMemoryResource(7)
+    await burst.releaseMemoryResource(12345)  # unknown: nothing to do
+    assert hal_burst.memories == {}
+    await burst.executeSynchronously(ex.request(), [7], False, -1, 0)
+    # The prepared model's end ends its bursts.
+    await prepared.release()
+    assert hal_burst.memories == {}
+    with pytest.raises(ServiceSpecificException):
+        await burst.executeSynchronously(ex.request(), [7], False, -1, 0)
+    big.close()

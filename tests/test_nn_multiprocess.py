@@ -194,3 +194,25 @@ async def test_a_compilation_cache_crosses_into_the_hal_process_as_descriptors(t
                     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
         assert len(list(tmp_path.iterdir())) == 2 and all(p.stat().st_size > 0 for p in tmp_path.iterdir())
         assert "1 full prepare(s) (1 cached), 1 from cache, 0 cache(s) refused" in await control.dump()
+
+
+async def test_a_burst_runs_through_the_hal_process():
+    """IBurst crosses the process boundary: the burst's pool descriptor travels with each
+    request and the HAL finds its mapping by the memory token."""
+    model = sampleModel()
+    config = BootConfig(record=False, boot_timeout=30)
+    async with open_stack(processes=True, system_server=False, config=config) as hal, \
+            open_nn_runtime(hal.runtime, environ={}) as nn:
+        async with nn.createCompilationForDevices(model, [nn.getDeviceByName("emu-npu")]) as compilation:
+            await compilation.finish()
+            async with compilation.createBurst() as burst:
+                results = []
+                for seed in (7, 8, 9):
+                    inputs = inputs_for(seed)
+                    execution = compilation.createExecution()
+                    for i, x in enumerate(inputs):
+                        execution.setInput(i, x)
+                    results.append((await execution.burstCompute_async(burst), nn_reference.run(model.to_hal(), inputs)))
+                for got, want in results:  # earlier results were not overwritten by later runs
+                    for a, b in zip(got, want, strict=True):
+                        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

@@ -856,3 +856,87 @@ async def test_caching_arguments_and_an_unusable_directory(autojump_clock, stack
         with pytest.raises(BadStateError):
             compilation.setCaching(tmp_path, TOKEN)
     assert stack.hal.stats.cache_written == 0
+
+
+# ---- bursts ------------------------------------------------------------------------------
+
+
+def hal_bursts(stack):
+    return [b for p in stack.hal.prepared for b in p.bursts]
+
+
+async def burst_run(compilation, burst, inputs):
+    execution = compilation.createExecution()
+    for i, x in enumerate(inputs):
+        execution.setInput(i, x)
+    return await execution.burstCompute_async(burst)
+
+
+async def test_a_burst_runs_executions_over_one_driver_burst_and_cached_memory(autojump_clock, stack, nn):
+    model = sampleModel()
+    async with nn.createCompilationForDevices(model, [nn.getDeviceByName("emu-npu")]) as compilation:
+        await compilation.finish()
+        async with compilation.createBurst() as burst:
+            first = await burst_run(compilation, burst, sample_inputs(1))
+            (hal_burst,) = hal_bursts(stack)
+            (token,) = hal_burst.memories  # the burst's request pool, mapped once
+            mapping = hal_burst.memories[token][0]
+            for seed in (2, 3):
+                assert_matches_reference(model, sample_inputs(seed), await burst_run(compilation, burst, sample_inputs(seed)))
+            assert hal_bursts(stack) == [hal_burst] and hal_burst.memories[token][0] is mapping
+            # Results are the app's: a later execution of the burst does not overwrite them.
+            assert_matches_reference(model, sample_inputs(1), first)
+            # An app Memory gets its own token, the same on every execution.
+            memory = Memory.create(sample_inputs(4)[0].nbytes)
+            memory.view(0, memory.size).cast("B")[:] = sample_inputs(4)[0].tobytes()
+            for _ in range(2):
+                execution = compilation.createExecution()
+                execution.setInputFromMemory(0, memory, 0, memory.size)
+                execution.setInput(1, sample_inputs(4)[1])
+                assert_matches_reference(model, sample_inputs(4), await execution.burstCompute_async(burst))
+            assert len(hal_burst.memories) == 2
+        # Burst_free: the driver drops what it cached.
+        assert hal_burst.memories == {}
+        memory.close()
+
+
+async def test_one_execution_of_a_burst_at_a_time(autojump_clock, stack, nn):
+    async with nn.createCompilationForDevices(sampleModel(), [nn.getDeviceByName("emu-npu")]) as compilation:
+        await compilation.finish()
+        burst = compilation.createBurst()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(burst_run, compilation, burst, sample_inputs())
+            await wait_for_work_in_flight(stack)
+            with pytest.raises(BadStateError, match="another execution of this burst"):
+                await burst_run(compilation, burst, sample_inputs())
+            with pytest.raises(BadStateError):
+                await burst.aclose()
+        await burst_run(compilation, burst, sample_inputs())  # free again once it ended
+        await burst.aclose()
+        with pytest.raises(BadStateError, match="closed"):
+            await burst_run(compilation, burst, sample_inputs())
+        async with nn.createCompilationForDevices(sampleModel(), [nn.getDeviceByName("emu-npu")]) as other:
+            await other.finish()
+            async with other.createBurst() as foreign:
+                with pytest.raises(BadDataError, match="another compilation"):
+                    await burst_run(compilation, foreign, sample_inputs())
+    unfinished = nn.createCompilation(sampleModel())
+    with pytest.raises(BadStateError, match="not finished"):
+        unfinished.createBurst()
+    await unfinished.aclose()
+
+
+async def test_a_partitioned_burst_has_one_driver_burst_per_driver_step(autojump_clock, stack, nn):
+    model = sampleModel()
+    devices = [nn.getDeviceByName("emu-npu"), nn.getDeviceByName("emu-dsp"), nn.cpu]
+    async with nn.createCompilationForDevices(model, devices) as compilation:
+        compilation.setPreference(ExecutionPreference.LOW_POWER)
+        await compilation.finish()
+        driver_steps = [s for s in compilation.plan.steps if s.device.name != CPU_DEVICE_NAME]
+        assert len(driver_steps) >= 2
+        async with compilation.createBurst() as burst:
+            for seed in (1, 2):
+                assert_matches_reference(model, sample_inputs(seed), await burst_run(compilation, burst, sample_inputs(seed)))
+            assert len(hal_bursts(stack)) == len(driver_steps)
+            # Each driver burst maps the one request pool once.
+            assert all(len(b.memories) == 1 for b in hal_bursts(stack))

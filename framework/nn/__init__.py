@@ -29,6 +29,8 @@ The runtime over the binder and the C kernels, built on the core:
                     with weights as ``SharedMemory``, binder errors to NDK result codes.
 - ``_memory``       ``Memory`` (``ANeuralNetworksMemory``): shared memory for zero-copy I/O.
 - ``_compilation``  ``Compilation``: partition, prepare each step, fall back to the CPU.
+- ``_cache``        the compilation cache's tokens, file names and descriptors.
+- ``_burst``        ``Burst``: executions of one compilation reusing driver bursts and memory.
 - ``_execution``    ``Execution`` and ``Event``: one run through the request pool.
 - ``_runtime``      ``open_nn_runtime`` and ``NeuralNetworks``: discovery through the
                     servicemanager, the enabled-devices filter, the app's entry point.
@@ -59,6 +61,7 @@ from ._errors import convertErrorStatusToResultCode as convertErrorStatusToResul
 from ._errors import error_for_result_code as error_for_result_code
 from ._aidl import toAidlModel as toAidlModel
 from ._atrace import TRACE_MARKER_NAME as TRACE_MARKER_NAME
+from ._burst import Burst as Burst
 from ._compilation import Compilation as Compilation
 from ._discovery import getDevice as getDevice
 from ._discovery import isValidDeviceName as isValidDeviceName

@@ -41,6 +41,7 @@ from framework.binder import RemoteException, SharedMemory
 from interfaces.android.hardware.neuralnetworks import ModelLoadToken
 
 from ._aidl import errorFromRemote, sharedMemoryFor, toAidlModel
+from ._burst import Burst
 from ._cache import CacheFiles, checkCaching, stepToken
 from ._errors import BadDataError, BadStateError, NeuralNetworksError
 from ._hal import HalModel
@@ -401,6 +402,10 @@ class Compilation:
             new = await self._prepare(plan.fallBackToCpu(deviceName))
             self._plan = new
             return new
+
+    def createBurst(self) -> Burst:
+        """``ANeuralNetworksBurst_create``: a burst of executions of this finished compilation."""
+        return Burst(self)
 
     def createExecution(self) -> Execution:
         """``ANeuralNetworksExecution_create``."""

@@ -58,6 +58,7 @@ from interfaces.android.hardware.npu import NpuUuid
 
 from . import _cpu_kernels
 from ._aidl import errorFromRemote
+from ._burst import Burst
 from ._errors import BadDataError, BadStateError, DeadObjectError, NeuralNetworksError
 from ._memory import Memory
 from ._partition import ExecutionPlan, ExecutionStep
@@ -108,8 +109,10 @@ class Execution:
         self._measure = False
         self._durations: dict[DurationCode, int] | None = None  # None: no run ended yet
         self._measured = False  # whether the last run was measured
-        self._pool: SharedMemory | None = None
+        self._pool: SharedMemory | None = None  # this run's request pool
+        self._own_pool: SharedMemory | None = None  # the last one this execution made
         self._mapping: Any = None
+        self._burst: Burst | None = None  # during a burstCompute
         self._running = False
 
     # -- binding inputs and outputs -----------------------------------------------------
@@ -324,15 +327,43 @@ class Execution:
                     plan = plan.fallBackToCpu()
                     failed_device = failure.device
 
+    async def burstCompute_async(self, burst: Burst) -> list[np.ndarray]:
+        """``ANeuralNetworksExecution_burstCompute`` in trio code: run within ``burst``.
+
+        ``burst`` must come from this execution's compilation (else ``BAD_DATA``) and
+        run no other execution now (else ``BAD_STATE``); see :mod:`._burst`.
+        """
+        if not isinstance(burst, Burst):
+            raise BadDataError(f"burstCompute: a Burst, not {type(burst).__name__}")
+        burst._acquire(self._compilation)
+        try:
+            self._begin("burstCompute")
+            self._burst = burst
+            try:
+                return await self._compute()
+            finally:
+                self._running = False
+                self._burst = None
+        finally:
+            burst._release()
+
+    def burstCompute(self, burst: Burst) -> list[np.ndarray]:
+        """``ANeuralNetworksExecution_burstCompute``: blocking, from a thread that is not trio's."""
+        self._check_blocking("burstCompute")
+        return trio.from_thread.run(self.burstCompute_async, burst, trio_token=self._compilation._nn._token)
+
     def compute(self) -> list[np.ndarray]:
         """``ANeuralNetworksExecution_compute``: blocking, from a thread that is not trio's."""
+        self._check_blocking("compute")
+        return trio.from_thread.run(self.compute_async, trio_token=self._compilation._nn._token)
+
+    @staticmethod
+    def _check_blocking(call: str) -> None:
         try:
             trio.lowlevel.current_trio_token()
         except RuntimeError:
-            pass
-        else:
-            raise BadStateError("compute() blocks: in trio code use `await execution.compute_async()`")
-        return trio.from_thread.run(self.compute_async, trio_token=self._compilation._nn._token)
+            return
+        raise BadStateError(f"{call}() blocks: in trio code use `await execution.{call}_async()`")
 
     async def startCompute(self) -> Event:
         """``ANeuralNetworksExecution_startCompute``: the run goes on in the background."""
@@ -381,10 +412,15 @@ class Execution:
                 in_pool(operand)
         # A fresh region per run: the arrays an earlier run returned are views of
         # the previous one and stay valid (their mapping outlives the descriptor).
-        if self._pool is not None:
-            self._pool.close()
-        self._pool = SharedMemory.create("nn-request", max(offset, _ALIGN))
-        self._mapping = self._pool.mapReadWrite()
+        # A burst's run uses the burst's pool instead (its results are copied out).
+        if self._own_pool is not None:
+            self._own_pool.close()
+            self._own_pool = None
+        if self._burst is not None:
+            self._pool, self._mapping = self._burst.requestPool(max(offset, _ALIGN))
+        else:
+            self._pool = self._own_pool = SharedMemory.create("nn-request", max(offset, _ALIGN))
+            self._mapping = self._pool.mapReadWrite()
         return places
 
     def _view(self, place: _Place) -> memoryview:
@@ -429,6 +465,8 @@ class Execution:
             if target is not None and not isinstance(target, _Place):
                 memoryview(target).cast("B")[:] = array.tobytes()
                 array = target if isinstance(target, np.ndarray) else array.copy()
+            elif self._burst is not None and target is None:
+                array = array.copy()  # the burst's pool is the next execution's too
             results.append(array)
         return results
 
@@ -455,7 +493,15 @@ class Execution:
         )
         prepared = self._compilation.preparedModel(step)
         try:
-            if self._hints:
+            if self._burst is not None and not self._hints:
+                try:
+                    controller = await self._burst.controller(step, prepared)
+                except NeuralNetworksError as e:
+                    raise _StepFailed(step.device.name, e) from None
+                tokens = [self._burst.memoryToken(p) for p in pools]
+                timeout = IPreparedModel.DEFAULT_LOOP_TIMEOUT_DURATION_NS
+                result = await controller.executeSynchronously(request, tokens, self._measure, _NO_DEADLINE, timeout)
+            elif self._hints:
                 result = await prepared.executeWithHints(request, self._measure, _NO_DEADLINE, self._hal_hints())
             else:
                 timeout = IPreparedModel.DEFAULT_LOOP_TIMEOUT_DURATION_NS

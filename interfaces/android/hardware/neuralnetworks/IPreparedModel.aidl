@@ -3,6 +3,7 @@
 package android.hardware.neuralnetworks;
 
 import android.hardware.neuralnetworks.ExecutionHints;
+import android.hardware.neuralnetworks.IBurst;
 import android.hardware.neuralnetworks.ExecutionResult;
 import android.hardware.neuralnetworks.Request;
 
@@ -21,4 +22,8 @@ interface IPreparedModel {
     // npuemu: frees the model in driver memory now, rather than when the last
     // reference to this object goes away.
     void release();
+
+    // A burst of executions of this model (AOSP's configureExecutionBurst; it ends with
+    // the prepared model).
+    IBurst configureExecutionBurst();
 }
