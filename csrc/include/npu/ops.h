@@ -293,6 +293,75 @@ int npu_ops_transpose_padding(int32_t out_size, int32_t stride, int32_t filter, 
 
 /* -- shapes, reductions, indexing, normalizations (kernels/ops_index.c) --------- */
 
+/* The moves below keep a quantized value's stored integer; an output declared
+ * with another scale or zero point gets the values requantized.  "Movable"
+ * types are TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_INT32, TENSOR_QUANT8_ASYMM. */
+
+/* SQUEEZE (float or quant8, rank <= 4): drops the axis_count axes named (each of
+ * size 1, negatives allowed), or every axis of size 1 when axis_count is 0. */
+int npu_op_squeeze(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count,
+                   const struct npu_tensor *output);
+/* EXPAND_DIMS (movable): a new axis of size 1 at axis, in [-(rank+1), rank]. */
+int npu_op_expand_dims(const struct npu_tensor *input, int32_t axis, const struct npu_tensor *output);
+/* SLICE (movable): rank entries each of begin (>= 0) and size (>= 1, or -1 for
+ * the rest of the axis). */
+int npu_op_slice(const struct npu_tensor *input, const int32_t *begin, const int32_t *size,
+                 const struct npu_tensor *output);
+/* TILE (movable): the input repeated multiples[d] >= 1 times along each axis. */
+int npu_op_tile(const struct npu_tensor *input, const int32_t *multiples, const struct npu_tensor *output);
+/* SPLIT (movable) along axis into count equal outputs. */
+int npu_op_split(const struct npu_tensor *input, int32_t axis, const struct npu_tensor *const *outputs,
+                 uint32_t count);
+/* CHANNEL_SHUFFLE (float or quant8) of the channels along axis in groups:
+ * output channel a * groups + k is input channel k * (channels / groups) + a. */
+int npu_op_channel_shuffle(const struct npu_tensor *input, int32_t groups, int32_t axis,
+                           const struct npu_tensor *output);
+/* BATCH_TO_SPACE_ND and SPACE_TO_BATCH_ND (float or quant8, 4-D, either
+ * layout) with a block of block_h x block_w; SPACE_TO_BATCH_ND pads first by
+ * paddings {top, bottom, left, right} (with zeros: a quant8 input's zero point). */
+int npu_op_batch_to_space_nd(const struct npu_tensor *input, int32_t block_h, int32_t block_w, bool nchw,
+                             const struct npu_tensor *output);
+int npu_op_space_to_batch_nd(const struct npu_tensor *input, int32_t block_h, int32_t block_w,
+                             const int32_t *paddings, bool nchw, const struct npu_tensor *output);
+/* RESIZE_NEAREST_NEIGHBOR (float or quant8, 4-D) to the output's height and
+ * width, as the 1.2 reference (no corner alignment, source = floor(dest * in/out)). */
+int npu_op_resize_nearest_neighbor(const struct npu_tensor *input, bool nchw, const struct npu_tensor *output);
+/* EMBEDDING_LOOKUP: rows lookups (TENSOR_INT32 [n], each in [0, values.dims[0]))
+ * of values (TENSOR_FLOAT32, _INT32 or _QUANT8_ASYMM, rank >= 2): output
+ * [n, values.dims[1:]]. */
+int npu_op_embedding_lookup(const struct npu_tensor *lookups, const struct npu_tensor *values,
+                            const struct npu_tensor *output);
+/* HASHTABLE_LOOKUP: for each of lookups, the row of values whose key (keys:
+ * TENSOR_INT32 [rows]) it is (zeros when none; the last such row when a key
+ * repeats), and hits (TENSOR_QUANT8_ASYMM [n]) 1 or 0. */
+int npu_op_hashtable_lookup(const struct npu_tensor *lookups, const struct npu_tensor *keys,
+                            const struct npu_tensor *values, const struct npu_tensor *output,
+                            const struct npu_tensor *hits);
+/* TOPK_V2 (movable): the k largest along the last axis, largest first (the
+ * earlier index first on a tie), and their indices (TENSOR_INT32). */
+int npu_op_topk_v2(const struct npu_tensor *input, int32_t k, const struct npu_tensor *values,
+                   const struct npu_tensor *indices);
+/* REDUCE_SUM, REDUCE_PROD (float) and REDUCE_ALL, REDUCE_ANY (TENSOR_BOOL8)
+ * over axis_count >= 1 axes (duplicates and negatives allowed), as MEAN. */
+int npu_op_reduce_sum(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count,
+                      bool keep_dims, const struct npu_tensor *output);
+int npu_op_reduce_prod(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count,
+                       bool keep_dims, const struct npu_tensor *output);
+int npu_op_reduce_all(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count,
+                      bool keep_dims, const struct npu_tensor *output);
+int npu_op_reduce_any(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count,
+                      bool keep_dims, const struct npu_tensor *output);
+/* LOG_SOFTMAX (float) along axis: beta * x - log(sum(exp(beta * x))). */
+int npu_op_log_softmax(const struct npu_tensor *input, float beta, int32_t axis, const struct npu_tensor *output);
+/* LOCAL_RESPONSE_NORMALIZATION (float) along axis:
+ * x / (bias + alpha * sum of squares within radius) ^ beta. */
+int npu_op_local_response_normalization(const struct npu_tensor *input, int32_t radius, float bias, float alpha,
+                                        float beta, int32_t axis, const struct npu_tensor *output);
+/* INSTANCE_NORMALIZATION (float, 4-D): per batch and channel,
+ * (x - mean) * gamma / sqrt(variance + epsilon) + beta over height and width. */
+int npu_op_instance_normalization(const struct npu_tensor *input, float gamma, float beta, float epsilon,
+                                  bool nchw, const struct npu_tensor *output);
+
 /* (end of index) */
 
 /* -- RNN, LSTM, SVDF, LSH_PROJECTION, RANDOM_MULTINOMIAL (kernels/ops_recurrent.c) */
