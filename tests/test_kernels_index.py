@@ -455,3 +455,47 @@ def test_without_data_the_bindings_check_the_signature_and_leave_data_shaped_out
     assert bind_check("REDUCE_SUM", [x, ints(1), boolean(True)], out, shapes=False) == [None]
     with pytest.raises(BindError, match="input 1 must be TENSOR_INT32"):
         bind_check("TILE", [x, nnref.tensor("TENSOR_FLOAT32", [1.0, 1.0])], out)
+
+
+def test_squeeze_with_empty_axes_squeezes_every_axis_of_size_one():
+    x = nnref.tensor("TENSOR_QUANT8_ASYMM", np.arange(3).reshape(1, 3, 1), scale=0.5, zero_point=3)
+    empty = nnref.tensor("TENSOR_INT32", np.zeros(0, np.int32))
+    [got] = bind_run("SQUEEZE", [x, empty], [nnref.output("TENSOR_QUANT8_ASYMM", 0.5, 3)])
+    assert got.value.tolist() == [0, 1, 2]
+    exact("SQUEEZE", [x, empty])
+
+
+def test_the_kernels_refuse_null_and_mismatched_descriptors():
+    from framework.nn._cpu import ffi, lib
+    from nn_ops import Tensor, status
+
+    x = Tensor("TENSOR_FLOAT32", np.zeros((2, 3), np.float32))
+    wrong = Tensor("TENSOR_FLOAT32", np.zeros((5,), np.float32))
+    q = Tensor("TENSOR_QUANT8_ASYMM", np.zeros((2, 3), np.uint8), 0.0, 0)  # a scale of 0
+    axes = ffi.new("int32_t[]", [0, 1])
+    null = ffi.NULL
+    calls = {
+        "squeeze": lambda a, o: lib.npu_op_squeeze(a, axes, 1, o),
+        "expand_dims": lambda a, o: lib.npu_op_expand_dims(a, 0, o),
+        "slice": lambda a, o: lib.npu_op_slice(a, axes, axes, o),
+        "tile": lambda a, o: lib.npu_op_tile(a, axes, o),
+        "channel_shuffle": lambda a, o: lib.npu_op_channel_shuffle(a, 1, 0, o),
+        "batch_to_space_nd": lambda a, o: lib.npu_op_batch_to_space_nd(a, 1, 1, False, o),
+        "resize_nearest_neighbor": lambda a, o: lib.npu_op_resize_nearest_neighbor(a, False, o),
+        "reduce_sum": lambda a, o: lib.npu_op_reduce_sum(a, axes, 1, False, o),
+        "log_softmax": lambda a, o: lib.npu_op_log_softmax(a, 1.0, 0, o),
+        "local_response_normalization": lambda a, o: lib.npu_op_local_response_normalization(a, 1, 1, 1, 1, 0, o),
+        "instance_normalization": lambda a, o: lib.npu_op_instance_normalization(a, 1, 0, 1e-3, False, o),
+        "topk_v2": lambda a, o: lib.npu_op_topk_v2(a, 1, o, o),
+        "embedding_lookup": lambda a, o: lib.npu_op_embedding_lookup(a, a, o),
+        "hashtable_lookup": lambda a, o: lib.npu_op_hashtable_lookup(a, a, a, o, o),
+        "split": lambda a, o: lib.npu_op_split(a, 0, ffi.new("struct npu_tensor *[]", [o]), 1),
+    }
+    for name, call in calls.items():
+        assert status(call(null, x.ptr)) == "INVALID_ARGUMENT", name
+        assert status(call(x.ptr, null)) == "INVALID_ARGUMENT", name
+        assert status(call(x.ptr, wrong.ptr)) != "OK", name
+        assert status(call(q.ptr, q.ptr)) == "BAD_SCALAR", name
+    assert status(lib.npu_op_slice(x.ptr, null, axes, x.ptr)) == "INVALID_ARGUMENT"
+    assert status(lib.npu_op_split(x.ptr, 0, null, 0)) == "INVALID_ARGUMENT"
+    assert status(lib.npu_op_space_to_batch_nd(x.ptr, 1, 1, null, False, x.ptr)) == "INVALID_ARGUMENT"

@@ -83,8 +83,11 @@ static int output_type(struct npu_bind_call *c, uint32_t k, int32_t type, const 
  * its data, or NULL when unknown (an empty vector reads as known). */
 static int vector(struct npu_bind_call *c, uint32_t i, int64_t len, const int32_t **values, uint32_t *count)
 {
-    TRY(tensor(c, i, INTS, 1, 1, 1));
+    TRY(npu_bind_tensor(c, i, INTS, 1));
     const struct npu_arg *a = &c->in[i];
+    if (a->has_rank && a->t.rank != 1)
+        return npu_bind_fail(c, NPU_E_BAD_SHAPE, "input %u must be a vector, not of rank %u", (unsigned)i,
+                             (unsigned)a->t.rank);
     *values = NULL;
     *count = a->has_shape ? a->t.dims[0] : 0;
     if (a->has_shape && len >= 0 && a->t.dims[0] != (uint32_t)len)
