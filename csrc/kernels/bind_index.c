@@ -10,6 +10,7 @@
 
 #include "npu/bind.h"
 #include "npu/errors.h"
+#include "ops_internal.h"
 
 #define F32 NPU_OPERAND_TENSOR_FLOAT32
 #define F16 NPU_OPERAND_TENSOR_FLOAT16
@@ -24,12 +25,7 @@ static const int32_t INTS[] = {I32};
 static const int32_t BOOLS[] = {NPU_OPERAND_TENSOR_BOOL8};
 
 #define COUNT(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
-#define TRY(expr)                  \
-    do {                           \
-        int rc_ = (expr);          \
-        if (rc_ != NPU_OK)         \
-            return rc_;            \
-    } while (0)
+#define TRY OPS_TRY
 
 /* -- reading operands ------------------------------------------------------------ */
 
@@ -77,6 +73,16 @@ static int output_type(struct npu_bind_call *c, uint32_t k, int32_t type, const 
                              "output %u is TENSOR_QUANT8_ASYMM and needs a scale > 0 and a zero point in 0..255",
                              (unsigned)k);
     return NPU_OK;
+}
+
+/* The common head of a signature: the counts, input 0 a tensor of types (rank
+ * min_rank..max_rank when known), output 0 of its type. */
+static int head(struct npu_bind_call *c, uint32_t in_lo, uint32_t in_hi, uint32_t n_out, const int32_t *types,
+                uint32_t n, uint32_t min_rank, uint32_t max_rank)
+{
+    TRY(npu_bind_counts(c, in_lo, in_hi, n_out));
+    TRY(tensor(c, 0, types, n, min_rank, max_rank));
+    return output_type(c, 0, in_t(c, 0)->type, "input 0");
 }
 
 /* Input i is a TENSOR_INT32 vector (of length len when len >= 0); *values is
@@ -167,9 +173,7 @@ static uint32_t dims_of(const struct npu_tensor *t, uint32_t *dims)
 
 static int squeeze(struct npu_bind_call *c, bool run)
 {
-    TRY(npu_bind_counts(c, 1, 2, 1));
-    TRY(tensor(c, 0, FLOAT_Q8, COUNT(FLOAT_Q8), 0, 4));
-    TRY(output_type(c, 0, in_t(c, 0)->type, "input 0"));
+    TRY(head(c, 1, 2, 1, FLOAT_Q8, COUNT(FLOAT_Q8), 0, 4));
     const int32_t *axes = NULL;
     uint32_t count = 0;
     bool axes_known = true;
@@ -200,9 +204,7 @@ BINDING(squeeze)
 
 static int expand_dims(struct npu_bind_call *c, bool run)
 {
-    TRY(npu_bind_counts(c, 2, 2, 1));
-    TRY(tensor(c, 0, MOVABLE, COUNT(MOVABLE), 0, 3));
-    TRY(output_type(c, 0, in_t(c, 0)->type, "input 0"));
+    TRY(head(c, 2, 2, 1, MOVABLE, COUNT(MOVABLE), 0, 3));
     int32_t axis = 0;
     bool known;
     TRY(npu_bind_i32(c, 1, &axis, &known));
@@ -225,9 +227,7 @@ BINDING(expand_dims)
 
 static int slice(struct npu_bind_call *c, bool run)
 {
-    TRY(npu_bind_counts(c, 3, 3, 1));
-    TRY(tensor(c, 0, MOVABLE, COUNT(MOVABLE), 1, 4));
-    TRY(output_type(c, 0, in_t(c, 0)->type, "input 0"));
+    TRY(head(c, 3, 3, 1, MOVABLE, COUNT(MOVABLE), 1, 4));
     const struct npu_tensor *x = in_t(c, 0);
     int64_t rank = c->in[0].has_rank ? (int64_t)x->rank : -1;
     const int32_t *begin, *size;
@@ -252,9 +252,7 @@ BINDING(slice)
 
 static int tile(struct npu_bind_call *c, bool run)
 {
-    TRY(npu_bind_counts(c, 2, 2, 1));
-    TRY(tensor(c, 0, MOVABLE, COUNT(MOVABLE), 1, 4));
-    TRY(output_type(c, 0, in_t(c, 0)->type, "input 0"));
+    TRY(head(c, 2, 2, 1, MOVABLE, COUNT(MOVABLE), 1, 4));
     const struct npu_tensor *x = in_t(c, 0);
     const int32_t *multiples;
     uint32_t n;
@@ -316,9 +314,7 @@ BINDING(split)
 
 static int channel_shuffle(struct npu_bind_call *c, bool run)
 {
-    TRY(npu_bind_counts(c, 3, 3, 1));
-    TRY(tensor(c, 0, FLOAT_Q8, COUNT(FLOAT_Q8), 1, 4));
-    TRY(output_type(c, 0, in_t(c, 0)->type, "input 0"));
+    TRY(head(c, 3, 3, 1, FLOAT_Q8, COUNT(FLOAT_Q8), 1, 4));
     int32_t groups = 0, axis = 0;
     bool groups_known, axis_known;
     TRY(npu_bind_i32(c, 1, &groups, &groups_known));
@@ -370,9 +366,7 @@ static int set_image(struct npu_bind_call *c, bool nchw, uint32_t n, uint32_t h,
 
 static int batch_to_space_nd(struct npu_bind_call *c, bool run)
 {
-    TRY(npu_bind_counts(c, 2, 3, 1));
-    TRY(tensor(c, 0, FLOAT_Q8, COUNT(FLOAT_Q8), 4, 4));
-    TRY(output_type(c, 0, in_t(c, 0)->type, "input 0"));
+    TRY(head(c, 2, 3, 1, FLOAT_Q8, COUNT(FLOAT_Q8), 4, 4));
     const int32_t *b;
     bool nchw, nchw_known;
     TRY(block(c, 1, &b));
@@ -394,9 +388,7 @@ BINDING(batch_to_space_nd)
 
 static int space_to_batch_nd(struct npu_bind_call *c, bool run)
 {
-    TRY(npu_bind_counts(c, 3, 4, 1));
-    TRY(tensor(c, 0, FLOAT_Q8, COUNT(FLOAT_Q8), 4, 4));
-    TRY(output_type(c, 0, in_t(c, 0)->type, "input 0"));
+    TRY(head(c, 3, 4, 1, FLOAT_Q8, COUNT(FLOAT_Q8), 4, 4));
     const int32_t *b;
     bool nchw, nchw_known;
     TRY(block(c, 1, &b));
@@ -430,9 +422,7 @@ BINDING(space_to_batch_nd)
 
 static int resize_nearest_neighbor(struct npu_bind_call *c, bool run)
 {
-    TRY(npu_bind_counts(c, 4, 4, 1));
-    TRY(tensor(c, 0, FLOAT_Q8, COUNT(FLOAT_Q8), 4, 4));
-    TRY(output_type(c, 0, in_t(c, 0)->type, "input 0"));
+    TRY(head(c, 4, 4, 1, FLOAT_Q8, COUNT(FLOAT_Q8), 4, 4));
     bool by_size = c->in[1].t.type == NPU_OPERAND_INT32, known_w, known_h, nchw, nchw_known;
     int32_t width = 0, height = 0;
     float scale_w = 0.0f, scale_h = 0.0f;
@@ -514,9 +504,7 @@ BINDING(hashtable_lookup)
 
 static int topk_v2(struct npu_bind_call *c, bool run)
 {
-    TRY(npu_bind_counts(c, 2, 2, 2));
-    TRY(tensor(c, 0, MOVABLE, COUNT(MOVABLE), 1, 4));
-    TRY(output_type(c, 0, in_t(c, 0)->type, "input 0"));
+    TRY(head(c, 2, 2, 2, MOVABLE, COUNT(MOVABLE), 1, 4));
     TRY(output_type(c, 1, I32, "a TENSOR_INT32 indices"));
     int32_t k = 0;
     bool known;
@@ -545,9 +533,7 @@ typedef int (*reduce_kernel)(const struct npu_tensor *, const int32_t *, uint32_
  * axis without keep_dims is a [1] tensor, as Android's reference makes it. */
 static int reduction(struct npu_bind_call *c, bool run, const int32_t *types, uint32_t n, reduce_kernel kernel)
 {
-    TRY(npu_bind_counts(c, 3, 3, 1));
-    TRY(tensor(c, 0, types, n, 1, 4));
-    TRY(output_type(c, 0, in_t(c, 0)->type, "input 0"));
+    TRY(head(c, 3, 3, 1, types, n, 1, 4));
     const int32_t *axes;
     uint32_t count;
     bool keep, keep_known;
@@ -585,11 +571,11 @@ BINDING(reduce_sum)
 
 /* -- normalizations ---------------------------------------------------------------------------- */
 
-/* A float input 0 and an output of its type and shape. */
-static int float_same_shape(struct npu_bind_call *c, uint32_t min_rank, uint32_t max_rank)
+/* head() for a float input 0, and output 0 of its shape. */
+static int float_same_shape(struct npu_bind_call *c, uint32_t in_lo, uint32_t in_hi, uint32_t min_rank,
+                            uint32_t max_rank)
 {
-    TRY(tensor(c, 0, FLOATS, COUNT(FLOATS), min_rank, max_rank));
-    TRY(output_type(c, 0, in_t(c, 0)->type, "input 0"));
+    TRY(head(c, in_lo, in_hi, 1, FLOATS, COUNT(FLOATS), min_rank, max_rank));
     if (!shaped(c, 0))
         return NPU_OK;
     uint32_t dims[NPU_MAX_RANK];
@@ -608,8 +594,7 @@ static int axis_input(struct npu_bind_call *c, uint32_t i, int32_t *axis, bool *
 
 static int log_softmax(struct npu_bind_call *c, bool run)
 {
-    TRY(npu_bind_counts(c, 3, 3, 1));
-    TRY(float_same_shape(c, 1, 4));
+    TRY(float_same_shape(c, 3, 3, 1, 4));
     float beta = 0.0f;
     int32_t axis = 0;
     bool known;
@@ -623,8 +608,7 @@ BINDING(log_softmax)
 
 static int local_response_normalization(struct npu_bind_call *c, bool run)
 {
-    TRY(npu_bind_counts(c, 5, 6, 1));
-    TRY(float_same_shape(c, 1, 4));
+    TRY(float_same_shape(c, 5, 6, 1, 4));
     int32_t radius = 0, axis = -1;
     float bias = 0.0f, alpha = 0.0f, beta = 0.0f;
     bool known;
@@ -644,8 +628,7 @@ BINDING(local_response_normalization)
 
 static int instance_normalization(struct npu_bind_call *c, bool run)
 {
-    TRY(npu_bind_counts(c, 5, 5, 1));
-    TRY(float_same_shape(c, 4, 4));
+    TRY(float_same_shape(c, 5, 5, 4, 4));
     float gamma = 0.0f, beta = 0.0f, epsilon = 0.0f;
     bool known, nchw = false;
     TRY(real(c, 1, &gamma, &known));

@@ -50,6 +50,15 @@ size_t npu_ops_byte_size(const struct npu_tensor *t)
     return t == NULL ? 0 : npu_ops_element_count(t) * ops_element_size(t->type);
 }
 
+void ops_strides(const struct npu_tensor *t, size_t *strides)
+{
+    size_t s = 1;
+    for (int d = (int)t->rank - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= t->dims[d];
+    }
+}
+
 int ops_check(const struct npu_tensor *t)
 {
     if (t == NULL)
@@ -317,6 +326,16 @@ void ops_image(const struct npu_tensor *t, bool nchw, struct ops_image *img)
         img->sy = img->w * img->c;
         img->sn = img->h * img->sy;
     }
+}
+
+int ops_resize_images(const struct npu_tensor *input, const struct npu_tensor *output, bool nchw,
+                      struct ops_image *in, struct ops_image *out)
+{
+    if (input->rank != 4 || output->rank != 4)
+        return NPU_E_BAD_SHAPE;
+    ops_image(input, nchw, in);
+    ops_image(output, nchw, out);
+    return in->n == out->n && in->c == out->c ? NPU_OK : NPU_E_BAD_SHAPE;
 }
 
 long ops_out_size(long size, long filter, long stride, long dilation, long head, long tail)

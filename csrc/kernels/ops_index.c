@@ -92,15 +92,6 @@ static void affine_copy(const struct npu_tensor *in, const struct npu_tensor *ou
     }
 }
 
-static void row_major_steps(const struct npu_tensor *t, size_t *step)
-{
-    size_t s = 1;
-    for (int d = (int)t->rank - 1; d >= 0; d--) {
-        step[d] = s;
-        s *= t->dims[d];
-    }
-}
-
 /* -- reshaping moves ---------------------------------------------------------- */
 
 /* The stored values as they are (element counts equal), requantized if asked. */
@@ -165,7 +156,7 @@ int npu_op_slice(const struct npu_tensor *input, const int32_t *begin, const int
         return NPU_E_INVALID_ARGUMENT;
     uint32_t rank = input->rank;
     size_t dims[NPU_MAX_RANK], step[NPU_MAX_RANK], base = 0;
-    row_major_steps(input, step);
+    ops_strides(input, step);
     for (uint32_t d = 0; d < rank; d++) {
         int64_t dim = input->dims[d], b = begin[d];
         int64_t len = size[d] == -1 ? dim - b : size[d];
@@ -189,7 +180,7 @@ int npu_op_tile(const struct npu_tensor *input, const int32_t *multiples, const 
         return NPU_E_INVALID_ARGUMENT;
     uint32_t rank = input->rank;
     size_t dims[NPU_MAX_RANK], step[NPU_MAX_RANK], wrap[NPU_MAX_RANK];
-    row_major_steps(input, step);
+    ops_strides(input, step);
     for (uint32_t d = 0; d < rank; d++) {
         if (multiples[d] < 1 || (size_t)multiples[d] > OPS_MAX_ELEMENTS / input->dims[d])
             return NPU_E_BAD_SCALAR;
@@ -332,13 +323,8 @@ int npu_op_resize_nearest_neighbor(const struct npu_tensor *input, bool nchw, co
 {
     OPS_TRY(check_in_out(input, output));
     OPS_TRY(float_or_q8(input));
-    if (input->rank != 4 || output->rank != 4)
-        return NPU_E_BAD_SHAPE;
     struct ops_image in, out;
-    ops_image(input, nchw, &in);
-    ops_image(output, nchw, &out);
-    if (in.n != out.n || in.c != out.c)
-        return NPU_E_BAD_SHAPE;
+    OPS_TRY(ops_resize_images(input, output, nchw, &in, &out));
     /* as the 1.2 reference: source = min(floor(dest * (float)in / out), in - 1) */
     float sy = (float)in.h / (float)out.h, sx = (float)in.w / (float)out.w;
     for (size_t n = 0; n < out.n; n++)
@@ -572,29 +558,16 @@ static int reduce_axes(enum index_reduction kind, const struct npu_tensor *input
     return NPU_OK;
 }
 
-int npu_op_reduce_sum(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count, bool keep_dims,
-                      const struct npu_tensor *output)
-{
-    return reduce_axes(SUM, input, axes, axis_count, keep_dims, output);
-}
-
-int npu_op_reduce_prod(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count, bool keep_dims,
-                       const struct npu_tensor *output)
-{
-    return reduce_axes(PROD, input, axes, axis_count, keep_dims, output);
-}
-
-int npu_op_reduce_all(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count, bool keep_dims,
-                      const struct npu_tensor *output)
-{
-    return reduce_axes(ALL, input, axes, axis_count, keep_dims, output);
-}
-
-int npu_op_reduce_any(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count, bool keep_dims,
-                      const struct npu_tensor *output)
-{
-    return reduce_axes(ANY, input, axes, axis_count, keep_dims, output);
-}
+#define REDUCTION(name, kind)                                                                          \
+    int npu_op_##name(const struct npu_tensor *input, const int32_t *axes, uint32_t axis_count, bool keep_dims, \
+                      const struct npu_tensor *output)                                                    \
+    {                                                                                                     \
+        return reduce_axes(kind, input, axes, axis_count, keep_dims, output);                             \
+    }
+REDUCTION(reduce_sum, SUM)
+REDUCTION(reduce_prod, PROD)
+REDUCTION(reduce_all, ALL)
+REDUCTION(reduce_any, ANY)
 
 /* -- normalizations ------------------------------------------------------------------ */
 

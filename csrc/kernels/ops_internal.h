@@ -26,6 +26,8 @@ size_t ops_element_size(int32_t type);
 /* NPU_OK when t is a usable tensor descriptor: not NULL, a known tensor type,
  * rank and dims in range, data not NULL, quantization parameters valid. */
 int ops_check(const struct npu_tensor *t);
+/* Row-major strides of t, in elements. */
+void ops_strides(const struct npu_tensor *t, size_t *strides);
 bool ops_same_dims(const struct npu_tensor *a, const struct npu_tensor *b);
 /* NPU_E_BAD_OPERAND_TYPE unless t->type is one of the count types given. */
 int ops_type_in(const struct npu_tensor *t, int count, ...);
@@ -88,6 +90,9 @@ static inline size_t ops_at(const struct ops_image *img, size_t n, size_t y, siz
 {
     return n * img->sn + y * img->sy + x * img->sx + c * img->sc;
 }
+/* A resize's input and output images: both 4-D, of one batch and depth. */
+int ops_resize_images(const struct npu_tensor *input, const struct npu_tensor *output, bool nchw,
+                      struct ops_image *in, struct ops_image *out);
 /* A 4-D input's values as a contiguous NHWC array: float32 (float16 widened)
  * for the float types, the stored bytes for TENSOR_QUANT8_ASYMM.  *owned is
  * the copy to free (NULL when the input's own memory serves). */

@@ -25,16 +25,6 @@ static void copy_element(const struct npu_tensor *dst, size_t di, const struct n
     memcpy((unsigned char *)dst->data + di * size, (const unsigned char *)src->data + si * size, size);
 }
 
-/* Row-major strides of t, in elements. */
-static void strides_of(const struct npu_tensor *t, size_t *strides)
-{
-    size_t s = 1;
-    for (int d = (int)t->rank - 1; d >= 0; d--) {
-        strides[d] = s;
-        s *= t->dims[d];
-    }
-}
-
 /* Output element i, at coordinates c over counts (rank of them, row-major), is
  * input element base + sum(c[d] * steps[d]): TRANSPOSE and STRIDED_SLICE. */
 static void gather(const struct npu_tensor *input, const struct npu_tensor *output, uint32_t rank,
@@ -126,7 +116,7 @@ static int pad(const struct npu_tensor *input, const int32_t *paddings, const vo
             return NPU_E_BAD_SHAPE;
     }
     size_t in_strides[NPU_MAX_RANK], size = ops_element_size(input->type);
-    strides_of(input, in_strides);
+    ops_strides(input, in_strides);
     size_t n = npu_ops_element_count(output);
     for (size_t i = 0; i < n; i++) {
         size_t rest = i, src = 0;
@@ -379,7 +369,7 @@ int npu_op_transpose(const struct npu_tensor *input, const int32_t *perm, const 
     }
     size_t in_strides[NPU_MAX_RANK], counts[NPU_MAX_RANK];
     long steps[NPU_MAX_RANK];
-    strides_of(input, in_strides);
+    ops_strides(input, in_strides);
     for (uint32_t d = 0; d < rank; d++) {
         counts[d] = output->dims[d];
         steps[d] = (long)in_strides[p[d]];
@@ -443,7 +433,7 @@ int npu_op_strided_slice(const struct npu_tensor *input, const int32_t *begin, c
         return NPU_E_BAD_SHAPE;
     size_t in_strides[NPU_MAX_RANK];
     long base = 0;
-    strides_of(input, in_strides);
+    ops_strides(input, in_strides);
     for (uint32_t d = 0; d < rank; d++) {
         base += first[d] * (long)in_strides[d];
         step[d] *= (long)in_strides[d];
@@ -455,13 +445,8 @@ int npu_op_strided_slice(const struct npu_tensor *input, const int32_t *begin, c
 int npu_op_resize_bilinear(const struct npu_tensor *input, bool nchw, const struct npu_tensor *output)
 {
     OPS_TRY(check_pair(input, output));
-    if (input->rank != 4 || output->rank != 4)
-        return NPU_E_BAD_SHAPE;
     struct ops_image in, out;
-    ops_image(input, nchw, &in);
-    ops_image(output, nchw, &out);
-    if (in.n != out.n || in.c != out.c)
-        return NPU_E_BAD_SHAPE;
+    OPS_TRY(ops_resize_images(input, output, nchw, &in, &out));
     double sy = (double)in.h / (double)out.h, sx = (double)in.w / (double)out.w;
     for (size_t n = 0; n < out.n; n++)
         for (size_t y = 0; y < out.h; y++) {
