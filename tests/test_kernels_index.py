@@ -499,3 +499,10 @@ def test_the_kernels_refuse_null_and_mismatched_descriptors():
     assert status(lib.npu_op_slice(x.ptr, null, axes, x.ptr)) == "INVALID_ARGUMENT"
     assert status(lib.npu_op_split(x.ptr, 0, null, 0)) == "INVALID_ARGUMENT"
     assert status(lib.npu_op_space_to_batch_nd(x.ptr, 1, 1, null, False, x.ptr)) == "INVALID_ARGUMENT"
+
+
+def test_a_quantized_output_needs_a_usable_scale_and_zero_point():
+    q = nnref.tensor("TENSOR_QUANT8_ASYMM", [[1, 2]], scale=0.5, zero_point=1)
+    refused("TILE", [q, ints(1, 2)], [nnref.output("TENSOR_QUANT8_ASYMM", 0.0, 0)], "BAD_SCALAR", "output 0",
+            "scale > 0")
+    refused("TILE", [q, ints(1, 2)], [nnref.output("TENSOR_QUANT8_ASYMM", 0.5, 300)], "BAD_SCALAR", "output 0")

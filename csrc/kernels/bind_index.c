@@ -6,6 +6,7 @@
  * it can compute and, when run is true (every operand known), calls the
  * kernel of npu/ops.h; prepare() and run() are that function.
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "npu/bind.h"
@@ -39,12 +40,23 @@ static bool shaped(const struct npu_bind_call *c, uint32_t i)
     return c->in[i].has_shape;
 }
 
+/* A quantized operand's scale and zero point are usable. */
+static int quantization(struct npu_bind_call *c, const struct npu_tensor *t, const char *io, uint32_t i)
+{
+    if (t->type == Q8 && (!(t->scale > 0.0f) || !isfinite(t->scale) || t->zero_point < 0 || t->zero_point > 255))
+        return npu_bind_fail(c, NPU_E_BAD_SCALAR,
+                             "%s %u (TENSOR_QUANT8_ASYMM) needs a scale > 0 and a zero point in 0..255, not %g and %d",
+                             io, (unsigned)i, (double)t->scale, (int)t->zero_point);
+    return NPU_OK;
+}
+
 /* Input i is a tensor of one of types; its rank, when known, at most max_rank
  * and at least min_rank. */
 static int tensor(struct npu_bind_call *c, uint32_t i, const int32_t *types, uint32_t n, uint32_t min_rank,
                   uint32_t max_rank)
 {
     TRY(npu_bind_tensor(c, i, types, n));
+    TRY(quantization(c, in_t(c, i), "input", i));
     const struct npu_arg *a = &c->in[i];
     if (a->has_rank && (a->t.rank < min_rank || a->t.rank > max_rank)) {
         if (min_rank == max_rank)
@@ -61,18 +73,14 @@ static int tensor(struct npu_bind_call *c, uint32_t i, const int32_t *types, uin
     return NPU_OK;
 }
 
-/* Output k is declared of type (a quantized one with a usable scale and zero point). */
+/* Output k is declared of type (what names where that type comes from). */
 static int output_type(struct npu_bind_call *c, uint32_t k, int32_t type, const char *what)
 {
     const struct npu_tensor *o = &c->out[k].t;
     if (o->type != type)
-        return npu_bind_fail(c, NPU_E_BAD_OPERAND_TYPE, "output %u must be of %s's type", (unsigned)k, what);
-    if (type == Q8 && (!(o->scale > 0.0f) || o->scale != o->scale || o->scale > 3.4e38f || o->zero_point < 0 ||
-                       o->zero_point > 255))
-        return npu_bind_fail(c, NPU_E_BAD_SCALAR,
-                             "output %u is TENSOR_QUANT8_ASYMM and needs a scale > 0 and a zero point in 0..255",
-                             (unsigned)k);
-    return NPU_OK;
+        return npu_bind_fail(c, NPU_E_BAD_OPERAND_TYPE, "output %u must be %s (%s), not %s", (unsigned)k,
+                             npu_bind_type_name(type), what, npu_bind_type_name(o->type));
+    return quantization(c, o, "output", k);
 }
 
 /* The common head of a signature: the counts, input 0 a tensor of types (rank
@@ -82,7 +90,7 @@ static int head(struct npu_bind_call *c, uint32_t in_lo, uint32_t in_hi, uint32_
 {
     TRY(npu_bind_counts(c, in_lo, in_hi, n_out));
     TRY(tensor(c, 0, types, n, min_rank, max_rank));
-    return output_type(c, 0, in_t(c, 0)->type, "input 0");
+    return output_type(c, 0, in_t(c, 0)->type, "input 0's type");
 }
 
 /* Input i is a TENSOR_INT32 vector (of length len when len >= 0); *values is
@@ -276,7 +284,7 @@ static int split(struct npu_bind_call *c, bool run)
     TRY(npu_bind_counts(c, 3, 3, c->output_count ? c->output_count : 1));
     TRY(tensor(c, 0, MOVABLE, COUNT(MOVABLE), 1, 4));
     for (uint32_t k = 0; k < c->output_count; k++)
-        TRY(output_type(c, k, in_t(c, 0)->type, "input 0"));
+        TRY(output_type(c, k, in_t(c, 0)->type, "input 0's type"));
     int32_t axis = 0, parts = 0;
     bool axis_known, parts_known;
     TRY(npu_bind_i32(c, 1, &axis, &axis_known));
@@ -470,7 +478,7 @@ static int embedding_lookup(struct npu_bind_call *c, bool run)
     TRY(npu_bind_counts(c, 2, 2, 1));
     TRY(tensor(c, 0, INTS, 1, 1, 1));
     TRY(tensor(c, 1, LOOKED_UP, COUNT(LOOKED_UP), 2, 4));
-    TRY(output_type(c, 0, in_t(c, 1)->type, "input 1"));
+    TRY(output_type(c, 0, in_t(c, 1)->type, "input 1's type"));
     if (shaped(c, 0) && shaped(c, 1) && in_t(c, 0)->data) {
         const int32_t *rows = in_t(c, 0)->data;
         for (uint32_t i = 0; i < in_t(c, 0)->dims[0]; i++)
@@ -489,8 +497,8 @@ static int hashtable_lookup(struct npu_bind_call *c, bool run)
     TRY(tensor(c, 0, INTS, 1, 1, 1));
     TRY(tensor(c, 1, INTS, 1, 1, 1));
     TRY(tensor(c, 2, LOOKED_UP, COUNT(LOOKED_UP), 1, 4));
-    TRY(output_type(c, 0, in_t(c, 2)->type, "input 2"));
-    TRY(output_type(c, 1, Q8, "a TENSOR_QUANT8_ASYMM hits"));
+    TRY(output_type(c, 0, in_t(c, 2)->type, "input 2's type"));
+    TRY(output_type(c, 1, Q8, "the hits"));
     if (shaped(c, 1) && shaped(c, 2) && in_t(c, 1)->dims[0] != in_t(c, 2)->dims[0])
         return npu_bind_fail(c, NPU_E_BAD_SHAPE, "input 1 has %u keys for %u rows of input 2",
                              (unsigned)in_t(c, 1)->dims[0], (unsigned)in_t(c, 2)->dims[0]);
@@ -505,7 +513,7 @@ BINDING(hashtable_lookup)
 static int topk_v2(struct npu_bind_call *c, bool run)
 {
     TRY(head(c, 2, 2, 2, MOVABLE, COUNT(MOVABLE), 1, 4));
-    TRY(output_type(c, 1, I32, "a TENSOR_INT32 indices"));
+    TRY(output_type(c, 1, I32, "the indices"));
     int32_t k = 0;
     bool known;
     TRY(npu_bind_i32(c, 1, &k, &known));
@@ -652,14 +660,6 @@ static double elements(const struct npu_tensor *t)
     return n;
 }
 
-static double bytes_of(const struct npu_bind_call *c)
-{
-    double b = (double)npu_ops_byte_size(in_t(c, 0));
-    for (uint32_t k = 0; k < c->output_count; k++)
-        b += (double)npu_ops_byte_size(&c->out[k].t);
-    return b;
-}
-
 /* LRN: a window of 2 * radius + 1 squares summed per element, then a power. */
 static void lrn_cost(const struct npu_bind_call *c, double *flops, double *bytes)
 {
@@ -667,14 +667,14 @@ static void lrn_cost(const struct npu_bind_call *c, double *flops, double *bytes
     if (c->in[1].t.data)
         radius = *(const int32_t *)c->in[1].t.data;
     *flops = elements(in_t(c, 0)) * (2.0 * (2.0 * radius + 1.0) + 4.0);
-    *bytes = bytes_of(c);
+    *bytes = npu_bind_io_bytes(c);
 }
 
 /* Normalizations over an axis or an image: a few passes of a few operations. */
 static void normalization_cost(const struct npu_bind_call *c, double *flops, double *bytes)
 {
     *flops = elements(in_t(c, 0)) * 6.0;
-    *bytes = bytes_of(c);
+    *bytes = npu_bind_io_bytes(c);
 }
 
 #define DEF(OP, fn, cost_fn) \
