@@ -506,3 +506,27 @@ def test_a_quantized_output_needs_a_usable_scale_and_zero_point():
     refused("TILE", [q, ints(1, 2)], [nnref.output("TENSOR_QUANT8_ASYMM", 0.0, 0)], "BAD_SCALAR", "output 0",
             "scale > 0")
     refused("TILE", [q, ints(1, 2)], [nnref.output("TENSOR_QUANT8_ASYMM", 0.5, 300)], "BAD_SCALAR", "output 0")
+
+
+def test_resize_nearest_neighbor_scales_in_float32_as_androids_reference():
+    # 2 rows to 50: the scale is float32(0.04), and 25 * 0.04f rounds to 1.0 in float32 (0.99999998 in double)
+    x = nnref.tensor("TENSOR_FLOAT32", [[[[0.0]], [[1.0]]]])
+    [got] = bind_run("RESIZE_NEAREST_NEIGHBOR", [x, int32(1), int32(50), boolean(False)],
+                     [nnref.output("TENSOR_FLOAT32")])
+    assert got.value[0, :, 0, 0].tolist() == [0.0] * 25 + [1.0] * 25
+    exact("RESIZE_NEAREST_NEIGHBOR", [x, int32(1), int32(50), boolean(False)])
+
+
+@pytest.mark.parametrize("type", FLOAT_Q8)
+def test_zero_sized_batches_give_empty_outputs_where_android_allows_them(type):
+    q = type == "TENSOR_QUANT8_ASYMM"
+    x = nnref.tensor(type, np.zeros((0, 2, 3, 4), np.uint8 if q else np.float32), scale=0.5 if q else 0.0)
+    got, want = bind_vs_nnref("RESIZE_NEAREST_NEIGHBOR", [x, int32(5), int32(4), boolean(True)])
+    assert got[0].value.shape == want[0].shape == (0, 2, 4, 5)
+    got, want = bind_vs_nnref("CHANNEL_SHUFFLE", [x, int32(2), int32(-1)])
+    assert got[0].value.shape == want[0].shape == (0, 2, 3, 4)
+    if not q:
+        params = [real(type, 1.0), real(type, 0.0), real(type, 1e-3), boolean(False)]
+        got, want = bind_vs_nnref("INSTANCE_NORMALIZATION", [x, *params])
+        assert got[0].value.shape == want[0].shape == (0, 2, 3, 4)
+    refused("TILE", [x, ints(1, 1, 1, 1)], [nnref.output(type, x.scale)], "BAD_SHAPE", "input 0 has an empty dimension 0")

@@ -50,6 +50,20 @@ static int quantization(struct npu_bind_call *c, const struct npu_tensor *t, con
     return NPU_OK;
 }
 
+/* The operations Android's reference runs on a zero-sized batch (input 0's
+ * first dimension 0, as after a BOX_WITH_NMS_LIMIT that kept nothing): the
+ * output is as empty, and nothing is computed. */
+static bool zero_batches(const struct npu_bind_call *c)
+{
+    return c->type == NPU_OP_CHANNEL_SHUFFLE || c->type == NPU_OP_INSTANCE_NORMALIZATION ||
+           c->type == NPU_OP_RESIZE_NEAREST_NEIGHBOR;
+}
+
+static bool empty_batch(const struct npu_bind_call *c)
+{
+    return c->in[0].has_shape && c->in[0].t.rank > 0 && c->in[0].t.dims[0] == 0;
+}
+
 /* Input i is a tensor of one of types; its rank, when known, at most max_rank
  * and at least min_rank. */
 static int tensor(struct npu_bind_call *c, uint32_t i, const int32_t *types, uint32_t n, uint32_t min_rank,
@@ -67,7 +81,7 @@ static int tensor(struct npu_bind_call *c, uint32_t i, const int32_t *types, uin
     }
     if (a->has_shape && a->t.rank > 0)
         for (uint32_t d = 0; d < a->t.rank; d++)
-            if (a->t.dims[d] == 0)
+            if (a->t.dims[d] == 0 && !(i == 0 && d == 0 && zero_batches(c)))
                 return npu_bind_fail(c, NPU_E_BAD_SHAPE, "input %u has an empty dimension %u", (unsigned)i,
                                      (unsigned)d);
     return NPU_OK;
@@ -144,7 +158,7 @@ static int all_known(struct npu_bind_call *c)
 {
     for (uint32_t i = 0; i < c->input_count; i++) {
         const struct npu_arg *a = &c->in[i];
-        bool empty = a->has_shape && a->t.rank == 1 && a->t.dims[0] == 0;
+        bool empty = a->has_shape && npu_ops_element_count(&a->t) == 0 && a->t.rank > 0;
         if (!a->omitted && !empty && (a->t.data == NULL || !a->has_shape))
             return npu_bind_fail(c, NPU_E_INVALID_ARGUMENT, "input %u's value is not known", (unsigned)i);
     }
@@ -340,7 +354,9 @@ static int channel_shuffle(struct npu_bind_call *c, bool run)
                              (unsigned)x->dims[ax], (int)groups);
     uint32_t dims[NPU_MAX_RANK];
     TRY(npu_bind_set_shape(c, 0, dims_of(x, dims), dims));
-    return run ? ran(c, npu_op_channel_shuffle(x, groups, axis, &c->out[0].t)) : NPU_OK;
+    if (!run || empty_batch(c))
+        return NPU_OK;
+    return ran(c, npu_op_channel_shuffle(x, groups, axis, &c->out[0].t));
 }
 BINDING(channel_shuffle)
 
@@ -456,7 +472,9 @@ static int resize_nearest_neighbor(struct npu_bind_call *c, bool run)
         return npu_bind_fail(c, NPU_E_BAD_SCALAR, "inputs 1 and 2 make a %dx%d output (each must be 1..65536)",
                              (int)width, (int)height);
     TRY(set_image(c, nchw, v[0], (uint32_t)height, (uint32_t)width, v[3]));
-    return run ? ran(c, npu_op_resize_nearest_neighbor(in_t(c, 0), nchw, &c->out[0].t)) : NPU_OK;
+    if (!run || empty_batch(c))
+        return NPU_OK;
+    return ran(c, npu_op_resize_nearest_neighbor(in_t(c, 0), nchw, &c->out[0].t));
 }
 BINDING(resize_nearest_neighbor)
 
@@ -645,8 +663,9 @@ static int instance_normalization(struct npu_bind_call *c, bool run)
     if (known && !(epsilon > 0.0f))
         return npu_bind_fail(c, NPU_E_BAD_SCALAR, "input 3 (epsilon %g) must be > 0", (double)epsilon);
     TRY(npu_bind_bool(c, 4, &nchw, &known));
-    return run ? ran(c, npu_op_instance_normalization(in_t(c, 0), gamma, beta, epsilon, nchw, &c->out[0].t))
-               : NPU_OK;
+    if (!run || empty_batch(c))
+        return NPU_OK;
+    return ran(c, npu_op_instance_normalization(in_t(c, 0), gamma, beta, epsilon, nchw, &c->out[0].t));
 }
 BINDING(instance_normalization)
 

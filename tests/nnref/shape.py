@@ -349,8 +349,9 @@ def resize_bilinear(call: Call) -> list[Operand]:
 def resize_nearest_neighbor(call: Call) -> list[Operand]:
     x, nchw, v, oh, ow = _resize(call)
     h, w = v.shape[1:3]
-    rows = np.minimum(np.floor(np.arange(oh) * np.float32(h / oh)).astype(int), h - 1)
-    cols = np.minimum(np.floor(np.arange(ow) * np.float32(w / ow)).astype(int), w - 1)
+    # the reference's arithmetic is float32 throughout: scale = (float)in / out, then dest * scale
+    rows = np.minimum(np.floor(np.arange(oh, dtype=np.float32) * (np.float32(h) / np.float32(oh))).astype(int), h - 1)
+    cols = np.minimum(np.floor(np.arange(ow, dtype=np.float32) * (np.float32(w) / np.float32(ow))).astype(int), w - 1)
     return [_moved(call, 0, x, from_nhwc(v[:, rows][:, :, cols], nchw))]
 
 
