@@ -555,8 +555,10 @@ BINDING(topk_v2)
 
 typedef int (*reduce_kernel)(const struct npu_tensor *, const int32_t *, uint32_t, bool, const struct npu_tensor *);
 
-/* input, axes (TENSOR_INT32 [>= 1]), keep_dims (BOOL); a reduction of every
- * axis without keep_dims is a [1] tensor, as Android's reference makes it. */
+/* input, axes (TENSOR_INT32 [>= 1]), keep_dims (BOOL).  A reduction of every
+ * axis without keep_dims is a [1] tensor, as MEAN's is in Android's reference
+ * (its Reduce.cpp leaves such an output of rank 0, which a 1.2 model can only
+ * declare as "rank unknown"; [1] fits both that and a declared [1]). */
 static int reduction(struct npu_bind_call *c, bool run, const int32_t *types, uint32_t n, reduce_kernel kernel)
 {
     TRY(head(c, 3, 3, 1, types, n, 1, 4));
