@@ -548,3 +548,74 @@ def test_answers_given_by_the_caller_replace_asking_the_devices():
     for wrong in ([], [[True] * (n + 1)], [[True] * n, [True] * n]):
         with pytest.raises(BadDataError, match="one answer per device"):
             createPlanForDevices(model, [npu], supported=wrong)
+
+
+def test_relaxed_models_compete_on_the_relaxed_figures():
+    """A relaxed float32 model goes where float16-speed float32 is cheapest, as Android 10."""
+    def model(relaxed):
+        m = Model()
+        x = m.addOperand(T, [1, 4])
+        y = m.addOperand(T, [1, 4])
+        m.addOperation(OperationType.RELU, [x], [y])
+        m.identifyInputsAndOutputs([x], [y])
+        if relaxed:
+            m.relaxComputationFloat32toFloat16(True)
+        m.finish()
+        return m
+
+    float_caps = {T: PerformanceInfo(execTime=0.5, powerUsage=0.5)}
+    fast16 = PerformanceInfo(execTime=0.1, powerUsage=0.1)
+    plain = DeviceDescriptor("a-plain", DeviceType.GPU, "1", 29, makeCapabilities(float_caps), ALL)
+    halfy = DeviceDescriptor(
+        "b-halfy", DeviceType.GPU, "1", 29,
+        makeCapabilities({T: PerformanceInfo(execTime=0.9, powerUsage=0.9)}).replace(
+            relaxedFloat32toFloat16PerformanceTensor=fast16), ALL,
+    )
+    assert [s.device.name for s in createPlan(model(False), [plain, halfy]).steps] == ["a-plain"]
+    assert [s.device.name for s in createPlan(model(True), [plain, halfy]).steps] == ["b-halfy"]
+
+
+def test_an_operation_competes_on_its_selecting_inputs_type():
+    """SELECT's type is its data's (input 1), not its TENSOR_BOOL8 condition's."""
+    m = Model()
+    cond = m.addOperand(OperandType.TENSOR_BOOL8, [4])
+    a = m.addOperand(T, [4])
+    b = m.addOperand(T, [4])
+    out = m.addOperand(T, [4])
+    m.addOperation(OperationType.SELECT, [cond, a, b], [out])
+    m.identifyInputsAndOutputs([cond, a, b], [out])
+    m.finish()
+    bool8 = OperandType.TENSOR_BOOL8
+    by_bool = DeviceDescriptor("a-bool", DeviceType.GPU, "1", 29, makeCapabilities(
+        {bool8: PerformanceInfo(execTime=0.1, powerUsage=0.1), T: PerformanceInfo(execTime=0.9, powerUsage=0.9)}), ALL)
+    by_float = DeviceDescriptor("b-float", DeviceType.GPU, "1", 29, makeCapabilities(
+        {bool8: PerformanceInfo(execTime=0.9, powerUsage=0.9), T: PerformanceInfo(execTime=0.2, powerUsage=0.2)}), ALL)
+    assert [s.device.name for s in createPlan(m, [by_bool, by_float]).steps] == ["b-float"]
+
+
+def unknown_temporary_model():
+    """x (dims unknown) -> SUB -> t (unknown) -> RELU -> y: t's size is known only at execution."""
+    m = Model()
+    x = m.addOperand(T, [0, 4])
+    t = m.addOperand(T, [0, 4])
+    y = m.addOperand(T, [0, 4])
+    m.addOperation(OperationType.SUB, [x, x, int32(m, FuseCode.NONE)], [t])
+    m.addOperation(OperationType.RELU, [t], [y])
+    m.identifyInputsAndOutputs([x], [y])
+    m.finish()
+    return m
+
+
+def test_a_split_over_a_temporary_of_unknown_size_falls_back_as_android_10():
+    """Android 10 cannot partition a model whose step crosses a temporary of unknown
+    size: plain compilation runs the whole model on the CPU, createForDevices fails."""
+    subber = device("a-sub", 0.1, 0.1, ops={OperationType.SUB})
+    relu = device("b-relu", 0.1, 0.1, ops={OperationType.RELU})
+    plan = createPlan(unknown_temporary_model(), [subber, relu])
+    assert [s.device.name for s in plan.steps] == [CPU_DEVICE_NAME]
+    assert len(plan.steps[0].operations) == 2
+    with pytest.raises(OpFailedError, match="unknown size"):
+        createPlanForDevices(unknown_temporary_model(), [subber, relu])
+    # One device runs it whole: nothing crosses, nothing to refuse.
+    both = device("c-both", 0.1, 0.1)
+    assert [s.device.name for s in createPlanForDevices(unknown_temporary_model(), [both]).steps] == ["c-both"]

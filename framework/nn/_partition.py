@@ -9,14 +9,22 @@ calls a device except through ``getSupportedOperations``.
 The rule, Android 10's (``ExecutionPlan``/``findBestDeviceForEachOperation``):
 
 1. Each operation goes to the candidate device that supports it with the lowest
-   ``execTime`` for the type of the operation's first input operand, or the lowest
-   ``powerUsage`` under ``ExecutionPreference.LOW_POWER``. On a tie the CPU device
-   ``nnapi-reference`` wins; among other tied devices the first listed does.
+   ``execTime``, or the lowest ``powerUsage`` under ``ExecutionPreference.LOW_POWER``,
+   for the operation's operand type (:func:`operationPerformance`): the type of its
+   selecting input (input 0; the data input of EMBEDDING_LOOKUP, HASHTABLE_LOOKUP and
+   SELECT), and for a float32 type of a model relaxed to float16
+   (``relaxComputationFloat32toFloat16``) the device's relaxed figures. On a tie the
+   CPU device ``nnapi-reference`` wins; among other tied devices the first listed does.
 2. An operation no candidate supports is ``BAD_DATA``.
 3. Steps are cut greedily, as Android does: the operations ready to run on one device
    (their inputs are model inputs, constants, or outputs of steps already cut) are
    collected into one step, and an operation that becomes ready on the same device
    joins it. Devices are taken in the order listed (drivers first, then the CPU).
+
+4. A plan whose steps pass each other a temporary of unknown size (its dimensions are
+   known only at execution) is Android 10's "step model output of unknown size": a
+   plain compilation runs the whole model on the CPU instead, ``createForDevices``
+   fails with ``OP_FAILED``.
 
 Plain compilation (``ANeuralNetworksCompilation_create``) is :func:`createPlan`: all
 driver devices plus the CPU, a driver that fails to answer is treated as supporting
@@ -50,7 +58,7 @@ from ._types import (
     lookupPerformance,
     uniformCapabilities,
 )
-from ._validate import validateModel
+from ._validate import expectedByteSize, validateModel
 
 #: The name of the runtime's own CPU device.
 CPU_DEVICE_NAME = "nnapi-reference"
@@ -314,7 +322,7 @@ class ExecutionPlan:
         rows = [("op", "operation", "step", "device", "execTime", "powerUsage")]
         step_of = {k: s.index for s in self.steps for k in s.operations}
         for k, (op, device) in enumerate(zip(ops, self.assignment, strict=True)):
-            perf = device.getPerformance(self.model.operands[op.inputs[0]].type)
+            perf = operationPerformance(device, self.model, op)
             rows.append(
                 (str(k), op.type.name, str(step_of[k]), device.name, f"{perf.execTime:g}", f"{perf.powerUsage:g}")
             )
@@ -386,6 +394,33 @@ def createPlanForDevices(
     return _partition(hal, _preference(preference), devices, cpu, False, _answers(call, hal, devices, supported))
 
 
+#: The input whose operand type is an operation's type where it is not input 0 (the
+#: others are lookup indexes or a condition). Android 10's runtime reads input 0 for
+#: every operation; npuemu reads the data these three operations move.
+_SELECTING_INPUT = {
+    OperationType.EMBEDDING_LOOKUP: 1,
+    OperationType.HASHTABLE_LOOKUP: 2,
+    OperationType.SELECT: 1,
+}
+
+
+def operationPerformance(device: DeviceDescriptor, hal: HalModel, op: Any) -> PerformanceInfo:
+    """The figure by which ``device`` competes for operation ``op`` of ``hal``.
+
+    The device's ``PerformanceInfo`` for the operand type of the operation's selecting
+    input; when the model lets float32 compute as float16, its relaxed figure
+    (``relaxedFloat32toFloat16PerformanceTensor`` for TENSOR_FLOAT32,
+    ``...Scalar`` for FLOAT32), as Android 10's ``ModelBuilder::getPerformance``.
+    """
+    operand_type = hal.operands[op.inputs[_SELECTING_INPUT.get(op.type, 0)]].type
+    if hal.relaxComputationFloat32toFloat16:
+        if operand_type == OperandType.TENSOR_FLOAT32:
+            return device.capabilities.relaxedFloat32toFloat16PerformanceTensor
+        if operand_type == OperandType.FLOAT32:
+            return device.capabilities.relaxedFloat32toFloat16PerformanceScalar
+    return device.getPerformance(operand_type)
+
+
 def _preference(value: Any) -> ExecutionPreference:
     try:
         return ExecutionPreference(value)
@@ -403,12 +438,11 @@ def _partition(
 ) -> ExecutionPlan:
     assignment = []
     for k, op in enumerate(hal.operations):
-        operand_type = hal.operands[op.inputs[0]].type
         best, best_value = None, None
         for device, ok in zip(candidates, supported, strict=True):
             if not ok[k]:
                 continue
-            perf = device.getPerformance(operand_type)
+            perf = operationPerformance(device, hal, op)
             value = perf.powerUsage if preference == ExecutionPreference.LOW_POWER else perf.execTime
             if best is None or value < best_value or (value == best_value and cpu is not None and device is cpu):
                 best, best_value = device, value
@@ -418,7 +452,31 @@ def _partition(
                 f"{[d.name for d in candidates]}"
             )
         assignment.append(best)
-    return _make_plan(hal, preference, tuple(candidates), cpu, allowsCpuFallback, assignment)
+    plan = _make_plan(hal, preference, tuple(candidates), cpu, allowsCpuFallback, assignment)
+    unknown = _unknown_size_crossings(plan)
+    if unknown:
+        # Android 10's runtime cannot lay out a temporary between steps before it knows
+        # its size: a plain compilation runs the whole model on the CPU instead, a
+        # createForDevices one fails (ExecutionPlan's "step model output of unknown size").
+        if not allowsCpuFallback or cpu is None:
+            raise OpFailedError(
+                f"operand(s) {unknown} cross from one device's step to another's with an unknown size: "
+                "the model cannot be split across these devices (Android 10 runs it on one device or the CPU)"
+            )
+        cpu_ok = cpu.getSupportedOperations(hal)
+        if not all(cpu_ok):
+            raise OpFailedError(f"operand(s) {unknown} of unknown size cross steps, and the CPU cannot run the model whole")
+        return _make_plan(hal, preference, tuple(candidates), cpu, True, [cpu] * len(hal.operations))
+    return plan
+
+
+def _unknown_size_crossings(plan: ExecutionPlan) -> list[int]:
+    """Temporaries of the model that cross between steps while their size is not known."""
+    if len(plan.steps) < 2:
+        return []
+    outputs = set(plan.model.outputIndexes)
+    crossing = {i for s in plan.steps for i in s.outputs if i not in outputs}
+    return sorted(i for i in crossing if expectedByteSize(plan.model.operands[i]) is None)
 
 
 def _make_plan(
