@@ -205,10 +205,7 @@ class NnDevice(IDevice.Stub):
             if cache is not None:
                 self._write_cache(cache, int(preference), loadable)
         finally:
-            _close_all(modelCache)
-            _close_all(dataCache)
-            if model is not None:
-                _close_all(model.pools)
+            _close_all([*(modelCache or ()), *(dataCache or ()), *(model.pools if model is not None else ())])
         self._hal.stats.prepared += 1
         return prepared
 
@@ -232,10 +229,7 @@ class NnDevice(IDevice.Stub):
                 raise service_error(ErrorStatus.GENERAL_FAILURE, f"the cache cannot be used: {exc}") from None
             prepared = self._prepare(model, preference, deadlineNs, modelSizeBytes, loadToken)
         finally:
-            _close_all(modelCache)
-            _close_all(dataCache)
-            if model is not None:
-                _close_all(model.pools)
+            _close_all([*(modelCache or ()), *(dataCache or ()), *(model.pools if model is not None else ())])
         self._hal.stats.prepared_from_cache += 1
         return prepared
 
