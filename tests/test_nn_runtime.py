@@ -32,6 +32,7 @@ from framework.nn import (
     OperandType,
     OperationType,
     OpFailedError,
+    OutputInsufficientSizeError,
     ResourceExhaustedPersistentError,
     ResultCode,
     open_nn_runtime,
@@ -940,3 +941,50 @@ async def test_a_partitioned_burst_has_one_driver_burst_per_driver_step(autojump
             assert len(hal_bursts(stack)) == len(driver_steps)
             # Each driver burst maps the one request pool once.
             assert all(len(b.memories) == 1 for b in hal_bursts(stack))
+
+
+# ---- output shapes from the driver -------------------------------------------------------
+
+
+async def test_output_dimensions_are_the_drivers_and_an_insufficient_output_is_the_apps_error(
+    autojump_clock, stack, nn
+):
+    model = sampleModel()
+    async with nn.createCompilationForDevices(model, [nn.getDeviceByName("emu-npu")]) as compilation:
+        execution = await prepared_execution(compilation)
+        with pytest.raises(BadStateError, match="not computed"):
+            execution.getOutputOperandDimensions(0)
+        outputs = await execution.compute_async()
+        assert execution.getOutputOperandDimensions(0) == list(outputs[0].shape)
+        assert execution.getOutputOperandRank(1) == outputs[1].ndim
+        with pytest.raises(BadDataError):
+            execution.getOutputOperandDimensions(len(outputs))
+        # The HAL's ExecutionResult is the contract: a driver that finds output 0's
+        # buffer too small says so with the size it needs.
+        too_small(stack)
+        with pytest.raises(OutputInsufficientSizeError, match="too small"):
+            await execution.compute_async()
+        # The step's output 0 is the model's output at this position.
+        position = compilation.plan.model.outputIndexes.index(compilation.plan.steps[0].outputs[0])
+        assert execution.getOutputOperandDimensions(position) == [7, 9]
+        assert execution.getOutputOperandRank(position) == 2
+    async with nn.createCompilation(model) as plain:
+        # No CPU fallback either: the app must give a bigger buffer.
+        execution = await prepared_execution(plain)
+        too_small(stack)
+        with pytest.raises(OutputInsufficientSizeError):
+            await execution.compute_async()
+
+
+def too_small(stack):
+    """Make the HAL's one prepared model report its step output 0 insufficient, as [7, 9]."""
+    (prepared,) = stack.hal.prepared
+    real = prepared._execute
+
+    async def execute(*args):
+        result = await real(*args)
+        shapes = list(result.outputShapes)
+        shapes[0] = shapes[0].replace(dimensions=[7, 9], isSufficient=False)
+        return result.replace(outputSufficientSize=False, outputShapes=shapes)
+
+    prepared._execute = execute

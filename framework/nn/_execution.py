@@ -59,7 +59,13 @@ from interfaces.android.hardware.npu import NpuUuid
 from . import _cpu_kernels
 from ._aidl import errorFromRemote
 from ._burst import Burst
-from ._errors import BadDataError, BadStateError, DeadObjectError, NeuralNetworksError
+from ._errors import (
+    BadDataError,
+    BadStateError,
+    DeadObjectError,
+    NeuralNetworksError,
+    OutputInsufficientSizeError,
+)
 from ._memory import Memory
 from ._partition import ExecutionPlan, ExecutionStep
 from ._types import NO_DURATION, DurationCode
@@ -109,6 +115,7 @@ class Execution:
         self._measure = False
         self._durations: dict[DurationCode, int] | None = None  # None: no run ended yet
         self._measured = False  # whether the last run was measured
+        self._shapes: dict[int, list[int]] = {}  # operand -> dimensions a driver reported in the last run
         self._pool: SharedMemory | None = None  # this run's request pool
         self._own_pool: SharedMemory | None = None  # the last one this execution made
         self._mapping: Any = None
@@ -117,13 +124,17 @@ class Execution:
 
     # -- binding inputs and outputs -----------------------------------------------------
 
-    def _operand(self, call: str, kind: str, position: Any) -> tuple[int, int]:
+    def _index(self, call: str, kind: str, position: Any) -> int:
+        """The operand of model input or output ``position``; BAD_DATA if there is none."""
         indexes = self._hal.inputIndexes if kind == "input" else self._hal.outputIndexes
         if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
             raise BadDataError(f"{call}: an {kind} index is an int, not {position!r}")
         if not 0 <= position < len(indexes):
             raise BadDataError(f"{call}: {kind} {position} does not exist (the model has {len(indexes)})")
-        operand = indexes[position]
+        return indexes[position]
+
+    def _operand(self, call: str, kind: str, position: Any) -> tuple[int, int]:
+        operand = self._index(call, kind, position)
         return operand, _known_size(f"{call}: {kind} {position}", self._hal.operands[operand])
 
     def _check_idle(self, call: str) -> None:
@@ -303,6 +314,7 @@ class Execution:
         self._running = True
         self._durations = None
         self._measured = self._measure
+        self._shapes = {}
 
     async def _compute(self) -> list[np.ndarray]:
         plan = self._compilation.plan
@@ -508,20 +520,46 @@ class Execution:
                 result = await prepared.executeSynchronously(request, self._measure, _NO_DEADLINE, timeout)
         except RemoteException as e:
             raise _StepFailed(step.device.name, errorFromRemote(step.device.name, "execute", e)) from None
-        if result is not None and not result.outputSufficientSize:
-            raise _StepFailed(
-                step.device.name,
-                errorFromRemote(step.device.name, "execute", ValueError("reported insufficient output size")),
-            )
+        if result is not None:
+            self._record_shapes(step, result)
         timing = getattr(result, "timing", None)
         if timing is None:
             return (-1, -1)
         return (timing.timeOnDeviceNs, timing.timeInDriverNs)
 
+    def _record_shapes(self, step: ExecutionStep, result: Any) -> None:
+        """Keep the output shapes the driver reported (the HAL's ``ExecutionResult`` is the
+        contract); an output it found too small ends the run with OUTPUT_INSUFFICIENT_SIZE,
+        which is the app's to fix, not a device failure: no fallback."""
+        shapes = list(result.outputShapes or ())
+        if shapes and len(shapes) != len(step.outputs):
+            raise _StepFailed(step.device.name, errorFromRemote(
+                step.device.name, "execute", ValueError(f"{len(shapes)} output shapes for {len(step.outputs)} outputs")))
+        for operand, shape in zip(step.outputs, shapes):
+            self._shapes[operand] = [int(d) for d in shape.dimensions]
+        if not result.outputSufficientSize:
+            small = [o for o, s in zip(step.outputs, shapes) if not s.isSufficient] or list(step.outputs)
+            self._durations = {}
+            raise OutputInsufficientSizeError(
+                f"{step.device.name}: the buffer of operand(s) {small} is too small for the output "
+                f"({', '.join(f'{o}: {self._shapes.get(o)}' for o in small)}); getOutputOperandDimensions says the size"
+            )
+
     def getOutputOperandDimensions(self, index: int) -> list[int]:
-        """``ANeuralNetworksExecution_getOutputOperandDimensions``."""
-        operand, _ = self._operand("getOutputOperandDimensions", "output", index)
-        return list(self._hal.operands[operand].dimensions)
+        """``ANeuralNetworksExecution_getOutputOperandDimensions``: the output's dimensions in the last run.
+
+        As the device reported them (also after an OUTPUT_INSUFFICIENT_SIZE run, so the
+        app can size its buffer), else as the model declares them. ``BAD_STATE`` before
+        a run ended.
+        """
+        operand = self._index("getOutputOperandDimensions", "output", index)
+        if self._durations is None:
+            raise BadStateError("getOutputOperandDimensions: the execution has not computed")
+        return list(self._shapes.get(operand, self._hal.operands[operand].dimensions))
+
+    def getOutputOperandRank(self, index: int) -> int:
+        """``ANeuralNetworksExecution_getOutputOperandRank``: the rank of the last run's output."""
+        return len(self.getOutputOperandDimensions(index))
 
     def __repr__(self) -> str:
         return f"<Execution of {self._compilation!r}{' (computing)' if self._running else ''}>"
