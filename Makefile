@@ -115,7 +115,7 @@ ASAN_PRELOAD  = $(shell $(NPU_CC) -print-file-name=libasan.so):$(shell $(NPU_CC)
 SANITIZE_TESTS := tests/test_hal_process.py tests/test_reliability_faults.py tests/test_fuzz_socket.py \
 	tests/test_nn_multiprocess.py tests/test_security_isolation.py tests/test_driver_model_reloads.py
 
-.PHONY: fuzz soak load sanitize
+.PHONY: fuzz soak load sanitize fuzz-bindings
 
 # Coverage-guided fuzzing of the wire codec and every served parcel decoder with
 # atheris (tests/fuzz/fuzz_binder.py), FUZZ_TIME seconds from seeds of real frames;
@@ -161,3 +161,18 @@ sanitize: $(STAMP)
 		$(addprefix $(CURDIR)/,$(SANITIZE_TESTS)); rc=$$?; \
 	for f in $(ASAN_REPORTS).*; do [ -e "$$f" ] || continue; echo "== sanitizer finding: $$f"; cat "$$f"; rc=1; done; \
 	exit $$rc
+
+# Every operation's binding (npu/bind.h) called with hostile operands, long
+# (tests/test_bind_fuzz.py at BIND_FUZZ_EXAMPLES examples per operation and test),
+# against framework.nn._cpu built under ASan+UBSan in $(ASAN_DIR): a read or write out
+# of bounds or any undefined behaviour fails the run, as a crash or a wrong status does.
+BIND_FUZZ_EXAMPLES ?= 400
+fuzz-bindings: $(STAMP)
+	$(PY) tests/fuzz/build_asan_ext.py $(ASAN_DIR) cpu
+	cd $(ASAN_DIR) && LD_PRELOAD=$(ASAN_PRELOAD) ASAN_OPTIONS=detect_leaks=0 $(CURDIR)/$(PY) -c \
+		'import framework.nn._cpu as m, sys; sys.exit(0 if "/$(ASAN_DIR)/" in m.__file__ else "not the ASan build: " + m.__file__)'
+	cd $(ASAN_DIR) && LD_PRELOAD=$(ASAN_PRELOAD) PYTHONMALLOC=malloc NPUEMU_BIND_FUZZ_EXAMPLES=$(BIND_FUZZ_EXAMPLES) \
+		ASAN_OPTIONS=detect_leaks=0:handle_abort=0:detect_stack_use_after_return=0 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		$(CURDIR)/$(PY) -m pytest -q -x -p no:cacheprovider -c $(CURDIR)/pyproject.toml --rootdir $(CURDIR) \
+		$(CURDIR)/tests/test_bind_fuzz.py
