@@ -72,3 +72,79 @@ def sampleModel(seed: int = 29) -> Model:
     m.identifyInputsAndOutputs([image, embedding], [features, scores])
     m.finish()
     return m
+
+
+def mixedSampleModel(seed: int = 31) -> Model:
+    """A small quantized vision model with a float classifier head, for ``npuemu nn plan
+    --model mixed``: the quantized convolutions suit an NPU or a DSP, the float head a GPU.
+
+    ::
+
+        image [1, 16, 16, 3] float32 ─ QUANTIZE (scale 1/128, zero point 128)
+            ─ CONV_2D 3x3 SAME stride 2, 8 filters per-channel, RELU       (quant8)
+            ─ DEPTHWISE_CONV_2D 3x3 SAME, RELU6                            (quant8)
+            ─ AVERAGE_POOL_2D 8x8 ─ DEQUANTIZE ─ RESHAPE [1, 8]
+            ─ FULLY_CONNECTED 8→10 ─ SOFTMAX ──────────────────────────────► scores [1, 10]
+
+    Inputs ``(image,)``, outputs ``(scores,)``; seeded, so every run plans the same thing.
+    """
+    from ._types import SymmPerChannelQuantParams
+
+    rng = np.random.default_rng(seed)
+    m = Model()
+    q8 = OperandType.TENSOR_QUANT8_ASYMM
+
+    def const(operandType: OperandType, array: np.ndarray, **quant: float) -> int:
+        index = m.addOperand(operandType, array.shape, **quant)
+        m.setOperandValue(index, array)
+        return index
+
+    def scalar(operandType: OperandType, value: object) -> int:
+        index = m.addOperand(operandType)
+        m.setOperandValue(index, value)
+        return index
+
+    def out(operandType: OperandType, **quant: float) -> int:
+        return m.addOperand(operandType, **quant)  # shapes are inferred at finish()
+
+    def ints(*values: int) -> list[int]:
+        return [scalar(OperandType.INT32, v) for v in values]
+
+    image = m.addOperand(OperandType.TENSOR_FLOAT32, [1, 16, 16, 3])
+    quantized = out(q8, scale=1 / 128, zeroPoint=128)
+    m.addOperation(OperationType.QUANTIZE, [image], [quantized])
+
+    in_scale, act_scale = 1 / 128, 1 / 32
+    filter_scales = [float(s) for s in rng.uniform(0.004, 0.01, 8)]
+    weights = m.addOperand(OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL, [8, 3, 3, 3])
+    m.setOperandSymmPerChannelQuantParams(weights, SymmPerChannelQuantParams(scales=filter_scales, channelDim=0))
+    m.setOperandValue(weights, rng.integers(-127, 128, (8, 3, 3, 3)).astype(np.int8))
+    bias = m.addOperand(OperandType.TENSOR_INT32, [8])  # per-channel: each scale is the input's x the filter's
+    m.setOperandValue(bias, rng.integers(-200, 200, 8).astype(np.int32))
+    conv = out(q8, scale=act_scale, zeroPoint=0)
+    m.addOperation(OperationType.CONV_2D, [quantized, weights, bias, *ints(1, 2, 2, FuseCode.RELU)], [conv])
+
+    dw_scale = 0.01
+    dw_weights = const(q8, rng.integers(0, 256, (1, 3, 3, 8)).astype(np.uint8), scale=dw_scale, zeroPoint=128)
+    dw_bias = const(OperandType.TENSOR_INT32, rng.integers(-100, 100, 8).astype(np.int32),
+                    scale=act_scale * dw_scale, zeroPoint=0)
+    depthwise = out(q8, scale=6 / 255, zeroPoint=0)
+    m.addOperation(OperationType.DEPTHWISE_CONV_2D, [conv, dw_weights, dw_bias, *ints(1, 1, 1, 1, FuseCode.RELU6)],
+                   [depthwise])
+
+    pooled = out(q8, scale=6 / 255, zeroPoint=0)
+    m.addOperation(OperationType.AVERAGE_POOL_2D, [depthwise, *ints(2, 1, 1, 8, 8, FuseCode.NONE)], [pooled])
+    real = out(OperandType.TENSOR_FLOAT32)
+    m.addOperation(OperationType.DEQUANTIZE, [pooled], [real])
+    flat = out(OperandType.TENSOR_FLOAT32)
+    m.addOperation(OperationType.RESHAPE, [real, const(OperandType.TENSOR_INT32, np.array([1, 8], np.int32))], [flat])
+    logits = out(OperandType.TENSOR_FLOAT32)
+    m.addOperation(OperationType.FULLY_CONNECTED, [
+        flat, const(OperandType.TENSOR_FLOAT32, (rng.standard_normal((10, 8)) * 0.5).astype(np.float32)),
+        const(OperandType.TENSOR_FLOAT32, np.zeros(10, np.float32)), *ints(FuseCode.NONE)], [logits])
+    scores = out(OperandType.TENSOR_FLOAT32)
+    m.addOperation(OperationType.SOFTMAX, [logits, scalar(OperandType.FLOAT32, 1.0)], [scores])
+
+    m.identifyInputsAndOutputs([image], [scores])
+    m.finish()
+    return m
