@@ -96,7 +96,7 @@ TEMPLATES = (
                 nnref.int32(100) if t == "TENSOR_QUANT8_ASYMM" else _float_scalar(t, 0.5)]),
     ("a tensor, an axis and indices", 0, lambda t: [_tensor(t), nnref.int32(1), _int_tensor([2, 0], (2,))]),
     ("an image and a block size", 0, lambda t: [_tensor(t, (1, 2, 2, 4)), nnref.int32(2)]),
-    ("an image and a new size", 0, lambda t: [_tensor(t, IMAGE), *_ints(3, 3)]),
+    ("an image, a new size and the layout", 0, lambda t: [_tensor(t, IMAGE), *_ints(3, 3), nnref.boolean(False)]),
     ("a strided slice", 0,
      lambda t: [_tensor(t), _int_tensor([0, 0], (2,)), _int_tensor([2, 3], (2,)), _int_tensor([1, 2], (2,)),
                 *_ints(0, 0, 0)]),

@@ -68,7 +68,7 @@ from ._errors import (
 )
 from ._memory import Memory
 from ._partition import ExecutionPlan, ExecutionStep
-from ._types import NO_DURATION, DurationCode
+from ._types import NO_DURATION, DurationCode, dtypeOf
 from ._validate import expectedByteSize
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class Execution:
         self._compilation = compilation
         hal = compilation.plan.model
         self._hal = hal
-        self._inputs: dict[int, Any] = {}  # position -> float32 array (copied in) or _Place
+        self._inputs: dict[int, Any] = {}  # position -> array of the operand's dtype (copied in) or _Place
         self._outputs: dict[int, Any] = {}  # position -> app buffer (copied out) or _Place
         self._hints: dict[str, Any] = {}
         self._measure = False
@@ -141,33 +141,51 @@ class Execution:
         if self._running:
             raise BadStateError(f"{call}: the execution is computing")
 
+    def _dtype(self, kind: str, position: int) -> np.dtype:
+        indexes = self._hal.inputIndexes if kind == "input" else self._hal.outputIndexes
+        return dtypeOf(self._hal.operands[indexes[position]].type)
+
     def setInput(self, index: int, buffer: Any) -> None:
         """Model input ``index`` from an array (anything numpy reads as numbers) or bytes.
 
-        An array must hold exactly the operand's element count (float32 after
-        conversion); a bytes-like object exactly its byte size. The value is copied
-        into the request pool when the execution computes.
+        An array must hold exactly the operand's element count, in values its type
+        stores: any numbers for a float operand (converted to float32 or float16),
+        integers that fit for an integer or quantized one (the stored values: a
+        TENSOR_QUANT8_ASYMM input takes 0..255, not real values), booleans or 0/1 for
+        TENSOR_BOOL8. A bytes-like object must be exactly its byte size. The value is
+        copied into the request pool when the execution computes.
         """
         self._check_idle("setInput")
         operand, size = self._operand("setInput", "input", index)
-        count = size // 4
+        dtype = self._dtype("input", index)
+        type_name = self._hal.operands[operand].type.name
         if isinstance(buffer, (bytes, bytearray, memoryview)):
             view = memoryview(buffer).cast("B")
             if len(view) != size:
                 raise BadDataError(f"setInput: input {index} needs {size} bytes, got {len(view)}")
-            array = np.frombuffer(view, dtype=np.float32)
-        else:
-            try:
-                array = np.asarray(buffer)
-            except (TypeError, ValueError) as e:
-                raise BadDataError(f"setInput: input {index}: {type(buffer).__name__} is not an array ({e})") from None
-            if array.dtype.kind not in "fiu":
-                raise BadDataError(f"setInput: input {index} is float32; a {array.dtype} array cannot be one")
-            if array.size != count:
-                dims = list(self._hal.operands[operand].dimensions)
+            self._inputs[index] = np.frombuffer(view, dtype=dtype)
+            return
+        try:
+            array = np.asarray(buffer)
+        except (TypeError, ValueError) as e:
+            raise BadDataError(f"setInput: input {index}: {type(buffer).__name__} is not an array ({e})") from None
+        count = size // dtype.itemsize
+        if array.dtype.kind not in "fiub":
+            raise BadDataError(f"setInput: input {index} is {type_name}; a {array.dtype} array cannot be one")
+        if array.size != count:
+            dims = list(self._hal.operands[operand].dimensions)
+            raise BadDataError(f"setInput: input {index} is {dims} ({count} elements), got {array.size} elements")
+        if dtype.kind in "iub":
+            with np.errstate(invalid="ignore"):
+                stored = array.astype(dtype)
+            if array.dtype.kind == "f" and not np.array_equal(stored, array) or \
+                    array.dtype.kind in "iu" and not np.array_equal(stored.astype(np.int64), array.astype(np.int64)):
                 raise BadDataError(
-                    f"setInput: input {index} is {dims} ({count} elements), got {array.size} elements"
-                )
+                    f"setInput: input {index} is {type_name}: its values must be {dtype} integers "
+                    f"(the stored values), got {array.dtype} values that do not fit")
+            array = stored
+        else:
+            array = array.astype(dtype)  # a copy: later changes to the app's array do not reach the run
         self._inputs[index] = array
 
     def setInputFromMemory(self, index: int, memory: Memory, offset: int, length: int) -> None:
@@ -176,7 +194,8 @@ class Execution:
         self._inputs[index] = self._place("setInputFromMemory", "input", index, memory, offset, length)
 
     def setOutput(self, index: int, buffer: Any = None) -> None:
-        """Model output ``index`` copied into ``buffer`` (a writable float32 array or buffer).
+        """Model output ``index`` copied into ``buffer`` (a writable array of the operand's
+        dtype, e.g. float32, float16 or uint8, or a buffer of its byte size).
 
         ``None`` undoes an earlier call: the result is then a view of the request pool.
         """
@@ -195,8 +214,9 @@ class Execution:
             raise BadDataError(f"setOutput: output {index} is read-only")
         if len(view) != size:
             raise BadDataError(f"setOutput: output {index} needs {size} bytes, got {len(view)}")
-        if isinstance(buffer, np.ndarray) and buffer.dtype != np.float32:
-            raise BadDataError(f"setOutput: output {index} is float32, the array is {buffer.dtype}")
+        dtype = self._dtype("output", index)
+        if isinstance(buffer, np.ndarray) and buffer.dtype != dtype:
+            raise BadDataError(f"setOutput: output {index} is {dtype}, the array is {buffer.dtype}")
         self._outputs[index] = buffer
 
     def setOutputFromMemory(self, index: int, memory: Memory, offset: int, length: int) -> None:
@@ -205,7 +225,7 @@ class Execution:
         self._outputs[index] = self._place("setOutputFromMemory", "output", index, memory, offset, length)
 
     def _place(self, call: str, kind: str, index: int, memory: Any, offset: int, length: int) -> _Place:
-        _, size = self._operand(call, kind, index)
+        operand, size = self._operand(call, kind, index)
         if not isinstance(memory, Memory):
             raise BadDataError(f"{call}: memory must be a Memory, not {type(memory).__name__}")
         if memory.closed:
@@ -213,8 +233,9 @@ class Execution:
         memory.checkRange(offset, length)
         if length != size:
             raise BadDataError(f"{call}: {kind} {index} needs {size} bytes, got length {length}")
-        if offset % 4:
-            raise BadDataError(f"{call}: offset {offset} is not 4-byte aligned (float32 data)")
+        itemsize = dtypeOf(self._hal.operands[operand].type).itemsize
+        if offset % itemsize:
+            raise BadDataError(f"{call}: offset {offset} is not {itemsize}-byte aligned (the operand's elements)")
         return _Place(memory, int(offset), int(length))
 
     # -- scheduling hints ----------------------------------------------------------------
@@ -447,7 +468,7 @@ class Execution:
         for position, operand in enumerate(hal.inputIndexes):
             given = self._inputs[position]
             if not isinstance(given, _Place):
-                np.frombuffer(self._view(places[operand]), dtype=np.float32)[:] = given.reshape(-1)
+                np.frombuffer(self._view(places[operand]), dtype=given.dtype)[:] = given.reshape(-1)
         for step in plan.steps:
             if self._compilation._nn._proxy(step.device) is None:
                 await trio.lowlevel.checkpoint()
@@ -472,7 +493,7 @@ class Execution:
         results = []
         for position, operand in enumerate(hal.outputIndexes):
             dims = hal.operands[operand].dimensions
-            array = np.frombuffer(self._view(places[operand]), dtype=np.float32).reshape(dims)
+            array = np.frombuffer(self._view(places[operand]), dtype=dtypeOf(hal.operands[operand].type)).reshape(dims)
             target = self._outputs.get(position)
             if target is not None and not isinstance(target, _Place):
                 memoryview(target).cast("B")[:] = array.tobytes()
