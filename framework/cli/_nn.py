@@ -1,7 +1,8 @@
 """``npuemu nn``: the NNAPI runtime from the command line.
 
-``npuemu nn plan`` shows how NNAPI would partition the sample model
-(``framework.nn.sampleModel``: two branches, every operation npuemu computes): which
+``npuemu nn plan`` shows how NNAPI would partition a sample model (``--model float``:
+``framework.nn.sampleModel``, two float32 branches; ``--model mixed``:
+``framework.nn.mixedSampleModel``, quantized convolutions under a float head): which
 device runs each operation, the steps, and the operands that cross between steps.
 
 Online (the default), it connects to a running emulator as the shell (uid 2000, as
@@ -23,6 +24,13 @@ from ._common import CliError, EXIT_USAGE, run, runtime_dir_option
 __all__ = ["nn"]
 
 _PREFERENCES = {"fast": "FAST_SINGLE_ANSWER", "low-power": "LOW_POWER", "sustained": "SUSTAINED_SPEED"}
+_MODELS = ("float", "mixed")
+
+
+def _sample(name: str):
+    from framework.nn import mixedSampleModel, sampleModel
+
+    return mixedSampleModel() if name == "mixed" else sampleModel()
 
 
 @click.group()
@@ -58,11 +66,11 @@ def _header(devices, chosen) -> str:
     return "\n".join(lines)
 
 
-async def _online(runtime_dir, names, preference, enabled):
+async def _online(runtime_dir, model_name, names, preference, enabled):
     from framework.emulator import open_shell
-    from framework.nn import open_nn_runtime, sampleModel
+    from framework.nn import open_nn_runtime
 
-    model = sampleModel()
+    model = _sample(model_name)
     async with open_shell(runtime_dir) as shell, open_nn_runtime(shell, enabledDevices=enabled) as runtime:
         chosen = None if names is None else _pick(runtime.devices, names)
         if chosen is None:
@@ -74,7 +82,7 @@ async def _online(runtime_dir, names, preference, enabled):
         return _header(runtime.devices, chosen), plan
 
 
-async def _offline(names, preference, enabled):
+async def _offline(model_name, names, preference, enabled):
     import re
 
     from framework.nn import (
@@ -86,12 +94,11 @@ async def _offline(names, preference, enabled):
         createPlanForDevices,
         isValidDeviceName,
         makeCapabilities,
-        sampleModel,
         toAidlModel,
     )
     from npuhal import open_driver
 
-    model = sampleModel()
+    model = _sample(model_name)
     async with open_driver(clock="virtual") as driver:
 
         def describe(dev):
@@ -119,6 +126,8 @@ async def _offline(names, preference, enabled):
 
 
 @nn.command()
+@click.option("--model", "model_name", type=click.Choice(_MODELS), default="float", show_default=True,
+              help="float = two float32 branches; mixed = quantized convolutions under a float head.")
 @click.option("--devices", "devices", default=None, metavar="A,B",
               help="Compile for exactly these devices (createForDevices: no CPU fallback).")
 @click.option("--preference", type=click.Choice(list(_PREFERENCES)), default="fast", show_default=True,
@@ -127,14 +136,15 @@ async def _offline(names, preference, enabled):
               help="Only driver devices whose whole name matches (default: $NPUEMU_NN_ENABLED_DEVICES).")
 @click.option("--offline", is_flag=True, help="No emulator: the reference driver's devices, computed here.")
 @runtime_dir_option
-def plan(devices, preference, enabled, offline, runtime_dir) -> None:
-    """Print how NNAPI partitions the sample model: which operation runs where.
+def plan(model_name, devices, preference, enabled, offline, runtime_dir) -> None:
+    """Print how NNAPI partitions a sample model: which operation runs where.
 
     \b
     Examples:
       npuemu nn plan
       npuemu nn plan --devices emu-npu,emu-dsp --preference low-power
       npuemu nn plan --offline --enabled-devices 'emu-(gpu|dsp)'
+      npuemu nn plan --model mixed --offline
     """
     import os
 
@@ -145,9 +155,9 @@ def plan(devices, preference, enabled, offline, runtime_dir) -> None:
     enabled = enabled if enabled is not None else os.environ.get(ENABLED_DEVICES_ENV) or None
     try:
         if offline:
-            header, result = run(_offline, names, pref, enabled)
+            header, result = run(_offline, model_name, names, pref, enabled)
         else:
-            header, result = run(_online, runtime_dir, names, pref, enabled)
+            header, result = run(_online, runtime_dir, model_name, names, pref, enabled)
     except NeuralNetworksError as e:
         raise CliError(str(e)) from None
     click.echo(header)

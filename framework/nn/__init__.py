@@ -84,6 +84,7 @@ from ._runtime import ENABLED_DEVICES_ENV as ENABLED_DEVICES_ENV
 from ._runtime import NeuralNetworks as NeuralNetworks
 from ._runtime import cpuDevice as cpuDevice
 from ._runtime import open_nn_runtime as open_nn_runtime
+from ._samples import mixedSampleModel as mixedSampleModel
 from ._samples import sampleModel as sampleModel
 from ._types import FEATURE_LEVEL as FEATURE_LEVEL
 from ._types import MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES as MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES
