@@ -294,3 +294,64 @@ def test_a_successful_reply_is_the_full_reply_with_status_ok():
 
 def test_frame_limit_leaves_room_for_the_envelope():
     assert MAX_FRAME_SIZE > MAX_TRANSACTION_SIZE
+
+
+def test_a_successful_reply_travels_short_and_a_failure_in_full():
+    assert msgpack.unpackb(encode_frame(Reply(7, data=[1]))[1]) == [4, 7, [1], 0]
+    assert msgpack.unpackb(encode_frame(Reply(7, exception=-3, message="no"))[1]) == [4, 7, 0, -3, "no", 0, None, 0]
+    assert decode_frames(b"".join(encode_frame(Reply(7, status=-32, data=[1])))) == [Reply(7, status=-32, data=[1])]
+
+
+@given(
+    target=st.integers(0, 2**63 - 1),
+    code=u32,
+    oneway=st.booleans(),
+    data=parcel_data,
+    nfds=st.integers(0, 253),
+)
+def test_send_call_and_send_reply_frame_what_send_frames(target, code, oneway, data, nfds):
+    """The hot path's two frames are exactly the events' frames, with the same bookkeeping."""
+    client, server = handshake()
+    txn_id, frame = client.send_call(target, code, oneway, data, nfds)
+    assert frame == encode_frame(Transaction(txn_id, target, code, oneway, data, nfds))
+    assert client.pending_count() == (0 if oneway else 1)
+    server.receive_data(b"".join(frame), list(range(100, 100 + nfds)))
+    call = server.next_event()
+    assert call == Transaction(txn_id, target, code, oneway, data, nfds, tuple(range(100, 100 + nfds)))
+    if oneway:
+        with pytest.raises(LocalProtocolError):
+            server.send_reply(txn_id, data)
+        return
+    reply = server.send_reply(txn_id, data, nfds)
+    assert reply == encode_frame(Reply.ok(txn_id, data, nfds))
+    assert server.pending_count() == 0
+    with pytest.raises(LocalProtocolError, match="no two-way transaction"):
+        server.send_reply(txn_id, data)  # answered once only
+
+
+@pytest.mark.parametrize(
+    "fields, wrong",
+    [
+        ((-1, 1, False, []), "target"),
+        ((1, 2**32, False, []), "code"),
+        ((1, 1, 1, []), "oneway"),
+        ((1, True, False, []), "code"),
+        ((1, 1, False, [object()]), "cannot encode"),
+    ],
+)
+def test_send_call_refuses_bad_fields_and_leaves_no_trace(fields, wrong):
+    client, _ = handshake()
+    with pytest.raises(ProtocolError, match=wrong):
+        client.send_call(*fields)
+    assert client.pending_count() == 0
+    with pytest.raises(LocalProtocolError):
+        Connection(SERVER).send_call(1, 1, False, [])  # only a ready client calls
+
+
+def test_descriptors_of_a_refused_frame_go_back_to_the_transport():
+    client, server = handshake()
+    bad = msgpack.packb([3, 1, 1, 1, "yes", [], 2])  # oneway is not a bool
+    server.receive_data(struct.pack(">I", len(bad)) + bad, [10, 11])
+    with pytest.raises(ProtocolError, match="oneway"):
+        server.next_event()
+    assert server.close() == [10, 11]

@@ -327,7 +327,8 @@ class BinderProxy(IBinder):
         if reply is None:
             return None
         if not reply.fds:  # nothing to own: the runtime's context without descriptors will do
-            _raise_for_reply(reply)
+            if reply.status or reply.exception:
+                _raise_for_reply(reply)
             return method.decode_reply(reply.data, runtime._no_fds)
         rctx = _ParcelContext(runtime, reply.fds)
         try:
@@ -604,9 +605,15 @@ class _ClientConn:
         reader, wire, stream = self.reader, self.wire, self.stream
         try:
             while party.state is READING:
-                event = await _next_event(wire, stream)
-                if event is None:
-                    raise DeadObjectException(f"process at {self.address} died")
+                # _next_event written out: the reply read here is the one a lone call waits for.
+                event = wire.next_event()
+                while event is NEED_DATA:
+                    data, fds = await stream.receive_some()
+                    if not data:
+                        _close_fds(fds)
+                        raise DeadObjectException(f"process at {self.address} died")
+                    wire.receive_data(data, fds)
+                    event = wire.next_event()
                 if not reader.answer(event.txn_id, event):
                     _close_fds(event.fds)  # its caller was cancelled; nobody wants it
         except (RemoteException, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
@@ -623,9 +630,7 @@ class _ClientConn:
     async def transact(self, target: int, code: int, data: Any, fds, oneway: bool) -> Reply | None:
         if not self.usable:
             raise self.fail() if self.error else DeadObjectException(f"{self.address} is not connected")
-        wire = self.wire
-        txn_id = wire.new_txn_id()
-        buffers = wire.send(Transaction(txn_id, target, code, oneway, data, len(fds)))
+        txn_id, buffers = self.wire.send_call(target, code, oneway, data, len(fds))
         if oneway:
             try:
                 await self.stream.send_frame(buffers, fds)
@@ -797,9 +802,15 @@ class _ServerConn:
                 if backlog:
                     event = backlog.popleft()
                 else:
-                    event = await _next_event(wire, stream)
-                    if event is None:
-                        return False
+                    # _next_event written out: this is where every call is read.
+                    event = wire.next_event()
+                    while event is NEED_DATA:
+                        data, fds = await stream.receive_some()
+                        if not data:
+                            _close_fds(fds)
+                            return False
+                        wire.receive_data(data, fds)
+                        event = wire.next_event()
                     # Check every frame of this read before serving any: a peer that
                     # breaks the protocol anywhere in it is dropped unserved (a reused
                     # id, say, must not pass because the call it reuses has just ended).
@@ -841,21 +852,30 @@ class _ServerConn:
         with trio.CancelScope(shield=True):
             await self.stream.aclose()
 
-    async def send_reply(self, reply: Reply, fds) -> None:
-        if self.wire.state is State.CLOSED:
+    async def send_reply(self, txn_id: int, data: Any, fds: list[int]) -> None:
+        """Send a handler's result (with the descriptors it wrote) as the reply to ``txn_id``."""
+        wire = self.wire
+        if wire.state is State.CLOSED:
             return  # the caller hung up (or died) while we worked; nobody is waiting
         try:
-            buffers = self.wire.send(reply)
-        except TransactionTooLargeException as exc:
-            log.warning("reply to pid %d too large: %s", self.peer_pid, exc)
-            buffers = self.wire.send(
-                Reply(reply.txn_id, status=_status.FAILED_TRANSACTION, message=f"reply refused: {exc}")
-            )
-            fds = ()
+            buffers = wire.send_reply(txn_id, data, len(fds))
+        except (TransactionTooLargeException, ProtocolError) as exc:
+            log.warning("reply to pid %d refused: %s", self.peer_pid, exc)
+            await self.send_error(Reply(txn_id, status=_status.FAILED_TRANSACTION, message=f"reply refused: {exc}"))
+            return
         try:
             await self.stream.send_frame(buffers, fds)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the caller is gone; nobody is waiting for this
+
+    async def send_error(self, reply: Reply) -> None:
+        """Send a failure status (a reply with no data or descriptors)."""
+        if self.wire.state is State.CLOSED:
+            return
+        try:
+            await self.stream.send_frame(self.wire.send(reply))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
 
 
 # ---------------------------------------------------------------------------------
@@ -1051,15 +1071,17 @@ class BinderRuntime:
             else:
                 if event.oneway:
                     return
-                reply = Reply.ok(event.txn_id, data, len(ctx.out_fds))
+                reply = None
             finally:
                 ctx.release_in()
                 if token is not None:
                     _calling.reset(token)
-            if event.oneway:
+            if reply is None:
+                await conn.send_reply(event.txn_id, data, ctx.out_fds)
+            elif event.oneway:
                 log.warning("oneway call code %d from pid %d failed: %s", event.code, conn.peer_pid, reply.message)
-                return
-            await conn.send_reply(reply, ctx.out_fds)
+            else:
+                await conn.send_error(reply)
         finally:
             ctx.close_out()
 

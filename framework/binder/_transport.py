@@ -61,6 +61,16 @@ def _close_fds(fds: Sequence[int]) -> None:
             pass
 
 
+def _received_fds(ancdata: list) -> list[int]:
+    """The descriptors of a ``recvmsg``'s ancillary data."""
+    fds: list[int] = []
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(payload) - len(payload) % array.array("i").itemsize
+            fds.extend(array.array("i", payload[:usable]))
+    return fds
+
+
 # ---------------------------------------------------------------------------------
 # Unix sockets
 
@@ -194,15 +204,11 @@ class _UnixStream:
                 return b"", []
             except OSError as exc:
                 raise trio.BrokenResourceError(f"receive failed: {exc}") from exc
-        fds: list[int] = []
-        for level, kind, payload in ancdata or ():
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                usable = len(payload) - len(payload) % array.array("i").itemsize
-                fds.extend(array.array("i", payload[:usable]))
+        fds = _received_fds(ancdata) if ancdata else []
         if flags & _MSG_CTRUNC:
             _close_fds(fds)
             raise ProtocolError("peer sent more descriptors than a frame may carry")
-        return bytes(self._rbuf[:nbytes]), fds
+        return self._rbuf[:nbytes].tobytes(), fds
 
     async def wait_hangup(self) -> None:
         """Return when the peer has hung up (or this end was closed); read nothing.

@@ -13,6 +13,11 @@ The frame::
     | length: u32 BE | msgpack array: [kind, field, field, ...] |
     +----------------+-----------------------------------------+
 
+The array of each kind is its fields in order (:class:`Transaction`: ``[3, txn_id,
+target, code, oneway, data, nfds]``); a successful :class:`Reply` (status ``OK``, no
+exception, no message) is the short ``[4, txn_id, data, nfds]``, any other the full
+``[4, txn_id, status, exception, message, service_code, data, nfds]``.
+
 One frame per message, at most :data:`MAX_FRAME_SIZE` bytes of body. Descriptors
 (``SCM_RIGHTS``) are not in the body: a frame says how many it carries and the
 transport hands them in beside the bytes; the kernel delivers a ``sendmsg``'s
@@ -29,7 +34,6 @@ wait behind each other on one stream. All state transitions are in ``_TRANSITION
 from __future__ import annotations
 
 import enum
-import functools
 import struct
 from typing import Any, NamedTuple
 
@@ -300,13 +304,18 @@ class Reply(Event, _ReplyFields):
         return tuple.__new__(cls, (txn_id, status, exception, message, service_code, data, nfds, fds))
 
     @classmethod
-    def ok(cls, txn_id: int, data: Any, nfds: int = 0) -> Reply:
+    def ok(cls, txn_id: int, data: Any, nfds: int = 0, fds: tuple[int, ...] = ()) -> Reply:
         """A successful reply (status ``OK``, no exception): the fields that can be
         wrong are checked, the constant ones are right by construction."""
-        if not (type(txn_id) is int and 0 <= txn_id <= _MAX_TXN_ID and type(nfds) is int and 0 <= nfds <= MAX_FDS_PER_FRAME):
+        if not (
+            txn_id.__class__ is int
+            and 0 <= txn_id <= _MAX_TXN_ID
+            and nfds.__class__ is int
+            and 0 <= nfds <= MAX_FDS_PER_FRAME
+        ):
             _check_int("txn_id", txn_id, 0, _MAX_TXN_ID)
             _check_int("nfds", nfds, 0, MAX_FDS_PER_FRAME)
-        return tuple.__new__(cls, (txn_id, 0, 0, "", 0, data, nfds, ()))
+        return tuple.__new__(cls, (txn_id, 0, 0, "", 0, data, nfds, fds))
 
 
 _EVENT_TYPES: dict[int, type[Event]] = {
@@ -328,14 +337,25 @@ def encode_frame(event: Event, pack: Any = None) -> list[bytes]:
     is over :data:`MAX_TRANSACTION_SIZE`, and :class:`ProtocolError` if the event's
     data is not msgpack-able.
     """
+    return _frame(_wire_items(event), type(event).__name__, pack or _packb)
+
+
+def _wire_items(event: Event) -> list:
+    """The array an event travels as: its kind and its wire fields (a successful
+    reply in its short form)."""
+    if type(event) is Reply and not (event.status or event.exception or event.message or event.service_code):
+        return [Reply.KIND, event.txn_id, event.data, event.nfds]
+    return [event.KIND, *event[: event.NWIRE]]
+
+
+def _frame(items: list, what: str, pack: Any) -> list[bytes]:
     try:
-        body = (pack or _packb)([event.KIND, *event[: event.NWIRE]])
+        body = pack(items)
     except (TypeError, ValueError, OverflowError) as exc:
-        raise ProtocolError(f"cannot encode {type(event).__name__}: {exc}") from None
+        raise ProtocolError(f"cannot encode {what}: {exc}") from None
     if len(body) > MAX_TRANSACTION_SIZE:
         raise TransactionTooLargeException(
-            f"{type(event).__name__} of {len(body)} bytes is over the {MAX_TRANSACTION_SIZE}-byte"
-            " limit; send bulk data as SharedMemory"
+            f"{what} of {len(body)} bytes is over the {MAX_TRANSACTION_SIZE}-byte limit; send bulk data as SharedMemory"
         )
     return [_HEADER.pack(len(body)), body]
 
@@ -344,32 +364,19 @@ def _packb(obj: Any) -> bytes:
     return msgpack.packb(obj, use_bin_type=True)
 
 
-
-def _decode_body(body: Any, take_fds: Any) -> Event:
-    try:
-        # Called directly: through a functools.partial the same call cost half again.
-        items = msgpack.unpackb(body, raw=False, use_list=True, strict_map_key=False)
-    except Exception as exc:  # msgpack raises a zoo of types; all mean "garbage"
-        raise ProtocolError(f"undecodable frame body: {type(exc).__name__}: {exc}") from None
-    # The two kinds of every call first, unpacked by name (each class checks its
-    # fields); an item count that fits no kind falls through to the errors below.
-    if type(items) is list and items:
-        kind = items[0]
-        if kind == 4 and len(items) == 8 and type(kind) is int:  # Reply.KIND
-            _, txn_id, status, exception, message, service_code, data, nfds = items
-            fds = take_fds(nfds) if nfds and type(nfds) is int and 0 < nfds <= MAX_FDS_PER_FRAME else ()
-            return Reply(txn_id, status, exception, message, service_code, data, nfds, fds)
-        if kind == 3 and len(items) == 7 and type(kind) is int:  # Transaction.KIND
-            _, txn_id, target, code, oneway, data, nfds = items
-            fds = take_fds(nfds) if nfds and type(nfds) is int and 0 < nfds <= MAX_FDS_PER_FRAME else ()
-            return Transaction(txn_id, target, code, oneway, data, nfds, fds)
-    else:
+def _decode_other(items: Any, with_fds: Any) -> Event:
+    """The event of any array but a transaction's and a successful reply's (the
+    handshake's kinds, a full reply), or the ProtocolError saying what is wrong."""
+    if items.__class__ is not list or not items:
         raise ProtocolError("frame body is not a non-empty array")
-    cls = _EVENT_TYPES.get(kind) if type(kind) is int else None
+    kind = items[0]
+    cls = _EVENT_TYPES.get(kind) if kind.__class__ is int else None
     if cls is None:
         raise ProtocolError(f"unknown frame kind {kind!r}")
     if len(items) != cls.NWIRE + 1:
         raise ProtocolError(f"{cls.__name__} frame has {len(items) - 1} fields, expected {cls.NWIRE}")
+    if (cls is Transaction or cls is Reply) and items[-1]:
+        return with_fds(cls, tuple(items[1:-1]), items[-1])
     return cls(*items[1:])
 
 
@@ -418,6 +425,13 @@ class _Framer:
             self._fds.extend(fds)
 
     def next(self) -> Event | _NeedData:
+        """The next whole frame as its event, or :data:`NEED_DATA`.
+
+        One function cuts the frame, decodes its msgpack array and makes the event
+        (which checks its own fields): the two kinds of every call, a transaction and
+        a successful reply, first, each array unpacked by name; anything else goes
+        to :func:`_decode_other`, which also says what is wrong with a bad array.
+        """
         buf, pos = self._buf, self._pos
         if len(buf) - pos < _HEADER_SIZE:
             return NEED_DATA
@@ -426,16 +440,45 @@ class _Framer:
         # pin the peer's memory and hide the fault.
         if length == 0 or length > MAX_FRAME_SIZE:
             raise ProtocolError(f"frame length {length} outside 1..{MAX_FRAME_SIZE}")
-        end = pos + _HEADER_SIZE + length
+        start = pos + _HEADER_SIZE
+        end = start + length
         if len(buf) < end:
             return NEED_DATA
         self._pos = end
-        if type(buf) is bytes:  # one read's bytes: immutable, a slice of them will do
-            return _decode_body(buf[pos + _HEADER_SIZE : end], self._take_fds)
-        with memoryview(buf) as view:  # released before the buffer can change
-            return _decode_body(view[pos + _HEADER_SIZE : end], self._take_fds)
+        try:
+            # Called directly: through a functools.partial the same call cost half again.
+            items = msgpack.unpackb(buf[start:end], raw=False, use_list=True, strict_map_key=False)
+        except Exception as exc:  # msgpack raises a zoo of types; all mean "garbage"
+            raise ProtocolError(f"undecodable frame body: {type(exc).__name__}: {exc}") from None
+        if items.__class__ is list:
+            n = len(items)
+            if n == 7:
+                kind, txn_id, target, code, oneway, data, nfds = items
+                if kind == 3 and kind.__class__ is int:  # Transaction.KIND
+                    if not nfds:
+                        return Transaction(txn_id, target, code, oneway, data, nfds)
+                    return self._with_fds(Transaction, (txn_id, target, code, oneway, data), nfds)
+            elif n == 4:
+                kind, txn_id, data, nfds = items
+                if kind == 4 and kind.__class__ is int:  # Reply.KIND, the short form of success
+                    if not nfds:
+                        return Reply.ok(txn_id, data, nfds)
+                    return self._with_fds(Reply.ok, (txn_id, data), nfds)
+        return _decode_other(items, self._with_fds)
+
+    def _with_fds(self, make: Any, fields: tuple, nfds: Any) -> Event:
+        """``make(*fields, nfds, fds)``, the frame's descriptors taken: given back if
+        the event refuses its fields, so that the connection's close returns them."""
+        fds = self._take_fds(nfds) if nfds.__class__ is int else ()
+        try:
+            return make(*fields, nfds, fds)
+        except ProtocolError:
+            self._fds[:0] = fds
+            raise
 
     def _take_fds(self, nfds: int) -> tuple[int, ...]:
+        if not 0 < nfds <= MAX_FDS_PER_FRAME:
+            return ()  # the event refuses the count
         if len(self._fds) < nfds:
             raise ProtocolError(f"frame announces {nfds} descriptors, {len(self._fds)} arrived")
         fds = tuple(self._fds[:nfds])
@@ -543,7 +586,7 @@ class Connection:
         elif not self._hello_seen:  # Welcome or Refused: the server must have read a Hello
             raise LocalProtocolError(f"server cannot {_OUT} {cls.__name__} before Hello")
         try:
-            frame = encode_frame(event, self._pack)
+            frame = _frame(_wire_items(event), cls.__name__, self._pack)
         except (ProtocolError, TransactionTooLargeException):
             # Undo the bookkeeping: the frame never left, the call can fail cleanly.
             if cls is Transaction and not event.oneway:
@@ -552,6 +595,49 @@ class Connection:
                 pending.add(event.txn_id)
             raise
         self.state = new_state
+        return frame
+
+    # The two frames of every call, framed without going through an event's type:
+    # what ``send(Transaction(...))`` and ``send(Reply.ok(...))`` do, the same checks
+    # in the same order, for the runtime's hot path.
+
+    def send_call(self, target: int, code: int, oneway: bool, data: Any, nfds: int = 0) -> tuple[int, list[bytes]]:
+        """Frame a call from this client under a new transaction id: ``(txn_id, buffers)``."""
+        if self.state is not READY or self.role is not CLIENT:
+            raise self._refused(_OUT, Transaction(0, target, code, oneway, data, nfds), LocalProtocolError)
+        txn_id = self._next_txn_id
+        self._next_txn_id = txn_id + 1
+        # The id is ours and fits; the rest is checked in one expression (the event
+        # says which field is wrong when one is).
+        if not (
+            target.__class__ is int
+            and 0 <= target <= _MAX_OBJECT_ID
+            and code.__class__ is int
+            and 0 <= code <= _MAX_CODE
+            and (oneway is True or oneway is False)
+            and nfds.__class__ is int
+            and 0 <= nfds <= MAX_FDS_PER_FRAME
+        ):
+            Transaction(txn_id, target, code, oneway, data, nfds)
+        frame = _frame([3, txn_id, target, code, oneway, data, nfds], "Transaction", self._pack)
+        if not oneway:
+            pending = self._pending
+            if txn_id in pending:  # only if send() was given this id by hand
+                raise LocalProtocolError(f"transaction id {txn_id} is already in flight")
+            pending.add(txn_id)
+        return txn_id, frame
+
+    def send_reply(self, txn_id: int, data: Any, nfds: int = 0) -> list[bytes]:
+        """Frame this server's successful reply to call ``txn_id``."""
+        if self.state is not READY or self.role is not SERVER:
+            raise self._refused(_OUT, Reply.ok(txn_id, data, nfds), LocalProtocolError)
+        pending = self._pending
+        if txn_id not in pending:
+            raise LocalProtocolError(f"no two-way transaction {txn_id} to reply to")
+        if not (nfds.__class__ is int and 0 <= nfds <= MAX_FDS_PER_FRAME):  # the id is a pending one
+            Reply.ok(txn_id, data, nfds)  # says what is wrong
+        frame = _frame([4, txn_id, data, nfds], "Reply", self._pack)
+        pending.discard(txn_id)
         return frame
 
     def pending_count(self) -> int:

@@ -135,6 +135,8 @@ class Peer:
             if kind == REFUSED:
                 return "refused", str(items[1])
             if kind == REPLY and (txn_id is None or items[1] == txn_id):
+                if len(items) == 4:  # [REPLY, txn_id, data, nfds]: the short form of success
+                    return "ok", ""
                 status, exception, message = items[2], items[3], items[4]
                 if status != 0 or exception != 0:
                     return "error", f"status {status} exception {exception}: {message}"[:200]
