@@ -447,7 +447,8 @@ class _Framer:
         self._pos = end
         try:
             # Called directly: through a functools.partial the same call cost half again.
-            items = msgpack.unpackb(buf[start:end], raw=False, use_list=True, strict_map_key=False)
+            # (raw=False and use_list=True are msgpack's defaults: naming them costs a little.)
+            items = msgpack.unpackb(buf[start:end], strict_map_key=False)
         except Exception as exc:  # msgpack raises a zoo of types; all mean "garbage"
             raise ProtocolError(f"undecodable frame body: {type(exc).__name__}: {exc}") from None
         if items.__class__ is list:
@@ -532,8 +533,8 @@ class LocalProtocolError(RuntimeError):
     """This side tried to send something the protocol does not allow (a bug here)."""
 
 
-class Connection:
-    """One end of a binder connection, with no I/O.
+class Connection(_Framer):
+    """One end of a binder connection, with no I/O: a framer with the protocol's state.
 
     Besides the handshake it tracks transactions: a client may have many two-way
     calls in flight (each with its own id) and must not reuse an id before its
@@ -541,12 +542,12 @@ class Connection:
     one. A reply for a call that was never made is the peer's protocol error.
     """
 
-    __slots__ = ("role", "state", "_framer", "_hello_seen", "_pending", "_next_txn_id", "_pack", "_out", "_in")
+    __slots__ = ("role", "state", "_hello_seen", "_pending", "_next_txn_id", "_pack", "_out", "_in")
 
     def __init__(self, role: Role) -> None:
         self.role = role
         self.state = State.HANDSHAKE
-        self._framer = _Framer()
+        super().__init__()
         self._hello_seen = False
         self._pending: set[int] = set()  # two-way txn ids awaiting a reply
         self._next_txn_id = 1
@@ -649,17 +650,19 @@ class Connection:
         """Add what the transport read. ``b""`` means the peer closed its end."""
         if self.state is State.CLOSED and data:
             raise ProtocolError("data after the connection closed")
-        self._framer.feed(data, fds)
+        if fds or self._pos < len(self._buf):
+            self.feed(data, fds)
+        else:  # feed's common case, written out: the last read's frames are all taken
+            self._buf, self._pos = data, 0
 
     def next_event(self) -> Event | _NeedData:
         """The next complete event, or :data:`NEED_DATA`. Raises :class:`ProtocolError`."""
-        framer = self._framer
-        if len(framer._buf) - framer._pos < _HEADER_SIZE:
+        if len(self._buf) - self._pos < _HEADER_SIZE:
             return NEED_DATA  # the common answer after a whole read: no call to find it
-        event = framer.next()
+        event = self.next()
         if event is NEED_DATA:
             return event
-        cls = type(event)
+        cls = event.__class__
         new_state = self._in[self.state].get(cls)
         if new_state is None:
             raise self._refused(_IN, event, ProtocolError)
@@ -685,7 +688,7 @@ class Connection:
     def close(self) -> list[int]:
         """Mark closed; returns descriptors that arrived but no frame claimed."""
         self.state = State.CLOSED
-        return self._framer.take_stray_fds()
+        return self.take_stray_fds()
 
     def _refused(self, direction: str, event: Event, error: type[Exception]) -> Exception:
         verb = "send" if direction == _OUT else "receive"
