@@ -26,6 +26,7 @@ import numpy as np
 from interfaces.android.hardware.neuralnetworks import Model
 from interfaces.android.hardware.npu import NpuUuid
 from interfaces.c_enums import enum_problem
+from interfaces.c_model import c_model
 
 from ._errors import NpuAbiError, NpuError, NpuModelError, NpuStateError, NpuValueError, error_class_for
 from ._model import main_subgraph
@@ -213,50 +214,9 @@ class CModel:
         main = main_subgraph(model)
         if len(pools) != len(model.pools):
             raise NpuValueError(f"the model has {len(model.pools)} pools, {len(pools)} mapped")
-        keep: list[Any] = []
-        m = ffi.new("struct npu_model *")
-        operands = ffi.new("struct npu_operand[]", max(len(main.operands), 1))
-        for i, operand in enumerate(main.operands):
-            c = operands[i]
-            c.type = int(operand.type)
-            dims = ffi.new("uint32_t[]", [_u32(d, "dimension") for d in operand.dimensions] or [0])
-            keep.append(dims)
-            c.dimension_count = len(operand.dimensions)
-            c.dimensions = dims
-            c.lifetime = int(operand.lifetime)
-            loc = operand.location
-            c.location.pool_index = _u32(loc.poolIndex, "pool index")
-            c.location.offset = _u32(loc.offset, "location offset")
-            c.location.length = _u32(loc.length, "location length")
-        operations = ffi.new("struct npu_operation[]", max(len(main.operations), 1))
-        for i, operation in enumerate(main.operations):
-            c = operations[i]
-            c.type = int(operation.type)
-            ins = ffi.new("uint32_t[]", [_u32(x, "operand index") for x in operation.inputs] or [0])
-            outs = ffi.new("uint32_t[]", [_u32(x, "operand index") for x in operation.outputs] or [0])
-            keep += [ins, outs]
-            c.input_count, c.inputs = len(operation.inputs), ins
-            c.output_count, c.outputs = len(operation.outputs), outs
-        inputs = ffi.new("uint32_t[]", [_u32(x, "input index") for x in main.inputIndexes] or [0])
-        outputs = ffi.new("uint32_t[]", [_u32(x, "output index") for x in main.outputIndexes] or [0])
-        values = ffi.from_buffer("char[]", model.operandValues) if model.operandValues else ffi.NULL
-        cpools = ffi.new("struct npu_pool[]", max(len(pools), 1))
-        for i, pool in enumerate(pools):
-            buf = ffi.from_buffer("char[]", pool)
-            keep.append(buf)
-            cpools[i].data = buf
-            cpools[i].length = len(buf)
-        keep += [operands, operations, inputs, outputs, values, cpools, model, pools]
-        m.operand_count, m.operands = len(main.operands), operands
-        m.operation_count, m.operations = len(main.operations), operations
-        m.input_count, m.input_indexes = len(main.inputIndexes), inputs
-        m.output_count, m.output_indexes = len(main.outputIndexes), outputs
-        m.operand_values = values
-        m.operand_values_length = len(model.operandValues)
-        m.pool_count, m.pools = len(pools), cpools
-        self.ptr = m
+        self.ptr, keep = c_model(ffi, main, model.operandValues, pools, NpuModelError)
         self.operation_count = len(main.operations)
-        self._keep = keep
+        self._keep = [*keep, model]
 
 
 def validate_model(model: Model, pools: Sequence[Any]) -> tuple[int, int | None]:

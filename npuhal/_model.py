@@ -166,9 +166,10 @@ class ModelBuilder:
         """A FLOAT32 scalar constant (SOFTMAX's beta)."""
         return self._constant(OperandType.FLOAT32, (), np.float32(value).tobytes())
 
-    def operation(self, type_: OperationType | int, inputs: Sequence[int], output_dims: Sequence[int]) -> int:
-        """Append an operation writing one new temporary tensor; returns its index."""
-        out = self._add(Operand(type=OperandType.TENSOR_FLOAT32, dimensions=list(output_dims)))
+    def operation(self, type_: OperationType | int, inputs: Sequence[int], output_dims: Sequence[int],
+                  operand_type: OperandType = OperandType.TENSOR_FLOAT32) -> int:
+        """Append an operation writing one new temporary tensor (float32 unless operand_type says); returns its index."""
+        out = self._add(Operand(type=operand_type, dimensions=list(output_dims)))
         self._operations.append(Operation(type=OperationType(type_), inputs=list(inputs), outputs=[out]))
         return out
 

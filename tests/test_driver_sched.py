@@ -339,27 +339,19 @@ async def test_supported_operations_reflects_each_devices_op_set():
 
 async def test_a_valid_operation_the_hardware_cannot_compute_is_unsupported_not_an_error():
     async with npuhal.open_driver() as driver:
-        # A quantized ADD is valid NNAPI; the emulated hardware computes float32 only.
+        # ARGMAX is valid NNAPI and npuemu computes it, but the NPU does not claim it.
         m = ModelBuilder()
         x = m.input((1, 4))
-        m.output(m.operation(OperationType.RELU, [x], (1, 4)))
-        relu = m.build()
-        q = Operand(type=OperandType.TENSOR_QUANT8_ASYMM, dimensions=[1, 4], scale=0.5)
-        fuse = Operand(type=OperandType.INT32, lifetime=OperandLifeTime.CONSTANT_COPY, location=DataLocation(length=4))
-        quantized = [q.replace(lifetime=OperandLifeTime.SUBGRAPH_INPUT), fuse, q]
-        model = with_main(
-            relu,
-            operands=[*relu.main.operands, *quantized],
-            operations=[*relu.main.operations, Operation(type=OperationType.ADD, inputs=[2, 2, 3], outputs=[4])],
-            inputIndexes=[0, 2],
-        ).replace(operandValues=bytes(4))
+        r = m.operation(OperationType.RELU, [x], (1, 4))
+        m.output(m.operation(OperationType.ARGMAX, [r, m.int32(1)], (1,), operand_type=OperandType.TENSOR_INT32))
+        model = m.build()
         npu = by_type(driver, DeviceType.ACCELERATOR)
         assert driver.supported_operations(npu, model) == [True, False]
         with pytest.raises(npuhal.NpuModelError):
             driver.load_model(npu, model)
         # ... but a structural error stays an error.
         with pytest.raises(npuhal.NpuModelError, match="BAD_OPERAND_INDEX"):
-            driver.supported_operations(npu, with_operation(model, 1, inputs=[2, 77, 3]))
+            driver.supported_operations(npu, with_operation(model, 1, inputs=[1, 77]))
         # A number NN HAL 1.2 has no operation for cannot be in a model at all.
         with pytest.raises(ValueError, match="OperationType"):
             m.operation(95, [x], (1, 4))

@@ -248,17 +248,17 @@ async def test_supported_operations_answers_per_operation(autojump_clock, world,
 
 
 async def test_a_valid_operation_the_device_cannot_run_is_false_not_an_error(autojump_clock, world, system):
-    # A quantized ADD is valid NNAPI; the emulated hardware computes float32 only.
-    q = dict(type=5, dimensions=[1, 4], scale=0.5, zeroPoint=0)
-    fuse = AOperand(type=1, lifetime=3, location=ADataLocation(poolIndex=0, offset=0, length=4))
+    # ARGMAX is valid NNAPI and npuemu computes it, but emu-npu does not claim it.
+    axis = AOperand(type=1, lifetime=3, location=ADataLocation(poolIndex=0, offset=0, length=4))
     model = AModel(
         main=Subgraph(
-            operands=[AOperand(lifetime=1, **q), AOperand(lifetime=1, **q), fuse, AOperand(lifetime=2, **q)],
-            operations=[AOperation(type=0, inputs=[0, 1, 2], outputs=[3])],
-            inputIndexes=[0, 1],
-            outputIndexes=[3],
+            operands=[AOperand(type=3, dimensions=[1, 4], lifetime=1), axis,
+                      AOperand(type=4, dimensions=[1], lifetime=2)],
+            operations=[AOperation(type=39, inputs=[0, 1], outputs=[2])],
+            inputIndexes=[0],
+            outputIndexes=[2],
         ),
-        operandValues=bytes(4),
+        operandValues=(1).to_bytes(4, "little"),
     )
     npu = await world.device(system, "emu-npu")
     assert await npu.getSupportedOperations(model) == [False]

@@ -527,9 +527,11 @@ static void channel_boundary(struct npu_hw *hw, struct channel *ch, int64_t t)
         if (!ch->ahead) {
             ch->computing = true;
             pthread_mutex_unlock(&hw->lock);
-            npu_plan_run_slice(j->model->plan, j->next_slice, j->arena, j->in, j->out);
+            int rc = npu_plan_run_slice(j->model->plan, j->next_slice, j->arena, j->in, j->out, NULL, 0);
             pthread_mutex_lock(&hw->lock);
             ch->computing = false;
+            if (rc != NPU_OK)
+                j->pending_end = NPU_END_REASON_FAILED;
             pthread_cond_broadcast(&hw->cond);
         }
         ch->ahead = false;
@@ -707,10 +709,13 @@ static void *channel_thread(void *arg)
             struct job *j = ch->job;
             ch->computing = true;
             pthread_mutex_unlock(&hw->lock);
-            npu_plan_run_slice(j->model->plan, j->next_slice, j->arena, j->in, j->out);
+            int rc = npu_plan_run_slice(j->model->plan, j->next_slice, j->arena, j->in, j->out, NULL, 0);
             pthread_mutex_lock(&hw->lock);
             ch->computing = false;
             ch->ahead = true;
+            /* an operation that refused its values (data-dependent checks) fails the work */
+            if (rc != NPU_OK && j->pending_end < 0)
+                j->pending_end = NPU_END_REASON_FAILED;
             pthread_cond_broadcast(&hw->cond);
             continue;
         }

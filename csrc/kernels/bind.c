@@ -286,3 +286,20 @@ void npu_bind_cost(const struct npu_op_def *def, const struct npu_bind_call *c, 
         *flops += (double)npu_ops_element_count(&c->out[i].t);
     *bytes = npu_bind_io_bytes(c);
 }
+
+bool npu_bind_quant_range(int32_t type, int32_t *lo, int32_t *hi)
+{
+    *lo = *hi = 0;
+    switch (type) {
+    case NPU_OPERAND_TENSOR_QUANT8_ASYMM:
+        *hi = 255;
+        return true;
+    case NPU_OPERAND_TENSOR_QUANT16_ASYMM:
+        *hi = 65535;
+        return true;
+    case NPU_OPERAND_TENSOR_QUANT8_SYMM: case NPU_OPERAND_TENSOR_QUANT16_SYMM:
+        return true;
+    default:
+        return false;
+    }
+}

@@ -61,19 +61,9 @@ static bool present(const struct npu_bind_call *c, uint32_t i)
 /* A quantized operand's parameters are its type's (NN HAL 1.2's Operand rules). */
 static int quantization(struct npu_bind_call *c, const struct npu_tensor *t, const char *io, uint32_t i)
 {
-    int32_t lo = 0, hi = 0;
-    switch (t->type) {
-    case TQ8:
-        hi = 255;
-        break;
-    case NPU_OPERAND_TENSOR_QUANT16_ASYMM:
-        hi = 65535;
-        break;
-    case NPU_OPERAND_TENSOR_QUANT8_SYMM: case NPU_OPERAND_TENSOR_QUANT16_SYMM:
-        break;
-    default:
+    int32_t lo, hi;
+    if (!npu_bind_quant_range(t->type, &lo, &hi))
         return NPU_OK;
-    }
     if (!(t->scale > 0.0f) || !isfinite(t->scale) || t->zero_point < lo || t->zero_point > hi)
         return npu_bind_fail(c, NPU_E_BAD_SCALAR,
                              "%s %u (%s) needs a scale > 0 and a zero point in %d..%d, not %g and %d", io,
@@ -208,6 +198,53 @@ static int library(struct npu_bind_call *c, int rc)
     if (rc == NPU_OK)
         return rc;
     return npu_bind_fail(c, rc, "the operation library refused the operands (%s)", npu_strerror(rc));
+}
+
+/* -- slicing the cheap operations ----------------------------------------------------
+ * The library computes element-wise operations whole; so that the hardware can
+ * still stop between slices, a binding cuts them itself: elements [begin, end)
+ * of same-shaped tensors are a rank-1 view each. */
+
+/* Elements [begin, end) of t as a rank-1 tensor (t not per-channel). */
+static struct npu_tensor flat_view(const struct npu_tensor *t, size_t begin, size_t end)
+{
+    struct npu_tensor v = *t;
+    v.rank = 1;
+    v.dims[0] = (uint32_t)(end - begin);
+    v.data = (unsigned char *)t->data + begin * ops_element_size(t->type);
+    return v;
+}
+
+/* Whether every tensor input and the output have one shape (no broadcasting,
+ * no per-channel tensor): then the operation may be cut into elements. */
+static bool elementwise_flat(const struct npu_bind_call *c)
+{
+    const struct npu_tensor *o = &c->out[0].t;
+    if (o->type == TPC)
+        return false;
+    for (uint32_t i = 0; i < c->input_count; i++) {
+        const struct npu_tensor *t = in_t(c, i);
+        if (c->in[i].omitted || t->type == NPU_OPERAND_INT32 || t->type == NPU_OPERAND_FLOAT32 ||
+            t->type == NPU_OPERAND_FLOAT16 || t->type == NPU_OPERAND_BOOL)
+            continue;
+        if (t->type == TPC || !ops_same_dims(t, o))
+            return false;
+    }
+    return true;
+}
+
+static size_t elementwise_units(const struct npu_bind_call *c)
+{
+    size_t n = npu_ops_element_count(&c->out[0].t);
+    return elementwise_flat(c) && n ? n : 1;
+}
+
+/* Clamps a slice to units; false when it is empty. */
+static bool clamp_slice(size_t units, size_t *begin, size_t *end)
+{
+    if (*end > units)
+        *end = units;
+    return *begin < *end;
 }
 
 /* -- convolutions ----------------------------------------------------------------
@@ -500,9 +537,12 @@ static int fully_connected_prepare(struct npu_bind_call *c)
     return npu_bind_set_shape(c, 0, 2, dims);
 }
 
+/* One batch row a unit, as the library slices it; a single row is cut by
+ * output units instead (a block of the weights' rows each). */
 static size_t fully_connected_units(const struct npu_bind_call *c)
 {
-    size_t units = npu_ops_units_fully_connected(&c->out[0].t);
+    const struct npu_tensor *o = &c->out[0].t;
+    size_t units = o->rank == 2 && o->dims[0] == 1 ? o->dims[1] : npu_ops_units_fully_connected(o);
     return units ? units : 1;
 }
 
@@ -510,7 +550,18 @@ static int fully_connected_run(struct npu_bind_call *c, size_t begin, size_t end
 {
     int32_t fuse;
     OPS_TRY(npu_bind_i32(c, 3, &fuse, NULL));
-    return library(c, npu_op_fully_connected(in_t(c, 0), in_t(c, 1), in_t(c, 2), fuse, &c->out[0].t, begin, end));
+    const struct npu_tensor *x = in_t(c, 0), *wt = in_t(c, 1), *bias = in_t(c, 2), *o = &c->out[0].t;
+    if (!(o->rank == 2 && o->dims[0] == 1 && wt->rank == 2 && bias->rank == 1 && wt->dims[0] == o->dims[1] &&
+          bias->dims[0] == o->dims[1]))
+        return library(c, npu_op_fully_connected(x, wt, bias, fuse, o, begin, end));
+    if (!clamp_slice(o->dims[1], &begin, &end))
+        return NPU_OK;
+    struct npu_tensor w_part = *wt, b_part = flat_view(bias, begin, end), o_part = *o;
+    w_part.dims[0] = (uint32_t)(end - begin);
+    w_part.data = (unsigned char *)wt->data + begin * wt->dims[1] * ops_element_size(wt->type);
+    o_part.dims[1] = (uint32_t)(end - begin);
+    o_part.data = (unsigned char *)o->data + begin * ops_element_size(o->type);
+    return library(c, npu_op_fully_connected(x, &w_part, &b_part, fuse, &o_part, 0, SIZE_MAX));
 }
 
 static void fully_connected_cost(const struct npu_bind_call *c, double *flops, double *bytes)
@@ -595,8 +646,10 @@ static void pool_cost(const struct npu_bind_call *c, double *flops, double *byte
 {
     uint32_t at = c->input_count >= 10 ? 7 : 4;
     int32_t fw = 1, fh = 1;
-    memcpy(&fw, in_t(c, at)->data, sizeof fw);
-    memcpy(&fh, in_t(c, at + 1)->data, sizeof fh);
+    if (in_t(c, at)->data && in_t(c, at + 1)->data) {
+        memcpy(&fw, in_t(c, at)->data, sizeof fw);
+        memcpy(&fh, in_t(c, at + 1)->data, sizeof fh);
+    }
     *flops = (double)npu_ops_element_count(&c->out[0].t) * fw * fh;
     *bytes = npu_bind_io_bytes(c);
 }
@@ -676,16 +729,19 @@ static int extreme_prepare(struct npu_bind_call *c)
 
 static int add_run(struct npu_bind_call *c, size_t begin, size_t end)
 {
-    (void)begin, (void)end;
     int32_t fuse;
     OPS_TRY(npu_bind_i32(c, 2, &fuse, NULL));
-    int32_t type = c->type;
-    const struct npu_tensor *a = in_t(c, 0), *b = in_t(c, 1), *o = &c->out[0].t;
-    if (type == NPU_OP_ADD)
-        return library(c, npu_op_add(a, b, fuse, o));
-    if (type == NPU_OP_SUB)
-        return library(c, npu_op_sub(a, b, fuse, o));
-    return library(c, npu_op_mul(a, b, fuse, o));
+    struct npu_tensor a = *in_t(c, 0), b = *in_t(c, 1), o = c->out[0].t;
+    if (elementwise_flat(c)) {
+        if (!clamp_slice(npu_ops_element_count(&o), &begin, &end))
+            return NPU_OK;
+        a = flat_view(&a, begin, end), b = flat_view(&b, begin, end), o = flat_view(&o, begin, end);
+    }
+    if (c->type == NPU_OP_ADD)
+        return library(c, npu_op_add(&a, &b, fuse, &o));
+    if (c->type == NPU_OP_SUB)
+        return library(c, npu_op_sub(&a, &b, fuse, &o));
+    return library(c, npu_op_mul(&a, &b, fuse, &o));
 }
 
 static int extreme_run(struct npu_bind_call *c, size_t begin, size_t end)
@@ -713,19 +769,27 @@ static int unary_prepare(struct npu_bind_call *c)
 
 static int unary_run(struct npu_bind_call *c, size_t begin, size_t end)
 {
-    (void)begin, (void)end;
-    const struct npu_tensor *x = in_t(c, 0), *o = &c->out[0].t;
+    struct npu_tensor x = *in_t(c, 0), o = c->out[0].t;
+    if (elementwise_flat(c)) {
+        if (!clamp_slice(npu_ops_element_count(&o), &begin, &end))
+            return NPU_OK;
+        x = flat_view(&x, begin, end), o = flat_view(&o, begin, end);
+    }
     switch (c->type) {
     case NPU_OP_RELU:
-        return library(c, npu_op_relu(x, o));
+        return library(c, npu_op_relu(&x, &o));
     case NPU_OP_RELU1:
-        return library(c, npu_op_relu1(x, o));
+        return library(c, npu_op_relu1(&x, &o));
     case NPU_OP_RELU6:
-        return library(c, npu_op_relu6(x, o));
+        return library(c, npu_op_relu6(&x, &o));
     case NPU_OP_LOGISTIC:
-        return library(c, npu_op_logistic(x, o));
+        return library(c, npu_op_logistic(&x, &o));
+    case NPU_OP_TANH:
+        return library(c, npu_op_tanh(&x, &o));
+    case NPU_OP_QUANTIZE:
+        return library(c, npu_op_quantize(&x, &o));
     default:
-        return library(c, npu_op_tanh(x, o));
+        return library(c, npu_op_dequantize(&x, &o));
     }
 }
 
@@ -770,14 +834,49 @@ static int softmax_prepare(struct npu_bind_call *c)
     return shape_of_input(c, 0);
 }
 
+/* The rows of a softmax: the product of the dimensions before its axis. */
+static size_t softmax_rows(const struct npu_bind_call *c, int32_t axis)
+{
+    const struct npu_tensor *x = in_t(c, 0);
+    size_t rows = 1;
+    for (int32_t k = 0; k < axis && (uint32_t)k < x->rank; k++)
+        rows *= x->dims[k];
+    return rows;
+}
+
+static size_t softmax_units(const struct npu_bind_call *c)
+{
+    int32_t axis = -1, rank = (int32_t)in_t(c, 0)->rank;
+    if (present(c, 2) && in_t(c, 2)->data)
+        memcpy(&axis, in_t(c, 2)->data, sizeof axis);
+    if (axis < -rank || axis >= rank)
+        return 1;
+    size_t rows = softmax_rows(c, axis < 0 ? axis + rank : axis);
+    return rows ? rows : 1;
+}
+
+/* Rows [begin, end): a [rows, axis, inner] view of input and output each. */
 static int softmax_run(struct npu_bind_call *c, size_t begin, size_t end)
 {
-    (void)begin, (void)end;
     float beta;
     int32_t axis;
     bool known;
     OPS_TRY(softmax_read(c, &beta, &axis, &known));
-    return library(c, npu_op_softmax(in_t(c, 0), beta, axis, &c->out[0].t));
+    const struct npu_tensor *x = in_t(c, 0), *o = &c->out[0].t;
+    size_t rows = softmax_rows(c, axis);
+    if (rows <= 1 || !ops_same_dims(x, o))
+        return library(c, npu_op_softmax(x, beta, axis, o));
+    if (!clamp_slice(rows, &begin, &end))
+        return NPU_OK;
+    size_t row = npu_ops_element_count(x) / rows, inner = row / x->dims[axis];
+    struct npu_tensor xv = *x, ov = *o;
+    xv.rank = ov.rank = 3;
+    xv.dims[0] = ov.dims[0] = (uint32_t)(end - begin);
+    xv.dims[1] = ov.dims[1] = x->dims[axis];
+    xv.dims[2] = ov.dims[2] = (uint32_t)inner;
+    xv.data = (unsigned char *)x->data + begin * row * ops_element_size(x->type);
+    ov.data = (unsigned char *)o->data + begin * row * ops_element_size(o->type);
+    return library(c, npu_op_softmax(&xv, beta, 1, &ov));
 }
 
 /* exp, a sum and a division per element */
@@ -822,12 +921,6 @@ static int quantize_prepare(struct npu_bind_call *c)
     return shape_of_input(c, 0);
 }
 
-static int quantize_run(struct npu_bind_call *c, size_t begin, size_t end)
-{
-    (void)begin, (void)end;
-    return library(c, npu_op_quantize(in_t(c, 0), &c->out[0].t));
-}
-
 static int dequantize_prepare(struct npu_bind_call *c)
 {
     static const int32_t quant8[] = {TQ8, NPU_OPERAND_TENSOR_QUANT8_SYMM, TPC};
@@ -836,12 +929,6 @@ static int dequantize_prepare(struct npu_bind_call *c)
     if (c->out[0].t.type != TF16)
         OPS_TRY(output_is(c, 0, TF32));
     return shape_of_input(c, 0);
-}
-
-static int dequantize_run(struct npu_bind_call *c, size_t begin, size_t end)
-{
-    (void)begin, (void)end;
-    return library(c, npu_op_dequantize(in_t(c, 0), &c->out[0].t));
 }
 
 /* -- moving values ------------------------------------------------------------------ */
@@ -1410,6 +1497,8 @@ static int block_run(struct npu_bind_call *c, size_t begin, size_t end)
     {.type = NPU_OP_##op, .name = #op, .prepare = fn##_prepare, .units = units_fn, .run = fn##_run, .cost = cost_fn}
 #define SIMPLE(op, prep, run_fn, cost_fn) \
     {.type = NPU_OP_##op, .name = #op, .prepare = prep, .run = run_fn, .cost = cost_fn}
+#define ELEMENTWISE(op, prep, run_fn, cost_fn) \
+    {.type = NPU_OP_##op, .name = #op, .prepare = prep, .units = elementwise_units, .run = run_fn, .cost = cost_fn}
 
 const struct npu_op_def npu_bind_core[] = {
     SPATIAL(CONV_2D, conv_2d, conv_2d_units, conv_2d_cost),
@@ -1419,21 +1508,22 @@ const struct npu_op_def npu_bind_core[] = {
     SPATIAL(AVERAGE_POOL_2D, average_pool_2d, pool_units, pool_cost),
     SPATIAL(MAX_POOL_2D, max_pool_2d, pool_units, pool_cost),
     SPATIAL(L2_POOL_2D, l2_pool_2d, pool_units, pool_cost),
-    SIMPLE(ADD, add_prepare, add_run, NULL),
-    SIMPLE(SUB, add_prepare, add_run, NULL),
-    SIMPLE(MUL, mul_prepare, add_run, NULL),
+    ELEMENTWISE(ADD, add_prepare, add_run, NULL),
+    ELEMENTWISE(SUB, add_prepare, add_run, NULL),
+    ELEMENTWISE(MUL, mul_prepare, add_run, NULL),
     SIMPLE(MAXIMUM, extreme_prepare, extreme_run, NULL),
     SIMPLE(MINIMUM, extreme_prepare, extreme_run, NULL),
-    SIMPLE(RELU, unary_prepare, unary_run, NULL),
-    SIMPLE(RELU1, unary_prepare, unary_run, NULL),
-    SIMPLE(RELU6, unary_prepare, unary_run, NULL),
-    SIMPLE(LOGISTIC, unary_prepare, unary_run, along_axis_cost),
-    SIMPLE(TANH, unary_prepare, unary_run, along_axis_cost),
+    ELEMENTWISE(RELU, unary_prepare, unary_run, NULL),
+    ELEMENTWISE(RELU1, unary_prepare, unary_run, NULL),
+    ELEMENTWISE(RELU6, unary_prepare, unary_run, NULL),
+    ELEMENTWISE(LOGISTIC, unary_prepare, unary_run, along_axis_cost),
+    ELEMENTWISE(TANH, unary_prepare, unary_run, along_axis_cost),
     SIMPLE(PRELU, prelu_prepare, prelu_run, NULL),
-    SIMPLE(SOFTMAX, softmax_prepare, softmax_run, along_axis_cost),
+    {.type = NPU_OP_SOFTMAX, .name = "SOFTMAX", .prepare = softmax_prepare, .units = softmax_units,
+     .run = softmax_run, .cost = along_axis_cost},
     SIMPLE(L2_NORMALIZATION, l2_normalization_prepare, l2_normalization_run, along_axis_cost),
-    SIMPLE(QUANTIZE, quantize_prepare, quantize_run, NULL),
-    SIMPLE(DEQUANTIZE, dequantize_prepare, dequantize_run, NULL),
+    ELEMENTWISE(QUANTIZE, quantize_prepare, unary_run, NULL),
+    ELEMENTWISE(DEQUANTIZE, dequantize_prepare, unary_run, NULL),
     SIMPLE(RESHAPE, reshape_prepare, reshape_run, NULL),
     SIMPLE(CONCATENATION, concatenation_prepare, concatenation_run, NULL),
     SIMPLE(PAD, pad_prepare, pad_run, NULL),

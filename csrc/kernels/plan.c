@@ -1,32 +1,39 @@
 /*
  * Model validation, plans and slicing.  Validation is the one gate every
- * model passes (getSupportedOperations, load, the CPU device's run), so every
- * check that protects a kernel from reading out of bounds lives here.
+ * model passes (getSupportedOperations, load, the CPU device's run): the
+ * model's structure is checked here (operand types, quantization, lifetimes,
+ * locations, indexes, the order of writes and reads), each operation by its
+ * binding (npu/bind.h), prepared in order with the constants' data so that
+ * the shapes it computes flow forward to the operations that read them.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "npu/bind.h"
 #include "npu/errors.h"
 #include "npu/model.h"
+#include "ops_internal.h"
 #include "plan.h"
 
 /* A tensor larger than this (elements) is refused: the emulator computes for
  * real, and a bogus dimension must fail cleanly, not overflow size_t. */
 #define MAX_ELEMENTS ((size_t)1 << 28)
 
-static bool is_tensor(int32_t type)
+static bool is_scalar(int32_t type)
 {
-    return type == NPU_OPERAND_TENSOR_FLOAT32 || type == NPU_OPERAND_TENSOR_INT32 ||
-           type == NPU_OPERAND_TENSOR_QUANT8_ASYMM;
+    return type == NPU_OPERAND_FLOAT32 || type == NPU_OPERAND_INT32 || type == NPU_OPERAND_UINT32 ||
+           type == NPU_OPERAND_BOOL || type == NPU_OPERAND_FLOAT16;
 }
 
-static size_t element_count(const struct npu_operand *op)
+/* Elements of a shape; 0 when a dimension is 0 (unknown) or the total too large. */
+static size_t element_count(uint32_t rank, const uint32_t *dims)
 {
     size_t n = 1;
-    for (uint32_t i = 0; i < op->dimension_count; i++) {
-        if (op->dimensions[i] == 0 || n > MAX_ELEMENTS / op->dimensions[i])
+    for (uint32_t i = 0; i < rank; i++) {
+        if (dims[i] == 0 || n > MAX_ELEMENTS / dims[i])
             return 0;
-        n *= op->dimensions[i];
+        n *= dims[i];
     }
     return n;
 }
@@ -37,8 +44,7 @@ size_t npu_operand_byte_size(const struct npu_operand *op)
         return 0;
     if (op->dimension_count > NPU_MAX_RANK || (op->dimension_count > 0 && op->dimensions == NULL))
         return 0;
-    size_t elem = op->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM || op->type == NPU_OPERAND_BOOL ? 1 : 4;
-    return element_count(op) * elem;
+    return element_count(op->dimension_count, op->dimensions) * ops_element_size(op->type);
 }
 
 static bool is_constant(const struct npu_operand *op)
@@ -53,23 +59,37 @@ static const void *constant_data(const struct npu_model *m, const struct npu_ope
     return (const unsigned char *)m->pools[op->location.pool_index].data + op->location.offset;
 }
 
-static bool same_shape(const struct npu_operand *a, const struct npu_operand *b)
+/* A quantized operand's parameters are its type's; a per-channel one's scales fit its shape. */
+static int check_quantization(const struct npu_operand *op)
 {
-    if (a->dimension_count != b->dimension_count)
-        return false;
-    for (uint32_t i = 0; i < a->dimension_count; i++)
-        if (a->dimensions[i] != b->dimensions[i])
-            return false;
-    return true;
+    int32_t lo, hi;
+    if (op->type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL) {
+        if (op->zero_point != 0 || op->channel_dim >= op->dimension_count || op->channel_scales == NULL ||
+            op->channel_scale_count != op->dimensions[op->channel_dim])
+            return NPU_E_BAD_SCALAR;
+        for (uint32_t i = 0; i < op->channel_scale_count; i++)
+            if (!(op->channel_scales[i] > 0.0f) || !isfinite(op->channel_scales[i]))
+                return NPU_E_BAD_SCALAR;
+        return NPU_OK;
+    }
+    if (op->channel_scale_count != 0)
+        return NPU_E_BAD_SCALAR;
+    if (!npu_bind_quant_range(op->type, &lo, &hi))
+        return NPU_OK;
+    if (!(op->scale > 0.0f) || !isfinite(op->scale) || op->zero_point < lo || op->zero_point > hi)
+        return NPU_E_BAD_SCALAR;
+    return NPU_OK;
 }
 
-static int check_operand(const struct npu_model *m, const struct npu_operand *op, bool lenient)
+/* A tensor's shape is known when its rank is and none of its dimensions is 0. */
+static bool shape_known(const struct npu_operand *op)
+{
+    return is_scalar(op->type) || element_count(op->dimension_count, op->dimensions) != 0;
+}
+
+static int check_operand(const struct npu_model *m, const struct npu_operand *op)
 {
     if (op->type < 0 || op->type >= NPU_OPERAND_TYPE_COUNT)
-        return NPU_E_BAD_OPERAND_TYPE;
-    /* float32 only: the other tensor types are NNAPI's but not npuemu's; a
-     * support query accepts them and answers "not computable" per operation */
-    if (!lenient && is_tensor(op->type) && op->type != NPU_OPERAND_TENSOR_FLOAT32)
         return NPU_E_BAD_OPERAND_TYPE;
     if (op->lifetime < NPU_LIFETIME_TEMPORARY_VARIABLE || op->lifetime > NPU_LIFETIME_NO_VALUE)
         return NPU_E_BAD_LIFETIME;
@@ -77,12 +97,17 @@ static int check_operand(const struct npu_model *m, const struct npu_operand *op
         return NPU_E_BAD_SHAPE;
     if (op->dimension_count > 0 && op->dimensions == NULL)
         return NPU_E_INVALID_ARGUMENT;
-    if (is_tensor(op->type)) {
-        if (op->dimension_count == 0 || element_count(op) == 0)
-            return NPU_E_BAD_SHAPE;
-    } else if (op->dimension_count != 0) {
+    if (op->channel_scale_count > 0 && op->channel_scales == NULL)
+        return NPU_E_INVALID_ARGUMENT;
+    if (is_scalar(op->type) && op->dimension_count != 0)
         return NPU_E_BAD_SHAPE;
-    }
+    /* a temporary's or a model output's shape may be left to the operation
+     * that writes it; what a model input or a constant holds must be known */
+    bool computed = op->lifetime == NPU_LIFETIME_TEMPORARY_VARIABLE || op->lifetime == NPU_LIFETIME_MODEL_OUTPUT;
+    if (!computed && op->lifetime != NPU_LIFETIME_NO_VALUE && !shape_known(op))
+        return NPU_E_BAD_SHAPE;
+    if (op->lifetime != NPU_LIFETIME_NO_VALUE)
+        OPS_TRY(check_quantization(op));
     if (is_constant(op)) {
         size_t bytes = npu_operand_byte_size(op);
         const struct npu_data_location *loc = &op->location;
@@ -96,187 +121,61 @@ static int check_operand(const struct npu_model *m, const struct npu_operand *op
                 (size_t)loc->offset + loc->length > m->pools[loc->pool_index].length)
                 return NPU_E_BAD_OPERAND_LOCATION;
         }
-        /* offsets of float data must be aligned for the kernels to read it */
-        if (loc->offset % 4 != 0)
+        /* the bindings read constants in place: aligned for their element type */
+        if (loc->offset % ops_element_size(op->type) != 0)
             return NPU_E_BAD_OPERAND_LOCATION;
     }
     return NPU_OK;
 }
 
-static int tensor(const struct npu_model *m, uint32_t idx)
+/* The model's operand i as a tensor descriptor (data: a constant's bytes in
+ * the model's memory, NULL otherwise). */
+static void describe(const struct npu_model *m, uint32_t i, struct npu_plan_operand *d)
 {
-    return m->operands[idx].type == NPU_OPERAND_TENSOR_FLOAT32 ? NPU_OK : NPU_E_BAD_OPERAND_TYPE;
+    const struct npu_operand *op = &m->operands[i];
+    memset(d, 0, sizeof *d);
+    d->t.type = op->type;
+    d->t.rank = op->dimension_count;
+    if (op->dimension_count)
+        memcpy(d->t.dims, op->dimensions, op->dimension_count * sizeof *op->dimensions);
+    d->t.scale = op->scale;
+    d->t.zero_point = op->zero_point;
+    d->t.channel_scales = op->channel_scales;
+    d->t.channel_dim = op->channel_dim;
+    d->t.data = is_constant(op) ? (void *)constant_data(m, op) : NULL;
+    d->has_shape = shape_known(op);
+    d->lifetime = op->lifetime;
 }
 
-static int scalar_i32(const struct npu_model *m, uint32_t idx, int32_t *v)
+/* The binding call of operation o over the described operands; args holds
+ * input_count + output_count entries. */
+static void make_call(const struct npu_plan_operand *ops, int32_t type, uint32_t n_in, const uint32_t *in,
+                      uint32_t n_out, const uint32_t *out, struct npu_arg *args, struct npu_bind_call *c)
 {
-    const struct npu_operand *op = &m->operands[idx];
-    if (op->type != NPU_OPERAND_INT32 || !is_constant(op))
-        return NPU_E_BAD_SCALAR;
-    memcpy(v, constant_data(m, op), sizeof *v);
-    return NPU_OK;
-}
-
-static int scalar_f32(const struct npu_model *m, uint32_t idx, float *v)
-{
-    const struct npu_operand *op = &m->operands[idx];
-    if (op->type != NPU_OPERAND_FLOAT32 || !is_constant(op))
-        return NPU_E_BAD_SCALAR;
-    memcpy(v, constant_data(m, op), sizeof *v);
-    return NPU_OK;
-}
-
-static int fuse_code(const struct npu_model *m, uint32_t idx, int32_t *fuse)
-{
-    int rc = scalar_i32(m, idx, fuse);
-    if (rc != NPU_OK)
-        return rc;
-    return *fuse >= NPU_FUSE_NONE && *fuse <= NPU_FUSE_RELU6 ? NPU_OK : NPU_E_BAD_FUSE_CODE;
-}
-
-#define TRY(expr)                 \
-    do {                          \
-        int rc_ = (expr);         \
-        if (rc_ != NPU_OK)        \
-            return rc_;           \
-    } while (0)
-
-static const uint32_t *dims(const struct npu_model *m, uint32_t idx) { return m->operands[idx].dimensions; }
-static uint32_t rank(const struct npu_model *m, uint32_t idx) { return m->operands[idx].dimension_count; }
-
-/* Checks one operation's operand types and shapes and decodes it into *p
- * (which may be NULL when only validating). */
-static int check_operation(const struct npu_model *m, const struct npu_operation *o, struct npu_plan_op *p)
-{
-    struct npu_plan_op tmp;
-    if (p == NULL)
-        p = &tmp;
-    memset(p, 0, sizeof *p);
-    p->type = o->type;
-    const uint32_t *in = o->inputs;
-    uint32_t out = o->outputs[0];
-    p->out = out;
-    TRY(tensor(m, out));
-    switch (o->type) {
-    case NPU_OP_ADD:
-    case NPU_OP_SUB:
-    case NPU_OP_MUL:
-        TRY(tensor(m, in[0]));
-        TRY(tensor(m, in[1]));
-        if (!same_shape(&m->operands[in[0]], &m->operands[in[1]]) ||
-            !same_shape(&m->operands[in[0]], &m->operands[out]))
-            return NPU_E_BAD_SHAPE;
-        TRY(fuse_code(m, in[2], &p->fuse));
-        p->in[0] = in[0], p->in[1] = in[1];
-        p->units = element_count(&m->operands[out]);
-        p->flops_per_unit = 1.0, p->bytes_per_unit = 12.0;
-        return NPU_OK;
-    case NPU_OP_RELU:
-        TRY(tensor(m, in[0]));
-        if (!same_shape(&m->operands[in[0]], &m->operands[out]))
-            return NPU_E_BAD_SHAPE;
-        p->in[0] = in[0];
-        p->units = element_count(&m->operands[out]);
-        p->flops_per_unit = 1.0, p->bytes_per_unit = 8.0;
-        return NPU_OK;
-    case NPU_OP_FULLY_CONNECTED: {
-        TRY(tensor(m, in[0]));
-        TRY(tensor(m, in[1]));
-        TRY(tensor(m, in[2]));
-        if (rank(m, in[0]) != 2 || rank(m, in[1]) != 2 || rank(m, in[2]) != 1 || rank(m, out) != 2)
-            return NPU_E_BAD_SHAPE;
-        uint32_t batch = dims(m, in[0])[0], in_size = dims(m, in[0])[1], units = dims(m, in[1])[0];
-        if (dims(m, in[1])[1] != in_size || dims(m, in[2])[0] != units || dims(m, out)[0] != batch ||
-            dims(m, out)[1] != units)
-            return NPU_E_BAD_SHAPE;
-        TRY(fuse_code(m, in[3], &p->fuse));
-        p->in[0] = in[0], p->in[1] = in[1], p->in[2] = in[2];
-        p->fc_in = in_size, p->fc_units = units;
-        p->units = (size_t)batch * units;
-        p->flops_per_unit = 2.0 * in_size + 1.0;
-        p->bytes_per_unit = 8.0 * in_size + 8.0;
-        return NPU_OK;
-    }
-    case NPU_OP_CONV_2D: {
-        TRY(tensor(m, in[0]));
-        TRY(tensor(m, in[1]));
-        TRY(tensor(m, in[2]));
-        if (rank(m, in[0]) != 4 || rank(m, in[1]) != 4 || rank(m, in[2]) != 1 || rank(m, out) != 4)
-            return NPU_E_BAD_SHAPE;
-        struct npu_conv2d_params *c = &p->conv;
-        const uint32_t *id = dims(m, in[0]), *fd = dims(m, in[1]);
-        c->batches = id[0], c->in_h = id[1], c->in_w = id[2], c->in_c = id[3];
-        c->out_c = fd[0], c->filter_h = fd[1], c->filter_w = fd[2];
-        if (fd[3] != c->in_c || dims(m, in[2])[0] != c->out_c)
-            return NPU_E_BAD_SHAPE;
-        int32_t s[6];
-        for (int i = 0; i < 6; i++) {
-            TRY(scalar_i32(m, in[3 + i], &s[i]));
-            if (s[i] < (i < 4 ? 0 : 1) || s[i] > 4096)
-                return NPU_E_BAD_SCALAR;
-        }
-        c->pad_left = (uint32_t)s[0], c->pad_right = (uint32_t)s[1];
-        c->pad_top = (uint32_t)s[2], c->pad_bottom = (uint32_t)s[3];
-        c->stride_w = (uint32_t)s[4], c->stride_h = (uint32_t)s[5];
-        TRY(fuse_code(m, in[9], &c->fuse));
-        if (c->in_h + c->pad_top + c->pad_bottom < c->filter_h ||
-            c->in_w + c->pad_left + c->pad_right < c->filter_w)
-            return NPU_E_BAD_SHAPE;
-        c->out_h = (c->in_h + c->pad_top + c->pad_bottom - c->filter_h) / c->stride_h + 1;
-        c->out_w = (c->in_w + c->pad_left + c->pad_right - c->filter_w) / c->stride_w + 1;
-        const uint32_t *od = dims(m, out);
-        if (od[0] != c->batches || od[1] != c->out_h || od[2] != c->out_w || od[3] != c->out_c)
-            return NPU_E_BAD_SHAPE;
-        p->fuse = c->fuse;
-        p->in[0] = in[0], p->in[1] = in[1], p->in[2] = in[2];
-        p->units = (size_t)c->batches * c->out_h * c->out_w;
-        double taps = (double)c->filter_h * c->filter_w * c->in_c;
-        p->flops_per_unit = 2.0 * taps * c->out_c;
-        p->bytes_per_unit = 4.0 * (taps + c->out_c);
-        return NPU_OK;
-    }
-    case NPU_OP_SOFTMAX: {
-        TRY(tensor(m, in[0]));
-        if (!same_shape(&m->operands[in[0]], &m->operands[out]))
-            return NPU_E_BAD_SHAPE;
-        TRY(scalar_f32(m, in[1], &p->beta));
-        if (!(p->beta > 0.0f))
-            return NPU_E_BAD_SCALAR;
-        uint32_t r = rank(m, in[0]);
-        p->sm_n = dims(m, in[0])[r - 1];
-        p->in[0] = in[0];
-        p->units = element_count(&m->operands[in[0]]) / p->sm_n;
-        p->flops_per_unit = 5.0 * p->sm_n, p->bytes_per_unit = 8.0 * p->sm_n;
-        return NPU_OK;
-    }
-    default:
-        return NPU_E_BAD_OPERATION;
+    memset(c, 0, sizeof *c);
+    c->type = type;
+    c->input_count = n_in;
+    c->output_count = n_out;
+    c->in = args;
+    c->out = args + n_in;
+    for (uint32_t k = 0; k < n_in + n_out; k++) {
+        const struct npu_plan_operand *d = &ops[k < n_in ? in[k] : out[k - n_in]];
+        struct npu_arg *a = &args[k];
+        memset(a, 0, sizeof *a);
+        a->omitted = d->lifetime == NPU_LIFETIME_NO_VALUE;
+        a->t = d->t;
+        a->has_shape = d->has_shape;
+        a->has_rank = d->has_shape || d->t.rank > 0 || is_scalar(d->t.type);
     }
 }
 
-static int expected_inputs(int32_t type)
-{
-    switch (type) {
-    case NPU_OP_ADD:
-    case NPU_OP_SUB:
-    case NPU_OP_MUL:
-        return 3;
-    case NPU_OP_RELU:
-        return 1;
-    case NPU_OP_FULLY_CONNECTED:
-        return 4;
-    case NPU_OP_CONV_2D:
-        return 10;
-    case NPU_OP_SOFTMAX:
-        return 2;
-    default:
-        return -1;
-    }
-}
-
-/* The whole-model checks; fills ops[] when it is not NULL.  With computable
- * not NULL it is the lenient support check (npu_model_check_support). */
-static int validate(const struct npu_model *m, uint32_t *bad_op, struct npu_plan_op *ops, bool *computable)
+/* The whole-model analysis: structure, then each operation's binding in order
+ * with shapes flowing forward.  ops (the model's operands, described) is
+ * updated with the shapes the bindings compute.  With computable (the support
+ * check), an operation npuemu has no binding for is "not computable" rather
+ * than an error; plan (may be NULL) receives each operation's call data. */
+static int analyse(const struct npu_model *m, struct npu_plan_operand *ops, struct npu_plan_op *plan_ops,
+                   bool *computable, uint32_t *bad_op)
 {
     bool lenient = computable != NULL;
     *bad_op = UINT32_MAX;
@@ -289,17 +188,22 @@ static int validate(const struct npu_model *m, uint32_t *bad_op, struct npu_plan
     if (m->operation_count == 0 || m->output_count == 0)
         return NPU_E_BAD_MODEL_IO;
     for (uint32_t i = 0; i < m->operand_count; i++)
-        TRY(check_operand(m, &m->operands[i], lenient));
+        OPS_TRY(check_operand(m, &m->operands[i]));
+    for (uint32_t i = 0; i < m->operand_count; i++)
+        describe(m, i, &ops[i]);
 
-    unsigned char *defined = calloc(m->operand_count, 1);
-    unsigned char *listed = calloc(m->operand_count, 1);
+    unsigned char *defined = calloc(m->operand_count ? m->operand_count : 1, 1);
+    unsigned char *listed = calloc(m->operand_count ? m->operand_count : 1, 1);
+    struct npu_arg *args = NULL;
+    size_t args_len = 0;
     int rc = NPU_OK;
     if (!defined || !listed) {
         rc = NPU_E_NO_MEMORY;
         goto out;
     }
     for (uint32_t i = 0; i < m->operand_count; i++)
-        defined[i] = is_constant(&m->operands[i]) || m->operands[i].lifetime == NPU_LIFETIME_MODEL_INPUT;
+        defined[i] = is_constant(&m->operands[i]) || m->operands[i].lifetime == NPU_LIFETIME_MODEL_INPUT ||
+                     m->operands[i].lifetime == NPU_LIFETIME_NO_VALUE;
     /* every MODEL_INPUT listed exactly once in input_indexes, likewise outputs */
     for (int pass = 0; pass < 2 && rc == NPU_OK; pass++) {
         uint32_t count = pass ? m->output_count : m->input_count;
@@ -325,9 +229,7 @@ static int validate(const struct npu_model *m, uint32_t *bad_op, struct npu_plan
     for (uint32_t k = 0; k < m->operation_count && rc == NPU_OK; k++) {
         const struct npu_operation *o = &m->operations[k];
         *bad_op = k;
-        int want = expected_inputs(o->type);
-        bool known = want >= 0 && o->input_count == (uint32_t)want && o->output_count == 1;
-        if ((!known && !lenient) || o->output_count == 0) {
+        if (o->output_count == 0) {
             rc = NPU_E_BAD_OPERATION;
             break;
         }
@@ -341,8 +243,6 @@ static int validate(const struct npu_model *m, uint32_t *bad_op, struct npu_plan
             else if (!defined[o->inputs[i]])
                 rc = NPU_E_BAD_MODEL_IO;
         }
-        if (rc != NPU_OK)
-            break;
         for (uint32_t i = 0; i < o->output_count && rc == NPU_OK; i++) {
             uint32_t out = o->outputs[i];
             if (out >= m->operand_count) {
@@ -355,15 +255,65 @@ static int validate(const struct npu_model *m, uint32_t *bad_op, struct npu_plan
         }
         if (rc != NPU_OK)
             break;
-        if (known)
-            rc = check_operation(m, o, ops ? &ops[k] : NULL);
-        if (lenient) {
-            computable[k] = known && rc == NPU_OK;
-            if (rc == NPU_E_BAD_OPERAND_TYPE)
-                rc = NPU_OK; /* e.g. a quantized ADD: valid NNAPI, not ours to run */
-        }
         for (uint32_t i = 0; i < o->output_count; i++)
             defined[o->outputs[i]] = 1;
+        const struct npu_op_def *def = npu_bind_lookup(o->type);
+        if (computable)
+            computable[k] = def != NULL;
+        if (!def) {
+            /* an operation npuemu cannot compute: unknown to the strict check,
+             * "not computable" to the support query; its outputs stay as declared */
+            if (!lenient)
+                rc = NPU_E_BAD_OPERATION;
+            continue;
+        }
+        size_t n = (size_t)o->input_count + o->output_count;
+        if (n > args_len) {
+            struct npu_arg *grown = realloc(args, n * sizeof *args);
+            if (!grown) {
+                rc = NPU_E_NO_MEMORY;
+                break;
+            }
+            args = grown;
+            args_len = n;
+        }
+        struct npu_bind_call c;
+        make_call(ops, o->type, o->input_count, o->inputs, o->output_count, o->outputs, args, &c);
+        rc = def->prepare(&c);
+        if (rc != NPU_OK)
+            break;
+        for (uint32_t i = 0; i < o->output_count; i++) {
+            struct npu_plan_operand *d = &ops[o->outputs[i]];
+            if (c.out[i].has_shape) {
+                if (element_count(c.out[i].t.rank, c.out[i].t.dims) == 0 && c.out[i].t.rank > 0) {
+                    rc = NPU_E_BAD_SHAPE;  /* larger than the emulator computes */
+                    break;
+                }
+                d->t.rank = c.out[i].t.rank;
+                memcpy(d->t.dims, c.out[i].t.dims, sizeof d->t.dims);
+                d->has_shape = true;
+            }
+        }
+        if (rc != NPU_OK)
+            break;
+        if (plan_ops) {
+            struct npu_plan_op *p = &plan_ops[k];
+            p->def = def;
+            bool known = true;
+            for (uint32_t i = 0; i < n; i++)
+                known &= args[i].omitted || is_scalar(args[i].t.type) ||
+                         ops[i < o->input_count ? o->inputs[i] : o->outputs[i - o->input_count]].has_shape;
+            if (!known) {
+                /* every shape must be known at load time (dynamic shapes come later) */
+                rc = NPU_E_BAD_SHAPE;
+                break;
+            }
+            make_call(ops, o->type, o->input_count, o->inputs, o->output_count, o->outputs, args, &c);
+            p->units = def->units ? def->units(&c) : 1;
+            if (p->units == 0)
+                p->units = 1;
+            npu_bind_cost(def, &c, &p->flops, &p->bytes);
+        }
     }
     if (rc == NPU_OK) {
         *bad_op = UINT32_MAX;
@@ -372,36 +322,98 @@ static int validate(const struct npu_model *m, uint32_t *bad_op, struct npu_plan
                 rc = NPU_E_BAD_MODEL_IO;
     }
 out:
+    free(args);
     free(defined);
     free(listed);
     return rc;
 }
 
-int npu_model_validate(const struct npu_model *model, uint32_t *bad_operation)
+static int check(const struct npu_model *m, bool *computable, uint32_t *bad_operation)
 {
     uint32_t dummy;
-    return validate(model, bad_operation ? bad_operation : &dummy, NULL, NULL);
+    if (!bad_operation)
+        bad_operation = &dummy;
+    if (m == NULL)
+        return NPU_E_INVALID_ARGUMENT;
+    struct npu_plan_operand *ops = calloc(m->operand_count ? m->operand_count : 1, sizeof *ops);
+    if (!ops)
+        return NPU_E_NO_MEMORY;
+    int rc = analyse(m, ops, NULL, computable, bad_operation);
+    free(ops);
+    return rc;
+}
+
+int npu_model_validate(const struct npu_model *model, uint32_t *bad_operation)
+{
+    return check(model, NULL, bad_operation);
 }
 
 int npu_model_check_support(const struct npu_model *model, bool *computable, uint32_t *bad_operation)
 {
-    uint32_t dummy;
     if (model && model->operation_count && !computable)
         return NPU_E_INVALID_ARGUMENT;
-    return validate(model, bad_operation ? bad_operation : &dummy, NULL, computable);
+    return check(model, computable, bad_operation);
 }
 
 void npu_plan_destroy(struct npu_plan *p)
 {
     if (!p)
         return;
+    for (uint32_t k = 0; p->ops && k < p->op_count; k++)
+        free(p->ops[k].operands);
     free(p->operands);
     free(p->ops);
     free(p->slices);
     free(p->inputs);
     free(p->outputs);
     free(p->consts);
+    free(p->channel_scales);
     free(p);
+}
+
+/* Copies the constants and the per-channel scales into the plan, lays out
+ * the temporaries in the arena, and points the descriptors at the copies. */
+static int own_memory(const struct npu_model *m, struct npu_plan *p)
+{
+    size_t scale_count = 0;
+    for (uint32_t i = 0; i < m->operand_count; i++) {
+        struct npu_plan_operand *d = &p->operands[i];
+        d->bytes = d->has_shape && !(d->lifetime == NPU_LIFETIME_NO_VALUE)
+                       ? (is_scalar(d->t.type) ? ops_element_size(d->t.type)
+                                               : element_count(d->t.rank, d->t.dims) * ops_element_size(d->t.type))
+                       : 0;
+        /* round to 16 bytes so every tensor in an arena is aligned for float */
+        size_t padded = (d->bytes + 15) & ~(size_t)15;
+        if (is_constant(&m->operands[i])) {
+            d->offset = p->const_bytes;
+            p->const_bytes += padded;
+        } else if (d->lifetime == NPU_LIFETIME_TEMPORARY_VARIABLE) {
+            d->offset = p->temp_bytes;
+            p->temp_bytes += padded;
+        }
+        scale_count += m->operands[i].channel_scale_count;
+    }
+    p->consts = malloc(p->const_bytes ? p->const_bytes : 1);
+    p->channel_scales = malloc((scale_count ? scale_count : 1) * sizeof *p->channel_scales);
+    if (!p->consts || !p->channel_scales)
+        return NPU_E_NO_MEMORY;
+    size_t at = 0;
+    for (uint32_t i = 0; i < m->operand_count; i++) {
+        struct npu_plan_operand *d = &p->operands[i];
+        const struct npu_operand *op = &m->operands[i];
+        if (is_constant(op)) {
+            memcpy(p->consts + d->offset, constant_data(m, op), d->bytes);
+            d->t.data = p->consts + d->offset;
+        }
+        if (op->channel_scale_count) {
+            memcpy(p->channel_scales + at, op->channel_scales, op->channel_scale_count * sizeof *p->channel_scales);
+            d->t.channel_scales = p->channel_scales + at;
+            at += op->channel_scale_count;
+        } else {
+            d->t.channel_scales = NULL;
+        }
+    }
+    return NPU_OK;
 }
 
 int npu_plan_create(const struct npu_model *m, uint32_t slices_per_op, struct npu_plan **out)
@@ -415,12 +427,13 @@ int npu_plan_create(const struct npu_model *m, uint32_t slices_per_op, struct np
     if (!p)
         return NPU_E_NO_MEMORY;
     p->ops = calloc(m->operation_count ? m->operation_count : 1, sizeof *p->ops);
-    if (!p->ops) {
-        free(p);
+    p->operands = calloc(m->operand_count ? m->operand_count : 1, sizeof *p->operands);
+    if (!p->ops || !p->operands) {
+        npu_plan_destroy(p);
         return NPU_E_NO_MEMORY;
     }
     uint32_t bad;
-    int rc = validate(m, &bad, p->ops, NULL);
+    int rc = analyse(m, p->operands, p->ops, NULL, &bad);
     if (rc != NPU_OK) {
         npu_plan_destroy(p);
         return rc;
@@ -429,45 +442,32 @@ int npu_plan_create(const struct npu_model *m, uint32_t slices_per_op, struct np
     p->operand_count = m->operand_count;
     p->input_count = m->input_count;
     p->output_count = m->output_count;
-    p->operands = calloc(m->operand_count, sizeof *p->operands);
     p->inputs = calloc(m->input_count ? m->input_count : 1, sizeof *p->inputs);
     p->outputs = calloc(m->output_count, sizeof *p->outputs);
-    if (!p->operands || !p->inputs || !p->outputs)
+    if (!p->inputs || !p->outputs)
         goto nomem;
     memcpy(p->inputs, m->input_indexes, m->input_count * sizeof *p->inputs);
     memcpy(p->outputs, m->output_indexes, m->output_count * sizeof *p->outputs);
-    for (uint32_t i = 0; i < m->operand_count; i++) {
-        const struct npu_operand *src = &m->operands[i];
-        struct npu_plan_operand *dst = &p->operands[i];
-        dst->type = src->type;
-        dst->lifetime = src->lifetime;
-        dst->rank = src->dimension_count;
-        if (src->dimension_count)
-            memcpy(dst->dims, src->dimensions, src->dimension_count * sizeof *dst->dims);
-        /* round to 16 bytes so every tensor in an arena is aligned for float */
-        dst->bytes = npu_operand_byte_size(src);
-        size_t padded = (dst->bytes + 15) & ~(size_t)15;
-        if (is_constant(src)) {
-            dst->offset = p->const_bytes;
-            p->const_bytes += padded;
-        } else if (src->lifetime == NPU_LIFETIME_TEMPORARY_VARIABLE) {
-            dst->offset = p->temp_bytes;
-            p->temp_bytes += padded;
-        }
-    }
     for (uint32_t i = 0; i < m->input_count; i++)
         p->operands[m->input_indexes[i]].io_index = i;
     for (uint32_t i = 0; i < m->output_count; i++)
         p->operands[m->output_indexes[i]].io_index = i;
-    p->consts = malloc(p->const_bytes ? p->const_bytes : 1);
-    if (!p->consts)
+    if (own_memory(m, p) != NPU_OK)
         goto nomem;
-    for (uint32_t i = 0; i < m->operand_count; i++)
-        if (is_constant(&m->operands[i]))
-            memcpy(p->consts + p->operands[i].offset, constant_data(m, &m->operands[i]), p->operands[i].bytes);
-
-    size_t max_slices = (size_t)m->operation_count * slices_per_op;
-    p->slices = calloc(max_slices, sizeof *p->slices);
+    size_t max_slices = 0;
+    for (uint32_t k = 0; k < p->op_count; k++) {
+        const struct npu_operation *o = &m->operations[k];
+        struct npu_plan_op *op = &p->ops[k];
+        op->input_count = o->input_count;
+        op->output_count = o->output_count;
+        op->operands = malloc(((size_t)o->input_count + o->output_count) * sizeof *op->operands);
+        if (!op->operands)
+            goto nomem;
+        memcpy(op->operands, o->inputs, o->input_count * sizeof *op->operands);
+        memcpy(op->operands + o->input_count, o->outputs, o->output_count * sizeof *op->operands);
+        max_slices += op->units < slices_per_op ? op->units : slices_per_op;
+    }
+    p->slices = calloc(max_slices ? max_slices : 1, sizeof *p->slices);
     if (!p->slices)
         goto nomem;
     for (uint32_t k = 0; k < p->op_count; k++) {
@@ -478,8 +478,9 @@ int npu_plan_create(const struct npu_model *m, uint32_t slices_per_op, struct np
             sl->op = k;
             sl->begin = s * op->units / n;
             sl->end = (s + 1) * op->units / n;
-            sl->flops = op->flops_per_unit * (double)(sl->end - sl->begin);
-            sl->bytes = op->bytes_per_unit * (double)(sl->end - sl->begin);
+            double share = (double)(sl->end - sl->begin) / (double)op->units;
+            sl->flops = op->flops * share;
+            sl->bytes = op->bytes * share;
         }
     }
     *out = p;
@@ -505,55 +506,45 @@ int npu_plan_check_buffers(const struct npu_plan *p, const struct npu_buffer *in
     return NPU_OK;
 }
 
-static float *tensor_ptr(const struct npu_plan *p, uint32_t idx, unsigned char *arena,
-                         const struct npu_buffer *in, const struct npu_buffer *out)
+static void *tensor_ptr(const struct npu_plan *p, uint32_t idx, unsigned char *arena,
+                        const struct npu_buffer *in, const struct npu_buffer *out)
 {
     const struct npu_plan_operand *o = &p->operands[idx];
     switch (o->lifetime) {
     case NPU_LIFETIME_MODEL_INPUT:
-        return (float *)in[o->io_index].data;
+        return in[o->io_index].data;
     case NPU_LIFETIME_MODEL_OUTPUT:
-        return (float *)out[o->io_index].data;
+        return out[o->io_index].data;
     case NPU_LIFETIME_TEMPORARY_VARIABLE:
-        return (float *)(arena + o->offset);
+        return arena + o->offset;
+    case NPU_LIFETIME_NO_VALUE:
+        return NULL;
     default:
-        return (float *)(p->consts + o->offset);
+        return o->t.data;
     }
 }
 
-void npu_plan_run_slice(const struct npu_plan *p, uint32_t slice, unsigned char *arena,
-                        const struct npu_buffer *in, const struct npu_buffer *out)
+int npu_plan_run_slice(const struct npu_plan *p, uint32_t slice, unsigned char *arena,
+                       const struct npu_buffer *in, const struct npu_buffer *out, char *why, size_t why_len)
 {
     const struct npu_plan_slice *s = &p->slices[slice];
     const struct npu_plan_op *op = &p->ops[s->op];
-    float *dst = tensor_ptr(p, op->out, arena, in, out);
-    const float *a = tensor_ptr(p, op->in[0], arena, in, out);
-    switch (op->type) {
-    case NPU_OP_ADD:
-        npu_kernel_add(a, tensor_ptr(p, op->in[1], arena, in, out), dst, s->begin, s->end, op->fuse);
-        break;
-    case NPU_OP_SUB:
-        npu_kernel_sub(a, tensor_ptr(p, op->in[1], arena, in, out), dst, s->begin, s->end, op->fuse);
-        break;
-    case NPU_OP_MUL:
-        npu_kernel_mul(a, tensor_ptr(p, op->in[1], arena, in, out), dst, s->begin, s->end, op->fuse);
-        break;
-    case NPU_OP_RELU:
-        npu_kernel_relu(a, dst, s->begin, s->end);
-        break;
-    case NPU_OP_FULLY_CONNECTED:
-        npu_kernel_fully_connected(a, tensor_ptr(p, op->in[1], arena, in, out),
-                                   tensor_ptr(p, op->in[2], arena, in, out), dst, op->fc_in,
-                                   op->fc_units, s->begin, s->end, op->fuse);
-        break;
-    case NPU_OP_CONV_2D:
-        npu_kernel_conv2d(a, tensor_ptr(p, op->in[1], arena, in, out), tensor_ptr(p, op->in[2], arena, in, out),
-                          dst, &op->conv, s->begin, s->end);
-        break;
-    case NPU_OP_SOFTMAX:
-        npu_kernel_softmax(a, dst, op->sm_n, op->beta, s->begin, (size_t)s->end);
-        break;
+    uint32_t n = op->input_count + op->output_count;
+    struct npu_arg *args = malloc(n * sizeof *args);
+    if (!args)
+        return NPU_E_NO_MEMORY;
+    struct npu_bind_call c;
+    make_call(p->operands, op->def->type, op->input_count, op->operands, op->output_count,
+              op->operands + op->input_count, args, &c);
+    for (uint32_t i = 0; i < n; i++)
+        args[i].t.data = tensor_ptr(p, op->operands[i], arena, in, out);
+    int rc = op->def->run(&c, s->begin, s->end);
+    free(args);
+    if (why && why_len) {
+        strncpy(why, c.why, why_len - 1);
+        why[why_len - 1] = '\0';
     }
+    return rc;
 }
 
 int npu_kernel_run_model(const struct npu_model *model, const struct npu_buffer *inputs, uint32_t input_count,
@@ -571,7 +562,7 @@ int npu_kernel_run_model(const struct npu_model *model, const struct npu_buffer 
             rc = NPU_E_NO_MEMORY;
     }
     for (uint32_t s = 0; rc == NPU_OK && s < p->slice_count; s++)
-        npu_plan_run_slice(p, s, arena, inputs, outputs);
+        rc = npu_plan_run_slice(p, s, arena, inputs, outputs, NULL, 0);
     free(arena);
     npu_plan_destroy(p);
     return rc;

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from interfaces.c_enums import enum_problem
+from interfaces.c_model import c_model
 
 from ._errors import BadDataError, NeuralNetworksError, OpFailedError, OutOfMemoryError
 from ._hal import HalModel
@@ -86,59 +87,13 @@ def _error(call: str, status: int, bad_operation: int | None = None) -> NeuralNe
     return OpFailedError(message)
 
 
-def _u32(value: int, what: str) -> int:
-    if not 0 <= value <= _UINT32_MAX:
-        raise BadDataError(f"{what} {value} does not fit the C model format (uint32)")
-    return value
-
-
 class _CModel:
-    """A ``struct npu_model`` over a HalModel, and the cdata it points into."""
+    """A ``struct npu_model`` over a HalModel (interfaces.c_model), and the cdata it points into."""
 
     __slots__ = ("ptr", "_keep")
 
     def __init__(self, model: HalModel) -> None:
-        keep: list[Any] = []
-        m = ffi.new("struct npu_model *")
-        operands = ffi.new("struct npu_operand[]", max(len(model.operands), 1))
-        for i, o in enumerate(model.operands):
-            dims = ffi.new("uint32_t[]", [_u32(d, "dimension") for d in o.dimensions] or [0])
-            keep.append(dims)
-            c = operands[i]
-            c.type = int(o.type)
-            c.dimension_count = len(o.dimensions)
-            c.dimensions = dims
-            c.lifetime = int(o.lifetime)
-            c.location.pool_index = _u32(o.location.poolIndex, "pool index")
-            c.location.offset = _u32(o.location.offset, "offset")
-            c.location.length = _u32(o.location.length, "length")
-        operations = ffi.new("struct npu_operation[]", max(len(model.operations), 1))
-        for k, op in enumerate(model.operations):
-            ins = ffi.new("uint32_t[]", [_u32(x, "operand index") for x in op.inputs] or [0])
-            outs = ffi.new("uint32_t[]", [_u32(x, "operand index") for x in op.outputs] or [0])
-            keep += (ins, outs)
-            c = operations[k]
-            c.type = int(op.type)
-            c.input_count, c.inputs = len(op.inputs), ins
-            c.output_count, c.outputs = len(op.outputs), outs
-        inputs = ffi.new("uint32_t[]", [_u32(x, "input index") for x in model.inputIndexes] or [0])
-        outputs = ffi.new("uint32_t[]", [_u32(x, "output index") for x in model.outputIndexes] or [0])
-        pools = ffi.new("struct npu_pool[]", max(len(model.pools), 1))
-        for p, pool in enumerate(model.pools):
-            view = memoryview(pool).cast("B")
-            buf = ffi.from_buffer("char[]", view) if len(view) else ffi.NULL
-            keep.append(buf)
-            pools[p].data, pools[p].length = buf, len(view)
-        values = ffi.from_buffer("char[]", model.operandValues) if model.operandValues else ffi.NULL
-        m.operand_count, m.operands = len(model.operands), operands
-        m.operation_count, m.operations = len(model.operations), operations
-        m.input_count, m.input_indexes = len(model.inputIndexes), inputs
-        m.output_count, m.output_indexes = len(model.outputIndexes), outputs
-        m.operand_values, m.operand_values_length = values, len(model.operandValues)
-        m.pool_count, m.pools = len(model.pools), pools
-        keep += (operands, operations, inputs, outputs, pools, values)
-        self.ptr = m
-        self._keep = keep
+        self.ptr, self._keep = c_model(ffi, model.main, model.operandValues, model.pools, BadDataError)
 
 
 def checkSupport(model: HalModel) -> list[bool]:

@@ -118,6 +118,10 @@ const char *npu_bind_name(int32_t type);
 /* An operand type's NN HAL 1.2 name ("TENSOR_FLOAT32"), or "an unknown type". */
 const char *npu_bind_type_name(int32_t type);
 
+/* Whether type is quantized with one scale and zero point (TENSOR_QUANT8_ASYMM,
+ * _SYMM, TENSOR_QUANT16_ASYMM, _SYMM); then *lo..*hi are the zero points it allows. */
+bool npu_bind_quant_range(int32_t type, int32_t *lo, int32_t *hi);
+
 /* The bytes of every present tensor input and every output (their shapes known). */
 double npu_bind_io_bytes(const struct npu_bind_call *c);
 

@@ -1,24 +1,20 @@
 /*
- * npu/model.h - the model format shared by every layer, and the float32 kernels.
+ * npu/model.h - the model format shared by every layer.
  *
- * struct npu_model mirrors NNAPI HAL 1.2's Model (float32 only) with NNAPI's
- * numbering everywhere, so the NNAPI runtime, the HAL process and a C driver
- * all read the same graph.  Every pointer in it is *borrowed*: a call that
- * takes a model reads it during the call and copies what it keeps; the caller
- * may free or reuse its memory as soon as the call returns.
+ * struct npu_model mirrors NNAPI HAL 1.2's Model with NNAPI's numbering
+ * everywhere (every OperationType and OperandType, operands' quantization), so
+ * the NNAPI runtime, the HAL process and a C driver all read the same graph.
+ * Every pointer in it is *borrowed*: a call that takes a model reads it during
+ * the call and copies what it keeps; the caller may free or reuse its memory
+ * as soon as the call returns.
  *
- * Tensors are dense, row-major float32.  Operations (NNAPI inputs, in order):
- *   ADD, SUB, MUL:   (a [..], b [same shape], fuse INT32)            -> out [same shape]
- *   FULLY_CONNECTED: (input [batch,in], weights [units,in], bias [units], fuse)
- *                                                                     -> [batch,units]
- *   CONV_2D (explicit padding, 10 inputs):
- *       (input NHWC [n,h,w,c], filter [out,fh,fw,c], bias [out], pad_left,
- *        pad_right, pad_top, pad_bottom, stride_w, stride_h, fuse)   -> [n,oh,ow,out]
- *       oh = (h + pad_top + pad_bottom - fh) / stride_h + 1, likewise ow.
- *   RELU:            (input)                                         -> out
- *   SOFTMAX:         (input [batch,n], beta FLOAT32)                 -> out (over the last axis)
- * Scalars (fuse codes, paddings, strides, beta) must be CONSTANT_COPY or
- * CONSTANT_REFERENCE operands with no dimensions.
+ * Tensors are dense and row-major in their type's storage (float, half,
+ * int32, uint8, int8, int16, uint16, bool8).  Each operation takes its
+ * inputs as NN HAL 1.2's types.hal lays them out; npuemu computes those that
+ * have a binding (npu/bind.h), which checks the operation's signature, its
+ * operand types, quantization and shapes, and works out its outputs' shapes
+ * from its inputs' and its constant parameters.  A temporary or a model
+ * output may leave its shape (or some dimensions, as 0) to that computation.
  */
 #ifndef NPU_MODEL_H
 #define NPU_MODEL_H
@@ -222,32 +218,34 @@ struct npu_model {
 };
 
 /* One input or output tensor of an execution: length must equal the operand's
- * size in bytes (4 x the product of its dimensions). */
+ * size in bytes (its element size x the product of its dimensions). */
 struct npu_buffer {
     void *data;
     size_t length;
 };
 
 /*
- * Checks a model thoroughly: operand types, lifetimes and locations, operand
- * indexes, shapes against each operation's rules, scalar parameters, fuse
- * codes, that inputs and outputs match the lifetimes, and that every operand
- * is written once before it is read.  Returns NPU_OK or the first problem's
- * distinct code (NPU_E_BAD_OPERAND_INDEX, NPU_E_BAD_SHAPE, ...).  When
- * bad_operation is not NULL it receives the index of the offending operation,
- * or UINT32_MAX when the problem is not in an operation.
+ * Checks a model thoroughly: operand types, quantization, lifetimes and
+ * locations, operand indexes, that inputs and outputs match the lifetimes,
+ * that every operand is written once before it is read, and each operation
+ * by its binding (signature, types, scalar parameters, fuse codes, shapes;
+ * the shapes it computes flow to the operations after it).  An operation
+ * npuemu has no binding for is NPU_E_BAD_OPERATION here.  Returns NPU_OK or
+ * the first problem's distinct code (NPU_E_BAD_OPERAND_INDEX,
+ * NPU_E_BAD_SHAPE, ...).  When bad_operation is not NULL it receives the
+ * index of the offending operation, or UINT32_MAX when the problem is not in
+ * an operation.
  */
 int npu_model_validate(const struct npu_model *model, uint32_t *bad_operation);
 
 /*
- * The getSupportedOperations check: like npu_model_validate, but a valid
- * NNAPI operation that npuemu cannot compute (an unknown operation type, an
- * input count npuemu does not implement such as CONV_2D's implicit-padding
- * form, or non-float32 tensors) is not an error: computable[i] (one per
+ * The getSupportedOperations check: like npu_model_validate, but an
+ * operation npuemu has no binding for (an operation type it does not
+ * compute, or an unknown one) is not an error: computable[i] (one per
  * operation, the caller's array) is set false for it and true for the
- * others.  Structural errors (bad operand index, bad location, wrong shapes
- * of a computable operation, an operand read before it is written) are
- * still errors.
+ * others.  Structural errors (bad operand index, bad location, an operand
+ * read before it is written) and an operation its binding refuses (a wrong
+ * signature, type, quantization or shape) are still errors.
  */
 int npu_model_check_support(const struct npu_model *model, bool *computable, uint32_t *bad_operation);
 
@@ -262,43 +260,8 @@ int npu_kernel_run_model(const struct npu_model *model,
                          const struct npu_buffer *inputs, uint32_t input_count,
                          const struct npu_buffer *outputs, uint32_t output_count);
 
-/* Size in bytes of one operand as stored (4 x element count for float32 and
- * int32 tensors and scalars); 0 for an operand with an unknown type. */
+/* Size in bytes of one operand as stored (its type's element size x its
+ * element count); 0 for an unknown type or a shape with an unknown dimension. */
 size_t npu_operand_byte_size(const struct npu_operand *operand);
-
-/*
- * Per-operation kernels.  Each computes the part [begin, end) of its output
- * in the operation's natural unit, which is how the hardware slices a job so
- * it can be preempted between slices; to compute everything pass 0 and the
- * unit count noted.  All pointers are borrowed; outputs must not alias inputs
- * except for the element-wise kernels, where out may equal a or b.
- */
-
-/* ADD/SUB/MUL/RELU: unit = one element; n elements in total. */
-void npu_kernel_add(const float *a, const float *b, float *out, size_t begin, size_t end, int32_t fuse);
-void npu_kernel_sub(const float *a, const float *b, float *out, size_t begin, size_t end, int32_t fuse);
-void npu_kernel_mul(const float *a, const float *b, float *out, size_t begin, size_t end, int32_t fuse);
-void npu_kernel_relu(const float *in, float *out, size_t begin, size_t end);
-
-/* FULLY_CONNECTED: unit = one output element; batch * units in total. */
-void npu_kernel_fully_connected(const float *input, const float *weights, const float *bias,
-                                float *out, uint32_t in_size, uint32_t units,
-                                size_t begin, size_t end, int32_t fuse);
-
-/* CONV_2D geometry, NHWC input and [out,fh,fw,c] filter. */
-struct npu_conv2d_params {
-    uint32_t batches, in_h, in_w, in_c;
-    uint32_t out_c, filter_h, filter_w;
-    uint32_t pad_left, pad_right, pad_top, pad_bottom;
-    uint32_t stride_w, stride_h;
-    uint32_t out_h, out_w;   /* as NNAPI computes them from the above */
-    int32_t fuse;
-};
-/* CONV_2D: unit = one output pixel (all out_c channels); batches*out_h*out_w in total. */
-void npu_kernel_conv2d(const float *input, const float *filter, const float *bias, float *out,
-                       const struct npu_conv2d_params *p, size_t begin, size_t end);
-
-/* SOFTMAX over rows of length n: unit = one row; batch in total. */
-void npu_kernel_softmax(const float *in, float *out, uint32_t n, float beta, size_t begin, size_t end);
 
 #endif /* NPU_MODEL_H */
