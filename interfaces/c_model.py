@@ -8,6 +8,9 @@ as a parameter. It carries every operand's type, dimensions, lifetime, location 
 quantization (``scale``, ``zeroPoint``, ``extraParams.channelQuant``'s scales and channel
 dimension). C reads the struct only during the call it is passed to: keep the returned
 keep-alive list for as long as the pointer is used.
+
+``OPERAND_DTYPES`` is how C stores each operand type's elements (npu/model.h): the one
+table the NDK, nnapi-reference and the HAL size and read buffers by.
 """
 
 from __future__ import annotations
@@ -15,7 +18,29 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["c_model"]
+import numpy as np
+
+from interfaces.android.hardware.neuralnetworks import OperandType
+
+__all__ = ["OPERAND_DTYPES", "c_model"]
+
+#: One element of each NN HAL 1.2 operand type, as the model and C store it (little-endian).
+OPERAND_DTYPES: dict[OperandType, np.dtype] = {
+    OperandType.FLOAT32: np.dtype("<f4"),
+    OperandType.INT32: np.dtype("<i4"),
+    OperandType.UINT32: np.dtype("<u4"),
+    OperandType.TENSOR_FLOAT32: np.dtype("<f4"),
+    OperandType.TENSOR_INT32: np.dtype("<i4"),
+    OperandType.TENSOR_QUANT8_ASYMM: np.dtype("u1"),
+    OperandType.BOOL: np.dtype("u1"),
+    OperandType.TENSOR_QUANT16_SYMM: np.dtype("<i2"),
+    OperandType.TENSOR_FLOAT16: np.dtype("<f2"),
+    OperandType.TENSOR_BOOL8: np.dtype("u1"),
+    OperandType.FLOAT16: np.dtype("<f2"),
+    OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL: np.dtype("i1"),
+    OperandType.TENSOR_QUANT16_ASYMM: np.dtype("<u2"),
+    OperandType.TENSOR_QUANT8_SYMM: np.dtype("i1"),
+}
 
 _UINT32_MAX = 0xFFFFFFFF
 

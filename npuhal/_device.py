@@ -432,11 +432,11 @@ class PreparedModel(IPreparedModel.Stub):
         finally:
             pools.close()
 
-    def _buffers(self, args: list, shapes: list, pools: _Pools, what: str) -> list:
+    def _buffers(self, args: list, shapes: list, dtypes: list, pools: _Pools, what: str) -> list:
         if len(args) != len(shapes):
             raise service_error(ErrorStatus.INVALID_ARGUMENT, f"the model has {len(shapes)} {what}s, the request {len(args)}")
         out = []
-        for i, (arg, shape) in enumerate(zip(args, shapes)):
+        for i, (arg, shape, dtype) in enumerate(zip(args, shapes, dtypes)):
             if arg is None or arg.hasNoValue:
                 raise service_error(ErrorStatus.INVALID_ARGUMENT, f"{what} {i} has no value (optional operands unsupported)")
             if arg.dimensions and tuple(arg.dimensions) != tuple(shape):
@@ -444,15 +444,16 @@ class PreparedModel(IPreparedModel.Stub):
                     ErrorStatus.INVALID_ARGUMENT, f"{what} {i} has dimensions {list(arg.dimensions)}, the model's are {list(shape)}"
                 )
             loc = arg.location
-            out.append(pools.region(loc.poolIndex, loc.offset, loc.length, 4 * math.prod(shape), f"{what} {i}"))
+            out.append(pools.region(loc.poolIndex, loc.offset, loc.length, dtype.itemsize * math.prod(shape), f"{what} {i}"))
         return out
 
     async def _execute(self, request: Any, pools: _Pools, measure: bool, deadline_ns: int, hints: Any) -> Any:
         self.check_alive()
         if deadline_ns < -1:
             raise service_error(ErrorStatus.INVALID_ARGUMENT, f"deadlineNs {deadline_ns} (use -1 for none)")
-        ins = self._buffers(list(request.inputs), self.handle.input_shapes, pools, "input")
-        outs = self._buffers(list(request.outputs), self.handle.output_shapes, pools, "output")
+        handle = self.handle
+        ins = self._buffers(list(request.inputs), handle.input_shapes, handle.input_dtypes, pools, "input")
+        outs = self._buffers(list(request.outputs), handle.output_shapes, handle.output_dtypes, pools, "output")
         uid, pid = Binder.getCallingUid(), Binder.getCallingPid()
         original = uid if hints.originalUid < 0 else hints.originalUid
         group = None if hints.groupId is None else bytes(hints.groupId.uuid)

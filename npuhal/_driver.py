@@ -56,7 +56,7 @@ from interfaces.android.hardware.neuralnetworks import ExecutionPreference, Mode
 
 from . import _lowlevel
 from ._errors import NpuClosedError, NpuExecutionError, NpuLookupError, NpuStateError, NpuValueError
-from ._model import io_shapes, map_pools, mapped
+from ._model import io_dtypes, io_shapes, map_pools, mapped
 from ._types import (
     Device,
     DriverEvent,
@@ -98,17 +98,21 @@ class ModelHandle:
 
     Attributes: ``id`` (the driver's model id), ``device`` (the ``Device`` it was
     loaded on), ``input_shapes`` and ``output_shapes`` (the dimensions of the model's
-    inputs and outputs, in order), ``emulated_size_bytes``.  The model itself is not
+    inputs and outputs, in order), ``input_dtypes`` and ``output_dtypes`` (their elements'
+    numpy dtypes), ``emulated_size_bytes``.  The model itself is not
     kept: the driver copied what it needs at load.
     """
 
-    __slots__ = ("_driver", "id", "device", "input_shapes", "output_shapes", "emulated_size_bytes", "_loaded")
+    __slots__ = ("_driver", "id", "device", "input_shapes", "output_shapes", "input_dtypes", "output_dtypes",
+                 "emulated_size_bytes", "_loaded")
 
-    def __init__(self, driver: Driver, model_id: int, device: Device, shapes: tuple[Any, Any], size: int) -> None:
+    def __init__(self, driver: Driver, model_id: int, device: Device, shapes: tuple[Any, Any], size: int,
+                 dtypes: tuple[Any, Any]) -> None:
         self._driver = driver
         self.id = model_id
         self.device = device
         self.input_shapes, self.output_shapes = shapes
+        self.input_dtypes, self.output_dtypes = dtypes
         self.emulated_size_bytes = size
         self._loaded = True
 
@@ -135,31 +139,32 @@ class _Work:
     ended: WorkEnded | None = None
 
 
-def _as_input(obj: Any, shape: tuple[int, ...], position: int) -> Any:
+def _as_input(obj: Any, shape: tuple[int, ...], position: int, dtype: np.dtype) -> Any:
     count = math.prod(shape)
     obj = mapped(obj, writable=False)
     if isinstance(obj, np.ndarray):
         if obj.size != count:
             raise NpuValueError(f"input {position} has {obj.size} elements, the model's input {list(shape)} needs {count}")
-        # A non-float32 or strided array is copied; the copy is what C borrows.
-        return np.ascontiguousarray(obj, dtype=np.float32)
+        # An array of another dtype, or strided, is copied; the copy is what C borrows.
+        return np.ascontiguousarray(obj, dtype=dtype)
     try:
         nbytes = memoryview(obj).nbytes
     except TypeError:
         raise NpuValueError(f"input {position} must be a numpy array or bytes-like, got {type(obj).__name__}") from None
-    if nbytes != 4 * count:
-        raise NpuValueError(f"input {position} holds {nbytes} bytes, the model's input {list(shape)} needs {4 * count}")
+    if nbytes != dtype.itemsize * count:
+        raise NpuValueError(
+            f"input {position} holds {nbytes} bytes, the model's input {list(shape)} of {dtype} needs {dtype.itemsize * count}")
     return obj
 
 
-def _as_output(obj: Any, shape: tuple[int, ...], position: int) -> Any:
+def _as_output(obj: Any, shape: tuple[int, ...], position: int, dtype: np.dtype) -> Any:
     count = math.prod(shape)
     if obj is None:
-        return np.zeros(shape, dtype=np.float32)
+        return np.zeros(shape, dtype=dtype)
     obj = mapped(obj, writable=True)
     if isinstance(obj, np.ndarray):
-        if obj.dtype != np.float32 or not obj.flags.c_contiguous or not obj.flags.writeable:
-            raise NpuValueError(f"output {position} must be a writable, C-contiguous float32 array")
+        if obj.dtype != dtype or not obj.flags.c_contiguous or not obj.flags.writeable:
+            raise NpuValueError(f"output {position} must be a writable, C-contiguous {dtype} array")
         if obj.size != count:
             raise NpuValueError(f"output {position} has {obj.size} elements, the model's output {list(shape)} needs {count}")
         return obj
@@ -169,8 +174,9 @@ def _as_output(obj: Any, shape: tuple[int, ...], position: int) -> Any:
         raise NpuValueError(f"output {position} must be a numpy array or a writable buffer, got {type(obj).__name__}") from None
     if view.readonly:
         raise NpuValueError(f"output {position} is read-only")
-    if view.nbytes != 4 * count:
-        raise NpuValueError(f"output {position} holds {view.nbytes} bytes, the model's output {list(shape)} needs {4 * count}")
+    if view.nbytes != dtype.itemsize * count:
+        raise NpuValueError(f"output {position} holds {view.nbytes} bytes, the model's output {list(shape)} of {dtype} "
+                            f"needs {dtype.itemsize * count}")
     return obj
 
 
@@ -202,25 +208,26 @@ def work_times(events: Iterable[Any], work: int) -> WorkTimes:
 
 
 def _io_buffers(
-    shapes: tuple[Any, Any], inputs: Sequence[Any], outputs: Sequence[Any] | None
+    shapes: tuple[Any, Any], dtypes: tuple[Any, Any], inputs: Sequence[Any], outputs: Sequence[Any] | None
 ) -> tuple[list[Any], list[Any]]:
-    """The C-ready input and output buffers of one run, each checked against its shape."""
+    """The C-ready input and output buffers of one run, each checked against its shape and dtype."""
     in_shapes, out_shapes = shapes
+    in_dtypes, out_dtypes = dtypes
     inputs = list(inputs)
     if len(inputs) != len(in_shapes):
         raise NpuValueError(f"the model takes {len(in_shapes)} inputs, got {len(inputs)}")
     given = [None] * len(out_shapes) if outputs is None else list(outputs)
     if len(given) != len(out_shapes):
         raise NpuValueError(f"the model has {len(out_shapes)} outputs, got {len(given)}")
-    ins = [_as_input(x, shape, i) for i, (x, shape) in enumerate(zip(inputs, in_shapes, strict=True))]
-    outs = [_as_output(o, shape, i) for i, (o, shape) in enumerate(zip(given, out_shapes, strict=True))]
+    ins = [_as_input(x, shape, i, dt) for i, (x, shape, dt) in enumerate(zip(inputs, in_shapes, in_dtypes, strict=True))]
+    outs = [_as_output(o, shape, i, dt) for i, (o, shape, dt) in enumerate(zip(given, out_shapes, out_dtypes, strict=True))]
     return ins, outs
 
 
-def _shaped(buffers: Sequence[Any], shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
+def _shaped(buffers: Sequence[Any], shapes: Sequence[tuple[int, ...]], dtypes: Sequence[np.dtype]) -> list[np.ndarray]:
     out = []
-    for buf, shape in zip(buffers, shapes, strict=True):
-        arr = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.float32)
+    for buf, shape, dtype in zip(buffers, shapes, dtypes, strict=True):
+        arr = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=dtype)
         out.append(arr if arr.shape == shape else arr.reshape(shape))
     return out
 
@@ -235,9 +242,10 @@ def run_model(model: Model, inputs: Sequence[Any], outputs: Sequence[Any] | None
     ``NpuModelError``; a wrong buffer ``NpuValueError``.
     """
     shapes = io_shapes(model)
-    ins, outs = _io_buffers(shapes, inputs, outputs)
+    dtypes = io_dtypes(model)
+    ins, outs = _io_buffers(shapes, dtypes, inputs, outputs)
     _lowlevel.run_model(model, map_pools(model), ins, outs)
-    return _shaped(outs, shapes[1])
+    return _shaped(outs, shapes[1], dtypes[1])
 
 
 class Driver:
@@ -482,7 +490,7 @@ class Driver:
             cost_scale=float(cost_scale),
             preference=preference,
         )
-        handle = ModelHandle(self, model_id, dev, shapes, emulated_size_bytes)
+        handle = ModelHandle(self, model_id, dev, shapes, emulated_size_bytes, io_dtypes(model))
         self._models[model_id] = handle
         return handle
 
@@ -531,7 +539,8 @@ class Driver:
         sys = self._live()
         if not isinstance(model, ModelHandle) or self._models.get(model.id) is not model:
             raise NpuLookupError(f"{model!r} is not a model loaded in this driver")
-        ins, outs = _io_buffers((model.input_shapes, model.output_shapes), inputs, outputs)
+        ins, outs = _io_buffers((model.input_shapes, model.output_shapes), (model.input_dtypes, model.output_dtypes),
+                                inputs, outputs)
         if isinstance(group_id, (bytes, bytearray)):
             if len(group_id) != 16:
                 raise NpuValueError("group_id must be a UUID or 16 bytes")
@@ -584,7 +593,7 @@ class Driver:
             raise NpuStateError(f"work {work_id} has not ended yet")
         if work.ended.reason is not EndReason.COMPLETED:
             raise NpuStateError(f"work {work_id} ended {work.ended.reason.name}, it has no results")
-        return _shaped(work.outputs, work.model.output_shapes)
+        return _shaped(work.outputs, work.model.output_shapes, work.model.output_dtypes)
 
     def forget(self, work_id: int) -> None:
         """Drop an ended work's record (and its output buffers) now."""

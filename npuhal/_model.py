@@ -25,11 +25,12 @@ import numpy as np
 
 from framework.binder import SharedMemory
 from interfaces.android.hardware.neuralnetworks import DataLocation, Model, Operand, Operation, Subgraph
+from interfaces.c_model import OPERAND_DTYPES
 
 from ._errors import NpuModelError
 from ._types import OperandLifeTime, OperandType, OperationType
 
-__all__ = ["ModelBuilder", "io_shapes"]
+__all__ = ["ModelBuilder", "io_dtypes", "io_shapes"]
 
 #: Constants up to this many bytes are copied into ``operandValues``; larger
 #: ones go to a pool as CONSTANT_POOL, as the NNAPI runtime does (128 bytes).
@@ -63,6 +64,14 @@ def io_shapes(model: Model) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[in
             found.append(tuple(main.operands[index].dimensions))
         shapes.append(tuple(found))
     return shapes[0], shapes[1]
+
+
+def io_dtypes(model: Model) -> tuple[tuple[np.dtype, ...], tuple[np.dtype, ...]]:
+    """The element dtypes of the model's inputs and of its outputs, in order (call after
+    :func:`io_shapes`, which checks the indexes)."""
+    main = main_subgraph(model)
+    return tuple(tuple(OPERAND_DTYPES[main.operands[i].type] for i in indexes)
+                 for indexes in (main.inputIndexes, main.outputIndexes))  # type: ignore[return-value]
 
 
 def mapped(obj: Any, *, writable: bool) -> Any:

@@ -38,6 +38,8 @@ from interfaces.android.hardware.neuralnetworks import (
     Priority as HalPriority,
 )
 
+from interfaces.c_model import OPERAND_DTYPES
+
 from ._errors import BadDataError
 
 #: ``ANeuralNetworksDevice_getFeatureLevel`` of an Android 10 (NN HAL 1.2) device.
@@ -57,22 +59,7 @@ _SCALARS = frozenset(
 )
 # How each type is stored, little-endian (types.hal): a BOOL or TENSOR_BOOL8 element is one
 # byte, 0 false and anything else true.
-_DTYPES = {
-    OperandType.FLOAT32: np.dtype("<f4"),
-    OperandType.INT32: np.dtype("<i4"),
-    OperandType.UINT32: np.dtype("<u4"),
-    OperandType.TENSOR_FLOAT32: np.dtype("<f4"),
-    OperandType.TENSOR_INT32: np.dtype("<i4"),
-    OperandType.TENSOR_QUANT8_ASYMM: np.dtype("u1"),
-    OperandType.BOOL: np.dtype("u1"),
-    OperandType.TENSOR_QUANT16_SYMM: np.dtype("<i2"),
-    OperandType.TENSOR_FLOAT16: np.dtype("<f2"),
-    OperandType.TENSOR_BOOL8: np.dtype("u1"),
-    OperandType.FLOAT16: np.dtype("<f2"),
-    OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL: np.dtype("i1"),
-    OperandType.TENSOR_QUANT16_ASYMM: np.dtype("<u2"),
-    OperandType.TENSOR_QUANT8_SYMM: np.dtype("i1"),
-}
+_DTYPES = OPERAND_DTYPES
 _BOOLS = frozenset({OperandType.BOOL, OperandType.TENSOR_BOOL8})
 
 

@@ -9,7 +9,8 @@ as a model whose output shapes are known only at execution.
 
 An omitted optional input is an operand with no value (setOperandValue(None)). A case
 whose tensors have a zero dimension cannot be one operation's model (NNAPI gives model
-inputs and constants at least one element): :func:`expressible` says so.
+inputs and constants at least one element), nor one whose output is a tensor of rank 0
+(NNAPI reads rank 0 as "rank not known"): :func:`expressible` says so.
 """
 
 from __future__ import annotations
@@ -25,6 +26,20 @@ from .cases import Case
 
 SCALARS = frozenset({"FLOAT32", "INT32", "UINT32", "BOOL", "FLOAT16"})
 
+#: Operations whose optional tensors nnref's examples give as zero-sized values, as AOSP's
+#: recurrent test specs write an omitted weight ("{0}" dimensions, no data): such an
+#: input is an omitted operand (NO_VALUE) in the model.
+ZERO_SIZED_IS_OMITTED = frozenset({
+    "LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM", "SVDF", "RNN",
+    "UNIDIRECTIONAL_SEQUENCE_RNN", "BIDIRECTIONAL_SEQUENCE_RNN",
+})
+
+
+def _omitted(case: Case, o: Operand | None) -> bool:
+    if o is None or o.value is None:
+        return True
+    return case.operation in ZERO_SIZED_IS_OMITTED and o.type not in SCALARS and o.value.size == 0
+
 
 @dataclasses.dataclass
 class Built:
@@ -36,8 +51,11 @@ class Built:
 def expressible(case: Case) -> str | None:
     """Why ``case`` cannot be a one-operation model, or None."""
     for i, o in enumerate(case.inputs):
-        if o is not None and o.value is not None and o.type not in SCALARS and 0 in o.value.shape:
+        if not _omitted(case, o) and o.type not in SCALARS and 0 in o.value.shape:
             return f"input {i} is zero-sized"
+    for k, e in enumerate(case.expected):
+        if e.type not in SCALARS and e.value.ndim == 0:
+            return f"output {k} is a rank-0 tensor (NNAPI reads a tensor of rank 0 as one of unknown rank)"
     return None
 
 
@@ -55,7 +73,7 @@ def build(case: Case, layout: str = "constants", dynamic: bool = False) -> Built
     ins, feeds, model_inputs = [], [], []
     first_tensor = True
     for o in case.inputs:
-        if o is None or o.value is None:
+        if _omitted(case, o):
             index = model.addOperand(OperandType[o.type] if o is not None else OperandType.TENSOR_FLOAT32, ())
             model.setOperandValue(index, None)
         elif o.type in SCALARS:
