@@ -30,7 +30,7 @@ from interfaces.c_model import OPERAND_DTYPES
 from ._errors import NpuModelError
 from ._types import OperandLifeTime, OperandType, OperationType
 
-__all__ = ["ModelBuilder", "io_dtypes", "io_shapes"]
+__all__ = ["ModelBuilder", "io_shapes"]
 
 #: Constants up to this many bytes are copied into ``operandValues``; larger
 #: ones go to a pool as CONSTANT_POOL, as the NNAPI runtime does (128 bytes).
