@@ -74,7 +74,7 @@ def main() -> int:
     refused = {(o.case, o.layout): o.detail for o in outcomes if o.status == "refused"}
     inexpressible = {o.case for o in outcomes if o.status == "inexpressible"}
     print(f"\n{len(cases())} cases x {len(LAYOUTS)} layouts on {len(names)} devices; "
-          f"{len(inexpressible)} cases not expressible as a one-operation model (zero-sized inputs); "
+          f"{len(inexpressible)} cases not expressible as a one-operation model (zero-sized inputs, rank-0 outputs); "
           f"{len(refused)} case layouts refused by the NDK; {len(failed)} failed runs")
     by_operation = collections.Counter(case.split("-")[0] for case, _ in refused)
     if by_operation:
