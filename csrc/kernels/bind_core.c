@@ -1331,23 +1331,6 @@ static int strided_slice_read(struct npu_bind_call *c, struct slice *s)
     return NPU_OK;
 }
 
-/* The reference's clamping of a begin or end index into an axis of size dim. */
-static int64_t clamped_index(int64_t index, int64_t dim, bool forward)
-{
-    if (forward) {
-        if (index >= dim)
-            return dim;
-        if (index < -dim)
-            index = -dim;
-        return index < 0 ? index + dim : index;
-    }
-    if (index < -dim)
-        return -1;
-    if (index > dim - 1)
-        index = dim - 1;
-    return index < 0 ? index + dim : index;
-}
-
 static int strided_slice_prepare(struct npu_bind_call *c)
 {
     struct slice s;
@@ -1357,11 +1340,8 @@ static int strided_slice_prepare(struct npu_bind_call *c)
     const struct npu_tensor *x = in_t(c, 0);
     uint32_t dims[NPU_MAX_RANK], rank = 0;
     for (uint32_t d = 0; d < x->rank; d++) {
-        int64_t dim = x->dims[d], st = s.strides[d];
-        bool forward = st > 0;
-        int64_t b = (s.begin_mask >> d & 1) ? (forward ? 0 : dim - 1) : clamped_index(s.begin[d], dim, forward);
-        int64_t e = (s.end_mask >> d & 1) ? (forward ? dim : -1) : clamped_index(s.end[d], dim, forward);
-        int64_t len = forward ? (e > b ? (e - b + st - 1) / st : 0) : (b > e ? (b - e + (-st) - 1) / (-st) : 0);
+        int64_t first, len = ops_slice_axis(x->dims[d], s.begin[d], s.end[d], s.strides[d], s.begin_mask >> d & 1,
+                                            s.end_mask >> d & 1, &first);
         if (s.shrink_mask >> d & 1) {
             if (len != 1)
                 return npu_bind_fail(c, NPU_E_BAD_SHAPE, "shrinking axis %u needs one element, the slice has %lld",

@@ -28,6 +28,12 @@ size_t ops_element_size(int32_t type);
 int ops_check(const struct npu_tensor *t);
 /* Row-major strides of t, in elements. */
 void ops_strides(const struct npu_tensor *t, size_t *strides);
+
+/* One axis of a strided slice, as TFLite's reference clamps it: the element count
+ * (0 when empty) of [begin, end) by stride (!= 0) over an axis of dim elements, a
+ * masked bound meaning the axis' own end; *first receives the first index. */
+int64_t ops_slice_axis(int64_t dim, int64_t begin, int64_t end, int64_t stride, bool begin_masked,
+                       bool end_masked, int64_t *first);
 bool ops_same_dims(const struct npu_tensor *a, const struct npu_tensor *b);
 /* NPU_E_BAD_OPERAND_TYPE unless t->type is one of the count types given. */
 int ops_type_in(const struct npu_tensor *t, int count, ...);

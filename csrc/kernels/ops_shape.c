@@ -379,7 +379,7 @@ int npu_op_transpose(const struct npu_tensor *input, const int32_t *perm, const 
 }
 
 /* TFLite's index clamping for a strided slice bound. */
-static long clamp_index(long index, long dim, bool positive_stride)
+static int64_t clamp_index(int64_t index, int64_t dim, bool positive_stride)
 {
     if (positive_stride) {
         if (index >= dim)
@@ -393,6 +393,18 @@ static long clamp_index(long index, long dim, bool positive_stride)
     if (index > dim - 1)
         index = dim - 1;
     return index < 0 ? index + dim : index;
+}
+
+int64_t ops_slice_axis(int64_t dim, int64_t begin, int64_t end, int64_t stride, bool begin_masked,
+                       bool end_masked, int64_t *first)
+{
+    bool forward = stride > 0;
+    int64_t b = begin_masked ? (forward ? 0 : dim - 1) : clamp_index(begin, dim, forward);
+    int64_t e = end_masked ? (forward ? dim : -1) : clamp_index(end, dim, forward);
+    *first = b;
+    if (forward)
+        return e > b ? (e - b + stride - 1) / stride : 0;
+    return b > e ? (b - e + (-stride) - 1) / (-stride) : 0;
 }
 
 int npu_op_strided_slice(const struct npu_tensor *input, const int32_t *begin, const int32_t *end,
@@ -412,12 +424,9 @@ int npu_op_strided_slice(const struct npu_tensor *input, const int32_t *begin, c
         long dim = input->dims[d], s = strides[d];
         if (s == 0)
             return NPU_E_BAD_SCALAR;
-        long b = (begin_mask >> d & 1) ? (s > 0 ? 0 : dim - 1) : clamp_index(begin[d], dim, s > 0);
-        long e = (end_mask >> d & 1) ? (s > 0 ? dim : -1) : clamp_index(end[d], dim, s > 0);
-        long n = s > 0 ? (e - b + s - 1) / s : (b - e + (-s) - 1) / (-s);
-        if (n < 0 || (s > 0 ? e <= b : e >= b))
-            n = 0;
-        first[d] = b;
+        int64_t b;
+        long n = (long)ops_slice_axis(dim, begin[d], end[d], s, begin_mask >> d & 1, end_mask >> d & 1, &b);
+        first[d] = (long)b;
         step[d] = s;
         counts[d] = (size_t)n;
         if (shrink_axis_mask >> d & 1) {
