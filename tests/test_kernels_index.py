@@ -434,7 +434,7 @@ def test_normalizations_refuse_bad_parameters():
             "BAD_SCALAR", "input 1", "radius")
     refused("LOCAL_RESPONSE_NORMALIZATION", [x, int32(1), float32(1), float32(1)], out,
             "BAD_OPERATION", "takes 5 to 6 inputs, not 4")
-    refused("INSTANCE_NORMALIZATION", [x, float32(1), float32(0), float32(0), boolean(False)], out,
+    refused("INSTANCE_NORMALIZATION", [x, float32(1), float32(0), float32(-1e-3), boolean(False)], out,
             "BAD_SCALAR", "input 3", "epsilon")
     refused("INSTANCE_NORMALIZATION", [nnref.tensor("TENSOR_FLOAT32", np.ones((2, 3))),
                                 float32(1), float32(0), float32(1e-3), boolean(False)], out,

@@ -81,7 +81,31 @@ def test_instance_normalization(variant):
     # Per batch and channel over height and width: {1, 3} has mean 2, variance 1.
     x = real([1, 1, 2, 2], [1, 10, 3, 30])
     y = real([1, 1, 2, 2], [-1, -1, 3, 3])  # gamma 2, beta 1
+    # epsilon 1e-10 is 0 in float16: Android 10 takes it (nothing checks epsilon), as here.
     check("INSTANCE_NORMALIZATION", [x, float32(2), float32(1), float32(1e-10), boolean(False)], [y], variant, layout=4)
+
+
+INSTANCE_NORM_IN = [0, 0, 0, -2, 0, -2, 0, 4, 1, -1, -1, 2, -1, -2, 1, 1]
+
+
+@pytest.mark.parametrize("variant", VARIANTS + ["nchw"])
+@pytest.mark.parametrize("gamma, beta, expected", [
+    # instance_normalization: epsilon 1e-4; a plane of zeros has variance 0 and stays at beta.
+    (1.0, 0.0, [0, 0, 0, -0.8164898, 0, -0.8164898, 0, 1.6329796,
+                0.99995005, -0.6324429, -0.99995005, 1.2648858, -0.99995005, -1.2648858, 0.99995005, 0.6324429]),
+    (2.0, 10.0, [10, 10, 10, 8.367021, 10, 8.367021, 10, 13.265959,
+                 11.9999, 8.735114, 8.0001, 12.529772, 8.0001, 7.470228, 11.9999, 11.264886]),
+])
+def test_instance_normalization_aosp(variant, gamma, beta, expected):
+    check("INSTANCE_NORMALIZATION",
+          [real([2, 2, 2, 2], INSTANCE_NORM_IN), float32(gamma), float32(beta), float32(1e-4), boolean(False)],
+          [real([2, 2, 2, 2], expected)], variant, layout=4)
+
+
+def test_instance_normalization_refuses_a_negative_epsilon():
+    x = tensor("TENSOR_FLOAT32", np.ones((1, 2, 2, 1)))
+    with pytest.raises(BadOperation, match="INSTANCE_NORMALIZATION: epsilon -0.5 must be a finite value >= 0"):
+        nnref.evaluate("INSTANCE_NORMALIZATION", [x, float32(1), float32(0), float32(-0.5), boolean(False)])
 
 
 def test_softmax_axis_out_of_range():

@@ -662,8 +662,10 @@ static int instance_normalization(struct npu_bind_call *c, bool run)
     TRY(real(c, 1, &gamma, &known));
     TRY(real(c, 2, &beta, &known));
     TRY(real(c, 3, &epsilon, &known));
-    if (known && !(epsilon > 0.0f))
-        return npu_bind_fail(c, NPU_E_BAD_SCALAR, "input 3 (epsilon %g) must be > 0", (double)epsilon);
+    /* Android 10 takes any epsilon (its float16 form of a tiny one is 0); a negative one
+     * could make the variance's square root NaN, so that alone is refused. */
+    if (known && !(epsilon >= 0.0f && epsilon < INFINITY))
+        return npu_bind_fail(c, NPU_E_BAD_SCALAR, "input 3 (epsilon %g) must be a finite value >= 0", (double)epsilon);
     TRY(npu_bind_bool(c, 4, &nchw, &known));
     if (!run || empty_batch(c))
         return NPU_OK;

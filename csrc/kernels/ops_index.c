@@ -641,7 +641,7 @@ int npu_op_instance_normalization(const struct npu_tensor *input, float gamma, f
     OPS_TRY(floats(input));
     if (input->rank != 4 || !ops_same_dims(input, output))
         return NPU_E_BAD_SHAPE;
-    if (!isfinite(gamma) || !isfinite(beta) || !(epsilon > 0.0f) || !isfinite(epsilon))
+    if (!isfinite(gamma) || !isfinite(beta) || !(epsilon >= 0.0f) || !isfinite(epsilon))
         return NPU_E_BAD_SCALAR;
     struct ops_image img;
     ops_image(input, nchw, &img);

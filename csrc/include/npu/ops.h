@@ -358,7 +358,8 @@ int npu_op_log_softmax(const struct npu_tensor *input, float beta, int32_t axis,
 int npu_op_local_response_normalization(const struct npu_tensor *input, int32_t radius, float bias, float alpha,
                                         float beta, int32_t axis, const struct npu_tensor *output);
 /* INSTANCE_NORMALIZATION (float, 4-D): per batch and channel,
- * (x - mean) * gamma / sqrt(variance + epsilon) + beta over height and width. */
+ * (x - mean) * gamma / sqrt(variance + epsilon) + beta over height and width; epsilon >= 0
+ * (0 as Android 10 allows: a constant plane then gives NaN). */
 int npu_op_instance_normalization(const struct npu_tensor *input, float gamma, float beta, float epsilon,
                                   bool nchw, const struct npu_tensor *output);
 
