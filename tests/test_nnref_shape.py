@@ -176,14 +176,22 @@ def test_resize_by_scale_and_nearest_neighbor():
     by_scale = nnref.evaluate("RESIZE_BILINEAR", [x, float32(1.5), float32(1.5)])[0]
     assert by_scale.shape == (1, 3, 3, 1)
     np.testing.assert_allclose(by_scale.value.ravel(), [1, 5 / 3, 2, 7 / 3, 3, 10 / 3, 3, 11 / 3, 4], rtol=1e-6)
-    nearest = nnref.evaluate("RESIZE_NEAREST_NEIGHBOR", [x, int32(3), int32(3)])[0]
+    nearest = nnref.evaluate("RESIZE_NEAREST_NEIGHBOR", [x, int32(3), int32(3), boolean(False)])[0]
     assert nearest.value.ravel().tolist() == [1, 1, 2, 1, 1, 2, 3, 3, 4]
     down = nnref.evaluate("RESIZE_NEAREST_NEIGHBOR", [tensor("TENSOR_FLOAT32", np.arange(16.).reshape(1, 4, 4, 1)),
-                                                      int32(2), int32(2)])[0]
+                                                      int32(2), int32(2), boolean(False)])[0]
     assert down.value.ravel().tolist() == [0, 2, 8, 10]
     q = nnref.evaluate("RESIZE_BILINEAR", [tensor(Q8, [[[[0], [10]], [[20], [30]]]], scale=0.5, zero_point=0),
                                            int32(3), int32(3)])[0]
     assert q.value.ravel().tolist() == [0, 7, 10, 13, 20, 23, 20, 27, 30]
+
+
+def test_resize_nearest_neighbor_requires_the_layout():
+    # 1.2 made RESIZE_BILINEAR's layout optional and gave RESIZE_NEAREST_NEIGHBOR four inputs.
+    x = tensor("TENSOR_FLOAT32", np.ones((1, 2, 2, 1), np.float32))
+    with pytest.raises(BadOperation, match="RESIZE_NEAREST_NEIGHBOR: takes 4 inputs, got 3"):
+        nnref.evaluate("RESIZE_NEAREST_NEIGHBOR", [x, int32(3), int32(3)])
+    assert nnref.evaluate("RESIZE_BILINEAR", [x, int32(3), int32(3)])[0].shape == (1, 3, 3, 1)
 
 
 def test_embedding_and_hashtable_lookup():

@@ -44,7 +44,7 @@ CASES = {
     "INSTANCE_NORMALIZATION": ([Z4, float32(1), float32(0), float32(1e-5), boolean(False)], [(0, 2, 2, 1)]),
     "ADD": ([Z4, ones((1,)), int32(0)], [(0, 2, 2, 1)]),
     "RESIZE_BILINEAR": ([Z4, int32(3), int32(3)], [(0, 3, 3, 1)]),
-    "RESIZE_NEAREST_NEIGHBOR": ([Q4, int32(3), int32(3)], [(0, 3, 3, 1)]),
+    "RESIZE_NEAREST_NEIGHBOR": ([Q4, int32(3), int32(3), boolean(False)], [(0, 3, 3, 1)]),
     "PAD": ([Z4, tensor("TENSOR_INT32", [[0, 0], [1, 1], [1, 1], [0, 0]])], [(0, 4, 4, 1)]),
     "MEAN": ([Z4, tensor("TENSOR_INT32", [1, 2]), int32(1)], [(0, 1, 1, 1)]),
     "CHANNEL_SHUFFLE": ([Z4, int32(1), int32(-1)], [(0, 2, 2, 1)]),

@@ -312,7 +312,9 @@ def _block(call: Call, i: int) -> tuple[int, int]:
 
 
 def _resize(call: Call) -> tuple[Operand, bool, np.ndarray, int, int]:
-    call.count(3, 4)
+    # RESIZE_BILINEAR's layout is optional (1.0 had 3 inputs); RESIZE_NEAREST_NEIGHBOR, new
+    # in 1.2, always has it.
+    call.count(*((3, 4) if call.name == "RESIZE_BILINEAR" else (4,)))
     x = call.tensor(0, *F_Q8)
     if x.value.ndim != 4:  # type: ignore[union-attr]
         raise call.fail("the input has rank 4")
