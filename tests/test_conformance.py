@@ -58,8 +58,6 @@ READY = stack_takes_bindings()
 KNOWN_GAPS = {
     "BOX_WITH_NMS_LIMIT": "data-dependent output shapes: executions do not take dynamic shapes yet (issue 14)",
     "GENERATE_PROPOSALS": "likewise, data-dependent output shapes",
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": "nnref's float16 cases give FLOAT32 clips; Android 10 and the binding want FLOAT16",
-    "BIDIRECTIONAL_SEQUENCE_LSTM": "likewise, FLOAT32 clips in float16 cases, and nnref's 53-input form",
 }
 
 

@@ -171,9 +171,7 @@ def test_unidirectional_sequence_lstm(type, relaxed, steps, batch, n_in, cells, 
     m = Maker(seed, type)
     tensors, norm, _, out = lstm_direction(m, n_in, cells, out, o)
     x = m(steps, batch, n_in) if major else m(batch, steps, n_in)
-    inputs = [x, *tensors, m(batch, out), m(batch, cells), *params(m, o), boolean(major)]
-    if o["layer_norm"]:
-        inputs += norm
+    inputs = [x, *tensors, m(batch, out), m(batch, cells), *params(m, o), boolean(major), *norm]  # always 28
     check("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs, relaxed)
 
 
@@ -398,6 +396,10 @@ def test_bad_lstm_calls_are_refused():
     bias_only[17] = m(3)
     refused("LSTM", bias_only, outs, "BAD_OPERATION", "input 17 (projection bias) needs projection weights")
     refused("LSTM", good[:22], outs, "BAD_OPERATION", "takes 23 to 27 inputs")
+    sequence = [m(2, 1, 2), *good[1:], boolean(False)]  # Android 10's 24-input form does not exist
+    refused("UNIDIRECTIONAL_SEQUENCE_LSTM", sequence, [nnref.output(F32)], "BAD_OPERATION", "takes 28 inputs, not 24")
+    [seq_out] = bind_run("UNIDIRECTIONAL_SEQUENCE_LSTM", sequence + [None] * 4, [nnref.output(F32)])
+    assert seq_out.shape == (2, 1, 3)
     bidirectional = [m(2, 1, 2), *tensors, *tensors, m(2, 3), m(2, 3), m(2, 3), m(2, 3), None, *[None] * 8,
                      *params(m, o), boolean(True), boolean(False)]
     refused("BIDIRECTIONAL_SEQUENCE_LSTM", bidirectional, [nnref.output(F32)], "BAD_OPERATION", "takes 61 inputs, not 53")

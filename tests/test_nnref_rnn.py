@@ -159,13 +159,34 @@ def test_bidirectional_lstm_runs_each_direction_as_the_sequence_lstm_would():
     weights = ln_weights()
     states = [t([2, 3], [0] * 6), t([2, 4], [0] * 8)]
     tail = [int32(4), float32(0), float32(0)]
-    (fw_expected,) = nnref.evaluate("UNIDIRECTIONAL_SEQUENCE_LSTM", [t(x.shape, x), *weights, *states, *tail, boolean(True)])
+    no_norm = [EMPTY] * 4  # the layer norm weights' places, as Android 10's signatures always have them
+    (fw_expected,) = nnref.evaluate("UNIDIRECTIONAL_SEQUENCE_LSTM", [t(x.shape, x), *weights, *states, *tail, boolean(True),
+                                                                     *no_norm])
     (bw_reversed,) = nnref.evaluate("UNIDIRECTIONAL_SEQUENCE_LSTM", [t(x.shape, x[::-1]), *weights, *states, *tail,
-                                                                     boolean(True)])
-    inputs = [t(x.shape, x), *weights, *weights, *states, *states, EMPTY, *[EMPTY] * 8, *tail, boolean(False), boolean(True)]
+                                                                     boolean(True), *no_norm])
+    inputs = [t(x.shape, x), *weights, *weights, *states, *states, EMPTY, *[EMPTY] * 8, *tail, boolean(False), boolean(True),
+              *no_norm, *no_norm]
     fw, bw = nnref.evaluate("BIDIRECTIONAL_SEQUENCE_LSTM", inputs)
     np.testing.assert_allclose(fw.value, fw_expected.value, rtol=1e-6)
     np.testing.assert_allclose(bw.value, bw_reversed.value[::-1], rtol=1e-6)
+
+
+def test_sequence_lstms_take_android_10s_input_counts_and_clip_types():
+    # UNIDIRECTIONAL_SEQUENCE_LSTM takes 28 inputs and BIDIRECTIONAL_SEQUENCE_LSTM 61 (Android 10's
+    # validation), the clips of the tensors' precision: FLOAT16 beside TENSOR_FLOAT16.
+    x = t([1, 2, 5], LN_X)
+    states = [t([2, 3], [0] * 6), t([2, 4], [0] * 8)]
+    tail = [int32(4), float32(0), float32(0), boolean(True)]
+    with pytest.raises(BadOperation, match="UNIDIRECTIONAL_SEQUENCE_LSTM: takes 28 inputs, got 24"):
+        nnref.evaluate("UNIDIRECTIONAL_SEQUENCE_LSTM", [x, *ln_weights(), *states, *tail])
+    both = [x, *ln_weights(), *ln_weights(), *states, *states, EMPTY, *[EMPTY] * 8, *tail[:3], boolean(False),
+            boolean(True)]
+    with pytest.raises(BadOperation, match="BIDIRECTIONAL_SEQUENCE_LSTM: takes 61 inputs, got 53"):
+        nnref.evaluate("BIDIRECTIONAL_SEQUENCE_LSTM", both)
+    half = [tensor("TENSOR_FLOAT16", o.value) if o.type == F32 else o for o in [x, *ln_weights(), *states]]
+    with pytest.raises(BadOperation, match="input 21 is FLOAT32; the 1.2 spec allows FLOAT16"):
+        nnref.evaluate("UNIDIRECTIONAL_SEQUENCE_LSTM", [*half, *tail, *[EMPTY] * 4])
+    # (the conformance cases derive float16 forms of the float32 examples, FLOAT16 clips and all)
 
 
 def test_cifg_lstm_derives_the_input_gate_from_the_forget_gate():

@@ -698,14 +698,16 @@ static void lstm_cost(const struct npu_bind_call *c, double *flops, double *byte
     matrix_cost(c, LSTM_MATRICES, 9, (double)batch_rows(c), flops, bytes);
 }
 
-static const struct lstm_layout SEQ_PLAIN = {1, 0, 0}, SEQ_NORM = {1, 24, 0};
+/* UNIDIRECTIONAL_SEQUENCE_LSTM, new in 1.2, always has the layer norm weights' places
+ * (24-27, omitted without layer norm): Android 10 takes 28 inputs, never 24. */
+static const struct lstm_layout SEQ_NORM = {1, 24, 0};
 
 static int uni_lstm_prepare(struct npu_bind_call *c)
 {
-    int rc = npu_bind_counts(c, 24, 28, 1);
+    int rc = npu_bind_counts(c, 28, 28, 1);
     int32_t type;
     bool major, major_known;
-    const struct lstm_layout *l = c->input_count == 28 ? &SEQ_NORM : &SEQ_PLAIN;
+    const struct lstm_layout *l = &SEQ_NORM;
     if (rc == NPU_OK)
         rc = lstm_signature(c, l, &type);
     if (rc == NPU_OK)
@@ -736,7 +738,7 @@ static int uni_lstm_run(struct npu_bind_call *c, size_t begin, size_t end)
     if (rc != NPU_OK)
         return rc;
     struct npu_lstm_weights w;
-    lstm_weights(c, c->input_count == 28 ? &SEQ_NORM : &SEQ_PLAIN, &w);
+    lstm_weights(c, &SEQ_NORM, &w);
     struct npu_lstm_direction d = {&w, input(c, 18), input(c, 19), NULL, false, 0};
     return kernel_status(c, npu_op_sequence_lstm(input(c, 0), &d, &p, major, output(c, 0), begin, end));
 }

@@ -12,7 +12,8 @@ Where the examples leave an operand type the 1.2 spec allows an operation untrie
 :func:`derive` makes that variation from another case (float32 first), as AOSP's generator derives its
 float16 and quant8 variations from one example: the tensors of the selecting type are
 converted (cast, or quantized with parameters covering their range; a convolution's bias
-becomes TENSOR_INT32 with scale input x filter), the outputs likewise, and nnref computes
+becomes TENSOR_INT32 with scale input x filter), float scalars take the precision 1.2 pairs
+with the new type (FLOAT16 beside TENSOR_FLOAT16), the outputs likewise, and nnref computes
 the expected outputs of the converted inputs. A variation nnref refuses is dropped.
 
 The result is deterministic, so every xdist worker harvests the same list in the same
@@ -194,12 +195,25 @@ def derive(case: Case, type: str) -> Case | None:
     return None
 
 
+def _scalar_for(o: Operand, type: str) -> Operand:
+    """A float scalar of ``o``'s case in the precision 1.2 pairs with tensors of ``type`` (FLOAT16
+    beside TENSOR_FLOAT16, FLOAT32 otherwise), as AOSP's float16 variation converts them."""
+    if o.type not in ("FLOAT32", "FLOAT16"):
+        return o
+    if type == "TENSOR_FLOAT16":
+        return Operand("FLOAT16", np.asarray(o.value, np.float16))
+    return Operand("FLOAT32", np.asarray(o.value, np.float32))
+
+
 def _derived(case: Case, at: int, source: str, type: str, only_selecting: bool) -> Case | None:
+    floats = {"TENSOR_FLOAT32", "TENSOR_FLOAT16"}
     try:
         inputs = [None if o is None else o if o.value is None or o.type != source or (only_selecting and i != at)
                   else _convert(o, type) for i, o in enumerate(case.inputs)]
     except ValueError:  # e.g. a per-channel tensor of rank 0
         return None
+    if source in floats and (type in floats or source == "TENSOR_FLOAT16"):
+        inputs = [o if o is None or o.value is None else _scalar_for(o, type) for o in inputs]
     if case.operation in BIASED and type == "TENSOR_QUANT8_ASYMM" and len(inputs) > 2 and inputs[2] is not None:
         bias_scale = float(np.float32(inputs[0].scale * inputs[1].scale))
         inputs[2] = Operand("TENSOR_INT32", np.round(case.inputs[2].real() / bias_scale).astype(np.int32), bias_scale, 0)

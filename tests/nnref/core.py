@@ -387,10 +387,14 @@ class Call:
             return default
         return int(self.input(i, "INT32", "UINT32").item())
 
-    def float(self, i: int, default: float | None = None) -> float:
+    def float(self, i: int, default: float | None = None, like: Operand | None = None) -> float:
+        """A float scalar; with ``like``, of its tensor's precision as 1.2 requires where it
+        says so: FLOAT16 beside a TENSOR_FLOAT16, FLOAT32 otherwise."""
         if not self.has(i) and default is not None:
             return default
-        return float(self.input(i, "FLOAT32", "FLOAT16").item())
+        if like is None:
+            return float(self.input(i, "FLOAT32", "FLOAT16").item())
+        return float(self.input(i, "FLOAT16" if like.type == "TENSOR_FLOAT16" else "FLOAT32").item())
 
     def bool(self, i: int, default: bool | None = None) -> bool:
         if not self.has(i) and default is not None:

@@ -60,7 +60,7 @@ def instance_normalization(call: Call) -> list[Operand]:
     x = call.tensor(0, *F)
     if x.value.ndim != 4:  # type: ignore[union-attr]
         raise call.fail("the input has rank 4")
-    gamma, beta, epsilon = call.float(1), call.float(2), call.float(3)
+    gamma, beta, epsilon = call.float(1, like=x), call.float(2, like=x), call.float(3, like=x)
     if not 0 <= epsilon < np.inf:  # Android 10 checks nothing: 0 (a tiny one in float16) is valid
         raise call.fail(f"epsilon {epsilon} must be a finite value >= 0")
     nchw = call.bool(4)

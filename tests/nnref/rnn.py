@@ -198,8 +198,8 @@ def lstm_step(w: LstmWeights, x: np.ndarray, h: np.ndarray, c: np.ndarray, act, 
     return m, c_new, np.stack(gates)
 
 
-def _clips(call: Call, at: int) -> tuple[float, float]:
-    cell_clip, proj_clip = call.float(at), call.float(at + 1)
+def _clips(call: Call, at: int, x: Operand) -> tuple[float, float]:
+    cell_clip, proj_clip = call.float(at, like=x), call.float(at + 1, like=x)
     if cell_clip < 0 or proj_clip < 0:
         raise call.fail("clipping thresholds are not negative")
     return cell_clip, proj_clip
@@ -211,18 +211,18 @@ def lstm(call: Call) -> list[Operand]:
     w = LstmWeights.read(call, x, 1, 23 if n == 27 else None)
     h, c = _required(call, 18, x), _required(call, 19, x)
     act = _activation(call, 20)
-    h, c, blocks = lstm_step(w, x.real(), h, c, act, *_clips(call, 21))
+    h, c, blocks = lstm_step(w, x.real(), h, c, act, *_clips(call, 21, x))
     scratch = blocks.reshape(blocks.shape[1], -1)  # gate-major memory, as a [batch, blocks * cells] tensor
     return [call.real_result(0, scratch, x), call.real_result(1, h, x), call.real_result(2, c, x),
             call.real_result(3, h, x)]
 
 
 def unidirectional_sequence_lstm(call: Call) -> list[Operand]:
-    n = call.count(24, 28)
+    call.count(28)  # new in 1.2: the layer norm weights' places are always there (omitted or not)
     x = call.tensor(0, *F)
-    w = LstmWeights.read(call, x, 1, 24 if n == 28 else None)
+    w = LstmWeights.read(call, x, 1, 24)
     h, c = _required(call, 18, x), _required(call, 19, x)
-    act, clips, time_major = _activation(call, 20), _clips(call, 21), call.bool(23)
+    act, clips, time_major = _activation(call, 20), _clips(call, 21, x), call.bool(23)
     steps = []
     for xt in _sequence(x.real(), time_major):
         h, c, _ = lstm_step(w, xt, h, c, act, *clips)
@@ -231,13 +231,13 @@ def unidirectional_sequence_lstm(call: Call) -> list[Operand]:
 
 
 def bidirectional_sequence_lstm(call: Call) -> list[Operand]:
-    n = call.count(53, 61)
+    call.count(61)  # Android 10 takes all 61: the aux input and weights, the layer norm weights
     x = call.tensor(0, *F)
-    fw = LstmWeights.read(call, x, 1, 53 if n == 61 else None, 40)
-    bw = LstmWeights.read(call, x, 18, 57 if n == 61 else None, 44)
+    fw = LstmWeights.read(call, x, 1, 53, 40)
+    bw = LstmWeights.read(call, x, 18, 57, 44)
     states = [_required(call, i, x) for i in (35, 36, 37, 38)]
     aux = _optional(call, 39, x)
-    act, clips = _activation(call, 48), _clips(call, 49)
+    act, clips = _activation(call, 48), _clips(call, 49, x)
     merge, time_major = call.bool(51), call.bool(52)
     seq = _sequence(x.real(), time_major)
     aux_seq = _sequence(aux, time_major) if aux is not None else None

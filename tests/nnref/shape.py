@@ -324,7 +324,7 @@ def _resize(call: Call) -> tuple[Operand, bool, np.ndarray, int, int]:
     if call.inputs[1].type == "INT32":
         ow, oh = call.int(1), call.int(2)
     else:
-        ow, oh = int(math.floor(w * call.float(1))), int(math.floor(h * call.float(2)))
+        ow, oh = int(math.floor(w * call.float(1, like=x))), int(math.floor(h * call.float(2, like=x)))
     if oh < 1 or ow < 1:
         raise call.fail(f"the output would be {oh}x{ow}")
     return x, nchw, v, oh, ow
