@@ -296,10 +296,67 @@ def test_frame_limit_leaves_room_for_the_envelope():
     assert MAX_FRAME_SIZE > MAX_TRANSACTION_SIZE
 
 
-def test_a_successful_reply_travels_short_and_a_failure_in_full():
-    assert msgpack.unpackb(encode_frame(Reply(7, data=[1]))[1]) == [4, 7, [1], 0]
+def test_a_call_travels_under_binary_headers_and_a_failure_in_full():
+    head, parcel = encode_frame(Transaction(9, 5, 77, True, [1], nfds=2))
+    assert head == struct.pack(">IBBHIqq", 24 + len(parcel), 3, 1, 2, 77, 9, 5) and msgpack.unpackb(parcel) == [1]
+    head, parcel = encode_frame(Reply(7, data=[1]))
+    assert head == struct.pack(">IBBHq", 12 + len(parcel), 4, 0, 0, 7) and msgpack.unpackb(parcel) == [1]
     assert msgpack.unpackb(encode_frame(Reply(7, exception=-3, message="no"))[1]) == [4, 7, 0, -3, "no", 0, None, 0]
     assert decode_frames(b"".join(encode_frame(Reply(7, status=-32, data=[1])))) == [Reply(7, status=-32, data=[1])]
+
+
+def test_a_transaction_sent_as_an_array_is_refused():
+    body = msgpack.packb([3, 1, 1, 1, False, [], 0])
+    with pytest.raises(ProtocolError, match="binary header"):
+        decode_frames(struct.pack(">I", len(body)) + body)
+
+
+@settings(max_examples=300)
+@given(
+    kind=st.sampled_from([3, 4]),
+    head=st.binary(min_size=23, max_size=23),
+    parcel=parcel_data,
+    fds=st.lists(st.integers(100, 200), max_size=3),
+)
+def test_binary_headers_make_only_events_that_check_themselves(kind, head, parcel, fds):
+    """Any bytes under a binary header either make an event its own constructor
+    accepts, field for field, or a ProtocolError (validation by the layout, once)."""
+    size = 24 if kind == 3 else 12
+    body = bytes([kind]) + head[: size - 1] + msgpack.packb(parcel)
+    framer_fds = list(fds)
+    from framework.binder._wire import _Framer
+
+    framer = _Framer()
+    framer.feed(struct.pack(">I", len(body)) + body, framer_fds)
+    try:
+        event = framer.next()
+    except ProtocolError:
+        return
+    if kind == 3:
+        assert event == Transaction(*event)
+    else:
+        assert event == Reply.ok(event.txn_id, event.data, event.nfds, event.fds) == Reply(*event)
+    assert len(event.fds) == event.nfds and event.data == parcel
+
+
+@pytest.mark.parametrize(
+    "head, wrong",
+    [
+        (struct.pack(">BBHIqq", 3, 2, 0, 1, 1, 1), "oneway"),
+        (struct.pack(">BBHIqq", 3, 0, 254, 1, 1, 1), "nfds"),
+        (struct.pack(">BBHIqq", 3, 0, 0, 1, -1, 1), "txn_id"),
+        (struct.pack(">BBHIqq", 3, 0, 0, 1, 1, -1), "target"),
+        (struct.pack(">BBHq", 4, 1, 0, 1), "second byte"),
+        (struct.pack(">BBHq", 4, 0, 254, 1), "nfds"),
+        (struct.pack(">BBHq", 4, 0, 0, -7), "txn_id"),
+        (struct.pack(">BBHI", 3, 0, 0, 1), "no room"),
+        (struct.pack(">BBHq", 4, 0, 0, 1), "no room"),
+    ],
+)
+def test_a_bad_binary_header_names_its_field(head, wrong):
+    body = head + (msgpack.packb([]) if "room" not in wrong else b"")
+    with pytest.raises(ProtocolError, match=wrong):
+        decode_frames(struct.pack(">I", len(body)) + body)
 
 
 @given(
@@ -350,7 +407,7 @@ def test_send_call_refuses_bad_fields_and_leaves_no_trace(fields, wrong):
 
 def test_descriptors_of_a_refused_frame_go_back_to_the_transport():
     client, server = handshake()
-    bad = msgpack.packb([3, 1, 1, 1, "yes", [], 2])  # oneway is not a bool
+    bad = struct.pack(">BBHIqq", 3, 2, 2, 1, 1, 1) + msgpack.packb([])  # oneway is neither 0 nor 1
     server.receive_data(struct.pack(">I", len(bad)) + bad, [10, 11])
     with pytest.raises(ProtocolError, match="oneway"):
         server.next_event()

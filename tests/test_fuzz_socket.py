@@ -48,7 +48,7 @@ FRAMING = {
 }
 # Past the handshake, protocol violations: hang up.
 VIOLATIONS = {
-    "second-hello", "welcome-from-client", "junk-after-hello", "huge-prefix-after-hello", "txn-bad-types",
+    "second-hello", "welcome-from-client", "junk-after-hello", "huge-prefix-after-hello", "txn-bad-types", "txn-as-array",
     "txn-negative-target", "txn-fds-announced-none-sent", "txn-reused-id",
 }
 # Well-framed calls the server cannot serve: an error reply on a live connection.

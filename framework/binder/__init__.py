@@ -4,8 +4,9 @@ General layout (everything lives in private modules; this file only re-exports):
 
 - ``_status``: Android's exception codes and status_t values, and the exceptions
   (``RemoteException`` and its builtin-flavoured subclasses) a caller sees.
-- ``_wire``: the sans-IO protocol, as h11: length-prefixed msgpack frames, the
-  events, and the one table of connection state transitions. Bytes in, events out.
+- ``_wire``: the sans-IO protocol, as h11: length-prefixed frames (a call's two
+  under fixed binary headers, the handshake's as msgpack arrays), the events, and
+  the one table of connection state transitions. Bytes in, events out.
 - ``_reader``: who reads a connection, sans-IO too: the reading role that callers
   (client) and serving tasks (server) take turns to hold, as a state machine with one
   transition table. Parties in, wake-ups out.

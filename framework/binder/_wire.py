@@ -9,14 +9,25 @@ protocol runs over a Unix socket and over an in-memory pair.
 
 The frame::
 
-    +----------------+-----------------------------------------+
-    | length: u32 BE | msgpack array: [kind, field, field, ...] |
-    +----------------+-----------------------------------------+
+    +----------------+------------------------------------------+
+    | length: u32 BE | body: a fixed binary header, or an array |
+    +----------------+------------------------------------------+
 
-The array of each kind is its fields in order (:class:`Transaction`: ``[3, txn_id,
-target, code, oneway, data, nfds]``); a successful :class:`Reply` (status ``OK``, no
-exception, no message) is the short ``[4, txn_id, data, nfds]``, any other the full
-``[4, txn_id, status, exception, message, service_code, data, nfds]``.
+The two frames of every call have fixed binary headers (big-endian, ``struct``),
+their parcel after them as one msgpack value:
+
+- :class:`Transaction`: kind ``3`` (u8), oneway (u8, 0 or 1), nfds (u16), code
+  (u32), txn_id (i64), target (i64), then the parcel;
+- a successful :class:`Reply` (status ``OK``, no exception, no message): kind ``4``
+  (u8), a zero byte, nfds (u16), txn_id (i64), then the parcel.
+
+The header's layout does most of the checking: every field is an int of its width
+by construction, so a frame is checked in one expression (oneway is 0 or 1, nfds at
+most :data:`MAX_FDS_PER_FRAME`, ids not negative), once, and the event is made of
+fields known good. Every other frame (the handshake's, a failed reply) is a msgpack
+array, ``[kind, field, field, ...]``, its fields in order (a full reply is ``[4,
+txn_id, status, exception, message, service_code, data, nfds]``); an array starts
+with a byte of 0x90 or above, so the first byte of a body tells the forms apart.
 
 One frame per message, at most :data:`MAX_FRAME_SIZE` bytes of body. Descriptors
 (``SCM_RIGHTS``) are not in the body: a frame says how many it carries and the
@@ -127,10 +138,6 @@ def _check_str(name: str, value: Any, *, nullable: bool = False) -> None:
         return
     if type(value) is not str:
         raise ProtocolError(f"{name} must be a str, got {type(value).__name__}")
-
-
-def _is_int(value: Any, lo: int, hi: int) -> bool:
-    return type(value) is int and lo <= value <= hi
 
 
 class Event:
@@ -326,6 +333,15 @@ _EVENT_TYPES: dict[int, type[Event]] = {
 # ---------------------------------------------------------------------------------
 # Framing
 
+# The binary headers of a call's two frames, each packed with the frame's length
+# prefix before it (one pack per frame) and read from the body's start.
+_TXN_FRAME = struct.Struct(">IBBHIqq")
+_OK_FRAME = struct.Struct(">IBBHq")
+_TXN_HEAD = struct.Struct(">BBHIqq")
+_OK_HEAD = struct.Struct(">BBHq")
+_TXN_HEAD_SIZE = _TXN_HEAD.size
+_OK_HEAD_SIZE = _OK_HEAD.size
+
 
 def encode_frame(event: Event, pack: Any = None) -> list[bytes]:
     """The buffers of one frame (header, body), ready for one ``sendmsg``.
@@ -333,49 +349,63 @@ def encode_frame(event: Event, pack: Any = None) -> list[bytes]:
     ``pack`` is a reusable ``msgpack.Packer(...).pack`` (a connection keeps one);
     by default a fresh one is made.
 
-    Raises :class:`TransactionTooLargeException` if a transaction's or reply's body
-    is over :data:`MAX_TRANSACTION_SIZE`, and :class:`ProtocolError` if the event's
-    data is not msgpack-able.
+    Raises :class:`TransactionTooLargeException` if a transaction's or reply's
+    parcel is over :data:`MAX_TRANSACTION_SIZE`, and :class:`ProtocolError` if the
+    event's data is not msgpack-able.
     """
-    return _frame(_wire_items(event), type(event).__name__, pack or _packb)
+    pack = pack or _packb
+    cls = type(event)
+    if cls is Transaction:
+        return _transaction_frame(pack, *event[:6])
+    if cls is Reply and not (event.status or event.exception or event.message or event.service_code):
+        return _ok_frame(pack, event.txn_id, event.data, event.nfds)
+    body = _encode(pack, [event.KIND, *event[: event.NWIRE]], cls.__name__)
+    return [_HEADER.pack(len(body)), body]
 
 
-def _wire_items(event: Event) -> list:
-    """The array an event travels as: its kind and its wire fields (a successful
-    reply in its short form)."""
-    if type(event) is Reply and not (event.status or event.exception or event.message or event.service_code):
-        return [Reply.KIND, event.txn_id, event.data, event.nfds]
-    return [event.KIND, *event[: event.NWIRE]]
+def _transaction_frame(pack: Any, txn_id: int, target: int, code: int, oneway: bool, data: Any, nfds: int) -> list[bytes]:
+    """A transaction's frame, its fields already checked."""
+    body = _encode(pack, data, "Transaction")
+    return [_TXN_FRAME.pack(_TXN_HEAD_SIZE + len(body), Transaction.KIND, oneway, nfds, code, txn_id, target), body]
 
 
-def _frame(items: list, what: str, pack: Any) -> list[bytes]:
+def _ok_frame(pack: Any, txn_id: int, data: Any, nfds: int) -> list[bytes]:
+    """A successful reply's frame, its fields already checked."""
+    body = _encode(pack, data, "Reply")
+    return [_OK_FRAME.pack(_OK_HEAD_SIZE + len(body), Reply.KIND, 0, nfds, txn_id), body]
+
+
+def _encode(pack: Any, obj: Any, what: str) -> bytes:
+    """``obj`` in msgpack: a parcel, or a whole array; at most MAX_TRANSACTION_SIZE bytes."""
     try:
-        body = pack(items)
+        body = pack(obj)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ProtocolError(f"cannot encode {what}: {exc}") from None
     if len(body) > MAX_TRANSACTION_SIZE:
         raise TransactionTooLargeException(
             f"{what} of {len(body)} bytes is over the {MAX_TRANSACTION_SIZE}-byte limit; send bulk data as SharedMemory"
         )
-    return [_HEADER.pack(len(body)), body]
+    return body
 
 
 def _packb(obj: Any) -> bytes:
     return msgpack.packb(obj, use_bin_type=True)
 
 
-def _decode_other(items: Any, with_fds: Any) -> Event:
-    """The event of any array but a transaction's and a successful reply's (the
-    handshake's kinds, a full reply), or the ProtocolError saying what is wrong."""
+def _decode_array(items: Any, with_fds: Any) -> Event:
+    """The event of a frame sent as an array (the handshake's kinds, a full reply), or
+    the ProtocolError saying what is wrong with it."""
     if items.__class__ is not list or not items:
         raise ProtocolError("frame body is not a non-empty array")
     kind = items[0]
     cls = _EVENT_TYPES.get(kind) if kind.__class__ is int else None
     if cls is None:
         raise ProtocolError(f"unknown frame kind {kind!r}")
+    if cls is Transaction:
+        raise ProtocolError("a Transaction frame has a binary header, not an array")
     if len(items) != cls.NWIRE + 1:
         raise ProtocolError(f"{cls.__name__} frame has {len(items) - 1} fields, expected {cls.NWIRE}")
-    if (cls is Transaction or cls is Reply) and items[-1]:
+    if cls is Reply and items[-1]:
         return with_fds(cls, tuple(items[1:-1]), items[-1])
     return cls(*items[1:])
 
@@ -427,10 +457,11 @@ class _Framer:
     def next(self) -> Event | _NeedData:
         """The next whole frame as its event, or :data:`NEED_DATA`.
 
-        One function cuts the frame, decodes its msgpack array and makes the event
-        (which checks its own fields): the two kinds of every call, a transaction and
-        a successful reply, first, each array unpacked by name; anything else goes
-        to :func:`_decode_other`, which also says what is wrong with a bad array.
+        One function cuts the frame and makes its event: a transaction or a
+        successful reply from its binary header, checked in one expression (the
+        layout has done the rest) and its parcel decoded; anything else from its
+        msgpack array (:func:`_decode_array`, which also says what is wrong with a bad
+        one). A frame refused leaves its descriptors here, for the connection's close.
         """
         buf, pos = self._buf, self._pos
         if len(buf) - pos < _HEADER_SIZE:
@@ -445,32 +476,40 @@ class _Framer:
         if len(buf) < end:
             return NEED_DATA
         self._pos = end
+        kind = buf[start]
+        if kind == 3:  # Transaction.KIND
+            if length <= _TXN_HEAD_SIZE:
+                raise ProtocolError(f"Transaction frame of {length} bytes: no room for its header and parcel")
+            _, oneway, nfds, code, txn_id, target = _TXN_HEAD.unpack_from(buf, start)
+            if oneway > 1 or nfds > MAX_FDS_PER_FRAME or txn_id < 0 or target < 0:
+                Transaction(txn_id, target, code, oneway if oneway > 1 else oneway == 1, None, nfds)  # says which
+            start += _TXN_HEAD_SIZE
+        elif kind == 4:  # Reply.KIND: a successful reply's header
+            if length <= _OK_HEAD_SIZE:
+                raise ProtocolError(f"Reply frame of {length} bytes: no room for its header and parcel")
+            _, zero, nfds, txn_id = _OK_HEAD.unpack_from(buf, start)
+            if zero or nfds > MAX_FDS_PER_FRAME or txn_id < 0:
+                if zero:
+                    raise ProtocolError(f"Reply header's second byte is {zero}, must be 0")
+                Reply.ok(txn_id, None, nfds)  # says which
+            start += _OK_HEAD_SIZE
         try:
-            # Called directly: through a functools.partial the same call cost half again.
             # (raw=False and use_list=True are msgpack's defaults: naming them costs a little.)
-            items = msgpack.unpackb(buf[start:end], strict_map_key=False)
+            data = msgpack.unpackb(buf[start:end], strict_map_key=False)
         except Exception as exc:  # msgpack raises a zoo of types; all mean "garbage"
             raise ProtocolError(f"undecodable frame body: {type(exc).__name__}: {exc}") from None
-        if items.__class__ is list:
-            n = len(items)
-            if n == 7:
-                kind, txn_id, target, code, oneway, data, nfds = items
-                if kind == 3 and kind.__class__ is int:  # Transaction.KIND
-                    if not nfds:
-                        return Transaction(txn_id, target, code, oneway, data, nfds)
-                    return self._with_fds(Transaction, (txn_id, target, code, oneway, data), nfds)
-            elif n == 4:
-                kind, txn_id, data, nfds = items
-                if kind == 4 and kind.__class__ is int:  # Reply.KIND, the short form of success
-                    if not nfds:
-                        return Reply.ok(txn_id, data, nfds)
-                    return self._with_fds(Reply.ok, (txn_id, data), nfds)
-        return _decode_other(items, self._with_fds)
+        if kind == 3:
+            fds = self._take_fds(nfds) if nfds else ()
+            return tuple.__new__(Transaction, (txn_id, target, code, oneway == 1, data, nfds, fds))
+        if kind == 4:
+            fds = self._take_fds(nfds) if nfds else ()
+            return tuple.__new__(Reply, (txn_id, 0, 0, "", 0, data, nfds, fds))
+        return _decode_array(data, self._with_fds)
 
     def _with_fds(self, make: Any, fields: tuple, nfds: Any) -> Event:
         """``make(*fields, nfds, fds)``, the frame's descriptors taken: given back if
         the event refuses its fields, so that the connection's close returns them."""
-        fds = self._take_fds(nfds) if nfds.__class__ is int else ()
+        fds = self._take_fds(nfds) if nfds.__class__ is int and 0 < nfds <= MAX_FDS_PER_FRAME else ()
         try:
             return make(*fields, nfds, fds)
         except ProtocolError:
@@ -478,8 +517,6 @@ class _Framer:
             raise
 
     def _take_fds(self, nfds: int) -> tuple[int, ...]:
-        if not 0 < nfds <= MAX_FDS_PER_FRAME:
-            return ()  # the event refuses the count
         if len(self._fds) < nfds:
             raise ProtocolError(f"frame announces {nfds} descriptors, {len(self._fds)} arrived")
         fds = tuple(self._fds[:nfds])
@@ -587,7 +624,7 @@ class Connection(_Framer):
         elif not self._hello_seen:  # Welcome or Refused: the server must have read a Hello
             raise LocalProtocolError(f"server cannot {_OUT} {cls.__name__} before Hello")
         try:
-            frame = _frame(_wire_items(event), cls.__name__, self._pack)
+            frame = encode_frame(event, self._pack)
         except (ProtocolError, TransactionTooLargeException):
             # Undo the bookkeeping: the frame never left, the call can fail cleanly.
             if cls is Transaction and not event.oneway:
@@ -620,7 +657,7 @@ class Connection(_Framer):
             and 0 <= nfds <= MAX_FDS_PER_FRAME
         ):
             Transaction(txn_id, target, code, oneway, data, nfds)
-        frame = _frame([3, txn_id, target, code, oneway, data, nfds], "Transaction", self._pack)
+        frame = _transaction_frame(self._pack, txn_id, target, code, oneway, data, nfds)
         if not oneway:
             pending = self._pending
             if txn_id in pending:  # only if send() was given this id by hand
@@ -637,7 +674,7 @@ class Connection(_Framer):
             raise LocalProtocolError(f"no two-way transaction {txn_id} to reply to")
         if not (nfds.__class__ is int and 0 <= nfds <= MAX_FDS_PER_FRAME):  # the id is a pending one
             Reply.ok(txn_id, data, nfds)  # says what is wrong
-        frame = _frame([4, txn_id, data, nfds], "Reply", self._pack)
+        frame = _ok_frame(self._pack, txn_id, data, nfds)
         pending.discard(txn_id)
         return frame
 

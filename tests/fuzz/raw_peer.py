@@ -61,8 +61,15 @@ def hello(token: str | None) -> bytes:
     return frame([HELLO, 1, token])
 
 
-def transaction(txn_id: int, target: int, code: int, data: Any, *, oneway: bool = False, nfds: int = 0) -> bytes:
-    return frame([TRANSACTION, txn_id, target, code, oneway, data, nfds])
+# A call's frames have fixed binary headers: a transaction's kind, oneway, nfds, code,
+# txn_id, target; a successful reply's kind, 0, nfds, txn_id. The parcel follows.
+TXN_HEAD = struct.Struct(">BBHIqq")
+OK_HEAD = struct.Struct(">BBHq")
+
+
+def transaction(txn_id: int, target: int, code: int, data: Any, *, oneway: int = 0, nfds: int = 0) -> bytes:
+    body = TXN_HEAD.pack(TRANSACTION, oneway, nfds, code, txn_id, target) + msgpack.packb(data, use_bin_type=True)
+    return HEADER.pack(len(body)) + body
 
 
 class Peer:
@@ -95,6 +102,10 @@ class Peer:
                 (length,) = HEADER.unpack_from(self.buf)
                 if len(self.buf) >= 4 + length:
                     body, self.buf = self.buf[4 : 4 + length], self.buf[4 + length :]
+                    if body[:1] == bytes([REPLY]):  # a successful reply: [REPLY, txn_id, data, nfds]
+                        _, _, nfds, txn_id = OK_HEAD.unpack_from(body)
+                        data = msgpack.unpackb(body[OK_HEAD.size :], raw=False, strict_map_key=False)
+                        return [REPLY, txn_id, data, nfds]
                     return msgpack.unpackb(body, raw=False, strict_map_key=False)
             if self.eof:
                 return None
@@ -224,8 +235,9 @@ def cases(rng: random.Random, token: str | None, rounds: int):
     yield "welcome-from-client", hs + frame([WELCOME, 1, 0, 0]), None, True, False
     yield "junk-after-hello", hs + bytes(rng.randrange(256) for _ in range(64)), None, True, False
     yield "huge-prefix-after-hello", hs + HEADER.pack(0xFFFFFFF0), None, False, False
-    yield "txn-bad-types", hs + frame([TRANSACTION, "1", 0, 1, False, [], 0]), None, True, False
-    yield "txn-negative-target", hs + frame([TRANSACTION, 1, -5, 1, False, [], 0]), None, True, False
+    yield "txn-bad-types", hs + transaction(1, 0, 1, [], oneway=7), None, True, False
+    yield "txn-as-array", hs + frame([TRANSACTION, 1, 0, 1, False, [], 0]), None, True, False
+    yield "txn-negative-target", hs + transaction(1, -5, 1, []), None, True, False
     yield "txn-fds-announced-none-sent", hs + transaction(1, 0, 1, [], nfds=3), None, True, False
     yield "txn-reused-id", hs + transaction(7, 0, 7, ["never.registered", 5000]) + transaction(7, 0, 1, []), None, True, False
     yield "unknown-object", hs + transaction(1, 987654321, 1, []), 1, False, False
