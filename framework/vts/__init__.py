@@ -8,6 +8,14 @@
 See ``_suite`` for every check and the rules it enforces.
 """
 
+from ._cases import (
+    GenCase as GenCase,
+    Tensor as Tensor,
+    default_cases_path as default_cases_path,
+    load_cases as load_cases,
+    sources_digest as sources_digest,
+    write_cases as write_cases,
+)
 from ._suite import (
     CHECK_NAMES as CHECK_NAMES,
     DEFAULT_CHECK_TIMEOUT_S as DEFAULT_CHECK_TIMEOUT_S,

@@ -1,0 +1,66 @@
+"""Write vts's generated cases (``make vts-cases``): a sample of the conformance cases.
+
+    python tests/make_vts_cases.py [OUT]     # default: build/vts/generated_cases.npz
+
+The cases are ``tests/conformance``'s (nnref's example tests, with nnref's answers),
+those a one-operation model can express, laid out as vts runs them (see
+``framework/vts/_cases.py``). The sample keeps vts within its time budget: for every
+operation and every operand type it is tried in (float32, relaxed, float16, the
+quantized ones, int32, bool8), the ``PER_VARIANT`` smallest cases. The file records the
+digest of its sources, so a vts run in a checkout where they changed says it is stale.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+from conformance.build import ZERO_SIZED_IS_OMITTED, expressible  # noqa: E402
+from conformance.cases import cases  # noqa: E402
+
+from framework.vts import GenCase, Tensor, default_cases_path, sources_digest, write_cases  # noqa: E402
+
+#: Cases per (operation, variant).
+PER_VARIANT = 2
+_SCALARS = {"FLOAT32", "INT32", "UINT32", "BOOL", "FLOAT16"}
+
+
+def _tensor(case, o) -> Tensor:
+    omitted = o is None or o.value is None or (
+        case.operation in ZERO_SIZED_IS_OMITTED and o.type not in _SCALARS and o.value.size == 0)
+    if omitted:
+        return Tensor(o.type if o is not None else "TENSOR_FLOAT32", None)
+    cq = o.channel_quant
+    return Tensor(o.type, o.value, float(o.scale), int(o.zero_point),
+                  None if cq is None else tuple(float(s) for s in cq.scales), 0 if cq is None else int(cq.channel_dim))
+
+
+def sample() -> list[GenCase]:
+    groups: dict[tuple[str, str], list] = defaultdict(list)
+    for case in cases():
+        if expressible(case) is None:
+            groups[(case.operation, case.variant)].append(case)
+    picked = []
+    for key in sorted(groups):
+        size = lambda c: sum(0 if o is None or o.value is None else o.value.size for o in c.inputs)  # noqa: E731
+        for case in sorted(groups[key], key=lambda c: (size(c), c.id))[:PER_VARIANT]:
+            picked.append(GenCase(case.id, case.operation, case.relaxed,
+                                  tuple(_tensor(case, o) for o in case.inputs),
+                                  tuple(_tensor(case, e) for e in case.expected), case.source))
+    return picked
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[1]) if len(argv) > 1 else default_cases_path()
+    picked = sample()
+    write_cases(out, picked, sources_digest())
+    print(f"wrote {len(picked)} cases of {len({c.operation for c in picked})} operations to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
