@@ -49,14 +49,27 @@ __all__ = ["format_work_event", "run_test_inference", "vts"]
     help="Seconds for the whole run (default 240).",
 )
 @click.option(
-    "--version-record",
+    "--output-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Keep the run's record here: the report (vts-report.json) and the builds runs into it have seen "
+    "(vts-builds.json), which the version check compares with.",
+)
+@click.option(
+    "--previous-build",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Where earlier builds' version strings are remembered (default ~/.local/state/npuemu/vts-versions.json).",
+    help="The driver's previous build (.so): its version strings must differ from this build's.",
+)
+@click.option(
+    "--cases",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The generated cases (default: build/vts/generated_cases.npz, made by `make vts-cases`).",
 )
 @click.option("--check", "only", multiple=True, help="Run only this check (repeatable); see --list.")
 @click.option("--list", "list_checks", is_flag=True, help="Print every check and what it requires, and exit.")
-def vts(driver, as_json, check_timeout, timeout, version_record, only, list_checks) -> None:
+def vts(driver, as_json, check_timeout, timeout, output_dir, previous_build, cases, only, list_checks) -> None:
     """Run the conformance suite (VTS) on a driver, on a private emulator.
 
     Boots a servicemanager and the HAL on the driver, runs every check of
@@ -95,7 +108,9 @@ def vts(driver, as_json, check_timeout, timeout, version_record, only, list_chec
                     driver,
                     check_timeout=check_timeout or DEFAULT_CHECK_TIMEOUT_S,
                     timeout=timeout or DEFAULT_TIMEOUT_S,
-                    version_record=version_record,
+                    output_dir=output_dir,
+                    previous_build=previous_build,
+                    cases=cases,
                     only=list(only) or None,
                 )
             )

@@ -13,6 +13,7 @@ from ._cases import (
     Tensor as Tensor,
     default_cases_path as default_cases_path,
     load_cases as load_cases,
+    model_of as model_of,
     sources_digest as sources_digest,
     write_cases as write_cases,
 )
@@ -23,7 +24,7 @@ from ._suite import (
     VtsCheckResult as VtsCheckResult,
     VtsDriverNotLoadedError as VtsDriverNotLoadedError,
     VtsReport as VtsReport,
-    default_version_record as default_version_record,
+    REPORT_FILE as REPORT_FILE,
     describe_checks as describe_checks,
     run_vts as run_vts,
 )

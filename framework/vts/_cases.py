@@ -241,15 +241,16 @@ def model_of(case: GenCase) -> Built:
 
     def constant(t: Tensor) -> int:
         data = np.ascontiguousarray(t.value, dtype=_dtype(t.type)).tobytes()
+        dims = () if t.scalar else np.shape(t.value)  # a scalar is stored as one element
         if len(data) <= _MAX_COPY_BYTES:
             values.extend(b"\0" * (-len(values) % 4))
             where = DataLocation(poolIndex=0, offset=len(values), length=len(data))
             values.extend(data)
-            return add(t, np.shape(t.value), OperandLifeTime.CONSTANT_COPY, where)
+            return add(t, dims, OperandLifeTime.CONSTANT_COPY, where)
         pool.extend(b"\0" * (-len(pool) % 16))
         where = DataLocation(poolIndex=0, offset=len(pool), length=len(data))
         pool.extend(data)
-        return add(t, np.shape(t.value), OperandLifeTime.CONSTANT_POOL, where)
+        return add(t, dims, OperandLifeTime.CONSTANT_POOL, where)
 
     ins = []
     for t in case.inputs:

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import trio
 
 from framework.binder import (
@@ -65,12 +66,25 @@ from framework.binder import (
     IllegalArgumentException,
     RemoteException,
     SecurityException,
+    ServiceSpecificException,
+    SharedMemory,
     defaultServiceManager,
 )
 from framework.emulator import BootConfig, Emulator, open_stack
 from framework.npumanager import FEATURE_NEURAL_PROCESSING_UNIT
 import interfaces.services as services
-from interfaces.android.hardware.neuralnetworks import IDevice
+from interfaces.android.hardware.neuralnetworks import (
+    DataLocation,
+    ErrorStatus,
+    ExecutionHints,
+    ExecutionPreference,
+    IDevice,
+    OperandLifeTime,
+    OperandType,
+    Priority,
+    Request,
+    RequestArgument,
+)
 from interfaces.android.hardware.npu import IScheduling, ISchedulingCallback, SchedulingConfig
 from interfaces.npuemu.hal import IHalControl, WorkEvent
 from npuhal import (
@@ -85,6 +99,18 @@ from npuhal import (
     StartReason,
 )
 
+from ._builds import BUILDS_RECORD, build_identity, load_builds, save_builds
+from ._cases import (
+    GenCase,
+    compare_outputs,
+    default_cases_path,
+    execute,
+    load_cases,
+    model_of,
+    request_layout,
+    sources_digest,
+)
+
 __all__ = [
     "CHECK_NAMES",
     "DEFAULT_CHECK_TIMEOUT_S",
@@ -92,7 +118,7 @@ __all__ = [
     "VtsCheckResult",
     "VtsDriverNotLoadedError",
     "VtsReport",
-    "default_version_record",
+    "REPORT_FILE",
     "describe_checks",
     "run_vts",
 ]
@@ -110,6 +136,11 @@ _BOOT_TIMEOUT_S = 20.0
 _PROBE_TIMEOUT_S = 15.0
 # Building a driver given as C source.
 _COMPILE_TIMEOUT_S = 60.0
+# One execution or test inference that has not returned after this long is examined:
+# a driver whose events say the work ended has a work-id bug, else it hangs.
+_WORK_TIMEOUT_S = 5.0
+#: The run's report, in its output directory.
+REPORT_FILE = "vts-report.json"
 
 SCHEDULING_INSTANCE = services.HAL_SCHEDULING
 SCHEDULING_PREFIX = SCHEDULING_INSTANCE.removesuffix("default")
@@ -119,6 +150,8 @@ FEATURE_NPU = FEATURE_NEURAL_PROCESSING_UNIT
 
 # The seed's SchedulingConfig band, wide open: the uid's priority is appPriority.
 _MIN_BAND, _MAX_BAND = 0, 2000
+# struct npu_device_info's version field (npu/driver.h's NPU_VERSION_MAX).
+_VERSION_MAX = 128
 # The names of the AIDL enums, for messages (the enums are the compiled interfaces').
 _DEVICE_TYPES = {int(t): t.name for t in DeviceType}
 _TYPE_OTHER, _TYPE_ACCELERATOR = DeviceType.OTHER, DeviceType.ACCELERATOR
@@ -142,6 +175,10 @@ class VtsDriverNotLoadedError(NpuDriverError):
 
 class _Fail(Exception):
     """A check's verdict: the driver does not conform, and this sentence says how."""
+
+
+class _Hung(Exception):
+    """The HAL stopped answering inside a check: a hang, and the HAL is restarted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,12 +249,19 @@ class _Target:
 
     label: str                 # as the user named it
     so_path: str | None        # None: the built-in reference driver
-    identity: str              # sha256 of the .so, or the C layer's BUILD_ID
-    second_build: str | None   # a rebuild of the same source with another build id
+    identity: str              # build_identity of the .so, or the C layer's BUILD_ID
+    # Two builds of the driver's source with different build ids (vts built them), or None.
+    version_builds: tuple[str, str] | None = None
+    previous_build: str | None = None   # the build before this one, as the author named it
+
+
+_ROOT = Path(__file__).resolve().parents[2]
+# The built-in reference driver's source: vts builds it twice for the version check.
+_REFERENCE_SOURCE = _ROOT / "csrc" / "drivers" / "reference" / "reference.c"
 
 
 def _csrc_include() -> Path:
-    return Path(__file__).resolve().parents[2] / "csrc" / "include"
+    return _ROOT / "csrc" / "include"
 
 
 async def _compile(src: Path, out: Path, build_id: str) -> None:
@@ -247,33 +291,54 @@ def _sha256(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
-async def _prepare_target(driver: str | os.PathLike[str] | None, workdir: Path) -> _Target:
+async def _build_twice(source: Path, workdir: Path) -> tuple[str, str]:
+    """``source`` built as two .so files with two build ids (as `make driver`'s, and another)."""
+    source_id = _sha256(source)[:12]
+    first, second = workdir / f"{source.stem}.so", workdir / f"{source.stem}.rebuild.so"
+    # Each build runs to its end, even when the other fails: a compiler killed
+    # halfway leaves its temporary files behind.
+    failures: list[NpuDriverError] = []
+
+    async def build(out: Path, build_id: str) -> None:
+        try:
+            await _compile(source, out, build_id)
+        except NpuDriverError as exc:
+            failures.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(build, first, source_id)
+        nursery.start_soon(build, second, f"{source_id}-rebuild")
+    if failures:
+        raise failures[0]  # both builds of one source fail alike: one error is enough
+    return os.fspath(first), os.fspath(second)
+
+
+def _identity(path: str | os.PathLike[str]) -> str:
+    try:
+        return build_identity(path)
+    except (OSError, ValueError) as exc:
+        raise NpuValueError(f"{os.fspath(path)} is not a driver: {exc}") from None
+
+
+async def _prepare_target(
+    driver: str | os.PathLike[str] | None, workdir: Path, previous_build: str | os.PathLike[str] | None = None
+) -> _Target:
     """Resolve ``--driver``: nothing (reference), a ``.so``, or a ``.c`` built twice here."""
+    previous = None
+    if previous_build is not None:
+        if not Path(previous_build).is_file():
+            raise NpuValueError(f"no previous build at {os.fspath(previous_build)!r}")
+        previous = os.fspath(Path(previous_build).resolve())
     if driver is None:
-        return _Target("the built-in reference driver", None, f"builtin:{BUILD_ID}", None)
+        builds = await _build_twice(_REFERENCE_SOURCE, workdir) if _REFERENCE_SOURCE.is_file() else None
+        return _Target("the built-in reference driver", None, f"builtin:{BUILD_ID}", builds, previous)
     path = Path(driver)
     if not path.is_file():
         raise NpuValueError(f"no driver at {os.fspath(driver)!r}")
     if path.suffix == ".c":
-        source_id = _sha256(path)[:12]
-        first, second = workdir / f"{path.stem}.so", workdir / f"{path.stem}.rebuild.so"
-        # Each build runs to its end, even when the other fails: a compiler killed
-        # halfway leaves its temporary files behind.
-        failures: list[NpuDriverError] = []
-
-        async def build(out: Path, build_id: str) -> None:
-            try:
-                await _compile(path, out, build_id)
-            except NpuDriverError as exc:
-                failures.append(exc)
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(build, first, source_id)
-            nursery.start_soon(build, second, f"{source_id}-rebuild")
-        if failures:
-            raise failures[0]  # both builds of one source fail alike: one error is enough
-        return _Target(os.fspath(driver), os.fspath(first), _sha256(first), os.fspath(second))
-    return _Target(os.fspath(driver), os.fspath(path.resolve()), _sha256(path), None)
+        first, second = await _build_twice(path, workdir)
+        return _Target(os.fspath(driver), first, _identity(first), (first, second), previous)
+    return _Target(os.fspath(driver), os.fspath(path.resolve()), _identity(path), None, previous)
 
 
 async def _probe(so_path: str | None) -> dict:
@@ -354,14 +419,20 @@ class _Session:
     target: _Target
     facts: dict | None              # the probe's answer, None if the probe failed
     probe_error: str | None
-    version_record: Path | None
-    rebuild_facts: dict | None = None   # the second build's description (C source only)
-    rebuild_error: str | None = None
+    output_dir: Path | None
+    # Other builds' descriptions, by role ("a", "b": the two builds of the source;
+    # "previous": the author's previous build): (facts, None) or (None, why not).
+    other_builds: dict[str, tuple[dict | None, str | None]] = field(default_factory=dict)
     scheduling: Any = None
     control: Any = None
     services: list[str] = field(default_factory=list)
     devices: dict[str, Any] = field(default_factory=dict)
     hal_failure: str | None = None  # why the HAL is unusable for the rest of the run
+    case_path: Path | None = None   # the generated cases
+    recorded_builds: dict = field(default_factory=dict)  # other builds in the output dir's record
+    generated: dict | None = None   # the generated tests' outcomes, once run
+    prepared: dict[str, Any] = field(default_factory=dict)  # the probe model per device
+    inputs_made: int = 0            # distinct inputs handed out so far
 
     @property
     def uid(self) -> int:
@@ -372,6 +443,7 @@ class _Session:
         self.services = list(await sm.listServices(15))
         self.scheduling = self.control = None
         self.devices = {}
+        self.prepared = {}
         binder = await sm.checkService(SCHEDULING_INSTANCE)
         if binder is not None:
             self.scheduling = IScheduling.asInterface(binder)
@@ -470,9 +542,142 @@ class _Session:
             return next(iter(self.devices)), 1
         raise _Fail(f"no {DEVICE_PREFIX}* instance is registered to run an inference on")
 
-    async def run_inference(self, job_priority: int, *, original_uid: int = -1) -> list[Any]:
-        device, _ = self.inference_device()
-        return list(await self.need_control().runTestInference(job_priority, original_uid, device, -1))
+    async def run_inference(
+        self, job_priority: int, *, original_uid: int = -1, as_uid: int = -1, device: str | None = None
+    ) -> list[Any]:
+        """One runTestInference; its events.  A work-id bug is diagnosed, not waited out."""
+        device = device or self.inference_device()[0]
+        since = await self.event_mark()
+        call = self.need_control().runTestInference(job_priority, original_uid, device, as_uid)
+        who = "" if as_uid < 0 else f" as uid {as_uid}"
+        return list(await self.bounded(call, since, f"runTestInference{who} at job priority {job_priority} on {device}"))
+
+    async def event_mark(self) -> int:
+        """The id of the latest work event the HAL recorded (-1: none yet)."""
+        latest = list(await self.need_control().recentWorkEvents(1, -1))
+        return latest[-1].info.id if latest else -1
+
+    async def events_since(self, since: int, uid: int | None = None) -> list[Any]:
+        """The undebounced work events after ``since``, of ``uid`` if given."""
+        events = list(await self.need_control().recentWorkEvents(512, since))
+        return [e for e in events if uid is None or e.info.uid == uid]
+
+    async def bounded(self, call: Awaitable[Any], since: int, what: str) -> Any:
+        """``await call``; one that does not return in time is examined.
+
+        If the driver's events say the work ended, the HAL is waiting on a work id
+        the driver never reports: a work-id bug, said as such.  Otherwise the driver
+        hangs (the runner restarts the HAL).
+        """
+        with trio.move_on_after(_WORK_TIMEOUT_S):
+            return await call
+        with trio.move_on_after(2.0) as scope:
+            events = await self.events_since(since)
+        if scope.cancelled_caught:
+            raise _Hung(f"{what} got no answer within {_WORK_TIMEOUT_S:g} s")
+        ended = [e for e in events if e.kind == _KIND_ENDED and e.reason != _END_PAUSED]
+        if ended:
+            raise _Fail(
+                f"{what} did not return within {_WORK_TIMEOUT_S:g} s, though the driver reported "
+                f"{_describe_raw(events)}: the work id submit_work returned is not the id the work's events "
+                "carry (a work-id bug in the driver)"
+            )
+        raise _Hung(f"{what}: no answer within {_WORK_TIMEOUT_S:g} s, and the driver reported {_describe_raw(events)}")
+
+    def distinct_input(self, shape: tuple[int, ...]) -> np.ndarray:
+        """An input no other execution of this run gets."""
+        self.inputs_made += 1
+        rng = np.random.default_rng(self.inputs_made)
+        return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
+
+    async def prepare(self, device: str, model: Any) -> Any:
+        proxy = self.devices.get(device)
+        if proxy is None:
+            raise _Fail(f"{DEVICE_PREFIX}{device} is not registered")
+        try:
+            return await proxy.prepareModel(
+                model, ExecutionPreference.FAST_SINGLE_ANSWER, Priority.MEDIUM, -1, 0, None
+            )
+        except ServiceSpecificException as exc:
+            raise _Fail(f"prepareModel of vts's {_probe_what(model)} on {device} failed: {exc}") from None
+        finally:
+            for pool in model.pools:
+                pool.close()
+
+    async def probe_run(
+        self, device: str, job_priority: int, *, original_uid: int = -1, deadline_ns: int = -1
+    ) -> list[Any]:
+        """One execution of the probe model (y = x + c) on ``device`` with a distinct input,
+        its output checked; the events it caused (this uid's, undebounced)."""
+        prepared = self.prepared.get(device)
+        if prepared is None:
+            prepared = self.prepared[device] = await self.prepare(device, _probe_model())
+        x = self.distinct_input((1, _PROBE_WIDTH))
+        since = await self.event_mark()
+        what = f"an execution on {device} at job priority {job_priority}"
+        call = execute(prepared, [x], [((1, _PROBE_WIDTH), np.dtype("<f4"))], job_priority=job_priority,
+                       original_uid=original_uid, deadline_ns=deadline_ns)
+        try:
+            (y,) = await self.bounded(call, since, what)
+        except ServiceSpecificException as exc:
+            raise _Fail(f"{what} failed: {exc}") from None
+        want = x + _probe_constant()
+        if not np.array_equal(y, want):
+            at = int(np.argmax(y.reshape(-1) != want.reshape(-1)))
+            raise _Fail(
+                f"{what} computed x + c wrongly: element {at} is {float(y.reshape(-1)[at]):.7g}, "
+                f"expected {float(want.reshape(-1)[at]):.7g}"
+            )
+        return await self.events_since(since, self.uid)
+
+
+#: The probe model's width: y = ADD(x, c) over [1, _PROBE_WIDTH].
+_PROBE_WIDTH = 16
+
+
+def _probe_constant() -> np.ndarray:
+    return (np.arange(_PROBE_WIDTH, dtype=np.float32) / 8.0 - 1.0).reshape(1, _PROBE_WIDTH)
+
+
+def _probe_model() -> Any:
+    """y = x + c, [1, 16] float32: cheap, computed by every device that runs ADD."""
+    b = ModelBuilder()
+    x = b.input([1, _PROBE_WIDTH])
+    y = b.operation(OperationType.ADD, [x, b.constant(_probe_constant()), b.int32(0)], [1, _PROBE_WIDTH])
+    b.output(y)
+    return b.build()
+
+
+def _long_model(ops: int, width: int) -> Any:
+    """t = x; t = t + x, ``ops`` times: many slices (each reads x), cheap to compute."""
+    b = ModelBuilder()
+    x = b.input([1, width])
+    none = b.int32(0)
+    t = x
+    for _ in range(ops):
+        t = b.operation(OperationType.ADD, [t, x, none], [1, width])
+    b.output(t)
+    return b.build()
+
+
+def _probe_what(model: Any) -> str:
+    n = len(model.main.operations)
+    return "probe model (ADD)" if n == 1 else f"model of {n} operations"
+
+
+def _works(events: Sequence[Any]) -> dict[int, list[Any]]:
+    """Events grouped by the driver's work id, in order."""
+    works: dict[int, list[Any]] = {}
+    for e in events:
+        works.setdefault(e.workId, []).append(e)
+    return works
+
+
+def _requested_info(events: Sequence[Any], what: str) -> Any:
+    for e in events:
+        if e.kind == _KIND_REQUESTED:
+            return e.info
+    raise _Fail(f"{what} caused no requested event (it caused {_describe_raw(events)})")
 
 
 def _describe(events: Sequence[tuple[str, Any, int | None]]) -> str:
@@ -808,13 +1013,38 @@ async def get_capabilities_test(s: _Session) -> str:
     return await _each_device(s, check)
 
 
+def _version_problem(version: str) -> str | None:
+    """Why ``version`` is not a whole version string, or None."""
+    if not version:
+        return "empty version string"
+    if not version.isprintable() or version != version.strip():
+        return f"version string {version!r} has control characters or surrounding blanks"
+    if len(version.encode()) >= _VERSION_MAX - 1:
+        return f"version string {version!r} fills the driver's {_VERSION_MAX}-byte field: it was cut off"
+    depth = 0
+    for ch in version:
+        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(ch, 0)
+        if depth < 0:
+            return f"version string {version!r} closes a bracket it never opened"
+    if depth:
+        return f"version string {version!r} leaves a bracket open: it was cut off"
+    if version[-1] in "-_.,:;/+ ":
+        return f"version string {version!r} ends in {version[-1]!r}: it was cut off"
+    return None
+
+
 async def get_device_version_string_test(s: _Session) -> str:
-    """getVersionString() is not empty."""
+    """getVersionString() is a whole version string: not empty, printable, not cut off.
+
+    Cut off means it fills the driver's 128-byte field, leaves a bracket open, or
+    ends in a separator.
+    """
 
     async def check(name: str, device: Any) -> str:
         version = await device.getVersionString()
-        if not version:
-            raise _Fail("empty version string")
+        why = _version_problem(version)
+        if why:
+            raise _Fail(why)
         return f"{version!r}"
 
     return await _each_device(s, check)
@@ -842,7 +1072,7 @@ def _name_problem(name: str) -> str | None:
 
 
 async def get_device_name_test(s: _Session) -> str:
-    """Every device is named {VENDOR}-{DEVICE_NAME}: exactly one '-', neither first nor last.
+    """Every device is named {VENDOR}-{DEVICE_NAME}: exactly one '-', neither first nor last; no two alike.
 
     AOSP checks the instances that exist.  npuemu's HAL does not register a device
     whose name breaks the rule, so vts also compares the registered instances with
@@ -854,7 +1084,18 @@ async def get_device_name_test(s: _Session) -> str:
         if why:
             problems.append(f"instance {name!r} has {why}")
     if s.facts is not None:
+        numbers: dict[str, list[int]] = {}
         for d in s.facts["devices"]:
+            numbers.setdefault(d["name"], []).append(d["number"])
+        for dup, which in sorted(numbers.items()):
+            if len(which) > 1:
+                problems.append(
+                    f"the driver names devices {', '.join(map(str, which))} all {dup!r}: names must be unique "
+                    "(the servicemanager keeps only the last one registered)"
+                )
+        for d in s.facts["devices"]:
+            if numbers.get(d["name"], [])[1:]:
+                continue
             if d["name"] not in s.devices:
                 why = _name_problem(d["name"]) or "a name the HAL refused"
                 problems.append(f"driver device {d['number']} {d['name']!r} is not exposed: {why}")
@@ -939,72 +1180,89 @@ async def valid_device_types(s: _Session) -> str:
     return ", ".join(f"{n} {_DEVICE_TYPES[t]}" for n, t in types.items())
 
 
-def default_version_record() -> Path:
-    """Where vts remembers the version strings of the builds it has seen."""
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(state) / "npuemu" / "vts-versions.json"
-
-
 async def version_string_changes_with_build(s: _Session) -> str:
     """getVersionString() differs for every new build of a driver (the seed's rule).
 
-    How vts knows two builds: given the driver as C source, it builds it twice
-    with different ``NPU_BUILD_ID`` values, runs the HAL on the first, asks the
-    second for its versions, and requires every device's to differ.  Given a
-    ``.so`` (or the built-in reference), it cannot rebuild, so it compares with
-    its record of earlier builds (``--version-record``; by default
-    ``~/.local/state/npuemu/vts-versions.json``, keyed by the .so's sha256 or the
-    C layer's build id): a version string an earlier, *different* binary already
-    reported fails.  The first build vts sees passes and is recorded.
+    Judged from two builds that differ, keyed by their build identity (what the
+    loader maps: the same source built at another path is the same build).  Given
+    the driver as C source (the built-in reference driver: its own source), vts
+    builds it twice with different ``NPU_BUILD_ID`` values and every device's
+    version must differ between the two.  Given a ``.so``, the author names the
+    previous build (``--previous-build``), or the run's output directory
+    (``--output-dir``) keeps the builds earlier runs saw: a version string a
+    different build already reported fails.  With none of these, vts has nothing
+    to compare and says how to give it something: a first build never passes unseen.
     """
     versions = {}
     for name, device in sorted(s.need_devices().items()):
         versions[name] = await device.getVersionString()
-    if s.target.second_build is not None:
-        if s.rebuild_facts is None:
-            raise _Fail(f"the second build could not be asked for its versions: {s.rebuild_error}")
-        again = {d["name"]: d["version"] for d in s.rebuild_facts["devices"]}
-        same = [n for n, v in versions.items() if again.get(n) == v]
+    notes = []
+    if s.output_dir is not None:
+        notes.append(_record_build(s, versions))
+    if s.target.version_builds is not None:
+        (a, a_error), (b, b_error) = s.other_builds["a"], s.other_builds["b"]
+        if a is None or b is None:
+            raise _Fail(f"a build of the source could not be asked for its versions: {a_error or b_error}")
+        first = {d["name"]: d["version"] for d in a["devices"]}
+        again = {d["name"]: d["version"] for d in b["devices"]}
+        same = [n for n, v in sorted(first.items()) if again.get(n) == v]
         if same:
             raise _Fail(
                 "two builds of the source with different build ids report the same version string for "
+                + ", ".join(f"{n} ({first[n]!r})" for n in same)
+            )
+        return "; ".join(["two builds of the source report different versions on every device", *filter(None, notes)])
+    if s.target.previous_build is not None:
+        previous, error = s.other_builds["previous"]
+        if previous is None:
+            raise _Fail(f"the previous build {s.target.previous_build} could not be asked for its versions: {error}")
+        if _identity(s.target.previous_build) == s.target.identity:
+            raise _Fail(
+                f"the previous build {s.target.previous_build} is this same build (identity {s.target.identity}): "
+                "name an older build"
+            )
+        before = {d["name"]: d["version"] for d in previous["devices"]}
+        same = [n for n, v in versions.items() if before.get(n) == v]
+        if same:
+            raise _Fail(
+                f"this build and the previous one ({s.target.previous_build}) report the same version string for "
                 + ", ".join(f"{n} ({versions[n]!r})" for n in same)
             )
-        return "two builds of the source report different versions on every device"
-    if s.version_record is None:
-        raise _Fail("no version record to compare with, and no source to rebuild")
-    record = _load_record(s.version_record)
-    clashes, seen_before = [], 0
-    for name, version in versions.items():
-        builds = record.setdefault(name, {})
-        other = builds.get(version)
-        if other is not None and other != s.target.identity:
-            clashes.append(f"{name} reports {version!r}, as did an earlier, different build ({other[:19]})")
-        seen_before += any(ident != s.target.identity for ident in builds.values())
-        builds.setdefault(version, s.target.identity)
+        return f"differs from the previous build {s.target.previous_build} on every device"
+    if s.output_dir is not None:
+        return _judge_recorded(s, versions)
+    raise _Fail(
+        "vts has no other build to compare with: give the driver's source (--driver x.c), name its previous "
+        "build (--previous-build old.so), or run vts on each build with the same --output-dir"
+    )
+
+
+def _record_build(s: _Session, versions: dict[str, str]) -> str:
+    try:
+        builds = load_builds(s.output_dir)
+    except ValueError as exc:
+        raise _Fail(str(exc)) from None
+    s.recorded_builds = {k: v for k, v in builds.items() if k != s.target.identity}
+    builds[s.target.identity] = {"label": s.target.label, "versions": versions}
+    save_builds(s.output_dir, builds)
+    return ""
+
+
+def _judge_recorded(s: _Session, versions: dict[str, str]) -> str:
+    others = s.recorded_builds
+    if not others:
+        raise _Fail(
+            f"{s.output_dir / BUILDS_RECORD} holds no other build than this one ({s.target.identity}): "
+            "rebuild the driver and run vts again with the same --output-dir, or name the previous build"
+        )
+    clashes = []
+    for identity, build in sorted(others.items()):
+        for name, version in versions.items():
+            if build.get("versions", {}).get(name) == version:
+                clashes.append(f"{name} reports {version!r}, as did build {identity} ({build.get('label', '?')})")
     if clashes:
         raise _Fail("; ".join(clashes))
-    _save_record(s.version_record, record)
-    if seen_before:
-        return f"differs from the {seen_before} device(s)' earlier builds in {s.version_record}"
-    return f"no other build of these devices recorded yet; this one's versions are kept in {s.version_record}"
-
-
-def _load_record(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise _Fail(f"the version record {path} is unreadable ({exc}); remove it") from None
-    return data if isinstance(data, dict) else {}
-
-
-def _save_record(path: Path, record: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    return f"differs from the {len(others)} other build(s) recorded in {s.output_dir / BUILDS_RECORD}"
 
 
 async def heterogeneous_parts_exposed(s: _Session) -> str:
@@ -1038,6 +1296,617 @@ async def heterogeneous_parts_exposed(s: _Session) -> str:
     )
 
 
+# ---- the scheduling rules, probed exactly ----------------------------------------
+
+# Other uids in the configs vts sets, so that a driver that reads the wrong config shows.
+_OTHER_UID, _SECOND_UID = 4242, 4243
+
+
+def _cfg(uid: int, app: int, lo: int = _MIN_BAND, hi: int = _MAX_BAND, *, attribute: bool = False) -> Any:
+    return SchedulingConfig(minPriority=lo, maxPriority=hi, uid=uid, appPriority=app, hasDirectAccess=True,
+                            canAttributeOtherUid=attribute)
+
+
+def _expected_priority(app: int, job: int, lo: int, hi: int) -> int:
+    return min(max(app + job, lo), hi)
+
+
+def _formula_diagnosis(rows: Sequence[tuple[int, int, int, int, int]]) -> str:
+    """What the wrong effective priorities have in common (rows: app, job, min, max, got)."""
+    if all(got == job for app, job, lo, hi, got in rows):
+        return "the uid's appPriority is ignored (effectivePriority = jobPriority)"
+    if all(got == app + job // 2 for app, job, lo, hi, got in rows):
+        return "computed as appPriority + jobPriority / 2"
+    if all(got == app + job for app, job, lo, hi, got in rows):
+        return "appPriority + jobPriority is not clamped to [minPriority, maxPriority]"
+    return "not clamp(appPriority + jobPriority, minPriority, maxPriority)"
+
+
+async def effective_priority_formula(s: _Session) -> str:
+    """effectivePriority is clamp(appPriority + jobPriority, minPriority, maxPriority), across the range.
+
+    Configs at their limits (appPriority 0 and 1000, bands [0, 2000], [300, 600],
+    [2000, 2000], [0, 0]), job priorities 0..1000, the defaults of a uid with no
+    config (appPriority 1000 in [0, 2000]), and a second uid's work (run as it by
+    runTestInference), each among other uids' configs.  The value is read from the
+    work's own events.
+    """
+    device, _ = s.inference_device()
+    scheduling = s.need_scheduling()
+    others = [_cfg(_OTHER_UID, 0, 0, 0), _cfg(_SECOND_UID + 1, 1000, 2000, 2000)]
+    probes = [  # app, job, min, max
+        (0, 0, 0, 2000), (0, 1000, 0, 2000), (1000, 1000, 0, 2000), (250, 500, 0, 2000), (1000, 0, 0, 2000),
+        (100, 0, 300, 600), (100, 400, 300, 600), (100, 1000, 300, 600), (0, 0, 2000, 2000),
+        (1000, 1000, 0, 0), (500, 123, 700, 700),
+    ]
+    wrong, seen = [], 0
+    for app, job, lo, hi in probes:
+        await scheduling.setSchedulingConfigs([others[0], _cfg(s.uid, app, lo, hi), others[1]])
+        info = _requested_info(await s.probe_run(device, job), f"an execution at job priority {job}")
+        seen += 1
+        if info.effectivePriority != _expected_priority(app, job, lo, hi):
+            wrong.append((app, job, lo, hi, info.effectivePriority))
+    # No config: the defaults.
+    await scheduling.setSchedulingConfigs(others)
+    info = _requested_info(await s.probe_run(device, 500), "an execution of a uid with no config")
+    if info.effectivePriority != 1500:
+        wrong.append((1000, 500, 0, 2000, info.effectivePriority))
+    # Another uid's work, among the others' configs.
+    await scheduling.setSchedulingConfigs([*others, _cfg(_SECOND_UID, 300, 0, 2000), _cfg(s.uid, 0)])
+    events = await s.run_inference(100, as_uid=_SECOND_UID, device=device)
+    info = _requested_info(events, f"runTestInference as uid {_SECOND_UID}")
+    if info.uid != _SECOND_UID:
+        raise _Fail(f"runTestInference as uid {_SECOND_UID} reports uid {info.uid}")
+    if info.effectivePriority != 400:
+        wrong.append((300, 100, 0, 2000, info.effectivePriority))
+    if wrong:
+        shown = "; ".join(
+            f"appPriority {app} in [{lo}, {hi}], job {job}: expected {_expected_priority(app, job, lo, hi)}, got {got}"
+            for app, job, lo, hi, got in wrong[:4]
+        )
+        more = f" (and {len(wrong) - 4} more)" if len(wrong) > 4 else ""
+        raise _Fail(f"{_formula_diagnosis(wrong)}: {shown}{more}")
+    return f"{seen + 2} works on {device}, two uids and the defaults: every effectivePriority as the formula says"
+
+
+async def set_replaces_update_merges(s: _Session) -> str:
+    """setSchedulingConfigs replaces every config; updateSchedulingConfigs merges; a refused call changes nothing.
+
+    Read from the effective priority of this uid's work (job priority 0) after each call.
+    """
+    device, _ = s.inference_device()
+    scheduling = s.need_scheduling()
+
+    async def priority() -> int:
+        return _requested_info(await s.probe_run(device, 0), "an execution").effectivePriority
+
+    steps: list[tuple[str, Callable[[], Awaitable[Any]], int, str]] = [
+        ("setSchedulingConfigs({this uid: 100, uid 4242: 900})",
+         lambda: scheduling.setSchedulingConfigs([_cfg(s.uid, 100), _cfg(_OTHER_UID, 900)]), 100, "set was not applied"),
+        ("updateSchedulingConfigs({uid 4242: 50})",
+         lambda: scheduling.updateSchedulingConfigs([_cfg(_OTHER_UID, 50)]), 100,
+         "update dropped the configs it did not name (it acts as set)"),
+        ("updateSchedulingConfigs({this uid: 300})",
+         lambda: scheduling.updateSchedulingConfigs([_cfg(s.uid, 300)]), 300, "update did not replace this uid's config"),
+        ("setSchedulingConfigs({uid 4242: 10})",
+         lambda: scheduling.setSchedulingConfigs([_cfg(_OTHER_UID, 10)]), 1000,
+         "set kept a config it did not name (it acts as update); a uid with no config has appPriority 1000"),
+        ("updateSchedulingConfigs({this uid: 200, uid 4242: -1}), refused",
+         lambda: _refused(scheduling.updateSchedulingConfigs([_cfg(s.uid, 200), _cfg(_OTHER_UID, -1)])), 1000,
+         "a refused update changed a config"),
+        ("setSchedulingConfigs({this uid: 200, this uid: 300}), refused",
+         lambda: _refused(scheduling.setSchedulingConfigs([_cfg(s.uid, 200), _cfg(s.uid, 300)])), 1000,
+         "a refused set changed a config"),
+    ]
+    for label, call, want, meaning in steps:
+        await call()
+        got = await priority()
+        if got != want:
+            raise _Fail(f"after {label}, this uid's work at job priority 0 got effectivePriority {got}, "
+                        f"expected {want}: {meaning}")
+    return "set replaces, update merges, refused calls change nothing"
+
+
+async def _refused(call: Awaitable[Any]) -> None:
+    try:
+        await call
+    except IllegalArgumentException:
+        return
+    raise _Fail("an invalid config call was accepted; it must fail with EX_ILLEGAL_ARGUMENT")
+
+
+def _check_work(events: Sequence[Any], what: str, *, uid: int, original_uid: int, job: int) -> None:
+    """One work's events: requested, started(INITIAL), any pauses, ended(COMPLETED), each
+    carrying the uid, originalUid and jobPriority it was submitted with."""
+    for e in events:
+        label = _describe_raw([e])
+        if e.info.uid != uid:
+            raise _Fail(f"{what}: its {label} reports uid {e.info.uid}, it was submitted by uid {uid}")
+        if e.info.originalUid != original_uid:
+            raise _Fail(
+                f"{what}: its {label} reports originalUid {e.info.originalUid}, it was attributed to {original_uid}"
+                + (" (the driver reports uid as originalUid)" if e.info.originalUid == uid else "")
+            )
+        if e.info.jobPriority != job:
+            raise _Fail(f"{what}: its {label} reports jobPriority {e.info.jobPriority}, it was submitted at {job}")
+    kinds = [(e.kind, e.reason if e.kind != _KIND_REQUESTED else None) for e in events]
+    if (len(kinds) < 3 or kinds[0] != (_KIND_REQUESTED, None) or kinds[1] != (_KIND_STARTED, _START_INITIAL)
+            or kinds[-1] != (_KIND_ENDED, _END_COMPLETED)):
+        raise _Fail(f"{what} caused {_describe_raw(events)}; expected requested, started(INITIAL), ..., ended(COMPLETED)")
+
+
+async def run_inference_attributed_to_other_uid(s: _Session) -> str:
+    """Work attributed to uid 4242 by a uid with canAttributeOtherUid runs and reports originalUid 4242."""
+    device, _ = s.inference_device()
+    await s.need_scheduling().setSchedulingConfigs([_cfg(s.uid, 0, attribute=True)])
+    events = await s.probe_run(device, 500, original_uid=_OTHER_UID)
+    works = _works(events)
+    if len(works) != 1:
+        raise _Fail(f"one attributed execution caused {_describe_raw(events)} over {len(works)} work(s)")
+    _check_work(events, f"the work attributed to uid {_OTHER_UID}", uid=s.uid, original_uid=_OTHER_UID, job=500)
+    return f"uid {s.uid}'s work attributed to uid {_OTHER_UID}: every event reports originalUid {_OTHER_UID}"
+
+
+async def run_inferences_back_to_back(s: _Session) -> str:
+    """Two works back to back and one of another uid meanwhile: each its own id and its own events.
+
+    Every event carries its work's uid, originalUid (its uid: nothing attributed)
+    and jobPriority; ids increase over all of them.
+    """
+    device, _ = s.inference_device()
+    await s.need_scheduling().setSchedulingConfigs([_cfg(s.uid, 0), _cfg(_SECOND_UID, 100)])
+    since = await s.event_mark()
+    other: list[Any] = []
+
+    async def second_uid() -> None:
+        other.extend(await s.run_inference(700, as_uid=_SECOND_UID, device=device))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(second_uid)
+        await s.probe_run(device, 300)
+        await s.probe_run(device, 600)
+    events = await s.events_since(since)
+    mine = _works([e for e in events if e.info.uid == s.uid])
+    theirs = _works([e for e in events if e.info.uid == _SECOND_UID])
+    strays = [e for e in events if e.info.uid not in (s.uid, _SECOND_UID)]
+    if strays:
+        raise _Fail(f"the works of uids {s.uid} and {_SECOND_UID} caused events of uid(s) "
+                    f"{sorted({e.info.uid for e in strays})}: {_describe_raw(strays)}")
+    if len(mine) != 2 or len(theirs) != 1:
+        raise _Fail(
+            f"two executions of uid {s.uid} and one test inference of uid {_SECOND_UID} were reported as "
+            f"{len(mine)} and {len(theirs)} work(s): {_describe_raw(events)}"
+        )
+    for (work, evs), job in zip(mine.items(), (300, 600)):
+        _check_work(evs, f"uid {s.uid}'s work {work} (job priority {job})", uid=s.uid, original_uid=s.uid, job=job)
+    for work, evs in theirs.items():
+        _check_work(evs, f"uid {_SECOND_UID}'s work {work}", uid=_SECOND_UID, original_uid=_SECOND_UID, job=700)
+    ids = [e.info.id for e in events]
+    if ids != sorted(set(ids)):
+        raise _Fail(f"event ids do not increase: {ids}")
+    return f"3 works of 2 uids on {device}: each requested, started, ended with its own uid and priority"
+
+
+async def cancelled_work_events(s: _Session) -> str:
+    """A queued work cancelled (its execution's deadline passed) ends CANCELLED_USER, and never completes.
+
+    vts fills every channel of the device with test inferences at job priority 0,
+    then executes at job priority 1000 with a deadline 50 ms away: the HAL
+    cancels the work, as an app's missed deadline does.
+    """
+    device, channels = s.inference_device()
+    await s.need_scheduling().setSchedulingConfigs([_cfg(s.uid, 0)])
+    prepared = s.prepared.get(device) or await s.prepare(device, _probe_model())
+    s.prepared[device] = prepared
+    since = await s.event_mark()
+    outcome: list[BaseException | None] = []
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(channels):
+            nursery.start_soon(s.run_inference, 0)
+        # Wait until every channel is busy (bounded: the inferences take a few hundred ms).
+        with trio.move_on_after(_WORK_TIMEOUT_S):
+            while sum(e.kind == _KIND_STARTED for e in await s.events_since(since, s.uid)) < channels:
+                await trio.sleep(0.005)
+        x = s.distinct_input((1, _PROBE_WIDTH))
+        mark = await s.event_mark()
+        deadline = time.monotonic_ns() + 50_000_000
+        try:
+            await s.bounded(
+                execute(prepared, [x], [((1, _PROBE_WIDTH), np.dtype("<f4"))], job_priority=1000,
+                        deadline_ns=deadline), mark, "an execution with a deadline")
+            outcome.append(None)
+        except ServiceSpecificException as exc:
+            outcome.append(exc)
+    events = await s.events_since(mark, s.uid)
+    blocked = {e.workId for e in await s.events_since(since, s.uid) if e.info.id <= mark}
+    works = {w: evs for w, evs in _works(events).items() if w not in blocked}
+    late = [w for w, evs in works.items() if evs[0].kind == _KIND_REQUESTED and evs[0].info.jobPriority == 1000]
+    if len(late) != 1:
+        raise _Fail(f"the execution with a deadline was reported as {len(late)} work(s): {_describe_raw(events)}")
+    evs = works[late[0]]
+    ends = [e for e in evs if e.kind == _KIND_ENDED and e.reason != _END_PAUSED]
+    if outcome and outcome[0] is None:
+        raise _Fail(f"the execution whose deadline passed while it waited returned results ({_describe_raw(evs)})")
+    if len(ends) != 1 or ends[0].reason != EndReason.CANCELLED_USER:
+        raise _Fail(f"the work cancelled in the queue caused {_describe_raw(evs)}; expected one ended(CANCELLED_USER)")
+    return f"cancelled in the queue of {device}: {_describe_raw(evs)}"
+
+
+async def work_device_number(s: _Session) -> str:
+    """Each device's work reports that device's deviceNumber (the driver's own number for it)."""
+    facts = {d["name"]: d for d in s.probe_devices()}
+    await s.need_scheduling().setSchedulingConfigs([_cfg(s.uid, 0)])
+    seen, wrong = [], []
+    for name in sorted(s.need_devices()):
+        if name not in facts:
+            continue
+        support = list(await s.devices[name].getSupportedOperations(_probe_model()))
+        if not all(support):
+            continue  # a device without ADD runs no probe
+        events = await s.probe_run(name, 500)
+        number = facts[name]["number"]
+        for e in events:
+            if e.info.deviceNumber != number:
+                wrong.append(f"work on {name} (driver device {number}) reports deviceNumber {e.info.deviceNumber} "
+                             f"({e.deviceName}) in its {_describe_raw([e])}")
+                break
+        seen.append(f"{name} {number}")
+    if wrong:
+        raise _Fail("; ".join(wrong))
+    if not seen:
+        raise _Fail("no device runs ADD, so no work could be run on any")
+    return ", ".join(seen)
+
+
+# The long model: this many ADDs over [1, _LONG_WIDTH], four slices each (tens of emulated ms).
+_LONG_OPS, _LONG_WIDTH = 400, 256
+
+
+async def preempted_work_resumes_intact(s: _Session) -> str:
+    """A preempted work resumes and computes exactly what it computes unpreempted, though other works ran between.
+
+    On the device of the inference checks, every channel gets a long work at job
+    priority 1000, then as many at job priority 0 preempt them; each with its own
+    input.  Each output must equal the same input's output run alone, and at
+    least one work must have been paused and resumed (the driver's events say so).
+    """
+    device, channels = s.inference_device()
+    await s.need_scheduling().setSchedulingConfigs([_cfg(s.uid, 0)])
+    prepared = await s.prepare(device, _long_model(_LONG_OPS, _LONG_WIDTH))
+    out_spec = [((1, _LONG_WIDTH), np.dtype("<f4"))]
+    try:
+        for attempt in range(3):
+            lows = [s.distinct_input((1, _LONG_WIDTH)) for _ in range(channels)]
+            highs = [s.distinct_input((1, _LONG_WIDTH)) for _ in range(channels)]
+            alone = []
+            for x in lows + highs:
+                alone.append((await s.bounded(execute(prepared, [x], out_spec), await s.event_mark(), "a long execution"))[0])
+            since = await s.event_mark()
+            results: dict[int, np.ndarray] = {}
+
+            async def run(k: int, x: np.ndarray, job: int) -> None:
+                (results[k],) = await execute(prepared, [x], out_spec, job_priority=job)
+
+            with trio.move_on_after(_WORK_TIMEOUT_S * 2) as scope:
+                async with trio.open_nursery() as nursery:
+                    for k, x in enumerate(lows):
+                        nursery.start_soon(run, k, x, 1000)
+                    with trio.move_on_after(_WORK_TIMEOUT_S):
+                        while sum(e.kind == _KIND_STARTED for e in await s.events_since(since, s.uid)) < channels:
+                            await trio.sleep(0.002)
+                    for k, x in enumerate(highs):
+                        nursery.start_soon(run, channels + k, x, 0)
+            if scope.cancelled_caught:
+                await s.bounded(trio.sleep_forever(), since, "the long executions")
+            events = await s.events_since(since, s.uid)
+            paused = {e.workId for e in events if e.kind == _KIND_ENDED and e.reason == _END_PAUSED}
+            resumed = {e.workId for e in events if e.kind == _KIND_STARTED and e.reason == StartReason.RESUMED}
+            for k, (got, want) in enumerate(zip((results[i] for i in range(2 * channels)), alone)):
+                if not np.array_equal(got, want):
+                    at = int(np.argmax(got.reshape(-1) != want.reshape(-1)))
+                    inputs = lows + highs
+                    mixed = [j for j, other in enumerate(alone) if j != k and np.array_equal(got, other)]
+                    note = (f"; it is exactly the result of input #{mixed[0]}: the work computed with another work's input"
+                            if mixed else "")
+                    role = "a job at priority 1000 (preempted)" if k < channels else "a job at priority 0 (preempting)"
+                    raise _Fail(
+                        f"on {device}, {role} with input #{k} returned element {at} = {float(got.reshape(-1)[at]):.7g}, "
+                        f"but run alone it gives {float(want.reshape(-1)[at]):.7g}{note} "
+                        f"(its input's element is {float(inputs[k].reshape(-1)[at % _LONG_WIDTH]):.7g}; "
+                        f"{len(paused)} work(s) paused, {len(resumed)} resumed)"
+                    )
+            if paused & resumed:
+                return (f"on {device}, {len(paused & resumed)} work(s) paused and resumed while {channels} others ran: "
+                        "every output identical to its run alone")
+        raise _Fail(f"on {device}, no work at job priority 1000 was paused for one at 0 in 3 tries: "
+                    f"the device never preempts ({_describe_raw(events)})")
+    finally:
+        await prepared.release()
+
+
+# ---- the generated tests -----------------------------------------------------------
+
+
+async def _generated(s: _Session) -> dict:
+    """Every generated case on every device that claims all of it, once per run."""
+    if s.generated is not None:
+        return s.generated
+    if s.case_path is None or not s.case_path.is_file():
+        raise _Fail(f"no generated cases at {s.case_path}: make them with `make vts-cases` in the npuemu checkout")
+    try:
+        case_file = load_cases(s.case_path)
+    except ValueError as exc:
+        raise _Fail(f"{exc}: remake it with `make vts-cases`") from None
+    current = sources_digest()
+    if current is not None and case_file.digest != current:
+        raise _Fail(f"{s.case_path} is stale (made from sources {case_file.digest}, the checkout's are {current}): "
+                    "remake it with `make vts-cases`")
+    outcome: dict[str, Any] = {"refused": [], "wrong": [], "passed": 0, "claimed": {}, "cases": len(case_file.cases)}
+    for name in sorted(s.need_devices()):
+        device = s.devices[name]
+        for case in case_file.cases:
+            built = model_of(case)
+            try:
+                try:
+                    support = list(await device.getSupportedOperations(built.model))
+                except ServiceSpecificException as exc:
+                    outcome["wrong"].append((name, case, f"getSupportedOperations refused the valid model: {exc}"))
+                    continue
+                if not support or not all(support):
+                    continue
+                outcome["claimed"].setdefault(name, set()).add(case.operation)
+                try:
+                    prepared = await device.prepareModel(
+                        built.model, ExecutionPreference.FAST_SINGLE_ANSWER, Priority.MEDIUM, -1, 0, None)
+                except ServiceSpecificException as exc:
+                    outcome["refused"].append((name, case, str(exc)))
+                    continue
+            finally:
+                for pool in built.model.pools:
+                    pool.close()
+            try:
+                since = await s.event_mark()
+                outputs = await s.bounded(execute(prepared, built.feeds, built.outputs), since,
+                                          f"{case.operation} ({case.variant}, case {case.id}) on {name}")
+            except ServiceSpecificException as exc:
+                outcome["wrong"].append((name, case, f"the execution failed: {exc}"))
+                continue
+            finally:
+                await prepared.release()
+            problem = compare_outputs(outputs, case)
+            if problem:
+                outcome["wrong"].append((name, case, problem))
+            else:
+                outcome["passed"] += 1
+    s.generated = outcome
+    return outcome
+
+
+def _case_label(device: str, case: GenCase) -> str:
+    return f"{device}: {case.operation} ({case.variant}, case {case.id})"
+
+
+def _listed(items: Sequence[str], limit: int = 5) -> str:
+    more = f"; and {len(items) - limit} more" if len(items) > limit else ""
+    return "; ".join(items[:limit]) + more
+
+
+async def generated_tests(s: _Session) -> str:
+    """Every generated model a device claims computes the reference's outputs within Android's tolerances.
+
+    The models are one operation each (every operation and operand type of NN HAL
+    1.2, a few cases each, from the conformance material; ``make vts-cases``),
+    prepared and executed on every device whose getSupportedOperations claims all
+    of the model, each with its own inputs.  Float32 within 1e-5 + 5 ULP,
+    float16 and relaxed within 5 float16 ULP, quantized within one quantum.
+    """
+    outcome = await _generated(s)
+    if outcome["wrong"]:
+        raise _Fail(_listed([f"{_case_label(d, c)}: {why}" for d, c, why in outcome["wrong"]]))
+    claimed = outcome["claimed"]
+    if not claimed:
+        return f"no device claims any of the {outcome['cases']} generated models"
+    return f"{outcome['passed']} executions within tolerance; " + ", ".join(
+        f"{d} {len(ops)} operations" for d, ops in sorted(claimed.items()))
+
+
+async def claimed_models_prepare(s: _Session) -> str:
+    """A device that claims every operation of a generated model prepares it (prepareModel succeeds)."""
+    outcome = await _generated(s)
+    if outcome["refused"]:
+        raise _Fail(_listed([
+            f"{_case_label(d, c)}: getSupportedOperations claims it, prepareModel refused it: {why}"
+            for d, c, why in outcome["refused"]
+        ]))
+    return f"every claimed model of {outcome['cases']} generated ones prepared"
+
+
+# ---- validation -------------------------------------------------------------------
+
+
+def _mutated(edit: Callable[[Any], Any]) -> Any:
+    """The probe model with ``edit`` applied to its main subgraph (which returns the new one)."""
+    model = _probe_model()
+    return model.replace(main=edit(model.main))
+
+
+def _operand(sub: Any, index: int, **changes: Any) -> Any:
+    operands = list(sub.operands)
+    operands[index] = operands[index].replace(**changes)
+    return sub.replace(operands=operands)
+
+
+def _operation(sub: Any, **changes: Any) -> Any:
+    return sub.replace(operations=[sub.operations[0].replace(**changes)])
+
+
+# Each malformed model, and what is wrong with it. The probe model's operands: 0 the input
+# x, 1 the constant c, 2 the fuse code, 3 the output.
+_BAD_MODELS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
+    ("an operation input index past the operands", lambda m: _operation(m, inputs=[0, 1, 99])),
+    ("an operation output index past the operands", lambda m: _operation(m, outputs=[7])),
+    ("ADD with a missing input (2 of 3)", lambda m: _operation(m, inputs=[0, 1])),
+    ("ADD with an extra input", lambda m: _operation(m, inputs=[0, 1, 2, 2])),
+    ("an input of the wrong type (TENSOR_BOOL8)", lambda m: _operand(m, 0, type=OperandType.TENSOR_BOOL8)),
+    ("a fuse code that is a tensor", lambda m: _operand(m, 2, type=OperandType.TENSOR_INT32, dimensions=[1])),
+    ("an output of the wrong rank", lambda m: _operand(m, 3, dimensions=[1, 1, _PROBE_WIDTH])),
+    ("an output of the wrong shape", lambda m: _operand(m, 3, dimensions=[1, _PROBE_WIDTH + 1])),
+    ("inputs of mismatched shapes", lambda m: _operand(m, 0, dimensions=[1, _PROBE_WIDTH - 3])),
+    ("a constant past the end of operandValues",
+     lambda m: _operand(m, 2, location=DataLocation(poolIndex=0, offset=4096, length=4))),
+    ("a constant of the wrong length", lambda m: _operand(m, 2, location=m.operands[2].location.replace(length=2))),
+    ("a constant in a pool that does not exist",
+     lambda m: _operand(m, 1, lifetime=OperandLifeTime.CONSTANT_POOL,
+                        location=DataLocation(poolIndex=3, offset=0, length=4 * _PROBE_WIDTH))),
+    ("a model input that is a constant", lambda m: m.replace(inputIndexes=[1])),
+    ("a model output index past the operands", lambda m: m.replace(outputIndexes=[42])),
+    ("an operand read before it is written", lambda m: _operand(m, 0, lifetime=OperandLifeTime.TEMPORARY_VARIABLE)),
+    ("a negative dimension", lambda m: _operand(m, 0, dimensions=[1, -_PROBE_WIDTH])),
+)
+
+
+async def _expect_invalid(call: Awaitable[Any], what: str) -> str | None:
+    """None when ``call`` fails with INVALID_ARGUMENT, else what it did instead."""
+    try:
+        result = await call
+    except ServiceSpecificException as exc:
+        if exc.error_code == ErrorStatus.INVALID_ARGUMENT:
+            return None
+        name = ErrorStatus(exc.error_code).name if exc.error_code in iter(ErrorStatus) else exc.error_code
+        return f"{what} failed with {name}, not INVALID_ARGUMENT ({exc.message})"
+    except DeadObjectException:
+        raise
+    except RemoteException as exc:
+        return f"{what} raised {type(exc).__name__} ({exc}), not INVALID_ARGUMENT"
+    release = getattr(result, "release", None)
+    if release is not None:
+        await release()
+    return f"{what} succeeded"
+
+
+async def validate_model(s: _Session) -> str:
+    """Malformed models are refused with INVALID_ARGUMENT by getSupportedOperations and prepareModel, on every device.
+
+    Bad operand and operation indexes, missing or extra inputs, wrong types, ranks
+    and shapes, constants outside their memory, constants as model inputs, operands
+    read before written.  The device must answer each (no crash, no hang) and still
+    prepare the well-formed model afterwards.
+    """
+    problems = []
+    for name in sorted(s.need_devices()):
+        device = s.devices[name]
+        for what, edit in _BAD_MODELS:
+            try:
+                model = _mutated(edit)
+            except (TypeError, ValueError):
+                continue  # not even expressible as a parcel
+            for call, label in ((device.getSupportedOperations(model), "getSupportedOperations"),
+                                (device.prepareModel(model, ExecutionPreference.FAST_SINGLE_ANSWER, Priority.MEDIUM,
+                                                     -1, 0, None), "prepareModel")):
+                wrong = await _expect_invalid(call, f"{label} of a model with {what}")
+                if wrong:
+                    problems.append(f"{name}: {wrong}")
+        prepared = await s.prepare(name, _probe_model()) if all(
+            await device.getSupportedOperations(_probe_model())) else None
+        if prepared is not None:
+            await prepared.release()
+    if problems:
+        raise _Fail(_listed(problems))
+    return f"{len(_BAD_MODELS)} malformed models refused on {len(s.devices)} device(s)"
+
+
+async def validate_request(s: _Session) -> str:
+    """Malformed requests are refused with INVALID_ARGUMENT, and the model then still executes.
+
+    Missing or extra arguments, an argument with no value, wrong dimensions,
+    undersized and oversized regions, offsets outside the pool or negative, a pool
+    that does not exist.
+    """
+    device, _ = s.inference_device()
+    await s.need_scheduling().setSchedulingConfigs([_cfg(s.uid, 0)])
+    prepared = await s.prepare(device, _probe_model())
+    try:
+        x = s.distinct_input((1, _PROBE_WIDTH))
+        places_in, places_out, size = request_layout([x], [((1, _PROBE_WIDTH), np.dtype("<f4"))])
+        (in_off, in_len), (out_off, out_len) = places_in[0], places_out[0]
+
+        def arg(offset: int, length: int, pool: int = 0, **changes: Any) -> Any:
+            return RequestArgument(hasNoValue=False, location=DataLocation(poolIndex=pool, offset=offset, length=length),
+                                   dimensions=[]).replace(**changes)
+
+        good_in, good_out = arg(in_off, in_len), arg(out_off, out_len)
+        bad: list[tuple[str, list, list]] = [
+            ("no input", [], [good_out]),
+            ("an extra input", [good_in, good_in], [good_out]),
+            ("no output", [good_in], []),
+            ("an input with no value", [arg(in_off, in_len, hasNoValue=True)], [good_out]),
+            ("an input of the wrong dimensions", [arg(in_off, in_len, dimensions=[1, _PROBE_WIDTH + 1])], [good_out]),
+            ("an undersized input region", [arg(in_off, in_len - 4)], [good_out]),
+            ("an oversized input region", [arg(in_off, in_len + 4)], [good_out]),
+            ("an undersized output region", [good_in], [arg(out_off, out_len - 4)]),
+            ("an input past the end of its pool", [arg(size - 8, in_len)], [good_out]),
+            ("an output at a negative offset", [good_in], [arg(-64, out_len)]),
+            ("an input in a pool that does not exist", [arg(in_off, in_len, pool=1)], [good_out]),
+        ]
+        problems = []
+        for what, ins, outs in bad:
+            region = SharedMemory.create("vts-bad-request", size)
+            try:
+                request = Request(inputs=ins, outputs=outs, pools=[region])
+                wrong = await _expect_invalid(
+                    prepared.executeWithHints(request, False, -1, ExecutionHints()), f"an execution with {what}")
+            finally:
+                region.close()
+            if wrong:
+                problems.append(wrong)
+        if problems:
+            raise _Fail(f"on {device}: " + _listed(problems))
+        await s.probe_run(device, 500)
+    finally:
+        await prepared.release()
+    return f"{len(bad)} malformed requests refused on {device}; the model still executes"
+
+
+# ---- discovery as a whole ------------------------------------------------------------
+
+
+async def status_truthful(s: _Session) -> str:
+    """A device whose every channel hangs reports OFFLINE, and AVAILABLE again once they are reset.
+
+    vts hangs the channels with the HAL's fault injection (the driver's
+    ``inject_fault``), asks getStatus(), and resets them (``reset_channel``).
+    """
+    control = s.need_control()
+    notes = []
+    for d in sorted(s.probe_devices(), key=lambda d: (bool(d["parts"]), d["number"])):
+        name = d["name"]
+        if name not in s.devices or d["parts"]:
+            continue
+        channels = max(1, d["channels"])
+        try:
+            for ch in range(channels):
+                await control.injectFault(name, IHalControl.FAULT_HANG_CHANNEL, float(ch))
+        except (IllegalArgumentException, ServiceSpecificException) as exc:
+            notes.append(f"{name}: channels cannot be hung ({_one_line(exc)})")
+            continue
+        try:
+            status = int(await s.devices[name].getStatus())
+        finally:
+            for ch in range(channels):
+                await control.resetChannel(name, ch)
+        if status != DeviceStatus.OFFLINE:
+            raise _Fail(f"{name} with all {channels} channel(s) hung reports {_STATUS_NAMES.get(status, status)}, "
+                        "not OFFLINE: its status is not the device's")
+        again = int(await s.devices[name].getStatus())
+        if again != _STATUS_AVAILABLE:
+            raise _Fail(f"{name} reports {_STATUS_NAMES.get(again, again)} after its channels were reset, not AVAILABLE")
+        notes.append(f"{name} OFFLINE when hung")
+    if not notes:
+        raise _Fail("no device to hang")
+    return "; ".join(notes)
+
+
 @dataclass(frozen=True, slots=True)
 class _Check:
     name: str
@@ -1056,6 +1925,13 @@ _CHECKS: tuple[_Check, ...] = (
     _Check("NpuSchedulingAidl.RunInferencesPrioritized", run_inferences_prioritized),
     _Check("NpuSchedulingAidl.RunInferenceFailsWithoutDirectAccess", run_inference_fails_without_direct_access),
     _Check("NpuSchedulingAidl.RunInferenceFailsWithoutAttributeOtherUid", run_inference_fails_without_attribute_other_uid),
+    _Check("NpuSchedulingAidl.EffectivePriorityFormula", effective_priority_formula),
+    _Check("NpuSchedulingAidl.SetReplacesUpdateMerges", set_replaces_update_merges),
+    _Check("NpuSchedulingAidl.RunInferenceAttributedToOtherUid", run_inference_attributed_to_other_uid),
+    _Check("NpuSchedulingAidl.RunInferencesBackToBack", run_inferences_back_to_back),
+    _Check("NpuSchedulingAidl.CancelledWorkEvents", cancelled_work_events),
+    _Check("NpuSchedulingAidl.WorkDeviceNumber", work_device_number),
+    _Check("NpuSchedulingAidl.PreemptedWorkResumesIntact", preempted_work_resumes_intact),
     _Check("NpuFeature.ImplementsHal", feature_implements_hal),
     _Check("NeuralnetworksHidlTest.StatusTest", status_test),
     _Check("NeuralnetworksHidlTest.GetCapabilitiesTest", get_capabilities_test),
@@ -1065,7 +1941,12 @@ _CHECKS: tuple[_Check, ...] = (
     _Check("NeuralnetworksHidlTest.GetDeviceSupportedExtensionsTest", get_device_supported_extensions_test),
     _Check("NeuralnetworksHidlTest.GetNumberOfCacheFilesNeeded", get_number_of_cache_files_needed),
     _Check("NeuralnetworksHidlTest.GetSupportedOperations", get_supported_operations),
+    _Check("NeuralnetworksHidlTest.ValidateModel", validate_model),
+    _Check("NeuralnetworksHidlTest.ValidateRequest", validate_request),
+    _Check("NeuralnetworksHidlTest.ClaimedModelsPrepare", claimed_models_prepare),
+    _Check("NeuralnetworksHidlTest.GeneratedTests", generated_tests),
     _Check("Seed.ValidDeviceTypes", valid_device_types),
+    _Check("Seed.StatusTruthful", status_truthful),
     _Check("Seed.VersionStringChangesWithBuild", version_string_changes_with_build),
     _Check("Seed.HeterogeneousPartsExposed", heterogeneous_parts_exposed),
 )
@@ -1089,11 +1970,14 @@ def describe_checks() -> list[tuple[str, str]]:
 async def _run_check(s: _Session, check: _Check, budget: float) -> tuple[VtsCheckResult, str | None]:
     """One check within ``budget`` seconds; also says whether the HAL needs a restart."""
     restart_why = None
+    hung: str | None = None
     with trio.move_on_after(budget) as scope:
         try:
             detail = await check.run(s)
         except _Fail as exc:
             result = VtsCheckResult(check.name, False, str(exc))
+        except _Hung as exc:
+            result, hung = None, str(exc)
         except DeadObjectException:
             result, restart_why = None, "died"
         except RemoteException as exc:
@@ -1111,6 +1995,9 @@ async def _run_check(s: _Session, check: _Check, budget: float) -> tuple[VtsChec
         result = VtsCheckResult(
             check.name, False, f"no answer within {budget:g} s: the driver hangs (the HAL is restarted)"
         )
+        restart_why = "hung"
+    elif hung is not None:
+        result = VtsCheckResult(check.name, False, f"{hung}: the driver hangs (the HAL is restarted)")
         restart_why = "hung"
     if restart_why is None and not await s.alive():
         restart_why = "died" if await s.exit_note() else "hung"
@@ -1151,7 +2038,9 @@ async def run_vts(
     *,
     check_timeout: float = DEFAULT_CHECK_TIMEOUT_S,
     timeout: float = DEFAULT_TIMEOUT_S,
-    version_record: str | os.PathLike[str] | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+    previous_build: str | os.PathLike[str] | None = None,
+    cases: str | os.PathLike[str] | None = None,
     only: Sequence[str] | None = None,
 ) -> VtsReport:
     """Boot a private HAL on ``driver`` and run every check; never hangs.
@@ -1162,9 +2051,12 @@ async def run_vts(
         check_timeout: seconds one check may take before it fails as a hang.
         timeout: seconds for the whole run; checks not reached in time fail as
             "not run".
-        version_record: the file of earlier builds' version strings (see
-            ``Seed.VersionStringChangesWithBuild``); default
-            ``default_version_record()``.
+        output_dir: the run's record: the report (``vts-report.json``) and the builds
+            runs into it have seen (``vts-builds.json``, keyed by build identity; see
+            ``Seed.VersionStringChangesWithBuild``). None: nothing is written.
+        previous_build: the driver's previous build (a .so), for the version check.
+        cases: the generated cases (default ``default_cases_path()``, made by
+            ``make vts-cases``).
         only: run just these checks (names from ``CHECK_NAMES``).
 
     Raises ``NpuValueError`` for a driver path that does not exist or an unknown
@@ -1180,11 +2072,12 @@ async def run_vts(
         if unknown:
             raise NpuValueError(f"unknown check(s): {', '.join(unknown)}")
         checks = tuple(c for c in _CHECKS if c.name in set(only))
-    record = Path(version_record) if version_record is not None else default_version_record()
+    out = Path(output_dir) if output_dir is not None else None
+    case_path = Path(cases) if cases is not None else default_cases_path()
     workdir = Path(tempfile.mkdtemp(prefix="npuemu-vts-"))
     try:
         deadline = trio.current_time() + timeout
-        target = await _prepare_target(driver, workdir)
+        target = await _prepare_target(driver, workdir, previous_build)
         probes: dict[str, tuple[dict | None, str | None]] = {}
         probed = trio.Event()
 
@@ -1197,8 +2090,10 @@ async def run_vts(
         async def probe_all() -> None:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(probe, "main", target.so_path)
-                if target.second_build is not None:
-                    nursery.start_soon(probe, "rebuild", target.second_build)
+                for role, path in zip("ab", target.version_builds or ()):
+                    nursery.start_soon(probe, role, path)
+                if target.previous_build is not None:
+                    nursery.start_soon(probe, "previous", target.previous_build)
             probed.set()
 
         # The probes run while the HAL boots: a driver that hangs on its first
@@ -1219,9 +2114,9 @@ async def run_vts(
                     boot_error = f"the HAL did not start: {_first_line(exc)}"
                 await probed.wait()
                 facts, probe_error = probes["main"]
-                rebuild_facts, rebuild_error = probes.get("rebuild", (None, None))
+                others = {role: probes[role] for role in ("a", "b", "previous") if role in probes}
                 if boot_error is None:
-                    session = _Session(hal, target, facts, probe_error, record, rebuild_facts, rebuild_error)
+                    session = _Session(hal, target, facts, probe_error, out, others, case_path=case_path)
                     with trio.move_on_after(boot_timeout) as scope:
                         await session.connect()
                     if scope.cancelled_caught:
@@ -1235,7 +2130,11 @@ async def run_vts(
             # The driver's own words first (the probe loaded it alone), then the HAL's fate.
             why = f"{probe_error}; {boot_error}" if probe_error else boot_error
             raise VtsDriverNotLoadedError(f"{target.label} did not come up: {why}")
-        return VtsReport(target.label, tuple(results))
+        report = VtsReport(target.label, tuple(results))
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / REPORT_FILE).write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+        return report
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
