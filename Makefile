@@ -4,8 +4,13 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CSRC   := $(shell find csrc -name '*.c' -o -name '*.h' -o -name '*.py' 2>/dev/null)
+# The generated tests `npuemu vts` runs (build output, not committed): a sample of the
+# conformance cases with their expected outputs, remade when their sources change.
+VTS_CASES     := build/vts/generated_cases.npz
+VTS_CASES_SRC := $(wildcard tests/nnref/*.py tests/test_nnref_*.py) tests/conformance/cases.py \
+	tests/conformance/build.py tests/make_vts_cases.py
 
-.PHONY: demo test install ext clean aidl conformance-table
+.PHONY: demo test install ext clean aidl conformance-table vts-cases
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +20,7 @@ $(STAMP): $(VENV)/bin/python pyproject.toml $(CSRC)
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
-install: $(STAMP)
+install: $(STAMP) $(VTS_CASES)
 
 # Rebuild only the C extension, in place (fast, for work on csrc/).
 ext: | $(STAMP)
@@ -28,8 +33,14 @@ aidl: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/npuemu demo
 
-test: $(STAMP)
+test: $(STAMP) $(VTS_CASES)
 	$(PY) -m pytest -q -n 3
+
+
+$(VTS_CASES): $(VTS_CASES_SRC) build/c/template.so | $(STAMP)
+	$(PY) tests/make_vts_cases.py build/c/template.so $@
+
+vts-cases: $(VTS_CASES)
 
 # The NNAPI conformance table: per operation, what each emulated device supports and passes.
 conformance-table: $(STAMP)

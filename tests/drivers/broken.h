@@ -15,6 +15,7 @@
 #ifndef NPU_TESTS_BROKEN_H
 #define NPU_TESTS_BROKEN_H
 
+#include <math.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -43,12 +44,118 @@
 #define BROKEN_HW_INIT(patch_hw)                                                                     \
     static struct npu_hw_api broken_hw;                                                              \
     static const struct npu_hw_api *real_hw;                                                         \
+    static struct tmpl *broken_instance; /* the driver's state, for a patched hw function */       \
     static int broken_init(const struct npu_hw_api *hw, struct npu_hw *h, void **out)               \
     {                                                                                                \
         real_hw = hw;                                                                                \
         broken_hw = *hw;                                                                             \
         patch_hw;                                                                                    \
-        return tmpl_init(&broken_hw, h, out);                                                        \
+        int rc = tmpl_init(&broken_hw, h, out);                                                      \
+        if (rc == NPU_OK)                                                                            \
+            broken_instance = *out;                                                                  \
+        return rc;                                                                                   \
     }
+
+/* The config the template's submit uses for uid (the defaults when it has none). */
+static inline struct npu_scheduling_config broken_config_for(const struct tmpl *t, int32_t uid)
+{
+    struct npu_scheduling_config c = {.min_priority = 0, .max_priority = 2000, .uid = uid,
+                                      .app_priority = 1000, .has_direct_access = true};
+    for (uint32_t i = 0; i < t->ncfg; i++)
+        if (t->cfg[i].uid == uid)
+            c = t->cfg[i];
+    return c;
+}
+
+/*
+ * A driver that computes the effective priority its own (wrong) way: `expr`, over
+ * app, job, lo and hi (the uid's appPriority, the work's jobPriority, the uid's
+ * minPriority and maxPriority), becomes the work's queue key and so its reported
+ * effectivePriority.
+ */
+#define BROKEN_PRIORITY(expr)                                                                         \
+    static int priority_submit(struct npu_hw *hw, uint32_t handle, int32_t key,                        \
+                               const struct npu_work_info *info, const struct npu_buffer *inputs,       \
+                               uint32_t input_count, const struct npu_buffer *outputs,                 \
+                               uint32_t output_count, int32_t *work_id);                               \
+    BROKEN_HW_INIT(broken_hw.submit = priority_submit)                                                 \
+    static int priority_submit(struct npu_hw *hw, uint32_t handle, int32_t key,                        \
+                               const struct npu_work_info *info, const struct npu_buffer *inputs,       \
+                               uint32_t input_count, const struct npu_buffer *outputs,                 \
+                               uint32_t output_count, int32_t *work_id)                                \
+    {                                                                                                 \
+        struct npu_scheduling_config c = broken_config_for(broken_instance, info->uid);               \
+        int32_t app = c.app_priority, job = info->job_priority, lo = c.min_priority, hi = c.max_priority; \
+        (void)key, (void)app, (void)job, (void)lo, (void)hi;                                           \
+        return real_hw->submit(hw, handle, (expr), info, inputs, input_count, outputs, output_count,  \
+                               work_id);                                                              \
+    }                                                                                                 \
+    BROKEN_DRIVER(ops.init = broken_init)
+
+/*
+ * A model a driver may rewrite before loading it: the operands and the constants'
+ * bytes (operand values and pools) copied, so that the driver can change them.
+ */
+struct broken_model {
+    struct npu_model m;
+    struct npu_operand *operands;
+    unsigned char *values;
+    struct npu_pool *pools;
+    unsigned char **pool_data;
+};
+
+static inline void broken_model_free(struct broken_model *b)
+{
+    for (uint32_t i = 0; b->pool_data && i < b->m.pool_count; i++)
+        free(b->pool_data[i]);
+    free(b->pool_data);
+    free(b->pools);
+    free(b->values);
+    free(b->operands);
+}
+
+static inline int broken_model_copy(const struct npu_model *m, struct broken_model *b)
+{
+    memset(b, 0, sizeof *b);
+    b->m = *m;
+    b->operands = calloc(m->operand_count + 1, sizeof *b->operands);
+    b->values = malloc(m->operand_values_length + 1);
+    b->pools = calloc(m->pool_count + 1, sizeof *b->pools);
+    b->pool_data = calloc(m->pool_count + 1, sizeof *b->pool_data);
+    if (!b->operands || !b->values || !b->pools || !b->pool_data) {
+        broken_model_free(b);
+        return NPU_E_NO_MEMORY;
+    }
+    if (m->operand_count)
+        memcpy(b->operands, m->operands, m->operand_count * sizeof *b->operands);
+    if (m->operand_values_length)
+        memcpy(b->values, m->operand_values, m->operand_values_length);
+    for (uint32_t i = 0; i < m->pool_count; i++) {
+        b->pool_data[i] = malloc(m->pools[i].length + 1);
+        if (!b->pool_data[i]) {
+            broken_model_free(b);
+            return NPU_E_NO_MEMORY;
+        }
+        memcpy(b->pool_data[i], m->pools[i].data, m->pools[i].length);
+        b->pools[i] = (struct npu_pool){b->pool_data[i], m->pools[i].length};
+    }
+    b->m.operands = b->operands;
+    b->m.operand_values = b->values;
+    b->m.pools = b->pools;
+    return NPU_OK;
+}
+
+/* The bytes of constant operand i in the copy (NULL if it is not a constant in range). */
+static inline unsigned char *broken_constant(struct broken_model *b, uint32_t i)
+{
+    const struct npu_operand *o = &b->operands[i];
+    const struct npu_data_location *at = &o->location;
+    if (o->lifetime == NPU_LIFETIME_CONSTANT_COPY && (size_t)at->offset + at->length <= b->m.operand_values_length)
+        return b->values + at->offset;
+    if (o->lifetime == NPU_LIFETIME_CONSTANT_REFERENCE && at->pool_index < b->m.pool_count &&
+        (size_t)at->offset + at->length <= b->pools[at->pool_index].length)
+        return b->pool_data[at->pool_index] + at->offset;
+    return NULL;
+}
 
 #endif
