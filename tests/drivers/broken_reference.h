@@ -1,8 +1,9 @@
 /*
  * The reference driver, included whole, for broken drivers that need several
- * devices: its entry point wraps npu_reference_driver_entry and patches the
- * hardware table the reference driver is given (BROKEN_REF_HW(patch_hw): edit
- * broken_hw; call real_hw).
+ * devices.  BROKEN_REF_HW(patch_hw) defines the entry point: the reference
+ * driver's ops, with an init that hands the reference driver a patched copy of
+ * the hardware's function table (`patch_hw` edits broken_hw; real_hw is the
+ * original to call through).
  */
 #ifndef NPU_TESTS_BROKEN_REFERENCE_H
 #define NPU_TESTS_BROKEN_REFERENCE_H
@@ -14,15 +15,23 @@ static struct npu_hw_api broken_hw;     /* what the reference driver is given */
 static const struct npu_hw_api *real_hw; /* the hardware's own table */
 
 #define BROKEN_REF_HW(patch_hw)                                                                      \
-    const struct npu_driver_ops *npu_driver_entry(const struct npu_hw_api *hw, uint32_t abi_version); \
-    const struct npu_driver_ops *npu_driver_entry(const struct npu_hw_api *hw, uint32_t abi_version)  \
+    static int broken_ref_init(const struct npu_hw_api *hw, struct npu_hw *h, void **out)           \
     {                                                                                                \
-        if (hw == NULL || hw->struct_size < sizeof(struct npu_hw_api))                               \
-            return NULL;                                                                             \
         real_hw = hw;                                                                                \
         broken_hw = *hw;                                                                             \
         patch_hw;                                                                                    \
-        return npu_reference_driver_entry(&broken_hw, abi_version);                                  \
+        return ref_init(&broken_hw, h, out);                                                         \
+    }                                                                                                \
+    const struct npu_driver_ops *npu_driver_entry(const struct npu_hw_api *hw, uint32_t abi_version); \
+    const struct npu_driver_ops *npu_driver_entry(const struct npu_hw_api *hw, uint32_t abi_version)  \
+    {                                                                                                \
+        static struct npu_driver_ops ops;                                                            \
+        const struct npu_driver_ops *base = npu_reference_driver_entry(hw, abi_version);             \
+        if (base == NULL)                                                                            \
+            return NULL;                                                                             \
+        ops = *base;                                                                                 \
+        ops.init = broken_ref_init;                                                                  \
+        return &ops;                                                                                 \
     }
 
 #endif

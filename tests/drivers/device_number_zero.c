@@ -1,7 +1,7 @@
 /*
- * Broken: every work reports deviceNumber 0, whichever device runs it (the
- * reference driver's four devices, the number taken from the silicon's first
- * device).  vts must fail NpuSchedulingAidl.WorkDeviceNumber.
+ * Broken: every work reports deviceNumber 0, whichever of the reference driver's
+ * four devices runs it (the number left at the first device's).  vts must fail
+ * NpuSchedulingAidl.WorkDeviceNumber.
  */
 #include "broken_reference.h"
 
