@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,13 +22,27 @@ import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import trio
 from click.testing import CliRunner
 
 from framework.cli._vts import run_test_inference, vts
 from framework.vts import _suite as _vts
-from framework.vts import CHECK_NAMES, VtsCheckResult, VtsReport
+from framework.vts import (
+    CHECK_NAMES,
+    GenCase,
+    Tensor,
+    VtsCheckResult,
+    VtsReport,
+    default_cases_path,
+    load_cases,
+    model_of,
+    sources_digest,
+    write_cases,
+)
+from framework.vts._builds import build_identity
+from framework.vts._cases import compare_outputs
 
 # The reports fixture's runs take half a minute: under xdist the module starts first.
 pytestmark = pytest.mark.slow
@@ -39,41 +54,87 @@ TEMPLATE = ROOT / "csrc" / "drivers" / "template" / "template.c"
 # Large enough for the slowest check (two real-clock inferences back to back,
 # under two seconds) on a loaded machine.
 CHECK_TIMEOUT_S = 8.0
-# The hanging driver's: each of its five inference checks waits this long.
+# The hanging driver's: each check that runs work waits this long.
 HANG_CHECK_TIMEOUT_S = 2.5
 # A hard bound on one child vts run: reaching it is a failure of vts itself.
-RUN_BOUND_S = 150.0
+RUN_BOUND_S = 400.0
 PARALLEL_RUNS = 5
 
-INFERENCE_CHECKS = {
+#: The checks that run work on a device (a test inference or an execution).
+WORK_CHECKS = {
     "NpuSchedulingAidl.RunInferenceStatusCallbacks",
     "NpuSchedulingAidl.RunInferenceEffectivePriority",
     "NpuSchedulingAidl.RunInferencesPrioritized",
     "NpuSchedulingAidl.RunInferenceFailsWithoutDirectAccess",
     "NpuSchedulingAidl.RunInferenceFailsWithoutAttributeOtherUid",
+    "NpuSchedulingAidl.EffectivePriorityFormula",
+    "NpuSchedulingAidl.SetReplacesUpdateMerges",
+    "NpuSchedulingAidl.RunInferenceAttributedToOtherUid",
+    "NpuSchedulingAidl.RunInferencesBackToBack",
+    "NpuSchedulingAidl.CancelledWorkEvents",
+    "NpuSchedulingAidl.WorkDeviceNumber",
+    "NpuSchedulingAidl.PreemptedWorkResumesIntact",
+    "NeuralnetworksHidlTest.ValidateRequest",
+    "NeuralnetworksHidlTest.ClaimedModelsPrepare",
+    "NeuralnetworksHidlTest.GeneratedTests",
+}
+#: Of those, the ones whose work the driver refuses before it runs.
+REFUSED_WORK_CHECKS = {
+    "NpuSchedulingAidl.RunInferenceFailsWithoutDirectAccess",
+    "NpuSchedulingAidl.RunInferenceFailsWithoutAttributeOtherUid",
 }
 
-# Each broken driver, and exactly the checks it must fail.
+# Each broken driver, and exactly the checks it must fail. The first group is issue
+# 16's list of realistic single bugs, each failing the check that names it.
 EXPECTED_FAILURES = {
+    "priority_job_only": {"NpuSchedulingAidl.EffectivePriorityFormula"},
+    "priority_half_job": {"NpuSchedulingAidl.EffectivePriorityFormula"},
+    "priority_no_clamp": {"NpuSchedulingAidl.EffectivePriorityFormula"},
+    "f16_weights": {"NeuralnetworksHidlTest.GeneratedTests"},
+    "wrong_softmax": {"NeuralnetworksHidlTest.GeneratedTests"},
+    "stale_input": {"NpuSchedulingAidl.PreemptedWorkResumesIntact"},
+    "claims_unpreparable": {"NeuralnetworksHidlTest.ClaimedModelsPrepare"},
+    "original_uid_as_uid": {"NpuSchedulingAidl.RunInferenceAttributedToOtherUid"},
+    "device_number_zero": {"NpuSchedulingAidl.WorkDeviceNumber"},
+    "duplicate_name": {"NeuralnetworksHidlTest.GetDeviceNameTest"},
+    "status_always_available": {"Seed.StatusTruthful"},
+    "update_as_set": {"NpuSchedulingAidl.SetReplacesUpdateMerges"},
+    "version_cut": {"NeuralnetworksHidlTest.GetDeviceVersionStringTest"},
+    "constant_version": {"Seed.VersionStringChangesWithBuild"},
+    "work_id_off_by_one": WORK_CHECKS - REFUSED_WORK_CHECKS,
+    # Earlier ones.
     "bad_name": {"NeuralnetworksHidlTest.GetDeviceNameTest"},
-    "empty_version": {"NeuralnetworksHidlTest.GetDeviceVersionStringTest"},
+    "empty_version": {"NeuralnetworksHidlTest.GetDeviceVersionStringTest", "Seed.VersionStringChangesWithBuild"},
     "ignores_priority": {
         "NpuSchedulingAidl.RunInferenceEffectivePriority",
         "NpuSchedulingAidl.RunInferencesPrioritized",
+        "NpuSchedulingAidl.EffectivePriorityFormula",
+        "NpuSchedulingAidl.PreemptedWorkResumesIntact",
     },
-    "bad_events": {"NpuSchedulingAidl.RunInferenceStatusCallbacks"},
+    "bad_events": {
+        "NpuSchedulingAidl.RunInferenceStatusCallbacks",
+        "NpuSchedulingAidl.RunInferenceAttributedToOtherUid",
+        "NpuSchedulingAidl.RunInferencesBackToBack",
+        "NpuSchedulingAidl.CancelledWorkEvents",
+    },
     "no_direct_access": {"NpuSchedulingAidl.RunInferenceFailsWithoutDirectAccess"},
-    "bad_hetero": {"Seed.ValidDeviceTypes", "Seed.HeterogeneousPartsExposed"},
-    "crash_in_execute": INFERENCE_CHECKS,
-    "hang_in_execute": INFERENCE_CHECKS,
+    # Its tmpl-multi runs work as its part, and says so.
+    "bad_hetero": {"Seed.ValidDeviceTypes", "Seed.HeterogeneousPartsExposed", "NpuSchedulingAidl.WorkDeviceNumber"},
+    "crash_in_execute": WORK_CHECKS,
+    "hang_in_execute": WORK_CHECKS,
 }
+
+#: Run as a .so built by `make driver`, with an older build named as the previous
+#: one (the other drivers are given as source: vts builds them twice).
+AS_BUILT = ("bad_name", "empty_version", "ignores_priority", "no_direct_access", "crash_in_execute",
+            "hang_in_execute", "duplicate_name")
 
 _CHILD = textwrap.dedent(
     """
     import json, sys, trio
     from framework.vts import run_vts
-    driver, record, check_timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
-    report = trio.run(lambda: run_vts(driver, version_record=record, check_timeout=check_timeout, timeout=120))
+    driver, previous, check_timeout = sys.argv[1], sys.argv[2] or None, float(sys.argv[3])
+    report = trio.run(lambda: run_vts(driver, previous_build=previous, check_timeout=check_timeout, timeout=300))
     print(json.dumps(report.as_dict()))
     """
 )
@@ -87,23 +148,42 @@ def _make_driver(src: Path, out: Path) -> Path:
     return out
 
 
+def _older_build(src: Path, out: Path) -> Path:
+    """``src`` built as `make driver` does, but with another build id: the previous build."""
+    argv = ["cc", "-std=c11", "-g", f"-I{ROOT / 'csrc' / 'include'}", "-O2", "-fPIC", "-shared",
+            '-DNPU_BUILD_ID="older0000000"', str(src), "-o", str(out), "-lm"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module", autouse=True)
+def generated_cases():
+    """The generated cases vts runs, made (or found current) as `make install` does."""
+    done = subprocess.run(["make", "-s", "vts-cases"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> dict[str, Path]:
-    """Every broken driver built once, with `make driver`, as a driver author would."""
+def built(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+    """The AS_BUILT drivers built once with `make driver`, as a driver author would, and
+    each one's previous build."""
     out = tmp_path_factory.mktemp("drivers")
-    return {name: _make_driver(DRIVERS / f"{name}.c", out / f"{name}.so") for name in EXPECTED_FAILURES}
+    return {
+        name: (_make_driver(DRIVERS / f"{name}.c", out / f"{name}.so"),
+               _older_build(DRIVERS / f"{name}.c", out / f"{name}.older.so"))
+        for name in AS_BUILT
+    }
 
 
 @pytest.fixture(scope="module")
-def reports(built, tmp_path_factory) -> dict[str, VtsReport]:
+def reports(built) -> dict[str, VtsReport]:
     """One vts run per driver, a few at a time; each report as the CLI's JSON gives it."""
-    records = tmp_path_factory.mktemp("records")
-    runs = {name: str(path) for name, path in built.items()}
-    # Given as source: vts builds them twice and compares the two builds' versions.
-    runs["template"] = str(TEMPLATE)
-    runs["constant_version"] = str(DRIVERS / "constant_version.c")
-    # The slowest runs (a restart per inference check) first, so the others overlap them.
-    slow_first = ["hang_in_execute", "crash_in_execute"]
+    runs = {name: (str(DRIVERS / f"{name}.c"), "") for name in EXPECTED_FAILURES}
+    runs.update({name: (str(so), str(older)) for name, (so, older) in built.items()})
+    runs["template"] = (str(TEMPLATE), "")
+    # The slowest runs (a restart per check that runs work) first, so the others overlap them.
+    slow_first = ["hang_in_execute", "crash_in_execute", "work_id_off_by_one"]
     pending = sorted(runs.items(), key=lambda item: item[0] not in slow_first)
     active: list[tuple[str, subprocess.Popen]] = []
     results: dict[str, VtsReport] = {}
@@ -123,9 +203,9 @@ def reports(built, tmp_path_factory) -> dict[str, VtsReport]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     while pending or active:
         while pending and len(active) < PARALLEL_RUNS:
-            name, driver = pending.pop(0)
+            name, (driver, previous) = pending.pop(0)
             timeout = HANG_CHECK_TIMEOUT_S if name == "hang_in_execute" else CHECK_TIMEOUT_S
-            argv = [sys.executable, "-c", _CHILD, driver, str(records / f"{name}.json"), str(timeout)]
+            argv = [sys.executable, "-c", _CHILD, driver, previous, str(timeout)]
             active.append((name, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)))
         name, proc = active.pop(0)
         finish(name, proc)
@@ -184,7 +264,7 @@ def test_heterogeneous_rules_are_explained(reports):
 
 def test_crashing_driver_is_reported_as_a_crash(reports):
     report = reports["crash_in_execute"]
-    for name in INFERENCE_CHECKS:
+    for name in WORK_CHECKS:
         detail = report.result(name).detail
         assert "died" in detail and "SIGABRT" in detail, detail
     # The HAL was restarted after each crash: the checks after them still ran and passed.
@@ -193,10 +273,21 @@ def test_crashing_driver_is_reported_as_a_crash(reports):
 
 def test_hanging_driver_is_reported_as_a_hang_within_the_check_timeout(reports):
     report = reports["hang_in_execute"]
-    for name in INFERENCE_CHECKS:
+    for name in WORK_CHECKS:
         detail = report.result(name).detail
-        assert "hangs" in detail and f"within {HANG_CHECK_TIMEOUT_S:g} s" in detail, detail
+        assert "hangs" in detail, detail
+    # One bound per check, or the generated tests' one bound per execution.
+    assert f"within {HANG_CHECK_TIMEOUT_S:g} s" in report.result("NpuSchedulingAidl.RunInferencesPrioritized").detail
     assert report.result("NpuFeature.ImplementsHal").passed
+
+
+def test_a_work_id_bug_is_named_as_such(reports):
+    report = reports["work_id_off_by_one"]
+    for name in WORK_CHECKS - REFUSED_WORK_CHECKS:
+        detail = report.result(name).detail
+        assert "work-id bug" in detail and "hang" not in detail and "not honoured" not in detail, detail
+    # It says what it saw: the work's events, ended COMPLETED, under the driver's own id.
+    assert "ended(COMPLETED) of work 1" in report.result("NpuSchedulingAidl.RunInferenceStatusCallbacks").detail
 
 
 def test_unchanged_version_string_fails_when_built_twice(reports):
@@ -205,7 +296,69 @@ def test_unchanged_version_string_fails_when_built_twice(reports):
     assert "'tmpl 0.1'" in report.result("Seed.VersionStringChangesWithBuild").detail
 
 
-# ---- the version record (no HAL: fake devices) --------------------------------------
+def test_a_so_is_judged_against_the_previous_build_named(reports):
+    detail = reports["bad_name"].result("Seed.VersionStringChangesWithBuild").detail
+    assert detail.startswith("differs from the previous build ") and detail.endswith(".older.so on every device")
+
+
+@pytest.mark.parametrize("driver, check, words", [
+    ("priority_job_only", "NpuSchedulingAidl.EffectivePriorityFormula",
+     ["appPriority is ignored", "appPriority 250 in [0, 2000], job 500: expected 750, got 500"]),
+    ("priority_half_job", "NpuSchedulingAidl.EffectivePriorityFormula",
+     ["computed as appPriority + jobPriority / 2", "job 1000: expected 1000, got 500"]),
+    ("priority_no_clamp", "NpuSchedulingAidl.EffectivePriorityFormula",
+     ["not clamped", "appPriority 100 in [300, 600], job 0: expected 300, got 100"]),
+    ("update_as_set", "NpuSchedulingAidl.SetReplacesUpdateMerges", ["after updateSchedulingConfigs({uid 4242})",
+                                                                    "it acts as set"]),
+    ("original_uid_as_uid", "NpuSchedulingAidl.RunInferenceAttributedToOtherUid",
+     ["reports originalUid 0, it was attributed to 4242", "reports uid as originalUid"]),
+    ("device_number_zero", "NpuSchedulingAidl.WorkDeviceNumber",
+     ["work on emu-gpu (driver device 1) reports deviceNumber 0 (emu-npu)", "emu-hetero (driver device 3)"]),
+    ("stale_input", "NpuSchedulingAidl.PreemptedWorkResumesIntact", ["but run alone it gives"]),
+    ("f16_weights", "NeuralnetworksHidlTest.GeneratedTests", ["tmpl-npu: ", "(TENSOR_FLOAT32, case ",
+                                                              "expected ", "not within 1e-05"]),
+    ("wrong_softmax", "NeuralnetworksHidlTest.GeneratedTests", ["tmpl-npu: SOFTMAX (TENSOR_FLOAT32, case SOFTMAX-float32-"]),
+    ("claims_unpreparable", "NeuralnetworksHidlTest.ClaimedModelsPrepare",
+     ["L2_NORMALIZATION", "getSupportedOperations claims it, prepareModel refused it", "UNSUPPORTED_OPERATION"]),
+    ("duplicate_name", "NeuralnetworksHidlTest.GetDeviceNameTest", ["devices 0, 1 all 'tmpl-npu'"]),
+    ("status_always_available", "Seed.StatusTruthful", ["tmpl-npu with all 1 channel(s) hung reports AVAILABLE"]),
+    ("version_cut", "NeuralnetworksHidlTest.GetDeviceVersionStringTest", ["leaves a bracket open: it was cut off"]),
+])
+def test_each_bug_is_explained(reports, driver, check, words):
+    detail = reports[driver].result(check).detail
+    for w in words:
+        assert w in detail, detail
+
+
+def test_wrong_outputs_name_the_element_and_both_values(reports):
+    detail = reports["wrong_softmax"].result("NeuralnetworksHidlTest.GeneratedTests").detail
+    assert re.search(r"output 0 \(TENSOR_FLOAT32\) element \[\d+(, \d+)*\]: expected [-0-9.e]+, got [-0-9.e]+", detail), detail
+
+
+# ---- the build record and the generated cases (no HAL) --------------------------------
+
+
+def _cc(src: Path, out: Path, build_id: str) -> Path:
+    argv = ["cc", "-std=c11", "-g", f"-I{ROOT / 'csrc' / 'include'}", "-O2", "-fPIC", "-shared",
+            f'-DNPU_BUILD_ID="{build_id}"', str(src), "-o", str(out), "-lm"]
+    subprocess.run(argv, check=True, capture_output=True, timeout=120, cwd=out.parent)
+    return out
+
+
+def test_build_identity_is_the_build_not_the_file(tmp_path):
+    """The same source with the same build id, built in two directories (different debug
+    paths, different files), is one build; another build id is another build."""
+    here, there = tmp_path / "a", tmp_path / "b"
+    here.mkdir(), there.mkdir()
+    for d in (here, there):
+        shutil.copy(TEMPLATE, d / "template.c")
+    one = _cc(here / "template.c", here / "t.so", "id-1")
+    same = _cc(there / "template.c", there / "t.so", "id-1")
+    other = _cc(here / "template.c", here / "t2.so", "id-2")
+    assert one.read_bytes() != same.read_bytes()
+    assert build_identity(one) == build_identity(same) != build_identity(other)
+    with pytest.raises(ValueError, match="not a 64-bit little-endian ELF"):
+        build_identity(TEMPLATE)
 
 
 class _FakeDevice:
@@ -216,29 +369,94 @@ class _FakeDevice:
         return self.version
 
 
-def _fake_session(record: Path, identity: str, version: str) -> SimpleNamespace:
-    target = _vts._Target("x.so", "/x.so", identity, None)
+def _fake_session(out: Path | None, identity: str, version: str) -> SimpleNamespace:
+    target = _vts._Target(f"{identity}.so", f"/{identity}.so", identity)
     devices = {"acme-npu": _FakeDevice(version)}
-    return SimpleNamespace(target=target, version_record=record, devices=devices, need_devices=lambda: devices)
+    return SimpleNamespace(target=target, output_dir=out, devices=devices, need_devices=lambda: devices,
+                           recorded_builds={})
 
 
-async def test_version_record_catches_a_rebuild_that_kept_its_version(tmp_path):
-    record = tmp_path / "state" / "versions.json"
+async def test_output_dir_record_judges_builds_by_identity(tmp_path):
+    out = tmp_path / "run"
     check = _vts.version_string_changes_with_build
-    assert "no other build" in await check(_fake_session(record, "sha-a", "acme 1.0"))
-    # The same binary again is not a new build: nothing to object to.
-    assert "no other build" in await check(_fake_session(record, "sha-a", "acme 1.0"))
-    # A new build with a new version passes and is compared with the first.
-    assert "earlier builds" in await check(_fake_session(record, "sha-b", "acme 1.1"))
-    with pytest.raises(_vts._Fail, match="earlier, different build"):
-        await check(_fake_session(record, "sha-c", "acme 1.0"))
+    # The first build seen is not a pass: there is nothing to compare it with.
+    with pytest.raises(_vts._Fail, match="holds no other build than this one"):
+        await check(_fake_session(out, "build-a", "acme 1.0"))
+    # The same build again (an unchanged driver, wherever it was built): still nothing to compare.
+    with pytest.raises(_vts._Fail, match="holds no other build"):
+        await check(_fake_session(out, "build-a", "acme 1.0"))
+    # A new build with a new version passes, compared with the first.
+    assert "differs from the 1 other build(s) recorded" in await check(_fake_session(out, "build-b", "acme 1.1"))
+    with pytest.raises(_vts._Fail, match=r"acme-npu reports 'acme 1.0', as did build build-a \(build-a.so\)"):
+        await check(_fake_session(out, "build-c", "acme 1.0"))
+    recorded = json.loads((out / "vts-builds.json").read_text())["builds"]
+    assert sorted(recorded) == ["build-a", "build-b", "build-c"]
+    assert recorded["build-b"] == {"label": "build-b.so", "versions": {"acme-npu": "acme 1.1"}}
 
 
-async def test_unreadable_version_record_is_a_clear_failure(tmp_path):
-    record = tmp_path / "versions.json"
-    record.write_text("{not json")
+async def test_no_way_to_compare_is_a_failure_that_says_how(tmp_path):
+    with pytest.raises(_vts._Fail, match="--previous-build"):
+        await _vts.version_string_changes_with_build(_fake_session(None, "build-a", "acme 1.0"))
+    (tmp_path / "vts-builds.json").write_text("{not json")
     with pytest.raises(_vts._Fail, match="unreadable"):
-        await _vts.version_string_changes_with_build(_fake_session(record, "sha-a", "acme 1.0"))
+        await _vts.version_string_changes_with_build(_fake_session(tmp_path, "build-a", "acme 1.0"))
+
+
+@pytest.mark.parametrize("version, why", [
+    ("", "empty"),
+    ("acme 1.0 (build 1234", "bracket open"),
+    ("acme 1.0 build 12)", "closes a bracket"),
+    ("acme 1.0 (build 12) -", "ends in"),
+    ("acme\t1.0", "control characters"),
+    ("v" * 127, "fills the driver's 128-byte field"),
+])
+def test_cut_version_strings(version, why):
+    assert why in _vts._version_problem(version)
+
+
+def test_whole_version_strings():
+    for version in ("emu-reference 1.0 (build 5ff74a3f99c8)", "tmpl 0.1", "acme-npu 2.3.1+g1234abc [rc1]"):
+        assert _vts._version_problem(version) is None
+
+
+def test_generated_cases_are_current_and_cover_every_operation():
+    case_file = load_cases(default_cases_path())
+    assert case_file.digest == sources_digest(), "stale: make vts-cases"
+    operations = {c.operation for c in case_file.cases}
+    assert len(operations) >= 90, sorted(operations)
+    variants = {(c.operation, c.variant) for c in case_file.cases}
+    assert ("CONV_2D", "TENSOR_QUANT8_ASYMM") in variants and ("ADD", "relaxed") in variants
+    # Every case's expected outputs are there, and its model is one operation.
+    for case in case_file.cases[:50]:
+        built = model_of(case)
+        assert len(built.model.main.operations) == 1 and len(built.outputs) == len(case.expected)
+        for pool in built.model.pools:
+            pool.close()
+
+
+def test_compare_outputs_uses_androids_tolerances():
+    f32 = GenCase("x", "ADD", False, (), (Tensor("TENSOR_FLOAT32", np.array([1.0, 100.0], np.float32)),), "t")
+    assert compare_outputs([np.array([1.0 + 9e-6, 100.0 + 6e-5], np.float32)], f32) == ""
+    problem = compare_outputs([np.array([1.0, 100.0 + 2e-4], np.float32)], f32)
+    assert problem.startswith("output 0 (TENSOR_FLOAT32) element [1]: expected 100, got 100.0002")
+    relaxed = GenCase("x", "ADD", True, (), f32.expected, "t")
+    assert compare_outputs([np.array([1.0, 100.0 + 0.4], np.float32)], relaxed) == ""
+    q8 = GenCase("x", "ADD", False, (), (Tensor("TENSOR_QUANT8_ASYMM", np.array([10, 20], np.uint8), 0.5, 3),), "t")
+    assert compare_outputs([np.array([11, 19], np.uint8)], q8) == ""
+    assert "within one quantum" in compare_outputs([np.array([12, 20], np.uint8)], q8)
+    i32 = GenCase("x", "ARGMAX", False, (), (Tensor("TENSOR_INT32", np.array([1, 2], np.int32)),), "t")
+    assert "exactly" in compare_outputs([np.array([1, 3], np.int32)], i32)
+
+
+async def test_missing_or_stale_cases_say_how_to_make_them(tmp_path):
+    session = SimpleNamespace(case_path=tmp_path / "nope.npz", generated=None)
+    with pytest.raises(_vts._Fail, match="make vts-cases"):
+        await _vts.generated_tests(session)
+    stale = tmp_path / "stale.npz"
+    write_cases(stale, [], "0000")
+    session = SimpleNamespace(case_path=stale, generated=None)
+    with pytest.raises(_vts._Fail, match="is stale .* remake it with `make vts-cases`"):
+        await _vts.claimed_models_prepare(session)
 
 
 # ---- the runner's bounds (no HAL: a fake session, the autojump clock) -------------------
@@ -334,9 +552,13 @@ async def test_runner_stops_touching_a_hal_that_cannot_restart(autojump_clock):
 
 
 def test_vts_cli_reference_driver_json(tmp_path):
-    result = CliRunner().invoke(vts, ["--json", "--version-record", str(tmp_path / "v.json")])
+    result = CliRunner().invoke(vts, ["--json", "--output-dir", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
+    # The run's record: its report, and this build of the reference driver.
+    assert json.loads((tmp_path / "run" / "vts-report.json").read_text()) == data
+    builds = json.loads((tmp_path / "run" / "vts-builds.json").read_text())["builds"]
+    assert [b["label"] for b in builds.values()] == ["the built-in reference driver"]
     assert data["driver"] == "the built-in reference driver"
     assert data["failed"] == 0 and data["passed"] == len(CHECK_NAMES)
     assert [c["name"] for c in data["checks"]] == list(CHECK_NAMES)
@@ -348,7 +570,7 @@ def test_vts_cli_reference_driver_json(tmp_path):
 
 def test_vts_cli_text_output_and_exit_status(built, tmp_path):
     only = ["NeuralnetworksHidlTest.GetDeviceVersionStringTest", "NeuralnetworksHidlTest.GetDeviceTypeTest"]
-    argv = ["--driver", str(built["empty_version"]), "--version-record", str(tmp_path / "v.json")]
+    argv = ["--driver", str(built["empty_version"][0])]
     for name in only:
         argv += ["--check", name]
     result = CliRunner().invoke(vts, argv)
@@ -436,7 +658,7 @@ def test_vts_cli_a_driver_that_does_not_load_is_one_error_line(tmp_path):
     """No check can run on a driver the HAL cannot load: one line says why, exit 1."""
     bad = tmp_path / "bad.so"
     bad.write_bytes(b"not an ELF object\n")
-    result = CliRunner().invoke(vts, ["--driver", str(bad), "--version-record", str(tmp_path / "v.json")])
+    result = CliRunner().invoke(vts, ["--driver", str(bad)])
     assert result.exit_code == 1, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1, result.output
@@ -496,7 +718,7 @@ def test_vts_ctrl_c_mid_run_is_an_interrupted_run_that_leaves_nothing(tmp_path):
 
     npuemu = Path(sys.executable).with_name("npuemu")
     proc = subprocess.Popen(
-        [str(npuemu), "vts", "--version-record", str(tmp_path / "v.json")],
+        [str(npuemu), "vts"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,  # its own process group, as a shell gives a foreground job
         env=dict(os.environ, PYTHONPATH=str(ROOT)),

@@ -430,7 +430,7 @@ class _Session:
     hal_failure: str | None = None  # why the HAL is unusable for the rest of the run
     case_path: Path | None = None   # the generated cases
     recorded_builds: dict = field(default_factory=dict)  # other builds in the output dir's record
-    generated: dict | None = None   # the generated tests' outcomes, once run
+    generated: Any = None           # the generated tests' outcomes (or verdict), once run
     prepared: dict[str, Any] = field(default_factory=dict)  # the probe model per device
     inputs_made: int = 0            # distinct inputs handed out so far
 
@@ -1634,6 +1634,10 @@ async def preempted_work_resumes_intact(s: _Session) -> str:
             if paused & resumed:
                 return (f"on {device}, {len(paused & resumed)} work(s) paused and resumed while {channels} others ran: "
                         "every output identical to its run alone")
+        levels = sorted({e.info.effectivePriority for e in events if e.kind == _KIND_REQUESTED})
+        if len(levels) == 1:
+            raise _Fail(f"on {device}, the works at job priority 1000 and 0 all got effectivePriority {levels[0]}: "
+                        "none outranks another, so none was preempted")
         raise _Fail(f"on {device}, no work at job priority 1000 was paused for one at 0 in 3 tries: "
                     f"the device never preempts ({_describe_raw(events)})")
     finally:
@@ -1644,9 +1648,21 @@ async def preempted_work_resumes_intact(s: _Session) -> str:
 
 
 async def _generated(s: _Session) -> dict:
-    """Every generated case on every device that claims all of it, once per run."""
+    """Every generated case on every device that claims all of it, once per run (a
+    verdict or a hang on the way is also given once, and repeated to the second check)."""
+    if isinstance(s.generated, (_Fail, _Hung)):
+        raise type(s.generated)(*s.generated.args)
     if s.generated is not None:
         return s.generated
+    try:
+        s.generated = await _run_generated(s)
+    except (_Fail, _Hung) as exc:
+        s.generated = exc
+        raise
+    return s.generated
+
+
+async def _run_generated(s: _Session) -> dict:
     if s.case_path is None or not s.case_path.is_file():
         raise _Fail(f"no generated cases at {s.case_path}: make them with `make vts-cases` in the npuemu checkout")
     try:
@@ -1694,7 +1710,6 @@ async def _generated(s: _Session) -> dict:
                 outcome["wrong"].append((name, case, problem))
             else:
                 outcome["passed"] += 1
-    s.generated = outcome
     return outcome
 
 
