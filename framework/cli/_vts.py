@@ -73,14 +73,16 @@ def vts(driver, as_json, check_timeout, timeout, output_dir, previous_build, cas
     """Run the conformance suite (VTS) on a driver, on a private emulator.
 
     Boots a servicemanager and the HAL on the driver, runs every check of
-    VtsHalNpuSchedulingTargetTest, the NN HAL 1.2 IDevice tests and the seeds'
-    rules, and prints a line per check (PASS name / FAIL name: why) and then
-    "N passed, M failed". Exit status 0 only when every check passed. A driver
-    that crashes or hangs fails the checks it breaks, within a bounded time; one
-    on which the HAL does not even come up is one error line (exit 1). Ctrl-C
-    stops the run and everything it started (exit 130).
+    VtsHalNpuSchedulingTargetTest, the NN HAL 1.2 IDevice tests (with the
+    generated models of `make vts-cases`) and the seeds' rules, and prints a line
+    per check (PASS name / FAIL name: why) and then "N passed, M failed". Exit
+    status 0 only when every check passed. A driver that crashes or hangs fails
+    the checks it breaks, within a bounded time; one on which the HAL does not
+    even come up is one error line (exit 1). Ctrl-C stops the run and everything
+    it started (exit 130). Given a .so, the version check needs --previous-build
+    or an --output-dir that earlier builds' runs used.
 
-    Example: npuemu vts --driver build/drivers/mydriver.so
+    Example: npuemu vts --driver path/to/mydriver.c
     """
     from npuhal import NpuError
     from framework.vts import (

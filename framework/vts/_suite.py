@@ -15,14 +15,22 @@ The checks, in the order they run:
     ``runTestInference`` (on ``npuemu.hal.IHalControl``, npuemu's counterpart of the
     ``run-test-inference`` tool AOSP's VTS shells out to): the events the
     ISchedulingCallback hears, effective priorities, priority order, and the
-    direct-access and attribution refusals.
+    direct-access and attribution refusals.  Then the rules probed exactly, with
+    executions of vts's own small models through ``IPreparedModel`` (each with an
+    input no other execution gets, its output checked): the effective-priority
+    formula with its clamp, set versus update, the events of works back to back,
+    of two uids, attributed and cancelled, each device's deviceNumber, and a
+    preempted work's results.
 ``NpuFeature.ImplementsHal``
     a device that declares ``android.hardware.npu`` serves ``IScheduling``.
-``NeuralnetworksHidlTest.*`` (NN HAL 1.2 ``BasicTests``, SPEC.md Part A)
-    run over every ``android.hardware.neuralnetworks.IDevice`` instance.
+``NeuralnetworksHidlTest.*`` (NN HAL 1.2 ``BasicTests``, ``ValidationTest`` and
+``GeneratedTests``, SPEC.md Part A)
+    run over every ``android.hardware.neuralnetworks.IDevice`` instance: the basic
+    queries, malformed models and requests, and the generated models (``_cases``).
 ``Seed.*``
-    the seeds' own rules: valid device types, a version string that changes with
-    every build, and a heterogeneous device whose parts are exposed too.
+    the seeds' own rules: valid device types, a truthful status, a version string
+    that changes with every build (``_builds``), and a heterogeneous device whose
+    parts are exposed too.
 
 How the seed's ``SchedulingConfig`` maps onto AOSP's tests.  AOSP's config has one
 ``priority`` (0..1000); the seed's has ``minPriority``, ``maxPriority`` and
@@ -314,10 +322,12 @@ async def _build_twice(source: Path, workdir: Path) -> tuple[str, str]:
 
 
 def _identity(path: str | os.PathLike[str]) -> str:
+    """The build's identity; a file that is no ELF object is keyed by its bytes (loading
+    it will fail, and the loader says why)."""
     try:
         return build_identity(path)
-    except (OSError, ValueError) as exc:
-        raise NpuValueError(f"{os.fspath(path)} is not a driver: {exc}") from None
+    except ValueError:
+        return "file:" + _sha256(path)[:24]
 
 
 async def _prepare_target(
