@@ -10,7 +10,7 @@ VTS_CASES     := build/vts/generated_cases.npz
 VTS_CASES_SRC := $(wildcard tests/nnref/*.py tests/test_nnref_*.py) tests/conformance/cases.py \
 	tests/conformance/build.py tests/make_vts_cases.py
 
-.PHONY: demo test install ext clean aidl conformance-table vts-cases
+.PHONY: demo test install ext clean aidl conformance-table vts-cases models
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,29 @@ $(STAMP): $(VENV)/bin/python pyproject.toml $(CSRC)
 
 install: $(STAMP) $(VTS_CASES)
 
+# --- real models (issue 15) ---
+# MediaPipe's .tflite models, from the mediapipe wheel on the package index (never committed):
+# downloaded once with pip (the wheel only, not installed), the .tflite files unpacked into
+# MODELS_DIR, outside git. No network: pip gives up after its timeout and this fails saying so.
+MODELS_VERSION := 0.10.14
+MODELS_DIR     ?= $(HOME)/.cache/npuemu/models/mediapipe-$(MODELS_VERSION)
+MODELS_STAMP   := $(MODELS_DIR)/.complete
+
+$(MODELS_STAMP): | $(VENV)/bin/python
+	@mkdir -p $(MODELS_DIR)/.wheel
+	@timeout 900 $(PY) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
+		--platform manylinux_2_17_x86_64 --timeout 30 --retries 2 -d $(MODELS_DIR)/.wheel mediapipe==$(MODELS_VERSION) \
+		|| { echo "make models: could not download mediapipe==$(MODELS_VERSION) from the package index" \
+		"(no network?); the real-model tests and the demo need its .tflite files in $(MODELS_DIR)" >&2; exit 1; }
+	$(PY) -c 'import sys, zipfile, pathlib; out = pathlib.Path(sys.argv[1]); \
+		z = zipfile.ZipFile(next(out.glob(".wheel/mediapipe-*.whl"))); \
+		names = [n for n in z.namelist() if n.startswith("mediapipe/modules/") and n.endswith(".tflite")]; \
+		[(out / pathlib.Path(n).name).write_bytes(z.read(n)) for n in names]; print(len(names), "models in", out)' $(MODELS_DIR)
+	@rm -rf $(MODELS_DIR)/.wheel
+	@touch $@
+
+models: $(MODELS_STAMP)
+
 # Rebuild only the C extension, in place (fast, for work on csrc/).
 ext: | $(STAMP)
 	$(PY) setup.py -q build_ext --inplace
@@ -30,11 +53,11 @@ ext: | $(STAMP)
 aidl: $(STAMP)
 	$(VENV)/bin/npuemu aidl
 
-demo: $(STAMP)
+demo: $(STAMP) $(MODELS_STAMP)
 	$(VENV)/bin/npuemu demo
 
-test: $(STAMP) $(VTS_CASES)
-	$(PY) -m pytest -q -n 3
+test: $(STAMP) $(VTS_CASES) $(MODELS_STAMP)
+	NPUEMU_MODELS_DIR=$(MODELS_DIR) $(PY) -m pytest -q -n 3
 
 
 $(VTS_CASES): $(VTS_CASES_SRC) build/c/template.so | $(STAMP)
