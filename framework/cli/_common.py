@@ -84,10 +84,10 @@ def _message(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-def run(async_fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-    """``trio.run(async_fn, *args)``, with the user's errors as :class:`CliError`."""
+def run(async_fn: Callable[..., Awaitable[T]], *args: Any, clock: Any = None) -> T:
+    """``trio.run(async_fn, *args, clock=clock)``, with the user's errors as :class:`CliError`."""
     try:
-        return trio.run(async_fn, *args)
+        return trio.run(async_fn, *args, clock=clock)
     except click.ClickException:
         raise
     except KeyboardInterrupt:

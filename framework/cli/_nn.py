@@ -163,3 +163,195 @@ def plan(model_name, devices, preference, enabled, offline, runtime_dir) -> None
     click.echo(header)
     click.echo("")
     click.echo(result.describe())
+
+
+# ---- npuemu nn run: a real .tflite model ------------------------------------------------------
+
+
+def _inputs(model, paths):
+    import numpy as np
+
+    from framework.nn.tflite import syntheticImage
+
+    if paths and len(paths) != len(model.inputs):
+        raise CliError(f"{model.name} takes {len(model.inputs)} input(s); --input was given {len(paths)} time(s)",
+                       EXIT_USAGE)
+    arrays = []
+    for position, t in enumerate(model.inputs):
+        tensor = model.tensors[t]
+        if paths:
+            try:
+                array = np.load(paths[position], allow_pickle=False)
+            except (OSError, ValueError) as e:
+                raise CliError(f"--input {paths[position]}: not a .npy array ({e})", EXIT_USAGE) from None
+            if array.shape != tensor.shape:
+                raise CliError(f"--input {paths[position]}: shape {list(array.shape)}, the model's input {position} "
+                               f"is {list(tensor.shape)}", EXIT_USAGE)
+            arrays.append(np.ascontiguousarray(array, dtype=tensor.dtype))
+        elif len(tensor.shape) == 4 and tensor.type == "FLOAT32":
+            arrays.append(syntheticImage(tensor.shape))
+        else:
+            raise CliError(f"input {position} of {model.name} is {tensor.type} {list(tensor.shape)}, not a picture: "
+                           "give it with --input x.npy", EXIT_USAGE)
+    return arrays
+
+
+def _litert(path, inputs):
+    """LiteRT's outputs and its time (single-threaded, the best of three runs, in ms)."""
+    import time
+
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:
+        raise CliError("--compare litert needs the ai-edge-litert package (`make install` installs it)") from None
+    interpreter = Interpreter(model_path=str(path), num_threads=1)
+    interpreter.allocate_tensors()
+    for detail, x in zip(interpreter.get_input_details(), inputs):
+        interpreter.set_tensor(detail["index"], x)
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        interpreter.invoke()
+        best = min(best, time.perf_counter() - start)
+    return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()], best * 1e3
+
+
+async def _run_model(nn, model, names, inputs):
+    chosen = None if not names else _pick(nn.devices, names)
+    compiled = await model.compile(nn, chosen)
+    try:
+        outputs = await compiled.run(inputs)
+        return [d.name for d in nn.devices], compiled.placement(), compiled.timings, outputs
+    finally:
+        await compiled.aclose()
+
+
+async def _run_online(runtime_dir, model, names, inputs):
+    from framework.emulator import open_shell
+    from framework.nn import open_nn_runtime
+
+    async with open_shell(runtime_dir) as shell, open_nn_runtime(shell) as nn:
+        return await _run_model(nn, model, names, inputs)
+
+
+async def _run_offline(model, names, inputs):
+    import trio.testing
+
+    from framework.binder import open_binder_runtime
+    from framework.emulator import open_stack
+    from framework.nn import open_nn_runtime
+    from npuhal import open_driver
+
+    async def shell_process(stack, pid, task_status=trio.TASK_STATUS_IGNORED):
+        async with open_binder_runtime(network=stack.network, pid=pid) as rt:
+            task_status.started(rt)
+            await trio.sleep_forever()
+
+    async with open_driver(clock="virtual") as driver, open_stack(driver, system_server=False) as stack:
+        shell = await stack.nursery.start(shell_process, stack, await stack.spawn(2000))
+        async with open_nn_runtime(shell, environ={}) as nn:
+            return await _run_model(nn, model, names, inputs)
+
+
+def _report(model, devices, names, placement, timings, outputs, reference, litert_ms, offline):
+    import numpy as np
+
+    rows = []
+    for t in timings:
+        p = model.partitions[t.partition]
+        ops = [placement[k][2] for k in p.operations]
+        counts = {d: ops.count(d) for d in dict.fromkeys(ops)}
+        emulated = t.deviceNs if t.deviceNs is not None else (t.clockNs if offline and p.kind == "nnapi" else None)
+        rows.append({
+            "partition": p.index,
+            "kind": p.kind,
+            "operations": len(p.operations),
+            "what": p.label(model.operations),
+            "devices": counts,
+            "realMs": t.wallNs / 1e6,
+            "emulatedDeviceMs": None if emulated is None else emulated / 1e6,
+        })
+    result = {
+        "model": model.name,
+        "devices": devices,
+        "compilation": "createForDevices" if names else "create",
+        "candidates": list(names) if names else devices,
+        "operations": [{"index": k, "name": n, "where": w} for k, n, w in placement],
+        "partitions": rows,
+        "realMs": sum(r["realMs"] for r in rows),
+        "outputs": [{"shape": list(np.shape(o))} for o in outputs],
+    }
+    if reference is not None:
+        result["litertMs"] = litert_ms
+        for entry, got, want in zip(result["outputs"], outputs, reference):
+            got = np.asarray(got, np.float64).reshape(want.shape)
+            want = want.astype(np.float64)
+            error = float(np.abs(got - want).max()) if want.size else 0.0
+            span = float(want.max() - want.min()) if want.size else 0.0
+            entry.update(maxAbsError=error, maxRelError=error / span if span > 0 else error, range=span)
+    return result
+
+
+def _text(result) -> str:
+    lines = [f"model: {result['model']}   compilation: {result['compilation']} "
+             f"({', '.join(result['candidates'])})", ""]
+    lines.append(f"{'partition':<10} {'where':<7} {'ops':>4}  {'devices (operations)':<44} {'real ms':>9} {'emulated ms':>12}")
+    for r in result["partitions"]:
+        devices = ", ".join(f"{d} {n}" for d, n in r["devices"].items())
+        emulated = "-" if r["emulatedDeviceMs"] is None else f"{r['emulatedDeviceMs']:.3f}"
+        lines.append(f"{r['partition']:<10} {r['kind']:<7} {r['operations']:>4}  {devices:<44} "
+                     f"{r['realMs']:>9.2f} {emulated:>12}")
+        lines.append(f"{'':<10} {r['what']}")
+    lines.append(f"{'total':<10} {'':<7} {'':>4}  {'':<44} {result['realMs']:>9.2f}")
+    folded = sum(op["where"] == "folded" for op in result["operations"])
+    lines.append(f"({folded} operations folded at load: DEQUANTIZE/DENSIFY of constants)")
+    if "litertMs" in result:
+        lines += ["", f"against LiteRT (1 thread, {result['litertMs']:.2f} ms; real-time ratio "
+                      f"{result['realMs'] / result['litertMs']:.1f}x):"]
+        for i, o in enumerate(result["outputs"]):
+            lines.append(f"  output {i} {str(o['shape']):<18} max abs error {o['maxAbsError']:.2e}   "
+                         f"max rel error {o['maxRelError']:.2e} (of its range {o['range']:.4g})")
+    return "\n".join(lines)
+
+
+@nn.command("run")
+@click.argument("model_path", metavar="MODEL.tflite", type=click.Path(exists=True, dir_okay=False))
+@click.option("--device", "devices", multiple=True, metavar="NAME",
+              help="Compile for exactly this device (repeatable: createForDevices, no CPU fallback). "
+                   "Default: every device (create).")
+@click.option("--input", "input_paths", multiple=True, metavar="X.npy", type=click.Path(exists=True, dir_okay=False),
+              help="An input as a .npy array (repeat per model input). Default: a synthetic picture.")
+@click.option("--compare", type=click.Choice(["litert"]), default=None,
+              help="Run the model on LiteRT too (single-threaded) and print each output's error.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object instead of the table.")
+@click.option("--offline", is_flag=True, help="No emulator: the reference driver in this process, on a virtual clock.")
+@runtime_dir_option
+def run_model(model_path, devices, input_paths, compare, as_json, offline, runtime_dir) -> None:
+    """Run a .tflite model through NNAPI: the plan, the time per partition, the error against LiteRT.
+
+    \b
+    Examples:
+      npuemu nn run face_detection_short_range.tflite --offline --compare litert
+      npuemu nn run model.tflite --device emu-npu --device emu-dsp --input x.npy --json
+    """
+    import json
+
+    import trio.testing
+
+    from framework.nn import NeuralNetworksError
+    from framework.nn.tflite import loadTfLite
+
+    if len(set(devices)) != len(devices):
+        raise CliError(f"--device names a device twice: {', '.join(devices)}", EXIT_USAGE)
+    try:
+        model = loadTfLite(model_path)
+        inputs = _inputs(model, input_paths)
+        if offline:
+            found = run(_run_offline, model, list(devices), inputs, clock=trio.testing.MockClock(autojump_threshold=0))
+        else:
+            found = run(_run_online, runtime_dir, model, list(devices), inputs)
+    except NeuralNetworksError as e:
+        raise CliError(str(e)) from None
+    reference, litert_ms = _litert(model_path, inputs) if compare == "litert" else (None, None)
+    result = _report(model, found[0], list(devices), *found[1:], reference, litert_ms, offline)
+    click.echo(json.dumps(result, indent=2) if as_json else _text(result))

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 import tflite as _fb
+import trio
 
 from interfaces.android.hardware.neuralnetworks import SymmPerChannelQuantParams
 
@@ -52,7 +53,10 @@ from ._errors import BadDataError, BadStateError
 from ._model import Model
 from ._types import NO_DURATION, DurationCode, FuseCode, OperandType, OperationType
 
-__all__ = ["CompiledTfLite", "Partition", "TfLiteModel", "TfLiteOperation", "TfLiteTensor", "loadTfLite"]
+__all__ = [
+    "CompiledTfLite", "Partition", "PartitionTiming", "TfLiteModel", "TfLiteOperation", "TfLiteTensor", "densify",
+    "loadTfLite", "syntheticImage",
+]
 
 _BUILTIN_NAMES = {v: k for k, v in vars(_fb.BuiltinOperator).items() if not k.startswith("_")}
 _TYPE_NAMES = {v: k for k, v in vars(_fb.TensorType).items() if not k.startswith("_")}
@@ -134,6 +138,8 @@ class Partition:
     inputs: tuple[int, ...]  # tensors read from outside the partition, in first-read order
     outputs: tuple[int, ...]  # tensors written here that others (or the app) read
     model: Model | None = None  # the NNAPI model of an "nnapi" partition
+    #: per NNAPI operation of ``model`` (the index ``addOperation`` returned), its TFLite operation
+    sources: tuple[int, ...] = ()
 
     def label(self, ops: Sequence[TfLiteOperation]) -> str:
         names: dict[str, int] = {}
@@ -784,9 +790,12 @@ class TfLiteModel:
         b = _Builder(self.tensors)
         for t in partition.inputs:
             b.tensor(t)
+        sources: list[int] = []
         for k in partition.operations:
             op = self.operations[k]
             _MAPPERS[op.name](b, self.tensors, op)
+            sources += [k] * (b.model.operationCount - len(sources))
+        partition.sources = tuple(sources)
         b.model.identifyInputsAndOutputs([b.operand[t] for t in partition.inputs],
                                          [b.operand[t] for t in partition.outputs])
         b.model.finish()
@@ -841,8 +850,9 @@ class PartitionTiming:
     partition: int
     kind: str
     devices: tuple[str, ...]
-    wallNs: int
-    deviceNs: int | None  # emulated time on the device (single-device compilations), else None
+    wallNs: int  # real time in this process, from the first input to the last output
+    clockNs: int  # the trio clock's advance meanwhile: emulated time under a virtual clock
+    deviceNs: int | None  # ON_HARDWARE: emulated time on the device (a one-device compilation), else None
 
 
 class CompiledTfLite:
@@ -857,6 +867,27 @@ class CompiledTfLite:
     def plans(self) -> dict[int, Any]:
         """Each NNAPI partition's ``ExecutionPlan`` (which device runs which operation)."""
         return {k: c.plan for k, c in self._compilations.items()}
+
+    def placement(self) -> list[tuple[int, str, str]]:
+        """Per TFLite operation, in the model's order: (index, name, where it runs).
+
+        Where: a device name (an operation the delegate lowered to several NNAPI
+        operations names each device once, joined by ``+``), ``app-cpu`` (this module's
+        kernel) or ``folded`` (computed at load).
+        """
+        where: dict[int, list[str]] = {}
+        for p in self.model.partitions:
+            if p.kind != "nnapi":
+                for k in p.operations:
+                    where[k] = ["app-cpu"]
+                continue
+            compilation = self._compilations[p.index]
+            plan, nnapi = compilation.plan, compilation.model
+            for hal_index, device in enumerate(plan.assignment):
+                names = where.setdefault(p.sources[nnapi.appOperationIndex(hal_index)], [])
+                if device.name not in names:
+                    names.append(device.name)
+        return [(op.index, op.name, "+".join(where.get(op.index, ["folded"]))) for op in self.model.operations]
 
     async def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Run the model on ``inputs`` (one array per model input); its outputs, in order."""
@@ -875,7 +906,7 @@ class CompiledTfLite:
             values[t] = array
         timings = []
         for p in model.partitions:
-            start = time.perf_counter_ns()
+            start, clock_start = time.perf_counter_ns(), trio.current_time()
             device_ns: int | None = None
             if p.kind == "nnapi":
                 compilation = self._compilations[p.index]
@@ -896,7 +927,8 @@ class CompiledTfLite:
                 op = model.operations[p.operations[0]]
                 values[op.outputs[0]] = _CPU_KERNELS[op.name](model.tensors, op, values[op.inputs[0]])
                 names = ("app-cpu",)
-            timings.append(PartitionTiming(p.index, p.kind, names, time.perf_counter_ns() - start, device_ns))
+            timings.append(PartitionTiming(p.index, p.kind, names, time.perf_counter_ns() - start,
+                                           round((trio.current_time() - clock_start) * 1e9), device_ns))
         self.timings = timings
         return [values[t] if t in values else model.tensors[t].value for t in model.outputs]
 
@@ -919,6 +951,24 @@ def _from_nnapi(tensor: TfLiteTensor, array: np.ndarray) -> np.ndarray:
     if tensor.type == "INT8" and not tensor.isPerChannel:
         return (array.astype(np.int16) - 128).astype(np.int8)
     return array
+
+
+def syntheticImage(shape: Sequence[int], seed: int = 0) -> np.ndarray:  # noqa: N802
+    """A deterministic picture for an NHWC float32 input, in [-1, 1]: soft bright blobs on a
+    gradient, with a little noise. Real models give degenerate outputs on white noise (a
+    segmentation's sigmoid saturates everywhere), so runs and comparisons use this."""
+    if len(shape) != 4:
+        raise BadDataError(f"syntheticImage: an NHWC shape, not {list(shape)}")
+    n, h, w, c = (int(d) for d in shape)
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w] / max(h, w, 1)
+    image = np.zeros((h, w, c), np.float64) + (0.3 * x + 0.2 * y)[..., None]
+    for _ in range(6):
+        cy, cx, r = rng.random(3) * (1, 1, 0.25) + (0, 0, 0.05)
+        image += rng.random(c) * np.exp(-((y - cy) ** 2 + (x - cx) ** 2) / (2 * r * r))[..., None]
+    image += 0.05 * rng.standard_normal(image.shape)
+    image = image / image.max() * 2 - 1
+    return np.ascontiguousarray(np.broadcast_to(image, (n, h, w, c)), dtype=np.float32)
 
 
 def loadTfLite(source: str | os.PathLike | bytes, name: str | None = None) -> TfLiteModel:  # noqa: N802

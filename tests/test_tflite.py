@@ -1,0 +1,283 @@
+"""Real .tflite models through NNAPI (framework.nn.tflite), checked against LiteRT.
+
+The models are MediaPipe 0.10.14's, fetched by ``make models`` (``make test`` does it)
+into ``$NPUEMU_MODELS_DIR`` (default ``~/.cache/npuemu/models/mediapipe-0.10.14``).
+Each of the 13 that LiteRT runs is imported, compiled and run in one trio run against
+the HAL over the reference driver (virtual clock, autojump): on ``nnapi-reference``
+alone, and with ``create`` across the emulated devices. Its outputs must be within
+1e-4 of LiteRT's, relative to each output's range, but for two outputs float32 cannot
+hold to that against any other summation order (``ILL_CONDITIONED``: LiteRT's own kernel
+sets disagree by more there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trio
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+from click.testing import CliRunner
+
+from framework.binder import open_binder_runtime
+from framework.cli import main
+from framework.emulator import BootConfig, open_stack
+from framework.nn import CPU_DEVICE_NAME, BadDataError, open_nn_runtime
+from framework.nn.tflite import densify, loadTfLite, syntheticImage
+from npuhal import open_driver
+
+MODELS_DIR = Path(os.environ.get("NPUEMU_MODELS_DIR") or Path.home() / ".cache/npuemu/models/mediapipe-0.10.14")
+#: The 13 MediaPipe models LiteRT runs (face_landmark_with_attention needs MediaPipe's own kernels).
+MODELS = [
+    "face_detection_full_range_sparse",
+    "face_detection_short_range",
+    "face_landmark",
+    "hand_landmark_full",
+    "hand_landmark_lite",
+    "hand_recrop",
+    "iris_landmark",
+    "palm_detection_full",
+    "palm_detection_lite",
+    "pose_detection",
+    "pose_landmark_full",
+    "selfie_segmentation",
+    "selfie_segmentation_landscape",
+]
+TOLERANCE = 1e-4
+#: Outputs that float32 cannot hold to 1e-4 against another summation order: a deep chain
+#: whose last layers amplify rounding (pose's segmentation logits; selfie's sigmoid of
+#: logits spanning ~600). LiteRT's own kernel sets (XNNPACK and its builtin kernels)
+#: differ by 6e-4 of the range on pose's output 2 (test below); npuemu is at 3e-4 on both.
+ILL_CONDITIONED = {("pose_landmark_full", 2): 1e-3, ("selfie_segmentation", 0): 1e-3}
+DRIVERS = {"emu-dsp", "emu-gpu", "emu-hetero", "emu-npu"}
+
+
+def model_path(name: str) -> Path:
+    path = MODELS_DIR / f"{name}.tflite"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: `make models` fetches MediaPipe's models (make test does it first)")
+    return path
+
+
+def picture_inputs(model):
+    return [syntheticImage(model.tensors[t].shape) for t in model.inputs]
+
+
+def litert(path: Path, inputs):
+    interpreter = Interpreter(model_path=str(path), num_threads=1)
+    interpreter.allocate_tensors()
+    for detail, x in zip(interpreter.get_input_details(), inputs):
+        interpreter.set_tensor(detail["index"], x)
+    interpreter.invoke()
+    return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
+
+
+def relative_errors(got, want):
+    errors = []
+    for g, w in zip(got, want, strict=True):
+        g = np.asarray(g, np.float64).reshape(w.shape)
+        span = float(w.max() - w.min()) or 1.0
+        errors.append(float(np.abs(g - w.astype(np.float64)).max()) / span)
+    return errors
+
+
+def assert_like_litert(name, got, inputs):
+    want = litert(model_path(name), inputs)
+    assert len(got) == len(want)
+    for k, error in enumerate(relative_errors(got, want)):
+        bound = ILL_CONDITIONED.get((name, k), TOLERANCE)
+        assert error <= bound, f"{name} output {k}: error {error:.2e} of its range (bound {bound:.0e})"
+
+
+# ---- against the HAL over the reference driver (one trio run per test) --------------------------
+
+
+@pytest.fixture
+async def nn(autojump_clock):
+    async with open_driver(clock="virtual") as driver, open_stack(driver, system_server=False) as stack:
+
+        async def app_process(task_status):
+            async with open_binder_runtime(network=stack.network, pid=await stack.spawn(10001)) as rt:
+                task_status.started(rt)
+                await trio.sleep_forever()
+
+        app = await stack.nursery.start(app_process)
+        async with open_nn_runtime(app, environ={}) as runtime:
+            yield runtime
+
+
+async def run_compiled(nn, name, devices=None):
+    model = loadTfLite(model_path(name))
+    inputs = picture_inputs(model)
+    compiled = await model.compile(nn, devices)
+    try:
+        outputs = await compiled.run(inputs)
+        return model, compiled.placement(), outputs, inputs
+    finally:
+        await compiled.aclose()
+
+
+@pytest.mark.parametrize("name", MODELS)
+async def test_a_model_on_nnapi_reference_matches_litert(nn, name):
+    model, placement, outputs, inputs = await run_compiled(nn, name, [nn.getDeviceByName(CPU_DEVICE_NAME)])
+    assert {where for _, _, where in placement} <= {CPU_DEVICE_NAME, "app-cpu", "folded"}
+    assert [tuple(np.shape(o)) for o in outputs] == [model.tensors[t].shape for t in model.outputs]
+    assert_like_litert(name, outputs, inputs)
+
+
+@pytest.mark.parametrize("name", MODELS)
+async def test_a_model_across_the_emulated_devices_matches_litert(nn, name):
+    model, placement, outputs, inputs = await run_compiled(nn, name)
+    used = {device for _, _, where in placement for device in where.split("+")}
+    assert used & DRIVERS, f"{name}: nothing ran on an emulated device ({used})"
+    assert_like_litert(name, outputs, inputs)
+
+
+def test_pose_segmentation_is_beyond_1e_4_even_between_litert_s_own_kernels():
+    path = model_path("pose_landmark_full")
+    inputs = picture_inputs(loadTfLite(path))
+    interpreter = Interpreter(model_path=str(path), num_threads=1,
+                              experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], inputs[0])
+    interpreter.invoke()
+    builtin = [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
+    errors = relative_errors(builtin, litert(path, inputs))
+    assert errors[2] > TOLERANCE  # XNNPACK against TFLite's builtin kernels
+    assert all(e <= TOLERANCE for k, e in enumerate(errors) if k != 2)
+
+
+# ---- the importer's decisions, in this process ----------------------------------------------
+
+
+def test_float16_weights_are_folded_and_everything_else_is_delegated():
+    model = loadTfLite(model_path("face_detection_short_range"))
+    where = {op.where for op in model.operations}
+    assert where == {"folded", "nnapi"}
+    assert {op.name for op in model.operations if op.where == "folded"} == {"DEQUANTIZE"}
+    assert len(model.partitions) == 1 and model.partitions[0].kind == "nnapi"
+    # The weights became float32 constants of the NNAPI model.
+    folded = next(op for op in model.operations if op.where == "folded")
+    assert model.tensors[folded.outputs[0]].value.dtype == np.float32
+
+
+def test_half_pixel_resize_and_custom_transpose_conv_run_on_the_cpu_hard_swish_is_lowered():
+    model = loadTfLite(model_path("selfie_segmentation"))
+    cpu = {model.operations[k].name for p in model.partitions if p.kind == "cpu" for k in p.operations}
+    assert cpu == {"RESIZE_BILINEAR", "Convolution2DTransposeBias"}
+    resize = next(op for op in model.operations if op.name == "RESIZE_BILINEAR")
+    assert "half_pixel_centers" in resize.reason
+    swish = next(op for op in model.operations if op.name == "HARD_SWISH")
+    assert swish.where == "nnapi"
+    partition = next(p for p in model.partitions if swish.index in p.operations)
+    assert partition.sources.count(swish.index) == 4  # MUL, MUL, MUL, ADD
+
+
+def test_densify_of_sparse_weights_gives_litert_s_dense_weights():
+    path = model_path("face_detection_full_range_sparse")
+    model = loadTfLite(path)
+    densified = [op for op in model.operations if op.name == "DENSIFY"]
+    assert densified and all(op.where == "folded" for op in densified)
+    interpreter = Interpreter(model_path=str(path), num_threads=1, experimental_preserve_all_tensors=True,
+                              experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], picture_inputs(model)[0])
+    interpreter.invoke()
+    for op in densified:
+        np.testing.assert_array_equal(model.tensors[op.outputs[0]].value, interpreter.get_tensor(op.outputs[0]))
+
+
+def test_densify_refuses_a_structure_that_does_not_match_its_values():
+    class Sparsity:
+        def TraversalOrderLength(self):  # noqa: N802
+            return 0
+
+        def BlockMapLength(self):  # noqa: N802
+            return 1
+
+    with pytest.raises(BadDataError, match="without blocks"):
+        densify(np.zeros(3, np.float32), (2, 3), Sparsity())
+
+
+def test_an_unknown_custom_operation_is_a_clear_error_naming_it():
+    with pytest.raises(BadDataError) as info:
+        loadTfLite(model_path("face_landmark_with_attention"))
+    for name in ("Landmarks2TransformMatrix", "TransformLandmarks", "TransformTensorBilinear"):
+        assert name in str(info.value)
+
+
+@pytest.mark.parametrize("cut", [0, 7, 100, 5000])
+def test_a_truncated_or_foreign_file_is_bad_data(cut):
+    data = model_path("face_detection_short_range").read_bytes()
+    with pytest.raises(BadDataError):
+        loadTfLite(data[:cut])
+    with pytest.raises(BadDataError):
+        loadTfLite(b"\0\0\0\0TFL3" + bytes(range(256)) * (cut // 256 + 1))
+
+
+def test_a_missing_file_is_bad_data(tmp_path):
+    with pytest.raises(BadDataError, match="cannot read"):
+        loadTfLite(tmp_path / "nope.tflite")
+
+
+# ---- npuemu nn run --------------------------------------------------------------------------
+
+
+def nn_run(*args):
+    return CliRunner().invoke(main, ["nn", "run", *map(str, args)], env={})
+
+
+def test_nn_run_offline_prints_the_plan_times_and_the_error_against_litert():
+    result = nn_run(model_path("face_detection_short_range"), "--offline", "--compare", "litert", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output[result.output.index("{"):])
+    assert report["compilation"] == "create"
+    assert len(report["operations"]) == 164
+    assert {op["where"] for op in report["operations"]} - {"folded"} <= DRIVERS | {CPU_DEVICE_NAME}
+    assert report["partitions"][0]["realMs"] > 0 and report["litertMs"] > 0
+    for output in report["outputs"]:
+        assert output["maxRelError"] <= TOLERANCE
+
+
+def test_nn_run_for_named_devices_takes_an_input_file(tmp_path):
+    x = syntheticImage((1, 64, 64, 3), seed=4)
+    np.save(tmp_path / "x.npy", x)
+    result = nn_run(model_path("iris_landmark"), "--offline", "--device", "emu-gpu", "--device", CPU_DEVICE_NAME,
+                    "--input", tmp_path / "x.npy", "--compare", "litert")
+    assert result.exit_code == 0, result.output
+    assert "createForDevices (emu-gpu, nnapi-reference)" in result.output
+    assert "max rel error" in result.output
+    errors = [float(line.split("max rel error")[1].split()[0]) for line in result.output.splitlines()
+              if "max rel error" in line]
+    assert len(errors) == 2 and max(errors) <= TOLERANCE
+
+
+def test_nn_run_refuses_an_input_of_the_wrong_shape(tmp_path):
+    np.save(tmp_path / "x.npy", np.zeros((1, 8, 8, 3), np.float32))
+    result = nn_run(model_path("iris_landmark"), "--offline", "--input", tmp_path / "x.npy")
+    assert result.exit_code == 2
+    assert "shape [1, 8, 8, 3]" in result.output
+
+
+def test_nn_run_names_an_unknown_custom_operation():
+    result = nn_run(model_path("face_landmark_with_attention"), "--offline")
+    assert result.exit_code == 1
+    assert "Landmarks2TransformMatrix" in result.output
+
+
+# ---- through the HAL as its own process -------------------------------------------------------
+
+
+@pytest.mark.multiprocess
+async def test_a_model_runs_through_the_hal_process():
+    config = BootConfig(record=False, boot_timeout=30)
+    async with open_stack(processes=True, system_server=False, config=config) as hal, \
+            open_nn_runtime(hal.runtime, environ={}) as nn:
+        with trio.fail_after(120):
+            model, placement, outputs, inputs = await run_compiled(nn, "face_detection_short_range")
+    used = {device for _, _, where in placement for device in where.split("+")}
+    assert used & DRIVERS
+    assert_like_litert("face_detection_short_range", outputs, inputs)
