@@ -13,7 +13,6 @@ sets disagree by more there).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +25,10 @@ from framework.binder import open_binder_runtime
 from framework.cli import main
 from framework.emulator import BootConfig, open_stack
 from framework.nn import CPU_DEVICE_NAME, BadDataError, open_nn_runtime
-from framework.nn.tflite import densify, loadTfLite, syntheticImage
+from framework.nn.tflite import densify, loadTfLite, modelsDir, syntheticImage
 from npuhal import open_driver
 
-MODELS_DIR = Path(os.environ.get("NPUEMU_MODELS_DIR") or Path.home() / ".cache/npuemu/models/mediapipe-0.10.14")
+MODELS_DIR = modelsDir()
 #: The 13 MediaPipe models LiteRT runs (face_landmark_with_attention needs MediaPipe's own kernels).
 MODELS = [
     "face_detection_full_range_sparse",
@@ -219,8 +218,15 @@ def test_a_truncated_or_foreign_file_is_bad_data(cut):
 
 
 def test_a_missing_file_is_bad_data(tmp_path):
-    with pytest.raises(BadDataError, match="cannot read"):
+    with pytest.raises(BadDataError, match="not a file, nor a fetched model"):
         loadTfLite(tmp_path / "nope.tflite")
+    with pytest.raises(BadDataError, match="not a file, nor a fetched model"):
+        loadTfLite(tmp_path)
+
+
+def test_a_fetched_model_is_found_by_name():
+    assert loadTfLite("iris_landmark").name == "iris_landmark"
+    assert len(loadTfLite("iris_landmark.tflite").operations) == 169
 
 
 # ---- npuemu nn run --------------------------------------------------------------------------

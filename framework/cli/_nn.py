@@ -315,7 +315,7 @@ def _text(result) -> str:
 
 
 @nn.command("run")
-@click.argument("model_path", metavar="MODEL.tflite", type=click.Path(exists=True, dir_okay=False))
+@click.argument("model_path", metavar="MODEL")
 @click.option("--device", "devices", multiple=True, metavar="NAME",
               help="Compile for exactly this device (repeatable: createForDevices, no CPU fallback). "
                    "Default: every device (create).")
@@ -329,20 +329,27 @@ def _text(result) -> str:
 def run_model(model_path, devices, input_paths, compare, as_json, offline, runtime_dir) -> None:
     """Run a .tflite model through NNAPI: the plan, the time per partition, the error against LiteRT.
 
+    MODEL is a .tflite file, or the name of a model `make models` fetched
+    (MediaPipe's, in $NPUEMU_MODELS_DIR or ~/.cache/npuemu/models/mediapipe-0.10.14).
+
     \b
     Examples:
-      npuemu nn run face_detection_short_range.tflite --offline --compare litert
-      npuemu nn run model.tflite --device emu-npu --device emu-dsp --input x.npy --json
+      npuemu nn run face_detection_short_range --offline --compare litert
+      npuemu nn run iris_landmark --device emu-gpu --device nnapi-reference --json
     """
     import json
 
     import trio.testing
 
     from framework.nn import NeuralNetworksError
-    from framework.nn.tflite import loadTfLite
+    from framework.nn.tflite import findModel, loadTfLite
 
     if len(set(devices)) != len(devices):
         raise CliError(f"--device names a device twice: {', '.join(devices)}", EXIT_USAGE)
+    try:
+        model_path = findModel(model_path)
+    except NeuralNetworksError as e:
+        raise CliError(str(e), EXIT_USAGE) from None
     try:
         model = loadTfLite(model_path)
         inputs = _inputs(model, input_paths)

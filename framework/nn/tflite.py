@@ -41,6 +41,7 @@ import dataclasses
 import os
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -54,8 +55,8 @@ from ._model import Model
 from ._types import NO_DURATION, DurationCode, FuseCode, OperandType, OperationType
 
 __all__ = [
-    "CompiledTfLite", "Partition", "PartitionTiming", "TfLiteModel", "TfLiteOperation", "TfLiteTensor", "densify",
-    "loadTfLite", "syntheticImage",
+    "MODELS_DIR_ENV", "CompiledTfLite", "Partition", "PartitionTiming", "TfLiteModel", "TfLiteOperation", "TfLiteTensor",
+    "densify", "findModel", "loadTfLite", "modelsDir", "syntheticImage",
 ]
 
 _BUILTIN_NAMES = {v: k for k, v in vars(_fb.BuiltinOperator).items() if not k.startswith("_")}
@@ -420,6 +421,12 @@ class _Builder:
         self.model.addOperation(operation, list(inputs), list(outputs))
 
 
+def _padding(options: Any) -> int:
+    padding = options.Padding()
+    _expect(padding in _NNAPI_PADDING, f"padding {padding} is neither SAME nor VALID")
+    return _NNAPI_PADDING[padding]
+
+
 def _fuse(options: Any) -> FuseCode:
     act = options.FusedActivationFunction() if options is not None else 0
     _expect(act in _FUSE, f"fused activation {_ACTIVATION_NAMES.get(act, act)} has no NNAPI fuse code")
@@ -452,7 +459,7 @@ def _map_conv(b: _Builder, tensors: list[TfLiteTensor], op: TfLiteOperation) -> 
     dil = (o.DilationWFactor(), o.DilationHFactor())
     units = filt.shape[3] if op.name == "DEPTHWISE_CONV_2D" else filt.shape[0]
     ins = [b.tensor(op.inputs[0]), b.tensor(op.inputs[1]), _bias(b, tensors, op, units),
-           b.int32(_NNAPI_PADDING[o.Padding()]), b.int32(o.StrideW()), b.int32(o.StrideH())]
+           b.int32(_padding(o)), b.int32(o.StrideW()), b.int32(o.StrideH())]
     if op.name == "DEPTHWISE_CONV_2D":
         in_c, out_c = tensors[op.inputs[0]].shape[3], filt.shape[3]
         _expect(in_c > 0 and out_c % in_c == 0, "the output channels are not a multiple of the input channels")
@@ -469,7 +476,7 @@ def _map_pool(b: _Builder, tensors: list[TfLiteTensor], op: TfLiteOperation) -> 
     _types_ok(tensors, op)
     _expect(len(tensors[op.inputs[0]].shape) == 4, "the input is not rank 4")
     kind = {"AVERAGE_POOL_2D": OperationType.AVERAGE_POOL_2D, "MAX_POOL_2D": OperationType.MAX_POOL_2D}[op.name]
-    b.add(kind, [b.tensor(op.inputs[0]), b.int32(_NNAPI_PADDING[o.Padding()]), b.int32(o.StrideW()),
+    b.add(kind, [b.tensor(op.inputs[0]), b.int32(_padding(o)), b.int32(o.StrideW()),
                  b.int32(o.StrideH()), b.int32(o.FilterWidth()), b.int32(o.FilterHeight()), b.int32(_fuse(o))],
           [b.tensor(op.outputs[0])])
 
@@ -693,6 +700,8 @@ _CPU_KERNELS: dict[str, Callable[[list[TfLiteTensor], TfLiteOperation, np.ndarra
 
 
 def _cpu_check(tensors: list[TfLiteTensor], op: TfLiteOperation) -> None:
+    if not op.inputs or op.inputs[0] < 0 or len(op.outputs) != 1 or op.outputs[0] < 0:
+        raise BadDataError(f"{op.name} {op.index}: the CPU kernel takes an input and gives one output")
     if op.name == "Convolution2DTransposeBias":
         if len(op.inputs) != 3 or any(tensors[i].value is None for i in op.inputs[1:]):
             raise BadDataError(f"Convolution2DTransposeBias {op.index}: needs constant weights and bias")
@@ -745,6 +754,9 @@ class TfLiteModel:
                     why = str(e)
                 except BadDataError as e:  # NNAPI's own checks refused what the mapper built
                     why = str(e)
+                except (IndexError, AttributeError, TypeError, ValueError) as e:  # too few inputs, no options...
+                    raise BadDataError(f"loadTfLite: {self.name}: operation {op.index} ({op.name}) is malformed: "
+                                       f"{type(e).__name__}: {e}") from None
             if not why:
                 op.where = "nnapi"
             elif op.name in _CPU_KERNELS:
@@ -925,7 +937,11 @@ class CompiledTfLite:
                 names = tuple(d.name for d in compilation.plan.devices)
             else:
                 op = model.operations[p.operations[0]]
-                values[op.outputs[0]] = _CPU_KERNELS[op.name](model.tensors, op, values[op.inputs[0]])
+                out = _CPU_KERNELS[op.name](model.tensors, op, values[op.inputs[0]])
+                if out.shape != model.tensors[op.outputs[0]].shape:
+                    raise BadDataError(f"{op.name} {op.index}: computed {list(out.shape)}, the model declares "
+                                       f"{list(model.tensors[op.outputs[0]].shape)}")
+                values[op.outputs[0]] = out
                 names = ("app-cpu",)
             timings.append(PartitionTiming(p.index, p.kind, names, time.perf_counter_ns() - start,
                                            round((trio.current_time() - clock_start) * 1e9), device_ns))
@@ -953,6 +969,29 @@ def _from_nnapi(tensor: TfLiteTensor, array: np.ndarray) -> np.ndarray:
     return array
 
 
+#: The environment variable naming the folder ``make models`` fills (MediaPipe's models).
+MODELS_DIR_ENV = "NPUEMU_MODELS_DIR"
+
+
+def modelsDir() -> Path:  # noqa: N802
+    """Where ``make models`` puts MediaPipe 0.10.14's ``.tflite`` files: ``$NPUEMU_MODELS_DIR``,
+    else ``~/.cache/npuemu/models/mediapipe-0.10.14``."""
+    return Path(os.environ.get(MODELS_DIR_ENV) or Path.home() / ".cache/npuemu/models/mediapipe-0.10.14")
+
+
+def findModel(name: str | os.PathLike) -> Path:  # noqa: N802
+    """``name`` if it is a file, else the fetched model of that name (``face_landmark`` or
+    ``face_landmark.tflite`` in :func:`modelsDir`); ``BadDataError`` when neither exists."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    fetched = modelsDir() / (path.name if path.suffix == ".tflite" else f"{path.name}.tflite")
+    if path.parent == Path(".") and fetched.is_file():
+        return fetched
+    raise BadDataError(f"no model {os.fspath(name)!r}: not a file, nor a fetched model in {modelsDir()} "
+                       "(`make models` fetches MediaPipe's)")
+
+
 def syntheticImage(shape: Sequence[int], seed: int = 0) -> np.ndarray:  # noqa: N802
     """A deterministic picture for an NHWC float32 input, in [-1, 1]: soft bright blobs on a
     gradient, with a little noise. Real models give degenerate outputs on white noise (a
@@ -972,11 +1011,13 @@ def syntheticImage(shape: Sequence[int], seed: int = 0) -> np.ndarray:  # noqa: 
 
 
 def loadTfLite(source: str | os.PathLike | bytes, name: str | None = None) -> TfLiteModel:  # noqa: N802
-    """Load a ``.tflite`` model (a path, or the file's bytes) and split it as the NNAPI delegate does."""
+    """Load a ``.tflite`` model (a path, a fetched model's name as :func:`findModel` takes it, or
+    the file's bytes) and split it as the NNAPI delegate does."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         label = name or "model"
     else:
+        source = findModel(source)
         try:
             with open(source, "rb") as f:
                 data = f.read()
