@@ -118,13 +118,15 @@ def table(rows: list[dict]) -> str:
         line = f"{row['model']:<31} {row['litertMs']:>7.2f}"
         for device in [CPU_DEVICE_NAME, *DRIVERS]:
             d = row["devices"].get(device, {})
-            if "error" in d:
-                line += f" | {'failed':>22}"
+            if "error" in d:  # the status, e.g. RESOURCE_EXHAUSTED_PERSISTENT: the device has no room
+                status = d["error"].split(":")[0].removeprefix("ANEURALNETWORKS_")
+                line += f" | {status[:22]:>22}"
                 continue
             mark = "*" if d["as"].endswith("+cpu") else " "
             line += f" | {d['realMs']:>7.1f}{mark}{d['ratio']:>5.1f}x {d['emulatedMs']:>7.2f}"
         lines.append(line)
-    lines.append("* the device with nnapi-reference (it does not claim every operation, or alone it failed)")
+    lines.append("* the device with nnapi-reference (it does not claim every operation, or alone it failed);"
+                 " a status: it failed with nnapi-reference too")
     return "\n".join(lines)
 
 
