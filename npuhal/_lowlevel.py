@@ -65,7 +65,7 @@ ffi = _npu.ffi
 lib = _npu.lib
 
 #: The ABI version (``NPU_ABI_VERSION`` of hw.h) this binding was written for.
-BINDING_ABI_VERSION = 3
+BINDING_ABI_VERSION = 4
 
 
 _HEADER = pathlib.Path(__file__).resolve().parent.parent / "csrc" / "include" / "npu" / "hw.h"

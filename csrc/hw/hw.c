@@ -58,7 +58,9 @@ struct job {
     uint64_t seq;                 /* arrival order: ties run in it, also after a pause */
     struct npu_work_info info;
     struct model *model;
+    struct npu_plan *plan;        /* this execution's: the model's, or an instance with its shapes */
     struct npu_buffer *in, *out;
+    struct npu_shape *out_shapes; /* the submitter's (may be NULL), borrowed until the final end */
     uint32_t n_in, n_out;
     uint32_t next_slice;
     bool started;
@@ -353,6 +355,7 @@ static void job_end(struct npu_hw *hw, struct job *j, int32_t reason)
             break;
         }
     j->model->jobs--;
+    npu_plan_end(j->model->plan, j->plan);
     free(j->arena);
     free(j->saved);
     free(j->in);
@@ -367,7 +370,7 @@ static int64_t save_cost(const struct device *d, const struct job *j)
 
 static int64_t slice_cost(struct npu_hw *hw, const struct device *d, const struct job *j)
 {
-    const struct npu_plan_slice *s = &j->model->plan->slices[j->next_slice];
+    const struct npu_plan_slice *s = &j->plan->slices[j->next_slice];
     double bytes = s->bytes + j->model->streamed_bytes_per_slice;
     double t = fmax(s->flops / d->cfg.flops_per_ns, bytes / d->cfg.bytes_per_ns) * j->model->cost_scale;
     t = ((double)d->cfg.slice_overhead_ns + t) * THROTTLE[hw->severity];
@@ -392,7 +395,7 @@ static void channel_start(struct npu_hw *hw, struct channel *ch, struct job *j, 
     for (uint32_t c = 0; c < d->cfg.channel_count; c++)
         if (d->ch[c].claim == j)
             d->ch[c].claim = NULL;
-    size_t arena_len = j->model->plan->temp_bytes ? j->model->plan->temp_bytes : 1;
+    size_t arena_len = j->plan->temp_bytes ? j->plan->temp_bytes : 1;
     if (!j->arena)
         j->arena = calloc(1, arena_len);
     if (!j->arena) {
@@ -401,7 +404,7 @@ static void channel_start(struct npu_hw *hw, struct channel *ch, struct job *j, 
         return;
     }
     if (j->saved) {
-        memcpy(j->arena, j->saved, j->model->plan->temp_bytes);
+        memcpy(j->arena, j->saved, j->plan->temp_bytes);
         free(j->saved);
         j->saved = NULL;
         j->restore_pending = true;
@@ -465,7 +468,7 @@ static void channel_pause(struct npu_hw *hw, struct channel *ch, struct job *cla
     emit_work(hw, NPU_EVENT_WORK_ENDED, NPU_END_REASON_PAUSED, j);
     d->preemptions++;
     if (hw->preempt_mode == NPU_PREEMPT_CHECKPOINT) {
-        size_t n = j->model->plan->temp_bytes;
+        size_t n = j->plan->temp_bytes;
         j->saved = malloc(n ? n : 1);
         if (j->saved) {
             memcpy(j->saved, j->arena, n);
@@ -491,6 +494,21 @@ static void channel_pause(struct npu_hw *hw, struct channel *ch, struct job *cla
         job_end(hw, j, NPU_END_REASON_FAILED);
     }
     channel_start(hw, ch, claim, t);
+}
+
+/* A job whose plan resolves as it runs has run every slice it has: its next
+ * operations are resolved with the values computed so far (unlocked, as a
+ * slice's computation).  False when that fails the job (a binding refused
+ * the values, an output's buffer is too small: its out_shapes say so). */
+static bool job_continue(struct npu_hw *hw, struct channel *ch, struct job *j)
+{
+    ch->computing = true;
+    pthread_mutex_unlock(&hw->lock);
+    int rc = npu_plan_continue(j->plan, &j->arena, j->in, j->out, j->out_shapes, NULL, 0);
+    pthread_mutex_lock(&hw->lock);
+    ch->computing = false;
+    pthread_cond_broadcast(&hw->cond);
+    return rc == NPU_OK && j->pending_end < 0 && j->next_slice < j->plan->slice_count;
 }
 
 /* What happens when a channel reaches busy_until == t. */
@@ -527,7 +545,7 @@ static void channel_boundary(struct npu_hw *hw, struct channel *ch, int64_t t)
         if (!ch->ahead) {
             ch->computing = true;
             pthread_mutex_unlock(&hw->lock);
-            int rc = npu_plan_run_slice(j->model->plan, j->next_slice, j->arena, j->in, j->out, NULL, 0);
+            int rc = npu_plan_run_slice(j->plan, j->next_slice, j->arena, j->in, j->out, NULL, 0);
             pthread_mutex_lock(&hw->lock);
             ch->computing = false;
             if (rc != NPU_OK)
@@ -548,9 +566,12 @@ static void channel_boundary(struct npu_hw *hw, struct channel *ch, int64_t t)
     if (j->pending_end >= 0) {
         channel_release(ch);
         job_end(hw, j, j->pending_end);
-    } else if (j->next_slice == j->model->plan->slice_count) {
+    } else if (j->next_slice == j->plan->slice_count && npu_plan_complete(j->plan)) {
         channel_release(ch);
         job_end(hw, j, NPU_END_REASON_COMPLETED);
+    } else if (j->next_slice == j->plan->slice_count && !job_continue(hw, ch, j)) {
+        channel_release(ch);
+        job_end(hw, j, j->pending_end >= 0 ? j->pending_end : NPU_END_REASON_FAILED);
     } else {
         struct job *claim = preemptor(hw, ch);
         if (claim)
@@ -678,7 +699,7 @@ static bool boundary_awaited(struct npu_hw *hw, struct channel *ch)
     struct job *j = ch->job;
     if (ch->state != CH_RUNNING || !j)
         return false;
-    if (j->pending_end >= 0 || !j->model->live || j->next_slice + 1 >= j->model->plan->slice_count)
+    if (j->pending_end >= 0 || !j->model->live || j->next_slice + 1 >= j->plan->slice_count)
         return queue_best(hw, ch->dev) != NULL;
     return preemptor(hw, ch) != NULL;
 }
@@ -709,7 +730,7 @@ static void *channel_thread(void *arg)
             struct job *j = ch->job;
             ch->computing = true;
             pthread_mutex_unlock(&hw->lock);
-            int rc = npu_plan_run_slice(j->model->plan, j->next_slice, j->arena, j->in, j->out, NULL, 0);
+            int rc = npu_plan_run_slice(j->plan, j->next_slice, j->arena, j->in, j->out, NULL, 0);
             pthread_mutex_lock(&hw->lock);
             ch->computing = false;
             ch->ahead = true;
@@ -1100,8 +1121,8 @@ static int api_unload_model(struct npu_hw *hw, uint32_t handle)
 }
 
 static int api_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
-                      const struct npu_buffer *in, uint32_t n_in, const struct npu_buffer *out, uint32_t n_out,
-                      int32_t *work_id)
+                      const struct npu_buffer *in, const struct npu_shape *in_shapes, uint32_t n_in,
+                      const struct npu_buffer *out, struct npu_shape *out_shapes, uint32_t n_out, int32_t *work_id)
 {
     if (!hw || !info || !work_id)
         return NPU_E_INVALID_ARGUMENT;
@@ -1117,7 +1138,8 @@ static int api_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const str
         rc = NPU_E_OFFLINE;
         goto out;
     }
-    rc = npu_plan_check_buffers(m->plan, in, n_in, out, n_out);
+    struct npu_plan *run;
+    rc = npu_plan_begin(m->plan, in, in_shapes, n_in, out, out_shapes, n_out, &run, NULL, 0);
     if (rc != NPU_OK)
         goto out;
     j = calloc(1, sizeof *j);
@@ -1131,6 +1153,7 @@ static int api_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const str
             free(j->out);
             free(j);
         }
+        npu_plan_end(m->plan, run);
         rc = NPU_E_NO_MEMORY;
         goto out;
     }
@@ -1139,6 +1162,8 @@ static int api_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const str
     memcpy(j->out, out, n_out * sizeof *out);
     j->n_in = n_in, j->n_out = n_out;
     j->model = m;
+    j->plan = run;
+    j->out_shapes = out_shapes;
     j->key = key;
     j->pending_end = -1;
     j->info = *info;
@@ -1148,6 +1173,7 @@ static int api_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const str
     j->seq = hw->next_seq++;
     struct device *d = &hw->dev[m->dev];
     if (queue_push(d, j) != NPU_OK) {
+        npu_plan_end(m->plan, run);
         free(j->in);
         free(j->out);
         free(j);
@@ -1430,7 +1456,7 @@ static void api_dump(struct npu_hw *hw, char *buf, size_t cap, size_t *len)
             appendf(buf, cap, len, "      ch%u %-8s%s", c, st, ch->hung ? " HUNG" : "");
             if (ch->job)
                 appendf(buf, cap, len, " work %d (uid %d, prio %d, slice %u/%u)", ch->job->info.id,
-                        ch->job->info.uid, ch->job->key, ch->job->next_slice, ch->job->model->plan->slice_count);
+                        ch->job->info.uid, ch->job->key, ch->job->next_slice, ch->job->plan->slice_count);
             appendf(buf, cap, len, "  slices %llu\n", (unsigned long long)ch->slices);
         }
     }

@@ -33,8 +33,8 @@ const char *npu_build_id(void) { return NPU_BUILD_ID; }
 
 /* NPU_ABI_VERSION is an enum, not a macro: the string spells it out and the
  * static assertion keeps the two in step. */
-#define NPU_ABI_STRING "3"
-_Static_assert(NPU_ABI_VERSION == 3, "update NPU_ABI_STRING with NPU_ABI_VERSION");
+#define NPU_ABI_STRING "4"
+_Static_assert(NPU_ABI_VERSION == 4, "update NPU_ABI_STRING with NPU_ABI_VERSION");
 const char *npu_build_version(void) { return "0.1.0 (ABI " NPU_ABI_STRING ", build " NPU_BUILD_ID ")"; }
 
 static int check_ops(const struct npu_driver_ops *o)

@@ -7,6 +7,7 @@
  * the shapes it computes flow forward to the operations that read them.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,20 @@ static size_t element_count(uint32_t rank, const uint32_t *dims)
         n *= dims[i];
     }
     return n;
+}
+
+/* Whether a shape's element count stays within MAX_ELEMENTS (a 0 dimension: an empty tensor). */
+static bool fits(uint32_t rank, const uint32_t *dims)
+{
+    size_t n = 1;
+    for (uint32_t i = 0; i < rank; i++) {
+        if (dims[i] == 0)
+            return true;
+        if (n > MAX_ELEMENTS / dims[i])
+            return false;
+        n *= dims[i];
+    }
+    return true;
 }
 
 size_t npu_operand_byte_size(const struct npu_operand *op)
@@ -102,9 +117,9 @@ static int check_operand(const struct npu_model *m, const struct npu_operand *op
     if (is_scalar(op->type) && op->dimension_count != 0)
         return NPU_E_BAD_SHAPE;
     /* a temporary's or a model output's shape may be left to the operation
-     * that writes it; what a model input or a constant holds must be known */
-    bool computed = op->lifetime == NPU_LIFETIME_TEMPORARY_VARIABLE || op->lifetime == NPU_LIFETIME_MODEL_OUTPUT;
-    if (!computed && op->lifetime != NPU_LIFETIME_NO_VALUE && !shape_known(op))
+     * that writes it, a model input's to the execution (npu_plan_begin's
+     * in_shapes); what a constant holds must be known */
+    if (is_constant(op) && !shape_known(op))
         return NPU_E_BAD_SHAPE;
     if (op->lifetime != NPU_LIFETIME_NO_VALUE)
         OPS_TRY(check_quantization(op));
@@ -145,6 +160,7 @@ static void describe(const struct npu_model *m, uint32_t i, struct npu_plan_oper
     d->t.data = is_constant(op) ? (void *)constant_data(m, op) : NULL;
     d->has_shape = shape_known(op);
     d->lifetime = op->lifetime;
+    d->producer = UINT32_MAX;
 }
 
 /* The binding call of operation o over the described operands; args holds
@@ -255,8 +271,10 @@ static int analyse(const struct npu_model *m, struct npu_plan_operand *ops, stru
         }
         if (rc != NPU_OK)
             break;
-        for (uint32_t i = 0; i < o->output_count; i++)
+        for (uint32_t i = 0; i < o->output_count; i++) {
             defined[o->outputs[i]] = 1;
+            ops[o->outputs[i]].producer = k;
+        }
         const struct npu_op_def *def = npu_bind_lookup(o->type);
         if (computable)
             computable[k] = def != NULL;
@@ -285,7 +303,7 @@ static int analyse(const struct npu_model *m, struct npu_plan_operand *ops, stru
         for (uint32_t i = 0; i < o->output_count; i++) {
             struct npu_plan_operand *d = &ops[o->outputs[i]];
             if (c.out[i].has_shape) {
-                if (element_count(c.out[i].t.rank, c.out[i].t.dims) == 0 && c.out[i].t.rank > 0) {
+                if (!fits(c.out[i].t.rank, c.out[i].t.dims)) {
                     rc = NPU_E_BAD_SHAPE;  /* larger than the emulator computes */
                     break;
                 }
@@ -303,16 +321,9 @@ static int analyse(const struct npu_model *m, struct npu_plan_operand *ops, stru
             for (uint32_t i = 0; i < n; i++)
                 known &= args[i].omitted || is_scalar(args[i].t.type) ||
                          ops[i < o->input_count ? o->inputs[i] : o->outputs[i - o->input_count]].has_shape;
-            if (!known) {
-                /* every shape must be known at load time (dynamic shapes come later) */
-                rc = NPU_E_BAD_SHAPE;
-                break;
-            }
-            make_call(ops, o->type, o->input_count, o->inputs, o->output_count, o->outputs, args, &c);
-            p->units = def->units ? def->units(&c) : 1;
-            if (p->units == 0)
-                p->units = 1;
-            npu_bind_cost(def, &c, &p->flops, &p->bytes);
+            /* an operation with a shape still unknown is prepared again at
+             * execution, with the shapes (and values) of the run */
+            p->fixed = known;
         }
     }
     if (rc == NPU_OK) {
@@ -359,37 +370,51 @@ void npu_plan_destroy(struct npu_plan *p)
 {
     if (!p)
         return;
-    for (uint32_t k = 0; p->ops && k < p->op_count; k++)
-        free(p->ops[k].operands);
     free(p->operands);
-    free(p->ops);
     free(p->slices);
-    free(p->inputs);
-    free(p->outputs);
-    free(p->consts);
-    free(p->channel_scales);
+    if (!p->base) {
+        for (uint32_t k = 0; p->ops && k < p->op_count; k++)
+            free(p->ops[k].operands);
+        free(p->inputs);
+        free(p->outputs);
+        free(p->consts);
+        free(p->channel_scales);
+        for (uint32_t i = 0; i < p->cache_count; i++) {
+            npu_plan_destroy(p->cache[i]);
+            free(p->cache_shapes[i]);
+        }
+    }
+    free(p->ops);
     free(p);
 }
 
-/* Copies the constants and the per-channel scales into the plan, lays out
- * the temporaries in the arena, and points the descriptors at the copies. */
+/* Bytes an operand of known shape holds (0 for an omitted one). */
+static size_t operand_bytes(const struct npu_plan_operand *d)
+{
+    if (d->lifetime == NPU_LIFETIME_NO_VALUE || !d->has_shape)
+        return 0;
+    if (is_scalar(d->t.type))
+        return ops_element_size(d->t.type);
+    return element_count(d->t.rank, d->t.dims) * ops_element_size(d->t.type);
+}
+
+/* Round to 16 bytes so every tensor in an arena is aligned for float. */
+static size_t padded(size_t bytes)
+{
+    return (bytes + 15) & ~(size_t)15;
+}
+
+/* Copies the constants and the per-channel scales into the plan and points
+ * the descriptors at the copies. */
 static int own_memory(const struct npu_model *m, struct npu_plan *p)
 {
     size_t scale_count = 0;
     for (uint32_t i = 0; i < m->operand_count; i++) {
         struct npu_plan_operand *d = &p->operands[i];
-        d->bytes = d->has_shape && !(d->lifetime == NPU_LIFETIME_NO_VALUE)
-                       ? (is_scalar(d->t.type) ? ops_element_size(d->t.type)
-                                               : element_count(d->t.rank, d->t.dims) * ops_element_size(d->t.type))
-                       : 0;
-        /* round to 16 bytes so every tensor in an arena is aligned for float */
-        size_t padded = (d->bytes + 15) & ~(size_t)15;
+        d->bytes = operand_bytes(d);
         if (is_constant(&m->operands[i])) {
             d->offset = p->const_bytes;
-            p->const_bytes += padded;
-        } else if (d->lifetime == NPU_LIFETIME_TEMPORARY_VARIABLE) {
-            d->offset = p->temp_bytes;
-            p->temp_bytes += padded;
+            p->const_bytes += padded(d->bytes);
         }
         scale_count += m->operands[i].channel_scale_count;
     }
@@ -416,16 +441,166 @@ static int own_memory(const struct npu_model *m, struct npu_plan *p)
     return NPU_OK;
 }
 
+static void *tensor_ptr(const struct npu_plan *p, uint32_t idx, unsigned char *arena,
+                        const struct npu_buffer *in, const struct npu_buffer *out)
+{
+    const struct npu_plan_operand *o = &p->operands[idx];
+    switch (o->lifetime) {
+    case NPU_LIFETIME_MODEL_INPUT:
+        return in[o->io_index].data;
+    case NPU_LIFETIME_MODEL_OUTPUT:
+        return out[o->io_index].data;
+    case NPU_LIFETIME_TEMPORARY_VARIABLE:
+        return arena + o->offset;
+    case NPU_LIFETIME_NO_VALUE:
+        return NULL;
+    default:
+        return o->t.data;
+    }
+}
+
+/* What the bindings may read while a plan resolves: the buffers (NULL at load),
+ * the arena, and how many operations have run (their outputs hold values). */
+struct values {
+    const struct npu_buffer *in, *out;
+    unsigned char *arena;
+    uint32_t ran;
+    bool inputs;          /* the model inputs' values may be read */
+};
+
+/* Copies a sentence into why (may be NULL). */
+static void tell(char *why, size_t why_len, const char *text)
+{
+    if (why && why_len) {
+        strncpy(why, text, why_len - 1);
+        why[why_len - 1] = '\0';
+    }
+}
+
+/* An output's shape as the run knows it. */
+static void report_output(const struct npu_plan *p, uint32_t i, const struct npu_buffer *out, struct npu_shape *s)
+{
+    const struct npu_plan_operand *d = &p->operands[p->outputs[i]];
+    memset(s, 0, sizeof *s);
+    s->sufficient = true;
+    if (!d->has_shape)
+        return;
+    s->rank = d->t.rank;
+    memcpy(s->dims, d->t.dims, d->t.rank * sizeof *s->dims);
+    s->sufficient = out == NULL || d->bytes <= out[i].length;
+}
+
+/*
+ * Resolves operation k of p: prepares it (unless its shapes were all known at
+ * load) with the shapes of p and the values v allows, lays out its outputs,
+ * costs it and appends its slices.  *done is false (and nothing changed) when
+ * some output's shape still needs values not computed yet.
+ */
+static int resolve_op(struct npu_plan *p, uint32_t k, const struct values *v, bool *done, char *why, size_t why_len)
+{
+    struct npu_plan_op *op = &p->ops[k];
+    uint32_t n = op->input_count + op->output_count;
+    const uint32_t *ins = op->operands, *outs = op->operands + op->input_count;
+    struct npu_arg *args = malloc((n ? n : 1) * sizeof *args);
+    if (!args)
+        return NPU_E_NO_MEMORY;
+    struct npu_bind_call c;
+    int rc = NPU_OK;
+    *done = false;
+    make_call(p->operands, op->def->type, op->input_count, ins, op->output_count, outs, args, &c);
+    if (!op->fixed) {
+        for (uint32_t i = 0; v && i < op->input_count; i++) {
+            const struct npu_plan_operand *d = &p->operands[ins[i]];
+            bool valued = d->lifetime == NPU_LIFETIME_MODEL_INPUT ? v->inputs
+                          : d->producer != UINT32_MAX && d->producer < v->ran && v->in && v->out;
+            if (valued && !args[i].omitted)
+                args[i].t.data = tensor_ptr(p, ins[i], v->arena, v->in, v->out);
+        }
+        rc = op->def->prepare(&c);
+        if (rc != NPU_OK) {
+            tell(why, why_len, c.why);
+            goto out;
+        }
+        for (uint32_t i = 0; i < op->output_count; i++)
+            if (!c.out[i].has_shape)
+                goto out;  /* the values it needs are not computed yet */
+        for (uint32_t i = 0; i < op->output_count; i++) {
+            struct npu_plan_operand *d = &p->operands[outs[i]];
+            if (!fits(c.out[i].t.rank, c.out[i].t.dims)) {
+                tell(why, why_len, "an output would be larger than the emulator computes");
+                rc = NPU_E_BAD_SHAPE;
+                goto out;
+            }
+            d->t.rank = c.out[i].t.rank;
+            memcpy(d->t.dims, c.out[i].t.dims, sizeof d->t.dims);
+            d->has_shape = true;
+        }
+    }
+    for (uint32_t i = 0; i < op->output_count; i++) {
+        struct npu_plan_operand *d = &p->operands[outs[i]];
+        d->bytes = operand_bytes(d);
+        if (d->lifetime == NPU_LIFETIME_TEMPORARY_VARIABLE) {
+            d->offset = p->temp_bytes;
+            p->temp_bytes += padded(d->bytes);
+        } else if (d->lifetime == NPU_LIFETIME_MODEL_OUTPUT && v && v->out && d->bytes > v->out[d->io_index].length) {
+            tell(why, why_len, "an output's buffer is smaller than the output");
+            rc = NPU_E_BUFFER_TOO_SMALL;
+            goto out;
+        }
+    }
+    make_call(p->operands, op->def->type, op->input_count, ins, op->output_count, outs, args, &c);
+    op->units = op->def->units ? op->def->units(&c) : 1;
+    if (op->units == 0)
+        op->units = 1;
+    npu_bind_cost(op->def, &c, &op->flops, &op->bytes);
+    size_t slices = op->units < p->slices_per_op ? op->units : p->slices_per_op;
+    if (p->slice_count + slices > p->slice_cap) {
+        size_t cap = p->slice_cap * 2 + slices + 8;
+        struct npu_plan_slice *grown = realloc(p->slices, cap * sizeof *grown);
+        if (!grown) {
+            rc = NPU_E_NO_MEMORY;
+            goto out;
+        }
+        p->slices = grown;
+        p->slice_cap = (uint32_t)cap;
+    }
+    for (size_t s = 0; s < slices; s++) {
+        struct npu_plan_slice *sl = &p->slices[p->slice_count++];
+        sl->op = k;
+        sl->begin = s * op->units / slices;
+        sl->end = (s + 1) * op->units / slices;
+        double share = (double)(sl->end - sl->begin) / (double)op->units;
+        sl->flops = op->flops * share;
+        sl->bytes = op->bytes * share;
+    }
+    p->resolved_ops = k + 1;
+    *done = true;
+out:
+    free(args);
+    return rc;
+}
+
+/* Resolves p's operations from resolved_ops on, as far as v allows. */
+static int resolve(struct npu_plan *p, const struct values *v, char *why, size_t why_len)
+{
+    bool done = true;
+    while (p->resolved_ops < p->op_count && done) {
+        int rc = resolve_op(p, p->resolved_ops, v, &done, why, why_len);
+        if (rc != NPU_OK)
+            return rc;
+    }
+    return NPU_OK;
+}
+
 int npu_plan_create(const struct npu_model *m, uint32_t slices_per_op, struct npu_plan **out)
 {
     if (out == NULL || m == NULL)
         return NPU_E_INVALID_ARGUMENT;
     *out = NULL;
-    if (slices_per_op == 0)
-        slices_per_op = 1;
     struct npu_plan *p = calloc(1, sizeof *p);
     if (!p)
         return NPU_E_NO_MEMORY;
+    p->slices_per_op = slices_per_op ? slices_per_op : 1;
     p->ops = calloc(m->operation_count ? m->operation_count : 1, sizeof *p->ops);
     p->operands = calloc(m->operand_count ? m->operand_count : 1, sizeof *p->operands);
     if (!p->ops || !p->operands) {
@@ -454,7 +629,6 @@ int npu_plan_create(const struct npu_model *m, uint32_t slices_per_op, struct np
         p->operands[m->output_indexes[i]].io_index = i;
     if (own_memory(m, p) != NPU_OK)
         goto nomem;
-    size_t max_slices = 0;
     for (uint32_t k = 0; k < p->op_count; k++) {
         const struct npu_operation *o = &m->operations[k];
         struct npu_plan_op *op = &p->ops[k];
@@ -465,22 +639,16 @@ int npu_plan_create(const struct npu_model *m, uint32_t slices_per_op, struct np
             goto nomem;
         memcpy(op->operands, o->inputs, o->input_count * sizeof *op->operands);
         memcpy(op->operands + o->input_count, o->outputs, o->output_count * sizeof *op->operands);
-        max_slices += op->units < slices_per_op ? op->units : slices_per_op;
+        p->dynamic |= !op->fixed;
     }
-    p->slices = calloc(max_slices ? max_slices : 1, sizeof *p->slices);
-    if (!p->slices)
-        goto nomem;
-    for (uint32_t k = 0; k < p->op_count; k++) {
-        const struct npu_plan_op *op = &p->ops[k];
-        size_t n = op->units < slices_per_op ? op->units : slices_per_op;
-        for (size_t s = 0; s < n; s++) {
-            struct npu_plan_slice *sl = &p->slices[p->slice_count++];
-            sl->op = k;
-            sl->begin = s * op->units / n;
-            sl->end = (s + 1) * op->units / n;
-            double share = (double)(sl->end - sl->begin) / (double)op->units;
-            sl->flops = op->flops * share;
-            sl->bytes = op->bytes * share;
+    for (uint32_t i = 0; i < m->input_count; i++)
+        p->dynamic |= !p->operands[m->input_indexes[i]].has_shape;
+    if (!p->dynamic) {
+        /* every operation prepared at load: lay out and cut them all now */
+        rc = resolve(p, NULL, NULL, 0);
+        if (rc != NPU_OK) {
+            npu_plan_destroy(p);
+            return rc;
         }
     }
     *out = p;
@@ -490,38 +658,245 @@ nomem:
     return NPU_E_NO_MEMORY;
 }
 
-int npu_plan_check_buffers(const struct npu_plan *p, const struct npu_buffer *in, uint32_t n_in,
-                           const struct npu_buffer *outb, uint32_t n_out)
+/* Input i's shape for this run into *d: the declared one, or the given one where it agrees. */
+static int take_input_shape(struct npu_plan_operand *d, uint32_t i, const struct npu_shape *s, char *why, size_t why_len)
 {
-    if (n_in != p->input_count || n_out != p->output_count)
-        return NPU_E_BAD_BUFFER;
-    if ((n_in && !in) || (n_out && !outb))
-        return NPU_E_INVALID_ARGUMENT;
-    for (uint32_t i = 0; i < n_in; i++)
-        if (in[i].data == NULL || in[i].length != p->operands[p->inputs[i]].bytes)
-            return NPU_E_BAD_BUFFER;
-    for (uint32_t i = 0; i < n_out; i++)
-        if (outb[i].data == NULL || outb[i].length != p->operands[p->outputs[i]].bytes)
-            return NPU_E_BAD_BUFFER;
+    char text[160];
+    if (is_scalar(d->t.type) || s == NULL || s->rank == 0) {
+        if (!d->has_shape) {
+            snprintf(text, sizeof text, "input %u has unspecified dimensions the execution does not give", (unsigned)i);
+            tell(why, why_len, text);
+            return NPU_E_BAD_SHAPE;
+        }
+        return NPU_OK;
+    }
+    if (s->rank > NPU_MAX_RANK || (d->t.rank > 0 && s->rank != d->t.rank)) {
+        snprintf(text, sizeof text, "input %u is given rank %u, the model's is %u", (unsigned)i, (unsigned)s->rank,
+                 (unsigned)d->t.rank);
+        tell(why, why_len, text);
+        return NPU_E_BAD_SHAPE;
+    }
+    for (uint32_t k = 0; k < s->rank; k++) {
+        if (s->dims[k] == 0 || (k < d->t.rank && d->t.dims[k] != 0 && d->t.dims[k] != s->dims[k])) {
+            snprintf(text, sizeof text, "input %u is given dimension %u = %u, the model's is %u", (unsigned)i,
+                     (unsigned)k, (unsigned)s->dims[k], (unsigned)(k < d->t.rank ? d->t.dims[k] : 0));
+            tell(why, why_len, text);
+            return NPU_E_BAD_SHAPE;
+        }
+    }
+    if (element_count(s->rank, s->dims) == 0) {
+        snprintf(text, sizeof text, "input %u's dimensions make more elements than the emulator computes", (unsigned)i);
+        tell(why, why_len, text);
+        return NPU_E_BAD_SHAPE;
+    }
+    d->t.rank = s->rank;
+    memcpy(d->t.dims, s->dims, s->rank * sizeof *s->dims);
+    d->has_shape = true;
+    d->bytes = operand_bytes(d);
     return NPU_OK;
 }
 
-static void *tensor_ptr(const struct npu_plan *p, uint32_t idx, unsigned char *arena,
-                        const struct npu_buffer *in, const struct npu_buffer *out)
+static bool same_shapes(const struct npu_plan *p, const struct npu_shape *a, const struct npu_plan_operand *ops)
 {
-    const struct npu_plan_operand *o = &p->operands[idx];
-    switch (o->lifetime) {
-    case NPU_LIFETIME_MODEL_INPUT:
-        return in[o->io_index].data;
-    case NPU_LIFETIME_MODEL_OUTPUT:
-        return out[o->io_index].data;
-    case NPU_LIFETIME_TEMPORARY_VARIABLE:
-        return arena + o->offset;
-    case NPU_LIFETIME_NO_VALUE:
-        return NULL;
-    default:
-        return o->t.data;
+    for (uint32_t i = 0; i < p->input_count; i++) {
+        const struct npu_plan_operand *d = &ops[p->inputs[i]];
+        if (a[i].rank != d->t.rank || memcmp(a[i].dims, d->t.dims, d->t.rank * sizeof *d->t.dims) != 0)
+            return false;
     }
+    return true;
+}
+
+/* A new instance of dynamic plan p, its inputs shaped from in_shapes. */
+static int instance(const struct npu_plan *p, const struct npu_shape *in_shapes, struct npu_plan **out, char *why,
+                    size_t why_len)
+{
+    struct npu_plan *r = calloc(1, sizeof *r);
+    if (!r)
+        return NPU_E_NO_MEMORY;
+    *r = *p;
+    r->base = p;
+    r->cache_count = 0;
+    r->dynamic = false;
+    r->slices = NULL;
+    r->slice_count = r->slice_cap = 0;
+    r->temp_bytes = 0;
+    r->resolved_ops = 0;
+    r->operands = malloc((p->operand_count ? p->operand_count : 1) * sizeof *r->operands);
+    r->ops = malloc((p->op_count ? p->op_count : 1) * sizeof *r->ops);
+    if (!r->operands || !r->ops) {
+        npu_plan_destroy(r);
+        return NPU_E_NO_MEMORY;
+    }
+    memcpy(r->operands, p->operands, p->operand_count * sizeof *r->operands);
+    memcpy(r->ops, p->ops, p->op_count * sizeof *r->ops);
+    for (uint32_t i = 0; i < p->input_count; i++) {
+        int rc = take_input_shape(&r->operands[p->inputs[i]], i, in_shapes ? &in_shapes[i] : NULL, why, why_len);
+        if (rc != NPU_OK) {
+            npu_plan_destroy(r);
+            return rc;
+        }
+    }
+    *out = r;
+    return NPU_OK;
+}
+
+/* The buffers against a plan resolved as far as it is. */
+static int check_buffers(const struct npu_plan *base, const struct npu_plan *r, const struct npu_buffer *in,
+                         const struct npu_buffer *outb, char *why, size_t why_len)
+{
+    char text[160];
+    for (uint32_t i = 0; i < r->input_count; i++) {
+        if (in[i].data == NULL || in[i].length != r->operands[r->inputs[i]].bytes) {
+            snprintf(text, sizeof text, "input %u's buffer is %zu bytes, its shape needs %zu", (unsigned)i,
+                     in[i].length, r->operands[r->inputs[i]].bytes);
+            tell(why, why_len, text);
+            return NPU_E_BAD_BUFFER;
+        }
+    }
+    for (uint32_t i = 0; i < r->output_count; i++) {
+        const struct npu_plan_operand *fixed = &base->operands[base->outputs[i]];
+        /* an output whose shape only the run gives may be empty (a NULL buffer of 0 bytes) */
+        bool bad = fixed->has_shape ? outb[i].data == NULL || outb[i].length != operand_bytes(fixed)
+                                    : outb[i].data == NULL && outb[i].length != 0;
+        if (bad) {
+            snprintf(text, sizeof text, "output %u's buffer is %zu bytes, its shape needs %zu", (unsigned)i,
+                     outb[i].length, operand_bytes(fixed));
+            tell(why, why_len, text);
+            return NPU_E_BAD_BUFFER;
+        }
+    }
+    return NPU_OK;
+}
+
+bool npu_plan_complete(const struct npu_plan *run)
+{
+    return run->resolved_ops == run->op_count;
+}
+
+static void report(const struct npu_plan *r, const struct npu_buffer *outb, struct npu_shape *out_shapes)
+{
+    for (uint32_t i = 0; out_shapes && i < r->output_count; i++)
+        report_output(r, i, outb, &out_shapes[i]);
+}
+
+int npu_plan_begin(struct npu_plan *p, const struct npu_buffer *in, const struct npu_shape *in_shapes, uint32_t n_in,
+                   const struct npu_buffer *outb, struct npu_shape *out_shapes, uint32_t n_out, struct npu_plan **run,
+                   char *why, size_t why_len)
+{
+    tell(why, why_len, "");
+    if (run == NULL)
+        return NPU_E_INVALID_ARGUMENT;
+    *run = NULL;
+    if (n_in != p->input_count || n_out != p->output_count) {
+        tell(why, why_len, "the number of buffers is not the model's number of inputs and outputs");
+        return NPU_E_BAD_BUFFER;
+    }
+    if ((n_in && !in) || (n_out && !outb))
+        return NPU_E_INVALID_ARGUMENT;
+    if (!p->dynamic) {
+        for (uint32_t i = 0; in_shapes && i < n_in; i++) {
+            const struct npu_plan_operand *d = &p->operands[p->inputs[i]];
+            if (!is_scalar(d->t.type) && in_shapes[i].rank != 0 &&
+                (in_shapes[i].rank != d->t.rank || memcmp(in_shapes[i].dims, d->t.dims, d->t.rank * sizeof *d->t.dims))) {
+                char text[96];
+                snprintf(text, sizeof text, "input %u is given dimensions other than the model's", (unsigned)i);
+                tell(why, why_len, text);
+                return NPU_E_BAD_SHAPE;
+            }
+        }
+        int rc = check_buffers(p, p, in, outb, why, why_len);
+        report(p, outb, out_shapes);
+        if (rc == NPU_OK)
+            *run = p;
+        return rc;
+    }
+    struct npu_plan *r;
+    int rc = instance(p, in_shapes, &r, why, why_len);
+    if (rc != NPU_OK)
+        return rc;
+    for (uint32_t c = 0; c < p->cache_count; c++) {
+        if (same_shapes(p, p->cache_shapes[c], r->operands)) {
+            npu_plan_destroy(r);
+            r = p->cache[c];
+            rc = check_buffers(p, r, in, outb, why, why_len);
+            for (uint32_t i = 0; rc == NPU_OK && i < n_out; i++)
+                if (r->operands[r->outputs[i]].bytes > outb[i].length)
+                    rc = NPU_E_BUFFER_TOO_SMALL;
+            report(r, outb, out_shapes);
+            if (rc == NPU_OK)
+                *run = r;
+            return rc;
+        }
+    }
+    rc = check_buffers(p, r, in, outb, why, why_len);
+    /* first from the shapes alone: such a plan serves every run of these input shapes */
+    struct values shapes_only = {.in = NULL, .out = outb, .arena = NULL, .ran = 0, .inputs = false};
+    if (rc == NPU_OK)
+        rc = resolve(r, &shapes_only, why, why_len);
+    if (rc == NPU_OK && npu_plan_complete(r) && p->cache_count < PLAN_CACHE) {
+        struct npu_shape *key = calloc(p->input_count ? p->input_count : 1, sizeof *key);
+        if (key) {
+            for (uint32_t i = 0; i < p->input_count; i++) {
+                const struct npu_plan_operand *d = &r->operands[p->inputs[i]];
+                key[i].rank = d->t.rank;
+                memcpy(key[i].dims, d->t.dims, d->t.rank * sizeof *d->t.dims);
+            }
+            p->cache[p->cache_count] = r;
+            p->cache_shapes[p->cache_count++] = key;
+            r->cached = true;
+        }
+    }
+    /* then with the inputs' values, for the shapes that depend on them */
+    struct values with_inputs = {.in = in, .out = outb, .arena = NULL, .ran = 0, .inputs = true};
+    if (rc == NPU_OK)
+        rc = resolve(r, &with_inputs, why, why_len);
+    if (rc == NPU_OK && r->slice_count == 0) {
+        /* its first operation reads nothing but inputs and constants: it must resolve */
+        tell(why, why_len, "the first operation's output shape stays unknown with its inputs given");
+        rc = NPU_E_BAD_SHAPE;
+    }
+    report(r, outb, out_shapes);
+    if (rc != NPU_OK) {
+        npu_plan_end(p, r);
+        return rc;
+    }
+    *run = r;
+    return NPU_OK;
+}
+
+int npu_plan_continue(struct npu_plan *r, unsigned char **arena, const struct npu_buffer *in,
+                      const struct npu_buffer *outb, struct npu_shape *out_shapes, char *why, size_t why_len)
+{
+    tell(why, why_len, "");
+    if (npu_plan_complete(r))
+        return NPU_OK;
+    if (r->slice_count && r->slices[r->slice_count - 1].op + 1 != r->resolved_ops)
+        return NPU_E_INVALID_ARGUMENT;
+    size_t before = r->temp_bytes;
+    struct values computed = {.in = in, .out = outb, .arena = *arena, .ran = r->resolved_ops, .inputs = true};
+    uint32_t from = r->resolved_ops;
+    int rc = resolve(r, &computed, why, why_len);
+    report(r, outb, out_shapes);
+    if (rc != NPU_OK)
+        return rc;
+    if (r->resolved_ops == from) {
+        tell(why, why_len, "an operation's output shape stays unknown with every value it reads computed");
+        return NPU_E_BAD_SHAPE;
+    }
+    if (r->temp_bytes > before) {
+        unsigned char *grown = realloc(*arena, r->temp_bytes);
+        if (!grown)
+            return NPU_E_NO_MEMORY;
+        memset(grown + before, 0, r->temp_bytes - before);
+        *arena = grown;
+    }
+    return NPU_OK;
+}
+
+void npu_plan_end(struct npu_plan *p, struct npu_plan *run)
+{
+    if (run && run != p && !run->cached)
+        npu_plan_destroy(run);
 }
 
 int npu_plan_run_slice(const struct npu_plan *p, uint32_t slice, unsigned char *arena,
@@ -540,30 +915,43 @@ int npu_plan_run_slice(const struct npu_plan *p, uint32_t slice, unsigned char *
         args[i].t.data = tensor_ptr(p, op->operands[i], arena, in, out);
     int rc = op->def->run(&c, s->begin, s->end);
     free(args);
-    if (why && why_len) {
-        strncpy(why, c.why, why_len - 1);
-        why[why_len - 1] = '\0';
+    tell(why, why_len, c.why);
+    return rc;
+}
+
+int npu_kernel_run_model_shaped(const struct npu_model *model, const struct npu_buffer *inputs,
+                                const struct npu_shape *input_shapes, uint32_t input_count,
+                                const struct npu_buffer *outputs, struct npu_shape *output_shapes, uint32_t output_count)
+{
+    struct npu_plan *p, *r = NULL;
+    int rc = npu_plan_create(model, 1, &p);
+    if (rc != NPU_OK)
+        return rc;
+    rc = npu_plan_begin(p, inputs, input_shapes, input_count, outputs, output_shapes, output_count, &r, NULL, 0);
+    unsigned char *arena = NULL;
+    if (rc == NPU_OK) {
+        arena = calloc(1, r->temp_bytes ? r->temp_bytes : 1);
+        if (!arena)
+            rc = NPU_E_NO_MEMORY;
     }
+    for (uint32_t s = 0; rc == NPU_OK; s++) {
+        if (s == r->slice_count) {
+            if (npu_plan_complete(r))
+                break;
+            rc = npu_plan_continue(r, &arena, inputs, outputs, output_shapes, NULL, 0);
+            if (rc != NPU_OK)
+                break;
+        }
+        rc = npu_plan_run_slice(r, s, arena, inputs, outputs, NULL, 0);
+    }
+    free(arena);
+    npu_plan_end(p, r);
+    npu_plan_destroy(p);
     return rc;
 }
 
 int npu_kernel_run_model(const struct npu_model *model, const struct npu_buffer *inputs, uint32_t input_count,
                          const struct npu_buffer *outputs, uint32_t output_count)
 {
-    struct npu_plan *p;
-    int rc = npu_plan_create(model, 1, &p);
-    if (rc != NPU_OK)
-        return rc;
-    rc = npu_plan_check_buffers(p, inputs, input_count, outputs, output_count);
-    unsigned char *arena = NULL;
-    if (rc == NPU_OK) {
-        arena = malloc(p->temp_bytes ? p->temp_bytes : 1);
-        if (!arena)
-            rc = NPU_E_NO_MEMORY;
-    }
-    for (uint32_t s = 0; rc == NPU_OK && s < p->slice_count; s++)
-        rc = npu_plan_run_slice(p, s, arena, inputs, outputs, NULL, 0);
-    free(arena);
-    npu_plan_destroy(p);
-    return rc;
+    return npu_kernel_run_model_shaped(model, inputs, NULL, input_count, outputs, NULL, output_count);
 }

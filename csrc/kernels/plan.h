@@ -7,6 +7,20 @@
  * declared shapes and the constants), each operation with its binding, and
  * the constants' bytes.  Running a plan needs an arena for its temporaries
  * (temp_bytes) and the caller's input and output buffers.
+ *
+ * Shapes known only at execution.  When a model input leaves dimensions
+ * unspecified, or an operation's output shape depends on values (the count
+ * BOX_WITH_NMS_LIMIT selects, a RESHAPE whose shape is a model input), the
+ * plan made at load is *dynamic*: it has no slices.  Each execution runs an
+ * instance (npu_plan_begin) resolved with the inputs' real dimensions: every
+ * operation is prepared again by its binding with the shapes of this run,
+ * then its temporaries are laid out and its slices costed.  An instance that
+ * resolves from the input dimensions alone is kept, per input-shape tuple
+ * (up to PLAN_CACHE entries), so repeated executions do not plan again.
+ * Where a shape needs values, the binding is given them: the model inputs' at
+ * once, and the computed temporaries' once the operations writing them have
+ * run: such an instance is *partial* (resolved_ops < op_count) and the runner
+ * calls npu_plan_continue when it reaches its last slice.
  */
 #ifndef NPU_KERNELS_PLAN_H
 #define NPU_KERNELS_PLAN_H
@@ -24,12 +38,14 @@ struct npu_plan_operand {
     size_t bytes;
     size_t offset;         /* constants: into consts; temporaries: into the arena */
     uint32_t io_index;     /* MODEL_INPUT / MODEL_OUTPUT: position in the buffer list */
+    uint32_t producer;     /* the operation writing it; UINT32_MAX for none */
 };
 
 struct npu_plan_op {
     const struct npu_op_def *def;
     uint32_t input_count, output_count;
     uint32_t *operands;    /* input_count inputs then output_count outputs (operand indexes) */
+    bool fixed;            /* every operand's shape was known at load: prepared once, then */
     size_t units;          /* def->units, >= 1 */
     double flops, bytes;   /* the whole operation's, from npu_bind_cost */
 };
@@ -40,12 +56,14 @@ struct npu_plan_slice {
     double flops, bytes;
 };
 
+enum { PLAN_CACHE = 16 };
+
 struct npu_plan {
     uint32_t operand_count;
     struct npu_plan_operand *operands;
     uint32_t op_count;
     struct npu_plan_op *ops;
-    uint32_t slice_count;
+    uint32_t slice_count, slice_cap;
     struct npu_plan_slice *slices;
     uint32_t input_count, output_count;
     uint32_t *inputs, *outputs;   /* operand indexes */
@@ -53,6 +71,17 @@ struct npu_plan {
     size_t const_bytes;
     size_t temp_bytes;
     float *channel_scales;        /* every per-channel operand's scales (the tensors point here) */
+    uint32_t slices_per_op;
+    uint32_t resolved_ops;        /* ops [0, resolved_ops) have shapes, storage, costs and slices */
+    bool dynamic;                 /* some shape is known only at execution: runs go through instances */
+    /* an instance: the dynamic plan it was made from (whose constants, scales and
+     * operand lists it borrows), and whether that plan's cache keeps it */
+    const struct npu_plan *base;
+    bool cached;
+    /* a dynamic plan: the instances resolved from input shapes alone */
+    uint32_t cache_count;
+    struct npu_plan *cache[PLAN_CACHE];
+    struct npu_shape *cache_shapes[PLAN_CACHE];  /* input_count shapes each */
 };
 
 /* Validates (npu_model_validate) and builds a plan; each operation becomes
@@ -60,10 +89,39 @@ struct npu_plan {
 int npu_plan_create(const struct npu_model *model, uint32_t slices_per_op, struct npu_plan **out);
 void npu_plan_destroy(struct npu_plan *plan);
 
-/* NPU_OK, or NPU_E_BAD_BUFFER when counts or byte lengths do not match. */
-int npu_plan_check_buffers(const struct npu_plan *plan,
-                           const struct npu_buffer *inputs, uint32_t input_count,
-                           const struct npu_buffer *outputs, uint32_t output_count);
+/*
+ * The plan of one execution, checked against its buffers.  For a plan whose
+ * shapes are all known at load, *run is the plan itself and in_shapes (may be
+ * NULL) must agree with it.  For a dynamic one, *run is an instance resolved
+ * with in_shapes and, where a shape needs them, the inputs' values; the
+ * buffers are borrowed until npu_plan_end.  out_shapes (may be NULL) receives
+ * the outputs' shapes as far as they are known.  Errors: NPU_E_BAD_BUFFER
+ * (counts, an input's length, a fixed output's length), NPU_E_BAD_SHAPE (given
+ * dimensions that contradict the model's, overflow, or leave one unknown; an
+ * operation refusing the shapes), NPU_E_BUFFER_TOO_SMALL (an output's buffer
+ * is smaller than its shape: out_shapes marks it), or a binding's refusal of
+ * the values; why (may be NULL) receives a sentence.
+ */
+int npu_plan_begin(struct npu_plan *plan,
+                   const struct npu_buffer *inputs, const struct npu_shape *in_shapes, uint32_t input_count,
+                   const struct npu_buffer *outputs, struct npu_shape *out_shapes, uint32_t output_count,
+                   struct npu_plan **run, char *why, size_t why_len);
+
+/* Whether every operation of run has its slices (otherwise npu_plan_continue). */
+bool npu_plan_complete(const struct npu_plan *run);
+
+/*
+ * A partial instance, all of whose slices have run: resolves the operations
+ * after them with the values now computed, appends their slices and grows
+ * the arena (*arena, temp_bytes before the call) to the new temp_bytes,
+ * keeping what it holds.  Errors as npu_plan_begin's.
+ */
+int npu_plan_continue(struct npu_plan *run, unsigned char **arena,
+                      const struct npu_buffer *inputs, const struct npu_buffer *outputs,
+                      struct npu_shape *out_shapes, char *why, size_t why_len);
+
+/* The end of an execution begun with npu_plan_begin on plan. */
+void npu_plan_end(struct npu_plan *plan, struct npu_plan *run);
 
 /* Computes one slice.  arena holds temp_bytes bytes.  NPU_OK, or the status
  * of an operation that refused its operands' values (e.g. a GATHER index out

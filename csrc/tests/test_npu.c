@@ -106,6 +106,100 @@ static void test_run_model_matches_kernels(void)
     CHECK_RC(rc, NPU_E_BAD_BUFFER);
 }
 
+/* A model input of unspecified dimensions takes them at execution; the output's
+ * follow, and a larger buffer than needed is fine, a smaller one is reported. */
+static void test_run_model_shapes_at_execution(void)
+{
+    struct mb *b = binary_model(NPU_OP_ADD, 0, NPU_FUSE_NONE);
+    const struct npu_model *m = mb_model(b);
+    float x[4] = {1, 2, 3, 4}, y[4] = {10, 20, 30, 40}, o[5] = {0};
+    struct npu_buffer in[2] = {{x, 3 * sizeof(float)}, {y, 3 * sizeof(float)}}, out[1] = {{o, sizeof o}};
+    struct npu_shape given[2] = {{.rank = 1, .dims = {3}}, {.rank = 1, .dims = {3}}}, got[1];
+    /* not given: the run cannot lay the inputs out */
+    CHECK_RC(npu_kernel_run_model(m, in, 2, out, 1), NPU_E_BAD_SHAPE);
+    OK(npu_kernel_run_model_shaped(m, in, given, 2, out, got, 1));
+    CHECK(got[0].rank == 1 && got[0].dims[0] == 3 && got[0].sufficient);
+    CHECK(o[0] == 11 && o[2] == 33 && o[3] == 0);
+    /* another shape, same model */
+    given[0].dims[0] = given[1].dims[0] = 4;
+    in[0].length = in[1].length = sizeof x;
+    OK(npu_kernel_run_model_shaped(m, in, given, 2, out, got, 1));
+    CHECK(got[0].dims[0] == 4 && o[3] == 44);
+    /* an output buffer too small: the needed dimensions come back */
+    out[0].length = 2 * sizeof(float);
+    CHECK_RC(npu_kernel_run_model_shaped(m, in, given, 2, out, got, 1), NPU_E_BUFFER_TOO_SMALL);
+    CHECK(got[0].rank == 1 && got[0].dims[0] == 4 && !got[0].sufficient);
+    out[0].length = sizeof o;
+    /* dimensions that disagree with each other, with the buffer, with the model, or overflow */
+    given[1].dims[0] = 3;
+    CHECK_RC(npu_kernel_run_model_shaped(m, in, given, 2, out, got, 1), NPU_E_BAD_BUFFER);
+    in[1].length = 3 * sizeof(float);
+    CHECK_RC(npu_kernel_run_model_shaped(m, in, given, 2, out, got, 1), NPU_E_BAD_SHAPE);
+    struct npu_shape rank2[2] = {{.rank = 2, .dims = {2, 2}}, {.rank = 2, .dims = {2, 2}}};
+    CHECK_RC(npu_kernel_run_model_shaped(m, in, rank2, 2, out, got, 1), NPU_E_BAD_SHAPE);
+    struct npu_shape zero[2] = {{.rank = 1, .dims = {0}}, {.rank = 1, .dims = {0}}};
+    CHECK_RC(npu_kernel_run_model_shaped(m, in, zero, 2, out, got, 1), NPU_E_BAD_SHAPE);
+    struct npu_shape huge[2] = {{.rank = 1, .dims = {UINT32_MAX}}, {.rank = 1, .dims = {UINT32_MAX}}};
+    CHECK_RC(npu_kernel_run_model_shaped(m, in, huge, 2, out, got, 1), NPU_E_BAD_SHAPE);
+    free(b);
+    /* a fully declared model: given dimensions must be its own */
+    struct mb *f = binary_model(NPU_OP_ADD, 4, NPU_FUSE_NONE);
+    in[0].length = in[1].length = out[0].length = sizeof x;
+    given[0].dims[0] = given[1].dims[0] = 4;
+    OK(npu_kernel_run_model_shaped(mb_model(f), in, given, 2, out, got, 1));
+    CHECK(got[0].rank == 1 && got[0].dims[0] == 4 && got[0].sufficient);
+    given[0].dims[0] = 3;
+    CHECK_RC(npu_kernel_run_model_shaped(mb_model(f), in, given, 2, out, got, 1), NPU_E_BAD_SHAPE);
+    free(f);
+}
+
+/* The hardware runs a model whose input dimensions come with each submission:
+ * each job gets its plan for its shapes and reports its output's. */
+static void test_hw_shapes_at_submission(void)
+{
+    struct npu_system_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.slices_per_operation = 3;
+    struct npu_system *s;
+    OK(npu_system_create(&cfg, &s));
+    struct mb *b = binary_model(NPU_OP_MUL, 0, NPU_FUSE_NONE);
+    uint32_t model;
+    OK(npu_system_load_model(s, 0, mb_model(b), NULL, &model));
+    float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {2, 2, 2, 2, 2, 2}, o1[6] = {0}, o2[6] = {0};
+    struct npu_buffer in1[2] = {{x, 2 * sizeof(float)}, {y, 2 * sizeof(float)}}, out1[1] = {{o1, sizeof o1}};
+    struct npu_buffer in2[2] = {{x, sizeof x}, {y, sizeof y}}, out2[1] = {{o2, sizeof o2}};
+    struct npu_shape two[2] = {{.rank = 1, .dims = {2}}, {.rank = 1, .dims = {2}}};
+    struct npu_shape six[2] = {{.rank = 1, .dims = {6}}, {.rank = 1, .dims = {6}}};
+    struct npu_shape got1[1], got2[1], got3[1];
+    struct npu_work_request q1 = req(model, 1, 0, in1, out1), q2 = req(model, 1, 0, in2, out2);
+    q1.input_count = q2.input_count = 2;
+    q1.input_shapes = two, q1.output_shapes = got1;
+    q2.input_shapes = six, q2.output_shapes = got2;
+    int32_t id1, id2, id3;
+    OK(npu_system_submit_work(s, &q1, &id1));
+    OK(npu_system_submit_work(s, &q2, &id2));
+    /* without the dimensions, or with a buffer too small, the submission is refused */
+    struct npu_work_request bare = req(model, 1, 0, in2, out2);
+    bare.input_count = 2;
+    CHECK_RC(npu_system_submit_work(s, &bare, &id3), NPU_E_BAD_SHAPE);
+    struct npu_buffer small[1] = {{o2, 3 * sizeof(float)}};
+    struct npu_work_request q3 = req(model, 1, 0, in2, small);
+    q3.input_count = 2, q3.input_shapes = six, q3.output_shapes = got3;
+    CHECK_RC(npu_system_submit_work(s, &q3, &id3), NPU_E_BUFFER_TOO_SMALL);
+    CHECK(got3[0].rank == 1 && got3[0].dims[0] == 6 && !got3[0].sufficient);
+    OK(npu_system_run_until_idle(s, 0));
+    struct npu_event *ev;
+    uint32_t n = drain(s, &ev);
+    CHECK(find_ev(ev, n, NPU_EVENT_WORK_ENDED, id1, NPU_END_REASON_COMPLETED, 0) >= 0);
+    CHECK(find_ev(ev, n, NPU_EVENT_WORK_ENDED, id2, NPU_END_REASON_COMPLETED, 0) >= 0);
+    CHECK(got1[0].rank == 1 && got1[0].dims[0] == 2 && got1[0].sufficient);
+    CHECK(got2[0].rank == 1 && got2[0].dims[0] == 6 && got2[0].sufficient);
+    CHECK(o1[0] == 2 && o1[1] == 4 && o1[2] == 0);
+    CHECK(o2[0] == 2 && o2[5] == 12);
+    npu_system_destroy(s);
+    free(b);
+}
+
 /* CONV_2D -> SOFTMAX -> SUB, cut into many slices by the hardware, gives the
  * same bits as one unsliced run on the calling thread. */
 static void test_sliced_run_equals_whole_run(void)
@@ -216,8 +310,11 @@ static void test_validation_errors(void)
     CHECK_RC(npu_model_validate(mb_model(b), &bad), NPU_E_BAD_MODEL_IO);
     CHECK_RC(npu_model_validate(NULL, &bad), NPU_E_INVALID_ARGUMENT);
     free(b);
-    /* a zero dimension */
+    /* a zero dimension: a model input's is given at execution, a constant's is wrong */
     struct mb *z = binary_model(NPU_OP_ADD, 0, NPU_FUSE_NONE);
+    OK(npu_model_validate(mb_model(z), NULL));
+    z->opnd[1].lifetime = NPU_LIFETIME_CONSTANT_COPY;
+    z->nin = 1;
     CHECK_RC(npu_model_validate(mb_model(z), NULL), NPU_E_BAD_SHAPE);
     free(z);
 }
@@ -1558,6 +1655,8 @@ struct test {
 #define T(f) {#f, f}
 static const struct test TESTS[] = {
     T(test_run_model_matches_kernels),
+    T(test_run_model_shapes_at_execution),
+    T(test_hw_shapes_at_submission),
     T(test_sliced_run_equals_whole_run), T(test_validation_errors),
     T(test_validation_conv_and_fc_shapes), T(test_validation_survives_random_mutation), T(test_devices), T(test_supported_operations),
     T(test_unknown_operation_is_unsupported_not_invalid),

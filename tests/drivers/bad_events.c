@@ -11,20 +11,24 @@
 #include "broken.h"
 
 static int stuttering_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
-                             const struct npu_buffer *inputs, uint32_t input_count,
-                             const struct npu_buffer *outputs, uint32_t output_count, int32_t *work_id);
+                             const struct npu_buffer *inputs, const struct npu_shape *input_shapes, uint32_t input_count,
+                             const struct npu_buffer *outputs, struct npu_shape *output_shapes, uint32_t output_count,
+                             int32_t *work_id);
 BROKEN_HW_INIT(broken_hw.submit = stuttering_submit)
 
 static int stuttering_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
-                             const struct npu_buffer *inputs, uint32_t input_count,
-                             const struct npu_buffer *outputs, uint32_t output_count, int32_t *work_id)
+                             const struct npu_buffer *inputs, const struct npu_shape *input_shapes, uint32_t input_count,
+                             const struct npu_buffer *outputs, struct npu_shape *output_shapes, uint32_t output_count,
+                             int32_t *work_id)
 {
     int32_t first;
-    int rc = real_hw->submit(hw, handle, key, info, inputs, input_count, outputs, output_count, &first);
+    int rc = real_hw->submit(hw, handle, key, info, inputs, input_shapes, input_count, outputs, output_shapes,
+                             output_count, &first);
     if (rc != NPU_OK)
         return rc;
     real_hw->cancel(hw, first); /* a small work may have ended already: then it completed */
-    return real_hw->submit(hw, handle, key, info, inputs, input_count, outputs, output_count, work_id);
+    return real_hw->submit(hw, handle, key, info, inputs, input_shapes, input_count, outputs, output_shapes,
+                           output_count, work_id);
 }
 
 BROKEN_DRIVER(ops.init = broken_init)

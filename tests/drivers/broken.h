@@ -75,19 +75,19 @@ static inline struct npu_scheduling_config broken_config_for(const struct tmpl *
  */
 #define BROKEN_PRIORITY(expr)                                                                         \
     static int priority_submit(struct npu_hw *hw, uint32_t handle, int32_t key,                        \
-                               const struct npu_work_info *info, const struct npu_buffer *inputs,       \
-                               uint32_t input_count, const struct npu_buffer *outputs,                 \
+                               const struct npu_work_info *info, const struct npu_buffer *inputs, const struct npu_shape *input_shapes,       \
+                               uint32_t input_count, const struct npu_buffer *outputs, struct npu_shape *output_shapes,                 \
                                uint32_t output_count, int32_t *work_id);                               \
     BROKEN_HW_INIT(broken_hw.submit = priority_submit)                                                 \
     static int priority_submit(struct npu_hw *hw, uint32_t handle, int32_t key,                        \
-                               const struct npu_work_info *info, const struct npu_buffer *inputs,       \
-                               uint32_t input_count, const struct npu_buffer *outputs,                 \
+                               const struct npu_work_info *info, const struct npu_buffer *inputs, const struct npu_shape *input_shapes,       \
+                               uint32_t input_count, const struct npu_buffer *outputs, struct npu_shape *output_shapes,                 \
                                uint32_t output_count, int32_t *work_id)                                \
     {                                                                                                 \
         struct npu_scheduling_config c = broken_config_for(broken_instance, info->uid);               \
         int32_t app = c.app_priority, job = info->job_priority, lo = c.min_priority, hi = c.max_priority; \
         (void)key, (void)app, (void)job, (void)lo, (void)hi;                                           \
-        return real_hw->submit(hw, handle, (expr), info, inputs, input_count, outputs, output_count,  \
+        return real_hw->submit(hw, handle, (expr), info, inputs, input_shapes, input_count, outputs, output_shapes, output_count,  \
                                work_id);                                                              \
     }                                                                                                 \
     BROKEN_DRIVER(ops.init = broken_init)

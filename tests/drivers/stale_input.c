@@ -11,26 +11,26 @@ enum { STAGING_BYTES = 1 << 20, MAX_INPUTS = 16 };
 static unsigned char staging[STAGING_BYTES];
 
 static int staging_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
-                          const struct npu_buffer *inputs, uint32_t input_count, const struct npu_buffer *outputs,
+                          const struct npu_buffer *inputs, const struct npu_shape *input_shapes, uint32_t input_count, const struct npu_buffer *outputs, struct npu_shape *output_shapes,
                           uint32_t output_count, int32_t *work_id);
 BROKEN_HW_INIT(broken_hw.submit = staging_submit)
 
 static int staging_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
-                          const struct npu_buffer *inputs, uint32_t input_count, const struct npu_buffer *outputs,
+                          const struct npu_buffer *inputs, const struct npu_shape *input_shapes, uint32_t input_count, const struct npu_buffer *outputs, struct npu_shape *output_shapes,
                           uint32_t output_count, int32_t *work_id)
 {
     struct npu_buffer staged[MAX_INPUTS];
     size_t at = 0;
     for (uint32_t i = 0; i < input_count && input_count <= MAX_INPUTS; i++) {
         if (at + inputs[i].length > STAGING_BYTES)
-            return real_hw->submit(hw, handle, key, info, inputs, input_count, outputs, output_count, work_id);
+            return real_hw->submit(hw, handle, key, info, inputs, input_shapes, input_count, outputs, output_shapes, output_count, work_id);
         memcpy(staging + at, inputs[i].data, inputs[i].length);
         staged[i] = (struct npu_buffer){staging + at, inputs[i].length};
         at += (inputs[i].length + 63) & ~(size_t)63;
     }
     if (input_count > MAX_INPUTS)
-        return real_hw->submit(hw, handle, key, info, inputs, input_count, outputs, output_count, work_id);
-    return real_hw->submit(hw, handle, key, info, staged, input_count, outputs, output_count, work_id);
+        return real_hw->submit(hw, handle, key, info, inputs, input_shapes, input_count, outputs, output_shapes, output_count, work_id);
+    return real_hw->submit(hw, handle, key, info, staged, input_shapes, input_count, outputs, output_shapes, output_count, work_id);
 }
 
 BROKEN_DRIVER(ops.init = broken_init)

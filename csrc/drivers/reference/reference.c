@@ -406,8 +406,8 @@ static int ref_submit(void *d, const struct npu_work_request *q, int32_t *work_i
     }
     info.job_priority = q->job_priority;
     info.device_number = (int32_t)l->device;
-    rc = r->hw->submit(r->h, l->handle, eff, &info, q->inputs, q->input_count, q->outputs, q->output_count,
-                       work_id);
+    rc = r->hw->submit(r->h, l->handle, eff, &info, q->inputs, q->input_shapes, q->input_count, q->outputs,
+                       q->output_shapes, q->output_count, work_id);
     if (rc == NPU_OK)
         r->submitted++;
     return rc;

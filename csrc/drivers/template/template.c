@@ -247,8 +247,8 @@ static int tmpl_submit(void *d, const struct npu_work_request *q, int32_t *work_
     }
     info.job_priority = q->job_priority;
     info.device_number = 0;
-    return t->hw->submit(t->h, t->models[q->model_id - 1], eff, &info, q->inputs, q->input_count, q->outputs,
-                         q->output_count, work_id);
+    return t->hw->submit(t->h, t->models[q->model_id - 1], eff, &info, q->inputs, q->input_shapes, q->input_count,
+                         q->outputs, q->output_shapes, q->output_count, work_id);
 }
 
 static int tmpl_cancel(void *d, int32_t work_id)

@@ -115,6 +115,12 @@ struct npu_work_request {
     const struct npu_buffer *inputs;    /* array borrowed for the call; memory until ENDED */
     uint32_t output_count;
     const struct npu_buffer *outputs;   /* array borrowed for the call; memory until ENDED */
+    /* Shapes known only at execution (npu_hw_api.submit): the inputs' given
+     * dimensions (NULL: as the model declares them; borrowed for the call) and
+     * where the outputs' real dimensions go (NULL: not wanted; borrowed until
+     * the final ENDED). */
+    const struct npu_shape *input_shapes;
+    struct npu_shape *output_shapes;
 };
 
 /*

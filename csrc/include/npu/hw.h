@@ -67,7 +67,7 @@
 
 /* The ABI version of hw.h + driver.h together.  A driver's entry point is
  * called with it and the loader refuses an ops table that carries another. */
-enum { NPU_ABI_VERSION = 3 };
+enum { NPU_ABI_VERSION = 4 };
 
 enum npu_clock {
     NPU_CLOCK_VIRTUAL = 1,
@@ -259,11 +259,19 @@ struct npu_hw_api {
      * effective_priority (= key) and timestamp_ms, and copies the rest.  The
      * buffers' memory is borrowed until the job's ENDED event with a final
      * reason (anything but PAUSED); the arrays describing them are copied.
+     * input_shapes (may be NULL; copied) gives the dimensions of inputs the
+     * model leaves unspecified (NNAPI's RequestArgument.dimensions), and
+     * output_shapes (may be NULL; borrowed like the buffers) receives every
+     * output's dimensions as the job learns them (struct npu_shape): an
+     * output whose shape only the data decides is sized as the kernels report
+     * it.  A buffer too small for its output refuses the submission with
+     * NPU_E_BUFFER_TOO_SMALL when the shapes say so at once, and fails the job
+     * (ENDED FAILED, output_shapes marking it) when only computed values do.
      * Emits WORK_REQUESTED.  *work_id receives the new WorkInfo.id. */
     int (*submit)(struct npu_hw *hw, uint32_t handle, int32_t key,
                   const struct npu_work_info *info,
-                  const struct npu_buffer *inputs, uint32_t input_count,
-                  const struct npu_buffer *outputs, uint32_t output_count,
+                  const struct npu_buffer *inputs, const struct npu_shape *input_shapes, uint32_t input_count,
+                  const struct npu_buffer *outputs, struct npu_shape *output_shapes, uint32_t output_count,
                   int32_t *work_id);
 
     /* Ends a job with CANCELLED_USER: at once if it is queued or between

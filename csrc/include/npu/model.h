@@ -224,6 +224,19 @@ struct npu_buffer {
     size_t length;
 };
 
+/* One tensor's shape at execution.  An input's: the dimensions the caller gives
+ * a model input whose declared shape leaves some unspecified (rank 0: as
+ * declared, which must then be complete); a given dimension must match a
+ * declared one.  An output's: filled by the run with the dimensions the
+ * output really has (rank 0 while they are not known) and whether the
+ * caller's buffer held it (false: the run stopped with NPU_E_BUFFER_TOO_SMALL,
+ * and the dimensions say how large a buffer must be). */
+struct npu_shape {
+    uint32_t rank;
+    uint32_t dims[NPU_MAX_RANK];
+    bool sufficient;
+};
+
 /*
  * Checks a model thoroughly: operand types, quantization, lifetimes and
  * locations, operand indexes, that inputs and outputs match the lifetimes,
@@ -259,6 +272,20 @@ int npu_model_check_support(const struct npu_model *model, bool *computable, uin
 int npu_kernel_run_model(const struct npu_model *model,
                          const struct npu_buffer *inputs, uint32_t input_count,
                          const struct npu_buffer *outputs, uint32_t output_count);
+
+/*
+ * npu_kernel_run_model for a model whose shapes are known only at execution
+ * (npu/bind.h): input_shapes (may be NULL: every input as declared) gives the
+ * inputs' dimensions, and output_shapes (may be NULL) receives every
+ * output's.  An output whose shape the model leaves unspecified may have a
+ * larger buffer than it needs; a smaller one ends the run with
+ * NPU_E_BUFFER_TOO_SMALL (output_shapes says which and how large).
+ */
+int npu_kernel_run_model_shaped(const struct npu_model *model,
+                                const struct npu_buffer *inputs, const struct npu_shape *input_shapes,
+                                uint32_t input_count,
+                                const struct npu_buffer *outputs, struct npu_shape *output_shapes,
+                                uint32_t output_count);
 
 /* Size in bytes of one operand as stored (its type's element size x its
  * element count); 0 for an unknown type or a shape with an unknown dimension. */
