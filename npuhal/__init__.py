@@ -64,6 +64,7 @@ from ._errors import (
     NpuModelError as NpuModelError,
     NpuNotSupportedError as NpuNotSupportedError,
     NpuOfflineError as NpuOfflineError,
+    NpuOutputTooSmallError as NpuOutputTooSmallError,
     NpuPermissionError as NpuPermissionError,
     NpuStateError as NpuStateError,
     NpuTimeoutError as NpuTimeoutError,

@@ -66,6 +66,7 @@ from ._errors import (
     NpuInvalidPriorityError,
     NpuLookupError,
     NpuOfflineError,
+    NpuOutputTooSmallError,
     NpuPermissionError,
     NpuValueError,
 )
@@ -432,28 +433,51 @@ class PreparedModel(IPreparedModel.Stub):
         finally:
             pools.close()
 
-    def _buffers(self, args: list, shapes: list, dtypes: list, pools: _Pools, what: str) -> list:
+    def _buffers(self, args: list, shapes: list, dtypes: list, pools: _Pools, what: str) -> tuple[list, list]:
+        """The request's regions of the model's inputs or outputs, and the dimensions each
+        argument gives (an input the model leaves unspecified takes them from its
+        RequestArgument.dimensions; an output whose size only the run gives may have a
+        region of any length)."""
         if len(args) != len(shapes):
             raise service_error(ErrorStatus.INVALID_ARGUMENT, f"the model has {len(shapes)} {what}s, the request {len(args)}")
-        out = []
+        out, dims = [], []
         for i, (arg, shape, dtype) in enumerate(zip(args, shapes, dtypes)):
             if arg is None or arg.hasNoValue:
                 raise service_error(ErrorStatus.INVALID_ARGUMENT, f"{what} {i} has no value (optional operands unsupported)")
-            if arg.dimensions and tuple(arg.dimensions) != tuple(shape):
+            given = tuple(int(d) for d in arg.dimensions or ())
+            known = 0 not in shape
+            bad = bool(given) and (
+                (len(shape) > 0 and len(given) != len(shape))
+                or 0 in given
+                or any(want and d != want for d, want in zip(given, shape))
+                or (what == "output" and known and given != tuple(shape))
+            )
+            if bad:
                 raise service_error(
-                    ErrorStatus.INVALID_ARGUMENT, f"{what} {i} has dimensions {list(arg.dimensions)}, the model's are {list(shape)}"
+                    ErrorStatus.INVALID_ARGUMENT, f"{what} {i} has dimensions {list(given)}, the model's are {list(shape)}"
                 )
+            run_shape = given or tuple(shape)
             loc = arg.location
-            out.append(pools.region(loc.poolIndex, loc.offset, loc.length, dtype.itemsize * math.prod(shape), f"{what} {i}"))
-        return out
+            if what == "output" and not known:
+                needed = loc.length  # only the run says how much it needs; the driver checks
+            elif 0 in run_shape:
+                raise service_error(
+                    ErrorStatus.INVALID_ARGUMENT,
+                    f"{what} {i} has unspecified dimensions {list(shape)} and the request gives none",
+                )
+            else:
+                needed = dtype.itemsize * math.prod(run_shape)
+            out.append(pools.region(loc.poolIndex, loc.offset, loc.length, needed, f"{what} {i}"))
+            dims.append(given if what == "input" and not known else None)
+        return out, dims
 
     async def _execute(self, request: Any, pools: _Pools, measure: bool, deadline_ns: int, hints: Any) -> Any:
         self.check_alive()
         if deadline_ns < -1:
             raise service_error(ErrorStatus.INVALID_ARGUMENT, f"deadlineNs {deadline_ns} (use -1 for none)")
         handle = self.handle
-        ins = self._buffers(list(request.inputs), handle.input_shapes, handle.input_dtypes, pools, "input")
-        outs = self._buffers(list(request.outputs), handle.output_shapes, handle.output_dtypes, pools, "output")
+        ins, in_dims = self._buffers(list(request.inputs), handle.input_shapes, handle.input_dtypes, pools, "input")
+        outs, _ = self._buffers(list(request.outputs), handle.output_shapes, handle.output_dtypes, pools, "output")
         uid, pid = Binder.getCallingUid(), Binder.getCallingPid()
         original = uid if hints.originalUid < 0 else hints.originalUid
         group = None if hints.groupId is None else bytes(hints.groupId.uuid)
@@ -470,7 +494,11 @@ class PreparedModel(IPreparedModel.Stub):
                 job_priority=hints.jobPriority,
                 group_id=group,
                 feature_id=hints.debugFeatureId,
+                input_dims=in_dims,
             )
+        except NpuOutputTooSmallError as exc:
+            # the input shapes already say an output's buffer is too small: the app's to fix
+            return _insufficient(exc.output_shapes or [])
         except NpuPermissionError as exc:
             raise SecurityException(str(exc)) from None
         except NpuInvalidPriorityError as exc:
@@ -485,22 +513,27 @@ class PreparedModel(IPreparedModel.Stub):
             raise service_error(ErrorStatus.INVALID_ARGUMENT, str(exc)) from None
         self._hal.work_submitted(work_id)
         self._running.add(work_id)
+        reported: list = []
         try:
             ended = await self._wait(work_id, deadline_ns)
             await self._hal.wait_recorded(work_id)
+            reported = driver.output_shapes(work_id)
         finally:
             self._running.discard(work_id)
             timing = self._hal.timing_of(work_id)
             if not driver.closed:
                 driver.forget(work_id)  # drops its references to the request's pages
         if ended.reason is EndReason.COMPLETED:
-            shapes = [_OutputShape(dimensions=list(shape), isSufficient=True) for shape in self.handle.output_shapes]
+            shapes = [_OutputShape(dimensions=list(got or declared), isSufficient=True)
+                      for (got, _), declared in zip(reported, self.handle.output_shapes)]
             t = _Timing()
             if measure and timing is not None and timing.started_ns is not None and timing.ended_ns is not None:
                 t = _Timing(
                     timeOnDeviceNs=timing.ended_ns - timing.started_ns, timeInDriverNs=timing.ended_ns - timing.submitted_ns
                 )
             return _ExecutionResult(outputSufficientSize=True, outputShapes=shapes, timing=t)
+        if ended.reason is EndReason.FAILED and not all(ok for _, ok in reported):
+            return _insufficient(reported)  # a computed count outgrew an output's buffer
         if ended.reason is EndReason.FAILED:
             raise service_error(ErrorStatus.GENERAL_FAILURE, f"work {work_id} failed on {self.device_name}")
         if self._gone is not None:
@@ -527,6 +560,13 @@ class PreparedModel(IPreparedModel.Stub):
         with trio.CancelScope(shield=True), trio.move_on_after(_CANCEL_GRACE_S):
             await driver.wait_work(work_id)
         raise service_error(ErrorStatus.MISSED_DEADLINE_TRANSIENT, f"work {work_id} missed its deadline")
+
+
+def _insufficient(reported: list) -> Any:
+    """ExecutionResult of a run an output's buffer was too small for: each output's dimensions
+    as far as known, the one too small marked (OUTPUT_INSUFFICIENT_SIZE to the runtime)."""
+    shapes = [_OutputShape(dimensions=list(dims), isSufficient=ok) for dims, ok in reported]
+    return _ExecutionResult(outputSufficientSize=False, outputShapes=shapes, timing=_Timing())
 
 
 class Burst(IBurst.Stub):

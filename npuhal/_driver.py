@@ -55,7 +55,14 @@ import trio
 from interfaces.android.hardware.neuralnetworks import ExecutionPreference, Model
 
 from . import _lowlevel
-from ._errors import NpuClosedError, NpuExecutionError, NpuLookupError, NpuStateError, NpuValueError
+from ._errors import (
+    NpuClosedError,
+    NpuExecutionError,
+    NpuLookupError,
+    NpuOutputTooSmallError,
+    NpuStateError,
+    NpuValueError,
+)
 from ._model import io_dtypes, io_shapes, map_pools, mapped
 from ._types import (
     Device,
@@ -135,8 +142,28 @@ class _Work:
     model: ModelHandle
     outputs: list[Any]
     keep: list[Any] | None  # the cdata and Python buffers C borrows until the final end
+    shapes: Any = None  # the struct npu_shape[] C fills with the outputs' dimensions
     starts: int = 0
     ended: WorkEnded | None = None
+
+
+def _known(shape: tuple[int, ...]) -> bool:
+    """Whether a declared shape is complete (a scalar's () is; a tensor's 0 is not known)."""
+    return 0 not in shape
+
+
+def _run_shape(declared: tuple[int, ...], given: Sequence[int] | None, position: int) -> tuple[int, ...]:
+    """Input ``position``'s shape for one run: the given dimensions where the model leaves
+    them unspecified (each > 0, a specified one the same), else the declared ones."""
+    if not given:
+        if not _known(declared):
+            raise NpuValueError(f"input {position} has unspecified dimensions {list(declared)}: give input_dims")
+        return declared
+    given = tuple(int(d) for d in given)
+    if (declared and len(given) != len(declared)) or any(d <= 0 for d in given) or \
+            any(w and d != w for d, w in zip(given, declared)):
+        raise NpuValueError(f"input {position} is given dimensions {list(given)}, the model's are {list(declared)}")
+    return given
 
 
 def _as_input(obj: Any, shape: tuple[int, ...], position: int, dtype: np.dtype) -> Any:
@@ -160,11 +187,15 @@ def _as_input(obj: Any, shape: tuple[int, ...], position: int, dtype: np.dtype) 
 def _as_output(obj: Any, shape: tuple[int, ...], position: int, dtype: np.dtype) -> Any:
     count = math.prod(shape)
     if obj is None:
+        if not _known(shape):
+            raise NpuValueError(f"output {position}'s dimensions {list(shape)} are known only when it runs: give a buffer")
         return np.zeros(shape, dtype=dtype)
     obj = mapped(obj, writable=True)
     if isinstance(obj, np.ndarray):
         if obj.dtype != dtype or not obj.flags.c_contiguous or not obj.flags.writeable:
             raise NpuValueError(f"output {position} must be a writable, C-contiguous {dtype} array")
+        if not _known(shape):
+            return obj  # any size: the run says whether it held the output
         if obj.size != count:
             raise NpuValueError(f"output {position} has {obj.size} elements, the model's output {list(shape)} needs {count}")
         return obj
@@ -174,7 +205,7 @@ def _as_output(obj: Any, shape: tuple[int, ...], position: int, dtype: np.dtype)
         raise NpuValueError(f"output {position} must be a numpy array or a writable buffer, got {type(obj).__name__}") from None
     if view.readonly:
         raise NpuValueError(f"output {position} is read-only")
-    if view.nbytes != dtype.itemsize * count:
+    if _known(shape) and view.nbytes != dtype.itemsize * count:
         raise NpuValueError(f"output {position} holds {view.nbytes} bytes, the model's output {list(shape)} of {dtype} "
                             f"needs {dtype.itemsize * count}")
     return obj
@@ -208,14 +239,20 @@ def work_times(events: Iterable[Any], work: int) -> WorkTimes:
 
 
 def _io_buffers(
-    shapes: tuple[Any, Any], dtypes: tuple[Any, Any], inputs: Sequence[Any], outputs: Sequence[Any] | None
+    shapes: tuple[Any, Any], dtypes: tuple[Any, Any], inputs: Sequence[Any], outputs: Sequence[Any] | None,
+    input_dims: Sequence[Sequence[int] | None] | None = None,
 ) -> tuple[list[Any], list[Any]]:
-    """The C-ready input and output buffers of one run, each checked against its shape and dtype."""
+    """The C-ready input and output buffers of one run, each checked against its shape and dtype
+    (an input's: as given in ``input_dims`` where the model leaves it unspecified)."""
     in_shapes, out_shapes = shapes
     in_dtypes, out_dtypes = dtypes
     inputs = list(inputs)
     if len(inputs) != len(in_shapes):
         raise NpuValueError(f"the model takes {len(in_shapes)} inputs, got {len(inputs)}")
+    given_dims = list(input_dims) if input_dims is not None else [None] * len(in_shapes)
+    if len(given_dims) != len(in_shapes):
+        raise NpuValueError(f"the model takes {len(in_shapes)} inputs, got {len(given_dims)} input_dims")
+    in_shapes = [_run_shape(tuple(s), d, i) for i, (s, d) in enumerate(zip(in_shapes, given_dims))]
     given = [None] * len(out_shapes) if outputs is None else list(outputs)
     if len(given) != len(out_shapes):
         raise NpuValueError(f"the model has {len(out_shapes)} outputs, got {len(given)}")
@@ -228,7 +265,9 @@ def _shaped(buffers: Sequence[Any], shapes: Sequence[tuple[int, ...]], dtypes: S
     out = []
     for buf, shape, dtype in zip(buffers, shapes, dtypes, strict=True):
         arr = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=dtype)
-        out.append(arr if arr.shape == shape else arr.reshape(shape))
+        if arr.shape != shape:
+            arr = arr.reshape(-1)[: math.prod(shape)].reshape(shape)  # a larger buffer than the output
+        out.append(arr)
     return out
 
 
@@ -517,8 +556,17 @@ class Driver:
         job_priority: int,
         group_id: uuid.UUID | bytes | None = None,
         feature_id: str | None = None,
+        input_dims: Sequence[Sequence[int] | None] | None = None,
     ) -> int:
         """Queue one execution of ``model``; returns its work id (``WorkInfo.id``).
+
+        ``input_dims`` (one entry per input, ``None`` for "as declared") gives the
+        dimensions of inputs the model leaves unspecified (NNAPI's
+        ``RequestArgument.dimensions``); an output whose dimensions only the run gives
+        needs a buffer of the caller's, of any size: ``output_shapes(work_id)`` says
+        what it got, and a buffer too small refuses the submission
+        (``NpuOutputTooSmallError``, with ``output_shapes``) when the input shapes tell
+        at once, or ends the work ``FAILED`` when only computed values do.
 
         ``inputs``: one per model input, numpy arrays (any dtype, converted to
         float32), bytes-like objects or ``SharedMemory`` regions of the right
@@ -540,7 +588,9 @@ class Driver:
         if not isinstance(model, ModelHandle) or self._models.get(model.id) is not model:
             raise NpuLookupError(f"{model!r} is not a model loaded in this driver")
         ins, outs = _io_buffers((model.input_shapes, model.output_shapes), (model.input_dtypes, model.output_dtypes),
-                                inputs, outputs)
+                                inputs, outputs, input_dims)
+        given = _lowlevel.new_shapes(len(ins), input_dims) if input_dims is not None else None
+        shapes = _lowlevel.new_shapes(len(outs))
         if isinstance(group_id, (bytes, bytearray)):
             if len(group_id) != 16:
                 raise NpuValueError("group_id must be a UUID or 16 bytes")
@@ -549,19 +599,33 @@ class Driver:
             raise NpuValueError(f"group_id must be a UUID or 16 bytes, not {group_id!r}")
         if feature_id is not None and not isinstance(feature_id, str):
             raise NpuValueError(f"feature_id must be a str, not {feature_id!r}")
-        work_id, keep = sys.submit_work(
-            model_id=model.id,
-            uid=uid,
-            original_uid=uid if original_uid is None else original_uid,
-            debug_pid=debug_pid,
-            job_priority=job_priority,
-            group_id=group_id,
-            feature_id=feature_id,
-            inputs=ins,
-            outputs=outs,
-        )
-        self._works[work_id] = _Work(work_id, model, outs, keep + ins + outs)
+        try:
+            work_id, keep = sys.submit_work(
+                model_id=model.id,
+                uid=uid,
+                original_uid=uid if original_uid is None else original_uid,
+                debug_pid=debug_pid,
+                job_priority=job_priority,
+                group_id=group_id,
+                feature_id=feature_id,
+                inputs=ins,
+                outputs=outs,
+                input_shapes=given,
+                output_shapes=shapes,
+            )
+        except NpuOutputTooSmallError as exc:
+            exc.output_shapes = _lowlevel.read_shapes(shapes, len(outs))
+            raise
+        self._works[work_id] = _Work(work_id, model, outs, keep + ins + outs, shapes=shapes)
         return work_id
+
+    def output_shapes(self, work_id: int) -> list[tuple[tuple[int, ...], bool]]:
+        """Each output's dimensions as the work computed them (as far as it got: () while
+        not known) and whether its buffer held it (False: the work ended FAILED for it)."""
+        self._live()
+        self._pull()
+        work = self._record(work_id)
+        return _lowlevel.read_shapes(work.shapes, len(work.outputs))
 
     def cancel(self, work_id: int) -> None:
         """End a work with ``CANCELLED_USER`` (at once if queued, else after its slice)."""
@@ -593,7 +657,9 @@ class Driver:
             raise NpuStateError(f"work {work_id} has not ended yet")
         if work.ended.reason is not EndReason.COMPLETED:
             raise NpuStateError(f"work {work_id} ended {work.ended.reason.name}, it has no results")
-        return _shaped(work.outputs, work.model.output_shapes, work.model.output_dtypes)
+        shapes = [got or declared for (got, _), declared in
+                  zip(_lowlevel.read_shapes(work.shapes, len(work.outputs)), work.model.output_shapes)]
+        return _shaped(work.outputs, shapes, work.model.output_dtypes)
 
     def forget(self, work_id: int) -> None:
         """Drop an ended work's record (and its output buffers) now."""

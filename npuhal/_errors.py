@@ -26,6 +26,7 @@ import trio
 __all__ = [
     "NpuError",
     "NpuValueError",
+    "NpuOutputTooSmallError",
     "NpuInvalidPriorityError",
     "NpuDuplicateUidError",
     "NpuModelError",
@@ -156,6 +157,14 @@ class NpuExecutionError(NpuError, RuntimeError):
         self.reason = ended.reason
 
 
+class NpuOutputTooSmallError(NpuValueError):
+    """An output's buffer is smaller than the output the run computes (a model output whose
+    dimensions only the execution gives).  ``output_shapes``: each output's (dimensions,
+    whether its buffer held it), as far as known, when the submission says them."""
+
+    output_shapes: list[tuple[tuple[int, ...], bool]] | None = None
+
+
 class NpuClosedError(NpuError, trio.ClosedResourceError):
     """The driver was closed; nothing can be done with it or its handles any more."""
 
@@ -196,7 +205,7 @@ _BY_NAME: dict[str, type[NpuError]] = {
     "DRIVER_INCOMPLETE": NpuDriverError,
     "DRIVER_INIT_FAILED": NpuDriverError,
     "SYSTEM_ERROR": NpuDriverError,
-    "BUFFER_TOO_SMALL": NpuValueError,
+    "BUFFER_TOO_SMALL": NpuOutputTooSmallError,
     "TOO_MANY": NpuCapacityError,
     "OFFLINE": NpuOfflineError,
 }

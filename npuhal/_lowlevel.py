@@ -239,6 +239,29 @@ def c_buffers(buffers: Sequence[Any], *, writable: bool) -> tuple[Any, list[Any]
     return arr, keep
 
 
+#: NPU_MAX_RANK, as struct npu_shape holds it.
+MAX_RANK = len(ffi.new("struct npu_shape *").dims)
+
+
+def new_shapes(count: int, dims: Sequence[Sequence[int] | None] | None = None) -> Any:
+    """A ``struct npu_shape[count]``, zeroed ("as declared" / not known yet), or holding
+    ``dims[i]`` (``None`` or empty: as declared) for each i."""
+    arr = ffi.new("struct npu_shape[]", max(count, 1))
+    for i, d in enumerate(dims or ()):
+        d = list(d or ())
+        if len(d) > MAX_RANK:
+            raise NpuValueError(f"input {i} is given rank {len(d)}; npuemu computes up to rank {MAX_RANK}")
+        arr[i].rank = len(d)
+        for k, v in enumerate(d):
+            arr[i].dims[k] = _u32(v, f"input {i} dimension {k}", NpuValueError)
+    return arr
+
+
+def read_shapes(arr: Any, count: int) -> list[tuple[tuple[int, ...], bool]]:
+    """Each ``struct npu_shape`` of ``arr[:count]`` as (dimensions, whether the buffer held it)."""
+    return [(tuple(int(arr[i].dims[k]) for k in range(arr[i].rank)), bool(arr[i].sufficient)) for i in range(count)]
+
+
 def run_model(model: Model, pools: Sequence[Any], inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
     """``npu_kernel_run_model``: run a whole model on this thread, no device involved."""
     cm = CModel(model, pools)
@@ -524,8 +547,14 @@ class System:
         feature_id: str | None,
         inputs: Sequence[Any],
         outputs: Sequence[Any],
+        input_shapes: Any = None,
+        output_shapes: Any = None,
     ) -> tuple[int, list[Any]]:
-        """Submit; returns (work id, the cdata that must outlive the work's final ENDED)."""
+        """Submit; returns (work id, the cdata that must outlive the work's final ENDED).
+
+        ``input_shapes`` and ``output_shapes`` are ``new_shapes`` arrays (or None): the
+        inputs' given dimensions, and where the outputs' real ones go.
+        """
         req = ffi.new("struct npu_work_request *")
         req.model_id = _u32(model_id, "model id", NpuValueError)
         req.uid = _i32(uid, "uid")
@@ -544,6 +573,8 @@ class System:
         cout, keep_out = c_buffers(outputs, writable=True)
         req.input_count, req.inputs = len(inputs), cin
         req.output_count, req.outputs = len(outputs), cout
+        req.input_shapes = ffi.NULL if input_shapes is None else input_shapes
+        req.output_shapes = ffi.NULL if output_shapes is None else output_shapes
         work_id = ffi.new("int32_t *")
         _check(lib.npu_system_submit_work(self.ptr, req, work_id), "submit_work")
         return int(work_id[0]), keep_in + keep_out

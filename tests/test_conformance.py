@@ -56,8 +56,6 @@ READY = stack_takes_bindings()
 
 #: Operations with a known failing case, and why (strict: the mark fails once they pass).
 KNOWN_GAPS = {
-    "BOX_WITH_NMS_LIMIT": "data-dependent output shapes: executions do not take dynamic shapes yet (issue 14)",
-    "GENERATE_PROPOSALS": "likewise, data-dependent output shapes",
 }
 
 

@@ -200,6 +200,100 @@ static void test_hw_shapes_at_submission(void)
     free(b);
 }
 
+/* ABS -> BOX_WITH_NMS_LIMIT: how many boxes the selection keeps depends on the
+ * values ABS computes, so the plan knows NMS's outputs only once ABS has run
+ * (a partial plan the runner continues).  Rows: N (given at execution). */
+static struct mb *abs_nms_model(uint32_t outs[4])
+{
+    struct mb *b = mb_new();
+    uint32_t ds[2] = {0, 2}, dr[2] = {0, 8}, db[1] = {0}, d1[1] = {0}, d2[2] = {0, 4};
+    uint32_t x = mb_tensor(b, NPU_LIFETIME_MODEL_INPUT, 2, ds);
+    uint32_t rois = mb_tensor(b, NPU_LIFETIME_MODEL_INPUT, 2, dr);
+    uint32_t batches = mb_tensor(b, NPU_LIFETIME_MODEL_INPUT, 1, db);
+    b->opnd[batches].type = NPU_OPERAND_TENSOR_INT32;
+    uint32_t s = mb_tensor(b, NPU_LIFETIME_TEMPORARY_VARIABLE, 2, ds);
+    uint32_t i_abs[1] = {x};
+    mb_op(b, NPU_OP_ABS, 1, i_abs, s);
+    uint32_t i_nms[9] = {s, rois, batches, mb_f32(b, 0.3f), mb_i32(b, -1), mb_i32(b, 0), mb_f32(b, 0.4f),
+                         mb_f32(b, 1.0f), mb_f32(b, 0.3f)};
+    outs[0] = mb_tensor(b, NPU_LIFETIME_MODEL_OUTPUT, 1, d1);
+    outs[1] = mb_tensor(b, NPU_LIFETIME_MODEL_OUTPUT, 2, d2);
+    outs[2] = mb_tensor(b, NPU_LIFETIME_MODEL_OUTPUT, 1, d1);
+    outs[3] = mb_tensor(b, NPU_LIFETIME_MODEL_OUTPUT, 1, d1);
+    b->opnd[outs[2]].type = b->opnd[outs[3]].type = NPU_OPERAND_TENSOR_INT32;
+    mb_op(b, NPU_OP_BOX_WITH_NMS_LIMIT, 9, i_nms, outs[0]);
+    b->ops[1].outputs = outs;
+    b->ops[1].output_count = 4;
+    return b;
+}
+
+/* Three boxes apart; |scores| of class 1 are 0.9, 0.2 and 0.5: two pass 0.3. */
+static float nms_x[6] = {0, -0.9f, 0, 0.2f, 0, -0.5f};
+static float nms_rois[24] = {0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 3, 3, 2, 2, 3, 3, 4, 4, 5, 5, 4, 4, 5, 5};
+static int32_t nms_batches[3] = {0, 0, 0};
+
+static void test_run_model_data_dependent_shapes(void)
+{
+    uint32_t ids[4];
+    struct mb *b = abs_nms_model(ids);
+    float sc[3] = {0}, bx[12] = {0};
+    int32_t cl[3] = {0}, bt[3] = {0};
+    struct npu_buffer in[3] = {{nms_x, sizeof nms_x}, {nms_rois, sizeof nms_rois}, {nms_batches, sizeof nms_batches}};
+    struct npu_buffer out[4] = {{sc, sizeof sc}, {bx, sizeof bx}, {cl, sizeof cl}, {bt, sizeof bt}};
+    struct npu_shape given[3] = {{.rank = 2, .dims = {3, 2}}, {.rank = 2, .dims = {3, 8}}, {.rank = 1, .dims = {3}}};
+    struct npu_shape got[4];
+    OK(npu_kernel_run_model_shaped(mb_model(b), in, given, 3, out, got, 4));
+    CHECK(got[0].rank == 1 && got[0].dims[0] == 2 && got[1].rank == 2 && got[1].dims[0] == 2 && got[1].dims[1] == 4);
+    CHECK(got[3].dims[0] == 2 && got[0].sufficient && got[1].sufficient);
+    CHECK(fabsf(sc[0] - 0.9f) < 1e-6f && fabsf(sc[1] - 0.5f) < 1e-6f && cl[0] == 1 && bx[4] == 4);
+    /* a buffer that holds one box is reported, with what it needs */
+    out[0].length = sizeof(float);
+    CHECK_RC(npu_kernel_run_model_shaped(mb_model(b), in, given, 3, out, got, 4), NPU_E_BUFFER_TOO_SMALL);
+    CHECK(got[0].rank == 1 && got[0].dims[0] == 2 && !got[0].sufficient);
+    free(b);
+}
+
+static void test_hw_data_dependent_shapes(void)
+{
+    if (!g_driver_so)
+        return;  /* the reference driver's devices do not claim BOX_WITH_NMS_LIMIT; the template's claim all */
+    struct npu_system_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.driver_path = g_driver_so;
+    cfg.slices_per_operation = 2;
+    struct npu_system *s;
+    OK(npu_system_create(&cfg, &s));
+    uint32_t ids[4], model;
+    struct mb *b = abs_nms_model(ids);
+    OK(npu_system_load_model(s, 0, mb_model(b), NULL, &model));
+    float sc[3] = {0}, bx[12] = {0};
+    int32_t cl[3] = {0}, bt[3] = {0};
+    struct npu_buffer in[3] = {{nms_x, sizeof nms_x}, {nms_rois, sizeof nms_rois}, {nms_batches, sizeof nms_batches}};
+    struct npu_buffer out[4] = {{sc, sizeof sc}, {bx, sizeof bx}, {cl, sizeof cl}, {bt, sizeof bt}};
+    struct npu_buffer small[4] = {{sc, sizeof(float)}, {bx, sizeof bx}, {cl, sizeof cl}, {bt, sizeof bt}};
+    struct npu_shape given[3] = {{.rank = 2, .dims = {3, 2}}, {.rank = 2, .dims = {3, 8}}, {.rank = 1, .dims = {3}}};
+    struct npu_shape got[4], got_small[4];
+    struct npu_work_request q = req(model, 1, 0, in, out), qs = req(model, 1, 0, in, small);
+    q.input_count = qs.input_count = 3;
+    q.output_count = qs.output_count = 4;
+    q.input_shapes = qs.input_shapes = given;
+    q.output_shapes = got, qs.output_shapes = got_small;
+    int32_t id, id_small;
+    OK(npu_system_submit_work(s, &q, &id));
+    /* the count is not known at submission: the too-small buffer fails the work, later */
+    OK(npu_system_submit_work(s, &qs, &id_small));
+    OK(npu_system_run_until_idle(s, 0));
+    struct npu_event *ev;
+    uint32_t n = drain(s, &ev);
+    CHECK(find_ev(ev, n, NPU_EVENT_WORK_ENDED, id, NPU_END_REASON_COMPLETED, 0) >= 0);
+    CHECK(find_ev(ev, n, NPU_EVENT_WORK_ENDED, id_small, NPU_END_REASON_FAILED, 0) >= 0);
+    CHECK(got[0].rank == 1 && got[0].dims[0] == 2 && got[0].sufficient && got[1].dims[0] == 2);
+    CHECK(fabsf(sc[0] - 0.9f) < 1e-6f && fabsf(sc[1] - 0.5f) < 1e-6f && cl[1] == 1);
+    CHECK(got_small[0].dims[0] == 2 && !got_small[0].sufficient);
+    npu_system_destroy(s);
+    free(b);
+}
+
 /* CONV_2D -> SOFTMAX -> SUB, cut into many slices by the hardware, gives the
  * same bits as one unsliced run on the calling thread. */
 static void test_sliced_run_equals_whole_run(void)
@@ -1657,6 +1751,8 @@ static const struct test TESTS[] = {
     T(test_run_model_matches_kernels),
     T(test_run_model_shapes_at_execution),
     T(test_hw_shapes_at_submission),
+    T(test_run_model_data_dependent_shapes),
+    T(test_hw_data_dependent_shapes),
     T(test_sliced_run_equals_whole_run), T(test_validation_errors),
     T(test_validation_conv_and_fc_shapes), T(test_validation_survives_random_mutation), T(test_devices), T(test_supported_operations),
     T(test_unknown_operation_is_unsupported_not_invalid),

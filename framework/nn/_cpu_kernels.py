@@ -73,6 +73,7 @@ _DATA_ERRORS = frozenset(
     }
 )
 _UINT32_MAX = 0xFFFFFFFF
+_MAX_RANK = len(ffi.new("struct npu_shape *").dims)  # NPU_MAX_RANK
 
 
 def _error(call: str, status: int, bad_operation: int | None = None) -> NeuralNetworksError:
@@ -128,17 +129,45 @@ def _buffers(call: str, what: str, buffers: Sequence[Any], writable: bool) -> tu
     return arr, keep
 
 
-def runModel(model: HalModel, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+def runModel(
+    model: HalModel,
+    inputs: Sequence[Any],
+    outputs: Sequence[Any],
+    inputDimensions: Sequence[Sequence[int] | None] | None = None,  # noqa: N803
+) -> list[tuple[list[int], bool]]:
     """Run ``model`` whole on the calling thread: outputs are written in place.
 
     ``inputs[i]`` holds the bytes of ``model.inputIndexes[i]`` and ``outputs[i]`` is a
-    writable buffer for ``model.outputIndexes[i]``, each exactly the operand's size
-    (a C-contiguous float32 numpy array, a memoryview into shared memory...).
+    writable buffer for ``model.outputIndexes[i]`` (a C-contiguous numpy array, a
+    memoryview into shared memory...). ``inputDimensions[i]`` (``None`` or empty: as
+    declared) gives the dimensions of an input the model leaves unspecified; an input's
+    buffer is exactly its size, an output's exactly its size when the model declares it
+    whole, and at least its size when only the run gives it.
+
+    Returns each output's dimensions and whether its buffer held it: a buffer too small
+    (only possible for an output the model leaves unspecified) is ``False`` there, the
+    run stopped, and the dimensions say what it needs.
     """
     cmodel = _CModel(model)
     ins, keep_in = _buffers("execute", "input", inputs, False)
     outs, keep_out = _buffers("execute", "output", outputs, True)
-    status = lib.npu_kernel_run_model(cmodel.ptr, ins, len(inputs), outs, len(outputs))
+    shapes_in = ffi.NULL
+    if inputDimensions is not None:
+        if len(inputDimensions) != len(inputs):
+            raise BadDataError(f"execute: {len(inputDimensions)} input dimensions for {len(inputs)} inputs")
+        shapes_in = ffi.new("struct npu_shape[]", max(len(inputs), 1))
+        for i, dims in enumerate(inputDimensions):
+            dims = list(dims or ())
+            if len(dims) > _MAX_RANK or any(not 0 <= int(d) <= _UINT32_MAX for d in dims):
+                raise BadDataError(f"execute: input {i}'s dimensions {dims} are not a shape npuemu computes")
+            shapes_in[i].rank = len(dims)
+            for k, d in enumerate(dims):
+                shapes_in[i].dims[k] = int(d)
+    shapes_out = ffi.new("struct npu_shape[]", max(len(outputs), 1))
+    status = lib.npu_kernel_run_model_shaped(cmodel.ptr, ins, shapes_in, len(inputs), outs, shapes_out, len(outputs))
     del keep_in, keep_out
-    if status != 0:
+    shapes = [([int(shapes_out[i].dims[k]) for k in range(shapes_out[i].rank)], bool(shapes_out[i].sufficient))
+              for i in range(len(outputs))]
+    if status != 0 and ffi.string(lib.npu_error_name(status)).decode() != "BUFFER_TOO_SMALL":
         raise _error("execute on nnapi-reference", status)
+    return shapes

@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,6 +53,7 @@ from interfaces.android.hardware.neuralnetworks import (
     ExecutionHints,
     IPreparedModel,
     Operand,
+    OperandLifeTime,
     Request,
     RequestArgument,
 )
@@ -68,7 +71,7 @@ from ._errors import (
 )
 from ._memory import Memory
 from ._partition import ExecutionPlan, ExecutionStep
-from ._types import NO_DURATION, DurationCode, dtypeOf
+from ._types import NO_DURATION, DurationCode, dtypeOf, isScalar
 from ._validate import expectedByteSize
 
 if TYPE_CHECKING:
@@ -79,18 +82,44 @@ __all__ = ["Event", "Execution"]
 log = logging.getLogger("NeuralNetworks")
 
 _ALIGN = 64
+_UINT32_MAX = 0xFFFFFFFF
 _NO_DEADLINE = -1
+
+
+#: The first region the runtime lays out for an output whose size only the run gives, when
+#: the app gave no buffer of its own; a run that needs more tells (OUTPUT_INSUFFICIENT_SIZE
+#: from the device) and the runtime runs again with the size it said.
+_FIRST_GUESS = 4096
 
 
 def _known_size(what: str, operand: Operand) -> int:
     """The operand's byte size; an operand whose shape is still unspecified cannot be laid out yet."""
     size = expectedByteSize(operand)
     if size is None:
-        raise BadDataError(
-            f"{what} has unspecified dimensions {list(operand.dimensions)}; npuemu's executions do not "
-            "take dynamic shapes yet"
-        )
+        raise BadDataError(f"{what} has unspecified dimensions {list(operand.dimensions)}")
     return size
+
+
+def _given_dims(call: str, index: int, declared: Sequence[int], dims: Any, scalar: bool) -> tuple[int, ...]:
+    """The dimensions of model input ``index`` for a run (``ANeuralNetworksOperandType.dimensions``
+    at setInput): each > 0, the model's rank when it has one, a dimension it specifies the same."""
+    if isinstance(dims, (str, bytes)) or not isinstance(dims, (Sequence, np.ndarray)):
+        raise BadDataError(f"{call}: input {index}'s dimensions are a sequence of ints, not {dims!r}")
+    given = []
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 0 < d <= _UINT32_MAX:
+            raise BadDataError(f"{call}: input {index}'s dimensions must be ints in 1..2^32-1, got {list(dims)!r}")
+        given.append(int(d))
+    if scalar:
+        if given:
+            raise BadDataError(f"{call}: input {index} is a scalar; it takes no dimensions, got {given}")
+        return ()
+    if declared and len(given) != len(declared):
+        raise BadDataError(f"{call}: input {index} has rank {len(declared)} ({list(declared)}), given {given}")
+    for k, (d, want) in enumerate(zip(given, declared)):
+        if want and d != want:
+            raise BadDataError(f"{call}: input {index}'s dimension {k} is {want} in the model, given {d}")
+    return tuple(given)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -111,6 +140,8 @@ class Execution:
         self._hal = hal
         self._inputs: dict[int, Any] = {}  # position -> array of the operand's dtype (copied in) or _Place
         self._outputs: dict[int, Any] = {}  # position -> app buffer (copied out) or _Place
+        self._dims: dict[int, tuple[int, ...]] = {}  # input position -> dimensions given at setInput
+        self._guess: dict[int, int] = {}  # output operand of unknown size -> bytes to lay out for it
         self._hints: dict[str, Any] = {}
         self._measure = False
         self._durations: dict[DurationCode, int] | None = None  # None: no run ended yet
@@ -133,9 +164,28 @@ class Execution:
             raise BadDataError(f"{call}: {kind} {position} does not exist (the model has {len(indexes)})")
         return indexes[position]
 
-    def _operand(self, call: str, kind: str, position: Any) -> tuple[int, int]:
+    def _operand(self, call: str, kind: str, position: Any, dimensions: Any = None) -> tuple[int, int | None]:
+        """The operand of model input or output ``position`` and its byte size in this run.
+
+        An input whose dimensions the model leaves unspecified takes them from
+        ``dimensions`` (remembered for the run); an output's size is ``None`` while only
+        the run can give it.
+        """
         operand = self._index(call, kind, position)
-        return operand, _known_size(f"{call}: {kind} {position}", self._hal.operands[operand])
+        o = self._hal.operands[operand]
+        if kind == "output":
+            if dimensions is not None:
+                raise BadDataError(f"{call}: an output's dimensions are the run's to give, not the app's")
+            return operand, expectedByteSize(o)
+        if dimensions is None:
+            self._dims.pop(position, None)
+            return operand, _known_size(f"{call}: input {position} (give them: dimensions=...)", o)
+        dims = _given_dims(call, position, o.dimensions, dimensions, isScalar(o.type))
+        if dims and expectedByteSize(o) is None:
+            self._dims[position] = dims
+        else:
+            self._dims.pop(position, None)
+        return operand, (math.prod(dims) if dims else 1) * dtypeOf(o.type).itemsize
 
     def _check_idle(self, call: str) -> None:
         if self._running:
@@ -145,7 +195,7 @@ class Execution:
         indexes = self._hal.inputIndexes if kind == "input" else self._hal.outputIndexes
         return dtypeOf(self._hal.operands[indexes[position]].type)
 
-    def setInput(self, index: int, buffer: Any) -> None:
+    def setInput(self, index: int, buffer: Any, dimensions: Sequence[int] | None = None) -> None:
         """Model input ``index`` from an array (anything numpy reads as numbers) or bytes.
 
         An array must hold exactly the operand's element count, in values its type
@@ -154,9 +204,17 @@ class Execution:
         TENSOR_QUANT8_ASYMM input takes 0..255, not real values), booleans or 0/1 for
         TENSOR_BOOL8. A bytes-like object must be exactly its byte size. The value is
         copied into the request pool when the execution computes.
+
+        ``dimensions`` is what the NDK's ``type`` argument (``ANeuralNetworksOperandType``)
+        adds for an input the model declares with unspecified dimensions: this run's, each
+        > 0, of the model's rank, equal to each dimension the model does specify (else
+        ``BAD_DATA``). An array whose shape fits the model's gives them itself.
         """
         self._check_idle("setInput")
-        operand, size = self._operand("setInput", "input", index)
+        operand = self._index("setInput", "input", index)
+        if dimensions is None and expectedByteSize(self._hal.operands[operand]) is None and isinstance(buffer, np.ndarray):
+            dimensions = buffer.shape  # an array of a shape the model allows carries its dimensions
+        operand, size = self._operand("setInput", "input", index, dimensions)
         dtype = self._dtype("input", index)
         type_name = self._hal.operands[operand].type.name
         if isinstance(buffer, (bytes, bytearray, memoryview)):
@@ -188,16 +246,22 @@ class Execution:
             array = array.astype(dtype)  # a copy: later changes to the app's array do not reach the run
         self._inputs[index] = array
 
-    def setInputFromMemory(self, index: int, memory: Memory, offset: int, length: int) -> None:
-        """Model input ``index`` read in place from ``memory`` (zero copy)."""
+    def setInputFromMemory(
+        self, index: int, memory: Memory, offset: int, length: int, dimensions: Sequence[int] | None = None
+    ) -> None:
+        """Model input ``index`` read in place from ``memory`` (zero copy); ``dimensions``
+        as for :meth:`setInput`."""
         self._check_idle("setInputFromMemory")
-        self._inputs[index] = self._place("setInputFromMemory", "input", index, memory, offset, length)
+        self._inputs[index] = self._place("setInputFromMemory", "input", index, memory, offset, length, dimensions)
 
     def setOutput(self, index: int, buffer: Any = None) -> None:
         """Model output ``index`` copied into ``buffer`` (a writable array of the operand's
         dtype, e.g. float32, float16 or uint8, or a buffer of its byte size).
 
         ``None`` undoes an earlier call: the result is then a view of the request pool.
+        For an output whose dimensions only the run gives, any buffer at least as large
+        as the result will do; a smaller one ends the run with OUTPUT_INSUFFICIENT_SIZE
+        and ``getOutputOperandDimensions`` says what it needs.
         """
         self._check_idle("setOutput")
         operand, size = self._operand("setOutput", "output", index)
@@ -212,7 +276,7 @@ class Execution:
             raise BadDataError(f"setOutput: output {index} must be C-contiguous") from None
         if view.readonly:
             raise BadDataError(f"setOutput: output {index} is read-only")
-        if len(view) != size:
+        if size is not None and len(view) != size:
             raise BadDataError(f"setOutput: output {index} needs {size} bytes, got {len(view)}")
         dtype = self._dtype("output", index)
         if isinstance(buffer, np.ndarray) and buffer.dtype != dtype:
@@ -224,14 +288,16 @@ class Execution:
         self._check_idle("setOutputFromMemory")
         self._outputs[index] = self._place("setOutputFromMemory", "output", index, memory, offset, length)
 
-    def _place(self, call: str, kind: str, index: int, memory: Any, offset: int, length: int) -> _Place:
-        operand, size = self._operand(call, kind, index)
+    def _place(
+        self, call: str, kind: str, index: int, memory: Any, offset: int, length: int, dimensions: Any = None
+    ) -> _Place:
+        operand, size = self._operand(call, kind, index, dimensions)
         if not isinstance(memory, Memory):
             raise BadDataError(f"{call}: memory must be a Memory, not {type(memory).__name__}")
         if memory.closed:
             raise BadStateError(f"{call}: the Memory is closed")
         memory.checkRange(offset, length)
-        if length != size:
+        if size is not None and length != size:
             raise BadDataError(f"{call}: {kind} {index} needs {size} bytes, got length {length}")
         itemsize = dtypeOf(self._hal.operands[operand].type).itemsize
         if offset % itemsize:
@@ -343,6 +409,8 @@ class Execution:
         while True:
             try:
                 return await self._run(plan, failed_device)
+            except _Grow:
+                continue  # an output region of the runtime's own was too small: it is now as large as said
             except _StepFailed as failure:
                 if not self._compilation.allowsCpuFallback:
                     self._durations = {}  # a failed run has no durations
@@ -424,22 +492,31 @@ class Execution:
         places: dict[int, _Place] = {}
         offset = 0
 
-        def in_pool(operand: int) -> None:
+        def in_pool(operand: int, size: int | None = None) -> None:
             nonlocal offset
             if operand in places:
                 return
-            size = _known_size(f"compute: operand {operand}", hal.operands[operand])
+            if size is None:
+                size = _known_size(f"compute: operand {operand}", hal.operands[operand])
             places[operand] = _Place(None, offset, size)
             offset += -(-size // _ALIGN) * _ALIGN
 
-        for given, operand in [
-            *((self._inputs[p], o) for p, o in enumerate(hal.inputIndexes)),
-            *((self._outputs.get(p), o) for p, o in enumerate(hal.outputIndexes)),
-        ]:
+        for position, operand in enumerate(hal.inputIndexes):
+            given = self._inputs[position]
             if isinstance(given, _Place):
                 places[operand] = given  # app Memory: used in place
             else:
+                in_pool(operand, given.nbytes)
+        for position, operand in enumerate(hal.outputIndexes):
+            given = self._outputs.get(position)
+            if isinstance(given, _Place):
+                places[operand] = given
+            elif expectedByteSize(hal.operands[operand]) is not None:
                 in_pool(operand)
+            elif given is not None:
+                in_pool(operand, memoryview(given).nbytes)  # the app's buffer: its size is what the run may use
+            else:
+                in_pool(operand, self._guess.get(operand, _FIRST_GUESS))
         for step in plan.steps:
             for operand in (*step.inputs, *step.outputs):
                 in_pool(operand)
@@ -473,11 +550,13 @@ class Execution:
             if self._compilation._nn._proxy(step.device) is None:
                 await trio.lowlevel.checkpoint()
                 wall_start = time.monotonic_ns()
-                _cpu_kernels.runModel(
+                shapes = _cpu_kernels.runModel(
                     step.model,
                     [self._view(places[i]) for i in step.inputs],
                     [self._view(places[i]) for i in step.outputs],
+                    [self._run_dims(i) for i in step.inputs],
                 )
+                self._record_shapes(step, [(step_out, dims, ok) for step_out, (dims, ok) in zip(step.outputs, shapes)])
                 timings.append((-1, -1))  # the CPU device measures nothing (Android's doesn't)
                 self._compilation._nn._cpu_tracer.step(
                     wall_start, time.monotonic_ns(), len(step.operations),
@@ -492,12 +571,17 @@ class Execution:
         }
         results = []
         for position, operand in enumerate(hal.outputIndexes):
-            dims = hal.operands[operand].dimensions
-            array = np.frombuffer(self._view(places[operand]), dtype=dtypeOf(hal.operands[operand].type)).reshape(dims)
+            dims = self._shapes.get(operand) or list(hal.operands[operand].dimensions)
+            dtype = dtypeOf(hal.operands[operand].type)
+            count = math.prod(dims)
+            array = np.frombuffer(self._view(places[operand])[: count * dtype.itemsize], dtype=dtype).reshape(dims)
             target = self._outputs.get(position)
             if target is not None and not isinstance(target, _Place):
-                memoryview(target).cast("B")[:] = array.tobytes()
-                array = target if isinstance(target, np.ndarray) else array.copy()
+                memoryview(target).cast("B")[: array.nbytes] = array.tobytes()
+                if isinstance(target, np.ndarray):
+                    array = target if target.size == count else target.reshape(-1)[:count].reshape(dims)
+                else:
+                    array = array.copy()
             elif self._burst is not None and target is None:
                 array = array.copy()  # the burst's pool is the next execution's too
             results.append(array)
@@ -517,7 +601,7 @@ class Execution:
                     index = pool_of[id(place.memory)] = len(pools)
                     pools.append(place.memory.sharedMemory)
             location = DataLocation(poolIndex=index, offset=place.offset, length=place.length, padding=0)
-            return RequestArgument(hasNoValue=False, location=location, dimensions=[])
+            return RequestArgument(hasNoValue=False, location=location, dimensions=list(self._run_dims(operand)))
 
         request = Request(
             inputs=[argument(i) for i in step.inputs],
@@ -542,29 +626,58 @@ class Execution:
         except RemoteException as e:
             raise _StepFailed(step.device.name, errorFromRemote(step.device.name, "execute", e)) from None
         if result is not None:
-            self._record_shapes(step, result)
+            self._record_result(step, result)
         timing = getattr(result, "timing", None)
         if timing is None:
             return (-1, -1)
         return (timing.timeOnDeviceNs, timing.timeInDriverNs)
 
-    def _record_shapes(self, step: ExecutionStep, result: Any) -> None:
-        """Keep the output shapes the driver reported (the HAL's ``ExecutionResult`` is the
-        contract); an output it found too small ends the run with OUTPUT_INSUFFICIENT_SIZE,
-        which is the app's to fix, not a device failure: no fallback."""
+    def _run_dims(self, operand: int) -> tuple[int, ...]:
+        """The dimensions this run gives operand (a model input's from setInput), else ()."""
+        hal = self._hal
+        if hal.operands[operand].lifetime == OperandLifeTime.SUBGRAPH_INPUT:
+            return self._dims.get(hal.inputIndexes.index(operand), ())
+        return ()
+
+    def _record_result(self, step: ExecutionStep, result: Any) -> None:
+        """The output shapes the driver reported (the HAL's ``ExecutionResult`` is the contract)."""
         shapes = list(result.outputShapes or ())
         if shapes and len(shapes) != len(step.outputs):
             raise _StepFailed(step.device.name, errorFromRemote(
                 step.device.name, "execute", ValueError(f"{len(shapes)} output shapes for {len(step.outputs)} outputs")))
-        for operand, shape in zip(step.outputs, shapes):
-            self._shapes[operand] = [int(d) for d in shape.dimensions]
-        if not result.outputSufficientSize:
-            small = [o for o, s in zip(step.outputs, shapes) if not s.isSufficient] or list(step.outputs)
-            self._durations = {}
-            raise OutputInsufficientSizeError(
-                f"{step.device.name}: the buffer of operand(s) {small} is too small for the output "
-                f"({', '.join(f'{o}: {self._shapes.get(o)}' for o in small)}); getOutputOperandDimensions says the size"
-            )
+        reported = [(o, [int(d) for d in s.dimensions], bool(s.isSufficient)) for o, s in zip(step.outputs, shapes)]
+        if not result.outputSufficientSize and all(ok for _, _, ok in reported):
+            reported = [(o, dims, False) for o, dims, _ in reported] or [(o, [], False) for o in step.outputs]
+        self._record_shapes(step, reported)
+
+    def _record_shapes(self, step: ExecutionStep, reported: list[tuple[int, list[int], bool]]) -> None:
+        """Keep each output's dimensions as the device reported them; an output it found too
+        small ends the run with OUTPUT_INSUFFICIENT_SIZE, which is the app's to fix, not a
+        device failure: no fallback. A region of the runtime's own (no setOutput) is the
+        runtime's to fix: it grows to the size said and the run starts again (_Grow)."""
+        for operand, dims, _ in reported:
+            if dims:
+                self._shapes[operand] = dims
+        small = [o for o, _, ok in reported if not ok]
+        if not small:
+            return
+        hal = self._hal
+        own = []
+        for operand in small:
+            position = hal.outputIndexes.index(operand) if operand in hal.outputIndexes else None
+            dims = self._shapes.get(operand)
+            if position is not None and self._outputs.get(position) is None and dims:
+                need = math.prod(dims) * dtypeOf(hal.operands[operand].type).itemsize
+                if need > self._guess.get(operand, _FIRST_GUESS):
+                    own.append((operand, need))
+        if len(own) == len(small):
+            self._guess.update(own)
+            raise _Grow()
+        self._durations = {}
+        raise OutputInsufficientSizeError(
+            f"{step.device.name}: the buffer of operand(s) {small} is too small for the output "
+            f"({', '.join(f'{o}: {self._shapes.get(o)}' for o in small)}); getOutputOperandDimensions says the size"
+        )
 
     def getOutputOperandDimensions(self, index: int) -> list[int]:
         """``ANeuralNetworksExecution_getOutputOperandDimensions``: the output's dimensions in the last run.
@@ -584,6 +697,10 @@ class Execution:
 
     def __repr__(self) -> str:
         return f"<Execution of {self._compilation!r}{' (computing)' if self._running else ''}>"
+
+
+class _Grow(Exception):
+    """The run laid out too small a region of its own for an output; run again."""
 
 
 class _StepFailed(Exception):

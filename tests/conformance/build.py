@@ -4,8 +4,9 @@ Two layouts of the same case, as AOSP's generated tests run them:
 - ``"constants"``: the first tensor input is a model input, the other tensors and every
   scalar are constants set with setOperandValue (weights live in the model);
 - ``"inputs"``: every tensor input is a model input (weights as inputs), scalars constants.
-``dynamic=True`` declares every output with unspecified dimensions (0s of the right rank),
-as a model whose output shapes are known only at execution.
+``dynamic=True`` declares every output and every model input with unspecified dimensions
+(0s of the right rank), as a model whose shapes are known only at execution: the inputs'
+are given at setInput (``Built.dims``).
 
 An omitted optional input is an operand with no value (setOperandValue(None)). A case
 whose tensors have a zero dimension cannot be one operation's model (NNAPI gives model
@@ -46,6 +47,7 @@ class Built:
     model: Model
     feeds: list[np.ndarray]      # the model inputs' values, in order
     expected: tuple[Operand, ...]
+    dims: list[tuple[int, ...] | None]  # the model inputs' dimensions to give at setInput (None: declared)
 
 
 def expressible(case: Case) -> str | None:
@@ -68,9 +70,18 @@ def _add(model: Model, o: Operand, dims: tuple[int, ...]) -> int:
     return index
 
 
+def _unspecified(o: Operand) -> tuple[int, ...]:
+    """``o``'s dimensions left unspecified (0s), but for a per-channel operand's channel
+    dimension, which its scales fix (NNAPI refuses it unspecified)."""
+    dims = [0] * o.value.ndim
+    if o.channel_quant is not None:
+        dims[o.channel_quant.channel_dim] = o.value.shape[o.channel_quant.channel_dim]
+    return tuple(dims)
+
+
 def build(case: Case, layout: str = "constants", dynamic: bool = False) -> Built:
     model = Model()
-    ins, feeds, model_inputs = [], [], []
+    ins, feeds, model_inputs, dims = [], [], [], []
     first_tensor = True
     for o in case.inputs:
         if _omitted(case, o):
@@ -80,11 +91,13 @@ def build(case: Case, layout: str = "constants", dynamic: bool = False) -> Built
             index = _add(model, o, ())
             model.setOperandValue(index, o.value)
         else:
-            index = _add(model, o, o.value.shape)
             if first_tensor or layout == "inputs":
+                index = _add(model, o, _unspecified(o) if dynamic else o.value.shape)
                 model_inputs.append(index)
                 feeds.append(o.value)
+                dims.append(o.value.shape if dynamic else None)
             else:
+                index = _add(model, o, o.value.shape)
                 model.setOperandValue(index, o.value)
             first_tensor = False
         ins.append(index)
@@ -94,4 +107,4 @@ def build(case: Case, layout: str = "constants", dynamic: bool = False) -> Built
     if case.relaxed:
         model.relaxComputationFloat32toFloat16(True)
     model.finish()
-    return Built(model, feeds, case.expected)
+    return Built(model, feeds, case.expected, dims)

@@ -29,8 +29,8 @@ from .cases import Case
 
 APP_UID = 10001
 
-#: The layouts every case runs in: weights as constants; weights as model inputs; outputs
-#: declared with unspecified dimensions.
+#: The layouts every case runs in: weights as constants; weights as model inputs; the
+#: model's inputs and outputs declared with unspecified dimensions (given at setInput).
 LAYOUTS = (("constants", False), ("inputs", False), ("constants", True))
 
 
@@ -109,8 +109,8 @@ async def run_case(nn: NeuralNetworks, case: Case, devices: Sequence, layout: st
             async with nn.createCompilationForDevices(built.model, [device]) as compilation:
                 await compilation.finish()
                 execution = compilation.createExecution()
-                for i, x in enumerate(built.feeds):
-                    execution.setInput(i, x)
+                for i, (x, dims) in enumerate(zip(built.feeds, built.dims)):
+                    execution.setInput(i, x, dimensions=dims)
                 outputs = await execution.compute_async()
         except NeuralNetworksError as e:
             results.append(outcome(device.name, "failed", f"claimed, then {type(e).__name__}: {e}"))
