@@ -116,3 +116,44 @@ def test_buffers_of_any_size_are_checked(in_sizes, out_sizes):
         assert [a.size for a in ins] == [18, 8] and [a.size for a in outs] == [8]
         driver.run_until_idle()
         assert driver.work_ended(work).reason is npuhal.EndReason.COMPLETED
+
+
+def dynamic_model():
+    """x + y, both [?, ?]: every dimension is the submission's."""
+    m = ModelBuilder()
+    x, y = m.input((0, 0)), m.input((0, 0))
+    m.output(m.operation(OperationType.ADD, [x, y, m.int32(FuseCode.NONE)], (0, 0)))
+    return m.build()
+
+
+DIMS = st.lists(st.one_of(st.integers(-2, 5), st.sampled_from([2**31, 2**32 - 1, 2**32, 2**40])), max_size=7)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.none(), DIMS), min_size=0, max_size=3), st.lists(st.integers(0, 40), min_size=2, max_size=2),
+       st.integers(0, 40))
+def test_run_time_dimensions_of_any_kind_are_checked(input_dims, in_sizes, out_size):
+    """Dimensions given at submission that overflow, are zero or negative, contradict the
+    model, each other or the buffers: a clear error, or a run that computes x + y."""
+    with npuhal.Driver.open() as driver:
+        handle = driver.load_model(0, dynamic_model())
+        x, y = (np.arange(n, dtype=np.float32) for n in in_sizes)
+        out = np.full(out_size, -1, np.float32)
+        try:
+            work = driver.submit(handle, [x, y], [out], uid=1, job_priority=0, input_dims=input_dims)
+        except npuhal.NpuError as exc:
+            assert str(exc)
+        else:
+            driver.run_until_idle()
+            assert driver.work_ended(work).reason is npuhal.EndReason.COMPLETED
+            ((dims, sufficient),) = driver.output_shapes(work)
+            want = x.reshape(input_dims[0]) + y.reshape(input_dims[1])  # NNAPI broadcasts as numpy does
+            assert sufficient and dims == want.shape
+            n = want.size
+            np.testing.assert_array_equal(out[:n], want.reshape(-1))
+            assert (out[n:] == -1).all()  # nothing written past the output
+        # ...and the driver still runs the model afterwards
+        work = driver.submit(handle, [np.ones(4, np.float32)] * 2, [np.zeros(4, np.float32)], uid=1, job_priority=0,
+                             input_dims=[(2, 2), (2, 2)])
+        driver.run_until_idle()
+        assert driver.outputs(work)[0].tolist() == [[2, 2], [2, 2]]

@@ -666,7 +666,8 @@ class Execution:
         for operand in small:
             position = hal.outputIndexes.index(operand) if operand in hal.outputIndexes else None
             dims = self._shapes.get(operand)
-            if position is not None and self._outputs.get(position) is None and dims:
+            unknown = expectedByteSize(hal.operands[operand]) is None
+            if position is not None and unknown and self._outputs.get(position) is None and dims:
                 need = math.prod(dims) * dtypeOf(hal.operands[operand].type).itemsize
                 if need > self._guess.get(operand, _FIRST_GUESS):
                     own.append((operand, need))
