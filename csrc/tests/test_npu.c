@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
+#include "../kernels/plan.h"
 
 static const char *g_driver_so;
 
@@ -151,6 +152,49 @@ static void test_run_model_shapes_at_execution(void)
     given[0].dims[0] = 3;
     CHECK_RC(npu_kernel_run_model_shaped(mb_model(f), in, given, 2, out, got, 1), NPU_E_BAD_SHAPE);
     free(f);
+}
+
+static struct mb *abs_nms_model(uint32_t outs[4]);
+static float nms_x[6], nms_rois[24];
+static int32_t nms_batches[3];
+
+/* A dynamic plan resolved from input shapes alone is kept per shape tuple: a
+ * second run of the same shapes is served the same instance, other shapes get
+ * their own, and one whose shapes need values is never kept. */
+static void test_plan_instances_are_kept_per_input_shapes(void)
+{
+    struct mb *b = binary_model(NPU_OP_ADD, 0, NPU_FUSE_NONE);
+    struct npu_plan *p, *r1, *r2, *r3;
+    OK(npu_plan_create(mb_model(b), 2, &p));
+    CHECK(p->dynamic && p->slice_count == 0);
+    float x[4] = {0}, y[4] = {0}, o[4];
+    struct npu_buffer in[2] = {{x, 8}, {y, 8}}, out[1] = {{o, sizeof o}};
+    struct npu_shape two[2] = {{.rank = 1, .dims = {2}}, {.rank = 1, .dims = {2}}};
+    struct npu_shape four[2] = {{.rank = 1, .dims = {4}}, {.rank = 1, .dims = {4}}};
+    OK(npu_plan_begin(p, in, two, 2, out, NULL, 1, &r1, NULL, 0));
+    npu_plan_end(p, r1);
+    OK(npu_plan_begin(p, in, two, 2, out, NULL, 1, &r2, NULL, 0));
+    CHECK(r1 == r2 && r1->cached && npu_plan_complete(r1) && r1->slice_count >= 1);
+    npu_plan_end(p, r2);
+    in[0].length = in[1].length = sizeof x;
+    OK(npu_plan_begin(p, in, four, 2, out, NULL, 1, &r3, NULL, 0));
+    CHECK(r3 != r1 && r3->operands[r3->outputs[0]].t.dims[0] == 4 && p->cache_count == 2);
+    npu_plan_end(p, r3);
+    npu_plan_destroy(p);  /* frees the kept instances (ASan checks) */
+    free(b);
+    uint32_t ids[4];
+    struct mb *n = abs_nms_model(ids);
+    OK(npu_plan_create(mb_model(n), 1, &p));
+    float sc[3], bx[12];
+    int32_t cl[3], bt[3];
+    struct npu_buffer nin[3] = {{nms_x, sizeof nms_x}, {nms_rois, sizeof nms_rois}, {nms_batches, sizeof nms_batches}};
+    struct npu_buffer nout[4] = {{sc, sizeof sc}, {bx, sizeof bx}, {cl, sizeof cl}, {bt, sizeof bt}};
+    struct npu_shape given[3] = {{.rank = 2, .dims = {3, 2}}, {.rank = 2, .dims = {3, 8}}, {.rank = 1, .dims = {3}}};
+    OK(npu_plan_begin(p, nin, given, 3, nout, NULL, 4, &r1, NULL, 0));
+    CHECK(!npu_plan_complete(r1) && !r1->cached && p->cache_count == 0 && r1->resolved_ops == 1);
+    npu_plan_end(p, r1);
+    npu_plan_destroy(p);
+    free(n);
 }
 
 /* The hardware runs a model whose input dimensions come with each submission:
@@ -1750,6 +1794,7 @@ struct test {
 static const struct test TESTS[] = {
     T(test_run_model_matches_kernels),
     T(test_run_model_shapes_at_execution),
+    T(test_plan_instances_are_kept_per_input_shapes),
     T(test_hw_shapes_at_submission),
     T(test_run_model_data_dependent_shapes),
     T(test_hw_data_dependent_shapes),
