@@ -109,6 +109,9 @@ async def measure(names: list[str], models_dir: Path, runs: int) -> list[dict]:
     return rows
 
 
+_SHORT = {"RESOURCE_EXHAUSTED_PERSISTENT": "no room (EXHAUSTED)"}
+
+
 def table(rows: list[dict]) -> str:
     head = f"{'model':<31} {'LiteRT':>7}"
     for device in [CPU_DEVICE_NAME, *DRIVERS]:
@@ -120,7 +123,7 @@ def table(rows: list[dict]) -> str:
             d = row["devices"].get(device, {})
             if "error" in d:  # the status, e.g. RESOURCE_EXHAUSTED_PERSISTENT: the device has no room
                 status = d["error"].split(":")[0].removeprefix("ANEURALNETWORKS_")
-                line += f" | {status[:22]:>22}"
+                line += f" | {_SHORT.get(status, status)[:22]:>22}"
                 continue
             mark = "*" if d["as"].endswith("+cpu") else " "
             line += f" | {d['realMs']:>7.1f}{mark}{d['ratio']:>5.1f}x {d['emulatedMs']:>7.2f}"

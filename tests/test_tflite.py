@@ -12,11 +12,14 @@ sets disagree by more there).
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
+import flatbuffers
 import numpy as np
 import pytest
+import tflite
 import trio
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from click.testing import CliRunner
@@ -24,7 +27,7 @@ from click.testing import CliRunner
 from framework.binder import open_binder_runtime
 from framework.cli import main
 from framework.emulator import BootConfig, open_stack
-from framework.nn import CPU_DEVICE_NAME, BadDataError, open_nn_runtime
+from framework.nn import CPU_DEVICE_NAME, BadDataError, OperandType, open_nn_runtime
 from framework.nn.tflite import densify, loadTfLite, modelsDir, syntheticImage
 from npuhal import open_driver
 
@@ -227,6 +230,111 @@ def test_a_missing_file_is_bad_data(tmp_path):
 def test_a_fetched_model_is_found_by_name():
     assert loadTfLite("iris_landmark").name == "iris_landmark"
     assert len(loadTfLite("iris_landmark.tflite").operations) == 169
+
+
+# ---- quantized models (a small one written here: MediaPipe's are float) ----------------------
+
+
+def _m(name):
+    return importlib.import_module(f"tflite.{name}")
+
+def _vector(b, start, values, kind):
+    start(b, len(values))
+    for v in reversed(values):
+        getattr(b, f"Prepend{kind}")(v)
+    return b.EndVector()
+
+def quantized_conv_model(kind: str) -> bytes:
+    """A .tflite file written here with the schema's builders: CONV_2D (RELU, SAME) then a 2x2
+    AVERAGE_POOL_2D, quantized as TFLite's converter does it: ``int8`` (activations int8,
+    filter int8 per output channel) or ``uint8`` (everything uint8, one filter scale)."""
+    rng = np.random.default_rng(3)
+    b = flatbuffers.Builder(4096)
+    T, Q, B, Op, SG, M, OC = (_m(n) for n in ("Tensor", "QuantizationParameters", "Buffer", "Operator", "SubGraph", "Model", "OperatorCode"))
+    C2, P2 = _m("Conv2DOptions"), _m("Pool2DOptions")
+    signed = kind == "int8"
+    act_t = tflite.TensorType.INT8 if signed else tflite.TensorType.UINT8
+    in_scale, in_zp, out_scale, out_zp = 0.02, (-5 if signed else 123), 0.05, (-100 if signed else 28)
+    w_scales = [0.01, 0.02, 0.015, 0.03] if signed else [0.02]
+    w = rng.integers(-100, 100, (4, 3, 3, 3)).astype(np.int8) if signed else rng.integers(0, 255, (4, 3, 3, 3)).astype(np.uint8)
+    w_zp = [0] * 4 if signed else [128]
+    bias = rng.integers(-2000, 2000, 4).astype(np.int32)
+    bias_scales = [in_scale * s for s in w_scales]
+    datas = [b"", w.tobytes(), bias.tobytes(), b"", b"", b""]
+    bufs = []
+    for d in datas:
+        if d:
+            vec = b.CreateNumpyVector(np.frombuffer(d, np.uint8))
+            B.Start(b); B.AddData(b, vec); bufs.append(B.End(b))
+        else:
+            B.Start(b); bufs.append(B.End(b))
+    def quant(scales, zps, dim=0):
+        sv = _vector(b, Q.StartScaleVector, scales, "Float32"); zv = _vector(b, Q.StartZeroPointVector, zps, "Int64")
+        Q.Start(b); Q.AddScale(b, sv); Q.AddZeroPoint(b, zv); Q.AddQuantizedDimension(b, dim); return Q.End(b)
+    specs = [  # name, shape, type, buffer, quant
+        ("x", [1, 8, 8, 3], act_t, 0, ([in_scale], [in_zp])),
+        ("w", [4, 3, 3, 3], act_t, 1, (w_scales, w_zp)),
+        ("b", [4], tflite.TensorType.INT32, 2, (bias_scales, [0] * len(bias_scales))),
+        ("c", [1, 8, 8, 4], act_t, 3, ([out_scale], [out_zp])),
+        ("y", [1, 4, 4, 4], act_t, 4, ([out_scale], [out_zp])),
+    ]
+    tensors = []
+    for name, shape, t, buf, (sc, zp) in specs:
+        q = quant(sc, zp); n = b.CreateString(name); sh = _vector(b, T.StartShapeVector, shape, "Int32")
+        T.Start(b); T.AddShape(b, sh); T.AddType(b, t); T.AddBuffer(b, buf); T.AddName(b, n); T.AddQuantization(b, q)
+        tensors.append(T.End(b))
+    C2.Start(b); C2.AddPadding(b, tflite.Padding.SAME); C2.AddStrideW(b, 1); C2.AddStrideH(b, 1)
+    C2.AddFusedActivationFunction(b, tflite.ActivationFunctionType.RELU); conv_opts = C2.End(b)
+    P2.Start(b); P2.AddPadding(b, tflite.Padding.VALID); P2.AddStrideW(b, 2); P2.AddStrideH(b, 2)
+    P2.AddFilterWidth(b, 2); P2.AddFilterHeight(b, 2); pool_opts = P2.End(b)
+    ops = []
+    for code, ins, outs, otype, opts in ((0, [0, 1, 2], [3], tflite.BuiltinOptions.Conv2DOptions, conv_opts),
+                                         (1, [3], [4], tflite.BuiltinOptions.Pool2DOptions, pool_opts)):
+        iv = _vector(b, Op.StartInputsVector, ins, "Int32"); ov = _vector(b, Op.StartOutputsVector, outs, "Int32")
+        Op.Start(b); Op.AddOpcodeIndex(b, code); Op.AddInputs(b, iv); Op.AddOutputs(b, ov)
+        Op.AddBuiltinOptionsType(b, otype); Op.AddBuiltinOptions(b, opts); ops.append(Op.End(b))
+    tv = _vector(b, SG.StartTensorsVector, tensors, "UOffsetTRelative")
+    iv = _vector(b, SG.StartInputsVector, [0], "Int32"); ov = _vector(b, SG.StartOutputsVector, [4], "Int32")
+    opv = _vector(b, SG.StartOperatorsVector, ops, "UOffsetTRelative")
+    SG.Start(b); SG.AddTensors(b, tv); SG.AddInputs(b, iv); SG.AddOutputs(b, ov); SG.AddOperators(b, opv); sg = SG.End(b)
+    codes = []
+    for builtin, version in ((tflite.BuiltinOperator.CONV_2D, 3 if signed else 1), (tflite.BuiltinOperator.AVERAGE_POOL_2D, 2 if signed else 1)):
+        OC.Start(b); OC.AddDeprecatedBuiltinCode(b, builtin); OC.AddBuiltinCode(b, builtin); OC.AddVersion(b, version); codes.append(OC.End(b))
+    cv = _vector(b, M.StartOperatorCodesVector, codes, "UOffsetTRelative")
+    sgv = _vector(b, M.StartSubgraphsVector, [sg], "UOffsetTRelative")
+    bv = _vector(b, M.StartBuffersVector, bufs, "UOffsetTRelative")
+    M.Start(b); M.AddVersion(b, 3); M.AddOperatorCodes(b, cv); M.AddSubgraphs(b, sgv); M.AddBuffers(b, bv)
+    b.Finish(M.End(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+@pytest.mark.parametrize("kind", ["int8", "uint8"])
+async def test_a_quantized_model_keeps_its_quantization_and_matches_litert(nn, kind):
+    data = quantized_conv_model(kind)
+    model = loadTfLite(data, name=kind)
+    hal = model.partitions[0].model.to_hal()
+    types = [o.type for o in hal.operands]
+    if kind == "int8":  # int8 activations shifted to uint8 by 128; the filter per channel
+        assert OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL in types
+        assert hal.operands[hal.inputIndexes[0]].zeroPoint == -5 + 128
+    assert hal.operands[hal.inputIndexes[0]].type == OperandType.TENSOR_QUANT8_ASYMM
+    interpreter = Interpreter(model_content=data, num_threads=1)
+    interpreter.allocate_tensors()
+    detail = interpreter.get_input_details()[0]
+    info = np.iinfo(detail["dtype"])
+    x = np.random.default_rng(0).integers(info.min, info.max + 1, (1, 8, 8, 3)).astype(detail["dtype"])
+    interpreter.set_tensor(detail["index"], x)
+    interpreter.invoke()
+    want = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+    cpu = nn.getDeviceByName(CPU_DEVICE_NAME)
+    # Two devices whose plan may use only one of them: not a measured compilation.
+    for devices in ([cpu], [nn.getDeviceByName("emu-dsp"), cpu], None):
+        compiled = await model.compile(nn, devices)
+        (got,) = await compiled.run([x])
+        await compiled.aclose()
+        assert got.dtype == want.dtype and got.shape == want.shape
+        # Within one quantization step: the requantization may round the other way.
+        assert np.abs(got.astype(np.int32) - want.astype(np.int32)).max() <= 1
 
 
 # ---- npuemu nn run --------------------------------------------------------------------------

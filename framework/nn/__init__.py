@@ -37,11 +37,13 @@ The runtime over the binder and the C kernels, built on the core:
 - ``_atrace``       the runtime's trace points: each CPU step, appended to the emulator's
                     ``trace_marker`` for its trace recorder.
 
-One public module is not re-exported (it brings the ``tflite`` flatbuffer parser):
+One public module is not re-exported here (it brings the ``tflite`` flatbuffer parser,
+80 ms to import):
 
-- ``tflite``        ``.tflite`` files as TFLite's NNAPI delegate builds them: constants
-                    folded, NNAPI partitions as ``Model``s, the rest on CPU kernels in the
-                    app (``loadTfLite``, ``TfLiteModel.compile``, ``CompiledTfLite.run``).
+- ``tflite``        the re-exports of ``_tflite``: ``.tflite`` files as TFLite's NNAPI
+                    delegate builds them: constants folded, NNAPI partitions as ``Model``s,
+                    the rest on CPU kernels in the app (``loadTfLite``,
+                    ``TfLiteModel.compile``, ``CompiledTfLite.run``).
 
 Everything public is re-exported here, once.
 """
