@@ -102,6 +102,10 @@ EXPECTED_FAILURES = {
     "version_cut": {"NeuralnetworksHidlTest.GetDeviceVersionStringTest"},
     "constant_version": {"Seed.VersionStringChangesWithBuild"},
     "work_id_off_by_one": WORK_CHECKS - REFUSED_WORK_CHECKS,
+    # More single bugs a driver author makes.
+    "sticky_group": {"NpuSchedulingAidl.RunInferencesBackToBack"},
+    "supported_shifted": {"NeuralnetworksHidlTest.GetSupportedOperations"},
+    "default_attribution": {"NpuSchedulingAidl.SetReplacesUpdateMerges"},
     # Earlier ones.
     "bad_name": {"NeuralnetworksHidlTest.GetDeviceNameTest"},
     "empty_version": {"NeuralnetworksHidlTest.GetDeviceVersionStringTest", "Seed.VersionStringChangesWithBuild"},
@@ -323,6 +327,13 @@ def test_a_so_is_judged_against_the_previous_build_named(reports):
     ("duplicate_name", "NeuralnetworksHidlTest.GetDeviceNameTest", ["devices 0, 1 all 'tmpl-npu'"]),
     ("status_always_available", "Seed.StatusTruthful", ["tmpl-npu with all 1 channel(s) hung reports AVAILABLE"]),
     ("version_cut", "NeuralnetworksHidlTest.GetDeviceVersionStringTest", ["leaves a bracket open: it was cut off"]),
+    ("sticky_group", "NpuSchedulingAidl.RunInferencesBackToBack",
+     ["submitted with groupId none and debugFeatureId None, reports groupId 101112131415161718191a1b1c1d1e1f"]),
+    ("supported_shifted", "NeuralnetworksHidlTest.GetSupportedOperations",
+     ["answered {'ADD': False, 'RELU': True, 'MUL': True} for ADD -> RELU -> MUL, but"]),
+    ("default_attribution", "NpuSchedulingAidl.SetReplacesUpdateMerges",
+     ["after setSchedulingConfigs({uid 4242}), this uid's work attributed to uid 4242 ran",
+      "a uid with no config may not attribute"]),
 ])
 def test_each_bug_is_explained(reports, driver, check, words):
     detail = reports[driver].result(check).detail

@@ -48,6 +48,7 @@ from interfaces.android.hardware.neuralnetworks import (
     Subgraph,
     SymmPerChannelQuantParams,
 )
+from interfaces.android.hardware.npu import NpuUuid
 from interfaces.c_model import OPERAND_DTYPES
 
 __all__ = [
@@ -307,6 +308,8 @@ async def execute(
     job_priority: int = 500,
     original_uid: int = -1,
     deadline_ns: int = -1,
+    group_id: bytes | None = None,
+    feature_id: str | None = None,
 ) -> list[np.ndarray]:
     """One execution of ``prepared`` (an ``IPreparedModel`` proxy) with ``feeds``; its outputs.
 
@@ -327,7 +330,10 @@ async def execute(
         request = Request(
             inputs=[argument(*p) for p in places_in], outputs=[argument(*p) for p in places_out], pools=[region]
         )
-        hints = ExecutionHints(jobPriority=job_priority, originalUid=original_uid)
+        hints = ExecutionHints(
+            jobPriority=job_priority, originalUid=original_uid,
+            groupId=None if group_id is None else NpuUuid(uuid=group_id), debugFeatureId=feature_id,
+        )
         await prepared.executeWithHints(request, False, deadline_ns, hints)
         return [
             np.frombuffer(bytes(mapping[offset : offset + length]), dtype=dtype).reshape(shape)

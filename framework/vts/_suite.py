@@ -615,7 +615,8 @@ class _Session:
                 pool.close()
 
     async def probe_run(
-        self, device: str, job_priority: int, *, original_uid: int = -1, deadline_ns: int = -1
+        self, device: str, job_priority: int, *, original_uid: int = -1, deadline_ns: int = -1,
+        group_id: bytes | None = None, feature_id: str | None = None,
     ) -> list[Any]:
         """One execution of the probe model (y = x + c) on ``device`` with a distinct input,
         its output checked; the events it caused (this uid's, undebounced)."""
@@ -626,7 +627,7 @@ class _Session:
         since = await self.event_mark()
         what = f"an execution on {device} at job priority {job_priority}"
         call = execute(prepared, [x], [((1, _PROBE_WIDTH), np.dtype("<f4"))], job_priority=job_priority,
-                       original_uid=original_uid, deadline_ns=deadline_ns)
+                       original_uid=original_uid, deadline_ns=deadline_ns, group_id=group_id, feature_id=feature_id)
         try:
             (y,) = await self.bounded(call, since, what)
         except ServiceSpecificException as exc:
@@ -1155,16 +1156,43 @@ def _test_model() -> tuple[Any, int]:
 
 
 async def get_supported_operations(s: _Session) -> str:
-    """getSupportedOperations(model) answers one bool per operation of the model."""
+    """getSupportedOperations(model) answers one bool per operation, each as for that operation alone.
+
+    The model is ADD -> RELU -> MUL; each answer must be the device's answer for a
+    model of that one operation, so an answer at the wrong index shows.
+    """
     model, count = _test_model()
+    alone = _single_op_models()
 
     async def check(name: str, device: Any) -> str:
         answer = list(await device.getSupportedOperations(model))
         if len(answer) != count or not all(isinstance(v, bool) for v in answer):
             raise _Fail(f"answered {answer!r} for a model of {count} operations")
+        each = []
+        for op, single in alone:
+            one = list(await device.getSupportedOperations(single))
+            if len(one) != 1:
+                raise _Fail(f"answered {one!r} for a model of one operation ({op})")
+            each.append(one[0])
+        if answer != each:
+            ops = [op for op, _ in alone]
+            raise _Fail(f"answered {dict(zip(ops, answer))} for ADD -> RELU -> MUL, but {dict(zip(ops, each))} "
+                        "for each operation alone")
         return f"{sum(answer)}/{count}"
 
     return await _each_device(s, check)
+
+
+def _single_op_models() -> list[tuple[str, Any]]:
+    """ADD, RELU and MUL over [1, 4], one model each (the operations of ``_test_model``)."""
+    out = []
+    for op in (OperationType.ADD, OperationType.RELU, OperationType.MUL):
+        b = ModelBuilder()
+        x = b.input([1, 4])
+        ins = [x] if op == OperationType.RELU else [x, b.input([1, 4]), b.int32(0)]
+        b.output(b.operation(op, ins, [1, 4]))
+        out.append((op.name, b.build()))
+    return out
 
 
 # ---- the seeds' rules -----------------------------------------------------------
@@ -1308,6 +1336,13 @@ async def heterogeneous_parts_exposed(s: _Session) -> str:
 
 # ---- the scheduling rules, probed exactly ----------------------------------------
 
+# The group and feature of one back-to-back work (the other has none).
+_GROUP, _FEATURE = bytes(range(0x10, 0x20)), "vts.back-to-back"
+
+
+def _hex(group: bytes | None) -> str:
+    return "none" if group is None else group.hex()
+
 # Other uids in the configs vts sets, so that a driver that reads the wrong config shows.
 _OTHER_UID, _SECOND_UID = 4242, 4243
 
@@ -1399,6 +1434,9 @@ async def set_replaces_update_merges(s: _Session) -> str:
         return _cfg(s.uid, 100, attribute=attribute)
 
     steps: list[tuple[str, Callable[[], Awaitable[Any]], bool, str]] = [
+        ("setSchedulingConfigs({uid 4242})",
+         lambda: scheduling.setSchedulingConfigs([_cfg(_OTHER_UID, 900)]), False,
+         "a uid with no config may not attribute work to another uid (the default)"),
         ("setSchedulingConfigs({this uid may attribute, uid 4242})",
          lambda: scheduling.setSchedulingConfigs([me(True), _cfg(_OTHER_UID, 900)]), True, "set was not applied"),
         ("updateSchedulingConfigs({uid 4242})",
@@ -1459,7 +1497,11 @@ async def run_inference_attributed_to_other_uid(s: _Session) -> str:
     """Work attributed to uid 4242 by a uid with canAttributeOtherUid runs and reports originalUid 4242."""
     device, _ = s.inference_device()
     await s.need_scheduling().setSchedulingConfigs([_cfg(s.uid, 0, attribute=True)])
-    events = await s.probe_run(device, 500, original_uid=_OTHER_UID)
+    try:
+        events = await s.probe_run(device, 500, original_uid=_OTHER_UID)
+    except SecurityException as exc:
+        raise _Fail(f"work attributed to uid {_OTHER_UID} by a uid with canAttributeOtherUid was refused: "
+                    f"{exc.message}") from None
     works = _works(events)
     if len(works) != 1:
         raise _Fail(f"one attributed execution caused {_describe_raw(events)} over {len(works)} work(s)")
@@ -1483,7 +1525,7 @@ async def run_inferences_back_to_back(s: _Session) -> str:
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(second_uid)
-        await s.probe_run(device, 300)
+        await s.probe_run(device, 300, group_id=_GROUP, feature_id=_FEATURE)
         await s.probe_run(device, 600)
     events = await s.events_since(since)
     mine = _works([e for e in events if e.info.uid == s.uid])
@@ -1497,8 +1539,18 @@ async def run_inferences_back_to_back(s: _Session) -> str:
             f"two executions of uid {s.uid} and one test inference of uid {_SECOND_UID} were reported as "
             f"{len(mine)} and {len(theirs)} work(s): {_describe_raw(events)}"
         )
-    for (work, evs), job in zip(mine.items(), (300, 600)):
-        _check_work(evs, f"uid {s.uid}'s work {work} (job priority {job})", uid=s.uid, original_uid=s.uid, job=job)
+    for (work, evs), job, group, feature in zip(mine.items(), (300, 600), (_GROUP, None), (_FEATURE, None)):
+        what = f"uid {s.uid}'s work {work} (job priority {job})"
+        _check_work(evs, what, uid=s.uid, original_uid=s.uid, job=job)
+        for e in evs:
+            got_group = None if e.info.groupId is None else bytes(e.info.groupId.uuid)
+            if got_group != group or e.info.debugFeatureId != feature:
+                raise _Fail(
+                    f"{what}, submitted with groupId {_hex(group)} and debugFeatureId {feature!r}, reports groupId "
+                    f"{_hex(got_group)} and debugFeatureId {e.info.debugFeatureId!r} in its {_describe_raw([e])}"
+                )
+            if e.info.debugPid != os.getpid():
+                raise _Fail(f"{what} reports debugPid {e.info.debugPid}, it was submitted by pid {os.getpid()}")
     for work, evs in theirs.items():
         _check_work(evs, f"uid {_SECOND_UID}'s work {work}", uid=_SECOND_UID, original_uid=_SECOND_UID, job=700)
     ids = [e.info.id for e in events]
