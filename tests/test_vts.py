@@ -2,11 +2,14 @@
 
 A vts run boots real processes (a servicemanager and the HAL, restarted after
 every crash or hang), so each driver is run exactly once: the module-scoped
-``reports`` fixture builds the deliberately broken drivers of tests/drivers/
-with ``make driver`` and runs vts on all of them a few at a time, in child
-processes (``npuemu vts --json``'s library call), and the tests then read the
-reports.  The click commands themselves are tested with CliRunner on the
-reference driver and on quick error paths.
+``reports`` fixture runs vts on every deliberately broken driver of tests/drivers/
+(each the template or the reference driver with one realistic bug; most given as
+source, which vts builds twice, a few built with ``make driver`` and judged against
+an older build) and on the template, a few at a time, in child processes
+(``npuemu vts --json``'s library call); the tests then read the reports: each
+broken driver fails exactly the checks its bug names, with a sentence that says
+what was expected and what was seen. The click commands themselves are tested
+with CliRunner on the reference driver and on quick error paths.
 """
 
 from __future__ import annotations
