@@ -572,7 +572,7 @@ class _Session:
         events = list(await self.need_control().recentWorkEvents(512, since))
         return [e for e in events if uid is None or e.info.uid == uid]
 
-    async def bounded(self, call: Awaitable[Any], since: int, what: str) -> Any:
+    async def bounded(self, call: Awaitable[Any], since: int, what: str, device: str | None = None) -> Any:
         """``await call``; one that does not return in time is examined.
 
         If the driver's events say the work ended, the HAL is waiting on a work id
@@ -582,7 +582,7 @@ class _Session:
         with trio.move_on_after(_WORK_TIMEOUT_S):
             return await call
         with trio.move_on_after(2.0) as scope:
-            events = await self.events_since(since)
+            events = [e for e in await self.events_since(since) if device is None or e.deviceName == device]
         if scope.cancelled_caught:
             raise _Hung(f"{what} got no answer within {_WORK_TIMEOUT_S:g} s")
         ended = [e for e in events if e.kind == _KIND_ENDED and e.reason != _END_PAUSED]
@@ -1616,9 +1616,11 @@ async def work_device_number(s: _Session) -> str:
     for name in sorted(s.need_devices()):
         if name not in numbers:
             continue
-        support = list(await s.devices[name].getSupportedOperations(_probe_model()))
-        if not all(support):
-            continue  # a device without ADD runs no probe
+        if name not in s.prepared:
+            try:
+                s.prepared[name] = await s.prepare(name, _probe_model())
+            except _Fail:
+                continue  # a device without ADD runs no probe (whether it says so is another check's)
         events = await s.probe_run(name, 500)
         number = " or ".join(map(str, numbers[name]))
         for e in events:
@@ -1717,7 +1719,10 @@ async def _generated(s: _Session) -> dict:
     if s.generated is not None:
         return s.generated
     try:
-        s.generated = await _run_generated(s)
+        try:
+            s.generated = await _run_generated(s)
+        except BaseExceptionGroup as group:  # the devices run concurrently
+            raise _most_telling(group) from None
     except (_Fail, _Hung) as exc:
         s.generated = exc
         raise
@@ -1736,7 +1741,8 @@ async def _run_generated(s: _Session) -> dict:
         raise _Fail(f"{s.case_path} is stale (made from sources {case_file.digest}, the checkout's are {current}): "
                     "remake it with `make vts-cases`")
     outcome: dict[str, Any] = {"refused": [], "wrong": [], "passed": 0, "claimed": {}, "cases": len(case_file.cases)}
-    for name in sorted(s.need_devices()):
+
+    async def run_on(name: str) -> None:
         device = s.devices[name]
         for case in case_file.cases:
             built = model_of(case)
@@ -1761,7 +1767,7 @@ async def _run_generated(s: _Session) -> dict:
             try:
                 since = await s.event_mark()
                 outputs = await s.bounded(execute(prepared, built.feeds, built.outputs), since,
-                                          f"{case.operation} ({case.variant}, case {case.id}) on {name}")
+                                          f"{case.operation} ({case.variant}, case {case.id}) on {name}", name)
             except ServiceSpecificException as exc:
                 outcome["wrong"].append((name, case, f"the execution failed: {exc}"))
                 continue
@@ -1772,6 +1778,14 @@ async def _run_generated(s: _Session) -> dict:
                 outcome["wrong"].append((name, case, problem))
             else:
                 outcome["passed"] += 1
+
+    # The devices one at a time each, all at once: the HAL serves them concurrently.
+    async with trio.open_nursery() as nursery:
+        for name in sorted(s.need_devices()):
+            nursery.start_soon(run_on, name)
+    order = {case.id: i for i, case in enumerate(case_file.cases)}
+    for key in ("refused", "wrong"):
+        outcome[key].sort(key=lambda item: (item[0], order[item[1].id]))
     return outcome
 
 
