@@ -767,6 +767,60 @@ async def set_scheduling_configs_duplicate_uid(s: _Session) -> str:
     )
 
 
+async def priorities_validated_across_range(s: _Session) -> str:
+    """Priorities out of range are EX_ILLEGAL_ARGUMENT: configs (set and update alike) and job priorities.
+
+    Configs: appPriority -1 or 1001, minPriority -1, maxPriority 2001, minPriority
+    above maxPriority, one uid twice; those at the limits (appPriority 0 and 1000,
+    bands [2000, 2000] and [0, 0]) are accepted.  Executions at job priority -1 or
+    1001 are refused; at 0 and 1000 they run.
+    """
+    scheduling = s.need_scheduling()
+    bad = [
+        ("appPriority 1001", [_cfg(1001, 1001)]),
+        ("appPriority -1", [_cfg(1001, -1)]),
+        ("minPriority -1", [_cfg(1001, 500, -1, 2000)]),
+        ("maxPriority 2001", [_cfg(1001, 500, 0, 2001)]),
+        ("minPriority 700 above maxPriority 600", [_cfg(1001, 500, 700, 600)]),
+        ("uid 1001 twice", [_cfg(1001, 0), _cfg(1001, 1000)]),
+    ]
+    accepted = []
+    for method in ("setSchedulingConfigs", "updateSchedulingConfigs"):
+        call = getattr(scheduling, method)
+        for what, configs in bad:
+            try:
+                await call(configs)
+            except IllegalArgumentException:
+                continue
+            except DeadObjectException:
+                raise
+            except RemoteException as exc:
+                raise _Fail(f"{method} with {what} failed with {type(exc).__name__}, not EX_ILLEGAL_ARGUMENT") from None
+            accepted.append(f"{method} accepted {what}")
+        limits = [_cfg(1001, 0), _cfg(1002, 1000), _cfg(1003, 500, 2000, 2000), _cfg(1004, 500, 0, 0)]
+        try:
+            await call(limits)
+        except IllegalArgumentException as exc:
+            raise _Fail(f"{method} refused configs at the limits (appPriority 0 and 1000, bands [0, 2000], "
+                        f"[2000, 2000], [0, 0]): {exc.message}") from None
+    device, _ = s.inference_device()
+    await scheduling.setSchedulingConfigs([_cfg(s.uid, 0)])
+    for job in (-1, 1001):
+        try:
+            await s.probe_run(device, job)
+        except IllegalArgumentException:
+            continue
+        accepted.append(f"an execution at job priority {job} ran")
+    for job in (0, 1000):
+        try:
+            await s.probe_run(device, job)
+        except IllegalArgumentException as exc:
+            raise _Fail(f"an execution at job priority {job} was refused: {exc.message}") from None
+    if accepted:
+        raise _Fail("; ".join(accepted) + ": it must fail with EX_ILLEGAL_ARGUMENT")
+    return f"{len(bad)} invalid config calls refused by set and update, job priorities -1 and 1001 refused"
+
+
 async def update_scheduling_configs(s: _Session) -> str:
     """updateSchedulingConfigs({uid 1001, priority 500}) succeeds."""
     await s.need_scheduling().updateSchedulingConfigs([s.config(1001, 500)])
@@ -2034,6 +2088,7 @@ _CHECKS: tuple[_Check, ...] = (
     _Check("NpuSchedulingAidl.RunInferencesPrioritized", run_inferences_prioritized),
     _Check("NpuSchedulingAidl.RunInferenceFailsWithoutDirectAccess", run_inference_fails_without_direct_access),
     _Check("NpuSchedulingAidl.RunInferenceFailsWithoutAttributeOtherUid", run_inference_fails_without_attribute_other_uid),
+    _Check("NpuSchedulingAidl.PrioritiesValidatedAcrossRange", priorities_validated_across_range),
     _Check("NpuSchedulingAidl.EffectivePriorityFormula", effective_priority_formula),
     _Check("NpuSchedulingAidl.SetReplacesUpdateMerges", set_replaces_update_merges),
     _Check("NpuSchedulingAidl.RunInferenceAttributedToOtherUid", run_inference_attributed_to_other_uid),
