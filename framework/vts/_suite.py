@@ -501,16 +501,6 @@ class _Session:
 
     # -- helpers the checks share ---------------------------------------------
 
-    def config(self, uid: int, priority: int, *, direct: bool = True, attribute: bool = False) -> Any:
-        return SchedulingConfig(
-            minPriority=_MIN_BAND,
-            maxPriority=_MAX_BAND,
-            uid=uid,
-            appPriority=priority,
-            hasDirectAccess=direct,
-            canAttributeOtherUid=attribute,
-        )
-
     def new_callback(self) -> tuple[Any, _Recorder]:
         recorder = _Recorder()
         return _RecordingCallback(recorder), recorder
@@ -734,7 +724,7 @@ def _first_request(events: Sequence[Any]) -> Any:
 
 async def set_scheduling_configs(s: _Session) -> str:
     """setSchedulingConfigs({uid 1001, priority 500}) succeeds."""
-    await s.need_scheduling().setSchedulingConfigs([s.config(1001, 500)])
+    await s.need_scheduling().setSchedulingConfigs([_cfg(1001, 500)])
     return "accepted {uid 1001, appPriority 500}"
 
 
@@ -756,14 +746,14 @@ async def set_scheduling_configs_invalid_priority(s: _Session) -> str:
     AOSP's older test used -100; the current one, and SPEC.md, -1.
     """
     return await _expect_illegal_argument(
-        s.need_scheduling().setSchedulingConfigs([s.config(1001, -1)]), "appPriority -1"
+        s.need_scheduling().setSchedulingConfigs([_cfg(1001, -1)]), "appPriority -1"
     )
 
 
 async def set_scheduling_configs_duplicate_uid(s: _Session) -> str:
     """Two configs for one uid in one call is EX_ILLEGAL_ARGUMENT."""
     return await _expect_illegal_argument(
-        s.need_scheduling().setSchedulingConfigs([s.config(1001, 0), s.config(1001, 1000)]), "uid 1001 twice"
+        s.need_scheduling().setSchedulingConfigs([_cfg(1001, 0), _cfg(1001, 1000)]), "uid 1001 twice"
     )
 
 
@@ -823,7 +813,7 @@ async def priorities_validated_across_range(s: _Session) -> str:
 
 async def update_scheduling_configs(s: _Session) -> str:
     """updateSchedulingConfigs({uid 1001, priority 500}) succeeds."""
-    await s.need_scheduling().updateSchedulingConfigs([s.config(1001, 500)])
+    await s.need_scheduling().updateSchedulingConfigs([_cfg(1001, 500)])
     return "accepted {uid 1001, appPriority 500}"
 
 
@@ -854,7 +844,7 @@ async def run_inference_status_callbacks(s: _Session) -> str:
     """
     scheduling = s.need_scheduling()
     s.need_control()
-    await scheduling.setSchedulingConfigs([s.config(s.uid, 250, attribute=True)])
+    await scheduling.setSchedulingConfigs([_cfg(s.uid, 250, attribute=True)])
     control = s.need_control()
     callback, recorder = s.new_callback()
     await scheduling.setCallback(callback)
@@ -910,7 +900,7 @@ async def run_inference_effective_priority(s: _Session) -> str:
     As AOSP: the uid at priority 0; the effective priorities are read from the
     requested events the inference caused.
     """
-    await s.need_scheduling().setSchedulingConfigs([s.config(s.uid, 0)])
+    await s.need_scheduling().setSchedulingConfigs([_cfg(s.uid, 0)])
     low = _first_request(await s.run_inference(1000)).info
     if low.jobPriority != 1000:
         raise _Fail(f"the work submitted at job priority 1000 reports jobPriority {low.jobPriority}")
@@ -938,7 +928,7 @@ async def run_inferences_prioritized(s: _Session) -> str:
     (effective 0, which nothing preempts), leaving the two jobs to compete for the
     last channel.  The end times compared are the HAL's, in emulated ns.
     """
-    await s.need_scheduling().setSchedulingConfigs([s.config(s.uid, 0)])
+    await s.need_scheduling().setSchedulingConfigs([_cfg(s.uid, 0)])
     s.need_control()
     device, channels = s.inference_device()
     results: dict[str, list[Any]] = {}
@@ -991,14 +981,14 @@ async def _expect_refused(s: _Session, what: str, **kwargs: Any) -> str:
 
 async def run_inference_fails_without_direct_access(s: _Session) -> str:
     """Work from a uid whose config has hasDirectAccess = false is refused."""
-    await s.need_scheduling().setSchedulingConfigs([s.config(s.uid, 0, direct=False)])
+    await s.need_scheduling().setSchedulingConfigs([_cfg(s.uid, 0, direct=False)])
     s.need_control()
     return await _expect_refused(s, "of a uid without direct access")
 
 
 async def run_inference_fails_without_attribute_other_uid(s: _Session) -> str:
     """Work attributed to uid 42 by a uid without canAttributeOtherUid is refused."""
-    await s.need_scheduling().setSchedulingConfigs([s.config(s.uid, 0, attribute=False)])
+    await s.need_scheduling().setSchedulingConfigs([_cfg(s.uid, 0, attribute=False)])
     s.need_control()
     return await _expect_refused(s, "attributed to uid 42 without canAttributeOtherUid", original_uid=42)
 
@@ -1401,8 +1391,10 @@ def _hex(group: bytes | None) -> str:
 _OTHER_UID, _SECOND_UID = 4242, 4243
 
 
-def _cfg(uid: int, app: int, lo: int = _MIN_BAND, hi: int = _MAX_BAND, *, attribute: bool = False) -> Any:
-    return SchedulingConfig(minPriority=lo, maxPriority=hi, uid=uid, appPriority=app, hasDirectAccess=True,
+def _cfg(uid: int, app: int, lo: int = _MIN_BAND, hi: int = _MAX_BAND, *, direct: bool = True,
+         attribute: bool = False) -> Any:
+    """A SchedulingConfig; by default the widest band, direct access, no attribution."""
+    return SchedulingConfig(minPriority=lo, maxPriority=hi, uid=uid, appPriority=app, hasDirectAccess=direct,
                             canAttributeOtherUid=attribute)
 
 

@@ -8,12 +8,6 @@
  */
 #include "broken.h"
 
-static uint32_t two_devices(void *d)
-{
-    (void)d;
-    return 2;
-}
-
 static int multi_info(void *d, uint32_t dev, struct npu_device_info *out)
 {
     if (dev > 1)
@@ -29,16 +23,5 @@ static int multi_info(void *d, uint32_t dev, struct npu_device_info *out)
     return rc;
 }
 
-static int supported_on_either(void *d, uint32_t dev, const struct npu_model *m, bool *supported)
-{
-    return tmpl_get_supported_operations(d, dev == 1 ? 0 : dev, m, supported);
-}
-
-static int load_on_either(void *d, uint32_t dev, const struct npu_model *m, const struct npu_load_params *p,
-                          uint32_t *id)
-{
-    return tmpl_load_model(d, dev == 1 ? 0 : dev, m, p, id);
-}
-
-BROKEN_DRIVER(ops.device_count = two_devices; ops.get_device_info = multi_info;
-              ops.get_supported_operations = supported_on_either; ops.load_model = load_on_either)
+BROKEN_DRIVER(ops.device_count = broken_two_devices; ops.get_device_info = multi_info;
+              ops.get_supported_operations = broken_supported_on_either; ops.load_model = broken_load_on_either)

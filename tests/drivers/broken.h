@@ -19,6 +19,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "broken_hw.h"
+
 #define npu_driver_entry template_driver_entry
 #include "../../csrc/drivers/template/template.c"
 #undef npu_driver_entry
@@ -56,6 +58,52 @@
         return rc;                                                                                   \
     }
 
+/* A second device that is the template's first again: support and loads go to device 0. */
+static inline int broken_supported_on_either(void *d, uint32_t dev, const struct npu_model *m, bool *supported)
+{
+    return tmpl_get_supported_operations(d, dev == 1 ? 0 : dev, m, supported);
+}
+
+static inline int broken_load_on_either(void *d, uint32_t dev, const struct npu_model *m,
+                                        const struct npu_load_params *p, uint32_t *id)
+{
+    return tmpl_load_model(d, dev == 1 ? 0 : dev, m, p, id);
+}
+
+static inline uint32_t broken_two_devices(void *d)
+{
+    (void)d;
+    return 2;
+}
+
+/*
+ * A driver that stores every config after `edit` (a statement over `c`, one
+ * config's copy) changed it, in set and update alike.
+ */
+#define BROKEN_CONFIGS(edit)                                                                          \
+    static int edited_store(int (*store)(void *, const struct npu_scheduling_config *, uint32_t),      \
+                            void *d, const struct npu_scheduling_config *given, uint32_t n)            \
+    {                                                                                                 \
+        struct npu_scheduling_config all[256];                                                        \
+        if (n > 256)                                                                                  \
+            return NPU_E_NO_MEMORY;                                                                   \
+        for (uint32_t i = 0; i < n; i++) {                                                            \
+            struct npu_scheduling_config *c = &all[i];                                                \
+            *c = given[i];                                                                            \
+            edit;                                                                                     \
+        }                                                                                             \
+        return store(d, all, n);                                                                      \
+    }                                                                                                 \
+    static int edited_set(void *d, const struct npu_scheduling_config *c, uint32_t n)                 \
+    {                                                                                                 \
+        return edited_store(tmpl_set_configs, d, c, n);                                               \
+    }                                                                                                 \
+    static int edited_update(void *d, const struct npu_scheduling_config *c, uint32_t n)              \
+    {                                                                                                 \
+        return edited_store(tmpl_update_configs, d, c, n);                                            \
+    }                                                                                                 \
+    BROKEN_DRIVER(ops.set_scheduling_configs = edited_set; ops.update_scheduling_configs = edited_update)
+
 /* The config the template's submit uses for uid (the defaults when it has none). */
 static inline struct npu_scheduling_config broken_config_for(const struct tmpl *t, int32_t uid)
 {
@@ -74,15 +122,9 @@ static inline struct npu_scheduling_config broken_config_for(const struct tmpl *
  * effectivePriority.
  */
 #define BROKEN_PRIORITY(expr)                                                                         \
-    static int priority_submit(struct npu_hw *hw, uint32_t handle, int32_t key,                        \
-                               const struct npu_work_info *info, const struct npu_buffer *inputs, const struct npu_shape *input_shapes,       \
-                               uint32_t input_count, const struct npu_buffer *outputs, struct npu_shape *output_shapes,                 \
-                               uint32_t output_count, int32_t *work_id);                               \
+    static int priority_submit(HW_SUBMIT_PARAMS);                                                     \
     BROKEN_HW_INIT(broken_hw.submit = priority_submit)                                                 \
-    static int priority_submit(struct npu_hw *hw, uint32_t handle, int32_t key,                        \
-                               const struct npu_work_info *info, const struct npu_buffer *inputs, const struct npu_shape *input_shapes,       \
-                               uint32_t input_count, const struct npu_buffer *outputs, struct npu_shape *output_shapes,                 \
-                               uint32_t output_count, int32_t *work_id)                                \
+    static int priority_submit(HW_SUBMIT_PARAMS)                                                      \
     {                                                                                                 \
         struct npu_scheduling_config c = broken_config_for(broken_instance, info->uid);               \
         int32_t app = c.app_priority, job = info->job_priority, lo = c.min_priority, hi = c.max_priority; \

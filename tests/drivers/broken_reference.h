@@ -10,6 +10,7 @@
 
 #define NPU_BUILTIN_REFERENCE /* its own npu_driver_entry is ours to define */
 #include "../../csrc/drivers/reference/reference.c"
+#include "broken_hw.h"
 
 static struct npu_hw_api broken_hw;     /* what the reference driver is given */
 static const struct npu_hw_api *real_hw; /* the hardware's own table */

@@ -5,9 +5,7 @@
  */
 #include "broken_reference.h"
 
-static int device_zero_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
-                              const struct npu_buffer *inputs, const struct npu_shape *input_shapes, uint32_t input_count,
-                              const struct npu_buffer *outputs, struct npu_shape *output_shapes, uint32_t output_count, int32_t *work_id)
+static int device_zero_submit(HW_SUBMIT_PARAMS)
 {
     struct npu_work_info zero = *info;
     zero.device_number = 0;

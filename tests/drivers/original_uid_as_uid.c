@@ -5,14 +5,10 @@
  */
 #include "broken.h"
 
-static int own_uid_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
-                          const struct npu_buffer *inputs, const struct npu_shape *input_shapes, uint32_t input_count, const struct npu_buffer *outputs, struct npu_shape *output_shapes,
-                          uint32_t output_count, int32_t *work_id);
+static int own_uid_submit(HW_SUBMIT_PARAMS);
 BROKEN_HW_INIT(broken_hw.submit = own_uid_submit)
 
-static int own_uid_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
-                          const struct npu_buffer *inputs, const struct npu_shape *input_shapes, uint32_t input_count, const struct npu_buffer *outputs, struct npu_shape *output_shapes,
-                          uint32_t output_count, int32_t *work_id)
+static int own_uid_submit(HW_SUBMIT_PARAMS)
 {
     struct npu_work_info mine = *info;
     mine.original_uid = mine.uid;

@@ -10,14 +10,10 @@
 enum { STAGING_BYTES = 1 << 20, MAX_INPUTS = 16 };
 static unsigned char staging[STAGING_BYTES];
 
-static int staging_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
-                          const struct npu_buffer *inputs, const struct npu_shape *input_shapes, uint32_t input_count, const struct npu_buffer *outputs, struct npu_shape *output_shapes,
-                          uint32_t output_count, int32_t *work_id);
+static int staging_submit(HW_SUBMIT_PARAMS);
 BROKEN_HW_INIT(broken_hw.submit = staging_submit)
 
-static int staging_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
-                          const struct npu_buffer *inputs, const struct npu_shape *input_shapes, uint32_t input_count, const struct npu_buffer *outputs, struct npu_shape *output_shapes,
-                          uint32_t output_count, int32_t *work_id)
+static int staging_submit(HW_SUBMIT_PARAMS)
 {
     struct npu_buffer staged[MAX_INPUTS];
     size_t at = 0;

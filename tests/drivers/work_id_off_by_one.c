@@ -8,14 +8,10 @@
 
 static int32_t next_own_id;
 
-static int own_id_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
-                         const struct npu_buffer *inputs, const struct npu_shape *input_shapes, uint32_t input_count, const struct npu_buffer *outputs, struct npu_shape *output_shapes,
-                         uint32_t output_count, int32_t *work_id);
+static int own_id_submit(HW_SUBMIT_PARAMS);
 BROKEN_HW_INIT(broken_hw.submit = own_id_submit)
 
-static int own_id_submit(struct npu_hw *hw, uint32_t handle, int32_t key, const struct npu_work_info *info,
-                         const struct npu_buffer *inputs, const struct npu_shape *input_shapes, uint32_t input_count, const struct npu_buffer *outputs, struct npu_shape *output_shapes,
-                         uint32_t output_count, int32_t *work_id)
+static int own_id_submit(HW_SUBMIT_PARAMS)
 {
     int32_t hw_id;
     int rc = real_hw->submit(hw, handle, key, info, inputs, input_shapes, input_count, outputs, output_shapes, output_count, &hw_id);
