@@ -323,7 +323,8 @@ class BinderProxy(IBinder):
                 conn = await runtime._client_for(self._address)
             reply = await conn.transact(self._object_id, method.code, data, ctx.out_fds, method.oneway)
         finally:
-            ctx.close_out()
+            if ctx.out_fds:
+                ctx.close_out()
         if reply is None:
             return None
         if not reply.fds:  # nothing to own: the runtime's context without descriptors will do
@@ -612,8 +613,7 @@ class _ClientConn:
                     if not data:
                         _close_fds(fds)
                         raise DeadObjectException(f"process at {self.address} died")
-                    wire.receive_data(data, fds)
-                    event = wire.next_event()
+                    event = wire.receive(data, fds)
                 if not reader.answer(event.txn_id, event):
                     _close_fds(event.fds)  # its caller was cancelled; nobody wants it
         except (RemoteException, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
@@ -809,8 +809,7 @@ class _ServerConn:
                         if not data:
                             _close_fds(fds)
                             return False
-                        wire.receive_data(data, fds)
-                        event = wire.next_event()
+                        event = wire.receive(data, fds)
                     # Check every frame of this read before serving any: a peer that
                     # breaks the protocol anywhere in it is dropped unserved (a reused
                     # id, say, must not pass because the call it reuses has just ended).
@@ -1073,7 +1072,8 @@ class BinderRuntime:
                     return
                 reply = None
             finally:
-                ctx.release_in()
+                if event.fds:
+                    ctx.release_in()
                 if token is not None:
                     _calling.reset(token)
             if reply is None:
@@ -1083,7 +1083,8 @@ class BinderRuntime:
             else:
                 await conn.send_error(reply)
         finally:
-            ctx.close_out()
+            if ctx.out_fds:  # the reply's, once it went (or did not)
+                ctx.close_out()
 
     def _error_reply(self, conn: _ServerConn, event: Transaction, exc: Exception) -> Reply:
         """The status a failed handler sends back (binder::Status from an exception)."""

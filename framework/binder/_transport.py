@@ -86,7 +86,7 @@ class _UnixStream:
     its reply; a oneway call checkpoints) and by a checkpoint every few reads.
     """
 
-    __slots__ = ("_sock", "_sending", "_lot", "peer_pid", "_closed", "_streak", "_rbuf", "_drained", "_hup")
+    __slots__ = ("_sock", "_sending", "_lot", "peer_pid", "_closed", "_streak", "_rbuf", "_rbufs", "_drained", "_hup")
 
     def __init__(self, sock: socket.socket) -> None:
         sock.setblocking(False)
@@ -100,6 +100,7 @@ class _UnixStream:
         self._closed = False
         self._streak = 0
         self._rbuf = memoryview(bytearray(_RECV_SIZE))
+        self._rbufs = (self._rbuf,)  # what recvmsg_into takes, made once
         self._drained = False
         self._hup: select.epoll | None = None  # made by the first wait_hangup
 
@@ -194,7 +195,7 @@ class _UnixStream:
                 await trio.lowlevel.checkpoint()
         while True:
             try:
-                nbytes, ancdata, flags, _ = sock.recvmsg_into((self._rbuf,), _ANC_SIZE)
+                nbytes, ancdata, flags, _ = sock.recvmsg_into(self._rbufs, _ANC_SIZE)
                 self._drained = nbytes < _RECV_SIZE
                 break
             except BlockingIOError:

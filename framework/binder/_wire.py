@@ -356,23 +356,14 @@ def encode_frame(event: Event, pack: Any = None) -> list[bytes]:
     pack = pack or _packb
     cls = type(event)
     if cls is Transaction:
-        return _transaction_frame(pack, *event[:6])
+        txn_id, target, code, oneway, data, nfds, _ = event
+        body = _encode(pack, data, "Transaction")
+        return [_TXN_FRAME.pack(_TXN_HEAD_SIZE + len(body), 3, oneway, nfds, code, txn_id, target), body]
     if cls is Reply and not (event.status or event.exception or event.message or event.service_code):
-        return _ok_frame(pack, event.txn_id, event.data, event.nfds)
+        body = _encode(pack, event.data, "Reply")
+        return [_OK_FRAME.pack(_OK_HEAD_SIZE + len(body), 4, 0, event.nfds, event.txn_id), body]
     body = _encode(pack, [event.KIND, *event[: event.NWIRE]], cls.__name__)
     return [_HEADER.pack(len(body)), body]
-
-
-def _transaction_frame(pack: Any, txn_id: int, target: int, code: int, oneway: bool, data: Any, nfds: int) -> list[bytes]:
-    """A transaction's frame, its fields already checked."""
-    body = _encode(pack, data, "Transaction")
-    return [_TXN_FRAME.pack(_TXN_HEAD_SIZE + len(body), Transaction.KIND, oneway, nfds, code, txn_id, target), body]
-
-
-def _ok_frame(pack: Any, txn_id: int, data: Any, nfds: int) -> list[bytes]:
-    """A successful reply's frame, its fields already checked."""
-    body = _encode(pack, data, "Reply")
-    return [_OK_FRAME.pack(_OK_HEAD_SIZE + len(body), Reply.KIND, 0, nfds, txn_id), body]
 
 
 def _encode(pack: Any, obj: Any, what: str) -> bytes:
@@ -657,7 +648,8 @@ class Connection(_Framer):
             and 0 <= nfds <= MAX_FDS_PER_FRAME
         ):
             Transaction(txn_id, target, code, oneway, data, nfds)
-        frame = _transaction_frame(self._pack, txn_id, target, code, oneway, data, nfds)
+        body = _encode(self._pack, data, "Transaction")
+        frame = [_TXN_FRAME.pack(_TXN_HEAD_SIZE + len(body), 3, oneway, nfds, code, txn_id, target), body]
         if not oneway:
             pending = self._pending
             if txn_id in pending:  # only if send() was given this id by hand
@@ -674,7 +666,8 @@ class Connection(_Framer):
             raise LocalProtocolError(f"no two-way transaction {txn_id} to reply to")
         if not (nfds.__class__ is int and 0 <= nfds <= MAX_FDS_PER_FRAME):  # the id is a pending one
             Reply.ok(txn_id, data, nfds)  # says what is wrong
-        frame = _ok_frame(self._pack, txn_id, data, nfds)
+        body = _encode(self._pack, data, "Reply")
+        frame = [_OK_FRAME.pack(_OK_HEAD_SIZE + len(body), 4, 0, nfds, txn_id), body]
         pending.discard(txn_id)
         return frame
 
@@ -687,10 +680,18 @@ class Connection(_Framer):
         """Add what the transport read. ``b""`` means the peer closed its end."""
         if self.state is State.CLOSED and data:
             raise ProtocolError("data after the connection closed")
+        self.feed(data, fds)
+
+    def receive(self, data: bytes, fds: tuple[int, ...] | list[int] = ()) -> Event | _NeedData:
+        """What a reader does with each read, in one call: :meth:`receive_data`, then
+        :meth:`next_event`."""
+        if self.state is State.CLOSED and data:
+            raise ProtocolError("data after the connection closed")
         if fds or self._pos < len(self._buf):
             self.feed(data, fds)
         else:  # feed's common case, written out: the last read's frames are all taken
             self._buf, self._pos = data, 0
+        return self.next_event()
 
     def next_event(self) -> Event | _NeedData:
         """The next complete event, or :data:`NEED_DATA`. Raises :class:`ProtocolError`."""
