@@ -111,6 +111,7 @@ EXPECTED_FAILURES = {
     "supported_shifted": {"NeuralnetworksHidlTest.GetSupportedOperations"},
     "default_attribution": {"NpuSchedulingAidl.SetReplacesUpdateMerges"},
     "config_no_upper_bounds": {"NpuSchedulingAidl.PrioritiesValidatedAcrossRange"},
+    "empty_set_ignored": {"NpuSchedulingAidl.SetReplacesUpdateMerges"},
     "job_priority_clamped": {"NpuSchedulingAidl.PrioritiesValidatedAcrossRange"},
     # Earlier ones.
     "bad_name": {"NeuralnetworksHidlTest.GetDeviceNameTest"},
@@ -337,6 +338,8 @@ def test_a_so_is_judged_against_the_previous_build_named(reports):
      ["setSchedulingConfigs accepted appPriority 1001", "updateSchedulingConfigs accepted maxPriority 2001"]),
     ("job_priority_clamped", "NpuSchedulingAidl.PrioritiesValidatedAcrossRange",
      ["an execution at job priority -1 ran; an execution at job priority 1001 ran"]),
+    ("empty_set_ignored", "NpuSchedulingAidl.SetReplacesUpdateMerges",
+     ["after setSchedulingConfigs({}), this uid's work attributed to uid 4242 ran: an empty set kept the configs"]),
     ("sticky_group", "NpuSchedulingAidl.RunInferencesBackToBack",
      ["submitted with groupId none and debugFeatureId None, reports groupId 101112131415161718191a1b1c1d1e1f"]),
     ("supported_shifted", "NeuralnetworksHidlTest.GetSupportedOperations",
