@@ -43,7 +43,7 @@ from interfaces.android.hardware.neuralnetworks import ModelLoadToken
 from ._aidl import errorFromRemote, sharedMemoryFor, toAidlModel
 from ._burst import Burst
 from ._cache import CacheFiles, checkCaching, stepToken
-from ._errors import BadDataError, BadStateError, NeuralNetworksError
+from ._errors import BadDataError, BadStateError, NeuralNetworksError, requireNotNull
 from ._hal import HalModel
 from ._model import Model
 from ._partition import ExecutionPlan, ExecutionStep, _hal_of, createPlan, createPlanForDevices
@@ -186,6 +186,7 @@ class Compilation:
         that caches (``_cache`` says how), without sending the model again.
         """
         self._check_open("setCaching")
+        requireNotNull("setCaching", cacheDir=cacheDir, token=token)
         self._caching = checkCaching(cacheDir, token)
 
     def setModelLoadRequest(self, request: Any) -> None:

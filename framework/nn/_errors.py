@@ -65,7 +65,17 @@ class IncompleteError(NeuralNetworksError, RuntimeError):
 
 
 class UnexpectedNullError(NeuralNetworksError, TypeError):
+    """A required argument is None: the NDK's null pointer."""
+
     resultCode = ResultCode.UNEXPECTED_NULL
+
+
+def requireNotNull(call: str, **arguments: object) -> None:
+    """``UNEXPECTED_NULL`` for the first of ``arguments`` that is None, as the NDK answers a
+    null pointer where it needs an object, a list or a buffer."""
+    for name, value in arguments.items():
+        if value is None:
+            raise UnexpectedNullError(f"{call}: {name} is None")
 
 
 class BadDataError(NeuralNetworksError, ValueError):

@@ -68,6 +68,7 @@ from ._errors import (
     DeadObjectError,
     NeuralNetworksError,
     OutputInsufficientSizeError,
+    requireNotNull,
 )
 from ._memory import Memory
 from ._partition import ExecutionPlan, ExecutionStep
@@ -291,6 +292,7 @@ class Execution:
     def _place(
         self, call: str, kind: str, index: int, memory: Any, offset: int, length: int, dimensions: Any = None
     ) -> _Place:
+        requireNotNull(call, memory=memory)
         operand, size = self._operand(call, kind, index, dimensions)
         if not isinstance(memory, Memory):
             raise BadDataError(f"{call}: memory must be a Memory, not {type(memory).__name__}")
@@ -342,12 +344,12 @@ class Execution:
         Allowed only on a ``createForDevices`` compilation for exactly one device, as
         in the NDK (a partitioned run has no single "the hardware").
         """
-        self._check_idle("setMeasureTiming")
         if not isinstance(measure, bool):
             raise BadDataError(f"setMeasureTiming: a bool, not {measure!r}")
         explicit = self._compilation._explicit
-        if measure and (explicit is None or len(explicit) != 1):
+        if explicit is None or len(explicit) != 1:  # either value, before the state (as the NDK)
             raise BadDataError("setMeasureTiming: only for a compilation created for exactly one device")
+        self._check_idle("setMeasureTiming")
         self._measure = measure
 
     def getDuration(self, code: DurationCode | int) -> int:
@@ -434,6 +436,7 @@ class Execution:
         ``burst`` must come from this execution's compilation (else ``BAD_DATA``) and
         run no other execution now (else ``BAD_STATE``); see :mod:`._burst`.
         """
+        requireNotNull("burstCompute", burst=burst)
         if not isinstance(burst, Burst):
             raise BadDataError(f"burstCompute: a Burst, not {type(burst).__name__}")
         burst._acquire(self._compilation)

@@ -58,7 +58,7 @@ from interfaces.android.hardware.neuralnetworks import (
     SymmPerChannelQuantParams,
 )
 
-from ._errors import BadDataError, BadStateError
+from ._errors import BadDataError, BadStateError, requireNotNull
 from ._hal import HalModel
 from ._types import (
     MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES,
@@ -168,6 +168,7 @@ class Model:
         for the quantized types (see :func:`framework.nn._validate.checkOperandType`).
         """
         self._check_mutable("addOperand")
+        requireNotNull("addOperand", type=type)
         try:
             operandType = OperandType(type)
         except ValueError:
@@ -199,6 +200,7 @@ class Model:
         """
         call = "setOperandSymmPerChannelQuantParams"
         self._check_mutable(call)
+        requireNotNull(call, channelQuant=channelQuant)
         operand = self._check_operand(call, index)
         if not isinstance(channelQuant, SymmPerChannelQuantParams):
             raise BadDataError(f"{call}: takes a SymmPerChannelQuantParams, not {type(channelQuant).__name__}")
@@ -267,6 +269,7 @@ class Model:
         with ``ANeuralNetworksModel_setOperandValueFromMemory``.
         """
         self._check_mutable("setOperandValueFromMemory")
+        requireNotNull("setOperandValueFromMemory", memory=memory)
         operand = self._check_operand("setOperandValueFromMemory", index)
         self._check_can_be_constant("setOperandValueFromMemory", index, operand)
         try:
@@ -297,6 +300,7 @@ class Model:
     def addOperation(self, type: OperationType | int, inputs: Sequence[int], outputs: Sequence[int]) -> int:
         """Add an operation and return its index (``ANeuralNetworksModel_addOperation``)."""
         self._check_mutable("addOperation")
+        requireNotNull("addOperation", inputs=inputs, outputs=outputs)
         try:
             opType = OperationType(type)
         except ValueError:
@@ -328,36 +332,48 @@ class Model:
     def identifyInputsAndOutputs(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
         """Name the model's inputs and outputs, in the order an execution binds them.
 
-        A later call replaces an earlier one.
+        As Android 10's ModelBuilder: each listed operand, inputs first and in order, must
+        still be a plain temporary (not a constant, an omitted value, or already an input
+        or output) and becomes a model input (output) at once; the first that is not ends
+        the call with ``BAD_DATA``, the operands marked before it staying marked. So an
+        operand listed twice, as both, or by an earlier call is refused, and a second
+        call can name only operands the first did not (its lists replace the first's;
+        the first's operands keep their role, which ``finish()`` then refuses as inputs
+        or outputs the model does not list, where Android 10 finishes the model and
+        leaves them unbound). Whether an input is written by an operation is
+        ``finish()``'s to say, as in Android 10.
         """
-        self._check_mutable("identifyInputsAndOutputs")
         call = "identifyInputsAndOutputs"
+        self._check_mutable(call)
+        requireNotNull(call, inputs=inputs, outputs=outputs)
         ins = tuple(int(i) for i in _index_list(call, "inputs", inputs))
         outs = tuple(int(i) for i in _index_list(call, "outputs", outputs))
-        for kind, indexes in (("inputs", ins), ("outputs", outs)):
-            if len(set(indexes)) != len(indexes):
-                raise BadDataError(f"{call}: {kind} list an operand twice: {list(indexes)}")
-            for i in indexes:
-                operand = self._check_operand(call, i)
-                if operand.lifetime in (
-                    OperandLifeTime.CONSTANT_COPY,
-                    OperandLifeTime.CONSTANT_POOL,
-                    OperandLifeTime.NO_VALUE,
-                ):
-                    raise BadDataError(f"{call}: operand {i} has a value and cannot be one of the model's {kind}")
-        both = set(ins) & set(outs)
-        if both:
-            raise BadDataError(f"{call}: operand {min(both)} is both a model input and a model output")
-        for i in ins:
-            if i in self._writer:
-                raise BadDataError(f"{call}: input operand {i} is written by operation {self._writer[i]}")
-        for i in self._inputs + self._outputs:
-            self._operands[i].lifetime = OperandLifeTime.TEMPORARY_VARIABLE
-        for i in ins:
-            self._operands[i].lifetime = OperandLifeTime.SUBGRAPH_INPUT
-        for i in outs:
-            self._operands[i].lifetime = OperandLifeTime.SUBGRAPH_OUTPUT
-        self._inputs, self._outputs = ins, outs
+        for i in ins + outs:
+            self._check_operand(call, i)
+        self._inputs = self._mark(call, "input", self._inputs, ins, OperandLifeTime.SUBGRAPH_INPUT)
+        self._outputs = self._mark(call, "output", self._outputs, outs, OperandLifeTime.SUBGRAPH_OUTPUT)
+
+    def _mark(
+        self, call: str, kind: str, before: tuple[int, ...], indexes: tuple[int, ...], lifetime: OperandLifeTime
+    ) -> tuple[int, ...]:
+        """The new index list, each operand of ``indexes`` given ``lifetime`` in turn."""
+        # Android resizes its list and overwrites it in place: on a failure the list
+        # holds the operands marked so far, then what was there before (or operand 0).
+        listed = list(before[: len(indexes)]) + [0] * max(0, len(indexes) - len(before))
+        for k, i in enumerate(indexes):
+            operand = self._operands[i]
+            if operand.lifetime != OperandLifeTime.TEMPORARY_VARIABLE:
+                if kind == "input":
+                    self._inputs = tuple(listed)
+                else:
+                    self._outputs = tuple(listed)
+                role = {OperandLifeTime.SUBGRAPH_INPUT: "already a model input",
+                        OperandLifeTime.SUBGRAPH_OUTPUT: "already a model output"}.get(
+                    operand.lifetime, f"a {operand.lifetime.name} (it has a value)")
+                raise BadDataError(f"{call}: operand {i} cannot be a model {kind}: it is {role}")
+            listed[k] = i
+            operand.lifetime = lifetime
+        return tuple(listed)
 
     def finish(self) -> None:
         """Validate the whole graph, infer shapes, and freeze the model.

@@ -42,7 +42,7 @@ from typing import Any
 
 from interfaces.android.hardware.neuralnetworks import DataLocation, Operand, Subgraph
 
-from ._errors import BadDataError, BadStateError, NeuralNetworksError, OpFailedError
+from ._errors import BadDataError, BadStateError, NeuralNetworksError, OpFailedError, requireNotNull
 from ._hal import HalModel, describeOperand
 from ._model import Model
 from ._types import (
@@ -155,6 +155,7 @@ def referenceCpuDevice(version: str = "npuemu-1.2") -> DeviceDescriptor:
 
 
 def _hal_of(model: Model | HalModel, call: str) -> HalModel:
+    requireNotNull(call, model=model)
     if isinstance(model, Model):
         if not model.isFinished:
             raise BadStateError(f"{call}: the model is not finished")
@@ -167,11 +168,14 @@ def _hal_of(model: Model | HalModel, call: str) -> HalModel:
 def _check_devices(
     call: str, devices: Sequence[DeviceDescriptor], *, allowEmpty: bool = False
 ) -> list[DeviceDescriptor]:
+    requireNotNull(call, devices=devices)
     if isinstance(devices, DeviceDescriptor) or not isinstance(devices, Sequence | Collection):
         raise BadDataError(f"{call}: devices must be a list of devices, not {devices!r}")
     devices = list(devices)
     if not devices and not allowEmpty:
         raise BadDataError(f"{call}: no devices given")
+    for k, d in enumerate(devices):  # every null entry before duplicates, as the NDK
+        requireNotNull(call, **{f"device {k}": d})
     names = set()
     for d in devices:
         if not isinstance(d, DeviceDescriptor):
