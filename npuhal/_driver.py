@@ -189,7 +189,10 @@ def _as_output(obj: Any, shape: tuple[int, ...], position: int, dtype: np.dtype)
     if obj is None:
         if not _known(shape):
             raise NpuValueError(f"output {position}'s dimensions {list(shape)} are known only when it runs: give a buffer")
-        return np.zeros(shape, dtype=dtype)
+        try:
+            return np.zeros(shape, dtype=dtype)
+        except (ValueError, MemoryError) as exc:  # dimensions whose product numpy cannot hold
+            raise NpuValueError(f"output {position} of {list(shape)} cannot be allocated: {exc}") from None
     obj = mapped(obj, writable=True)
     if isinstance(obj, np.ndarray):
         if obj.dtype != dtype or not obj.flags.c_contiguous or not obj.flags.writeable:
