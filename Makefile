@@ -149,7 +149,7 @@ ASAN_PRELOAD  = $(shell $(NPU_CC) -print-file-name=libasan.so):$(shell $(NPU_CC)
 SANITIZE_TESTS := tests/test_hal_process.py tests/test_reliability_faults.py tests/test_fuzz_socket.py \
 	tests/test_nn_multiprocess.py tests/test_security_isolation.py tests/test_driver_model_reloads.py
 
-.PHONY: fuzz soak load sanitize fuzz-bindings
+.PHONY: fuzz soak load sanitize fuzz-bindings fuzz-driver
 
 # Coverage-guided fuzzing of the wire codec and every served parcel decoder with
 # atheris (tests/fuzz/fuzz_binder.py), FUZZ_TIME seconds from seeds of real frames;
@@ -196,6 +196,17 @@ sanitize: $(STAMP)
 	for f in $(ASAN_REPORTS).*; do [ -e "$$f" ] || continue; echo "== sanitizer finding: $$f"; cat "$$f"; rc=1; done; \
 	exit $$rc
 
+# $(call asan_imported,MODULES): fails unless each module is the instrumented copy in $(ASAN_DIR).
+asan_imported = cd $(ASAN_DIR) && LD_PRELOAD=$(ASAN_PRELOAD) ASAN_OPTIONS=detect_leaks=0 $(CURDIR)/$(PY) -c \
+	'import importlib, sys; bad = [m for m in sys.argv[1:] if "/$(ASAN_DIR)/" not in importlib.import_module(m).__file__]; sys.exit("not the ASan build: " + " ".join(bad) if bad else 0)' $(1)
+# $(call asan_pytest,ENV,TESTS): pytest on TESTS from $(ASAN_DIR), the sanitizers' runtime
+# preloaded and ENV set; any finding of either sanitizer fails the run.
+asan_pytest = cd $(ASAN_DIR) && LD_PRELOAD=$(ASAN_PRELOAD) PYTHONMALLOC=malloc $(1) \
+	ASAN_OPTIONS=detect_leaks=0:handle_abort=0:detect_stack_use_after_return=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	$(CURDIR)/$(PY) -m pytest -q -x -p no:cacheprovider -c $(CURDIR)/pyproject.toml --rootdir $(CURDIR) \
+	$(addprefix $(CURDIR)/,$(2))
+
 # Every operation's binding (npu/bind.h) called with hostile operands, long
 # (tests/test_bind_fuzz.py at BIND_FUZZ_EXAMPLES examples per operation and test),
 # against framework.nn._cpu built under ASan+UBSan in $(ASAN_DIR): a read or write out
@@ -203,10 +214,16 @@ sanitize: $(STAMP)
 BIND_FUZZ_EXAMPLES ?= 400
 fuzz-bindings: $(STAMP)
 	$(PY) tests/fuzz/build_asan_ext.py $(ASAN_DIR) cpu
-	cd $(ASAN_DIR) && LD_PRELOAD=$(ASAN_PRELOAD) ASAN_OPTIONS=detect_leaks=0 $(CURDIR)/$(PY) -c \
-		'import framework.nn._cpu as m, sys; sys.exit(0 if "/$(ASAN_DIR)/" in m.__file__ else "not the ASan build: " + m.__file__)'
-	cd $(ASAN_DIR) && LD_PRELOAD=$(ASAN_PRELOAD) PYTHONMALLOC=malloc NPUEMU_BIND_FUZZ_EXAMPLES=$(BIND_FUZZ_EXAMPLES) \
-		ASAN_OPTIONS=detect_leaks=0:handle_abort=0:detect_stack_use_after_return=0 \
-		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		$(CURDIR)/$(PY) -m pytest -q -x -p no:cacheprovider -c $(CURDIR)/pyproject.toml --rootdir $(CURDIR) \
-		$(CURDIR)/tests/test_bind_fuzz.py
+	$(call asan_imported,framework.nn._cpu)
+	$(call asan_pytest,NPUEMU_BIND_FUZZ_EXAMPLES=$(BIND_FUZZ_EXAMPLES),tests/test_bind_fuzz.py)
+
+# Hostile models through the driver API, long (tests/test_driver_fuzz.py at
+# DRIVER_FUZZ_EXAMPLES examples per test: conformance models of every operation and
+# operand type made hostile, through supported_operations, load_model, a work run to its
+# end and run_model), against npuhal._npu (the driver) and framework.nn._cpu (the NDK's
+# bindings that build those models) both built under ASan+UBSan in $(ASAN_DIR).
+DRIVER_FUZZ_EXAMPLES ?= 3000
+fuzz-driver: $(STAMP)
+	$(PY) tests/fuzz/build_asan_ext.py $(ASAN_DIR) npuhal cpu
+	$(call asan_imported,npuhal._npu framework.nn._cpu)
+	$(call asan_pytest,NPUEMU_DRIVER_FUZZ_EXAMPLES=$(DRIVER_FUZZ_EXAMPLES),tests/test_driver_fuzz.py)
