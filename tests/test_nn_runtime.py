@@ -328,7 +328,15 @@ async def test_blocking_compute_from_a_thread_and_start_compute(autojump_clock, 
         with pytest.raises(BadStateError, match="compute_async"):
             execution.compute()  # on the trio thread it would deadlock
         assert_matches_reference(model, inputs, await trio.to_thread.run_sync(execution.compute))
-        event = await execution.startCompute()
+        # An execution runs once (Android 10): a second start, or a setter, is BAD_STATE.
+        with pytest.raises(BadStateError, match="runs once"):
+            await execution.startCompute()
+        with pytest.raises(BadStateError, match="runs once"):
+            execution.setInput(0, inputs[0])
+        again = compilation.createExecution()
+        for i, x in enumerate(inputs):
+            again.setInput(i, x)
+        event = await again.startCompute()
         assert_matches_reference(model, inputs, await event.wait())
         assert event.isDone
 
@@ -400,6 +408,11 @@ class Scheduling:
 
 async def prepared_execution(compilation, seed=3):
     await compilation.finish()
+    return fresh_execution(compilation, seed)
+
+
+def fresh_execution(compilation, seed=3):
+    """Another execution of a finished compilation (an execution runs once)."""
     execution = compilation.createExecution()
     for i, x in enumerate(sample_inputs(seed)):
         execution.setInput(i, x)
@@ -446,7 +459,9 @@ async def test_attribution_needs_the_uids_permission(autojump_clock, stack, nn):
         assert [d.name for d in plain.plan.devices] == ["emu-npu"]
 
         await scheduling.configure(canAttributeOtherUid=True)
-        await refused.compute_async()
+        allowed = fresh_execution(strict)
+        allowed.setOriginalUid(42)
+        await allowed.compute_async()
         await trio.sleep(1)
     assert scheduling.started[-1].originalUid == 42
     assert scheduling.started[-1].uid == APP_UID
@@ -484,10 +499,11 @@ async def test_timing_is_the_emulated_time_of_the_work(autojump_clock, stack, nn
         with pytest.raises(BadDataError):
             execution.getDuration(7)
         # A run not measured has no durations to give (Android 10: BAD_STATE).
-        execution.setMeasureTiming(False)
-        await execution.compute_async()
+        unmeasured = fresh_execution(compilation)
+        unmeasured.setMeasureTiming(False)
+        await unmeasured.compute_async()
         with pytest.raises(BadStateError, match="not measured"):
-            execution.getDuration(DurationCode.IN_DRIVER)
+            unmeasured.getDuration(DurationCode.IN_DRIVER)
     async with nn.createCompilation(sampleModel()) as plain:
         with pytest.raises(BadDataError, match="exactly one device"):
             (await prepared_execution(plain)).setMeasureTiming(True)
@@ -509,9 +525,11 @@ async def test_a_failed_run_has_no_durations(autojump_clock, stack, nn):
         await execution.compute_async()
         assert execution.getDuration(DurationCode.ON_HARDWARE) < NO_DURATION
         stack.hal.revoke_uid(APP_UID)  # the model is gone: the next run fails
+        failing = fresh_execution(compilation)
+        failing.setMeasureTiming(True)
         with pytest.raises(OpFailedError):
-            await execution.compute_async()
-        assert execution.getDuration(DurationCode.ON_HARDWARE) == NO_DURATION
+            await failing.compute_async()
+        assert failing.getDuration(DurationCode.ON_HARDWARE) == NO_DURATION
 
 
 # ---- failures: fallback or not ------------------------------------------------------------
@@ -600,11 +618,12 @@ async def test_earlier_results_survive_later_runs_and_executions_run_concurrentl
             execution.setInput(i, x)
         first = await execution.compute_async()
         saved = [a.copy() for a in first]
+        second_execution = compilation.createExecution()
         for i, x in enumerate(sample_inputs(2)):
-            execution.setInput(i, x)
-        event = await execution.startCompute()
+            second_execution.setInput(i, x)
+        event = await second_execution.startCompute()
         with pytest.raises(BadStateError, match="computing"):
-            await execution.startCompute()
+            await second_execution.startCompute()
         second = await event.wait()
         assert not np.array_equal(first[1], second[1])
         for a, b in zip(first, saved, strict=True):
@@ -962,6 +981,7 @@ async def test_output_dimensions_are_the_drivers_and_an_insufficient_output_is_t
         # The HAL's ExecutionResult is the contract: a driver that finds output 0's
         # buffer too small says so with the size it needs.
         too_small(stack)
+        execution = fresh_execution(compilation)
         with pytest.raises(OutputInsufficientSizeError, match="too small"):
             await execution.compute_async()
         # The step's output 0 is the model's output at this position.

@@ -7,7 +7,7 @@ point per type, per-channel quantization, relaxed float32, constants of every ty
 by type. A null pointer of the NDK is None here (UNEXPECTED_NULL).
 
 ValidationTest's cases against this NDK (121 result codes probed one by one; "fixed" were
-mismatches, now matched and tested here; one is left):
+mismatches, now matched and tested here):
 
 ======================================================  =====================================
 case (ValidationTest...)                                 result
@@ -29,12 +29,10 @@ Compilation.SetPreference, Finish, CreateExecution       match
 Compilation.SetCaching                                   match (null dir or token: fixed)
 Compilation/ForDevices_2.ExecutionTiming                 fixed: setMeasureTiming(False) is
                                                          BAD_DATA too unless for one device
-Compilation.ExecutionUsability (async, sync, burst)      NO MATCH, left: Android 10 runs an
-                                                         execution once (setters and computes
-                                                         after it BAD_STATE); here it reruns
-                                                         (tests/test_nn_dynamic.py relies on it)
-ForDevices_1.ExecutionTiming                             match but setMeasureTiming after the run
-                                                         (BAD_STATE in Android 10), as above
+Compilation.ExecutionUsability (async, sync, burst)      fixed: an execution runs once (setters
+                                                         and computes after it are BAD_STATE)
+ForDevices_1.ExecutionTiming                             match (setMeasureTiming after the run:
+                                                         BAD_STATE, fixed with the above)
 Execution.SetInput/SetOutput/...FromMemory               match (null memory: fixed); the
                                                          operand-type argument is not in this API
 Execution.GetOutputOperandRankAndDimensions              match
@@ -667,6 +665,33 @@ async def test_validation_test_execution_timing(autojump_clock):
                 execution.getDuration(-1)
         for compilation in (plain, both, one):
             await compilation.aclose()
+
+
+@pytest.mark.parametrize("kind", ["async", "sync", "burst"])
+async def test_validation_test_execution_usability(autojump_clock, kind):
+    """ExecutionUsability: an execution runs once. After its run (whichever way it ran)
+    every setter and every way to compute is BAD_STATE; its results stay readable."""
+    async with open_nn() as nn:
+        model = _validation_test_compiled_model()
+        async with nn.createCompilationForDevices(model, [nn.getDevice(0)]) as compilation:
+            await compilation.finish()
+            execution = _inputs_set(compilation)
+            execution.setMeasureTiming(True)
+            await _run(kind, compilation, execution)
+            setters = {
+                "setInput": lambda: execution.setInput(0, np.zeros(2, np.float32)),
+                "setOutput": lambda: execution.setOutput(0, np.zeros(2, np.float32)),
+                "setMeasureTiming": lambda: execution.setMeasureTiming(False),
+                "setJobPriority": lambda: execution.setJobPriority(1),
+            }
+            for call, setter in setters.items():
+                with pytest.raises(BadStateError, match="runs once"):
+                    setter()
+            for again in ("async", "sync", "burst"):
+                with pytest.raises(BadStateError, match="runs once"):
+                    await _run(again, compilation, execution)
+            assert execution.getOutputOperandDimensions(0) == [2]
+            assert execution.getDuration(DurationCode.ON_HARDWARE) <= execution.getDuration(DurationCode.IN_DRIVER)
 
 
 #: The NDK's null pointers, as None: each call is UNEXPECTED_NULL (ValidationTest's

@@ -153,6 +153,7 @@ class Execution:
         self._mapping: Any = None
         self._burst: Burst | None = None  # during a burstCompute
         self._running = False
+        self._started = False  # an execution runs once, as in Android 10
 
     # -- binding inputs and outputs -----------------------------------------------------
 
@@ -188,9 +189,13 @@ class Execution:
             self._dims.pop(position, None)
         return operand, (math.prod(dims) if dims else 1) * dtypeOf(o.type).itemsize
 
-    def _check_idle(self, call: str) -> None:
+    def _check_unstarted(self, call: str) -> None:
+        """BAD_STATE once the execution started: in Android 10 an execution is set up,
+        computed once, then only read (its durations and output dimensions)."""
         if self._running:
             raise BadStateError(f"{call}: the execution is computing")
+        if self._started:
+            raise BadStateError(f"{call}: the execution has run; an execution runs once (create another)")
 
     def _dtype(self, kind: str, position: int) -> np.dtype:
         indexes = self._hal.inputIndexes if kind == "input" else self._hal.outputIndexes
@@ -211,7 +216,7 @@ class Execution:
         > 0, of the model's rank, equal to each dimension the model does specify (else
         ``BAD_DATA``). An array whose shape fits the model's gives them itself.
         """
-        self._check_idle("setInput")
+        self._check_unstarted("setInput")
         operand = self._index("setInput", "input", index)
         if dimensions is None and expectedByteSize(self._hal.operands[operand]) is None and isinstance(buffer, np.ndarray):
             dimensions = buffer.shape  # an array of a shape the model allows carries its dimensions
@@ -252,7 +257,7 @@ class Execution:
     ) -> None:
         """Model input ``index`` read in place from ``memory`` (zero copy); ``dimensions``
         as for :meth:`setInput`."""
-        self._check_idle("setInputFromMemory")
+        self._check_unstarted("setInputFromMemory")
         self._inputs[index] = self._place("setInputFromMemory", "input", index, memory, offset, length, dimensions)
 
     def setOutput(self, index: int, buffer: Any = None) -> None:
@@ -264,7 +269,7 @@ class Execution:
         as the result will do; a smaller one ends the run with OUTPUT_INSUFFICIENT_SIZE
         and ``getOutputOperandDimensions`` says what it needs.
         """
-        self._check_idle("setOutput")
+        self._check_unstarted("setOutput")
         operand, size = self._operand("setOutput", "output", index)
         if buffer is None:
             self._outputs.pop(index, None)
@@ -286,7 +291,7 @@ class Execution:
 
     def setOutputFromMemory(self, index: int, memory: Memory, offset: int, length: int) -> None:
         """Model output ``index`` written in place into ``memory`` by the device (zero copy)."""
-        self._check_idle("setOutputFromMemory")
+        self._check_unstarted("setOutputFromMemory")
         self._outputs[index] = self._place("setOutputFromMemory", "output", index, memory, offset, length)
 
     def _place(
@@ -312,12 +317,14 @@ class Execution:
         """WorkInfo.jobPriority, 0 (most urgent) .. 1000 (least); the HAL's default is 500."""
         if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 1000:
             raise BadDataError(f"setJobPriority: 0..1000, not {priority!r}")
+        self._check_unstarted("setJobPriority")
         self._hints["jobPriority"] = priority
 
     def setOriginalUid(self, uid: int) -> None:
         """WorkInfo.originalUid: the app this work is done for (attribution)."""
         if isinstance(uid, bool) or not isinstance(uid, int) or uid < 0:
             raise BadDataError(f"setOriginalUid: a uid >= 0, not {uid!r}")
+        self._check_unstarted("setOriginalUid")
         self._hints["originalUid"] = uid
 
     def setGroupId(self, groupId: uuid.UUID | bytes) -> None:
@@ -328,12 +335,14 @@ class Execution:
             raw = bytes(groupId)
         else:
             raise BadDataError(f"setGroupId: a UUID or 16 bytes, not {groupId!r}")
+        self._check_unstarted("setGroupId")
         self._hints["groupId"] = raw
 
     def setDebugFeatureId(self, featureId: str) -> None:
         """WorkInfo.debugFeatureId: a name for the feature, for traces and dumps."""
         if not isinstance(featureId, str):
             raise BadDataError(f"setDebugFeatureId: a str, not {featureId!r}")
+        self._check_unstarted("setDebugFeatureId")
         self._hints["debugFeatureId"] = featureId
 
     # -- timing -----------------------------------------------------------------------
@@ -349,7 +358,7 @@ class Execution:
         explicit = self._compilation._explicit
         if explicit is None or len(explicit) != 1:  # either value, before the state (as the NDK)
             raise BadDataError("setMeasureTiming: only for a compilation created for exactly one device")
-        self._check_idle("setMeasureTiming")
+        self._check_unstarted("setMeasureTiming")
         self._measure = measure
 
     def getDuration(self, code: DurationCode | int) -> int:
@@ -394,13 +403,14 @@ class Execution:
             self._running = False
 
     def _begin(self, call: str) -> None:
-        self._check_idle(call)
+        self._check_unstarted(call)
         if self._compilation._closed:
             raise BadStateError(f"{call}: the compilation is closed")
         missing = [i for i in range(len(self._hal.inputIndexes)) if i not in self._inputs]
         if missing:
             raise BadDataError(f"{call}: input(s) {missing} are not set")
         self._running = True
+        self._started = True
         self._durations = None
         self._measured = self._measure
         self._shapes = {}
