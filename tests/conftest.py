@@ -33,7 +33,7 @@ and the session sweeps whatever is still there at the very end (and then fails).
 
 Under pytest-xdist (``make test`` runs it with ``-n 3``: three workers on two cores, as
 most tests wait on other processes) each worker is a session of its own here: its own
-marker, its own private ``$TMPDIR`` and ``$XDG_STATE_HOME``, its own basetemp, and it is
+marker, its own private ``$TMPDIR``, its own basetemp, and it is
 its own subreaper, so the checks above hold per worker.
 Work is handed out a module at a time (see :class:`ModuleScheduling`): a module's
 fixtures (one emulator, one VTS sweep over every broken driver) run once, in one worker.
@@ -332,22 +332,17 @@ def _leak_check(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LeakCheck]
     basetemp = tmp_path_factory.getbasetemp()
     # Short (Unix socket paths hold 108 bytes) and in the usual temp dir, but ours alone.
     private_tmp = Path(tempfile.mkdtemp(prefix="pytest-npuemu-"))
-    # Where vts remembers the builds it saw (default ~/.local/state): the session's own, made
-    # before any test so that it is no test's leftover, and no record shared between workers.
-    (private_tmp / "state").mkdir()
-    saved = os.environ.get("TMPDIR"), os.environ.get("XDG_STATE_HOME"), tempfile.tempdir
+    saved = os.environ.get("TMPDIR"), tempfile.tempdir
     os.environ["TMPDIR"] = tempfile.tempdir = os.fspath(private_tmp)
-    os.environ["XDG_STATE_HOME"] = os.fspath(private_tmp / "state")
     check = LeakCheck(SessionProcesses(os.environ[SESSION_ENV]), private_tmp, basetemp)
     try:
         yield check
     finally:
-        for name, value in zip(("TMPDIR", "XDG_STATE_HOME"), saved):
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        tempfile.tempdir = saved[2]
+        if saved[0] is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved[0]
+        tempfile.tempdir = saved[1]
         shutil.rmtree(private_tmp, ignore_errors=True)
 
 

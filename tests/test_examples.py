@@ -18,9 +18,8 @@ template driver, as the driver guide says to start), ``build/drivers/mydriver.so
 ``mine.so`` built from it, ``my.toml`` (the phone workload on the template's device)
 and ``myapp/`` (with an AIDL file of its own under ``myapp/aidl``). What the test changes, and why:
 
-- ``$NPUEMU_RUNTIME_DIR`` points at this module's emulator, ``$XDG_STATE_HOME`` (where
-  vts remembers the builds it saw) into the scratch directory, and a ``/tmp/...`` path in
-  an example lands in the scratch directory too: the test never touches anyone's
+- ``$NPUEMU_RUNTIME_DIR`` points at this module's emulator, and a ``/tmp/...`` path in
+  an example lands in the scratch directory: the test never touches anyone's
   default emulator or files.
 - ``npuemu demo`` runs with ``--seconds 8``, its documented shortest run, unless the
   example says how long; plain ``npuemu demo`` is the suite's one run of the reference
@@ -229,9 +228,7 @@ class Scratch:
     emulator: Path  # this module's emulator ($NPUEMU_RUNTIME_DIR)
 
     def env(self, runtime_dir: Path | None = None) -> dict[str, str]:
-        # vts keeps the versions of the builds it saw under $XDG_STATE_HOME: a record of its own.
-        return {**os.environ, "NPUEMU_RUNTIME_DIR": str(runtime_dir or self.emulator),
-                "XDG_STATE_HOME": str(self.work / "state")}
+        return {**os.environ, "NPUEMU_RUNTIME_DIR": str(runtime_dir or self.emulator)}
 
     def runtime_dirs(self) -> list[Path]:
         return [p.parent for p in self.work.rglob("init.json")] + [self.emulator]
