@@ -368,11 +368,21 @@ static int64_t save_cost(const struct device *d, const struct job *j)
     return d->cfg.context_save_fixed_ns + (int64_t)((double)j->model->sram / d->cfg.bytes_per_ns);
 }
 
+/* The device's throughput for an operation of operand type t (a class it
+ * gave no rate for runs at float32's). */
+static double flops_per_ns(const struct device *d, int32_t t)
+{
+    double rate = d->cfg.flops_per_ns[npu_compute_class(t)];
+    return rate > 0 ? rate : d->cfg.flops_per_ns[NPU_COMPUTE_FLOAT32];
+}
+
 static int64_t slice_cost(struct npu_hw *hw, const struct device *d, const struct job *j)
 {
-    const struct npu_plan_slice *s = &j->plan->slices[j->next_slice];
+    const struct npu_plan *p = j->plan;
+    const struct npu_plan_slice *s = &p->slices[j->next_slice];
     double bytes = s->bytes + j->model->streamed_bytes_per_slice;
-    double t = fmax(s->flops / d->cfg.flops_per_ns, bytes / d->cfg.bytes_per_ns) * j->model->cost_scale;
+    double t = fmax(s->flops / flops_per_ns(d, p->ops[s->op].operand_type), bytes / d->cfg.bytes_per_ns) *
+               j->model->cost_scale;
     t = ((double)d->cfg.slice_overhead_ns + t) * THROTTLE[hw->severity];
     if (j->restore_pending)
         t += (double)save_cost(d, j);
@@ -946,7 +956,11 @@ static int api_add_device(struct npu_hw *hw, const struct npu_hw_device_config *
 {
     if (!hw || !cfg || !index)
         return NPU_E_INVALID_ARGUMENT;
-    if (cfg->channel_count < 1 || cfg->channel_count > NPU_HW_MAX_CHANNELS || !(cfg->flops_per_ns > 0) ||
+    for (int c = 0; c < NPU_COMPUTE_CLASS_COUNT; c++)
+        if (!(cfg->flops_per_ns[c] >= 0) || !isfinite(cfg->flops_per_ns[c]))
+            return NPU_E_INVALID_ARGUMENT;
+    if (cfg->channel_count < 1 || cfg->channel_count > NPU_HW_MAX_CHANNELS ||
+        !(cfg->flops_per_ns[NPU_COMPUTE_FLOAT32] > 0) ||
         !(cfg->bytes_per_ns > 0) || cfg->slice_overhead_ns < 0 || cfg->context_save_fixed_ns < 0 ||
         !isfinite(cfg->heat_rise_c) || cfg->heat_rise_c < 0)
         return NPU_E_INVALID_ARGUMENT;

@@ -317,6 +317,7 @@ static int analyse(const struct npu_model *m, struct npu_plan_operand *ops, stru
         if (plan_ops) {
             struct npu_plan_op *p = &plan_ops[k];
             p->def = def;
+            p->operand_type = npu_operation_operand_type(m, k);
             bool known = true;
             for (uint32_t i = 0; i < n; i++)
                 known &= args[i].omitted || is_scalar(args[i].t.type) ||

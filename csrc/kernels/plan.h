@@ -48,6 +48,7 @@ struct npu_plan_op {
     bool fixed;            /* every operand's shape was known at load: prepared once, then */
     size_t units;          /* def->units, >= 1 */
     double flops, bytes;   /* the whole operation's, from npu_bind_cost */
+    int32_t operand_type;  /* npu_operation_operand_type: the hardware's compute class */
 };
 
 struct npu_plan_slice {

@@ -5,6 +5,7 @@
  *   npu_tests [--only SUBSTR] [--skip SUBSTR] [--driver-so PATH]
  */
 #define _GNU_SOURCE
+#include <float.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -561,7 +562,20 @@ static void test_devices(void)
     npu_system_get_device_info(s, 0, &npu);
     struct npu_device_info gpu;
     npu_system_get_device_info(s, 1, &gpu);
-    int fastest = npu.operand_performance[3].exec_time < gpu.operand_performance[3].exec_time;
+    struct npu_device_info dsp;
+    npu_system_get_device_info(s, 2, &dsp);
+    /* each device's figures per operand type: the NPU leads on quant8 and float16,
+     * the GPU on float32 and runs no quant8, the DSP is frugal on quant8 and has no float16 */
+    const struct npu_performance_info *np = npu.operand_performance, *gp = gpu.operand_performance,
+                                      *dp = dsp.operand_performance;
+    int fastest = np[NPU_OPERAND_TENSOR_FLOAT16].exec_time < gp[NPU_OPERAND_TENSOR_FLOAT16].exec_time &&
+                  gp[NPU_OPERAND_TENSOR_FLOAT32].exec_time < np[NPU_OPERAND_TENSOR_FLOAT32].exec_time &&
+                  np[NPU_OPERAND_TENSOR_QUANT8_ASYMM].exec_time < dp[NPU_OPERAND_TENSOR_QUANT8_ASYMM].exec_time &&
+                  dp[NPU_OPERAND_TENSOR_QUANT8_ASYMM].power_usage < np[NPU_OPERAND_TENSOR_QUANT8_ASYMM].power_usage &&
+                  gp[NPU_OPERAND_TENSOR_QUANT8_ASYMM].exec_time == FLT_MAX &&
+                  dp[NPU_OPERAND_TENSOR_FLOAT16].exec_time == FLT_MAX &&
+                  np[NPU_OPERAND_TENSOR_BOOL8].exec_time == FLT_MAX &&
+                  npu.relaxed_float32_to_float16_tensor.exec_time == np[NPU_OPERAND_TENSOR_FLOAT16].exec_time;
     int bad = npu_system_get_device_info(s, 4, &info);
     npu_system_destroy(s);
     CHECK(!fail);

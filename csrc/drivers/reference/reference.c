@@ -1,18 +1,50 @@
 /*
  * The reference vendor driver ("emu"): four devices over three pieces of
- * emulated silicon, so that NNAPI discovery and assignment mean something.
+ * emulated silicon that differ as a phone's do, so that NNAPI discovery,
+ * partitioning and assignment mean something.
  *
- *   0 emu-npu     ACCELERATOR  2 channels  all seven operations, the fastest
- *   1 emu-gpu     GPU          1 channel   all seven operations
- *   2 emu-dsp     ACCELERATOR  1 channel   ADD, MUL, RELU, FULLY_CONNECTED; frugal
+ *   0 emu-npu     ACCELERATOR  2 channels  the convolutional op set (below) in quant8
+ *                                          (per-channel filters too), float16 and float32;
+ *                                          fastest on quant8 and float16, slow on float32
+ *   1 emu-gpu     GPU          1 channel   every operation whose operand type is float16
+ *                                          or float32, no quantized or integer ones;
+ *                                          fastest on float32
+ *   2 emu-dsp     ACCELERATOR  1 channel   a small quant8 op set (no per-channel filters)
+ *                                          and float32 ADD, MUL, RELU, FULLY_CONNECTED;
+ *                                          slow on float, frugal
  *   3 emu-hetero  OTHER        manages emu-npu and emu-dsp (also exposed alone,
  *                              as NN HAL 1.2 requires of a heterogeneous device)
  *
+ * Claims.  A device claims an operation by its operation type and its operand
+ * type (npu_operation_operand_type: the selecting input's), from one table per
+ * device (CLAIMS_*: per operation, a mask of operand types), and only when
+ * npuemu computes it (hw->check_support).  The hardware computes every bound
+ * operation in every type, so the tables are each device's choice, and its
+ * promise: what it claims, load_model accepts and the hardware runs.  A model
+ * relaxed to float16 is float32 to the driver (struct npu_model has no flag);
+ * every device that claims an operation in float16 claims it in float32 too.
+ * emu-hetero claims, for a model, what the one part that claims most of it
+ * claims (its loads go whole to one part, so a union across parts would be a
+ * claim no part keeps).
+ *
+ * PerformanceInfo.  Each device's figures come from its silicon's cost model
+ * (the rates the hardware charges, hw.h): for an operand type, the time of
+ * a reference convolution in that type's compute class on one channel
+ * (roofline: max(FLOPs / flops_per_ns, bytes / bytes_per_ns), bytes by the
+ * class's element size), over the time of the same convolution in float32
+ * on the CPU described by CPU_SILICON; powerUsage is that time ratio times the
+ * ratio of their powers, whose stand-in is heat_rise_c (the die's rise per
+ * busy channel is its power times the package's thermal resistance).  A type
+ * the device claims no operation of is FLT_MAX.  A scalar type has its tensor
+ * type's figures; the relaxed figures are float16's, or float32's on a device
+ * without float16.  emu-hetero's are, per type, the best of its parts' times
+ * HETERO_OVERHEAD.
+ *
  * A model loaded on emu-hetero is placed whole on one of its parts: among the
- * parts that support every operation of the model, the one with the most free
+ * parts that claim every operation of the model, the one with the most free
  * weight memory, or, when the app compiled it with
- * ANEURALNETWORKS_PREFER_LOW_POWER (npu_load_params.preference), the part with
- * the lowest power usage that has room for it.  Its work then runs on that
+ * ANEURALNETWORKS_PREFER_LOW_POWER (npu_load_params.preference), the part of
+ * least power (heat_rise_c) that has room for it.  Its work then runs on that
  * part's channels but reports deviceNumber 3.
  *
  * Scheduling follows driver.h exactly; the hardware queue does the ordering
@@ -22,6 +54,7 @@
  * with `make driver SRC=csrc/drivers/reference/reference.c`.
  */
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,41 +66,177 @@
 #define NPU_BUILD_ID "unversioned"
 #endif
 
-#define OP(x) (UINT64_C(1) << (x))
-#define ALL_OPS (OP(NPU_OP_ADD) | OP(NPU_OP_SUB) | OP(NPU_OP_MUL) | OP(NPU_OP_RELU) | OP(NPU_OP_SOFTMAX) | \
-                 OP(NPU_OP_FULLY_CONNECTED) | OP(NPU_OP_CONV_2D))
-#define DSP_OPS (OP(NPU_OP_ADD) | OP(NPU_OP_MUL) | OP(NPU_OP_RELU) | OP(NPU_OP_FULLY_CONNECTED))
-
 enum { N_SILICON = 3, N_DEVICES = 4, HETERO = 3, MIB = 1 << 20 };
 #define GIB (UINT64_C(1) << 30)
+
+/* ---- claims: per operation, the operand types a device runs it in ---- */
+
+#define T(x) ((uint16_t)(1u << NPU_OPERAND_##x))
+#define F32 T(TENSOR_FLOAT32)
+#define F16 T(TENSOR_FLOAT16)
+#define Q8 T(TENSOR_QUANT8_ASYMM)
+#define FLOATS (F32 | F16)
+#define FQ (F32 | F16 | Q8)
+
+/* emu-npu: what convolutional vision models are made of (convolutions of every
+ * kind, pooling, fully connected layers, element-wise arithmetic and
+ * activations, the reshaping and resizing between them, softmax, mean), in
+ * every type the spec gives them among float32, float16 and quant8; the
+ * quantize/dequantize at a quantized model's edges.  No recurrent,
+ * detection, lookup, comparison, logic or elementary-function operations. */
+static const uint16_t CLAIMS_NPU[NPU_OPERATION_TYPE_COUNT] = {
+    [NPU_OP_CONV_2D] = FQ, [NPU_OP_DEPTHWISE_CONV_2D] = FQ, [NPU_OP_GROUPED_CONV_2D] = FQ,
+    [NPU_OP_TRANSPOSE_CONV_2D] = FQ, [NPU_OP_FULLY_CONNECTED] = FQ,
+    [NPU_OP_AVERAGE_POOL_2D] = FQ, [NPU_OP_MAX_POOL_2D] = FQ, [NPU_OP_L2_POOL_2D] = FLOATS,
+    [NPU_OP_ADD] = FQ, [NPU_OP_SUB] = FQ, [NPU_OP_MUL] = FQ, [NPU_OP_DIV] = FLOATS,
+    [NPU_OP_MAXIMUM] = FQ, [NPU_OP_MINIMUM] = FQ,
+    [NPU_OP_RELU] = FQ, [NPU_OP_RELU1] = FQ, [NPU_OP_RELU6] = FQ, [NPU_OP_PRELU] = FQ,
+    [NPU_OP_LOGISTIC] = FQ, [NPU_OP_TANH] = FQ,
+    [NPU_OP_SOFTMAX] = FQ, [NPU_OP_MEAN] = FQ,
+    [NPU_OP_L2_NORMALIZATION] = FQ, [NPU_OP_LOCAL_RESPONSE_NORMALIZATION] = FLOATS,
+    [NPU_OP_CONCATENATION] = FQ, [NPU_OP_RESHAPE] = FQ, [NPU_OP_SQUEEZE] = FQ,
+    [NPU_OP_PAD] = FQ, [NPU_OP_PAD_V2] = FQ, [NPU_OP_TRANSPOSE] = FQ, [NPU_OP_STRIDED_SLICE] = FQ,
+    [NPU_OP_DEPTH_TO_SPACE] = FQ, [NPU_OP_SPACE_TO_DEPTH] = FQ, [NPU_OP_CHANNEL_SHUFFLE] = FQ,
+    [NPU_OP_BATCH_TO_SPACE_ND] = FQ, [NPU_OP_SPACE_TO_BATCH_ND] = FQ,
+    [NPU_OP_RESIZE_BILINEAR] = FQ, [NPU_OP_RESIZE_NEAREST_NEIGHBOR] = FQ,
+    [NPU_OP_QUANTIZE] = FLOATS,
+    [NPU_OP_DEQUANTIZE] = Q8 | T(TENSOR_QUANT8_SYMM) | T(TENSOR_QUANT8_SYMM_PER_CHANNEL),
+};
+
+/* emu-dsp: a small quantized set, and the four float32 operations it always had. */
+static const uint16_t CLAIMS_DSP[NPU_OPERATION_TYPE_COUNT] = {
+    [NPU_OP_CONV_2D] = Q8, [NPU_OP_DEPTHWISE_CONV_2D] = Q8, [NPU_OP_FULLY_CONNECTED] = Q8 | F32,
+    [NPU_OP_AVERAGE_POOL_2D] = Q8, [NPU_OP_MAX_POOL_2D] = Q8,
+    [NPU_OP_ADD] = Q8 | F32, [NPU_OP_MUL] = Q8 | F32,
+    [NPU_OP_RELU] = Q8 | F32, [NPU_OP_RELU1] = Q8, [NPU_OP_RELU6] = Q8, [NPU_OP_LOGISTIC] = Q8,
+    [NPU_OP_TANH] = Q8, [NPU_OP_SOFTMAX] = Q8,
+    [NPU_OP_RESHAPE] = Q8, [NPU_OP_SQUEEZE] = Q8, [NPU_OP_CONCATENATION] = Q8, [NPU_OP_PAD] = Q8,
+    [NPU_OP_RESIZE_BILINEAR] = Q8,
+};
 
 struct device_spec {
     const char *name;      /* the DEVICE_NAME part */
     int32_t type;
-    uint64_t ops;
-    float exec_time, power_usage;   /* PerformanceInfo for float32 operands */
+    /* claims: the operand types every operation runs in, or'ed with the
+     * operation's own entry of `table` (may be NULL) */
+    uint16_t every_operation;
+    const uint16_t *table;
+    bool per_channel;      /* takes TENSOR_QUANT8_SYMM_PER_CHANNEL filters */
     int silicon;           /* index into SILICON, or -1 for the heterogeneous device */
 };
 
 static const struct device_spec DEVICES[N_DEVICES] = {
-    {"npu", NPU_DEVICE_ACCELERATOR, ALL_OPS, 0.1f, 0.2f, 0},
-    {"gpu", NPU_DEVICE_GPU, ALL_OPS, 0.4f, 0.6f, 1},
-    {"dsp", NPU_DEVICE_ACCELERATOR, DSP_OPS, 0.6f, 0.15f, 2},
-    {"hetero", NPU_DEVICE_OTHER, ALL_OPS, 0.15f, 0.2f, -1},
+    {"npu", NPU_DEVICE_ACCELERATOR, 0, CLAIMS_NPU, true, 0},
+    /* every operation the spec gives a float type; those it does not never have one */
+    {"gpu", NPU_DEVICE_GPU, FLOATS, NULL, false, 1},
+    {"dsp", NPU_DEVICE_ACCELERATOR, 0, CLAIMS_DSP, false, 2},
+    {"hetero", NPU_DEVICE_OTHER, 0, NULL, true, -1},
 };
 static const uint32_t HETERO_PARTS[2] = {0, 2};
 
+/* flops_per_ns per compute class: {float32, float16, quant8}; 0 = float32's rate. */
 static const struct npu_hw_device_config SILICON[N_SILICON] = {
-    {.name = "npu", .channel_count = 2, .flops_per_ns = 2000.0, .bytes_per_ns = 50.0,
+    {.name = "npu", .channel_count = 2, .flops_per_ns = {400.0, 2000.0, 4000.0}, .bytes_per_ns = 50.0,
      .weight_memory_bytes = 4 * GIB, .sram_bytes = 8 * MIB, .slice_overhead_ns = 20000,
      .context_save_fixed_ns = 10000, .heat_rise_c = 12.0f},
-    {.name = "gpu", .channel_count = 1, .flops_per_ns = 500.0, .bytes_per_ns = 25.0,
+    {.name = "gpu", .channel_count = 1, .flops_per_ns = {500.0, 1000.0, 0.0}, .bytes_per_ns = 25.0,
      .weight_memory_bytes = 2 * GIB, .sram_bytes = 4 * MIB, .slice_overhead_ns = 30000,
      .context_save_fixed_ns = 20000, .heat_rise_c = 10.0f},
-    {.name = "dsp", .channel_count = 1, .flops_per_ns = 100.0, .bytes_per_ns = 10.0,
+    {.name = "dsp", .channel_count = 1, .flops_per_ns = {100.0, 0.0, 1600.0}, .bytes_per_ns = 10.0,
      .weight_memory_bytes = 512 * (uint64_t)MIB, .sram_bytes = 1 * MIB, .slice_overhead_ns = 10000,
      .context_save_fixed_ns = 5000, .heat_rise_c = 4.0f},
 };
+
+/* The phone's CPU, which every PerformanceInfo is a ratio to (in float32). */
+static const struct npu_hw_device_config CPU_SILICON = {
+    .name = "cpu", .flops_per_ns = {100.0}, .bytes_per_ns = 10.0, .heat_rise_c = 8.0f,
+};
+
+/* The reference convolution of the figures: 3x3, 32 -> 32 channels, on 28x28. */
+#define REF_FLOPS (2.0 * 3 * 3 * 32 * 32 * 28 * 28)
+#define REF_ELEMENTS (2.0 * 28 * 28 * 32 + 3 * 3 * 32 * 32)
+static const double CLASS_BYTES[NPU_COMPUTE_CLASS_COUNT] = {4.0, 2.0, 1.0};
+
+#define HETERO_OVERHEAD 1.25f
+
+/* Whether operation k of m (a model check_support accepted) is in dev's claims. */
+static bool claims(uint32_t dev, const struct npu_model *m, uint32_t k)
+{
+    const struct device_spec *spec = &DEVICES[dev];
+    const struct npu_operation *o = &m->operations[k];
+    int32_t t = npu_operation_operand_type(m, k);
+    if (o->type < 0 || o->type >= NPU_OPERATION_TYPE_COUNT || t < 0 || t >= NPU_OPERAND_TYPE_COUNT)
+        return false;
+    uint16_t mask = spec->every_operation | (spec->table ? spec->table[o->type] : 0);
+    if (!(mask & (1u << t)))
+        return false;
+    for (uint32_t i = 0; i < o->input_count && !spec->per_channel; i++)
+        if (o->inputs[i] < m->operand_count &&
+            m->operands[o->inputs[i]].type == NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL)
+            return false;
+    return true;
+}
+
+/* Whether dev (not emu-hetero) claims operand type t for any operation. */
+static bool runs_type(uint32_t dev, int32_t t)
+{
+    const struct device_spec *spec = &DEVICES[dev];
+    uint16_t bit = (uint16_t)(1u << t);
+    if (spec->every_operation & bit)
+        return true;
+    for (int op = 0; spec->table && op < NPU_OPERATION_TYPE_COUNT; op++)
+        if (spec->table[op] & bit)
+            return true;
+    return false;
+}
+
+/* The emulated time of the reference convolution in compute class c on one channel. */
+static double reference_ns(const struct npu_hw_device_config *s, int32_t c)
+{
+    double rate = s->flops_per_ns[c] > 0 ? s->flops_per_ns[c] : s->flops_per_ns[NPU_COMPUTE_FLOAT32];
+    return fmax(REF_FLOPS / rate, REF_ELEMENTS * CLASS_BYTES[c] / s->bytes_per_ns);
+}
+
+/* The tensor type whose figures a scalar type shares (itself for a tensor type). */
+static int32_t tensor_of(int32_t t)
+{
+    switch (t) {
+    case NPU_OPERAND_FLOAT32: return NPU_OPERAND_TENSOR_FLOAT32;
+    case NPU_OPERAND_FLOAT16: return NPU_OPERAND_TENSOR_FLOAT16;
+    case NPU_OPERAND_INT32: case NPU_OPERAND_UINT32: return NPU_OPERAND_TENSOR_INT32;
+    case NPU_OPERAND_BOOL: return NPU_OPERAND_TENSOR_BOOL8;
+    default: return t;
+    }
+}
+
+/* PerformanceInfo of a device with silicon (not emu-hetero) for operand type t. */
+static struct npu_performance_info silicon_performance(uint32_t dev, int32_t t)
+{
+    t = tensor_of(t);
+    if (!runs_type(dev, t))
+        return (struct npu_performance_info){FLT_MAX, FLT_MAX};
+    const struct npu_hw_device_config *s = &SILICON[DEVICES[dev].silicon];
+    double exec = reference_ns(s, npu_compute_class(t)) / reference_ns(&CPU_SILICON, NPU_COMPUTE_FLOAT32);
+    double power = exec * s->heat_rise_c / CPU_SILICON.heat_rise_c;
+    return (struct npu_performance_info){(float)exec, (float)power};
+}
+
+static struct npu_performance_info performance(uint32_t dev, int32_t t)
+{
+    if (DEVICES[dev].silicon >= 0)
+        return silicon_performance(dev, t);
+    struct npu_performance_info best = {FLT_MAX, FLT_MAX};
+    for (int i = 0; i < 2; i++) {
+        struct npu_performance_info p = silicon_performance(HETERO_PARTS[i], t);
+        best.exec_time = fminf(best.exec_time, p.exec_time);
+        best.power_usage = fminf(best.power_usage, p.power_usage);
+    }
+    if (best.exec_time < FLT_MAX) {
+        best.exec_time *= HETERO_OVERHEAD;
+        best.power_usage *= HETERO_OVERHEAD;
+    }
+    return best;
+}
 
 struct loaded {
     bool live;
@@ -146,15 +315,12 @@ static int ref_get_device_info(void *d, uint32_t dev, struct npu_device_info *ou
     snprintf(out->version, sizeof out->version, "emu-reference 1.0 (build %s)", NPU_BUILD_ID);
     out->type = spec->type;
     out->feature_level = NPU_FEATURE_LEVEL_NN_HAL_1_2;
-    /* Types a device cannot run are FLT_MAX, as NNAPI's own drivers report them. */
-    for (int t = 0; t < NPU_OPERAND_TYPE_COUNT; t++)
-        out->operand_performance[t] = (struct npu_performance_info){FLT_MAX, FLT_MAX};
-    struct npu_performance_info f32 = {spec->exec_time, spec->power_usage};
-    out->operand_performance[NPU_OPERAND_FLOAT32] = f32;
-    out->operand_performance[NPU_OPERAND_TENSOR_FLOAT32] = f32;
-    out->operand_performance[NPU_OPERAND_INT32] = f32; /* scalar parameters */
-    out->relaxed_float32_to_float16_scalar = f32;
-    out->relaxed_float32_to_float16_tensor = f32;
+    for (int32_t t = 0; t < NPU_OPERAND_TYPE_COUNT; t++)
+        out->operand_performance[t] = performance(dev, t);
+    struct npu_performance_info f16 = performance(dev, NPU_OPERAND_TENSOR_FLOAT16);
+    struct npu_performance_info relaxed = f16.exec_time < FLT_MAX ? f16 : performance(dev, NPU_OPERAND_TENSOR_FLOAT32);
+    out->relaxed_float32_to_float16_scalar = relaxed;
+    out->relaxed_float32_to_float16_tensor = relaxed;
     int parts[2] = {spec->silicon, -1};
     if (spec->silicon < 0) {
         out->part_count = 2;
@@ -180,6 +346,23 @@ static int ref_get_device_info(void *d, uint32_t dev, struct npu_device_info *ou
     return NPU_OK;
 }
 
+/* The part of emu-hetero whose claims it makes for model m: the one that
+ * claims most of m's operations (the first on a tie). */
+static uint32_t hetero_claimant(const struct npu_model *m)
+{
+    uint32_t best = HETERO_PARTS[0], best_count = 0;
+    for (int i = 0; i < 2; i++) {
+        uint32_t count = 0;
+        for (uint32_t k = 0; k < m->operation_count; k++)
+            count += claims(HETERO_PARTS[i], m, k);
+        if (i == 0 || count > best_count) {
+            best = HETERO_PARTS[i];
+            best_count = count;
+        }
+    }
+    return best;
+}
+
 static int ref_get_supported_operations(void *d, uint32_t dev, const struct npu_model *m, bool *supported)
 {
     struct ref *r = d;
@@ -189,10 +372,9 @@ static int ref_get_supported_operations(void *d, uint32_t dev, const struct npu_
     int rc = r->hw->check_support(m, supported, NULL);
     if (rc != NPU_OK)
         return rc;
-    for (uint32_t i = 0; i < m->operation_count; i++) {
-        int32_t t = m->operations[i].type;
-        supported[i] = supported[i] && t >= 0 && t < 64 && (DEVICES[dev].ops & OP(t));
-    }
+    uint32_t claimant = DEVICES[dev].silicon < 0 ? hetero_claimant(m) : dev;
+    for (uint32_t k = 0; k < m->operation_count; k++)
+        supported[k] = supported[k] && claims(claimant, m, k);
     return NPU_OK;
 }
 
@@ -285,11 +467,9 @@ static struct npu_scheduling_config config_for(struct ref *r, int32_t uid)
 
 static bool device_supports(uint32_t dev, const struct npu_model *m)
 {
-    for (uint32_t i = 0; i < m->operation_count; i++) {
-        int32_t t = m->operations[i].type;
-        if (t < 0 || t >= 64 || !(DEVICES[dev].ops & OP(t)))
+    for (uint32_t k = 0; k < m->operation_count; k++)
+        if (!claims(dev, m, k))
             return false;
-    }
     return true;
 }
 
@@ -310,7 +490,9 @@ static int hetero_part(struct ref *r, const struct npu_model *m, const struct np
         if (best < 0)
             better = true;
         else if (low_power && free_bytes >= need)
-            better = DEVICES[part].power_usage < DEVICES[HETERO_PARTS[best]].power_usage || best_free < need;
+            better = SILICON[DEVICES[part].silicon].heat_rise_c <
+                         SILICON[DEVICES[HETERO_PARTS[best]].silicon].heat_rise_c ||
+                     best_free < need;
         else
             better = free_bytes > best_free;
         if (better) {

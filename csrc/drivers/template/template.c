@@ -47,7 +47,7 @@ static int tmpl_init(const struct npu_hw_api *hw, struct npu_hw *h, void **out)
     static const struct npu_hw_device_config SILICON = {
         .name = "tmpl",
         .channel_count = 1,
-        .flops_per_ns = 1000.0,                 /* 1 TFLOP/s */
+        .flops_per_ns = {[NPU_COMPUTE_FLOAT32] = 1000.0},  /* 1 TFLOP/s; float16 and quant8 alike */
         .bytes_per_ns = 20.0,                   /* 20 GB/s */
         .weight_memory_bytes = UINT64_C(4) << 30,  /* 4 GiB: `npuemu demo --driver` loads 3.1 GiB at once */
         .sram_bytes = 2 << 20,

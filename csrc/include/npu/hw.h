@@ -6,12 +6,17 @@
  * its devices once (add_device), loads models into a device's weight memory,
  * and submits jobs to a device's hardware queue with a priority key.  The
  * hardware runs each job as a sequence of slices (every operation is cut into
- * several slices along its output) that really compute with the float32
- * kernels of npu/model.h and take emulated time from a cost model:
+ * several slices along its output) that really compute with the kernels of
+ * npu/ops.h and take emulated time from a cost model:
  *
- *     slice time = (slice_overhead_ns + max(flops / flops_per_ns,
+ *     slice time = (slice_overhead_ns + max(flops / flops_per_ns[class],
  *                                           bytes / bytes_per_ns) * cost_scale)
  *                  x throttle(thermal severity)
+ *
+ * where flops and bytes are the operation's own (its binding's count, bytes by
+ * its operands' element sizes) and class is the compute class of its operand
+ * type (npu_compute_class of npu_operation_operand_type): a device may run
+ * quantized or float16 arithmetic faster than float32.
  *
  * Scheduling (NPU_SCHED_PRIORITY): a free channel takes the queued job with
  * the lowest key, ties in submission order.  NPU_SCHED_FCFS ignores keys.
@@ -169,11 +174,42 @@ struct npu_event {
 
 enum { NPU_HW_NAME_MAX = 32, NPU_HW_MAX_DEVICES = 16, NPU_HW_MAX_CHANNELS = 8 };
 
+/*
+ * The arithmetic an operation computes in, by its operand type: a device has
+ * a throughput for each (struct npu_hw_device_config.flops_per_ns).
+ */
+enum npu_compute_class {
+    NPU_COMPUTE_FLOAT32 = 0,  /* TENSOR_FLOAT32, FLOAT32, and the 32-bit integers */
+    NPU_COMPUTE_FLOAT16 = 1,  /* TENSOR_FLOAT16, FLOAT16 */
+    NPU_COMPUTE_QUANT8 = 2,   /* the quantized types (QUANT16 too: one integer pipe), bools */
+    NPU_COMPUTE_CLASS_COUNT = 3
+};
+
+#ifndef NPU_CDEF
+/* The compute class of an operand type (an unknown type counts as float32). */
+static inline int32_t npu_compute_class(int32_t operand_type)
+{
+    switch (operand_type) {
+    case NPU_OPERAND_TENSOR_FLOAT16: case NPU_OPERAND_FLOAT16:
+        return NPU_COMPUTE_FLOAT16;
+    case NPU_OPERAND_TENSOR_QUANT8_ASYMM: case NPU_OPERAND_TENSOR_QUANT8_SYMM:
+    case NPU_OPERAND_TENSOR_QUANT8_SYMM_PER_CHANNEL: case NPU_OPERAND_TENSOR_QUANT16_ASYMM:
+    case NPU_OPERAND_TENSOR_QUANT16_SYMM: case NPU_OPERAND_TENSOR_BOOL8: case NPU_OPERAND_BOOL:
+        return NPU_COMPUTE_QUANT8;
+    default:
+        return NPU_COMPUTE_FLOAT32;
+    }
+}
+#endif
+
 /* What the driver tells the hardware about one device (its silicon). */
 struct npu_hw_device_config {
     char name[NPU_HW_NAME_MAX];  /* for dumps and traces */
     uint32_t channel_count;      /* 1..NPU_HW_MAX_CHANNELS */
-    double flops_per_ns;         /* throughput: 1000.0 is 1 TFLOP/s */
+    /* Throughput of one channel per compute class: 1000.0 is 1 TFLOP/s (TOP/s
+     * for integers).  [NPU_COMPUTE_FLOAT32] must be > 0; a 0 elsewhere means
+     * "at float32's rate". */
+    double flops_per_ns[NPU_COMPUTE_CLASS_COUNT];
     double bytes_per_ns;         /* memory bandwidth: 25.0 is 25 GB/s */
     uint64_t weight_memory_bytes;
     uint64_t sram_bytes;

@@ -217,6 +217,26 @@ struct npu_model {
     const struct npu_pool *pools;            /* CONSTANT_REFERENCE bytes */
 };
 
+#ifndef NPU_CDEF
+/*
+ * The operand type of operation k of a model, as NNAPI prices and partitions
+ * an operation: the type of its selecting input, input 0, except the data
+ * input of EMBEDDING_LOOKUP (1), HASHTABLE_LOOKUP (2) and SELECT (1).  -1 when
+ * the operation lacks that input (a model npu_model_validate refuses).  For a
+ * model that passed validation (or npu_model_check_support) it is always a
+ * valid type.
+ */
+static inline int32_t npu_operation_operand_type(const struct npu_model *m, uint32_t k)
+{
+    const struct npu_operation *o = &m->operations[k];
+    uint32_t at = o->type == NPU_OP_HASHTABLE_LOOKUP ? 2
+                  : o->type == NPU_OP_EMBEDDING_LOOKUP || o->type == NPU_OP_SELECT ? 1 : 0;
+    if (at >= o->input_count || o->inputs[at] >= m->operand_count)
+        return -1;
+    return m->operands[o->inputs[at]].type;
+}
+#endif
+
 /* One input or output tensor of an execution: length must equal the operand's
  * size in bytes (its element size x the product of its dimensions). */
 struct npu_buffer {
