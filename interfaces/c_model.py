@@ -46,10 +46,11 @@ _UINT32_MAX = 0xFFFFFFFF
 
 
 def c_model(ffi: Any, subgraph: Any, operand_values: bytes, pools: Sequence[Any],
-            error: Callable[[str], Exception]) -> tuple[Any, list[Any]]:
+            error: Callable[[str], Exception], relaxed: bool = False) -> tuple[Any, list[Any]]:
     """``(struct npu_model *, keep-alive list)`` for ``subgraph`` (its operands, operations and
     input and output indexes), the model's ``operand_values`` and its ``pools`` (buffers,
-    already mapped). A number that does not fit the C format raises ``error(message)``."""
+    already mapped); ``relaxed`` is its relaxComputationFloat32toFloat16. A number that does
+    not fit the C format raises ``error(message)``."""
 
     def u32(value: Any, what: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _UINT32_MAX:
@@ -106,5 +107,6 @@ def c_model(ffi: Any, subgraph: Any, operand_values: bytes, pools: Sequence[Any]
     m.output_count, m.output_indexes = len(subgraph.outputIndexes), indexes(subgraph.outputIndexes, "output index")
     m.operand_values, m.operand_values_length = values, len(operand_values)
     m.pool_count, m.pools = len(pools), cpools
+    m.relax_float32_to_float16 = bool(relaxed)
     keep += [operands, operations, cpools, values, operand_values, pools]
     return m, keep

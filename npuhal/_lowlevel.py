@@ -214,7 +214,8 @@ class CModel:
         main = main_subgraph(model)
         if len(pools) != len(model.pools):
             raise NpuValueError(f"the model has {len(model.pools)} pools, {len(pools)} mapped")
-        self.ptr, keep = c_model(ffi, main, model.operandValues, pools, NpuModelError)
+        self.ptr, keep = c_model(ffi, main, model.operandValues, pools, NpuModelError,
+                                 model.relaxComputationFloat32toFloat16)
         self.operation_count = len(main.operations)
         self._keep = [*keep, model]
 

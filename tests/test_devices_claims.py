@@ -81,7 +81,7 @@ async def test_every_device_claims_exactly_the_cases_it_loads():
 
 def reference_conv(kind: str) -> Model:
     """The convolution the driver's figures are computed for: 3x3, 32 -> 32 channels on
-    28x28, SAME padding, in float32, float16 or quant8."""
+    28x28, SAME padding, in float32, float16, quant8, or float32 relaxed to float16."""
     rng = np.random.default_rng(3)
     m = Model()
     if kind == "quant8":
@@ -90,8 +90,8 @@ def reference_conv(kind: str) -> Model:
         weights = rng.integers(0, 256, (32, 3, 3, 32)).astype(dtype)
         bias_type, bias, q_bias = OperandType.TENSOR_INT32, np.zeros(32, np.int32), {"scale": 0.005, "zeroPoint": 0}
     else:
-        t = OperandType.TENSOR_FLOAT32 if kind == "float32" else OperandType.TENSOR_FLOAT16
-        dtype = np.float32 if kind == "float32" else np.float16
+        t = OperandType.TENSOR_FLOAT16 if kind == "float16" else OperandType.TENSOR_FLOAT32
+        dtype = np.float16 if kind == "float16" else np.float32
         q_in = q_w = q_out = q_bias = {}
         weights = rng.standard_normal((32, 3, 3, 32)).astype(dtype)
         bias_type, bias = t, np.zeros(32, dtype)
@@ -107,12 +107,13 @@ def reference_conv(kind: str) -> Model:
     y = m.addOperand(t, [1, 28, 28, 32], **q_out)
     m.addOperation(OperationType.CONV_2D, [x, w, b, *params], [y])
     m.identifyInputsAndOutputs([x], [y])
+    m.relaxComputationFloat32toFloat16(kind == "relaxed")
     m.finish()
     return m
 
 
 COST_SCALE = 1000.0  # makes the per-slice overhead negligible beside the convolution
-INPUT_DTYPES = {"float32": np.float32, "float16": np.float16, "quant8": np.uint8}
+INPUT_DTYPES = {"float32": np.float32, "float16": np.float16, "quant8": np.uint8, "relaxed": np.float32}
 TYPES = {"float32": OperandType.TENSOR_FLOAT32, "float16": OperandType.TENSOR_FLOAT16,
          "quant8": OperandType.TENSOR_QUANT8_ASYMM}
 
@@ -121,7 +122,8 @@ FLT_MAX = float(np.finfo(np.float32).max)
 
 
 def figures_of(driver, name: str, kind: str) -> float:
-    return driver.device_by_name(name).capabilities[TYPES[kind]].execTime
+    dev = driver.device_by_name(name)
+    return dev.relaxed_float32_to_float16_tensor.execTime if kind == "relaxed" else dev.capabilities[TYPES[kind]].execTime
 
 
 async def test_performance_info_is_the_cost_the_hardware_charges():
@@ -130,10 +132,10 @@ async def test_performance_info_is_the_cost_the_hardware_charges():
         for dev in driver.devices:
             if dev.name not in SILICON:
                 continue
-            for kind, operand_type in TYPES.items():
+            for kind in [*TYPES, "relaxed"]:
                 aidl = toAidlModel(reference_conv(kind).to_hal())
                 claimed = all(driver.supported_operations(dev, aidl))
-                figure = dev.capabilities[operand_type].execTime
+                figure = figures_of(driver, dev.name, kind)
                 if not claimed:
                     with pytest.raises(NpuUnsupportedOperationError):
                         driver.load_model(dev, aidl)
@@ -154,13 +156,17 @@ async def test_performance_info_is_the_cost_the_hardware_charges():
         # what each device runs: the NPU every type, the GPU floats, the DSP quant8 (its float
         # operations are ADD, MUL, RELU and FULLY_CONNECTED, not convolutions)
         assert set(durations) == {("emu-npu", "float32"), ("emu-npu", "float16"), ("emu-npu", "quant8"),
-                                  ("emu-gpu", "float32"), ("emu-gpu", "float16"), ("emu-dsp", "quant8")}
+                                  ("emu-npu", "relaxed"), ("emu-gpu", "float32"), ("emu-gpu", "float16"),
+                                  ("emu-gpu", "relaxed"), ("emu-dsp", "quant8")}
         base = ("emu-npu", "float32")
         for key in durations:
             assert durations[key] / durations[base] == pytest.approx(figures[key] / figures[base], rel=0.02), key
         # quant8 is really cheaper on the NPU and the DSP; float16 beats float32 on the NPU and GPU
         assert durations["emu-npu", "quant8"] < durations["emu-npu", "float16"] < durations["emu-npu", "float32"]
         assert durations["emu-gpu", "float16"] < durations["emu-gpu", "float32"]
+        # a relaxed float32 model computes at float16's rate (as its relaxed figures say)
+        assert durations["emu-npu", "relaxed"] < durations["emu-npu", "float32"]
+        assert durations["emu-gpu", "relaxed"] < durations["emu-gpu", "float32"]
         assert durations["emu-dsp", "quant8"] < durations["emu-gpu", "float32"]
         # and the leaders: the NPU on quant8 and float16, the GPU on float32
         assert durations["emu-npu", "quant8"] < durations["emu-dsp", "quant8"]

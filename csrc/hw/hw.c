@@ -368,11 +368,15 @@ static int64_t save_cost(const struct device *d, const struct job *j)
     return d->cfg.context_save_fixed_ns + (int64_t)((double)j->model->sram / d->cfg.bytes_per_ns);
 }
 
-/* The device's throughput for an operation of operand type t (a class it
- * gave no rate for runs at float32's). */
-static double flops_per_ns(const struct device *d, int32_t t)
+/* The device's throughput for an operation of operand type t in a plan (a
+ * relaxed model's float32 runs as float16; a class the device gave no rate
+ * for runs at float32's). */
+static double flops_per_ns(const struct device *d, const struct npu_plan *p, int32_t t)
 {
-    double rate = d->cfg.flops_per_ns[npu_compute_class(t)];
+    int32_t c = npu_compute_class(t);
+    if (p->relaxed && (t == NPU_OPERAND_TENSOR_FLOAT32 || t == NPU_OPERAND_FLOAT32))
+        c = NPU_COMPUTE_FLOAT16;
+    double rate = d->cfg.flops_per_ns[c];
     return rate > 0 ? rate : d->cfg.flops_per_ns[NPU_COMPUTE_FLOAT32];
 }
 
@@ -381,7 +385,7 @@ static int64_t slice_cost(struct npu_hw *hw, const struct device *d, const struc
     const struct npu_plan *p = j->plan;
     const struct npu_plan_slice *s = &p->slices[j->next_slice];
     double bytes = s->bytes + j->model->streamed_bytes_per_slice;
-    double t = fmax(s->flops / flops_per_ns(d, p->ops[s->op].operand_type), bytes / d->cfg.bytes_per_ns) *
+    double t = fmax(s->flops / flops_per_ns(d, p, p->ops[s->op].operand_type), bytes / d->cfg.bytes_per_ns) *
                j->model->cost_scale;
     t = ((double)d->cfg.slice_overhead_ns + t) * THROTTLE[hw->severity];
     if (j->restore_pending)

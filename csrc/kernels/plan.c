@@ -615,6 +615,7 @@ int npu_plan_create(const struct npu_model *m, uint32_t slices_per_op, struct np
         return rc;
     }
     p->op_count = m->operation_count;
+    p->relaxed = m->relax_float32_to_float16;
     p->operand_count = m->operand_count;
     p->input_count = m->input_count;
     p->output_count = m->output_count;

@@ -72,6 +72,7 @@ struct npu_plan {
     size_t const_bytes;
     size_t temp_bytes;
     float *channel_scales;        /* every per-channel operand's scales (the tensors point here) */
+    bool relaxed;                 /* the model's relax_float32_to_float16 */
     uint32_t slices_per_op;
     uint32_t resolved_ops;        /* ops [0, resolved_ops) have shapes, storage, costs and slices */
     bool dynamic;                 /* some shape is known only at execution: runs go through instances */

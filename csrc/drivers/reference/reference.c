@@ -20,9 +20,11 @@
  * device (CLAIMS_*: per operation, a mask of operand types), and only when
  * npuemu computes it (hw->check_support).  The hardware computes every bound
  * operation in every type, so the tables are each device's choice, and its
- * promise: what it claims, load_model accepts and the hardware runs.  A model
- * relaxed to float16 is float32 to the driver (struct npu_model has no flag);
- * every device that claims an operation in float16 claims it in float32 too.
+ * promise: what it claims, load_model accepts and the hardware runs.  Every
+ * device that claims an operation in float16 claims it in float32 too, so a
+ * model relaxed to float16 (npu_model.relax_float32_to_float16) is claimed as
+ * its float32 is; the hardware charges its float32 operations at float16's
+ * rate, which is why the relaxed figures are float16's.
  * emu-hetero claims, for a model, what the one part that claims most of it
  * claims (its loads go whole to one part, so a union across parts would be a
  * claim no part keeps).

@@ -215,6 +215,9 @@ struct npu_model {
     size_t operand_values_length;
     uint32_t pool_count;
     const struct npu_pool *pools;            /* CONSTANT_REFERENCE bytes */
+    /* relaxComputationFloat32toFloat16: float32 operations may compute in float16
+     * (the kernels keep float32; the hardware charges them at float16's rate) */
+    bool relax_float32_to_float16;
 };
 
 #ifndef NPU_CDEF
