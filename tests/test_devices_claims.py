@@ -21,7 +21,7 @@ from click.testing import CliRunner
 import npuhal
 from conformance.build import build, expressible
 from conformance.cases import cases
-from conformance.run import open_nn
+from conformance.run import LAYOUTS, open_nn
 from framework.cli import main
 from framework.nn import (
     CPU_DEVICE_NAME,
@@ -36,15 +36,9 @@ from framework.nn import (
     mixedSampleModel,
     toAidlModel,
 )
-from npuhal import NpuModelError, NpuUnsupportedOperationError, WorkEnded, WorkStarted
+from npuhal import NpuUnsupportedOperationError, WorkEnded, WorkStarted
 
 SILICON = {"emu-npu": 0, "emu-gpu": 1, "emu-dsp": 2}  # the order the driver adds its silicon
-
-#: Operations whose outputs' shapes only their data decide: the plan cannot load them
-#: until executions take dynamic shapes (tests/test_conformance.py's KNOWN_GAPS), so a
-#: device's claim of them fails at load with BAD_SHAPE, not UNSUPPORTED_OPERATION.
-DATA_DEPENDENT_SHAPES = frozenset({"BOX_WITH_NMS_LIMIT", "GENERATE_PROPOSALS"})
-
 
 async def test_every_device_claims_exactly_the_cases_it_loads():
     """getSupportedOperations is a promise: all claimed <=> load_model accepts."""
@@ -53,9 +47,9 @@ async def test_every_device_claims_exactly_the_cases_it_loads():
         for case in cases():
             if expressible(case):
                 continue
-            for layout in ("constants", "inputs"):
+            for layout, dynamic in LAYOUTS:
                 try:
-                    model = build(case, layout).model
+                    model = build(case, layout, dynamic).model
                 except NeuralNetworksError:  # the NDK refusing a case is the conformance suite's count
                     continue
                 aidl = toAidlModel(model.to_hal())
@@ -66,13 +60,10 @@ async def test_every_device_claims_exactly_the_cases_it_loads():
                         loaded = True
                     except NpuUnsupportedOperationError:
                         loaded = False
-                    except NpuModelError as e:
-                        if not (claimed and case.operation in DATA_DEPENDENT_SHAPES and e.name == "BAD_SHAPE"):
-                            raise
-                        loaded = claimed
                     claimed_counts[dev.name] = claimed_counts.get(dev.name, 0) + claimed
                     if claimed != loaded:
-                        mismatched.append(f"{case.id} ({layout}) on {dev.name}: claimed {claimed}, loaded {loaded}")
+                        where = f"{case.id} ({layout}{'+dynamic' if dynamic else ''}) on {dev.name}"
+                        mismatched.append(f"{where}: claimed {claimed}, loaded {loaded}")
     assert not mismatched, "\n".join(mismatched[:20])
     # the devices differ: the GPU claims the most (every float case), the DSP the fewest
     assert claimed_counts["emu-gpu"] > claimed_counts["emu-npu"] > claimed_counts["emu-dsp"] > 0
