@@ -1165,7 +1165,7 @@ static void test_capacity_errors(void)
     int ru = npu_system_unload_model(s, m1);
     int ru2 = npu_system_unload_model(s, m1);
     int r4 = npu_system_load_model(s, 0, mb_model(b), &two_gb, &m3);
-    struct npu_load_params big_sram = {.emulated_sram_bytes = 17ULL << 20}; /* 17 MiB > the GPU's 16 MiB */
+    struct npu_load_params big_sram = {.emulated_sram_bytes = 33ULL << 20}; /* 33 MiB > the GPU's 32 MiB */
     int r5 = npu_system_load_model(s, 1, mb_model(b), &big_sram, &m4);
     int r6 = npu_system_load_model(s, 1, mb_model(b), &two_gb, &m4); /* gpu has exactly 2 GB */
     struct npu_event *ev;

@@ -139,10 +139,10 @@ static const uint32_t HETERO_PARTS[2] = {0, 2};
 /* flops_per_ns per compute class: {float32, float16, quant8}; 0 = float32's rate. */
 static const struct npu_hw_device_config SILICON[N_SILICON] = {
     {.name = "npu", .channel_count = 2, .flops_per_ns = {400.0, 2000.0, 4000.0}, .bytes_per_ns = 50.0,
-     .weight_memory_bytes = 4 * GIB, .sram_bytes = 8 * MIB, .slice_overhead_ns = 20000,
+     .weight_memory_bytes = 4 * GIB, .sram_bytes = 32 * MIB, .slice_overhead_ns = 20000,
      .context_save_fixed_ns = 10000, .heat_rise_c = 12.0f},
     {.name = "gpu", .channel_count = 1, .flops_per_ns = {500.0, 1000.0, 0.0}, .bytes_per_ns = 25.0,
-     .weight_memory_bytes = 2 * GIB, .sram_bytes = 16 * MIB, .slice_overhead_ns = 30000,
+     .weight_memory_bytes = 2 * GIB, .sram_bytes = 32 * MIB, .slice_overhead_ns = 30000,
      .context_save_fixed_ns = 20000, .heat_rise_c = 10.0f},
     {.name = "dsp", .channel_count = 1, .flops_per_ns = {250.0, 0.0, 1600.0}, .bytes_per_ns = 10.0,
      .weight_memory_bytes = 512 * (uint64_t)MIB, .sram_bytes = 1 * MIB, .slice_overhead_ns = 10000,
