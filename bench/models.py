@@ -10,7 +10,9 @@ LiteRT single-threaded (the best of ``--runs``), then the model through NNAPI
 device alone when it claims every operation, else the device and ``nnapi-reference``,
 marked ``+cpu``). For each it prints the real time of a run (the best of ``--runs``, all
 partitions, CPU kernels in the app included), its ratio to LiteRT's, and the emulated
-time the devices computed (the virtual clock's advance over the NNAPI partitions).
+time the devices computed (the virtual clock's advance over the NNAPI partitions: the
+HAL's clock follower steps it by 1 ms, so it is good to a millisecond per device step;
+``nnapi-reference`` has none).
 
 It measures only: no assertion. Under load (a shared machine) the real times are high.
 """
