@@ -27,7 +27,7 @@ from click.testing import CliRunner
 from framework.binder import open_binder_runtime
 from framework.cli import main
 from framework.emulator import BootConfig, open_stack
-from framework.nn import CPU_DEVICE_NAME, BadDataError, OperandType, open_nn_runtime
+from framework.nn import CPU_DEVICE_NAME, BadDataError, Model, OperandType, OperationType, _cpu_kernels, open_nn_runtime
 from framework.nn.tflite import densify, loadTfLite, modelsDir, syntheticImage
 from npuhal import open_driver
 
@@ -150,6 +150,37 @@ def test_pose_segmentation_is_beyond_1e_4_even_between_litert_s_own_kernels():
     errors = relative_errors(builtin, litert(path, inputs))
     assert errors[2] > TOLERANCE  # XNNPACK against TFLite's builtin kernels
     assert all(e <= TOLERANCE for k, e in enumerate(errors) if k != 2)
+
+
+# ---- a kernel the real models found slow ---------------------------------------------------
+
+
+@pytest.mark.parametrize("shape, paddings", [
+    ((1, 64, 64, 24), ((0, 0), (0, 0), (0, 0), (0, 24))),  # BlazeFace's channel padding
+    ((1, 5, 7, 3), ((0, 0), (2, 1), (1, 3), (0, 0))),  # SAME-style spatial padding
+    ((2, 3, 4, 5), ((1, 1), (0, 2), (3, 0), (2, 2))),  # every dimension
+    ((6,), ((2, 3),)),
+    ((2, 1), ((1, 0), (2, 2))),
+])
+@pytest.mark.parametrize("quantized", [False, True])
+def test_pad_matches_numpy(shape, paddings, quantized):
+    """PAD copies whole rows (it was an element-at-a-time loop, half of pose detection's time)."""
+    kind = OperandType.TENSOR_QUANT8_ASYMM if quantized else OperandType.TENSOR_FLOAT32
+    quant = {"scale": 0.5, "zeroPoint": 7} if quantized else {}
+    out_shape = tuple(n + a + b for n, (a, b) in zip(shape, paddings))
+    model = Model()
+    x = model.addOperand(kind, shape, **quant)
+    pads = model.addOperand(OperandType.TENSOR_INT32, [len(shape), 2])
+    y = model.addOperand(kind, out_shape, **quant)
+    model.setOperandValue(pads, np.array(paddings, np.int32))
+    model.addOperation(OperationType.PAD, [x, pads], [y])
+    model.identifyInputsAndOutputs([x], [y])
+    model.finish()
+    rng = np.random.default_rng(1)
+    value = rng.integers(0, 256, shape).astype(np.uint8) if quantized else rng.standard_normal(shape).astype(np.float32)
+    out = np.full(out_shape, 99, value.dtype)
+    _cpu_kernels.runModel(model.to_hal(), [value], [out])
+    np.testing.assert_array_equal(out, np.pad(value, paddings, constant_values=7 if quantized else 0))
 
 
 # ---- the importer's decisions, in this process ----------------------------------------------

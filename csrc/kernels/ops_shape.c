@@ -115,13 +115,21 @@ static int pad(const struct npu_tensor *input, const int32_t *paddings, const vo
         if ((int64_t)output->dims[d] != (int64_t)input->dims[d] + paddings[2 * d] + paddings[2 * d + 1])
             return NPU_E_BAD_SHAPE;
     }
-    size_t in_strides[NPU_MAX_RANK], size = ops_element_size(input->type);
+    /* Row by row over the innermost dimension: a row of the output is the fill, or the
+     * fill before, one memcpy of the input's row, the fill after. */
+    uint32_t last = output->rank - 1;
+    size_t size = ops_element_size(input->type);
+    size_t in_strides[NPU_MAX_RANK];
     ops_strides(input, in_strides);
-    size_t n = npu_ops_element_count(output);
-    for (size_t i = 0; i < n; i++) {
-        size_t rest = i, src = 0;
+    size_t out_row = output->dims[last], in_row = input->dims[last];
+    size_t before_row = (size_t)paddings[2 * last], after_row = out_row - before_row - in_row;
+    size_t rows = out_row ? npu_ops_element_count(output) / out_row : 0;
+    unsigned char *out = output->data;
+    const unsigned char *in = input->data;
+    for (size_t r = 0; r < rows; r++, out += out_row * size) {
+        size_t rest = r, src = 0;
         bool inside = true;
-        for (int d = (int)output->rank - 1; d >= 0; d--) {
+        for (int d = (int)last - 1; d >= 0; d--) {
             size_t coord = rest % output->dims[d];
             rest /= output->dims[d];
             size_t before = (size_t)paddings[2 * d];
@@ -130,10 +138,19 @@ static int pad(const struct npu_tensor *input, const int32_t *paddings, const vo
             else
                 src += (coord - before) * in_strides[d];
         }
-        if (inside)
-            copy_element(output, i, input, src);
-        else
-            memcpy((unsigned char *)output->data + i * size, fill, size);
+        size_t k = 0;
+        if (inside) {
+            for (; k < before_row; k++)
+                memcpy(out + k * size, fill, size);
+            if (in_row)  /* a zero-sized input may have no data pointer at all */
+                memcpy(out + k * size, in + src * size, in_row * size);
+            k += in_row;
+            for (size_t j = 0; j < after_row; j++, k++)
+                memcpy(out + k * size, fill, size);
+        } else {
+            for (; k < out_row; k++)
+                memcpy(out + k * size, fill, size);
+        }
     }
     ops_requantize_moved(output, input->scale, input->zero_point);
     return NPU_OK;
