@@ -146,6 +146,7 @@ NEEDS_AN_EMULATOR = {
     "dumpsys": [],
     "launch": ["camera"],
     "nn plan": [],
+    "nn run": ["iris_landmark"],
     "run-test-inference": ["--job-priority", "100"],
     "service list": [],
     "shutdown": [],
