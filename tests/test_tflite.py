@@ -24,12 +24,10 @@ import trio
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from click.testing import CliRunner
 
-from framework.binder import open_binder_runtime
+from conformance.run import open_nn
 from framework.cli import main
-from framework.emulator import BootConfig, open_stack
-from framework.nn import CPU_DEVICE_NAME, BadDataError, Model, OperandType, OperationType, _cpu_kernels, open_nn_runtime
+from framework.nn import CPU_DEVICE_NAME, BadDataError, Model, OperandType, OperationType, _cpu_kernels
 from framework.nn.tflite import densify, loadTfLite, modelsDir, syntheticImage
-from npuhal import open_driver
 
 MODELS_DIR = modelsDir()
 #: The 13 MediaPipe models LiteRT runs (face_landmark_with_attention needs MediaPipe's own kernels).
@@ -99,16 +97,8 @@ def assert_like_litert(name, got, inputs):
 
 @pytest.fixture
 async def nn(autojump_clock):
-    async with open_driver(clock="virtual") as driver, open_stack(driver, system_server=False) as stack:
-
-        async def app_process(task_status):
-            async with open_binder_runtime(network=stack.network, pid=await stack.spawn(10001)) as rt:
-                task_status.started(rt)
-                await trio.sleep_forever()
-
-        app = await stack.nursery.start(app_process)
-        async with open_nn_runtime(app, environ={}) as runtime:
-            yield runtime
+    async with open_nn() as runtime:
+        yield runtime
 
 
 async def run_compiled(nn, name, devices=None):
@@ -418,9 +408,7 @@ def test_nn_run_names_an_unknown_custom_operation():
 
 @pytest.mark.multiprocess
 async def test_a_model_runs_through_the_hal_process():
-    config = BootConfig(record=False, boot_timeout=30)
-    async with open_stack(processes=True, system_server=False, config=config) as hal, \
-            open_nn_runtime(hal.runtime, environ={}) as nn:
+    async with open_nn(processes=True) as nn:
         with trio.fail_after(120):
             model, placement, outputs, inputs = await run_compiled(nn, "face_detection_short_range")
     used = {device for _, _, where in placement for device in where.split("+")}
