@@ -161,6 +161,7 @@ static void describe(const struct npu_model *m, uint32_t i, struct npu_plan_oper
     d->has_shape = shape_known(op);
     d->lifetime = op->lifetime;
     d->producer = UINT32_MAX;
+    d->last_reader = UINT32_MAX;
 }
 
 /* The binding call of operation o over the described operands; args holds
@@ -271,6 +272,8 @@ static int analyse(const struct npu_model *m, struct npu_plan_operand *ops, stru
         }
         if (rc != NPU_OK)
             break;
+        for (uint32_t i = 0; i < o->input_count; i++)
+            ops[o->inputs[i]].last_reader = k;
         for (uint32_t i = 0; i < o->output_count; i++) {
             defined[o->outputs[i]] = 1;
             ops[o->outputs[i]].producer = k;
@@ -442,6 +445,53 @@ static int own_memory(const struct npu_model *m, struct npu_plan *p)
     return NPU_OK;
 }
 
+/* The last operation during which temporary d is alive: its last reader,
+ * or, read by none, the one writing it. */
+static uint32_t life_end(const struct npu_plan_operand *d)
+{
+    return d->last_reader != UINT32_MAX && d->last_reader > d->producer ? d->last_reader : d->producer;
+}
+
+static int by_offset(const void *a, const void *b)
+{
+    const struct npu_plan_operand *x = *(const struct npu_plan_operand *const *)a;
+    const struct npu_plan_operand *y = *(const struct npu_plan_operand *const *)b;
+    return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/*
+ * Places temporary output `which` of operation k in the arena (the layout
+ * plan.h describes): first-fit among the temporaries placed before it that
+ * are alive at k, those written by earlier operations and op k's earlier
+ * outputs.  live has room for every operand.  Grows temp_bytes to cover it.
+ */
+static void place_temporary(struct npu_plan *p, uint32_t k, uint32_t which, const struct npu_plan_operand **live)
+{
+    const struct npu_plan_op *op = &p->ops[k];
+    struct npu_plan_operand *d = &p->operands[op->operands[op->input_count + which]];
+    size_t n = 0;
+    for (uint32_t j = 0; j < p->operand_count; j++) {
+        const struct npu_plan_operand *t = &p->operands[j];
+        if (t->lifetime == NPU_LIFETIME_TEMPORARY_VARIABLE && t->producer < k && life_end(t) >= k && t->bytes)
+            live[n++] = t;
+    }
+    for (uint32_t i = 0; i < which; i++) {
+        const struct npu_plan_operand *t = &p->operands[op->operands[op->input_count + i]];
+        if (t->lifetime == NPU_LIFETIME_TEMPORARY_VARIABLE && t->bytes && t != d)
+            live[n++] = t;
+    }
+    qsort(live, n, sizeof *live, by_offset);
+    size_t need = padded(d->bytes), at = 0;
+    for (size_t i = 0; i < n && live[i]->offset < at + need; i++) {
+        size_t end = live[i]->offset + padded(live[i]->bytes);
+        if (end > at)
+            at = end;
+    }
+    d->offset = at;
+    if (at + need > p->temp_bytes)
+        p->temp_bytes = at + need;
+}
+
 static void *tensor_ptr(const struct npu_plan *p, uint32_t idx, unsigned char *arena,
                         const struct npu_buffer *in, const struct npu_buffer *out)
 {
@@ -505,6 +555,7 @@ static int resolve_op(struct npu_plan *p, uint32_t k, const struct values *v, bo
     struct npu_arg *args = malloc((n ? n : 1) * sizeof *args);
     if (!args)
         return NPU_E_NO_MEMORY;
+    const struct npu_plan_operand **live = NULL;  /* place_temporary's scratch */
     struct npu_bind_call c;
     int rc = NPU_OK;
     *done = false;
@@ -541,8 +592,13 @@ static int resolve_op(struct npu_plan *p, uint32_t k, const struct values *v, bo
         struct npu_plan_operand *d = &p->operands[outs[i]];
         d->bytes = operand_bytes(d);
         if (d->lifetime == NPU_LIFETIME_TEMPORARY_VARIABLE) {
-            d->offset = p->temp_bytes;
-            p->temp_bytes += padded(d->bytes);
+            if (!live)
+                live = malloc((p->operand_count ? p->operand_count : 1) * sizeof *live);
+            if (!live) {
+                rc = NPU_E_NO_MEMORY;
+                goto out;
+            }
+            place_temporary(p, k, i, live);
         } else if (d->lifetime == NPU_LIFETIME_MODEL_OUTPUT && v && v->out && d->bytes > v->out[d->io_index].length) {
             tell(why, why_len, "an output's buffer is smaller than the output");
             rc = NPU_E_BUFFER_TOO_SMALL;
@@ -577,6 +633,7 @@ static int resolve_op(struct npu_plan *p, uint32_t k, const struct values *v, bo
     p->resolved_ops = k + 1;
     *done = true;
 out:
+    free(live);
     free(args);
     return rc;
 }

@@ -21,6 +21,18 @@
  * once, and the computed temporaries' once the operations writing them have
  * run: such an instance is *partial* (resolved_ops < op_count) and the runner
  * calls npu_plan_continue when it reaches its last slice.
+ *
+ * The arena is shared by liveness.  A temporary lives from the operation
+ * writing it to the last one reading it (both inclusive, in the plan's
+ * order, which is the order its slices run: a job runs one slice at a time,
+ * on one channel); two temporaries whose lives overlap never share a byte,
+ * and an operation's inputs and outputs never alias.  Each operation's
+ * outputs are placed, as it is resolved, first-fit: at the lowest offset
+ * clear of every temporary placed before that is still alive then.  Placing
+ * in the order the temporaries are written makes this valid for an instance
+ * that resolves a piece at a time (npu_plan_continue only adds to the arena:
+ * the temporaries still alive keep their place and bytes).  A temporary's
+ * bytes are not zero when it is written: they may hold a dead one's.
  */
 #ifndef NPU_KERNELS_PLAN_H
 #define NPU_KERNELS_PLAN_H
@@ -39,6 +51,7 @@ struct npu_plan_operand {
     size_t offset;         /* constants: into consts; temporaries: into the arena */
     uint32_t io_index;     /* MODEL_INPUT / MODEL_OUTPUT: position in the buffer list */
     uint32_t producer;     /* the operation writing it; UINT32_MAX for none */
+    uint32_t last_reader;  /* the last operation reading it; UINT32_MAX for none */
 };
 
 struct npu_plan_op {

@@ -403,6 +403,89 @@ static void test_sliced_run_equals_whole_run(void)
     CHECK(fabsf(rowsum - 1.0f) < 1e-5f);
 }
 
+/* x -> ADD k -> t1 -> ADD k -> ... -> t(n-1) -> ADD -> y: a chain of n
+ * operations; with skip, the last ADD also reads t1, which stays alive all
+ * along.  n is the element count, 0 leaves it to the execution. */
+static struct mb *chain_model(uint32_t ops, uint32_t n, bool skip, const float *k)
+{
+    struct mb *b = mb_new();
+    uint32_t d[1] = {n}, dk[1] = {64};
+    uint32_t x = mb_tensor(b, NPU_LIFETIME_MODEL_INPUT, 1, d);
+    uint32_t kk = mb_const(b, 1, dk, k), none = mb_i32(b, NPU_FUSE_NONE);
+    uint32_t prev = x, first = 0;
+    for (uint32_t i = 0; i + 1 < ops; i++) {
+        uint32_t t = mb_tensor(b, NPU_LIFETIME_TEMPORARY_VARIABLE, 1, d);
+        uint32_t ins[3] = {prev, kk, none};
+        mb_op(b, NPU_OP_ADD, 3, ins, t);
+        if (i == 0)
+            first = t;
+        prev = t;
+    }
+    uint32_t y = mb_tensor(b, NPU_LIFETIME_MODEL_OUTPUT, 1, d);
+    uint32_t ins[3] = {prev, skip ? first : kk, none};
+    mb_op(b, NPU_OP_ADD, 3, ins, y);
+    return b;
+}
+
+/* The arena is shared by liveness: a chain of 8 operations needs two
+ * temporaries' bytes, not seven (three when the first one is read at the
+ * end), in the plan made at load and in an instance of a dynamic one; the
+ * hardware, cutting every operation into slices, computes what the kernels do. */
+static void test_arena_shared_by_liveness(void)
+{
+    enum { OPS = 8, N = 64 };
+    const size_t one = N * sizeof(float);
+    float k[N], x[N], y[N], want[N], hw_y[N];
+    unsigned seed = 5;
+    for (int i = 0; i < N; i++)
+        k[i] = frand(&seed), x[i] = frand(&seed);
+    for (int skip = 0; skip < 2; skip++) {
+        for (int i = 0; i < N; i++) {
+            float t1 = x[i] + k[i], t = t1;
+            for (int j = 1; j + 1 < OPS; j++)
+                t = t + k[i];
+            want[i] = t + (skip ? t1 : k[i]);
+        }
+        size_t need = (skip ? 3 : 2) * one;
+        struct mb *b = chain_model(OPS, N, skip, k);
+        struct npu_plan *p, *r;
+        OK(npu_plan_create(mb_model(b), 3, &p));
+        CHECK(!p->dynamic && p->temp_bytes == need);
+        npu_plan_destroy(p);
+        struct npu_buffer ib = {x, sizeof x}, ob = {y, sizeof y}, hb = {hw_y, sizeof hw_y};
+        memset(y, 0, sizeof y);
+        OK(npu_kernel_run_model(mb_model(b), &ib, 1, &ob, 1));
+        CHECK(memcmp(y, want, sizeof y) == 0);
+        struct npu_system_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.slices_per_operation = 3;
+        struct npu_system *s;
+        OK(npu_system_create(&cfg, &s));
+        uint32_t model;
+        int32_t id;
+        OK(npu_system_load_model(s, 0, mb_model(b), NULL, &model));
+        struct npu_work_request q = req(model, 1, 0, &ib, &hb);
+        OK(npu_system_submit_work(s, &q, &id));
+        npu_system_run_until_idle(s, 0);
+        npu_system_destroy(s);
+        CHECK(memcmp(hw_y, want, sizeof hw_y) == 0);
+        free(b);
+        /* the same chain with its length given at execution */
+        struct mb *d = chain_model(OPS, 0, skip, k);
+        struct npu_shape given = {.rank = 1, .dims = {N}}, got;
+        OK(npu_plan_create(mb_model(d), 1, &p));
+        CHECK(p->dynamic);
+        OK(npu_plan_begin(p, &ib, &given, 1, &ob, &got, 1, &r, NULL, 0));
+        CHECK(npu_plan_complete(r) && r->temp_bytes == need);
+        npu_plan_end(p, r);
+        npu_plan_destroy(p);
+        memset(y, 0, sizeof y);
+        OK(npu_kernel_run_model_shaped(mb_model(d), &ib, &given, 1, &ob, &got, 1));
+        CHECK(memcmp(y, want, sizeof y) == 0);
+        free(d);
+    }
+}
+
 /* ---- validation ---- */
 
 static void test_validation_errors(void)
@@ -1812,7 +1895,7 @@ static const struct test TESTS[] = {
     T(test_hw_shapes_at_submission),
     T(test_run_model_data_dependent_shapes),
     T(test_hw_data_dependent_shapes),
-    T(test_sliced_run_equals_whole_run), T(test_validation_errors),
+    T(test_sliced_run_equals_whole_run), T(test_arena_shared_by_liveness), T(test_validation_errors),
     T(test_validation_conv_and_fc_shapes), T(test_validation_survives_random_mutation), T(test_devices), T(test_supported_operations),
     T(test_unknown_operation_is_unsupported_not_invalid),
     T(test_configs_refused_and_atomic), T(test_admission_refusals),
