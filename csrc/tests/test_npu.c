@@ -339,6 +339,36 @@ static void test_hw_data_dependent_shapes(void)
     free(b);
 }
 
+/* Runs m once on a virtual-clock system cutting each operation into up to
+ * slices slices (one input, one output), to the end; dump (may be NULL)
+ * receives the system's state after it.  NPU_OK or the first refusal. */
+static int run_sliced(const struct npu_model *m, uint32_t slices, struct npu_buffer *in, struct npu_buffer *out,
+                      char *dump, size_t dump_len)
+{
+    if (dump && dump_len)
+        dump[0] = '\0';
+    struct npu_system_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.slices_per_operation = slices;
+    struct npu_system *s;
+    int rc = npu_system_create(&cfg, &s);
+    if (rc != NPU_OK)
+        return rc;
+    uint32_t model;
+    int32_t id;
+    rc = npu_system_load_model(s, 0, m, NULL, &model);
+    if (rc == NPU_OK) {
+        struct npu_work_request q = req(model, 1, 0, in, out);
+        rc = npu_system_submit_work(s, &q, &id);
+    }
+    npu_system_run_until_idle(s, 0);
+    size_t len;
+    if (dump)
+        npu_system_dump(s, dump, dump_len, &len);
+    npu_system_destroy(s);
+    return rc;
+}
+
 /* CONV_2D -> SOFTMAX -> SUB, cut into many slices by the hardware, gives the
  * same bits as one unsliced run on the calling thread. */
 static void test_sliced_run_equals_whole_run(void)
@@ -374,26 +404,12 @@ static void test_sliced_run_equals_whole_run(void)
         in[i] = frand(&seed) * 3;
     struct npu_buffer ib = {in, sizeof in}, wb = {whole, sizeof whole}, sb = {sliced, sizeof sliced};
     int rw = npu_kernel_run_model(mb_model(b), &ib, 1, &wb, 1);
-    struct npu_system_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.slices_per_operation = 7;
-    struct npu_system *s;
-    OK(npu_system_create(&cfg, &s));
-    uint32_t model;
-    int rl = npu_system_load_model(s, 0, mb_model(b), NULL, &model);
-    struct npu_work_request q = req(model, 1, 0, &ib, &sb);
-    int32_t id;
-    int rs = npu_system_submit_work(s, &q, &id);
-    npu_system_run_until_idle(s, 0);
     char dump[8192];
-    size_t len;
-    npu_system_dump(s, dump, sizeof dump, &len);
+    int rs = run_sliced(mb_model(b), 7, &ib, &sb, dump, sizeof dump);
     /* CONV_2D's 6 output rows, SOFTMAX's 18 rows, SUB's 72 elements: 6 + 7 + 7 slices on channel 0 */
     int slices = strstr(dump, "ch0 idle      slices 20") != NULL;
-    npu_system_destroy(s);
     free(b);
     OK(rw);
-    OK(rl);
     OK(rs);
     CHECK(memcmp(whole, sliced, sizeof whole) == 0);
     CHECK(slices);
@@ -456,18 +472,7 @@ static void test_arena_shared_by_liveness(void)
         memset(y, 0, sizeof y);
         OK(npu_kernel_run_model(mb_model(b), &ib, 1, &ob, 1));
         CHECK(memcmp(y, want, sizeof y) == 0);
-        struct npu_system_config cfg;
-        memset(&cfg, 0, sizeof cfg);
-        cfg.slices_per_operation = 3;
-        struct npu_system *s;
-        OK(npu_system_create(&cfg, &s));
-        uint32_t model;
-        int32_t id;
-        OK(npu_system_load_model(s, 0, mb_model(b), NULL, &model));
-        struct npu_work_request q = req(model, 1, 0, &ib, &hb);
-        OK(npu_system_submit_work(s, &q, &id));
-        npu_system_run_until_idle(s, 0);
-        npu_system_destroy(s);
+        OK(run_sliced(mb_model(b), 3, &ib, &hb, NULL, 0));
         CHECK(memcmp(hw_y, want, sizeof hw_y) == 0);
         free(b);
         /* the same chain with its length given at execution */
