@@ -181,6 +181,10 @@ int ops_conv_gemm(const struct npu_tensor *input, const struct npu_tensor *filte
     struct ops_conv_ctx ctx = {&g, x, input->zero_point, 0, cg};
     if (rc == NPU_OK && !quant)
         rc = ops_conv_weights(filter, bias, &w, &b, &w_owned, &b_owned);
+    /* 1x1, stride 1, unpadded: output pixel m reads input pixel m alone, so the
+     * GEMM reads the input's rows in place */
+    bool pointwise = pack_f32 == pack_conv_f32 && g.fh == 1 && g.fw == 1 && g.sh == 1 && g.sw == 1 && g.top == 0 && g.left == 0 &&
+                     g.oh == g.h && g.ow == g.w;
     for (size_t gi = 0; rc == NPU_OK && gi < groups; gi++) {
         ctx.c0 = gi * cg;
         if (quant) {
@@ -195,8 +199,8 @@ int ops_conv_gemm(const struct npu_tensor *input, const struct npu_tensor *filte
             struct ops_gemm_f32 gemm = {0};
             rc = ops_gemm_f32_prepare(&gemm, (const float *)w + gi * og * K, og, K);
             if (rc == NPU_OK)
-                rc = ops_gemm_f32_run(&gemm, pack_f32, &ctx, m0, m1, (const float *)b + gi * og,
-                                      (float *)sums + gi * og, g.oc);
+                rc = ops_gemm_f32_run_direct(&gemm, pack_f32, &ctx, pointwise ? (const float *)x + ctx.c0 : NULL,
+                                             g.c, m0, m1, (const float *)b + gi * og, (float *)sums + gi * og, g.oc);
             ops_gemm_f32_free(&gemm);
         }
     }
@@ -420,7 +424,7 @@ int npu_op_fully_connected(const struct npu_tensor *input, const struct npu_tens
         rc = ops_gemm_f32_prepare(&gemm, wv.data, units, size);
     struct fc_ctx ctx = {rc == NPU_OK ? xv.data : NULL, size, 0};
     if (rc == NPU_OK)
-        rc = ops_gemm_f32_run(&gemm, pack_fc_f32, &ctx, begin, end, bv.data, rows, units);
+        rc = ops_gemm_f32_run_direct(&gemm, pack_fc_f32, &ctx, (const float *)ctx.x, size, begin, end, bv.data, rows, units);
     if (rc == NPU_OK) {
         float lo, hi;
         ops_float_bounds(fuse, &lo, &hi);

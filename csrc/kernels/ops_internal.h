@@ -7,12 +7,27 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "npu/errors.h"
 #include "npu/ops.h"
 
 /* A tensor larger than this (elements) is refused, as plan.c refuses one. */
 #define OPS_MAX_ELEMENTS ((size_t)1 << 28)
+
+/* Kernels built twice, for AVX2 and for the baseline, the loader picking one
+ * (GCC's target_clones); no FMA, so a product is rounded before its sum on
+ * every machine and results do not depend on the instruction set. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(NPU_NO_CLONES)
+#define OPS_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define OPS_CLONES
+#endif
+/* GCC's vector extensions: eight float lanes, one AVX register (two SSE ones);
+ * LOAD and STORE move one unaligned. */
+typedef float v8f __attribute__((vector_size(32)));
+#define LOAD(v, p) memcpy(&(v), (p), sizeof(v))
+#define STORE(p, v) memcpy((p), &(v), sizeof(v))
 
 #define OPS_TRY(expr)                  \
     do {                               \
@@ -165,6 +180,11 @@ void ops_gemm_f32_free(struct ops_gemm_f32 *g);
 /* Rows [m0, m1) of C (row stride ldc), initialised to bias (or 0 when NULL). */
 int ops_gemm_f32_run(const struct ops_gemm_f32 *g, ops_pack_f32 pack, const void *ctx,
                      size_t m0, size_t m1, const float *bias, float *c, size_t ldc);
+/* The same, reading A's rows in place where it can (row m at direct + m * lda,
+ * the k-th element at + k): a 1x1 stride-1 convolution's input, a fully
+ * connected layer's; pack still serves the last rows when fewer than a block. */
+int ops_gemm_f32_run_direct(const struct ops_gemm_f32 *g, ops_pack_f32 pack, const void *ctx, const float *direct,
+                            size_t lda, size_t m0, size_t m1, const float *bias, float *c, size_t ldc);
 
 /* The integer GEMM: W's stored values minus w_zero (uint8 or int8 storage),
  * A's callback writes centred int16 values; C is int32 accumulators. */
