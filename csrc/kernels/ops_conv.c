@@ -249,6 +249,35 @@ static size_t valid_taps(const struct ops_geometry *g, size_t n, size_t oy, size
     return count;
 }
 
+/* One output pixel of a float depthwise convolution with multiplier 1: out[k] =
+ * bias[k] + the sum over its taps t (in order) of src[t][k] * flt[t][k], eight
+ * channels at a time held in a register across the taps, then clamped. */
+OPS_CLONES
+static void depthwise_pixel_f32(size_t oc, size_t taps, const float *const *src, const float *const *flt,
+                                const float *bias, float lo, float hi, float *out)
+{
+    size_t k = 0;
+    for (; k + 8 <= oc; k += 8) {
+        v8f a;
+        LOAD(a, bias + k);
+        for (size_t t = 0; t < taps; t++) {
+            v8f x, f;
+            LOAD(x, src[t] + k);
+            LOAD(f, flt[t] + k);
+            a += x * f;
+        }
+        STORE(out + k, a);
+    }
+    for (; k < oc; k++) {
+        float a = bias[k];
+        for (size_t t = 0; t < taps; t++)
+            a += src[t][k] * flt[t][k];
+        out[k] = a;
+    }
+    for (k = 0; k < oc; k++)
+        out[k] = out[k] < lo ? lo : (out[k] > hi ? hi : out[k]);
+}
+
 int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
                              const struct npu_tensor *bias, const struct npu_window *w,
                              int32_t multiplier, const struct npu_tensor *output,
@@ -312,8 +341,9 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
     } else {
         struct npu_tensor fv, bv;
         float *f_owned = NULL, *b_owned = NULL;
+        const float **src = malloc(g.fh * g.fw * sizeof *src), **flt = malloc(g.fh * g.fw * sizeof *flt);
         rows = malloc(count * oc * sizeof(float));
-        rc = rows ? ops_widen(filter, &fv, &f_owned) : NPU_E_NO_MEMORY;
+        rc = rows && src && flt ? ops_widen(filter, &fv, &f_owned) : NPU_E_NO_MEMORY;
         if (rc == NPU_OK)
             rc = ops_widen(bias, &bv, &b_owned);
         if (rc == NPU_OK) {
@@ -324,16 +354,21 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
                 for (size_t ox = 0; ox < g.ow; ox++, i++) {
                     size_t n = r / g.oh, oy = r % g.oh;
                     float *a = (float *)rows + i * oc;
+                    if (mult == 1) {
+                        size_t taps = valid_taps(&g, n, oy, ox, pixel, tap);
+                        for (size_t t = 0; t < taps; t++) {
+                            src[t] = xs + pixel[t] * g.c;
+                            flt[t] = fs + tap[t] * oc;
+                        }
+                        depthwise_pixel_f32(oc, taps, src, flt, bs, lo, hi, a);
+                        continue;
+                    }
                     memcpy(a, bs, oc * sizeof *a);
                     for (size_t t = 0, taps = valid_taps(&g, n, oy, ox, pixel, tap); t < taps; t++) {
                         const float *s = xs + pixel[t] * g.c;
                         const float *f = fs + tap[t] * oc;
-                        if (mult == 1)
-                            for (size_t k = 0; k < oc; k++)
-                                a[k] += s[k] * f[k];
-                        else
-                            for (size_t k = 0; k < oc; k++)
-                                a[k] += s[k / mult] * f[k];
+                        for (size_t k = 0; k < oc; k++)
+                            a[k] += s[k / mult] * f[k];
                     }
                     for (size_t k = 0; k < oc; k++)
                         a[k] = a[k] < lo ? lo : (a[k] > hi ? hi : a[k]);
@@ -342,6 +377,8 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
         }
         free(f_owned);
         free(b_owned);
+        free(src);
+        free(flt);
     }
     free(pixel);
     free(tap);
