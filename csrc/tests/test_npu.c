@@ -301,7 +301,7 @@ static void test_run_model_data_dependent_shapes(void)
 static void test_hw_data_dependent_shapes(void)
 {
     if (!g_driver_so)
-        return;  /* the reference driver's devices do not claim BOX_WITH_NMS_LIMIT; the template's claim all */
+        return;  /* the reference driver's device 0 (emu-npu) claims neither ABS nor BOX_WITH_NMS_LIMIT; the template's claim all */
     struct npu_system_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.driver_path = g_driver_so;
