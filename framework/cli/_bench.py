@@ -8,8 +8,10 @@ calls the lab, and turns its errors into one line and an exit code.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -68,7 +70,13 @@ def _loads(text: str | None) -> list[float] | None:
                    "to the driver; slower.")
 @click.option("--npu-policy", type=click.Choice(["status-quo", "turn-taking", "budget"]), default="status-quo",
               show_default=True, help="With --whole-stack: the npu service's model-load policy.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option("--seeds", "seeds_text", default=None, metavar="S1,S2,...",
+              help="Run every workload once per seed (a seed axis of the grid; overrides --seed).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Fan the grid's points out on a local Dask cluster of this many worker processes.")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="Fan the grid's points out on an existing Dask cluster (its scheduler's address).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines or bar on stderr.")
 def scheduling(
     workloads: tuple[str, ...],
     policy_names: tuple[str, ...],
@@ -81,6 +89,9 @@ def scheduling(
     no_plot: bool,
     whole_stack: bool,
     npu_policy: str,
+    seeds_text: str | None,
+    workers: int | None,
+    scheduler: str | None,
     quiet: bool,
 ) -> None:
     """Compare NPU scheduling policies on the same arrivals, on the virtual clock.
@@ -96,6 +107,14 @@ def scheduling(
     first; writes OUT/scheduling.json (every number) and OUT/<workload>.png
     (every panel with its legend).  The same seed gives the same numbers.
 
+    The grid (workloads x --seeds x policies x loads) is a set of independent,
+    deterministic points: --workers N runs them on a local Dask cluster of N
+    processes, --scheduler on an existing one (see the README's lab section);
+    the numbers are the same as a serial run's.  A point that fails is reported
+    with its parameters (its policy is left out of that workload's tables) while
+    the rest go on, and the exit status is 1.  Interrupted (Ctrl-C), what had
+    finished is kept in OUT/scheduling.partial.json.
+
     --whole-stack runs the same arrivals through the full framework in one
     process (each task an app that asks the npu service for its model load and
     executes through NNAPI, the HAL, the driver), over the in-memory binder
@@ -108,6 +127,7 @@ def scheduling(
       npuemu bench scheduling phone --policy fcfs --policy preempt-ckpt --no-sweep
       npuemu bench scheduling my.toml --driver build/drivers/mine.so --k 5 --seed 3
       npuemu bench scheduling phone --whole-stack --no-sweep --npu-policy budget
+      npuemu bench scheduling phone --seeds 1,2,3,4 --workers 2
     """
     from framework import lab
 
@@ -125,10 +145,13 @@ def scheduling(
     if unknown:
         raise click.BadParameter(f"unknown policy {unknown[0]!r} (known: {', '.join(builtin)})", param_hint="--policy")
     say = (lambda _m: None) if quiet else (lambda m: click.echo(m, err=True))
+    seeds = _seeds(seeds_text)
+    out = Path(out_dir)
+    done_points: list[dict] = []
     try:
         policies = [builtin[n] for n in dict.fromkeys(policy_names)] if policy_names else list(builtin.values())
         policies += [lab.driver_policy(d) for d in drivers]
-        reports = []
+        grid = []
         for path in paths:
             workload = lab.load_workload(path)
             if seed is not None:
@@ -137,17 +160,61 @@ def scheduling(
                 workload = workload.with_sla_k(sla_k)
             if sweep_loads is not None:
                 workload = workload.with_sweep(sweep_loads)
-            report = lab.run_workload(workload, policies, sweep=not no_sweep, progress=say, whole_stack=whole_stack,
-                                      npu_policy=npu_policy)
-            reports.append(report)
+            grid += [workload.with_seed(s) for s in seeds] if seeds else [workload]
+        with lab.open_executor(workers=workers, scheduler=scheduler) as executor, \
+                _progress_bar(quiet) as bar:
+
+            def point_done(p: dict) -> None:
+                bar.total = p["total"]
+                bar.update(1)
+                if p["error"] is None and p["value"] is not None:
+                    done_points.append({**p["params"], "summary": p["value"]})
+
+            result = lab.run_grid(grid, policies, sweep=not no_sweep, progress=say, on_point=point_done,
+                                  whole_stack=whole_stack, npu_policy=npu_policy, executor=executor)
+        for i, report in enumerate(result.reports):
             # The key to the columns once, under the first table.
-            click.echo(lab.format_report(report, key=len(reports) == 1))
+            click.echo(lab.format_report(report, key=i == 0))
             click.echo("")
-        out = Path(out_dir)
-        json_path = lab.write_json(lab.report_json(reports, seed_override=seed), out / "scheduling.json")
+        document = lab.report_json(result.reports, seed_override=seed)
+        document["failures"] = result.failures
+        json_path = lab.write_json(document, out / "scheduling.json")
         written = [json_path]
         if not no_plot:
-            written += [lab.plot_report(r, out / f"{r.workload.name}.png") for r in reports]
-    except lab.LabError as e:
+            written += [lab.plot_report(r, out / _plot_name(r, len(seeds) > 1)) for r in result.reports]
+    except KeyboardInterrupt:
+        partial = lab.write_json({"lab": "npuemu scheduling lab, interrupted", "points": done_points},
+                                 out / "scheduling.partial.json")
+        click.echo(f"interrupted: {len(done_points)} finished runs kept in {partial}", err=True)
+        raise SystemExit(130) from None
+    except (lab.LabError, OSError) as e:
         raise click.ClickException(str(e)) from None
+    for f in result.failures:
+        where = ", ".join(f"{k} {f[k]}" for k in ("workload", "seed", "stage", "policy", "load") if f.get(k) is not None)
+        click.echo(f"failed: {where}: {f['error']}", err=True)
     click.echo("wrote " + ", ".join(str(p) for p in written) + f" in {time.monotonic() - started:.1f} s")
+    if result.failures:
+        raise SystemExit(1)
+
+
+def _seeds(text: str | None) -> list[int]:
+    if text is None:
+        return []
+    try:
+        seeds = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of integers", param_hint="--seeds") from None
+    if any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise click.BadParameter(f"seeds must be distinct integers >= 0, got {text!r}", param_hint="--seeds")
+    return seeds
+
+
+def _plot_name(report: Any, by_seed: bool) -> str:
+    return f"{report.workload.name}-seed{report.workload.seed}.png" if by_seed else f"{report.workload.name}.png"
+
+
+def _progress_bar(quiet: bool) -> Any:
+    from tqdm import tqdm
+
+    # On a terminal only (disable=None), so logs and CI output stay plain.
+    return tqdm(total=0, unit="point", desc="points", disable=True if quiet else None, leave=False, file=sys.stderr)

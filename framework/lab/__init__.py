@@ -11,6 +11,8 @@ General layout (each module imports only those above it):
   own) and one run of a workload on ``npuhal``'s virtual clock;
 - ``_stack``: whole-stack mode: each task an app that goes through the npu
   service, NNAPI, the HAL and the driver, all in one trio run on the MockClock;
+- ``_sweep``: where a grid's points run: in this process, or fanned out on a
+  ``dask.distributed`` cluster (local or remote);
 - ``_lab``: the experiment: every policy on the same arrivals, isolated
   times, a summary of every run (in driver or whole-stack mode);
 - ``_report``: tables, the PNG plot, the JSON of every number.
@@ -21,8 +23,10 @@ this package.  Everything public is re-exported here, exactly once.
 
 from ._errors import LabError as LabError, LabRunError as LabRunError, WorkloadError as WorkloadError
 from ._lab import (
+    GridResult as GridResult,
     WorkloadReport as WorkloadReport,
     prema_comparison as prema_comparison,
+    run_grid as run_grid,
     run_workload as run_workload,
     summarize as summarize,
 )
@@ -55,6 +59,13 @@ from ._run import (
     run_policy as run_policy,
 )
 from ._stack import NPU_POLICIES as NPU_POLICIES
+from ._sweep import (
+    DaskExecutor as DaskExecutor,
+    Executor as Executor,
+    SerialExecutor as SerialExecutor,
+    UpstreamFailed as UpstreamFailed,
+    open_executor as open_executor,
+)
 from ._workload import (
     Arrival as Arrival,
     Bursts as Bursts,

@@ -26,9 +26,10 @@ from npuhal import EndReason
 from . import _metrics as M
 from ._errors import LabRunError
 from ._run import Calibration, Policy, RunResult, calibrate, measure_isolated, run_policy
+from ._sweep import Executor, Point, SerialExecutor
 from ._workload import Workload, factor_for_load, generate_arrivals, offered_load
 
-__all__ = ["WorkloadReport", "run_workload", "summarize", "prema_comparison"]
+__all__ = ["WorkloadReport", "GridResult", "run_workload", "run_grid", "summarize", "prema_comparison"]
 
 
 def _ms(ns: int | None) -> float | None:
@@ -248,8 +249,14 @@ class _DriverMode:
 
     def __init__(self, workload: Workload, base: Policy) -> None:
         self.workload = workload
+        self.base = base
         self.cal: Calibration = calibrate(workload, base)
         self.model_size = {"cost_scales": list(self.cal.cost_scales)}
+
+    def __reduce__(self) -> Any:
+        # Its models hold shared memory, which cannot be pickled: a Dask worker that
+        # receives a mode calibrates again (deterministic: the same models and scales).
+        return (type(self), (self.workload, self.base))
 
     def isolated(self, policy: Policy) -> tuple[list[int], list[int], list[Any]]:
         return measure_isolated(self.workload, self.cal, policy)
@@ -268,12 +275,16 @@ class _StackMode:
 
         self._stack = _stack
         self.workload = workload
+        self.base = base
         self.npu_policy = npu_policy
         self.cal = _stack.calibrate_stack(workload, base)
         self.reference = _stack.stack_reference(workload, self.cal)
         self.model_size = {"layers": list(self.cal.layers), "width": _stack.STACK_WIDTH,
                            "floor_ms": list(self.cal.floor_ms)}
         self._alone: dict[str | None, tuple[list[int], list[int], list[Any]]] = {}
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.workload, self.base, self.npu_policy))  # calibrated again where it lands
 
     def isolated(self, policy: Policy) -> tuple[list[int], list[int], list[Any]]:
         # One request alone cannot be scheduled differently: measured once per driver.
@@ -303,70 +314,165 @@ def run_workload(
     progress: Callable[[str], None] | None = None,
     whole_stack: bool = False,
     npu_policy: str = "status-quo",
+    executor: Executor | None = None,
 ) -> WorkloadReport:
     """Run every policy on ``workload`` at its nominal load and (``sweep``) at each sweep level.
 
     ``whole_stack``: through the full framework (apps, the npu service under its
     load policy ``npu_policy``, the HAL) instead of straight to the driver; see
     ``framework.lab._stack``.  About a hundred times slower per request.
+    ``executor``: where the points run (``framework.lab.open_executor``); by default
+    in this process.  The first point that fails raises ``LabRunError`` (``run_grid``
+    reports failures and goes on).
+    """
+    grid = run_grid([workload], policies, sweep=sweep, progress=progress, whole_stack=whole_stack,
+                    npu_policy=npu_policy, executor=executor)
+    if grid.failures:
+        raise LabRunError(grid.failures[0]["error"])
+    return grid.reports[0]
+
+
+@dataclass(slots=True)
+class GridResult:
+    """A grid's reports (one per workload that could be calibrated, in the order given), and
+    every point that failed, with its parameters: ``{"workload", "seed", "stage", "policy",
+    "load", "error"}`` (a policy with a failed point is left out of its workload's report)."""
+
+    reports: list[WorkloadReport]
+    failures: list[dict[str, Any]]
+    points: int
+
+
+# The points of one workload's graph.  Each is a module-level function of picklable
+# arguments (the lab's dataclasses, numpy arrays), so that Dask can ship it.
+
+def _calibrate_point(workload: Workload, base: Policy, whole_stack: bool, npu_policy: str) -> _DriverMode | _StackMode:
+    return _StackMode(workload, base, npu_policy) if whole_stack else _DriverMode(workload, base)
+
+
+def _model_size_point(mode: _DriverMode | _StackMode) -> dict[str, Any]:
+    return mode.model_size
+
+
+def _isolated_point(mode: _DriverMode | _StackMode, policy: Policy) -> tuple[list[int], list[int], list[Any]]:
+    return mode.isolated(policy)
+
+
+def _levels_point(mode: _DriverMode | _StackMode, base: Policy, base_isolated: tuple[list[int], list[int], list[Any]],
+                  sweep: bool) -> dict[str, Any]:
+    # Offered load and the sweep's factors come from the calibration driver's
+    # figures: the workload's intensity must not depend on the policies picked.
+    workload = mode.workload
+    with base.open_driver(workload) as d:
+        channels = d.device_by_name(workload.device).channels
+    ref_ms = [t / 1e6 for t in base_isolated[0]]
+    levels: list[tuple[float, float | None]] = [(1.0, None)]
+    if sweep:
+        levels += [(factor_for_load(workload, ref_ms, channels, load), load) for load in workload.sweep_loads]
+    return {"channels": channels, "nominal_load": offered_load(workload, ref_ms, channels), "levels": levels}
+
+
+def _run_point(mode: _DriverMode | _StackMode, policy: Policy, isolated: tuple[list[int], list[int], list[Any]],
+               levels: dict[str, Any], index: int) -> dict[str, Any]:
+    factor, load = levels["levels"][index]
+    turn, busy, outs = isolated
+    result = mode.run(policy, generate_arrivals(mode.workload, factor), outs, factor)
+    offered = offered_load(mode.workload, [t / 1e6 for t in turn], result.channels, factor)
+    return summarize(result, mode.workload, turn, busy, offered=offered, load=load)
+
+
+def run_grid(
+    workloads: Sequence[Workload],
+    policies: Sequence[Policy],
+    *,
+    sweep: bool = True,
+    progress: Callable[[str], None] | None = None,
+    on_point: Callable[[dict[str, Any]], None] | None = None,
+    whole_stack: bool = False,
+    npu_policy: str = "status-quo",
+    executor: Executor | None = None,
+) -> GridResult:
+    """Every policy on every workload (give one per seed for a seed axis), as a graph of
+    independent points on ``executor`` (serial by default; Dask with ``open_executor``).
+
+    Per workload: calibrate it, measure each policy's isolated times, then run each
+    policy at the nominal load and at each sweep level.  The numbers are the same
+    wherever the points run.  ``on_point`` sees each finished point (``{"done",
+    "total", "params", "error"}``) as it finishes, for progress bars and partial results.
     """
     if not policies:
         raise LabRunError("no policy to run")
     names = [p.name for p in policies]
     if len(set(names)) != len(names):
         raise LabRunError(f"two policies share a name: {names}")
-    say = progress or (lambda _msg: None)
-    base = _calibration_policy(workload, policies)
-    if base.driver_path is not None:
-        policies = _onto(base.driver_path, policies)
-        say(f"{workload.name}: the reference driver has no {workload.device}: the lab's policies set their modes "
-            f"on {Path(base.driver_path).name}")
-    say(f"{workload.name}: calibrating {len(workload.tasks)} task models on {workload.device} ({base.description})")
     if whole_stack:
-        from ._stack import NPU_POLICIES
+        from ._stack import NPU_POLICIES  # the whole stack (the emulator) is imported only when asked for
 
         if npu_policy not in NPU_POLICIES:
             raise LabRunError(f"npu policy must be one of {', '.join(NPU_POLICIES)}, not {npu_policy!r}")
-        mode: _DriverMode | _StackMode = _StackMode(workload, base, npu_policy)
-    else:
-        mode = _DriverMode(workload, base)
-    isolated: dict[str, tuple[list[int], list[int], list[Any]]] = {}
-    for p in policies:
-        say(f"{workload.name}: isolated times under {p.name} ({mode.name})")
-        isolated[p.name] = mode.isolated(p)
-    # Offered load and the sweep's factors come from the calibration driver's
-    # figures: the workload's intensity must not depend on the policies picked.
-    ref_turn = mode.isolated(base)[0]
-    with base.open_driver(workload) as d:
-        channels = d.device_by_name(workload.device).channels
-    ref_ms = [t / 1e6 for t in ref_turn]
-    nominal_load = offered_load(workload, ref_ms, channels)
+    say = progress or (lambda _msg: None)
+    executor = executor or SerialExecutor()
+    plans = []
+    for workload in workloads:
+        base = _calibration_policy(workload, policies)
+        ps = list(policies)
+        if base.driver_path is not None:
+            ps = _onto(base.driver_path, ps)
+            say(f"{workload.name}: the reference driver has no {workload.device}: the lab's policies set their modes "
+                f"on {Path(base.driver_path).name}")
+        where = {"workload": workload.name, "seed": workload.seed}
+        mode = executor.submit(_calibrate_point, workload, base, whole_stack, npu_policy, fetch=False, **where,
+                               stage="calibrate")
+        size = executor.submit(_model_size_point, mode, **where, stage="calibrate")
+        isolated = {p.name: executor.submit(_isolated_point, mode, p, **where, stage="isolated", policy=p.name)
+                    for p in ps}
+        base_iso = executor.submit(_isolated_point, mode, base, **where, stage="isolated", policy=base.name)
+        levels = executor.submit(_levels_point, mode, base, base_iso, sweep, **where, stage="levels")
+        loads = [None] + (list(workload.sweep_loads) if sweep else [])
+        runs = {(p.name, i): executor.submit(_run_point, mode, p, isolated[p.name], levels, i, **where, stage="run",
+                                             policy=p.name, load="nominal" if load is None else load)
+                for i, load in enumerate(loads) for p in ps}
+        plans.append((workload, ps, mode, size, isolated, base_iso, levels, runs))
+        say(f"{workload.name} (seed {workload.seed}): {len(ps)} policies x {len(loads)} loads "
+            f"({'whole-stack' if whole_stack else 'driver'} mode)")
+    points = [p for _w, _ps, mode, size, isolated, base_iso, levels, runs in plans
+              for p in (mode, size, *isolated.values(), base_iso, levels, *runs.values())]
+    done = 0
 
-    def level(factor: float, load: float | None) -> list[dict[str, Any]]:
-        arrivals = generate_arrivals(workload, factor)
-        out = []
-        for p in policies:
-            turn, busy, outs = isolated[p.name]
-            result = mode.run(p, arrivals, outs, factor)
-            offered = offered_load(workload, [t / 1e6 for t in turn], result.channels, factor)
-            out.append(summarize(result, workload, turn, busy, offered=offered, load=load))
-        return out
+    def finished(point: Point) -> None:
+        nonlocal done
+        done += 1
+        if on_point is not None:
+            on_point({"done": done, "total": len(points), "params": point.params,
+                      "error": None if point.error is None else f"{type(point.error).__name__}: {point.error}",
+                      "value": point.value if point.params.get("stage") == "run" else None})
 
-    say(f"{workload.name}: nominal load {nominal_load:.2f}, {len(policies)} policies ({mode.name})")
-    report = WorkloadReport(
-        workload=workload,
-        policies=tuple(policies),
-        mode=mode.name,
-        npu_policy=npu_policy if whole_stack else None,
-        model_size=mode.model_size,
-        channels=channels,
-        isolated_ms={p.name: [t / 1e6 for t in isolated[p.name][0]] for p in policies},
-        nominal_load=nominal_load,
-        nominal=level(1.0, None),
-    )
-    if sweep:
-        for load in workload.sweep_loads:
-            factor = factor_for_load(workload, ref_ms, channels, load)
-            say(f"{workload.name}: sweep load {load:g} (rate x{factor:.2f})")
-            report.sweep.append({"load": load, "rate_factor": factor, "runs": level(factor, load)})
-    return report
+    say(f"{len(points)} points on {getattr(executor, 'where', 'this process')}")
+    executor.run(points, finished)
+    reports, failures = [], []
+    for workload, ps, mode, size, isolated, base_iso, levels, runs in plans:
+        bad = [p for p in (mode, size, *isolated.values(), base_iso, levels, *runs.values()) if p.failed]
+        failures += [{**p.params, "policy": p.params.get("policy"), "load": p.params.get("load"),
+                      "error": f"{type(p.error).__name__}: {p.error}"} for p in bad]
+        if mode.failed or size.failed or levels.failed:
+            continue
+        failed_policies = {p.params.get("policy") for p in bad}
+        kept = [p for p in ps if p.name not in failed_policies]
+        lv = levels.value
+        n_levels = len(lv["levels"])
+        report = WorkloadReport(
+            workload=workload,
+            policies=tuple(kept),
+            mode=_StackMode.name if whole_stack else _DriverMode.name,
+            npu_policy=npu_policy if whole_stack else None,
+            model_size=size.value,
+            channels=lv["channels"],
+            isolated_ms={p.name: [t / 1e6 for t in isolated[p.name].value[0]] for p in kept},
+            nominal_load=lv["nominal_load"],
+            nominal=[runs[(p.name, 0)].value for p in kept],
+        )
+        for i in range(1, n_levels):
+            factor, load = lv["levels"][i]
+            report.sweep.append({"load": load, "rate_factor": factor, "runs": [runs[(p.name, i)].value for p in kept]})
+        reports.append(report)
+    return GridResult(reports, failures, len(points))
