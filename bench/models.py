@@ -15,18 +15,24 @@ HAL's clock follower steps it by 1 ms, so it is good to a millisecond per device
 ``nnapi-reference`` has none).
 
 It measures only: no assertion. Under load (a shared machine) the real times are high.
+numpy's OpenBLAS runs one thread (OPENBLAS_NUM_THREADS=1, set before numpy is imported):
+its idle threads would otherwise spin beside the single-threaded kernels and LiteRT.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
-import trio
-import trio.testing
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # before numpy loads its BLAS: one thread, as LiteRT and the kernels
+
+import trio  # noqa: E402
+import trio.testing  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
