@@ -180,6 +180,21 @@ static size_t channel_of(const struct npu_tensor *t, size_t i)
     return i / inner % t->dims[t->channel_dim];
 }
 
+OPS_CLONES
+void ops_clamp_f32(float *dst, const float *src, size_t n, float lo, float hi)
+{
+    v8f lov = OPS_V8_SPLAT(lo), hiv = OPS_V8_SPLAT(hi);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8f v;
+        LOAD(v, src + i);
+        v = OPS_V8_SELECT(v < lov, lov, OPS_V8_SELECT(v > hiv, hiv, v));
+        STORE(dst + i, v);
+    }
+    for (; i < n; i++)
+        dst[i] = src[i] < lo ? lo : (src[i] > hi ? hi : src[i]);
+}
+
 double ops_get(const struct npu_tensor *t, size_t i)
 {
     const void *d = t->data;
@@ -261,6 +276,26 @@ int ops_broadcast(const struct npu_tensor *a, const struct npu_tensor *b, const 
         bc->sb[d] = db == 1 ? 0 : stride_b;
         stride_a *= da;
         stride_b *= db;
+    }
+    /* Coalesced, the same walk in fewer, longer loops: dimensions of 1 dropped, and a
+     * dimension merged into the one right of it when both a and b step over it as
+     * over that whole dimension (the innermost stride is then 1, or 0 broadcasting). */
+    int to = NPU_MAX_RANK;
+    for (int d = NPU_MAX_RANK - 1; d >= 0; d--) {
+        if (bc->dims[d] == 1)
+            continue;
+        if (to < NPU_MAX_RANK && bc->sa[d] == bc->sa[to] * bc->dims[to] && bc->sb[d] == bc->sb[to] * bc->dims[to]) {
+            bc->dims[to] *= bc->dims[d];
+            continue;
+        }
+        to--;
+        bc->dims[to] = bc->dims[d];
+        bc->sa[to] = bc->sa[d];
+        bc->sb[to] = bc->sb[d];
+    }
+    for (int d = to - 1; d >= 0; d--) {
+        bc->dims[d] = 1;
+        bc->sa[d] = bc->sb[d] = 0;
     }
     return NPU_OK;
 }

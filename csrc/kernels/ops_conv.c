@@ -83,27 +83,6 @@ void ops_requant_block(const struct ops_requant *q, const int32_t *acc, const in
 
 /* -- CONV_2D ------------------------------------------------------------------- */
 
-typedef int32_t v8m __attribute__((vector_size(32)));
-
-/* r[i] clamped to [lo, hi] for i < n, a NaN kept: without a branch per element,
- * eight at a time (a fused RELU's branch on the sign mispredicts half the time). */
-OPS_CLONES
-static void clamp_f32(float *r, size_t n, float lo, float hi)
-{
-    v8f lov = {lo, lo, lo, lo, lo, lo, lo, lo}, hiv = {hi, hi, hi, hi, hi, hi, hi, hi};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        v8f v;
-        LOAD(v, r + i);
-        v8m below = v < lov, above = v > hiv;
-        v8m keep = ~(below | above);
-        v = (v8f)(((v8m)v & keep) | ((v8m)lov & below) | ((v8m)hiv & above));
-        STORE(r + i, v);
-    }
-    for (; i < n; i++)
-        r[i] = r[i] < lo ? lo : (r[i] > hi ? hi : r[i]);
-}
-
 /* The input pixel (iy, ix) filter tap `tap` of output pixel (oy, ox) reads;
  * false in the padding. */
 static inline bool conv_tap(const struct ops_geometry *g, size_t oy, size_t ox, size_t tap, size_t *iy, size_t *ix)
@@ -154,7 +133,7 @@ int ops_conv_store(const struct npu_tensor *input, const struct npu_tensor *filt
     if (input->type != NPU_OPERAND_TENSOR_QUANT8_ASYMM) {
         float lo, hi, *r = sums;
         ops_float_bounds(fuse, &lo, &hi);
-        clamp_f32(r, count * oc, lo, hi);
+        ops_clamp_f32(r, r, count * oc, lo, hi);
         ops_store_rows_f32(output, nchw, begin, end, r);
         return NPU_OK;
     }
@@ -294,7 +273,7 @@ static void depthwise_pixel_f32(size_t oc, size_t taps, const float *const *src,
             a += src[t][k] * flt[t][k];
         out[k] = a;
     }
-    clamp_f32(out, oc, lo, hi);
+    ops_clamp_f32(out, out, oc, lo, hi);
 }
 
 int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
@@ -389,7 +368,7 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
                         for (size_t k = 0; k < oc; k++)
                             a[k] += s[k / mult] * f[k];
                     }
-                    clamp_f32(a, oc, lo, hi);
+                    ops_clamp_f32(a, a, oc, lo, hi);
                 }
             ops_store_rows_f32(output, w->nchw, begin, end, rows);
         }
@@ -483,7 +462,7 @@ int npu_op_fully_connected(const struct npu_tensor *input, const struct npu_tens
     if (rc == NPU_OK) {
         float lo, hi;
         ops_float_bounds(fuse, &lo, &hi);
-        clamp_f32(rows, (end - begin) * units, lo, hi);
+        ops_clamp_f32(rows, rows, (end - begin) * units, lo, hi);
         for (size_t i = 0; i < (end - begin) * units; i++) {
             float v = rows[i];
             if (output->type == NPU_OPERAND_TENSOR_FLOAT16)

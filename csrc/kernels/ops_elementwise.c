@@ -18,6 +18,42 @@ static int32_t clamp32(int64_t v, int32_t lo, int32_t hi)
     return (int32_t)(v < lo ? lo : (v > hi ? hi : v));
 }
 
+/* One row of a float32 ADD, SUB, MUL, MAXIMUM or MINIMUM: o[j] = x[j * sx] op
+ * y[j * sy] for j < n, sx and sy 1 or 0 (broadcast), eight at a time.  Each float
+ * operation is the correctly rounded one, as the double computation rounded to
+ * float is, so the results are those of the generic path. */
+#define ARITH_ROW(VEXPR, SEXPR)                                                                    \
+    do {                                                                                           \
+        v8f x = OPS_V8_SPLAT(xs[0]), y = OPS_V8_SPLAT(ys[0]);                                      \
+        for (; j + 8 <= n; j += 8) {                                                               \
+            if (sx)                                                                                \
+                LOAD(x, xs + j);                                                                   \
+            if (sy)                                                                                \
+                LOAD(y, ys + j);                                                                   \
+            v8f v = VEXPR;                                                                         \
+            STORE(o + j, v);                                                                       \
+        }                                                                                          \
+        for (; j < n; j++) {                                                                       \
+            float xj = xs[j * sx], yj = ys[j * sy];                                                \
+            o[j] = SEXPR;                                                                          \
+        }                                                                                          \
+    } while (0)
+
+OPS_CLONES
+static void arith_row_f32(enum arith op, const float *xs, size_t sx, const float *ys, size_t sy, float *o, size_t n)
+{
+    size_t j = 0;
+    if (n == 0)
+        return;
+    switch (op) {
+    case ARITH_ADD: ARITH_ROW(x + y, xj + yj); break;
+    case ARITH_SUB: ARITH_ROW(x - y, xj - yj); break;
+    case ARITH_MUL: ARITH_ROW(x * y, xj * yj); break;
+    case ARITH_MAX: ARITH_ROW(OPS_V8_SELECT(x > y, x, y), xj > yj ? xj : yj); break;
+    default: ARITH_ROW(OPS_V8_SELECT(x < y, x, y), xj < yj ? xj : yj); break;
+    }
+}
+
 static int arithmetic(enum arith op, const struct npu_tensor *a, const struct npu_tensor *b, int32_t fuse,
                       const struct npu_tensor *out)
 {
@@ -35,6 +71,18 @@ static int arithmetic(enum arith op, const struct npu_tensor *a, const struct np
     OPS_TRY(ops_check_fuse(fuse));
     struct ops_broadcast bc;
     OPS_TRY(ops_broadcast(a, b, out, 4, &bc));
+    if (a->type == NPU_OPERAND_TENSOR_FLOAT32) {
+        float lo, hi;
+        ops_float_bounds(fuse, &lo, &hi);
+        const float *xa = a->data, *xb = b->data;
+        float *dst = out->data;
+        OPS_FOR_BROADCAST_ROWS(bc, i, ia, ib) {
+            arith_row_f32(op, xa + ia, bc.sa[5], xb + ib, bc.sb[5], dst + i, bc.dims[5]);
+            if (fuse != NPU_FUSE_NONE)
+                ops_clamp_f32(dst + i, dst + i, bc.dims[5], lo, hi);
+        }
+        return NPU_OK;
+    }
     if (a->type != NPU_OPERAND_TENSOR_QUANT8_ASYMM || extreme) {
         /* real values (MAXIMUM and MINIMUM pick one, requantized to the output's) */
         float lo, hi;
@@ -76,13 +124,20 @@ static int arithmetic(enum arith op, const struct npu_tensor *a, const struct np
     OPS_TRY(npu_quantize_multiplier(twice_max / ((double)(1 << left_shift) * out->scale), &qo, &so));
     if (op == ARITH_SUB)
         q2 = -q2;
-    OPS_FOR_BROADCAST(bc, i, ia, ib) {
-        int32_t x1 = ((int32_t)xa[ia] - a->zero_point) * (1 << left_shift);
-        int32_t x2 = ((int32_t)xb[ib] - b->zero_point) * (1 << left_shift);
-        int64_t total = (int64_t)npu_multiply_by_quantized_multiplier(x1, q1, s1) +
-                        npu_multiply_by_quantized_multiplier(x2, q2, s2);
-        int32_t raw = npu_multiply_by_quantized_multiplier(clamp32(total, INT32_MIN, INT32_MAX), qo, so);
-        dst[i] = (uint8_t)clamp32((int64_t)raw + out->zero_point, lo, hi);
+    /* each input's rescaled term, per stored value */
+    int32_t ta[256], tb[256];
+    for (int32_t v = 0; v < 256; v++) {
+        ta[v] = npu_multiply_by_quantized_multiplier((v - a->zero_point) * (1 << left_shift), q1, s1);
+        tb[v] = npu_multiply_by_quantized_multiplier((v - b->zero_point) * (1 << left_shift), q2, s2);
+    }
+    OPS_FOR_BROADCAST_ROWS(bc, i, ia, ib) {
+        const uint8_t *ra = xa + ia, *rb = xb + ib;
+        size_t sa = bc.sa[5], sb = bc.sb[5];
+        for (size_t j = 0; j < bc.dims[5]; j++) {
+            int64_t total = (int64_t)ta[ra[j * sa]] + tb[rb[j * sb]];
+            int32_t raw = npu_multiply_by_quantized_multiplier(clamp32(total, INT32_MIN, INT32_MAX), qo, so);
+            dst[i + j] = (uint8_t)clamp32((int64_t)raw + out->zero_point, lo, hi);
+        }
     }
     return NPU_OK;
 }
@@ -116,6 +171,23 @@ int npu_op_minimum(const struct npu_tensor *a, const struct npu_tensor *b, const
 
 enum unary { U_RELU, U_RELU1, U_RELU6, U_LOGISTIC, U_TANH };
 
+/* The real result of fn at v, in double (each path stores it in its type). */
+static double unary_value(enum unary fn, double v)
+{
+    switch (fn) {
+    case U_RELU:
+        return v < 0.0 ? 0.0 : v;
+    case U_RELU1:
+        return v < -1.0 ? -1.0 : (v > 1.0 ? 1.0 : v);
+    case U_RELU6:
+        return v < 0.0 ? 0.0 : (v > 6.0 ? 6.0 : v);
+    case U_LOGISTIC:
+        return 1.0 / (1.0 + exp(-v));
+    default:
+        return tanh(v);
+    }
+}
+
 static int unary(enum unary fn, const struct npu_tensor *in, const struct npu_tensor *out)
 {
     OPS_TRY(ops_check(in));
@@ -133,27 +205,34 @@ static int unary(enum unary fn, const struct npu_tensor *in, const struct npu_te
             return NPU_E_BAD_SCALAR;
     }
     size_t n = npu_ops_element_count(in);
-    for (size_t i = 0; i < n; i++) {
-        double v = ops_get(in, i);
+    if (in->type == NPU_OPERAND_TENSOR_FLOAT32) {
+        const float *x = in->data;
+        float *y = out->data;
         switch (fn) {
-        case U_RELU:
-            v = v < 0.0 ? 0.0 : v;
-            break;
-        case U_RELU1:
-            v = v < -1.0 ? -1.0 : (v > 1.0 ? 1.0 : v);
-            break;
-        case U_RELU6:
-            v = v < 0.0 ? 0.0 : (v > 6.0 ? 6.0 : v);
-            break;
-        case U_LOGISTIC:
-            v = 1.0 / (1.0 + exp(-v));
-            break;
-        case U_TANH:
-            v = tanh(v);
+        case U_RELU: ops_clamp_f32(y, x, n, 0.0f, INFINITY); break;
+        case U_RELU1: ops_clamp_f32(y, x, n, -1.0f, 1.0f); break;
+        case U_RELU6: ops_clamp_f32(y, x, n, 0.0f, 6.0f); break;
+        default:
+            for (size_t i = 0; i < n; i++)
+                y[i] = (float)unary_value(fn, x[i]);
             break;
         }
-        ops_set(out, i, v);
+        return NPU_OK;
     }
+    if (in->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM) {
+        /* a table of the 256 stored values' results, each as the generic path makes it */
+        uint8_t table[256];
+        for (int32_t v = 0; v < 256; v++)
+            table[v] = ops_quantize_u8(unary_value(fn, ((double)v - in->zero_point) * in->scale), out->scale,
+                                       out->zero_point);
+        const uint8_t *x = in->data;
+        uint8_t *y = out->data;
+        for (size_t i = 0; i < n; i++)
+            y[i] = table[x[i]];
+        return NPU_OK;
+    }
+    for (size_t i = 0; i < n; i++)
+        ops_set(out, i, unary_value(fn, ops_get(in, i)));
     return NPU_OK;
 }
 

@@ -28,6 +28,11 @@
 typedef float v8f __attribute__((vector_size(32)));
 #define LOAD(v, p) memcpy(&(v), (p), sizeof(v))
 #define STORE(p, v) memcpy((p), &(v), sizeof(v))
+/* A lane mask (all ones where a comparison of v8f holds), a lane-wise choice
+ * (macros: a function returning a vector warns of the ABI without AVX). */
+typedef int32_t v8m __attribute__((vector_size(32)));
+#define OPS_V8_SELECT(mask, yes, no) ((v8f)(((v8m)(yes) & (mask)) | ((v8m)(no) & ~(mask))))
+#define OPS_V8_SPLAT(x) ({ float ops_s_ = (x); (v8f){ops_s_, ops_s_, ops_s_, ops_s_, ops_s_, ops_s_, ops_s_, ops_s_}; })
 
 #define OPS_TRY(expr)                  \
     do {                               \
@@ -54,6 +59,10 @@ bool ops_same_dims(const struct npu_tensor *a, const struct npu_tensor *b);
 int ops_type_in(const struct npu_tensor *t, int count, ...);
 int ops_check_fuse(int32_t fuse);
 void ops_float_bounds(int32_t fuse, float *lo, float *hi);
+/* dst[i] = src[i] clamped to [lo, hi] (v < lo ? lo : v > hi ? hi : v, so a NaN is
+ * kept) for i < n, dst == src allowed: eight at a time without a branch per element
+ * (a fused RELU's branch on the sign mispredicts half the time). */
+void ops_clamp_f32(float *dst, const float *src, size_t n, float lo, float hi);
 /* CalculateActivationRangeUint8: the fused bounds as stored values of out. */
 void ops_quant_bounds(int32_t fuse, const struct npu_tensor *out, int32_t *lo, int32_t *hi);
 /* round(real / scale) + zero point, halves away from zero, saturated to 0..255. */
@@ -68,10 +77,12 @@ bool ops_is_float(const struct npu_tensor *t);
 void ops_requantize_moved(const struct npu_tensor *out, float scale, int32_t zero_point);
 
 /* NNAPI's broadcasting of two tensors a and b to out: dimensions aligned from
- * the right, each pair equal or one of them 1.  The output's dims, left-padded
- * with 1 to NPU_MAX_RANK, and the strides reading a and b at each output index
- * (0 along a dimension that broadcasts).  NPU_E_BAD_SHAPE when a or b has a rank
- * above max_rank, they do not broadcast, or out is not their broadcast shape. */
+ * the right, each pair equal or one of them 1.  The output's index space as
+ * NPU_MAX_RANK loops (row-major), coalesced (dimensions of 1 dropped, neighbours
+ * merged where both inputs read them as one; left-padded with 1), and the
+ * strides reading a and b at each output index (0 along a dimension that
+ * broadcasts; the innermost one is 1 or 0).  NPU_E_BAD_SHAPE when a or b has a
+ * rank above max_rank, they do not broadcast, or out is not their broadcast shape. */
 struct ops_broadcast {
     size_t dims[NPU_MAX_RANK], sa[NPU_MAX_RANK], sb[NPU_MAX_RANK];
 };
@@ -92,6 +103,21 @@ _Static_assert(NPU_MAX_RANK == 6, "OPS_FOR_BROADCAST has one loop per dimension"
                                     ib = i0 * (bc).sb[0] + i1 * (bc).sb[1] + i2 * (bc).sb[2] +     \
                                          i3 * (bc).sb[3] + i4 * (bc).sb[4];                        \
                              i5 < (bc).dims[5]; i5++, i++, ia += (bc).sa[5], ib += (bc).sb[5])
+
+/* The same walk a row at a time: i, ia and ib the first output, a and b
+ * elements of each run of (bc).dims[5] outputs (a's and b's steps along it
+ * (bc).sa[5] and (bc).sb[5]). */
+#define OPS_FOR_BROADCAST_ROWS(bc, i, ia, ib)                                                      \
+    for (size_t i0 = 0, i = 0; i0 < (bc).dims[0]; i0++)                                            \
+        for (size_t i1 = 0; i1 < (bc).dims[1]; i1++)                                               \
+            for (size_t i2 = 0; i2 < (bc).dims[2]; i2++)                                           \
+                for (size_t i3 = 0; i3 < (bc).dims[3]; i3++)                                       \
+                    for (size_t i4 = 0,                                                            \
+                                ia = i0 * (bc).sa[0] + i1 * (bc).sa[1] + i2 * (bc).sa[2] +         \
+                                     i3 * (bc).sa[3],                                              \
+                                ib = i0 * (bc).sb[0] + i1 * (bc).sb[1] + i2 * (bc).sb[2] +         \
+                                     i3 * (bc).sb[3];                                              \
+                         i4 < (bc).dims[4]; i4++, i += (bc).dims[5], ia += (bc).sa[4], ib += (bc).sb[4])
 
 /* Float16 tensors compute through float32 copies: widen makes *view a float32
  * tensor of in's values (*owned holds the copy to free, NULL when in is not
