@@ -323,6 +323,15 @@ int npu_op_l2_normalization(const struct npu_tensor *input, int32_t axis, const 
     return along_axis(ALONG_L2, input, 1.0f, axis, output);
 }
 
+/* One row of a float32 PRELU (x >= 0 ? x : x * alpha), as arith_row_f32 walks one. */
+OPS_CLONES
+static void prelu_row_f32(const float *xs, size_t sx, const float *ys, size_t sy, float *o, size_t n)
+{
+    size_t j = 0;
+    if (n > 0)
+        ARITH_ROW(OPS_V8_SELECT(x >= OPS_V8_SPLAT(0.0f), x, x * y), xj >= 0.0f ? xj : xj * yj);
+}
+
 int npu_op_prelu(const struct npu_tensor *input, const struct npu_tensor *alpha, const struct npu_tensor *output)
 {
     OPS_TRY(ops_check(input));
@@ -333,6 +342,12 @@ int npu_op_prelu(const struct npu_tensor *input, const struct npu_tensor *alpha,
         return NPU_E_BAD_OPERAND_TYPE;
     struct ops_broadcast bc;
     OPS_TRY(ops_broadcast(input, alpha, output, 4, &bc));
+    if (input->type == NPU_OPERAND_TENSOR_FLOAT32) {
+        const float *x = input->data, *a = alpha->data;
+        OPS_FOR_BROADCAST_ROWS(bc, i, ia, ib)
+            prelu_row_f32(x + ia, bc.sa[5], a + ib, bc.sb[5], (float *)output->data + i, bc.dims[5]);
+        return NPU_OK;
+    }
     OPS_FOR_BROADCAST(bc, i, ia, ib) {
         double x = ops_get(input, ia);
         ops_set(output, i, x >= 0.0 ? x : x * ops_get(alpha, ib));
