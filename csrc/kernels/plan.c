@@ -978,34 +978,86 @@ int npu_plan_run_slice(const struct npu_plan *p, uint32_t slice, unsigned char *
     return rc;
 }
 
-int npu_kernel_run_model_shaped(const struct npu_model *model, const struct npu_buffer *inputs,
-                                const struct npu_shape *input_shapes, uint32_t input_count,
-                                const struct npu_buffer *outputs, struct npu_shape *output_shapes, uint32_t output_count)
+struct npu_kernel_prepared {
+    struct npu_plan *plan;
+    unsigned char *arena;  /* kept between runs, grown to the largest run's temp_bytes */
+    size_t arena_bytes;
+};
+
+int npu_kernel_prepare(const struct npu_model *model, struct npu_kernel_prepared **out)
 {
-    struct npu_plan *p, *r = NULL;
-    int rc = npu_plan_create(model, 1, &p);
-    if (rc != NPU_OK)
+    if (out == NULL)
+        return NPU_E_INVALID_ARGUMENT;
+    *out = NULL;
+    struct npu_kernel_prepared *k = calloc(1, sizeof *k);
+    if (k == NULL)
+        return NPU_E_NO_MEMORY;
+    int rc = npu_plan_create(model, 1, &k->plan);
+    if (rc != NPU_OK) {
+        free(k);
         return rc;
-    rc = npu_plan_begin(p, inputs, input_shapes, input_count, outputs, output_shapes, output_count, &r, NULL, 0);
-    unsigned char *arena = NULL;
-    if (rc == NPU_OK) {
-        arena = calloc(1, r->temp_bytes ? r->temp_bytes : 1);
-        if (!arena)
+    }
+    *out = k;
+    return NPU_OK;
+}
+
+void npu_kernel_release(struct npu_kernel_prepared *k)
+{
+    if (k == NULL)
+        return;
+    npu_plan_destroy(k->plan);
+    free(k->arena);
+    free(k);
+}
+
+int npu_kernel_run_prepared(struct npu_kernel_prepared *k, const struct npu_buffer *inputs,
+                            const struct npu_shape *input_shapes, uint32_t input_count,
+                            const struct npu_buffer *outputs, struct npu_shape *output_shapes, uint32_t output_count)
+{
+    if (k == NULL)
+        return NPU_E_INVALID_ARGUMENT;
+    struct npu_plan *r = NULL;
+    int rc = npu_plan_begin(k->plan, inputs, input_shapes, input_count, outputs, output_shapes, output_count, &r,
+                            NULL, 0);
+    if (rc == NPU_OK && (k->arena == NULL || r->temp_bytes > k->arena_bytes)) {
+        /* a temporary is never read before it is written: no need to clear it */
+        size_t bytes = r->temp_bytes ? r->temp_bytes : 1;
+        unsigned char *grown = malloc(bytes);
+        if (grown == NULL) {
             rc = NPU_E_NO_MEMORY;
+        } else {
+            free(k->arena);
+            k->arena = grown;
+            k->arena_bytes = bytes;
+        }
     }
     for (uint32_t s = 0; rc == NPU_OK; s++) {
         if (s == r->slice_count) {
             if (npu_plan_complete(r))
                 break;
-            rc = npu_plan_continue(r, &arena, inputs, outputs, output_shapes, NULL, 0);
+            size_t before = r->temp_bytes;
+            rc = npu_plan_continue(r, &k->arena, inputs, outputs, output_shapes, NULL, 0);
             if (rc != NPU_OK)
                 break;
+            if (r->temp_bytes > before)  /* continue reallocated the arena to exactly that */
+                k->arena_bytes = r->temp_bytes;
         }
-        rc = npu_plan_run_slice(r, s, arena, inputs, outputs, NULL, 0);
+        rc = npu_plan_run_slice(r, s, k->arena, inputs, outputs, NULL, 0);
     }
-    free(arena);
-    npu_plan_end(p, r);
-    npu_plan_destroy(p);
+    npu_plan_end(k->plan, r);
+    return rc;
+}
+
+int npu_kernel_run_model_shaped(const struct npu_model *model, const struct npu_buffer *inputs,
+                                const struct npu_shape *input_shapes, uint32_t input_count,
+                                const struct npu_buffer *outputs, struct npu_shape *output_shapes, uint32_t output_count)
+{
+    struct npu_kernel_prepared *k;
+    int rc = npu_kernel_prepare(model, &k);
+    if (rc != NPU_OK)
+        return rc;
+    rc = npu_kernel_run_prepared(k, inputs, input_shapes, input_count, outputs, output_shapes, output_count);
+    npu_kernel_release(k);
     return rc;
 }
 

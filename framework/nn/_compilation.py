@@ -40,6 +40,7 @@ import trio
 from framework.binder import RemoteException, SharedMemory
 from interfaces.android.hardware.neuralnetworks import ModelLoadToken
 
+from . import _cpu_kernels
 from ._aidl import errorFromRemote, sharedMemoryFor, toAidlModel
 from ._burst import Burst
 from ._cache import CacheFiles, checkCaching, stepToken
@@ -135,6 +136,7 @@ class Compilation:
         self._caching: tuple[str, bytes] | None = None
         self._plan: ExecutionPlan | None = None
         self._prepared: dict[tuple[str, tuple[int, ...]], Any] = {}
+        self._cpu_prepared: dict[tuple[tuple[int, ...], ...], _cpu_kernels.PreparedModel] = {}
         self._pools = WeightPools()
         self._lock = trio.Lock()
         self._finishing = False
@@ -381,6 +383,14 @@ class Compilation:
         """The IPreparedModel of a driver step of the current plan."""
         return self._prepared[(step.device.name, step.operations)]
 
+    def cpuPreparedModel(self, step: ExecutionStep) -> _cpu_kernels.PreparedModel:
+        """The CPU device's plan of a CPU step, made at its first run and kept."""
+        key = (step.operations, tuple(step.inputs), tuple(step.outputs))
+        prepared = self._cpu_prepared.get(key)
+        if prepared is None:
+            prepared = self._cpu_prepared[key] = _cpu_kernels.PreparedModel(step.model)
+        return prepared
+
     async def _release_unused(self, keep: set[tuple[str, tuple[int, ...]]]) -> None:
         for key in [k for k in self._prepared if k not in keep]:
             prepared = self._prepared.pop(key)
@@ -425,6 +435,7 @@ class Compilation:
         self._closed = True
         with trio.CancelScope(shield=True):
             await self._release_unused(set())
+        self._cpu_prepared.clear()
         self._pools.close()
 
     async def __aenter__(self) -> Compilation:

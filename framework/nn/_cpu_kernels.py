@@ -14,6 +14,7 @@ per call and its keep-alive list dies with it. The GIL is released while C compu
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,7 +33,7 @@ except ImportError as e:  # pragma: no cover - a broken checkout, not a test cas
         "`.venv/bin/python setup.py -q build_ext --inplace`"
     ) from e
 
-__all__ = ["checkSupport", "runModel"]
+__all__ = ["PreparedModel", "checkSupport", "runModel"]
 
 
 def _check_enums() -> None:
@@ -149,6 +150,47 @@ def runModel(
     run stopped, and the dimensions say what it needs.
     """
     cmodel = _CModel(model)
+    return _run(lambda *args: lib.npu_kernel_run_model_shaped(cmodel.ptr, *args), inputs, outputs, inputDimensions)
+
+
+class PreparedModel:
+    """A model the CPU device planned once (``npu_kernel_prepare``), for many runs.
+
+    What ``runModel`` does per call (building the C model, validating and planning it,
+    copying its constants, allocating its temporaries) is done here once; each ``run``
+    only computes. Runs of one prepared model are serialised (the C plan keeps one
+    arena); the C side is freed with the object.
+    """
+
+    __slots__ = ("_ptr", "_lock")
+
+    def __init__(self, model: HalModel) -> None:
+        cmodel = _CModel(model)
+        out = ffi.new("struct npu_kernel_prepared **")
+        status = lib.npu_kernel_prepare(cmodel.ptr, out)
+        if status != 0:
+            raise _error("prepare on nnapi-reference", status)
+        self._ptr = ffi.gc(out[0], lib.npu_kernel_release)
+        self._lock = threading.Lock()
+
+    def run(
+        self,
+        inputs: Sequence[Any],
+        outputs: Sequence[Any],
+        inputDimensions: Sequence[Sequence[int] | None] | None = None,  # noqa: N803
+    ) -> list[tuple[list[int], bool]]:
+        """As ``runModel`` of the model this was prepared from."""
+        with self._lock:
+            return _run(lambda *args: lib.npu_kernel_run_prepared(self._ptr, *args), inputs, outputs, inputDimensions)
+
+
+def _run(
+    call: Any,
+    inputs: Sequence[Any],
+    outputs: Sequence[Any],
+    inputDimensions: Sequence[Sequence[int] | None] | None,  # noqa: N803
+) -> list[tuple[list[int], bool]]:
+    """``call(ins, shapes_in, n_in, outs, shapes_out, n_out)`` (a C run) on the buffers."""
     ins, keep_in = _buffers("execute", "input", inputs, False)
     outs, keep_out = _buffers("execute", "output", outputs, True)
     shapes_in = ffi.NULL
@@ -164,7 +206,7 @@ def runModel(
             for k, d in enumerate(dims):
                 shapes_in[i].dims[k] = int(d)
     shapes_out = ffi.new("struct npu_shape[]", max(len(outputs), 1))
-    status = lib.npu_kernel_run_model_shaped(cmodel.ptr, ins, shapes_in, len(inputs), outs, shapes_out, len(outputs))
+    status = call(ins, shapes_in, len(inputs), outs, shapes_out, len(outputs))
     del keep_in, keep_out
     shapes = [([int(shapes_out[i].dims[k]) for k in range(shapes_out[i].rank)], bool(shapes_out[i].sufficient))
               for i in range(len(outputs))]

@@ -59,7 +59,6 @@ from interfaces.android.hardware.neuralnetworks import (
 )
 from interfaces.android.hardware.npu import NpuUuid
 
-from . import _cpu_kernels
 from ._aidl import errorFromRemote
 from ._burst import Burst
 from ._errors import (
@@ -563,8 +562,7 @@ class Execution:
             if self._compilation._nn._proxy(step.device) is None:
                 await trio.lowlevel.checkpoint()
                 wall_start = time.monotonic_ns()
-                shapes = _cpu_kernels.runModel(
-                    step.model,
+                shapes = self._compilation.cpuPreparedModel(step).run(
                     [self._view(places[i]) for i in step.inputs],
                     [self._view(places[i]) for i in step.outputs],
                     [self._run_dims(i) for i in step.inputs],

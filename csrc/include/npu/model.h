@@ -310,6 +310,23 @@ int npu_kernel_run_model_shaped(const struct npu_model *model,
                                 const struct npu_buffer *outputs, struct npu_shape *output_shapes,
                                 uint32_t output_count);
 
+/*
+ * The same, for a model run many times: npu_kernel_prepare validates and
+ * plans the model once (its constants copied: the model need not outlive
+ * the call), npu_kernel_run_prepared runs that plan as
+ * npu_kernel_run_model_shaped runs a model (the temporaries' arena kept
+ * between runs), npu_kernel_release frees it.  One run at a time per
+ * prepared model: the caller serialises runs of the same one.
+ */
+struct npu_kernel_prepared;
+int npu_kernel_prepare(const struct npu_model *model, struct npu_kernel_prepared **prepared);
+int npu_kernel_run_prepared(struct npu_kernel_prepared *prepared,
+                            const struct npu_buffer *inputs, const struct npu_shape *input_shapes,
+                            uint32_t input_count,
+                            const struct npu_buffer *outputs, struct npu_shape *output_shapes,
+                            uint32_t output_count);
+void npu_kernel_release(struct npu_kernel_prepared *prepared);
+
 /* Size in bytes of one operand as stored (its type's element size x its
  * element count); 0 for an unknown type or a shape with an unknown dimension. */
 size_t npu_operand_byte_size(const struct npu_operand *operand);
