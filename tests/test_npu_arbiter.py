@@ -73,7 +73,7 @@ def states(a: NpuArbiter, now: float = 0.0) -> dict[tuple[int, int], str]:
 
 def test_status_quo_is_the_default_and_approves_everything():
     a = NpuArbiter()
-    assert a.dump(0.0)["policy"] == {"id": 0, "name": "status-quo", "params": {}}
+    assert a.dump(0.0)["policy"] == {"id": 0, "name": "status-quo", "params": {}, "source": None, "errors": []}
     for rid in range(5):  # far past what any budget would allow
         assert calls(a.request_can_load(CACHED, rid, L, OPP, 0.0)) == [CanLoad(CACHED, rid, NOW)]
     assert a.budget()["max"] is None and a.budget()["in_use"] == 20
@@ -369,7 +369,8 @@ def test_dump_shows_policy_budget_requests_and_counters():
     load(a, CACHED, 1, L, BG, now=1.0)
     a.request_can_load(CAMERA, 4, M, NORMAL, 2.0)
     d = a.dump(3.0)
-    assert d["policy"] == {"id": 2, "name": "budget", "params": {"maxBudget": 4, "modelSizeWeights": [1, 2, 4]}}
+    assert d["policy"] == {"id": 2, "name": "budget", "params": {"maxBudget": 4, "modelSizeWeights": [1, 2, 4]},
+                           "source": None, "errors": []}
     assert d["budget"] == {"max": 4, "in_use": 4, "reserved": 2, "being_freed": 4, "free": 0}
     assert d["thermal"] == {"severity": 0, "name": "NONE"}
     first, second = d["requests"]

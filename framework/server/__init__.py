@@ -1,7 +1,9 @@
 """framework.server: system_server's services, starting with the ``npu`` service's core.
 
 Layout: ``_arbiter`` is the ``npu`` service's decision core (pure, sans-IO: inputs in,
-``_actions`` out), applying a ``_policies`` policy under the ``_thermal`` rules;
+``_actions`` out): the protocol, around a load policy behind the public plug-in API of
+``_policy_api`` (events, checked actions, invariants), of which ``_policies`` holds the
+built-in ones (SPEC Part C's budget rules) under the ``_thermal`` rules;
 ``_priority`` maps app importance to the HAL's ``SchedulingConfig``. ``_package`` and
 ``_activity`` are the pure package and activity managers.
 
@@ -22,14 +24,36 @@ from ._actions import (
 from ._arbiter import (
     DEFAULT_UNLOAD_TIMEOUT_S as DEFAULT_UNLOAD_TIMEOUT_S,
     NpuArbiter as NpuArbiter,
-    RequestState as RequestState,
+    PolicyContext as PolicyContext,
 )
 from ._policies import (
     DEFAULT_POLICIES as DEFAULT_POLICIES,
     BudgetPolicy as BudgetPolicy,
-    NpuPolicy as NpuPolicy,
+    BudgetRules as BudgetRules,
     StatusQuoPolicy as StatusQuoPolicy,
     TurnTakingPolicy as TurnTakingPolicy,
+)
+from ._policy_api import (
+    NEVER as NEVER,
+    AppDied as AppDied,
+    Event as Event,
+    ImportanceChanged as ImportanceChanged,
+    LoadRequest as LoadRequest,
+    ModelLoaded as ModelLoaded,
+    ModelUnloaded as ModelUnloaded,
+    NpuPolicy as NpuPolicy,
+    PolicyError as PolicyError,
+    PolicyLoadError as PolicyLoadError,
+    PolicySet as PolicySet,
+    PolicyViolation as PolicyViolation,
+    RequestCancelled as RequestCancelled,
+    RequestFiled as RequestFiled,
+    RequestState as RequestState,
+    ThermalChanged as ThermalChanged,
+    UnloadDeadline as UnloadDeadline,
+    WorkCompleted as WorkCompleted,
+    load_policy as load_policy,
+    policy_source as policy_source,
 )
 from ._activity import (
     IMPORTANCE_CACHED as IMPORTANCE_CACHED,

@@ -25,9 +25,16 @@ finish its side, and CANCELLED is the status an app already handles for "the sys
 took this away"). *waiting*: NOT_PRIORITIZED holds and reserves nothing;
 WAIT_FOR_UNLOAD reserves its weight.
 
-The rules are SPEC Part C's budget rules 1-10, applied to whatever ``_policies`` policy
-is set (the status quo policy has no maximum, so it never has to choose). Points the
-SPEC leaves open, decided here:
+What to decide is the policy's (``_policy_api``: the events a policy gets, the actions
+it may take and the invariants every action is checked against). This module keeps the
+protocol: it checks every call, keeps each request's state and what its app was told,
+applies the policy's actions after checking them, tells waiting requests their status,
+holds unload deadlines and revokes at them, drops a dead app's requests, and survives a
+policy that fails (the error is logged with its event, a safe fallback finishes it).
+
+The built-in policies (``_policies``: status quo, budget, turn taking) apply SPEC Part C's
+budget rules 1-10 (the status quo policy has no maximum, so it never has to choose).
+Points the SPEC leaves open, decided there:
 
 - Among victim uids of equal importance, the one that completed work most recently is
   taken first: the same reading as rule 3's "the one that ran least recently keeps its
@@ -72,14 +79,12 @@ given: a request's WAIT_FOR_UNLOAD always precedes its CAN_LOAD_NOW.
 
 from __future__ import annotations
 
-import enum
 import math
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections import OrderedDict, deque
+from collections.abc import Mapping
 from typing import Any
 
-from framework.binder import IllegalArgumentException, IllegalStateException
+from framework.binder import IllegalArgumentException, IllegalStateException, RemoteException
 from framework.npumanager import (
     NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED,
     NPU_MODEL_LOAD_REQUEST_STATUS_COMPLETE,
@@ -94,55 +99,48 @@ from framework.npumanager import (
 )
 
 from ._actions import Action, CanLoad, Log, RequestComplete, RequestUnload, Revoke
-from ._policies import DEFAULT_POLICIES, NpuPolicy, StatusQuoPolicy
+from ._policies import DEFAULT_POLICIES, StatusQuoPolicy
+from ._policy_api import (
+    HOLDING,
+    NEVER,
+    AppDied,
+    Event,
+    ImportanceChanged,
+    Key,
+    LoadRequest,
+    ModelLoaded,
+    ModelUnloaded,
+    NpuPolicy,
+    PolicyError,
+    PolicySet,
+    PolicyViolation,
+    RequestCancelled,
+    RequestFiled,
+    RequestState,
+    ThermalChanged,
+    UnloadDeadline,
+    WorkCompleted,
+    policy_source,
+)
 from ._priority import check_importance, check_uid, effective_importance
 from ._thermal import THERMAL_STATUS_NONE, check_severity, severity_name, thermal_allows
 
 DEFAULT_UNLOAD_TIMEOUT_S = 2.0
 ENDED_MEMORY = 4096
 """How many ended requests are remembered, so a late notify says "ended" rather than "unknown"."""
+POLICY_ERRORS_KEPT = 16
+"""How many of a policy's latest errors ``dump()`` shows (all are counted and logged)."""
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-_NEVER = -math.inf
-
-
-class RequestState(enum.Enum):
-    """Where a live request stands (the module docstring's diagram); ``value`` is dumpsys's word."""
-
-    NOT_PRIORITIZED = "not_prioritized"
-    WAIT_FOR_UNLOAD = "wait_for_unload"
-    APPROVED = "approved"
-    LOADED = "loaded"
-    UNLOADING = "unloading"
-
-
-_WAITING = (RequestState.NOT_PRIORITIZED, RequestState.WAIT_FOR_UNLOAD)
-_HOLDING = (RequestState.APPROVED, RequestState.LOADED, RequestState.UNLOADING)
 _WAIT_STATUS = {
     RequestState.NOT_PRIORITIZED: NPU_MODEL_LOAD_STATUS_NOT_PRIORITIZED,
     RequestState.WAIT_FOR_UNLOAD: NPU_MODEL_LOAD_STATUS_WAIT_FOR_UNLOAD,
 }
-
-Key = tuple[int, int]  # (uid, request_id): ids are the app's own, so only the pair is unique
-
-
-@dataclass(slots=True)
-class _Request:
-    uid: int
-    request_id: int
-    size: int
-    priority: int
-    seq: int  # arrival order: "oldest" and "newest" in the rules
-    created: float
-    state: RequestState = RequestState.NOT_PRIORITIZED
-    told: int | None = None  # the last status sent through onCanLoadModel
-    claimant: Key | None = None  # unloading: the WAIT_FOR_UNLOAD request this unload is for
-    unload_deadline: float | None = None
-    unload_reason: int | None = None
-
-    @property
-    def key(self) -> Key:
-        return (self.uid, self.request_id)
+_UNLOAD_REASONS = (
+    NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE,
+    NPU_MODEL_UNLOAD_REASON_THERMAL,
+    NPU_MODEL_UNLOAD_REASON_TURN_TAKING,
+)
 
 
 def _check_request_id(request_id: object) -> int:
@@ -163,13 +161,225 @@ def _check_now(now: object) -> float:
     return float(now)
 
 
+def _set(r: LoadRequest, **fields: Any) -> None:
+    """Change a live record (frozen to policies: only the arbiter writes it)."""
+    for name, value in fields.items():
+        object.__setattr__(r, name, value)
+
+
+def _who(r: LoadRequest) -> str:
+    return f"uid {r.uid} request {r.request_id}"
+
+
+class PolicyContext:
+    """What a policy sees and does while it handles one event (``_policy_api``'s docstring).
+
+    Reads: ``event``, ``now``, ``thermal``, ``may_move``, ``requests()``, ``waiting()``,
+    ``request(uid, id)``, ``live(r)``, ``importance(uid)``, ``last_completed(uid)``,
+    ``thermal_allows(r)``, ``weight(r)``, and the budget's figures (``available(r)``,
+    ``claims()``, ``headroom(r)``, ``budget()``). Actions: ``grant``, ``reserve``,
+    ``hold``, ``ask_unload``, ``cancel``, ``log``; each is checked, then applied at once
+    (the next read sees it), or raises ``PolicyViolation`` having changed nothing.
+    """
+
+    __slots__ = ("_a", "event", "now", "actions", "_moving", "_ended")
+
+    def __init__(self, arbiter: NpuArbiter, event: Event, now: float, actions: list[Action], moving: bool,
+                 ended: bool) -> None:
+        self._a = arbiter
+        self.event = event
+        self.now = now
+        self.actions = actions
+        self._moving = moving
+        self._ended = ended
+
+    # ------------------------------------------------------------------ reads
+
+    @property
+    def thermal(self) -> int:
+        """The thermal severity (``THERMAL_STATUS_*``)."""
+        return self._a._thermal
+
+    @property
+    def may_move(self) -> bool:
+        """Whether a request already answered may move now (rule 6): a request ended or
+        was dropped in this event, or an importance, the heat or the policy changed."""
+        return self._moving or self._ended
+
+    @property
+    def unload_timeout(self) -> float:
+        return self._a._unload_timeout
+
+    def requests(self) -> list[LoadRequest]:
+        """Every live request, oldest first."""
+        return list(self._a._requests.values())
+
+    def waiting(self) -> list[LoadRequest]:
+        """The live requests not approved (NOT_PRIORITIZED or WAIT_FOR_UNLOAD, new ones too), oldest first."""
+        return [r for r in self._a._requests.values() if r.waiting]
+
+    def request(self, uid: int, request_id: int) -> LoadRequest | None:
+        return self._a._requests.get((uid, request_id))
+
+    def live(self, r: LoadRequest) -> bool:
+        """Whether ``r`` is still live (actions of this event may have ended it)."""
+        return self._a._requests.get(r.key) is r
+
+    def importance(self, uid: int) -> int:
+        """The importance ``uid`` is ranked by (lower is more important; system 100, unknown 1000)."""
+        return self._a._imp(uid)
+
+    def last_completed(self, uid: int) -> float:
+        """When ``uid`` last completed work (``_policy_api.NEVER`` if never)."""
+        return self._a._last_completed.get(uid, NEVER)
+
+    def thermal_allows(self, r: LoadRequest) -> bool:
+        """Whether the thermal rule lets ``r`` hold a model at the present heat."""
+        return self._a._thermal_ok(r)
+
+    def weight(self, r: LoadRequest) -> int:
+        return self._a._w(r)
+
+    def claims(self) -> dict[Key, int]:
+        """Weight being unloaded for each WAIT_FOR_UNLOAD request."""
+        return self._a._claims()
+
+    def headroom(self, r: LoadRequest, claims: dict[Key, int] | None = None) -> int:
+        """The part of a WAIT_FOR_UNLOAD request's reservation not covered by its victims."""
+        return self._a._headroom(r, claims)
+
+    def available(self, r: LoadRequest | None) -> float:
+        """Budget free now for ``r``: the pool plus its own reservation (inf if unbounded)."""
+        return self._a._available(None if r is None else r.key)
+
+    def budget(self) -> dict[str, int | None]:
+        return self._a.budget()
+
+    # ------------------------------------------------------------------ actions
+
+    def grant(self, r: LoadRequest) -> None:
+        """CAN_LOAD_NOW: ``r`` (waiting) may load."""
+        self._live(r, "grant")
+        if not r.waiting:
+            raise PolicyViolation("live", f"CAN_LOAD_NOW for {_who(r)}, which is already {r.state.value}")
+        self._moves(r, "granted")
+        if not self._a._thermal_ok(r):
+            raise PolicyViolation("heat", f"{_who(r)} granted at thermal {severity_name(self.thermal)}, which forbids it")
+        w = self._a._w(r)
+        self._budget_allows(r, w, -w if r.state is RequestState.WAIT_FOR_UNLOAD else 0, "granting")
+        self._a._release_claims(r)
+        _set(r, state=RequestState.APPROVED, told=NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW)
+        self._a._counters["can_load_now"] += 1
+        self.actions.append(CanLoad(r.uid, r.request_id, NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW))
+
+    def reserve(self, r: LoadRequest) -> None:
+        """WAIT_FOR_UNLOAD: ``r`` waits with its weight reserved (told at the end of the event)."""
+        self._live(r, "reserve")
+        if not r.waiting:
+            raise PolicyViolation("live", f"WAIT_FOR_UNLOAD for {_who(r)}, which is already {r.state.value}")
+        if r.state is RequestState.WAIT_FOR_UNLOAD:
+            return
+        self._moves(r, "reserved")
+        self._budget_allows(r, 0, self._a._w(r), "reserving")
+        _set(r, state=RequestState.WAIT_FOR_UNLOAD)
+
+    def hold(self, r: LoadRequest) -> None:
+        """NOT_PRIORITIZED: ``r`` waits, reserving nothing (told at the end of the event)."""
+        self._live(r, "hold")
+        if not r.waiting:
+            raise PolicyViolation("live", f"NOT_PRIORITIZED for {_who(r)}, which is already {r.state.value}")
+        if r.state is RequestState.NOT_PRIORITIZED:
+            return
+        self._moves(r, "held")
+        if not isinstance(self.event, PolicySet) and self._a._thermal_ok(r):
+            raise PolicyViolation("reservation", f"{_who(r)} lost its WAIT_FOR_UNLOAD reservation at {self.event}")
+        self._a._release_claims(r)
+        _set(r, state=RequestState.NOT_PRIORITIZED)
+
+    def ask_unload(self, r: LoadRequest, reason: int, for_request: LoadRequest | None = None) -> None:
+        """``onRequestUnloadModel(reason)`` to ``r``'s loaded model, revoked at the deadline."""
+        self._live(r, "ask_unload")
+        if r.state is not RequestState.LOADED:
+            raise PolicyViolation("live", f"only a loaded model is asked to unload; {_who(r)} is {r.state.value}")
+        if reason not in _UNLOAD_REASONS:
+            raise PolicyViolation("action", f"unload reason must be one of NPU_MODEL_UNLOAD_REASON_* {_UNLOAD_REASONS}, not {reason!r}")
+        finisher = self.event.uid if isinstance(self.event, WorkCompleted) else None
+        if (reason == NPU_MODEL_UNLOAD_REASON_TURN_TAKING) != (finisher is not None) or (
+                finisher is not None and r.uid != finisher):
+            raise PolicyViolation("turns", f"{_who(r)} asked to unload ({reason}) at {self.event}: a COMPLETED work "
+                                           "event asks only its finisher's models, for TURN_TAKING, and only it does")
+        if (reason == NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE) != (for_request is not None):
+            raise PolicyViolation("action", "RESOURCE_PRESSURE, and only it, names the request it makes room for")
+        if for_request is not None:
+            self._live(for_request, "ask_unload for")
+            if not for_request.waiting:
+                raise PolicyViolation("action", f"unload for {_who(for_request)}, which is not waiting")
+            self._fair(r, for_request, "asked to unload")
+        if reason == NPU_MODEL_UNLOAD_REASON_THERMAL and self._a._thermal_ok(r):
+            raise PolicyViolation("heat", f"{_who(r)} asked to unload for heat at {severity_name(self.thermal)}, which allows it")
+        self._a._ask_unload(r, self.now, reason, for_request, self.actions)
+
+    def cancel(self, r: LoadRequest, for_request: LoadRequest | None = None) -> None:
+        """End ``r`` (waiting or approved, not loaded) CANCELLED, to make room for ``for_request`` if given."""
+        self._live(r, "cancel")
+        if r.state in (RequestState.LOADED, RequestState.UNLOADING):
+            raise PolicyViolation("live", f"{_who(r)} has a loaded model: ask it to unload rather than cancel it")
+        if isinstance(self.event, WorkCompleted):
+            raise PolicyViolation("turns", f"{_who(r)} cancelled at {self.event}: rule 7 only asks for unloads")
+        if for_request is not None:
+            self._live(for_request, "cancel for")
+            self._fair(r, for_request, "cancelled")
+        self._a._end(r, NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED, self.actions,
+                     None if for_request is None else for_request.uid)
+        self._ended = True
+
+    def log(self, level: str, message: str) -> None:
+        """A logcat line (``level`` one of V D I W E)."""
+        if not (isinstance(level, str) and len(level) == 1 and level in "VDIWE"):
+            raise PolicyViolation("action", f"log level must be one of V D I W E, not {level!r}")
+        if not (isinstance(message, str) and message):
+            raise PolicyViolation("action", f"a log message is a non-empty string, not {message!r}")
+        self.actions.append(Log(level, message))
+
+    # ------------------------------------------------------------------ checks
+
+    def _live(self, r: object, what: str) -> None:
+        if not isinstance(r, LoadRequest) or self._a._requests.get(r.key) is not r:
+            raise PolicyViolation("live", f"{what}: {r!r} is not a live request")
+
+    def _moves(self, r: LoadRequest, how: str) -> None:
+        if not r.is_new and not self.may_move:
+            raise PolicyViolation("rule 6", f"{_who(r)} ({r.state.value}) {how} at {self.event}, "
+                                            "which frees nothing and changes no importance, heat or policy")
+
+    def _fair(self, victim: LoadRequest, for_request: LoadRequest, how: str) -> None:
+        vi, fi = self._a._imp(victim.uid), self._a._imp(for_request.uid)
+        ran = self._a._last_completed
+        if not (vi > fi or (vi == fi and ran.get(victim.uid, NEVER) > ran.get(for_request.uid, NEVER))):
+            raise PolicyViolation("fairness", f"{_who(victim)} (importance {vi}) {how} for {_who(for_request)} "
+                                              f"(importance {fi}), which is not more important nor ran less recently")
+
+    def _budget_allows(self, r: LoadRequest, more_used: int, more_reserved: int, how: str) -> None:
+        use, total = self._a._over_budget()
+        if use is None or total is None:
+            return
+        after_use, after_total = use + more_used, total + more_used + more_reserved
+        if after_use > max(use, 0) or after_total > max(total, 0):
+            b = self._a.budget()
+            raise PolicyViolation("budget", f"{how} {_who(r)} (weight {self._a._w(r)}) would exceed the budget "
+                                            f"(max {b['max']}, in use {b['in_use']}, reserved {b['reserved']}, "
+                                            f"being freed {b['being_freed']})")
+
+
 class NpuArbiter:
-    """The ``npu`` service's state and rules; every input returns the actions to take.
+    """The ``npu`` service's state and protocol; every input returns the actions to take.
 
     ``unload_timeout`` is how long an app asked to unload has before its models are
     revoked (2 s by default). ``policies`` maps ``NPU_MODEL_POLICY_*`` ids to policy
-    classes (``_policies.DEFAULT_POLICIES`` by default); an engineer adding a policy
-    passes a mapping with one more entry.
+    classes (``_policies.DEFAULT_POLICIES`` by default); ``policy`` is the one in force
+    at the start (the status quo by default; its class joins ``policies`` if it has a
+    ``policy_id`` they lack). ``strict`` makes a failing policy raise ``PolicyError``
+    from the input instead of falling back (what ``check-policy`` runs).
     """
 
     def __init__(
@@ -178,17 +388,24 @@ class NpuArbiter:
         unload_timeout: float = DEFAULT_UNLOAD_TIMEOUT_S,
         policies: Mapping[int, type[NpuPolicy]] = DEFAULT_POLICIES,
         policy: NpuPolicy | None = None,
+        strict: bool = False,
     ) -> None:
         self._unload_timeout = _check_unload_timeout(unload_timeout)
         self._policies = dict(policies)
+        if policy is not None and not isinstance(policy, NpuPolicy):
+            raise TypeError(f"policy must be an NpuPolicy, not {policy!r}")
         self._policy: NpuPolicy = policy if policy is not None else StatusQuoPolicy()
-        self._requests: dict[Key, _Request] = {}
+        pid = type(self._policy).policy_id
+        if type(pid) is int:
+            self._policies.setdefault(pid, type(self._policy))
+        self._strict = bool(strict)
+        self._requests: dict[Key, LoadRequest] = {}
         self._ended: OrderedDict[Key, int | None] = OrderedDict()  # status, None if dropped at death
         self._importance: dict[int, int] = {}
         self._last_completed: dict[int, float] = {}
         self._thermal = THERMAL_STATUS_NONE
         self._seq = 0
-        self._recheck = False  # rule 6's trigger: set by what can let a waiting request move
+        self._policy_errors: deque[dict[str, Any]] = deque(maxlen=POLICY_ERRORS_KEPT)
         self._counters = {
             "requests": 0,
             "can_load_now": 0,
@@ -200,12 +417,13 @@ class NpuArbiter:
             "revoked": 0,
             "dropped_at_death": 0,
             "policy_changes": 0,
+            "policy_errors": 0,
         }
 
     # ------------------------------------------------------------------ inputs
 
     def request_can_load(self, uid: int, request_id: int, size: int, priority: int, now: float) -> list[Action]:
-        """``requestCanLoadModel``: file a request and answer it (rules 2, 3, 5, 6)."""
+        """``requestCanLoadModel``: file a request; the policy answers it (else NOT_PRIORITIZED)."""
         check_uid(uid)
         _check_request_id(request_id)
         now = _check_now(now)
@@ -220,20 +438,9 @@ class NpuArbiter:
             raise IllegalArgumentException(f"uid {uid} already has a live request with id {request_id}")
         self._ended.pop(key, None)  # an ended id may be used again
         self._seq += 1
-        r = _Request(uid, request_id, size, priority, self._seq, now)
-        self._requests[key] = r
+        self._requests[key] = LoadRequest(uid, request_id, size, priority, self._seq, now)
         self._counters["requests"] += 1
-        actions: list[Action] = []
-        if not self._thermal_ok(r):
-            actions.append(Log("I", f"uid {uid} request {request_id}: held back at thermal {self._thermal_name()}"))
-        elif self._blocked(r):
-            pass  # waits behind a more important uid (rule 2)
-        elif self._fits(r):
-            self._grant(r, actions)
-        else:
-            self._try_walk(r, now, actions)
-        self._settle(now, actions)
-        return actions
+        return self._decide(RequestFiled(uid, request_id, size, priority), now)
 
     def cancel(self, uid: int, request_id: int, now: float) -> list[Action]:
         """``cancelModelLoad``: end the request with CANCELLED, in any state (rule 8)."""
@@ -241,8 +448,7 @@ class NpuArbiter:
         now = _check_now(now)
         actions: list[Action] = []
         self._end(r, NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED, actions)
-        self._settle(now, actions)
-        return actions
+        return self._decide(RequestCancelled(uid, request_id), now, actions, ended=True)
 
     def notify_loaded(self, uid: int, request_id: int, now: float) -> list[Action]:
         """``notifyModelLoaded``: an approved request's model is in driver memory."""
@@ -250,10 +456,8 @@ class NpuArbiter:
         now = _check_now(now)
         if r.state is not RequestState.APPROVED:
             raise IllegalStateException(f"notifyModelLoaded twice for uid {uid} request {request_id}")
-        r.state = RequestState.LOADED
-        actions: list[Action] = []
-        self._settle(now, actions)
-        return actions
+        _set(r, state=RequestState.LOADED)
+        return self._decide(ModelLoaded(uid, request_id), now)
 
     def notify_unloaded(self, uid: int, request_id: int, now: float) -> list[Action]:
         """``notifyModelUnloaded``: the app released the model; the request is COMPLETE."""
@@ -261,71 +465,48 @@ class NpuArbiter:
         now = _check_now(now)
         actions: list[Action] = []
         self._end(r, NPU_MODEL_LOAD_REQUEST_STATUS_COMPLETE, actions)
-        self._settle(now, actions)
-        return actions
+        return self._decide(ModelUnloaded(uid, request_id), now, actions, ended=True)
 
     def work_completed(self, uid: int, now: float) -> list[Action]:
-        """A COMPLETED work event for ``uid`` (the work's originalUid): turns (rule 7).
-
-        Only the finisher's loaded models are asked to unload, and only when an equally
-        important uid waits; nothing else moves (it frees no budget: rule 6).
-        """
+        """A COMPLETED work event for ``uid`` (the work's originalUid): the policy may take turns (rule 7)."""
         check_uid(uid)
         now = _check_now(now)
         self._last_completed[uid] = now
-        actions: list[Action] = []
-        if self._policy.takes_turns:
-            imp = self._imp(uid)
-            waiting_equal = any(
-                q.uid != uid and self._imp(q.uid) == imp and self._can_ever_run(q) for q in self._waiting()
-            )
-            if waiting_equal:
-                for r in self._sorted(q for q in self._requests.values() if q.uid == uid):
-                    if r.state is RequestState.LOADED:
-                        self._ask_unload(r, now, NPU_MODEL_UNLOAD_REASON_TURN_TAKING, None, actions)
-        self._settle(now, actions)
-        return actions
+        return self._decide(WorkCompleted(uid), now)
 
     def importance_changed(self, uid: int, importance: int, now: float) -> list[Action]:
         """The activity manager moved ``uid`` to ``importance``; re-examine (rule 6)."""
         check_uid(uid)
         check_importance(importance)
         now = _check_now(now)
-        if self._importance.get(uid) != importance:
-            self._importance[uid] = importance
-            self._recheck = True
-        actions: list[Action] = []
-        self._settle(now, actions)
-        return actions
+        changed = self._importance.get(uid) != importance
+        self._importance[uid] = importance
+        return self._decide(ImportanceChanged(uid, importance, changed), now, moving=changed)
 
     def app_died(self, uid: int, now: float) -> list[Action]:
         """The app's process died: drop its requests silently and re-run rule 6."""
         check_uid(uid)
         now = _check_now(now)
         actions: list[Action] = []
-        dead = self._sorted(q for q in self._requests.values() if q.uid == uid)
+        dead = [q for q in self._requests.values() if q.uid == uid]
         for r in dead:
             self._release(r)
             self._remember_end(r.key, None)
             self._counters["dropped_at_death"] += 1
         if dead:
             actions.append(Log("I", f"uid {uid} died: dropped {len(dead)} request(s)"))
-        self._settle(now, actions)
-        return actions
+        return self._decide(AppDied(uid, tuple(r.key for r in dead)), now, actions, ended=bool(dead))
 
     def thermal_changed(self, severity: int, now: float) -> list[Action]:
         """The thermal severity changed (``_thermal``'s rule)."""
         check_severity(severity)
         now = _check_now(now)
         actions: list[Action] = []
-        if severity != self._thermal:
-            actions.append(
-                Log("I", f"thermal {self._thermal_name()} -> {severity_name(severity)}")
-            )
-            self._recheck = True
+        old = self._thermal
+        if severity != old:
+            actions.append(Log("I", f"thermal {self._thermal_name()} -> {severity_name(severity)}"))
         self._thermal = severity
-        self._settle(now, actions)
-        return actions
+        return self._decide(ThermalChanged(old, severity), now, actions, moving=severity != old)
 
     def set_policy(self, policy: int, params: Mapping[str, Any] | None, now: float) -> list[Action]:
         """``setPolicy(policy, bundle)``: replace the policy, keep the requests (rule 9)."""
@@ -333,14 +514,19 @@ class NpuArbiter:
         cls = self._policies.get(policy) if type(policy) is int else None
         if cls is None:
             raise IllegalArgumentException(f"unknown policy {policy!r}; known: {sorted(self._policies)}")
-        new = cls.from_params(params)  # raises before anything changed
+        try:
+            new = cls.from_params(params)  # raises before anything changed
+        except RemoteException:
+            raise
+        except Exception as exc:
+            raise IllegalArgumentException(f"policy {cls.name} refused its parameters: {type(exc).__name__}: {exc}") from None
+        if not isinstance(new, NpuPolicy):
+            raise IllegalArgumentException(f"policy {cls.name}'s from_params returned {new!r}, not a policy")
         old = self._policy
         self._policy = new
-        self._recheck = True
         self._counters["policy_changes"] += 1
         actions: list[Action] = [Log("I", f"policy {old.name} {old.params()} -> {new.name} {new.params()}")]
-        self._settle(now, actions)
-        return actions
+        return self._decide(PolicySet(old.name), now, actions, moving=True)
 
     def set_unload_timeout(self, seconds: float, now: float) -> list[Action]:
         """``cmd npu set-unload-deadline``: the unload deadline of unload requests asked from now on.
@@ -357,11 +543,13 @@ class NpuArbiter:
         """Time passed: revoke the models of apps past their unload deadline (rule 5)."""
         now = _check_now(now)
         actions: list[Action] = []
-        late = self._sorted(
+        late = [
             q
             for q in self._requests.values()
             if q.state is RequestState.UNLOADING and q.unload_deadline is not None and q.unload_deadline <= now
-        )
+        ]
+        if not late:
+            return actions
         for r in late:
             actions.append(
                 Log("W", f"uid {r.uid} request {r.request_id} did not unload within {self._unload_timeout:g} s: revoking")
@@ -369,19 +557,64 @@ class NpuArbiter:
             actions.append(Revoke(r.uid, r.request_id))
             self._counters["revoked"] += 1
             self._end(r, NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED, actions)
-        self._settle(now, actions)
-        return actions
+        return self._decide(UnloadDeadline(tuple(r.key for r in late)), now, actions, ended=True)
 
     def next_deadline(self) -> float | None:
         """When ``tick`` next has something to do (an unload deadline), or None."""
         deadlines = [q.unload_deadline for q in self._requests.values() if q.unload_deadline is not None]
         return min(deadlines) if deadlines else None
 
+    # ------------------------------------------------------------------ the policy boundary
+
+    def _decide(self, event: Event, now: float, actions: list[Action] | None = None, *,
+                moving: bool = False, ended: bool = False) -> list[Action]:
+        """Hand ``event`` to the policy, survive its failure, then tell waiting requests their status."""
+        ctx = PolicyContext(self, event, now, [] if actions is None else actions, moving, ended)
+        try:
+            self._policy.on_event(ctx, event)
+        except Exception as exc:  # a policy's bug must not take the service down
+            if self._strict:
+                raise PolicyError(self._policy.name, event, exc) from exc
+            self._policy_failed(ctx, event, exc)
+        self._tell(ctx.actions)
+        return ctx.actions
+
+    def _policy_failed(self, ctx: PolicyContext, event: Event, exc: Exception) -> None:
+        """Log and record the error with its event; the fallback answers a new request."""
+        error = PolicyError(self._policy.name, event, exc)
+        self._counters["policy_errors"] += 1
+        self._policy_errors.append({"at": ctx.now, "event": str(event), "invariant": error.invariant,
+                                    "error": str(exc) if error.invariant else f"{type(exc).__name__}: {exc}"})
+        fallback = "held"
+        r = ctx.request(event.uid, event.request_id) if isinstance(event, RequestFiled) else None
+        if r is not None and r.is_new and r.waiting:
+            try:
+                ctx.grant(r)  # the status quo's answer, within the heat and the declared budget
+                fallback = "granted"
+            except PolicyViolation:
+                ctx.hold(r)
+        ctx.actions.append(Log("E", f"{error}; the service carried on" +
+                               (f" (the new request was {fallback} by the fallback)" if r is not None else "")))
+
+    def _tell(self, actions: list[Action]) -> None:
+        """Tell every waiting request whose status changed (a new one included) its status."""
+        for r in self._requests.values():
+            status = _WAIT_STATUS.get(r.state)
+            if status is not None and r.told != status:
+                _set(r, told=status)
+                self._counters["wait_for_unload" if status == NPU_MODEL_LOAD_STATUS_WAIT_FOR_UNLOAD else "not_prioritized"] += 1
+                actions.append(CanLoad(r.uid, r.request_id, status))
+
     # ------------------------------------------------------------------ queries
 
     @property
     def policy(self) -> NpuPolicy:
         return self._policy
+
+    @property
+    def policy_errors(self) -> list[dict[str, Any]]:
+        """The policy's latest errors (``POLICY_ERRORS_KEPT``), oldest first: ``at``, ``event``, ``invariant``, ``error``."""
+        return list(self._policy_errors)
 
     @property
     def thermal_severity(self) -> int:
@@ -394,7 +627,7 @@ class NpuArbiter:
     def request_ids(self, uid: int) -> list[int]:
         """The ids of ``uid``'s live requests (any state), oldest first."""
         check_uid(uid)
-        return [r.request_id for r in self._sorted(q for q in self._requests.values() if q.uid == uid)]
+        return [r.request_id for r in self._requests.values() if r.uid == uid]
 
     def importance_of(self, uid: int) -> int:
         """The importance ``uid`` is ranked by (system/root 100, unknown 1000)."""
@@ -413,7 +646,7 @@ class NpuArbiter:
         """Plain data for ``dumpsys npu``: policy, budget, thermal, requests, counters."""
         now = _check_now(now)
         requests = []
-        for r in self._sorted(self._requests.values()):
+        for r in self._requests.values():
             requests.append(
                 {
                     "uid": r.uid,
@@ -429,8 +662,10 @@ class NpuArbiter:
                     "unload_reason": r.unload_reason,
                 }
             )
+        policy = self._policy
         return {
-            "policy": {"id": self._policy.policy_id, "name": self._policy.name, "params": self._policy.params()},
+            "policy": {"id": policy.policy_id, "name": policy.name, "params": policy.params(),
+                       "source": policy_source(policy), "errors": self.policy_errors},
             "budget": self.budget(),
             "thermal": {"severity": self._thermal, "name": self._thermal_name()},
             "unload_timeout_s": self._unload_timeout,
@@ -444,14 +679,11 @@ class NpuArbiter:
     def _imp(self, uid: int) -> int:
         return effective_importance(uid, self._importance.get(uid))
 
-    def _w(self, r: _Request) -> int:
+    def _w(self, r: LoadRequest) -> int:
         return self._policy.weight(r.size)
 
     def _in_use(self) -> int:
-        return sum(self._w(q) for q in self._requests.values() if q.state in _HOLDING)
-
-    def _claimed(self, key: Key) -> int:
-        return sum(self._w(q) for q in self._requests.values() if q.claimant == key)
+        return sum(self._w(q) for q in self._requests.values() if q.state in HOLDING)
 
     def _claims(self) -> dict[Key, int]:
         """Weight being unloaded for each WAIT_FOR_UNLOAD request, in one pass."""
@@ -461,9 +693,9 @@ class NpuArbiter:
                 claims[q.claimant] = claims.get(q.claimant, 0) + self._w(q)
         return claims
 
-    def _headroom(self, r: _Request, claims: dict[Key, int] | None = None) -> int:
+    def _headroom(self, r: LoadRequest, claims: dict[Key, int] | None = None) -> int:
         """The part of a WAIT_FOR_UNLOAD request's reservation not covered by its victims."""
-        claimed = self._claimed(r.key) if claims is None else claims.get(r.key, 0)
+        claimed = self._claims().get(r.key, 0) if claims is None else claims.get(r.key, 0)
         return max(0, self._w(r) - claimed)
 
     def _available(self, key: Key | None) -> float:
@@ -474,44 +706,36 @@ class NpuArbiter:
         claims = self._claims()
         taken = 0
         for q in self._requests.values():
-            if q.state in _HOLDING:
+            if q.state in HOLDING:
                 taken += self._w(q)
             elif q.state is RequestState.WAIT_FOR_UNLOAD and q.key != key:
                 taken += self._headroom(q, claims)
         return limit - taken
 
-    def _fits(self, r: _Request) -> bool:
-        return self._available(r.key) >= self._w(r)
-
-    def _can_ever_run(self, r: _Request) -> bool:
+    def _over_budget(self) -> tuple[int | None, int | None]:
+        """How far over the budget: (in use - max, in use + reserved - max - being freed); None if unbounded."""
         limit = self._policy.max_budget
-        return self._thermal_ok(r) and (limit is None or self._w(r) <= limit)
+        if limit is None:
+            return None, None
+        used = reserved = freeing = 0
+        for q in self._requests.values():
+            if q.state in HOLDING:
+                used += self._w(q)
+                if q.state is RequestState.UNLOADING:
+                    freeing += self._w(q)
+            elif q.state is RequestState.WAIT_FOR_UNLOAD:
+                reserved += self._w(q)
+        return used - limit, used + reserved - limit - freeing
 
-    def _thermal_ok(self, r: _Request) -> bool:
+    def _thermal_ok(self, r: LoadRequest) -> bool:
         return thermal_allows(self._thermal, self._imp(r.uid), r.priority)
 
     def _thermal_name(self) -> str:
         return severity_name(self._thermal)
 
-    def _blocked(self, r: _Request) -> bool:
-        """Rule 2: a more important uid has a request waiting that could be granted."""
-        imp = self._imp(r.uid)
-        return any(self._imp(q.uid) < imp and self._can_ever_run(q) for q in self._waiting() if q is not r)
-
-    def _waiting(self) -> list[_Request]:
-        """Waiting requests in re-examination order: most important uid, then oldest."""
-        return sorted(
-            (q for q in self._requests.values() if q.state in _WAITING),
-            key=lambda q: (self._imp(q.uid), q.seq),
-        )
-
-    @staticmethod
-    def _sorted(requests: Iterable[_Request]) -> list[_Request]:
-        return sorted(requests, key=lambda q: q.seq)
-
     # ------------------------------------------------------------------ transitions
 
-    def _live(self, uid: int, request_id: int, call: str) -> _Request:
+    def _live(self, uid: int, request_id: int, call: str) -> LoadRequest:
         check_uid(uid)
         _check_request_id(request_id)
         r = self._requests.get((uid, request_id))
@@ -521,32 +745,24 @@ class NpuArbiter:
             raise IllegalStateException(f"{call} for uid {uid} request {request_id}, which has already ended")
         raise IllegalStateException(f"{call} for uid {uid} request {request_id}, which was never requested")
 
-    def _approved(self, uid: int, request_id: int, call: str) -> _Request:
+    def _approved(self, uid: int, request_id: int, call: str) -> LoadRequest:
         """``_live``, for the calls only an approved request may make (notifyModelLoaded/Unloaded)."""
         r = self._live(uid, request_id, call)
-        if r.state in _WAITING:
+        if r.waiting:
             raise IllegalStateException(
                 f"{call} for uid {uid} request {request_id}, which was never approved ({r.state.value})"
             )
         return r
 
-    def _grant(self, r: _Request, actions: list[Action]) -> None:
-        self._release_claims(r)
-        r.state = RequestState.APPROVED
-        r.told = NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW
-        self._counters["can_load_now"] += 1
-        actions.append(CanLoad(r.uid, r.request_id, NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW))
-
-    def _release_claims(self, r: _Request) -> None:
+    def _release_claims(self, r: LoadRequest) -> None:
+        """Unloads asked for ``r`` count for nobody any more (it was granted, held or ended)."""
         for q in self._requests.values():
             if q.claimant == r.key:
-                q.claimant = None
+                _set(q, claimant=None)
 
-    def _release(self, r: _Request) -> None:
+    def _release(self, r: LoadRequest) -> None:
         self._release_claims(r)
         del self._requests[r.key]
-        # What it held or reserved is free; if it was waiting, nobody waits behind it.
-        self._recheck = True
 
     def _remember_end(self, key: Key, status: int | None) -> None:
         self._ended[key] = status
@@ -554,7 +770,7 @@ class NpuArbiter:
         while len(self._ended) > ENDED_MEMORY:
             self._ended.popitem(last=False)
 
-    def _end(self, r: _Request, status: int, actions: list[Action], for_uid: int | None = None) -> None:
+    def _end(self, r: LoadRequest, status: int, actions: list[Action], for_uid: int | None = None) -> None:
         """The request's one and only end (rule 8)."""
         self._release(r)
         self._remember_end(r.key, status)
@@ -562,169 +778,10 @@ class NpuArbiter:
         actions.append(RequestComplete(r.uid, r.request_id, status, for_uid))
 
     def _ask_unload(
-        self, r: _Request, now: float, reason: int, claimant: _Request | None, actions: list[Action]
+        self, r: LoadRequest, now: float, reason: int, claimant: LoadRequest | None, actions: list[Action]
     ) -> None:
-        assert r.state is RequestState.LOADED
-        r.state = RequestState.UNLOADING
-        r.claimant = None if claimant is None else claimant.key
-        r.unload_deadline = now + self._unload_timeout
-        r.unload_reason = reason
+        deadline = now + self._unload_timeout
+        _set(r, state=RequestState.UNLOADING, claimant=None if claimant is None else claimant.key,
+             unload_deadline=deadline, unload_reason=reason)
         self._counters["unload_requests"] += 1
-        actions.append(
-            RequestUnload(r.uid, r.request_id, reason, r.unload_deadline, None if claimant is None else claimant.uid)
-        )
-
-    def _victim_plan(self, r: _Request) -> list[_Request] | None:
-        """Rule 3's walk for ``r``: what to take, or None when not enough can be freed."""
-        need = self._w(r) - (self._available(r.key) + self._claimed(r.key))
-        if need <= 0:
-            return []
-        imp = self._imp(r.uid)
-        ran = self._last_completed.get(r.uid, _NEVER)
-        uids = {q.uid for q in self._requests.values() if q.uid != r.uid}
-        victims = [
-            v
-            for v in uids
-            if self._imp(v) > imp or (self._imp(v) == imp and self._last_completed.get(v, _NEVER) > ran)
-        ]
-        # Least important first; among equals, the one that ran most recently first.
-        victims.sort(key=lambda v: (-self._imp(v), -self._last_completed.get(v, _NEVER), v))
-        claims = self._claims()
-        plan: list[_Request] = []
-        for v in victims:
-            takeable = [
-                q
-                for q in self._requests.values()
-                if q.uid == v and q.state in (RequestState.APPROVED, RequestState.LOADED, RequestState.WAIT_FOR_UNLOAD)
-            ]
-            # OPPORTUNISTIC, then BACKGROUND, then NORMAL; newest first.
-            takeable.sort(key=lambda q: (-q.priority, -q.seq))
-            for q in takeable:
-                gain = self._headroom(q, claims) if q.state is RequestState.WAIT_FOR_UNLOAD else self._w(q)
-                if gain <= 0:
-                    continue  # cancelling it would free nothing now: leave it alone
-                plan.append(q)
-                need -= gain
-                if need <= 0:
-                    return plan
-        return None
-
-    def _try_walk(self, r: _Request, now: float, actions: list[Action]) -> bool:
-        """Run rule 3 for ``r`` and apply it (rules 4, 5); False, touching nobody, if it fails."""
-        plan = self._victim_plan(r)
-        if plan is None:
-            return False
-        for q in plan:
-            if q.state is RequestState.LOADED:
-                self._ask_unload(q, now, NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE, r, actions)
-            else:
-                self._end(q, NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED, actions, for_uid=r.uid)
-        if self._fits(r):
-            self._grant(r, actions)
-        else:
-            r.state = RequestState.WAIT_FOR_UNLOAD
-        return True
-
-    def _enforce_thermal(self, now: float, actions: list[Action]) -> None:
-        for r in self._sorted(self._requests.values()):
-            if self._requests.get(r.key) is not r or self._thermal_ok(r):
-                continue
-            if r.state is RequestState.LOADED:
-                self._ask_unload(r, now, NPU_MODEL_UNLOAD_REASON_THERMAL, None, actions)
-            elif r.state is RequestState.APPROVED:
-                self._end(r, NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED, actions)
-            elif r.state is RequestState.WAIT_FOR_UNLOAD:
-                self._release_claims(r)
-                r.state = RequestState.NOT_PRIORITIZED
-
-    def _settle(self, now: float, actions: list[Action]) -> None:
-        """After every input: heat first, then rule 6's re-examination, then tell changes.
-
-        Waiting requests are looked at again only when the input could let one move
-        (``_recheck``): a request left (budget or a reservation freed, a rule-2 block
-        lifted), or an importance, the heat or the policy changed. Other inputs leave
-        them as they are, even where a walk would now succeed: a COMPLETED work event
-        makes its uid a victim for its equals (rule 3), and rule 7 alone says what that
-        event costs the finisher; the walk waits until budget next frees.
-        """
-        self._enforce_thermal(now, actions)
-        if self._recheck:
-            while self._reexamine_once(now, actions):
-                pass
-            self._recheck = False
-        for r in self._sorted(self._requests.values()):
-            status = _WAIT_STATUS.get(r.state)
-            if status is not None and r.told != status:
-                r.told = status
-                self._counters["wait_for_unload" if status == NPU_MODEL_LOAD_STATUS_WAIT_FOR_UNLOAD else "not_prioritized"] += 1
-                actions.append(CanLoad(r.uid, r.request_id, status))
-
-    def _reexamine_once(self, now: float, actions: list[Action]) -> bool:
-        """One scan of the waiting requests (rule 6); True as soon as one changed anything.
-
-        The scan stops at the first change and the caller scans again, so every figure
-        below is computed once per scan and stays true for the whole of it: that keeps
-        a settle linear in the number of requests for the common case (a few grants)
-        rather than cubic, which matters with 64 apps cycling.
-        """
-        waiting = [q for q in self._requests.values() if q.state in _WAITING and self._thermal_ok(q)]
-        if not waiting:
-            return False
-        imps = {q.uid: self._imp(q.uid) for q in self._requests.values()}
-        limit = self._policy.max_budget
-        claims = self._claims()
-        in_use = self._in_use()
-        headroom = {
-            q.key: self._headroom(q, claims) for q in self._requests.values() if q.state is RequestState.WAIT_FOR_UNLOAD
-        }
-        reserved = sum(headroom.values())
-
-        def available(r: _Request) -> float:
-            if limit is None:
-                return math.inf
-            return limit - in_use - reserved + headroom.get(r.key, 0)
-
-        # Rule 2: nothing passes a waiting request of a more important uid (one that can run).
-        block_above = min((imps[q.uid] for q in waiting if self._can_ever_run(q)), default=math.inf)
-        # What each uid could give up, for a quick "the walk can not succeed".
-        gains: dict[int, int] = {}
-        for q in self._requests.values():
-            if q.state in (RequestState.APPROVED, RequestState.LOADED):
-                gains[q.uid] = gains.get(q.uid, 0) + self._w(q)
-            elif q.state is RequestState.WAIT_FOR_UNLOAD:
-                gains[q.uid] = gains.get(q.uid, 0) + headroom[q.key]
-        hopeless: set[tuple[int, float]] = set()
-        # Reserved requests first: what their victims free is theirs (rule 6's last line).
-        waiting.sort(key=lambda q: (q.state is not RequestState.WAIT_FOR_UNLOAD, imps[q.uid], q.seq))
-        for r in waiting:
-            w = self._w(r)
-            if r.state is RequestState.WAIT_FOR_UNLOAD:
-                if available(r) >= w:
-                    self._grant(r, actions)
-                    return True
-                if available(r) + claims.get(r.key, 0) < w:
-                    # Its reservation no longer adds up (only a policy change does that):
-                    # walk again, or fall back to waiting unreserved.
-                    if not self._try_walk(r, now, actions):
-                        self._release_claims(r)
-                        r.state = RequestState.NOT_PRIORITIZED
-                    return True
-                continue
-            if imps[r.uid] > block_above:
-                continue
-            if available(r) >= w:
-                self._grant(r, actions)
-                return True
-            need = w - available(r)
-            if (r.uid, need) in hopeless:
-                continue
-            imp, ran = imps[r.uid], self._last_completed.get(r.uid, _NEVER)
-            could = sum(
-                g
-                for v, g in gains.items()
-                if v != r.uid and (imps[v] > imp or (imps[v] == imp and self._last_completed.get(v, _NEVER) > ran))
-            )
-            if could >= need and self._try_walk(r, now, actions):
-                return True
-            hopeless.add((r.uid, need))
-        return False
+        actions.append(RequestUnload(r.uid, r.request_id, reason, deadline, None if claimant is None else claimant.uid))

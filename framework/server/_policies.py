@@ -1,18 +1,20 @@
-"""The model-load policies of ``setPolicy``: status quo, budget, turn taking.
+"""The built-in load policies of ``setPolicy``: status quo, budget, turn taking.
 
-A policy here is a small, immutable description of *how much may be loaded at once*;
-the arbiter (``_arbiter``) owns the one algorithm that applies it (SPEC Part C, budget
-rules 1-10), so every policy gets the same reservations, victim walk, re-examination
-and deadlines, and a new policy is a new class with four members:
+They implement the public policy interface (``_policy_api``: ``NpuPolicy``, its events,
+actions and invariants) like any user's policy, through ``BudgetRules``: SPEC Part C's
+budget rules 1-10 over three numbers each policy declares, so every built-in gets the
+same reservations, victim walk, re-examination and deadlines:
 
-- ``policy_id``: the ``NPU_MODEL_POLICY_*`` number ``setPolicy`` selects it by.
-- ``from_params(params)``: build it from a ``PersistableBundle``-like dict, or raise
-  IllegalArgumentException (the arbiter then keeps the old policy).
 - ``max_budget``: the budget, or None for "unbounded" (nothing is ever refused for size).
 - ``weight(size)``: what a request of that size class costs.
 - ``takes_turns``: whether completing work while an equal uid waits costs a uid its
   models (rule 7).
-- ``params()``: the parameters, for ``dumpsys`` and ``cmd npu info``.
+
+``policy_id`` is the ``NPU_MODEL_POLICY_*`` number ``setPolicy`` selects a policy by,
+``from_params(params)`` builds it from a ``PersistableBundle``-like dict (or raises
+IllegalArgumentException: the arbiter then keeps the old policy), ``params()`` reports
+it for ``dumpsys`` and ``cmd npu info``. A policy engineer changes the numbers by
+subclassing ``BudgetPolicy``, or writes new rules as an ``NpuPolicy`` of their own.
 
 Bundle keys are AOSP's: ``maxBudget`` (int) and ``modelSizeWeights`` (three ints, for
 LESS_THAN_1GB, BETWEEN_1GB_AND_2GB, GREATER_THAN_2G). A missing key takes its default;
@@ -22,13 +24,17 @@ silently meaning 4 is the bug a policy engineer would least like to chase.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from framework.binder import IllegalArgumentException
 from framework.npumanager import (
+        NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE,
+    NPU_MODEL_UNLOAD_REASON_THERMAL,
+    NPU_MODEL_UNLOAD_REASON_TURN_TAKING,
     DEFAULT_MAX_BUDGET,
     DEFAULT_MODEL_SIZE_WEIGHTS,
     KEY_MAX_BUDGET,
@@ -38,6 +44,12 @@ from framework.npumanager import (
     NPU_MODEL_POLICY_TURN_TAKING,
     NPU_MODEL_SIZES,
 )
+
+from ._policy_api import NEVER, Event, LoadRequest, NpuPolicy, RequestFiled, RequestState, WorkCompleted
+from ._thermal import severity_name
+
+if TYPE_CHECKING:
+    from ._arbiter import PolicyContext
 
 
 
@@ -58,26 +70,190 @@ def _positive_int(value: Any, what: str) -> int:
     return value
 
 
-class NpuPolicy:
-    """The interface every policy implements (see the module docstring)."""
+class BudgetRules(NpuPolicy):
+    """SPEC Part C's budget rules 1-10 under ``max_budget``, ``weight`` and ``takes_turns``.
 
-    policy_id: ClassVar[int]
-    name: ClassVar[str]
-    takes_turns: ClassVar[bool]
+    Stateless: everything it weighs is read from the context at each event, so a
+    policy can be swapped by ``setPolicy`` over live requests (rule 9) and compared by
+    value. The points the SPEC leaves open are ``_arbiter``'s docstring's.
+    """
 
-    @property
-    def max_budget(self) -> int | None:
-        raise NotImplementedError
+    __slots__ = ()
+    takes_turns: ClassVar[bool] = False
 
-    def weight(self, size: int) -> int:
-        raise NotImplementedError
+    def on_event(self, ctx: PolicyContext, event: Event) -> None:
+        if isinstance(event, RequestFiled):
+            r = ctx.request(event.uid, event.request_id)
+            assert r is not None
+            if not ctx.thermal_allows(r):
+                ctx.log("I", f"uid {r.uid} request {r.request_id}: held back at thermal {severity_name(ctx.thermal)}")
+            elif self._blocked(ctx, r):
+                pass  # waits behind a more important uid (rule 2)
+            elif ctx.available(r) >= ctx.weight(r):
+                ctx.grant(r)
+            else:
+                self._try_walk(ctx, r)
+        elif isinstance(event, WorkCompleted) and self.takes_turns:
+            self._take_turns(ctx, event.uid)
+        if isinstance(event, WorkCompleted):
+            return  # rule 7 alone says what a completion costs; it frees nothing (rule 6)
+        self._enforce_thermal(ctx)
+        if ctx.may_move:
+            while self._reexamine_once(ctx):
+                pass
 
-    def params(self) -> dict[str, Any]:
-        raise NotImplementedError
+    def _take_turns(self, ctx: PolicyContext, uid: int) -> None:
+        """Rule 7: only the finisher's loaded models, and only when an equally important uid waits."""
+        imp = ctx.importance(uid)
+        if any(q.uid != uid and ctx.importance(q.uid) == imp and self._can_ever_run(ctx, q) for q in ctx.waiting()):
+            for r in ctx.requests():
+                if r.uid == uid and r.state is RequestState.LOADED:
+                    ctx.ask_unload(r, NPU_MODEL_UNLOAD_REASON_TURN_TAKING)
 
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any] | None) -> NpuPolicy:
-        raise NotImplementedError
+    def _can_ever_run(self, ctx: PolicyContext, r: LoadRequest) -> bool:
+        limit = self.max_budget
+        return ctx.thermal_allows(r) and (limit is None or ctx.weight(r) <= limit)
+
+    def _blocked(self, ctx: PolicyContext, r: LoadRequest) -> bool:
+        """Rule 2: a more important uid has a request waiting that could be granted."""
+        imp = ctx.importance(r.uid)
+        return any(
+            ctx.importance(q.uid) < imp and self._can_ever_run(ctx, q) for q in ctx.waiting() if q is not r
+        )
+
+    def _victim_plan(self, ctx: PolicyContext, r: LoadRequest) -> list[LoadRequest] | None:
+        """Rule 3's walk for ``r``: what to take, or None when not enough can be freed."""
+        claims = ctx.claims()
+        need = ctx.weight(r) - (ctx.available(r) + claims.get(r.key, 0))
+        if need <= 0:
+            return []
+        imp = ctx.importance(r.uid)
+        ran = ctx.last_completed(r.uid)
+        requests = ctx.requests()
+        uids = {q.uid for q in requests if q.uid != r.uid}
+        victims = [
+            v
+            for v in uids
+            if ctx.importance(v) > imp or (ctx.importance(v) == imp and ctx.last_completed(v) > ran)
+        ]
+        # Least important first; among equals, the one that ran most recently first.
+        victims.sort(key=lambda v: (-ctx.importance(v), -ctx.last_completed(v), v))
+        plan: list[LoadRequest] = []
+        for v in victims:
+            takeable = [
+                q
+                for q in requests
+                if q.uid == v and q.state in (RequestState.APPROVED, RequestState.LOADED, RequestState.WAIT_FOR_UNLOAD)
+            ]
+            # OPPORTUNISTIC, then BACKGROUND, then NORMAL; newest first.
+            takeable.sort(key=lambda q: (-q.priority, -q.seq))
+            for q in takeable:
+                gain = ctx.headroom(q, claims) if q.state is RequestState.WAIT_FOR_UNLOAD else ctx.weight(q)
+                if gain <= 0:
+                    continue  # cancelling it would free nothing now: leave it alone
+                plan.append(q)
+                need -= gain
+                if need <= 0:
+                    return plan
+        return None
+
+    def _try_walk(self, ctx: PolicyContext, r: LoadRequest) -> bool:
+        """Run rule 3 for ``r`` and apply it (rules 4, 5); False, touching nobody, if it fails."""
+        plan = self._victim_plan(ctx, r)
+        if plan is None:
+            return False
+        for q in plan:
+            if q.state is RequestState.LOADED:
+                ctx.ask_unload(q, NPU_MODEL_UNLOAD_REASON_RESOURCE_PRESSURE, r)
+            else:
+                ctx.cancel(q, r)
+        if ctx.available(r) >= ctx.weight(r):
+            ctx.grant(r)
+        else:
+            ctx.reserve(r)
+        return True
+
+    def _enforce_thermal(self, ctx: PolicyContext) -> None:
+        for r in ctx.requests():
+            if not ctx.live(r) or ctx.thermal_allows(r):
+                continue
+            if r.state is RequestState.LOADED:
+                ctx.ask_unload(r, NPU_MODEL_UNLOAD_REASON_THERMAL)
+            elif r.state is RequestState.APPROVED:
+                ctx.cancel(r)
+            elif r.state is RequestState.WAIT_FOR_UNLOAD:
+                ctx.hold(r)
+
+    def _reexamine_once(self, ctx: PolicyContext) -> bool:
+        """One scan of the waiting requests (rule 6); True as soon as one changed anything.
+
+        Waiting requests are looked at again only when the event could let one move
+        (``ctx.may_move``): a request left (budget or a reservation freed, a rule-2
+        block lifted), or an importance, the heat or the policy changed. The scan stops
+        at the first change and the caller scans again, so every figure below is
+        computed once per scan and stays true for the whole of it: that keeps an event
+        linear in the number of requests for the common case (a few grants) rather than
+        cubic, which matters with 64 apps cycling.
+        """
+        requests = ctx.requests()
+        waiting = [q for q in requests if q.waiting and ctx.thermal_allows(q)]
+        if not waiting:
+            return False
+        imps = {q.uid: ctx.importance(q.uid) for q in requests}
+        limit = self.max_budget
+        claims = ctx.claims()
+        in_use = sum(ctx.weight(q) for q in requests if not q.waiting)
+        headroom = {q.key: ctx.headroom(q, claims) for q in requests if q.state is RequestState.WAIT_FOR_UNLOAD}
+        reserved = sum(headroom.values())
+
+        def available(r: LoadRequest) -> float:
+            if limit is None:
+                return math.inf
+            return limit - in_use - reserved + headroom.get(r.key, 0)
+
+        # Rule 2: nothing passes a waiting request of a more important uid (one that can run).
+        block_above = min((imps[q.uid] for q in waiting if self._can_ever_run(ctx, q)), default=math.inf)
+        # What each uid could give up, for a quick "the walk can not succeed".
+        gains: dict[int, int] = {}
+        for q in requests:
+            if q.state in (RequestState.APPROVED, RequestState.LOADED):
+                gains[q.uid] = gains.get(q.uid, 0) + ctx.weight(q)
+            elif q.state is RequestState.WAIT_FOR_UNLOAD:
+                gains[q.uid] = gains.get(q.uid, 0) + headroom[q.key]
+        hopeless: set[tuple[int, float]] = set()
+        # Reserved requests first: what their victims free is theirs (rule 6's last line).
+        waiting.sort(key=lambda q: (q.state is not RequestState.WAIT_FOR_UNLOAD, imps[q.uid], q.seq))
+        for r in waiting:
+            w = ctx.weight(r)
+            if r.state is RequestState.WAIT_FOR_UNLOAD:
+                if available(r) >= w:
+                    ctx.grant(r)
+                    return True
+                if available(r) + claims.get(r.key, 0) < w:
+                    # Its reservation no longer adds up (only a policy change does that):
+                    # walk again, or fall back to waiting unreserved.
+                    if not self._try_walk(ctx, r):
+                        ctx.hold(r)
+                    return True
+                continue
+            if imps[r.uid] > block_above:
+                continue
+            if available(r) >= w:
+                ctx.grant(r)
+                return True
+            need = w - available(r)
+            if (r.uid, need) in hopeless:
+                continue
+            imp, ran = imps[r.uid], ctx.last_completed(r.uid)
+            could = sum(
+                g
+                for v, g in gains.items()
+                if v != r.uid and (imps[v] > imp or (imps[v] == imp and ctx.last_completed(v) > ran))
+            )
+            if could >= need and self._try_walk(ctx, r):
+                return True
+            hopeless.add((r.uid, need))
+        return False
 
 
 class _Parameterless:
@@ -98,7 +274,7 @@ class _Parameterless:
 
 
 @dataclass(frozen=True, slots=True)
-class StatusQuoPolicy(_Parameterless, NpuPolicy):
+class StatusQuoPolicy(_Parameterless, BudgetRules):
     """AOSP's default: every request is CAN_LOAD_NOW at once; nothing is weighed.
 
     Weights are still reported (the budget's defaults) so ``dumpsys`` can show what
@@ -119,7 +295,7 @@ class StatusQuoPolicy(_Parameterless, NpuPolicy):
 
 
 @dataclass(frozen=True, slots=True)
-class BudgetPolicy(NpuPolicy):
+class BudgetPolicy(BudgetRules):
     """At most ``maxBudget`` of weight approved or loaded at once (rules 1-7)."""
 
     policy_id: ClassVar[int] = NPU_MODEL_POLICY_BUDGET
