@@ -5,7 +5,8 @@ other module holds the commands of one area and is registered at the end of
 ``_main``: ``_boot`` (boot, shutdown, service list, devices), ``_launch``,
 ``_logcat``, ``_thermal``, ``_trace``, ``_plot``, ``_demo`` (all over
 ``framework.emulator``), ``_server`` (dumpsys, cmd npu, am), ``_vts``
-(vts, run-test-inference), ``_nn`` (nn plan), ``_bench`` (bench scheduling).
+(vts, run-test-inference), ``_nn`` (nn plan), ``_bench`` (bench scheduling),
+``_lab`` (lab check-policy).
 ``_common`` is what they share: the runtime-dir option and the mapping of a user's
 errors to one line on stderr and an exit status.
 """

@@ -15,6 +15,8 @@ from typing import Any
 
 import click
 
+from ._common import load_npu_policy, npu_policy_options
+
 __all__ = ["bench", "scheduling"]
 
 
@@ -76,6 +78,7 @@ def _loads(text: str | None) -> list[float] | None:
               help="Fan the grid's points out on a local Dask cluster of this many worker processes.")
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
               help="Fan the grid's points out on an existing Dask cluster (its scheduler's address).")
+@npu_policy_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines or bar on stderr.")
 def scheduling(
     workloads: tuple[str, ...],
@@ -92,6 +95,8 @@ def scheduling(
     seeds_text: str | None,
     workers: int | None,
     scheduler: str | None,
+    npu_policy_file: str | None,
+    npu_policy_params: str | None,
     quiet: bool,
 ) -> None:
     """Compare NPU scheduling policies on the same arrivals, on the virtual clock.
@@ -119,7 +124,8 @@ def scheduling(
     process (each task an app that asks the npu service for its model load and
     executes through NNAPI, the HAL, the driver), over the in-memory binder
     and trio's mock clock, so that the npu service's priorities and load
-    policy (--npu-policy) are part of what is measured.
+    policy (--npu-policy, or your own with --npu-policy-file FILE.py:CLASS) are
+    part of what is measured.
 
     \b
     Examples:
@@ -128,6 +134,7 @@ def scheduling(
       npuemu bench scheduling my.toml --driver build/drivers/mine.so --k 5 --seed 3
       npuemu bench scheduling phone --whole-stack --no-sweep --npu-policy budget
       npuemu bench scheduling phone --seeds 1,2,3,4 --workers 2
+      npuemu bench scheduling phone --whole-stack --no-sweep --npu-policy-file mine.py:MyPolicy
     """
     from framework import lab
 
@@ -140,6 +147,9 @@ def scheduling(
         if not paths:
             raise click.ClickException(f"no bundled workloads in {directory}; name a workload file")
     sweep_loads = _loads(loads)
+    plugin = load_npu_policy(npu_policy_file, npu_policy_params)
+    if plugin is not None and not whole_stack:
+        raise click.UsageError("--npu-policy-file is the npu service's policy: it needs --whole-stack")
     builtin = {p.name: p for p in lab.builtin_policies()}
     unknown = [n for n in policy_names if n not in builtin]
     if unknown:
@@ -171,7 +181,8 @@ def scheduling(
                     done_points.append({**p["params"], "summary": p["value"]})
 
             result = lab.run_grid(grid, policies, sweep=not no_sweep, progress=say, on_point=point_done,
-                                  whole_stack=whole_stack, npu_policy=npu_policy, executor=executor)
+                                  whole_stack=whole_stack, npu_policy=npu_policy if plugin is None else plugin,
+                                  executor=executor)
         for i, report in enumerate(result.reports):
             # The key to the columns once, under the first table.
             click.echo(lab.format_report(report, key=i == 0))

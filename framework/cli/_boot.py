@@ -26,16 +26,27 @@ from framework.emulator import (
     serve_until_signalled,
 )
 
-from ._common import CliError, run, runtime_dir_option
+from ._common import CliError, load_npu_policy, npu_policy_options, run, runtime_dir_option
 
 __all__ = ["boot", "devices", "service", "shutdown"]
 
 
-def _config(driver: str | None, speed: float, clock: str, boot_timeout: float) -> BootConfig:
+def _config(driver: str | None, speed: float, clock: str, boot_timeout: float,
+            system_server_args: tuple[str, ...] = ()) -> BootConfig:
     try:
-        return BootConfig(driver=driver, speed=speed, clock=clock, boot_timeout=boot_timeout)
+        return BootConfig(driver=driver, speed=speed, clock=clock, boot_timeout=boot_timeout,
+                          system_server_args=system_server_args)
     except (ValueError, OSError) as exc:
         raise CliError(str(exc), 2) from None
+
+
+def _policy_args(spec: str | None, params: str | None) -> tuple[str, ...]:
+    """system_server's options for ``--npu-policy-file``: checked here first, so a bad file fails the boot at once."""
+    if load_npu_policy(spec, params) is None or spec is None:
+        return ()
+    path, _, cls = spec.rpartition(":")
+    args = ("--npu-policy-file", f"{os.path.abspath(path)}:{cls}")
+    return args if params is None else (*args, "--npu-policy-params", params)
 
 
 @click.command()
@@ -48,8 +59,10 @@ def _config(driver: str | None, speed: float, clock: str, boot_timeout: float) -
 @click.option("--detach", is_flag=True, help="Return once every service is registered; print the runtime dir.")
 @click.option("--boot-timeout", type=float, default=15.0, show_default=True,
               help="Seconds each stage may take to register its services.")
+@npu_policy_options
 @runtime_dir_option
-def boot(driver: str | None, speed: float, clock: str, detach: bool, boot_timeout: float, runtime_dir: Path) -> None:
+def boot(driver: str | None, speed: float, clock: str, detach: bool, boot_timeout: float,
+         npu_policy_file: str | None, npu_policy_params: str | None, runtime_dir: Path) -> None:
     """Boot an emulator: servicemanager, the HAL and system_server, each its own process.
 
     This process plays init. In the foreground it streams the log until Ctrl-C, then
@@ -62,8 +75,9 @@ def boot(driver: str | None, speed: float, clock: str, detach: bool, boot_timeou
       npuemu boot                                  # foreground, Ctrl-C to stop
       npuemu boot --detach --runtime-dir /tmp/emu2 # a second emulator, in the background
       npuemu boot --driver build/drivers/mydriver.so --speed 4
+      npuemu boot --npu-policy-file mine.py:MyPolicy   # the npu service under your load policy
     """
-    config = _config(driver, speed, clock, boot_timeout)
+    config = _config(driver, speed, clock, boot_timeout, _policy_args(npu_policy_file, npu_policy_params))
     if RuntimeFiles(runtime_dir).read_state() is not None:
         raise CliError(f"an emulator already runs in {runtime_dir} (stop it with `npuemu shutdown`)")
     if detach:

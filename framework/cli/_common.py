@@ -28,6 +28,7 @@ import trio
 
 from framework.binder import IllegalArgumentException, RemoteException, single_exception
 from framework.emulator import EmulatorError, EmulatorNotRunningError, NoSuchAppError, resolve_runtime_dir
+from framework.server import NpuPolicy, PolicyLoadError, load_policy, parse_policy_params
 
 __all__ = [
     "EXIT_FAILED",
@@ -35,7 +36,9 @@ __all__ = [
     "EXIT_NOT_RUNNING",
     "EXIT_USAGE",
     "CliError",
+    "load_npu_policy",
     "mapped_errors",
+    "npu_policy_options",
     "runtime_dir_option",
     "run",
 ]
@@ -77,6 +80,30 @@ def runtime_dir_option(fn: Callable[..., Any]) -> Callable[..., Any]:
         callback=resolve,
         help="The emulator's runtime directory (default: $NPUEMU_RUNTIME_DIR, else /tmp/npuemu-<uid>/default).",
     )(fn)
+
+
+def npu_policy_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--npu-policy-file FILE.py:CLASS`` and ``--npu-policy-params JSON``, defined once.
+
+    The command receives ``npu_policy_file`` and ``npu_policy_params`` (strings or
+    None); ``load_npu_policy`` turns them into the policy.
+    """
+    fn = click.option("--npu-policy-params", metavar="JSON", default=None,
+                      help="The policy's parameters: a JSON object for its from_params.")(fn)
+    return click.option("--npu-policy-file", metavar="FILE.py:CLASS", default=None,
+                        help="The npu service's load policy: a framework.server.NpuPolicy subclass in FILE.py.")(fn)
+
+
+def load_npu_policy(spec: str | None, params: str | None) -> NpuPolicy | None:
+    """The policy ``--npu-policy-file``/``--npu-policy-params`` name (None if none); CliError (2) if it will not load."""
+    if spec is None:
+        if params is not None:
+            raise CliError("--npu-policy-params needs --npu-policy-file", EXIT_USAGE)
+        return None
+    try:
+        return load_policy(spec, parse_policy_params(params))
+    except PolicyLoadError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
 
 
 def _message(exc: BaseException) -> str:

@@ -14,6 +14,7 @@ from ._bench import bench
 from ._boot import boot, devices, service, shutdown
 from ._common import EXIT_INTERRUPTED, CliError
 from ._demo import demo
+from ._lab import lab_group
 from ._launch import launch
 from ._logcat import logcat
 from ._nn import nn
@@ -104,5 +105,5 @@ def version() -> None:
 
 
 for _command in (boot, shutdown, service, devices, launch, logcat, thermal, trace, plot, demo, vts, run_test_inference,
-                nn, aidl, bench, dumpsys, cmd, am):
+                nn, aidl, bench, lab_group, dumpsys, cmd, am):
     main.add_command(_command)

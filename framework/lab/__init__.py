@@ -15,12 +15,20 @@ General layout (each module imports only those above it):
   ``dask.distributed`` cluster (local or remote);
 - ``_lab``: the experiment: every policy on the same arrivals, isolated
   times, a summary of every run (in driver or whole-stack mode);
-- ``_report``: tables, the PNG plot, the JSON of every number.
+- ``_report``: tables, the PNG plot, the JSON of every number;
+- ``_check``: the npu service's invariants as a hypothesis state machine, run
+  against any load policy (``npuemu lab check-policy``).
 
 ``npuemu bench scheduling`` and ``bench/scheduling.py`` are thin fronts on
 this package.  Everything public is re-exported here, exactly once.
 """
 
+from ._check import (
+    CheckResult as CheckResult,
+    NpuArbiterMachine as NpuArbiterMachine,
+    check_policy as check_policy,
+    policy_machine as policy_machine,
+)
 from ._errors import LabError as LabError, LabRunError as LabRunError, WorkloadError as WorkloadError
 from ._lab import (
     GridResult as GridResult,
@@ -58,7 +66,7 @@ from ._run import (
     measure_isolated as measure_isolated,
     run_policy as run_policy,
 )
-from ._stack import NPU_POLICIES as NPU_POLICIES
+from ._stack import NPU_POLICIES as NPU_POLICIES, npu_policy_label as npu_policy_label
 from ._sweep import (
     DaskExecutor as DaskExecutor,
     Executor as Executor,

@@ -122,6 +122,8 @@ def summarize(run: RunResult, workload: Workload, isolated_ns: Sequence[int], is
         "throughput_rps": completed / (run.makespan_ns / 1e9) if run.makespan_ns else 0.0,
         "events_dropped": run.events_dropped,
         "log": list(run.log),
+        "npu_policy_errors": run.npu_policy_error_count,
+        "npu_policy_latest_errors": list(run.npu_policy_errors),
         "tasks": tasks,
         # One row per request: task index, arrival, first start, end (ms), end reason, pauses, channel time (ms).
         "jobs": [
@@ -270,7 +272,7 @@ class _StackMode:
 
     name = "whole-stack"
 
-    def __init__(self, workload: Workload, base: Policy, npu_policy: str) -> None:
+    def __init__(self, workload: Workload, base: Policy, npu_policy: Any) -> None:
         from . import _stack
 
         self._stack = _stack
@@ -313,7 +315,7 @@ def run_workload(
     sweep: bool = True,
     progress: Callable[[str], None] | None = None,
     whole_stack: bool = False,
-    npu_policy: str = "status-quo",
+    npu_policy: Any = "status-quo",
     executor: Executor | None = None,
 ) -> WorkloadReport:
     """Run every policy on ``workload`` at its nominal load and (``sweep``) at each sweep level.
@@ -346,7 +348,7 @@ class GridResult:
 # The points of one workload's graph.  Each is a module-level function of picklable
 # arguments (the lab's dataclasses, numpy arrays), so that Dask can ship it.
 
-def _calibrate_point(workload: Workload, base: Policy, whole_stack: bool, npu_policy: str) -> _DriverMode | _StackMode:
+def _calibrate_point(workload: Workload, base: Policy, whole_stack: bool, npu_policy: Any) -> _DriverMode | _StackMode:
     return _StackMode(workload, base, npu_policy) if whole_stack else _DriverMode(workload, base)
 
 
@@ -389,7 +391,7 @@ def run_grid(
     progress: Callable[[str], None] | None = None,
     on_point: Callable[[dict[str, Any]], None] | None = None,
     whole_stack: bool = False,
-    npu_policy: str = "status-quo",
+    npu_policy: Any = "status-quo",
     executor: Executor | None = None,
 ) -> GridResult:
     """Every policy on every workload (give one per seed for a seed axis), as a graph of
@@ -405,11 +407,11 @@ def run_grid(
     names = [p.name for p in policies]
     if len(set(names)) != len(names):
         raise LabRunError(f"two policies share a name: {names}")
+    label = None
     if whole_stack:
-        from ._stack import NPU_POLICIES  # the whole stack (the emulator) is imported only when asked for
+        from ._stack import npu_policy_label  # the whole stack (the emulator) is imported only when asked for
 
-        if npu_policy not in NPU_POLICIES:
-            raise LabRunError(f"npu policy must be one of {', '.join(NPU_POLICIES)}, not {npu_policy!r}")
+        label = npu_policy_label(npu_policy)  # a built-in's name, or a user's policy (--npu-policy-file)
     say = progress or (lambda _msg: None)
     executor = executor or SerialExecutor()
     plans = []
@@ -464,7 +466,7 @@ def run_grid(
             workload=workload,
             policies=tuple(kept),
             mode=_StackMode.name if whole_stack else _DriverMode.name,
-            npu_policy=npu_policy if whole_stack else None,
+            npu_policy=label,
             model_size=size.value,
             channels=lv["channels"],
             isolated_ms={p.name: [t / 1e6 for t in isolated[p.name].value[0]] for p in kept},

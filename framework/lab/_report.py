@@ -55,6 +55,11 @@ def format_report(report: WorkloadReport, *, key: bool = True) -> str:
             if t.work_ms < floor:
                 lines.append(f"  {t.name}: work_ms {t.work_ms:g} is below what a request of its {t.size_mb:g} MB model "
                              f"takes on {w.device} (its weights stream on every inference): {floor:.2f} ms with one layer")
+        for run in [*report.nominal, *(r for level in report.sweep for r in level["runs"])]:
+            if run.get("npu_policy_errors"):
+                lines.append(f"  the npu policy failed {run['npu_policy_errors']} time(s) under {run['policy']} at load "
+                             f"{run['offered_load']:.2f} (the service fell back and went on); latest: "
+                             + "; ".join(run["npu_policy_latest_errors"][-3:]))
     else:
         lines.append("driver mode: requests straight to the driver on its virtual clock")
     hosts = sorted({Path(p.driver_path).name for p in report.policies if p.driver_path and p.preemptive is not None})

@@ -277,6 +277,9 @@ class RunResult:
     makespan_ns: int
     events_dropped: int
     log: list[str] = field(default_factory=list)  # warnings the stack logged during the run
+    # Whole stack: how often the npu service's load policy failed, and its latest failures with their events.
+    npu_policy_error_count: int = 0
+    npu_policy_errors: list[str] = field(default_factory=list)
 
 
 def run_policy(

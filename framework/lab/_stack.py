@@ -61,6 +61,7 @@ import npuhal
 from npuhal import FuseCode, ModelBuilder, OperationType
 from framework.binder import defaultServiceManager
 from framework.emulator import open_stack
+from framework.server import NpuPolicy, policy_source
 from interfaces.android.hardware.neuralnetworks import Model
 from interfaces.android.npumanager import INpuManager
 from interfaces.services import NPU_SERVICE
@@ -69,10 +70,25 @@ from ._errors import LabRunError
 from ._run import Calibration, Job, Policy, RunResult, _alone_ns
 from ._workload import Arrival, Task, Workload
 
-__all__ = ["NPU_POLICIES", "StackCalibration", "calibrate_stack", "run_stack"]
+__all__ = ["NPU_POLICIES", "StackCalibration", "calibrate_stack", "npu_policy_label", "run_stack"]
 
-#: The npu service's load policies, by the names ``cmd npu`` uses.
+#: The npu service's built-in load policies, by the names ``cmd npu`` uses.
 NPU_POLICIES = ("status-quo", "turn-taking", "budget")
+
+NpuPolicyChoice = str | NpuPolicy
+"""The npu service's load policy for a whole-stack run: a built-in's name, or a policy
+object (a user's, from ``framework.server.load_policy``: ``--npu-policy-file``)."""
+
+
+def npu_policy_label(npu_policy: NpuPolicyChoice) -> str:
+    """How reports name the npu policy: a built-in's name, or a user's with where it came from;
+    LabRunError if it is neither a built-in's name nor a policy."""
+    if isinstance(npu_policy, NpuPolicy):
+        source = policy_source(npu_policy)
+        return npu_policy.name + (f" ({source})" if source else "")
+    if npu_policy not in NPU_POLICIES:
+        raise LabRunError(f"npu policy must be one of {', '.join(NPU_POLICIES)} or a policy, not {npu_policy!r}")
+    return npu_policy
 STACK_WIDTH = 8
 STACK_MAX_LAYERS = 4000
 MIB = 1 << 20
@@ -347,7 +363,7 @@ class _TaskApp:
 
 class _StackRun:
     def __init__(self, workload: Workload, cal: StackCalibration, arrivals: Sequence[Arrival],
-                 reference: Sequence[np.ndarray], npu_policy: str, drain_ms: float) -> None:
+                 reference: Sequence[np.ndarray], npu_policy: NpuPolicyChoice, drain_ms: float) -> None:
         self.workload = workload
         self.cal = cal
         self.arrivals_s: list[list[float]] = [[] for _ in workload.tasks]
@@ -366,17 +382,21 @@ class _StackRun:
         self.channels = 0
         self.t0_driver_ns = 0
         self.log: _Collector | None = None
+        self.npu: Any = None  # system_server's npu service, for its policy's errors
 
 
 async def _stack_main(run: _StackRun, policy: Policy, apps_dir: Path) -> _RecordReader:
     driver = policy.open_driver(run.workload)
     run.channels = driver.device_by_name(run.workload.device).channels
     apps = {_package(i): app.main for i, app in enumerate(run.apps)}
-    async with driver, open_stack(driver, apps=apps, apps_dir=apps_dir) as stack:
+    plugin = run.npu_policy if isinstance(run.npu_policy, NpuPolicy) else None
+    async with driver, open_stack(driver, apps=apps, apps_dir=apps_dir, system_options={"npu_policy": plugin}) as stack:
         run.hal, system = stack.hal, stack.system
-        async with stack.shell() as shell:
-            npu = INpuManager.asInterface(await defaultServiceManager(shell).getService(NPU_SERVICE))
-            await npu.shellCommand([f"set-{run.npu_policy}-policy"])
+        run.npu = system.npu
+        if plugin is None:
+            async with stack.shell() as shell:
+                npu = INpuManager.asInterface(await defaultServiceManager(shell).getService(NPU_SERVICE))
+                await npu.shellCommand([f"set-{run.npu_policy}-policy"])
         for i, task in enumerate(run.workload.tasks):
             await system.activity.start_app(_package(i), task.importance)
             run.uids[system.packages.packages.getPackageInfo(_package(i)).uid] = i
@@ -432,13 +452,17 @@ def run_stack(
     arrivals: Sequence[Arrival],
     reference: Sequence[np.ndarray],
     *,
-    npu_policy: str = "status-quo",
+    npu_policy: NpuPolicyChoice = "status-quo",
     drain_ms: float = 10_000.0,
     factor: float = 1.0,
 ) -> RunResult:
-    """Run ``arrivals`` through the whole stack under ``policy`` and the npu service's ``npu_policy``."""
-    if npu_policy not in NPU_POLICIES:
-        raise LabRunError(f"npu policy must be one of {', '.join(NPU_POLICIES)}, not {npu_policy!r}")
+    """Run ``arrivals`` through the whole stack under ``policy`` and the npu service's ``npu_policy``.
+
+    A user's npu policy that fails at an event (``framework.server.PolicyError``) does not
+    stop the run: the service carries on with its fallback, and the result's
+    ``npu_policy_errors`` says each failure with its event.
+    """
+    npu_policy_label(npu_policy)
     run = _StackRun(workload, cal, arrivals, reference, npu_policy, drain_ms)
     with tempfile.TemporaryDirectory(prefix="npuemu-lab-apps-") as tmp:
         apps_dir = Path(tmp)
@@ -462,6 +486,10 @@ def run_stack(
                           f"than the HAL's record keeps ({run.hal.recent.maxlen})")
     result = _to_result(run, policy, records.records, factor)
     result.log = collector.lines
+    if run.npu is not None:
+        result.npu_policy_errors = [f"at {e['at'] - run.t0:.3f}s {e['event']}: {e['error']}"
+                                    for e in run.npu.arbiter.policy_errors]
+        result.npu_policy_error_count = run.npu.arbiter.dump(0.0)["counters"]["policy_errors"]
     return result
 
 

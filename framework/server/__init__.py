@@ -53,6 +53,7 @@ from ._policy_api import (
     UnloadDeadline as UnloadDeadline,
     WorkCompleted as WorkCompleted,
     load_policy as load_policy,
+    parse_policy_params as parse_policy_params,
     policy_source as policy_source,
 )
 from ._activity import (

@@ -18,6 +18,7 @@ import trio
 from framework.binder import RUNTIME_DIR_ENV, open_binder_runtime
 
 from ._logcat import configure_logcat
+from ._policy_api import PolicyLoadError, load_policy, parse_policy_params
 from ._system_server import serve_system_server
 
 BLOCK_FLAG_ENV = "NPUEMU_NPU_BLOCK_MISSING_FEATURE"
@@ -34,20 +35,32 @@ BLOCK_FLAG_ENV = "NPUEMU_NPU_BLOCK_MISSING_FEATURE"
               help="Seconds to wait for the HAL before logging that it is missing.")
 @click.option("--block-missing-feature/--no-block-missing-feature", default=None,
               help=f"Refuse apps without <uses-feature android.hardware.npu> (default ${BLOCK_FLAG_ENV}=1).")
+@click.option("--npu-policy-file", "policy_spec", metavar="FILE.py:CLASS", default=None,
+              help="The npu service's load policy: a framework.server.NpuPolicy subclass in FILE.py.")
+@click.option("--npu-policy-params", "policy_params", metavar="JSON", default=None,
+              help="Its parameters, a JSON object given to its from_params.")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False), default=None, help="Log to this file.")
 @click.option("--log-level", default="INFO", show_default=True)
-def main(runtime_dir, apps_dir, unload_timeout, hal_timeout, block_missing_feature, log_path, log_level) -> None:
+def main(runtime_dir, apps_dir, unload_timeout, hal_timeout, block_missing_feature, policy_spec, policy_params,
+         log_path, log_level) -> None:
     """Serve the package, activity, thermal and npu services."""
     configure_logcat(log_level, log_path)
     if block_missing_feature is None:
         block_missing_feature = os.environ.get(BLOCK_FLAG_ENV, "") in ("1", "true", "yes")
+    npu_policy = None
+    if policy_spec is not None:
+        try:
+            npu_policy = load_policy(policy_spec, parse_policy_params(policy_params))
+        except PolicyLoadError as exc:
+            click.echo(f"system_server: {exc}", err=True)
+            sys.exit(2)
 
     async def run() -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async with open_binder_runtime(runtime_dir) as rt, trio.open_nursery() as nursery:
                 await nursery.start(functools.partial(
                     serve_system_server, rt, hal_timeout=hal_timeout, unload_timeout=unload_timeout,
-                    block_missing_feature=block_missing_feature, apps_dir=apps_dir,
+                    block_missing_feature=block_missing_feature, apps_dir=apps_dir, npu_policy=npu_policy,
                 ))
                 print("ready", flush=True)
                 async for _ in signals:

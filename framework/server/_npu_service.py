@@ -96,6 +96,7 @@ from interfaces.services import HAL_CONTROL, HAL_SCHEDULING
 
 from ._actions import Action, CanLoad, Log, RequestComplete, RequestUnload, Revoke
 from ._arbiter import DEFAULT_UNLOAD_TIMEOUT_S, NpuArbiter
+from ._policy_api import NpuPolicy, policy_source
 from ._package import PERMISSION_DUMP, NameNotFoundException, PackageManager
 from ._priority import scheduling_config_for
 
@@ -153,6 +154,8 @@ class NpuService:
     ``unload_timeout`` is the unload deadline in seconds; ``block_missing_feature``
     refuses apps that do not declare ``android.hardware.npu``; ``hal_timeout`` is how
     long to wait for the HAL before saying so in the log (the service keeps waiting).
+    ``policy`` is the load policy at boot (the status quo if None; a user's, from
+    ``--npu-policy-file``, joins ``setPolicy``'s choices if it has a ``policy_id``).
     """
 
     def __init__(
@@ -163,12 +166,13 @@ class NpuService:
         unload_timeout: float = DEFAULT_UNLOAD_TIMEOUT_S,
         block_missing_feature: bool = False,
         hal_timeout: float = 10.0,
+        policy: NpuPolicy | None = None,
     ) -> None:
         if not (isinstance(hal_timeout, (int, float)) and 0 < hal_timeout < math.inf):
             raise IllegalArgumentException(f"hal_timeout must be a positive number of seconds, not {hal_timeout!r}")
         self.runtime = runtime
         self.packages = packages
-        self.arbiter = NpuArbiter(unload_timeout=unload_timeout)
+        self.arbiter = NpuArbiter(unload_timeout=unload_timeout, policy=policy)
         self.block_missing_feature = bool(block_missing_feature)
         self.hal_timeout = float(hal_timeout)
         self._IScheduling = IScheduling
@@ -208,8 +212,10 @@ class NpuService:
             nursery.start_soon(self._hal_loop)
             if register:
                 await defaultServiceManager(self.runtime).addService(NPU_SERVICE, self.stub, False, 8)
-                log.info("npu service registered (policy %s, unload deadline %g s, block missing feature %s)",
-                         self.arbiter.policy.name, self.arbiter.unload_timeout, self.block_missing_feature)
+                source = policy_source(self.arbiter.policy)
+                log.info("npu service registered (policy %s%s, unload deadline %g s, block missing feature %s)",
+                         self.arbiter.policy.name, f" from {source}" if source else "", self.arbiter.unload_timeout,
+                         self.block_missing_feature)
             task_status.started(self)
             await trio.sleep_forever()
 
@@ -737,6 +743,14 @@ def _format_dump(d: dict[str, Any]) -> str:
     pol = d["policy"]
     params = " ".join(f"{k}={v}" for k, v in pol["params"].items())
     out.append(f"Policy: {pol['name']}{'  ' + params if params else ''}")
+    if pol.get("source"):
+        out.append(f"  From: {pol['source']}")
+    if d["counters"].get("policy_errors"):
+        out.append(f"  Policy errors: {d['counters']['policy_errors']} (the latest {len(pol['errors'])}; "
+                   "each event finished by the fallback)")
+        for e in pol["errors"]:
+            what = f"broke {e['error']}" if e["invariant"] else f"raised {e['error']}"
+            out.append(f"    at {e['at']:.3f}s  {e['event']}: {what}")
     b = d["budget"]
     if b["max"] is None:
         out.append(f"  Budget: unlimited (in use {b['in_use']} by the default weights)")

@@ -70,6 +70,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import importlib.util
+import json
 import math
 import sys
 from collections.abc import Mapping
@@ -305,6 +306,15 @@ class NpuPolicy:
     def on_event(self, ctx: PolicyContext, event: Event) -> None:
         pass
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # A policy loaded from a file pickles as "load that file with these params", so a
+        # lab sweep's worker process (Dask) rebuilds it from the same file (``params()``
+        # must round-trip through ``from_params``); any other pickles as usual.
+        source = policy_source(self)
+        if source is None:
+            return super().__reduce_ex__(protocol)
+        return (load_policy, (source, self.params() or None))
+
 
 def policy_source(policy: NpuPolicy) -> str | None:
     """``file.py:Class`` for a policy loaded from a file, None for one of the framework's own."""
@@ -312,6 +322,19 @@ def policy_source(policy: NpuPolicy) -> str | None:
     module = sys.modules.get(cls.__module__)
     path = getattr(module, "__npu_policy_file__", None)
     return None if path is None else f"{path}:{cls.__qualname__}"
+
+
+def parse_policy_params(text: str | None) -> dict[str, Any] | None:
+    """``--npu-policy-params``: a JSON object (None for none); ``PolicyLoadError`` if it is not one."""
+    if text is None:
+        return None
+    try:
+        params = json.loads(text)
+    except ValueError as exc:
+        raise PolicyLoadError(f"policy parameters must be a JSON object: {exc}") from None
+    if not isinstance(params, dict):
+        raise PolicyLoadError(f"policy parameters must be a JSON object, not {text!r}")
+    return params
 
 
 def load_policy(spec: str, params: Mapping[str, Any] | None = None) -> NpuPolicy:

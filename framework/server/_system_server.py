@@ -81,6 +81,7 @@ from ._activity import (
 )
 from ._arbiter import DEFAULT_UNLOAD_TIMEOUT_S
 from ._npu_service import NpuService
+from ._policy_api import NpuPolicy
 from ._package import (
     FEATURE_NEURAL_PROCESSING_UNIT,
     MANIFEST_FILENAME,
@@ -570,13 +571,15 @@ async def serve_system_server(
     apps_dir: str | os.PathLike | None = None,
     system_features: Iterable[str] = (FEATURE_NEURAL_PROCESSING_UNIT,),
     launcher: Launcher | None = None,
+    npu_policy: NpuPolicy | None = None,
     task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve system_server's services on ``runtime`` (uid 1000) until cancelled.
 
     ``apps_dir``: install every app folder in it first (refusals are logged).
     ``hal_timeout``: how long the npu service waits for the HAL before logging that it
-    still waits. ``task_status.started()`` gets the :class:`SystemServer` once every
+    still waits. ``npu_policy``: the npu service's load policy at boot (the status quo if
+    None; ``_policy_api.load_policy`` loads a user's). ``task_status.started()`` gets the :class:`SystemServer` once every
     service is registered.
     """
     packages = PackageManager(system_features)
@@ -585,7 +588,7 @@ async def serve_system_server(
         pms.scan(apps_dir)
     npu = NpuService(
         runtime, packages, unload_timeout=unload_timeout, block_missing_feature=block_missing_feature,
-        hal_timeout=hal_timeout,
+        hal_timeout=hal_timeout, policy=npu_policy,
     )
     pms.listeners.append(npu.packages_changed)
     thermal = ThermalService(npu, packages)
