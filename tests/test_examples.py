@@ -9,7 +9,8 @@ run as soon as it is written and a changed one as it now reads:
 - in the README's guides (``GUIDES``): each ``npuemu``/``make`` line of a code block and
   each inline ``npuemu ...``/``make ...`` span outside tables; the app developer's guide's
   ``xml`` and ``python`` blocks are ``myapp/AndroidManifest.xml`` and ``myapp/main.py``,
-  the app that ``npuemu launch ./myapp`` then launches.
+  the app that ``npuemu launch ./myapp`` then launches; the policy engineer's guide's
+  ``python`` block is ``mine.py``, the policy its examples load.
 
 Each distinct command runs once, as a user would type it, with the ``npuemu`` of this
 environment, as a test of its own (its id is the example), in a scratch working
@@ -74,8 +75,8 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 TEMPLATE = ROOT / "csrc" / "drivers" / "template" / "template.c"
 NPUEMU = str(Path(sys.executable).with_name("npuemu"))
-GUIDES = ("Quick start", "A driver author's guide", "An app developer's guide", "Running the emulator yourself",
-          "Reading dumpsys and traces")
+GUIDES = ("Quick start", "A driver author's guide", "An app developer's guide", "A policy engineer's guide",
+          "Running the emulator yourself", "Reading dumpsys and traces")
 FAST_DEMO = ("--seconds", "8")
 TIMEOUT_S = {"demo": 240, "bench": 240, "vts": 180}
 
@@ -151,7 +152,7 @@ def readme_sections() -> dict[str, str]:
 
 
 def readme_guides() -> tuple[list[tuple[tuple[str, ...], str]], dict[str, str]]:
-    """The guides' commands, and the app files of the app developer's guide."""
+    """The guides' commands, the app files of the app developer's guide and the policy engineer's ``mine.py``."""
     sections = readme_sections()
     missing = [g for g in GUIDES if g not in sections]
     assert not missing, f"README.md has no section {missing}: say in GUIDES where the guides went"
@@ -166,6 +167,8 @@ def readme_guides() -> tuple[list[tuple[tuple[str, ...], str]], dict[str, str]]:
                     continue
                 if fence in ("xml", "python") and title == "An app developer's guide":
                     files[{"xml": "AndroidManifest.xml", "python": "main.py"}[fence]] = "\n".join(block) + "\n"
+                if fence == "python" and title == "A policy engineer's guide":
+                    files["mine.py"] = "\n".join(block) + "\n"
                 fence = None
                 continue
             if fence is not None:
@@ -274,6 +277,7 @@ def scratch(tmp_path_factory):
                                          phone.replace('name = "phone"', 'name = "my"', 1)))
     _, files = readme_guides()
     (work / "myapp").mkdir()
+    (work / "mine.py").write_text(files.pop("mine.py"))  # the policy engineer's guide's policy
     for name, text in files.items():
         (work / "myapp" / name).write_text(text)
     # the app's own AIDL, which `npuemu aidl myapp/aidl --package myapp.aidl` compiles

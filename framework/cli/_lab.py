@@ -36,7 +36,7 @@ def check_policy(spec: str, params: str | None, examples: int, steps: int) -> No
     \b
     Examples:
       npuemu lab check-policy mine.py:MyPolicy
-      npuemu lab check-policy mine.py:MyPolicy --params '{"maxBudget": 2}' --examples 1000
+      npuemu lab check-policy mine.py:MyPolicy --examples 100 --steps 80
     """
     load_npu_policy(spec, params)  # a file that will not load fails here, once, with its reason
     result = lab.check_policy(lambda: load_npu_policy(spec, params), examples=examples, steps=steps)
