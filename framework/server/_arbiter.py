@@ -259,9 +259,7 @@ class PolicyContext:
 
     def grant(self, r: LoadRequest) -> None:
         """CAN_LOAD_NOW: ``r`` (waiting) may load."""
-        self._live(r, "grant")
-        if not r.waiting:
-            raise PolicyViolation("live", f"CAN_LOAD_NOW for {_who(r)}, which is already {r.state.value}")
+        self._live_waiting(r, "CAN_LOAD_NOW")
         self._moves(r, "granted")
         if not self._a._thermal_ok(r):
             raise PolicyViolation("heat", f"{_who(r)} granted at thermal {severity_name(self.thermal)}, which forbids it")
@@ -274,9 +272,7 @@ class PolicyContext:
 
     def reserve(self, r: LoadRequest) -> None:
         """WAIT_FOR_UNLOAD: ``r`` waits with its weight reserved (told at the end of the event)."""
-        self._live(r, "reserve")
-        if not r.waiting:
-            raise PolicyViolation("live", f"WAIT_FOR_UNLOAD for {_who(r)}, which is already {r.state.value}")
+        self._live_waiting(r, "WAIT_FOR_UNLOAD")
         if r.state is RequestState.WAIT_FOR_UNLOAD:
             return
         self._moves(r, "reserved")
@@ -285,9 +281,7 @@ class PolicyContext:
 
     def hold(self, r: LoadRequest) -> None:
         """NOT_PRIORITIZED: ``r`` waits, reserving nothing (told at the end of the event)."""
-        self._live(r, "hold")
-        if not r.waiting:
-            raise PolicyViolation("live", f"NOT_PRIORITIZED for {_who(r)}, which is already {r.state.value}")
+        self._live_waiting(r, "NOT_PRIORITIZED")
         if r.state is RequestState.NOT_PRIORITIZED:
             return
         self._moves(r, "held")
@@ -346,6 +340,12 @@ class PolicyContext:
     def _live(self, r: object, what: str) -> None:
         if not isinstance(r, LoadRequest) or self._a._requests.get(r.key) is not r:
             raise PolicyViolation("live", f"{what}: {r!r} is not a live request")
+
+    def _live_waiting(self, r: object, status: str) -> None:
+        self._live(r, status)
+        assert isinstance(r, LoadRequest)
+        if not r.waiting:
+            raise PolicyViolation("live", f"{status} for {_who(r)}, which is already {r.state.value}")
 
     def _moves(self, r: LoadRequest, how: str) -> None:
         if not r.is_new and not self.may_move:
