@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from framework.cli import main
 from framework.emulator import RuntimeFiles
 from framework.emulator._reaper import kill_boot
+from framework import lab
 from framework.lab import check_policy
 from framework.npumanager import NpuManager
 from framework.server import (
@@ -75,6 +76,14 @@ def test_a_policy_that_will_not_load_says_why(spec, params, says):
         load_policy(str(POLICIES / spec), params)
 
 
+def test_a_policy_that_declares_a_bad_budget_is_refused_at_load(tmp_path):
+    bad = tmp_path / "weights.py"
+    bad.write_text("from framework.server import NpuPolicy\n\n"
+                   "class P(NpuPolicy):\n    def weight(self, size):\n        return 0\n")
+    with pytest.raises(PolicyLoadError, match="weight\\(\\) must give positive ints"):
+        load_policy(f"{bad}:P")
+
+
 def test_a_policy_file_that_fails_to_import_says_so(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import no_such_module_here\n")
@@ -129,7 +138,7 @@ def test_an_action_that_breaks_an_invariant_is_refused_and_the_fallback_keeps_th
     out = a.request_can_load(B, 1, S, 0, 1.0)
     assert calls(out) == [CanLoad(B, 1, NOT)]  # granting would exceed the declared budget of 1
     (line,) = [x for x in out if isinstance(x, Log)]
-    assert "broke invariant budget" in line.message and "held by the fallback" in line.message
+    assert "broke invariant budget" in line.message and "left waiting by the fallback" in line.message
     assert a.budget()["in_use"] == 1
     assert a.dump(1.0)["policy"]["errors"][0]["invariant"] == "budget"
 
@@ -209,3 +218,22 @@ def test_boot_with_a_policy_file_and_dumpsys_shows_it(tmp_path):
     finally:
         runner.invoke(main, ["shutdown", "--runtime-dir", str(root)])
         kill_boot(state["boot_id"])
+
+
+# ---------------------------------------------------------------- in the lab
+
+
+@pytest.mark.slow
+def test_the_lab_runs_a_users_policy_and_reports_its_failures_with_their_events():
+    from test_lab_stack import policies, workload
+
+    report = lab.run_workload(workload(), policies("fcfs"), sweep=False, whole_stack=True,
+                              npu_policy=load_policy(f"{POLICIES / 'broken.py'}:RaisesForCached"))
+    assert report.npu_policy == f"raises-for-cached ({POLICIES / 'broken.py'}:RaisesForCached)"
+    (run,) = report.nominal
+    assert run["completed"] == run["requests"] > 20  # the fallback granted the cached app's loads
+    assert run["npu_policy_errors"] >= 1
+    assert "requestCanLoadModel(uid" in run["npu_policy_latest_errors"][0]
+    assert "RuntimeError: no rule for importance 400" in run["npu_policy_latest_errors"][0]
+    text = lab.format_report(report)
+    assert "the npu policy failed" in text and "raises-for-cached" in text and "no rule for importance" in text

@@ -115,6 +115,7 @@ from ._policy_api import (
     PolicySet,
     PolicyViolation,
     RequestCancelled,
+    declared_budget,
     RequestFiled,
     RequestState,
     ThermalChanged,
@@ -395,6 +396,7 @@ class NpuArbiter:
         if policy is not None and not isinstance(policy, NpuPolicy):
             raise TypeError(f"policy must be an NpuPolicy, not {policy!r}")
         self._policy: NpuPolicy = policy if policy is not None else StatusQuoPolicy()
+        self._limit, self._weights = declared_budget(self._policy)
         pid = type(self._policy).policy_id
         if type(pid) is int:
             self._policies.setdefault(pid, type(self._policy))
@@ -522,8 +524,13 @@ class NpuArbiter:
             raise IllegalArgumentException(f"policy {cls.name} refused its parameters: {type(exc).__name__}: {exc}") from None
         if not isinstance(new, NpuPolicy):
             raise IllegalArgumentException(f"policy {cls.name}'s from_params returned {new!r}, not a policy")
+        try:
+            declared = declared_budget(new)
+        except ValueError as exc:
+            raise IllegalArgumentException(str(exc)) from None
         old = self._policy
         self._policy = new
+        self._limit, self._weights = declared
         self._counters["policy_changes"] += 1
         actions: list[Action] = [Log("I", f"policy {old.name} {old.params()} -> {new.name} {new.params()}")]
         return self._decide(PolicySet(old.name), now, actions, moving=True)
@@ -585,14 +592,14 @@ class NpuArbiter:
         self._counters["policy_errors"] += 1
         self._policy_errors.append({"at": ctx.now, "event": str(event), "invariant": error.invariant,
                                     "error": str(exc) if error.invariant else f"{type(exc).__name__}: {exc}"})
-        fallback = "held"
+        fallback = "left waiting"
         r = ctx.request(event.uid, event.request_id) if isinstance(event, RequestFiled) else None
         if r is not None and r.is_new and r.waiting:
             try:
                 ctx.grant(r)  # the status quo's answer, within the heat and the declared budget
                 fallback = "granted"
             except PolicyViolation:
-                ctx.hold(r)
+                pass  # it waits as the policy left it (NOT_PRIORITIZED, or reserved if it reserved it)
         ctx.actions.append(Log("E", f"{error}; the service carried on" +
                                (f" (the new request was {fallback} by the fallback)" if r is not None else "")))
 
@@ -635,7 +642,7 @@ class NpuArbiter:
 
     def budget(self) -> dict[str, int | None]:
         """``max``, ``in_use``, ``reserved``, ``being_freed`` and ``free`` right now."""
-        limit = self._policy.max_budget
+        limit = self._limit
         in_use = self._in_use()
         reserved = sum(self._w(q) for q in self._requests.values() if q.state is RequestState.WAIT_FOR_UNLOAD)
         being_freed = sum(self._w(q) for q in self._requests.values() if q.state is RequestState.UNLOADING)
@@ -680,7 +687,7 @@ class NpuArbiter:
         return effective_importance(uid, self._importance.get(uid))
 
     def _w(self, r: LoadRequest) -> int:
-        return self._policy.weight(r.size)
+        return self._weights[r.size]
 
     def _in_use(self) -> int:
         return sum(self._w(q) for q in self._requests.values() if q.state in HOLDING)
@@ -700,7 +707,7 @@ class NpuArbiter:
 
     def _available(self, key: Key | None) -> float:
         """Budget free now for request ``key``: the pool plus its own reservation (rule 1)."""
-        limit = self._policy.max_budget
+        limit = self._limit
         if limit is None:
             return math.inf
         claims = self._claims()
@@ -714,7 +721,7 @@ class NpuArbiter:
 
     def _over_budget(self) -> tuple[int | None, int | None]:
         """How far over the budget: (in use - max, in use + reserved - max - being freed); None if unbounded."""
-        limit = self._policy.max_budget
+        limit = self._limit
         if limit is None:
             return None, None
         used = reserved = freeing = 0

@@ -79,7 +79,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from framework.binder import IllegalArgumentException
-from framework.npumanager import DEFAULT_MODEL_SIZE_WEIGHTS
+from framework.npumanager import DEFAULT_MODEL_SIZE_WEIGHTS, NPU_MODEL_SIZES
 
 if TYPE_CHECKING:
     from ._arbiter import PolicyContext
@@ -271,7 +271,8 @@ class NpuPolicy:
     ``NPU_MODEL_POLICY_*`` number ``setPolicy`` selects it by; None: only installed
     directly, as ``--npu-policy-file`` does).
 
-    What a policy declares (read by the arbiter's checks and by dumpsys):
+    What a policy declares (read once, when it is installed, by the arbiter's checks and
+    by dumpsys):
 
     - ``max_budget``: the most weight approved or loaded at once, or None (unbounded);
     - ``weight(size)``: what a request of that ``NPU_MODEL_SIZE_*`` costs.
@@ -314,6 +315,19 @@ class NpuPolicy:
         if source is None:
             return super().__reduce_ex__(protocol)
         return (load_policy, (source, self.params() or None))
+
+
+def declared_budget(policy: NpuPolicy) -> tuple[int | None, tuple[int, ...]]:
+    """The policy's ``max_budget`` and its ``weight`` of each size, read once when it is
+    installed; ValueError unless a positive int (or None) and positive ints."""
+    limit = policy.max_budget
+    if limit is not None and (type(limit) is not int or limit <= 0):
+        raise ValueError(f"policy {policy.name}: max_budget must be a positive int or None, not {limit!r}")
+    weights = tuple(policy.weight(size) for size in NPU_MODEL_SIZES)
+    for w in weights:
+        if type(w) is not int or w <= 0:
+            raise ValueError(f"policy {policy.name}: weight() must give positive ints, not {weights!r}")
+    return limit, weights
 
 
 def policy_source(policy: NpuPolicy) -> str | None:
@@ -376,9 +390,10 @@ def load_policy(spec: str, params: Mapping[str, Any] | None = None) -> NpuPolicy
         raise PolicyLoadError(f"{cls_name}.from_params({params!r}) failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(policy, NpuPolicy):
         raise PolicyLoadError(f"{cls_name}.from_params returned {policy!r}, not an NpuPolicy")
-    budget = policy.max_budget
-    if budget is not None and (type(budget) is not int or budget <= 0):
-        raise PolicyLoadError(f"{cls_name}.max_budget must be a positive int or None, not {budget!r}")
+    try:
+        declared_budget(policy)
+    except Exception as exc:
+        raise PolicyLoadError(str(exc) if isinstance(exc, ValueError) else f"{cls_name}: {type(exc).__name__}: {exc}") from exc
     return policy
 
 
