@@ -455,7 +455,8 @@ def test_the_examples_are_found():
             "npuemu logcat -s NpuManagerService", "npuemu --runtime-dir /tmp/emu2 devices"} <= texts
     assert all("#" not in ex.text for ex in EXAMPLES)
     _, files = readme_guides()
-    assert set(files) == {"AndroidManifest.xml", "main.py"} and "async def main(context)" in files["main.py"]
+    assert set(files) == {"AndroidManifest.xml", "main.py", "mine.py"} and "async def main(context)" in files["main.py"]
+    assert "class MyPolicy(NpuPolicy):" in files["mine.py"]
     phases = [_phase(ex) for ex in EXAMPLES]
     assert phases == sorted(phases) and phases[0] == 0 and phases[-1] == 7
 
