@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import click
 
-from framework import lab
-
 from ._common import CliError, load_npu_policy
 
 __all__ = ["lab_group"]
@@ -38,6 +36,8 @@ def check_policy(spec: str, params: str | None, examples: int, steps: int) -> No
       npuemu lab check-policy mine.py:MyPolicy
       npuemu lab check-policy mine.py:MyPolicy --examples 100 --steps 80
     """
+    from framework import lab  # imported when used, as bench does: the lab (and hypothesis) cost every command 2 s
+
     load_npu_policy(spec, params)  # a file that will not load fails here, once, with its reason
     result = lab.check_policy(lambda: load_npu_policy(spec, params), examples=examples, steps=steps)
     if result.ok:
