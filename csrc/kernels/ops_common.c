@@ -473,12 +473,32 @@ int ops_nhwc_input(const struct npu_tensor *in, bool nchw, const void **data, vo
     return NPU_OK;
 }
 
+float *ops_rows_in_place(const struct npu_tensor *out, bool nchw, size_t row0, size_t row1,
+                         const struct npu_tensor *in)
+{
+    if (nchw || out->type != NPU_OPERAND_TENSOR_FLOAT32)
+        return NULL;
+    struct ops_image img;
+    ops_image(out, nchw, &img);
+    float *first = (float *)out->data + row0 * img.sy;
+    size_t bytes = (row1 - row0) * img.sy * sizeof(float);
+    return ops_disjoint(first, bytes, in->data, npu_ops_element_count(in) * ops_element_size(in->type)) ? first : NULL;
+}
+
+bool ops_disjoint(const void *a, size_t a_bytes, const void *b, size_t b_bytes)
+{
+    uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+    return a0 + a_bytes <= b0 || b0 + b_bytes <= a0;
+}
+
 void ops_store_rows_f32(const struct npu_tensor *out, bool nchw, size_t row0, size_t row1, const float *rows)
 {
     struct ops_image img;
     ops_image(out, nchw, &img);
     if (!nchw && out->type == NPU_OPERAND_TENSOR_FLOAT32) {
-        memcpy((float *)out->data + row0 * img.sy, rows, (row1 - row0) * img.sy * sizeof(float));
+        float *dst = (float *)out->data + row0 * img.sy;
+        if (dst != rows)  /* else computed in place (ops_rows_in_place) */
+            memcpy(dst, rows, (row1 - row0) * img.sy * sizeof(float));
         return;
     }
     for (size_t r = row0; r < row1; r++) {

@@ -175,7 +175,9 @@ int ops_conv_gemm(const struct npu_tensor *input, const struct npu_tensor *filte
     const void *x = NULL, *w = NULL, *b = NULL;
     void *x_owned = NULL;
     float *w_owned = NULL, *b_owned = NULL;
-    void *sums = malloc((m1 - m0) * g.oc * (quant ? sizeof(int32_t) : sizeof(float)));
+    void *sums = quant ? NULL : ops_rows_in_place(output, nchw, begin, end, input), *sums_owned = NULL;
+    if (sums == NULL)
+        sums = sums_owned = malloc((m1 - m0) * g.oc * (quant ? sizeof(int32_t) : sizeof(float)));
     int rc = sums ? ops_nhwc_input(input, nchw, &x, &x_owned) : NPU_E_NO_MEMORY;
     struct ops_conv_ctx ctx = {&g, x, input->zero_point, 0, cg};
     if (rc == NPU_OK && !quant)
@@ -207,7 +209,7 @@ int ops_conv_gemm(const struct npu_tensor *input, const struct npu_tensor *filte
         rc = ops_conv_store(input, filter, bias, output, fuse, nchw, begin, end, m1 - m0, g.oc, sums);
     free(w_owned);
     free(b_owned);
-    free(sums);
+    free(sums_owned);
     free(x_owned);
     return rc;
 }
@@ -340,8 +342,10 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
         struct npu_tensor fv, bv;
         float *f_owned = NULL, *b_owned = NULL;
         const float **src = malloc(g.fh * g.fw * sizeof *src), **flt = malloc(g.fh * g.fw * sizeof *flt);
-        rows = malloc(count * oc * sizeof(float));
-        rc = rows && src && flt ? ops_widen(filter, &fv, &f_owned) : NPU_E_NO_MEMORY;
+        float *out_rows = ops_rows_in_place(output, w->nchw, begin, end, input);
+        if (out_rows == NULL)
+            out_rows = rows = malloc(count * oc * sizeof(float));
+        rc = out_rows && src && flt ? ops_widen(filter, &fv, &f_owned) : NPU_E_NO_MEMORY;
         if (rc == NPU_OK)
             rc = ops_widen(bias, &bv, &b_owned);
         if (rc == NPU_OK) {
@@ -351,7 +355,7 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
             for (size_t r = begin, i = 0; r < end; r++)
                 for (size_t ox = 0; ox < g.ow; ox++, i++) {
                     size_t n = r / g.oh, oy = r % g.oh;
-                    float *a = (float *)rows + i * oc;
+                    float *a = out_rows + i * oc;
                     if (mult == 1) {
                         size_t taps = valid_taps(&g, n, oy, ox, pixel, tap);
                         for (size_t t = 0; t < taps; t++) {
@@ -370,7 +374,7 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
                     }
                     ops_clamp_f32(a, a, oc, lo, hi);
                 }
-            ops_store_rows_f32(output, w->nchw, begin, end, rows);
+            ops_store_rows_f32(output, w->nchw, begin, end, out_rows);
         }
         free(f_owned);
         free(b_owned);
@@ -448,7 +452,11 @@ int npu_op_fully_connected(const struct npu_tensor *input, const struct npu_tens
     struct ops_gemm_f32 gemm = {0};
     struct npu_tensor xv, wv, bv;
     float *x_owned = NULL, *w_owned = NULL, *b_owned = NULL;
-    float *rows = malloc((end - begin) * units * sizeof *rows);
+    /* in place when the output is float32 and not the input's memory */
+    float *rows = (float *)output->data + begin * units, *rows_owned = NULL;
+    if (output->type != NPU_OPERAND_TENSOR_FLOAT32 ||
+        !ops_disjoint(rows, (end - begin) * units * sizeof *rows, input->data, count * ops_element_size(input->type)))
+        rows = rows_owned = malloc((end - begin) * units * sizeof *rows);
     rc = rows ? ops_widen(input, &xv, &x_owned) : NPU_E_NO_MEMORY;
     if (rc == NPU_OK)
         rc = ops_widen(weights, &wv, &w_owned);
@@ -463,7 +471,7 @@ int npu_op_fully_connected(const struct npu_tensor *input, const struct npu_tens
         float lo, hi;
         ops_float_bounds(fuse, &lo, &hi);
         ops_clamp_f32(rows, rows, (end - begin) * units, lo, hi);
-        for (size_t i = 0; i < (end - begin) * units; i++) {
+        for (size_t i = 0; rows_owned && i < (end - begin) * units; i++) {
             float v = rows[i];
             if (output->type == NPU_OPERAND_TENSOR_FLOAT16)
                 ((uint16_t *)output->data)[begin * units + i] = npu_float_to_half(v);
@@ -472,7 +480,7 @@ int npu_op_fully_connected(const struct npu_tensor *input, const struct npu_tens
         }
     }
     ops_gemm_f32_free(&gemm);
-    free(rows);
+    free(rows_owned);
     free(x_owned);
     free(w_owned);
     free(b_owned);

@@ -147,6 +147,13 @@ int ops_nhwc_input(const struct npu_tensor *in, bool nchw, const void **data, vo
 /* Stores output rows [row0, row1) (row = batch * out_h + y) from an NHWC block
  * of float32 values, or of stored uint8 values, into out in its layout and type. */
 void ops_store_rows_f32(const struct npu_tensor *out, bool nchw, size_t row0, size_t row1, const float *rows);
+/* Where output rows [row0, row1) of out lie as NHWC float32 (out->data itself),
+ * so that a kernel can compute them in place: NULL when out is not NHWC
+ * float32, or those rows' bytes overlap in's (a kernel still reads in). */
+/* Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) do not overlap. */
+bool ops_disjoint(const void *a, size_t a_bytes, const void *b, size_t b_bytes);
+float *ops_rows_in_place(const struct npu_tensor *out, bool nchw, size_t row0, size_t row1,
+                         const struct npu_tensor *in);
 void ops_store_rows_u8(const struct npu_tensor *out, bool nchw, size_t row0, size_t row1, const uint8_t *rows);
 
 /* The geometry of a 2-D window over an image (read as NHWC), oc the output's
