@@ -358,6 +358,89 @@ async def test_a_quantized_model_keeps_its_quantization_and_matches_litert(nn, k
         assert np.abs(got.astype(np.int32) - want.astype(np.int32)).max() <= 1
 
 
+def side_branch_model() -> bytes:
+    """x -> ADD -> a; a -> half-pixel RESIZE_BILINEAR -> r (the CPU's: NNAPI 1.2 has no half
+    pixels); a -> MUL -> m. In the model's order the CPU operation sits between the two that
+    NNAPI runs, on a side branch of theirs."""
+    b = flatbuffers.Builder(1024)
+    T, B, Op, SG, M, OC = (_m(n) for n in ("Tensor", "Buffer", "Operator", "SubGraph", "Model", "OperatorCode"))
+    AO, MO, RO = _m("AddOptions"), _m("MulOptions"), _m("ResizeBilinearOptions")
+    datas = [b"", np.float32([0.5, -1.0]).tobytes(), np.int32([8, 8]).tobytes(), np.float32([2.0, 3.0]).tobytes()]
+    bufs = []
+    for d in datas:
+        vec = b.CreateNumpyVector(np.frombuffer(d, np.uint8)) if d else None
+        B.Start(b)
+        if vec is not None:
+            B.AddData(b, vec)
+        bufs.append(B.End(b))
+    specs = [("x", [1, 4, 4, 2], 0), ("c1", [2], 1), ("a", [1, 4, 4, 2], 0), ("size", [2], 2),
+             ("r", [1, 8, 8, 2], 0), ("c2", [2], 3), ("m", [1, 4, 4, 2], 0)]
+    tensors = []
+    for name, shape, buf in specs:
+        n = b.CreateString(name); sh = _vector(b, T.StartShapeVector, shape, "Int32")
+        kind = tflite.TensorType.INT32 if name == "size" else tflite.TensorType.FLOAT32
+        T.Start(b); T.AddShape(b, sh); T.AddType(b, kind); T.AddBuffer(b, buf); T.AddName(b, n)
+        tensors.append(T.End(b))
+    AO.Start(b); add_opts = AO.End(b)
+    MO.Start(b); mul_opts = MO.End(b)
+    RO.Start(b); RO.AddHalfPixelCenters(b, True); resize_opts = RO.End(b)
+    ops = []
+    for code, ins, outs, otype, opts in ((0, [0, 1], [2], tflite.BuiltinOptions.AddOptions, add_opts),
+                                         (1, [2, 3], [4], tflite.BuiltinOptions.ResizeBilinearOptions, resize_opts),
+                                         (2, [2, 5], [6], tflite.BuiltinOptions.MulOptions, mul_opts)):
+        iv = _vector(b, Op.StartInputsVector, ins, "Int32"); ov = _vector(b, Op.StartOutputsVector, outs, "Int32")
+        Op.Start(b); Op.AddOpcodeIndex(b, code); Op.AddInputs(b, iv); Op.AddOutputs(b, ov)
+        Op.AddBuiltinOptionsType(b, otype); Op.AddBuiltinOptions(b, opts); ops.append(Op.End(b))
+    tv = _vector(b, SG.StartTensorsVector, tensors, "UOffsetTRelative")
+    iv = _vector(b, SG.StartInputsVector, [0], "Int32"); ov = _vector(b, SG.StartOutputsVector, [4, 6], "Int32")
+    opv = _vector(b, SG.StartOperatorsVector, ops, "UOffsetTRelative")
+    SG.Start(b); SG.AddTensors(b, tv); SG.AddInputs(b, iv); SG.AddOutputs(b, ov); SG.AddOperators(b, opv); sg = SG.End(b)
+    codes = []
+    for builtin, version in ((tflite.BuiltinOperator.ADD, 1), (tflite.BuiltinOperator.RESIZE_BILINEAR, 3),
+                             (tflite.BuiltinOperator.MUL, 1)):
+        OC.Start(b); OC.AddDeprecatedBuiltinCode(b, builtin); OC.AddBuiltinCode(b, builtin); OC.AddVersion(b, version)
+        codes.append(OC.End(b))
+    cv = _vector(b, M.StartOperatorCodesVector, codes, "UOffsetTRelative")
+    sgv = _vector(b, M.StartSubgraphsVector, [sg], "UOffsetTRelative")
+    bv = _vector(b, M.StartBuffersVector, bufs, "UOffsetTRelative")
+    M.Start(b); M.AddVersion(b, 3); M.AddOperatorCodes(b, cv); M.AddSubgraphs(b, sgv); M.AddBuffers(b, bv)
+    b.Finish(M.End(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+async def test_a_cpu_operation_on_a_side_branch_does_not_split_the_nnapi_chain(nn):
+    # As TFLite partitions for a delegate: one NNAPI partition (ADD, MUL), then the resize.
+    data = side_branch_model()
+    model = loadTfLite(data, name="side")
+    assert [(p.kind, [model.operations[k].name for k in p.operations]) for p in model.partitions] == \
+        [("nnapi", ["ADD", "MUL"]), ("cpu", ["RESIZE_BILINEAR"])]
+    (nnapi, cpu) = model.partitions
+    assert nnapi.outputs == (2, 6) and cpu.inputs == (2,)  # a goes on to the resize; m is the app's
+    x = np.random.default_rng(1).standard_normal((1, 4, 4, 2)).astype(np.float32)
+    interpreter = Interpreter(model_content=data, num_threads=1)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    compiled = await model.compile(nn)
+    got = await compiled.run([x])
+    await compiled.aclose()
+    for g, detail in zip(got, interpreter.get_output_details()):
+        np.testing.assert_allclose(g, interpreter.get_tensor(detail["index"]), rtol=1e-6, atol=1e-6)
+
+
+def test_every_model_runs_its_partitions_in_dependency_order():
+    for name in MODELS:
+        model = loadTfLite(model_path(name))
+        ready = set(model.inputs)
+        for p in model.partitions:
+            assert set(p.inputs) <= ready, (name, p.index)
+            ready.update(p.outputs)
+        assert set(model.outputs) <= ready
+        # NNAPI partitions alternate with the CPU's: two NNAPI ones in a row would be one.
+        kinds = [p.kind for p in model.partitions]
+        assert all(not (a == b == "nnapi") for a, b in zip(kinds, kinds[1:])), name
+
+
 # ---- npuemu nn run --------------------------------------------------------------------------
 
 

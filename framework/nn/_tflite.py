@@ -732,21 +732,49 @@ class TfLiteModel:
                                    "and this runtime has no CPU kernel for it")
 
     def _partition(self) -> list[Partition]:
-        """Delegated operations in a row form one partition; each CPU operation is one."""
-        producer = {t: op.index for op in self.operations if op.where != "folded" for t in op.outputs}
+        """The operations split as TFLite splits a graph for a delegate: subsets that are all
+        NNAPI or all CPU, each as large as the dependencies allow (not just runs of neighbours).
+
+        As TFLite's ``PartitionGraphIntoIndependentNodeSubsets`` (greedy): a subset takes, in
+        the model's order and again until none is left, every operation whose inputs are all
+        computed (by earlier subsets or this one) and whose kind is the subset's (the first
+        ready operation sets it); then the next subset begins.  An NNAPI subset is one
+        partition (one NNAPI model); a CPU subset runs its operations one by one, each its own
+        partition.  Every NNAPI subset is delegated (the delegate's
+        ``max_number_delegated_partitions`` = 0, no limit).
+        """
+        ops = [op for op in self.operations if op.where != "folded"]
+        producer = {t: op.index for op in ops for t in op.outputs}
         readers: dict[int, set[int]] = {}
-        for op in self.operations:
-            if op.where != "folded":
-                for t in op.inputs:
-                    readers.setdefault(t, set()).add(op.index)
+        for op in ops:
+            for t in op.inputs:
+                readers.setdefault(t, set()).add(op.index)
+        for op in ops:
+            for t in op.inputs:
+                if t >= 0 and self.tensors[t].value is None and t not in producer and t not in self.inputs:
+                    raise BadDataError(f"loadTfLite: tensor {t} is read but never written")
+        computed: set[int] = set()
+        waiting = list(ops)
         groups: list[tuple[str, list[int]]] = []
-        for op in self.operations:
-            if op.where == "folded":
-                continue
-            if op.where == "nnapi" and groups and groups[-1][0] == "nnapi":
-                groups[-1][1].append(op.index)
-            else:
-                groups.append((op.where, [op.index]))
+        while waiting:
+            kind: str | None = None
+            members: list[int] = []
+            progress = True
+            while progress:
+                progress = False
+                for op in waiting:
+                    if op.index in members or any(t in producer and t not in computed for t in op.inputs):
+                        continue
+                    kind = kind or op.where
+                    if op.where == kind:
+                        members.append(op.index)
+                        computed.update(op.outputs)
+                        progress = True
+            if not members:
+                raise BadDataError(f"loadTfLite: {self.name}: the operations' inputs form a cycle")
+            taken = set(members)
+            waiting = [op for op in waiting if op.index not in taken]
+            groups += [(kind, members)] if kind == "nnapi" else [(kind, [k]) for k in members]
         partitions = []
         for kind, members in groups:
             inside = set(members)
@@ -755,8 +783,6 @@ class TfLiteModel:
             for k in members:
                 for t in self.operations[k].inputs:
                     if t >= 0 and t not in written and self.tensors[t].value is None and t not in ins:
-                        if t not in producer and t not in self.inputs:
-                            raise BadDataError(f"loadTfLite: tensor {t} is read but never written")
                         ins.append(t)
             outs = [t for k in members for t in self.operations[k].outputs
                     if t in self.outputs or readers.get(t, set()) - inside]
