@@ -85,6 +85,7 @@ from ._thermal import (
     thermal_allows as thermal_allows,
 )
 from ._npu_service import _SHELL_HELP as NPU_SHELL_HELP  # `cmd npu help`'s text, for the CLI to show offline
+from ._npu_service import CALLBACK_DEADLINE_S as CALLBACK_DEADLINE_S
 from ._npu_service import NpuService as NpuService
 from ._system_server import (
     ActivityManagerService as ActivityManagerService,

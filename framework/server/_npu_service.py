@@ -12,9 +12,15 @@ and carries out its ``Action``s:
   ``npumanager_block_missing_feature``), refused with EX_SECURITY and given no direct
   access in its SchedulingConfig.
 - **Answers** (``onCanLoadModel``, ``onRequestUnloadModel``, ``onModelLoadRequestComplete``)
-  go to the request's own ``IModelLoadCallback``, oneway, from one dispatcher task, so
-  they leave in exactly the order the arbiter produced them, whichever binder call
-  caused them. An app whose callback is dead is treated as dead.
+  go to the request's own ``IModelLoadCallback``, oneway, through one *lane* per app
+  (uid): each app's answers leave in exactly the order the arbiter produced them,
+  whichever binder call caused them, and the lanes run concurrently, so no app waits
+  behind another. Each answer has ``CALLBACK_DEADLINE_S`` to leave (connecting to the
+  app, its handshake, room in its socket: a oneway call waits for nothing else); an
+  app that does not take it in time (stopped, wedged, not reading) is treated as dead,
+  as is one whose callback is dead. Revocations go to the HAL through a lane of their
+  own; an app hears that a request ended only after the HAL was asked to free its
+  models.
 - **Deadlines**: one task sleeps until the arbiter's ``next_deadline()`` and then
   ``tick``s it; a model not unloaded in time is revoked through
   ``IHalControl.revokeRequestModels`` and its request ends CANCELLED. The HAL files
@@ -54,6 +60,7 @@ import math
 from collections import deque
 from collections.abc import Iterable
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,12 +107,20 @@ from ._policy_api import NpuPolicy, policy_source
 from ._package import PERMISSION_DUMP, NameNotFoundException, PackageManager
 from ._priority import scheduling_config_for
 
-__all__ = ["NpuService"]
+__all__ = ["CALLBACK_DEADLINE_S", "NpuService"]
 
 log = logging.getLogger("NpuManagerService")
 
 _RECENT_EVENTS = 64
 _REVOKE_TIMEOUT_S = 1.0
+
+#: How long one answer to an app (a oneway ``IModelLoadCallback`` call) may take to
+#: leave: connecting to the app, its handshake and room in its socket. Past it the app
+#: is treated as dead (its requests are dropped, its HAL models freed), never as a
+#: reason to delay other apps: their answers go out meanwhile, in lanes of their own.
+#: Android's binder fails a oneway call at once when the target's async buffer is
+#: full; the deadline leaves a live app on a loaded machine time to accept a connection.
+CALLBACK_DEADLINE_S = 5.0
 # Android 17 (CINNAMON_BUN): the release from which a missing NPU feature matters.
 _FEATURE_RULE_FROM_SDK = 37
 
@@ -116,6 +131,65 @@ class _RevokeUid:
     queued behind the arbiter's so it is carried out in order with them)."""
 
     uid: int
+
+
+class _Lanes:
+    """Jobs in order per key, keys concurrently; a job past ``deadline`` calls ``on_late``.
+
+    A lane is a queue and one task that drains it, started when the first job comes
+    and ended when the queue is empty. ``put(key, job, deadline)`` queues ``job`` (an
+    ``async`` callable); a job still running ``deadline`` seconds after it started gets
+    ``on_late(key)`` called (it is then cancelled, if it can be: a frame half written
+    finishes, whatever it takes), and its lane goes on when it ends. No lane ever waits
+    for another.
+    """
+
+    def __init__(self, on_late) -> None:
+        self._on_late = on_late
+        self._queues: dict[Any, deque] = {}
+        self._nursery: trio.Nursery | None = None
+
+    def start(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
+        for key, queue in self._queues.items():
+            nursery.start_soon(self._drain, key, queue)
+
+    def put(self, key: Any, job, deadline: float | None = None) -> None:
+        queue = self._queues.get(key)
+        if queue is None:
+            queue = self._queues[key] = deque()
+            if self._nursery is not None:
+                self._nursery.start_soon(self._drain, key, queue)
+        queue.append((job, deadline))
+
+    def pending(self) -> dict[Any, int]:
+        """How many jobs wait (or run) in each lane."""
+        return {key: len(queue) for key, queue in self._queues.items()}
+
+    async def _drain(self, key: Any, queue: deque) -> None:
+        try:
+            while queue:
+                job, deadline = queue[0]
+                if deadline is None:
+                    await job()
+                else:
+                    await self._with_deadline(key, job, deadline)
+                queue.popleft()
+        finally:
+            if self._queues.get(key) is queue:
+                del self._queues[key]
+
+    async def _with_deadline(self, key: Any, job, deadline: float) -> None:
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                await trio.sleep(deadline)
+                self._on_late(key)
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(watch)
+            await job()
+            nursery.cancel_scope.cancel()
 
 
 class _Died(DeathRecipient):
@@ -190,8 +264,10 @@ class NpuService:
         self._hal_connects = 0
         self._hal_deaths = 0
         self._counters = {"work_events": 0, "work_completed": 0, "callbacks_sent": 0, "callbacks_failed": 0,
-                          "revocations_sent": 0, "revocations_failed": 0, "config_pushes": 0, "refused_calls": 0}
-        self._actions_send, self._actions_recv = trio.open_memory_channel[Action | _RevokeUid](math.inf)
+                          "callbacks_late": 0, "revocations_sent": 0, "revocations_failed": 0, "config_pushes": 0,
+                          "refused_calls": 0}
+        #: One lane per app uid (its answers), and "hal" (revocations).
+        self._lanes = _Lanes(self._callback_late)
         self._wake = trio.Event()
         self._configs_dirty = trio.Event()
         self._hal_listeners: list[Any] = []
@@ -206,7 +282,7 @@ class NpuService:
         """Run the service's tasks; with ``register``, add it to servicemanager as ``npu``."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            nursery.start_soon(self._dispatch_loop)
+            self._lanes.start(nursery)
             nursery.start_soon(self._deadline_loop)
             nursery.start_soon(self._config_loop)
             nursery.start_soon(self._hal_loop)
@@ -370,30 +446,33 @@ class NpuService:
         return trio.current_time()
 
     def _apply(self, actions: Iterable[Action | _RevokeUid]) -> None:
+        """Carry out the arbiter's actions: log lines now, the rest into their lanes."""
         for action in actions:
-            self._actions_send.send_nowait(action)
+            if isinstance(action, Log):
+                level = {"V": logging.DEBUG, "D": logging.DEBUG, "I": logging.INFO, "W": logging.WARNING}.get(
+                    action.level, logging.ERROR
+                )
+                log.log(level, "%s", action.message)
+            elif isinstance(action, (Revoke, _RevokeUid)):
+                request_id = action.request_id if isinstance(action, Revoke) else None
+                done = trio.Event()
+                self._lanes.put("hal", functools.partial(self._revoke, action.uid, request_id, done))
+                if request_id is not None:
+                    self._lanes.put(action.uid, done.wait)  # its RequestComplete follows
+            else:
+                self._lanes.put(action.uid, functools.partial(self._send_callback, action), CALLBACK_DEADLINE_S)
         self._wake.set()
 
-    async def _dispatch_loop(self) -> None:
-        async for action in self._actions_recv:
-            try:
-                await self._carry_out(action)
-            except Exception:  # one broken app must never stop the service
-                log.exception("carrying out %r failed", action)
+    def _callback_late(self, uid: Any) -> None:
+        """An app's lane missed ``CALLBACK_DEADLINE_S``: the app is treated as dead."""
+        if uid == "hal":
+            return  # revocations bound themselves (_REVOKE_TIMEOUT_S)
+        self._counters["callbacks_late"] += 1
+        log.warning("uid %d (%s): a callback did not leave within %g s; treating the app as dead",
+                    uid, self._name(uid), CALLBACK_DEADLINE_S)
+        self.app_died(uid, f"it took no callback within {CALLBACK_DEADLINE_S:g} s")
 
-    async def _carry_out(self, action: Action) -> None:
-        if isinstance(action, Log):
-            level = {"V": logging.DEBUG, "D": logging.DEBUG, "I": logging.INFO, "W": logging.WARNING}.get(
-                action.level, logging.ERROR
-            )
-            log.log(level, "%s", action.message)
-            return
-        if isinstance(action, Revoke):
-            await self._revoke(action.uid, action.request_id)
-            return
-        if isinstance(action, _RevokeUid):
-            await self._revoke(action.uid, None)
-            return
+    async def _send_callback(self, action: CanLoad | RequestUnload | RequestComplete) -> None:
         key = (action.uid, action.request_id)
         cb = self._callbacks.pop(key, None) if isinstance(action, RequestComplete) else self._callbacks.get(key)
         if cb is None:
@@ -407,7 +486,7 @@ class NpuService:
                 log.info("uid %d request %d: onRequestUnloadModel(%s, deadline in %.3g s)", action.uid,
                          action.request_id, _named("NPU_MODEL_UNLOAD_REASON_", action.reason), action.deadline - self._now())
                 await cb.onRequestUnloadModel(action.reason)
-            elif isinstance(action, RequestComplete):
+            else:
                 log.info("uid %d request %d: onModelLoadRequestComplete(%s)", action.uid, action.request_id,
                          _named("NPU_MODEL_LOAD_REQUEST_STATUS_", action.status))
                 await cb.onModelLoadRequestComplete(action.status)
@@ -416,10 +495,21 @@ class NpuService:
             self._counters["callbacks_failed"] += 1
             log.warning("uid %d: callback failed (%s); treating the app as dead", action.uid, exc)
             self.app_died(action.uid, "its callback is unreachable")
+        except Exception:  # one broken app must never stop the service
+            log.exception("carrying out %r failed", action)
 
-    async def _revoke(self, uid: int, request_id: int | None) -> None:
+    async def _revoke(self, uid: int, request_id: int | None, done: trio.Event) -> None:
         """Free models in the HAL: the uid's all (``request_id`` None: its app died), or
-        one request's, keeping those of the uid's requests still on file."""
+        one request's, keeping those of the uid's requests still on file. ``done`` is set
+        when it is over, however it went."""
+        try:
+            await self._revoke_now(uid, request_id)
+        except Exception:  # noqa: BLE001 - the HAL lane must go on
+            log.exception("revoking uid %d's models failed", uid)
+        finally:
+            done.set()
+
+    async def _revoke_now(self, uid: int, request_id: int | None) -> None:
         control = self._control
         what = "app death" if request_id is None else f"request {request_id} past its unload deadline"
         if control is None:
