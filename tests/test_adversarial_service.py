@@ -8,11 +8,21 @@ servicemanager killed, the disk full) is tried with real processes.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import trio
 
+from framework.binder import IllegalArgumentException, IllegalStateException, defaultServiceManager
 from framework.npumanager import NpuManager
-from framework.server import CALLBACK_DEADLINE_S
+from framework.server import (
+    CALLBACK_DEADLINE_S,
+    DUMP_PAGE_ROWS,
+    DUMP_REPLY_LIMIT,
+    MAX_OPEN_REQUESTS_PER_APP,
+    fit_reply,
+)
+from interfaces.android.npumanager import INpuManager
 from test_server_support import Recorder, ask, npu_of, request, world  # noqa: F401
 
 CAN = NpuManager.NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW
@@ -99,3 +109,62 @@ async def test_answers_to_one_app_keep_their_order_while_another_is_wedged(autoj
             await rb.changed.wait()
     assert rb.events == [("can_load", 1, NOT),
                          ("can_load", 1, CAN), ("loaded", 1)]
+
+
+# -- open requests: a cap per app, filing that stays fast, a dump that pages ------------------
+
+
+async def test_an_app_past_its_cap_of_open_requests_gets_a_clear_error(autojump_clock, world):
+    system = await _booted(world)
+    app, other = await world.launch("com.test.bg"), await world.launch("com.test.fg")
+    npu = npu_of(app)
+    recorders = [Recorder() for _ in range(MAX_OPEN_REQUESTS_PER_APP)]
+    for i, rec in enumerate(recorders):
+        await npu.requestCanLoadModel(request(i), rec, app.context.getMainExecutor())
+    with pytest.raises(IllegalStateException, match="MAX_OPEN_REQUESTS_PER_APP"):
+        await npu.requestCanLoadModel(request(MAX_OPEN_REQUESTS_PER_APP), Recorder(), app.context.getMainExecutor())
+    await world.settle()
+    assert len(system.npu.arbiter.request_ids(app.context.getUid())) == MAX_OPEN_REQUESTS_PER_APP
+    # Another app is not affected; and once one request ends, the app may file again.
+    rec = Recorder()
+    await ask(world, other, request(1), rec)
+    assert rec.events[0] == ("can_load", 1, CAN)
+    await recorders[0].listener.notifyModelUnloaded(request(0))
+    await world.settle()
+    await npu.requestCanLoadModel(request(MAX_OPEN_REQUESTS_PER_APP), Recorder(), app.context.getMainExecutor())
+
+
+async def test_dumpsys_npu_pages_what_apps_have_on_file(autojump_clock, world):
+    # 20,000 requests once made the dump's reply pass the binder's 1 MiB: now the dump
+    # lists DUMP_PAGE_ROWS of them a page, and counts them all per uid.
+    system = await _booted(world)
+    arbiter = system.npu.arbiter
+    apps, total = 3, 3 * MAX_OPEN_REQUESTS_PER_APP
+    for n in range(total):
+        arbiter.request_can_load(10_100 + n % apps, n, 0, 0, trio.current_time())
+    pages = -(-total // DUMP_PAGE_ROWS)
+    async with await world.shell() as shell:
+        npu = INpuManager.Proxy(await defaultServiceManager(shell).checkService("npu"))
+        first = json.loads(await npu.dump(["--json"]))
+        last = json.loads(await npu.dump(["--json", "--page", str(pages - 1)]))
+        text = await npu.dump([])
+        with pytest.raises(IllegalArgumentException, match="--page"):
+            await npu.dump(["--page", "x"])
+    assert first["page"] == {"index": 0, "pages": pages, "rows": DUMP_PAGE_ROWS, "first_row": 0,
+                             "requests_total": total}
+    assert len(first["requests"]) == DUMP_PAGE_ROWS and [r["id"] for r in first["requests"]][0] == 0
+    assert [r["id"] for r in last["requests"]][-1] == total - 1
+    assert sum(v["approved"] for v in first["requests_per_uid"].values()) == total
+    assert len(text.encode()) <= DUMP_REPLY_LIMIT
+    assert (f"Requests: {total}  (page 0 of 0..{pages - 1}: rows 1-{DUMP_PAGE_ROWS};"
+            " dumpsys npu --page N for another)") in text
+
+
+def test_a_dump_longer_than_a_binder_reply_is_cut_with_a_note():
+    text = "".join(f"line {i:07d} {'x' * 90}\n" for i in range(20_000))  # about 2 MiB
+    cut = fit_reply(text, "dumpsys test")
+    assert len(cut.encode()) <= DUMP_REPLY_LIMIT
+    assert cut.startswith("line 0000000 ")
+    assert cut.endswith(f"... dumpsys test: the dump was cut at {DUMP_REPLY_LIMIT} bytes of {len(text.encode())}"
+                        " (binder's reply limit)\n")
+    assert fit_reply("short\n", "x") == "short\n"

@@ -7,7 +7,7 @@ built-in ones (SPEC Part C's budget rules) under the ``_thermal`` rules;
 ``_priority`` maps app importance to the HAL's ``SchedulingConfig``. ``_package`` and
 ``_activity`` are the pure package and activity managers.
 
-The I/O halves: ``_npu_service`` (``NpuService``: the arbiter over the binder, the HAL
+The I/O halves (``_dump``: what every dump shares, the binder reply's limit): ``_npu_service`` (``NpuService``: the arbiter over the binder, the HAL
 connection, deadlines, deaths, ``dumpsys npu``, ``cmd npu``) and ``_system_server``
 (the ``package``, ``activity`` and ``thermal`` services and ``serve_system_server``,
 the whole process; ``python -m framework.server`` runs it).
@@ -23,6 +23,7 @@ from ._actions import (
 )
 from ._arbiter import (
     DEFAULT_UNLOAD_TIMEOUT_S as DEFAULT_UNLOAD_TIMEOUT_S,
+    MAX_OPEN_REQUESTS_PER_APP as MAX_OPEN_REQUESTS_PER_APP,
     NpuArbiter as NpuArbiter,
     PolicyContext as PolicyContext,
 )
@@ -85,7 +86,10 @@ from ._thermal import (
     thermal_allows as thermal_allows,
 )
 from ._npu_service import _SHELL_HELP as NPU_SHELL_HELP  # `cmd npu help`'s text, for the CLI to show offline
+from ._dump import DUMP_REPLY_LIMIT as DUMP_REPLY_LIMIT
+from ._dump import fit_reply as fit_reply
 from ._npu_service import CALLBACK_DEADLINE_S as CALLBACK_DEADLINE_S
+from ._npu_service import DUMP_PAGE_ROWS as DUMP_PAGE_ROWS
 from ._npu_service import NpuService as NpuService
 from ._system_server import (
     ActivityManagerService as ActivityManagerService,

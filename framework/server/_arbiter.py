@@ -127,6 +127,10 @@ from ._priority import check_importance, check_uid, effective_importance
 from ._thermal import THERMAL_STATUS_NONE, check_severity, severity_name, thermal_allows
 
 DEFAULT_UNLOAD_TIMEOUT_S = 2.0
+MAX_OPEN_REQUESTS_PER_APP = 500
+"""How many live requests one uid may have on file (any state); past it ``requestCanLoadModel``
+is refused with IllegalStateException. As AlarmManagerService caps a uid's alarms (500): the
+service's memory, its answers and ``dumpsys npu`` stay bounded whatever one app files."""
 ENDED_MEMORY = 4096
 """How many ended requests are remembered, so a late notify says "ended" rather than "unknown"."""
 POLICY_ERRORS_KEPT = 16
@@ -402,6 +406,7 @@ class NpuArbiter:
             self._policies.setdefault(pid, type(self._policy))
         self._strict = bool(strict)
         self._requests: dict[Key, LoadRequest] = {}
+        self._open: dict[int, int] = {}  # uid -> its live requests (MAX_OPEN_REQUESTS_PER_APP)
         self._ended: OrderedDict[Key, int | None] = OrderedDict()  # status, None if dropped at death
         self._importance: dict[int, int] = {}
         self._last_completed: dict[int, float] = {}
@@ -438,9 +443,14 @@ class NpuArbiter:
         key = (uid, request_id)
         if key in self._requests:
             raise IllegalArgumentException(f"uid {uid} already has a live request with id {request_id}")
+        if self._open.get(uid, 0) >= MAX_OPEN_REQUESTS_PER_APP:
+            raise IllegalStateException(
+                f"uid {uid} already has {MAX_OPEN_REQUESTS_PER_APP} requests open (MAX_OPEN_REQUESTS_PER_APP):"
+                " cancel or finish some before filing more")
         self._ended.pop(key, None)  # an ended id may be used again
         self._seq += 1
         self._requests[key] = LoadRequest(uid, request_id, size, priority, self._seq, now)
+        self._open[uid] = self._open.get(uid, 0) + 1
         self._counters["requests"] += 1
         return self._decide(RequestFiled(uid, request_id, size, priority), now)
 
@@ -770,6 +780,11 @@ class NpuArbiter:
     def _release(self, r: LoadRequest) -> None:
         self._release_claims(r)
         del self._requests[r.key]
+        left = self._open[r.uid] - 1
+        if left:
+            self._open[r.uid] = left
+        else:
+            del self._open[r.uid]
 
     def _remember_end(self, key: Key, status: int | None) -> None:
         self._ended[key] = status

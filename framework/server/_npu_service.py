@@ -102,12 +102,13 @@ from interfaces.npuemu.hal import IHalControl
 from interfaces.services import HAL_CONTROL, HAL_SCHEDULING
 
 from ._actions import Action, CanLoad, Log, RequestComplete, RequestUnload, Revoke
-from ._arbiter import DEFAULT_UNLOAD_TIMEOUT_S, NpuArbiter
+from ._arbiter import DEFAULT_UNLOAD_TIMEOUT_S, MAX_OPEN_REQUESTS_PER_APP, NpuArbiter
+from ._dump import fit_reply, page_arg
 from ._policy_api import NpuPolicy, policy_source
 from ._package import PERMISSION_DUMP, NameNotFoundException, PackageManager
 from ._priority import scheduling_config_for
 
-__all__ = ["CALLBACK_DEADLINE_S", "NpuService"]
+__all__ = ["CALLBACK_DEADLINE_S", "DUMP_PAGE_ROWS", "NpuService"]
 
 log = logging.getLogger("NpuManagerService")
 
@@ -121,6 +122,10 @@ _REVOKE_TIMEOUT_S = 1.0
 #: Android's binder fails a oneway call at once when the target's async buffer is
 #: full; the deadline leaves a live app on a loaded machine time to accept a connection.
 CALLBACK_DEADLINE_S = 5.0
+
+#: Requests one page of ``dumpsys npu`` lists (``--page N`` for the others): one app at
+#: its cap fits in a page, and a page's ``--json`` stays far below the binder's 1 MiB.
+DUMP_PAGE_ROWS = MAX_OPEN_REQUESTS_PER_APP
 # Android 17 (CINNAMON_BUN): the release from which a missing NPU feature matters.
 _FEATURE_RULE_FROM_SDK = 37
 
@@ -379,7 +384,7 @@ class NpuService:
 
             async def dump(self, args: list[str]) -> str:
                 svc._enforce_dump()
-                return svc.dump_text(args)
+                return fit_reply(svc.dump_text(args), "dumpsys npu")
 
             async def shellCommand(self, args: list[str]) -> str:  # noqa: N802
                 svc._enforce_shell("cmd npu")
@@ -701,7 +706,7 @@ class NpuService:
             self._apply(self.arbiter.set_unload_timeout(_deadline_ms_arg(command, rest) / 1000, now))
             return f"unload deadline: {_duration(self.arbiter.unload_timeout)}\n"
         elif command == "info":
-            return self.dump_text(rest)
+            return fit_reply(self.dump_text(rest), "cmd npu info")
         else:
             raise IllegalArgumentException(f"unknown command {command!r}; try: cmd npu help")
         policy = self.arbiter.policy
@@ -712,10 +717,28 @@ class NpuService:
     def _name(self, uid: int) -> str:
         return self.packages.getNameForUid(uid) or ("system" if uid < FIRST_APPLICATION_UID else "")
 
-    def dump_data(self) -> dict[str, Any]:
-        """Everything ``dumpsys npu --json`` prints."""
+    def dump_data(self, page: int = 0) -> dict[str, Any]:
+        """Everything ``dumpsys npu --json [--page N]`` prints.
+
+        Requests are listed ``DUMP_PAGE_ROWS`` at a time, oldest first (``page`` 0 is the
+        first): with every app at its cap the whole list would not fit a binder reply.
+        ``requests_per_uid`` counts them all, by state, on every page.
+        """
         now = self._now()
         data = self.arbiter.dump(now)
+        everything = data["requests"]
+        per_uid: dict[int, dict[str, int]] = {}
+        for r in everything:
+            states = per_uid.setdefault(r["uid"], {})
+            states[r["state"]] = states.get(r["state"], 0) + 1
+        pages = max(1, -(-len(everything) // DUMP_PAGE_ROWS))
+        first = page * DUMP_PAGE_ROWS
+        data["requests"] = everything[first:first + DUMP_PAGE_ROWS]
+        data["page"] = {"index": page, "pages": pages, "rows": DUMP_PAGE_ROWS, "first_row": first,
+                        "requests_total": len(everything)}
+        data["requests_per_uid"] = {
+            str(uid): {"package": self._name(uid), **states} for uid, states in sorted(per_uid.items())
+        }
         for r in data["requests"]:
             r["package"] = self._name(r["uid"])
         data["loaded_models"] = [
@@ -740,8 +763,8 @@ class NpuService:
         return data
 
     def dump_text(self, args: Iterable[str] = ()) -> str:
-        args = list(args)
-        data = self.dump_data()
+        page, args = page_arg(list(args), "dumpsys npu")
+        data = self.dump_data(page)
         if "--json" in args:
             return json.dumps(data, indent=2, sort_keys=True) + "\n"
         return _format_dump(data)
@@ -853,7 +876,19 @@ def _format_dump(d: dict[str, Any]) -> str:
     hal = d["hal"]
     out.append(f"HAL: {'connected' if hal['connected'] else 'NOT CONNECTED'}  (connects {hal['connects']}, deaths {hal['deaths']})")
     out.append("")
-    out.append(f"Requests: {len(d['requests'])}")
+    pg = d["page"]
+    shown = len(d["requests"])
+    paging = ""
+    if pg["pages"] > 1:
+        paging = (f"  (page {pg['index']} of 0..{pg['pages'] - 1}: rows {pg['first_row'] + 1}-{pg['first_row'] + shown};"
+                  " dumpsys npu --page N for another)")
+    out.append(f"Requests: {pg['requests_total']}{paging}")
+    if len(d["requests_per_uid"]) > 1 or pg["pages"] > 1:
+        for uid, states in d["requests_per_uid"].items():
+            counts = "  ".join(f"{k} {v}" for k, v in states.items() if k != "package")
+            out.append(f"    {uid:>6} {states['package'][:28]:<28} {counts}")
+        if d["requests"]:
+            out.append("")
     if d["requests"]:
         out.append(f"    {'uid':>6} {'package':<28} {'id':>6} {'size':<6} {'priority':<13} {'state':<16} {'age':>8}")
         for r in d["requests"]:

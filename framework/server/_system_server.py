@@ -80,6 +80,7 @@ from ._activity import (
     launch_importance,
 )
 from ._arbiter import DEFAULT_UNLOAD_TIMEOUT_S
+from ._dump import fit_reply
 from ._npu_service import NpuService
 from ._policy_api import NpuPolicy
 from ._package import (
@@ -211,7 +212,7 @@ class PackageManagerService:
 
             async def dump(self, args: list[str]) -> str:
                 svc.packages.enforcePermission(PERMISSION_DUMP, Binder.getCallingUid(), "dumpsys package")
-                return svc.dump_text(args)
+                return fit_reply(svc.dump_text(args), "dumpsys package")
 
         return PackageManagerStub()
 
@@ -401,7 +402,7 @@ class ActivityManagerService:
 
             async def dump(self, args: list[str]) -> str:
                 svc.packages.enforcePermission(PERMISSION_DUMP, Binder.getCallingUid(), "dumpsys activity")
-                return svc.dump_text(args)
+                return fit_reply(svc.dump_text(args), "dumpsys activity")
 
             async def attachApplication(self) -> None:  # noqa: N802
                 svc.attached(Binder.getCallingPid())
@@ -543,7 +544,7 @@ class ThermalService:
 
             async def dump(self, args: list[str]) -> str:
                 svc.packages.enforcePermission(PERMISSION_DUMP, Binder.getCallingUid(), "dumpsys thermal")
-                return svc.dump_text(args, await svc.status_override())
+                return fit_reply(svc.dump_text(args, await svc.status_override()), "dumpsys thermal")
 
         return ThermalStub()
 
