@@ -9,21 +9,26 @@ servicemanager killed, the disk full) is tried with real processes.
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import pytest
 import trio
 
 from framework.binder import IllegalArgumentException, IllegalStateException, defaultServiceManager
+from framework.emulator import BootConfig, open_stack, set_thermal_severity
 from framework.npumanager import NpuManager
 from framework.server import (
     CALLBACK_DEADLINE_S,
     DUMP_PAGE_ROWS,
     DUMP_REPLY_LIMIT,
     MAX_OPEN_REQUESTS_PER_APP,
+    THERMAL_STATUS_SEVERE,
     fit_reply,
 )
-from interfaces.android.npumanager import INpuManager
-from test_server_support import Recorder, ask, npu_of, request, world  # noqa: F401
+from interfaces.android.npumanager import IModelLoadCallback, INpuManager, ModelLoadRequestParcelable
+from interfaces.npuemu.server import IActivityManager
+from test_server_support import Recorder, ask, manifest, npu_of, request, world  # noqa: F401
 
 CAN = NpuManager.NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW
 WAIT = NpuManager.NPU_MODEL_LOAD_STATUS_WAIT_FOR_UNLOAD
@@ -168,3 +173,117 @@ def test_a_dump_longer_than_a_binder_reply_is_cut_with_a_note():
     assert cut.endswith(f"... dumpsys test: the dump was cut at {DUMP_REPLY_LIMIT} bytes of {len(text.encode())}"
                         " (binder's reply limit)\n")
     assert fit_reply("short\n", "x") == "short\n"
+
+
+# -- with real processes: a stopped app's socket fills; a bystander is answered at once -------
+
+#: How soon a bystander is answered while a stopped app's answers pile up: well inside
+#: CALLBACK_DEADLINE_S, so it did not wait for the stopped app's lane to give up.
+BYSTANDER_BOUND_S = CALLBACK_DEADLINE_S / 2
+
+SILENT_MAIN = """\
+import os, signal
+import trio
+from framework.app import Context
+from framework.npumanager import ModelLoadRequest, ModelLoadRequestCallback, NpuManager
+
+N = {n}
+loaded = []
+done = trio.Event()
+
+class Callback(ModelLoadRequestCallback):
+    async def onCanLoadModel(self, request, status, listener):
+        if status == NpuManager.NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW:
+            await listener.notifyModelLoaded(request)
+            loaded.append(request.id)
+            if len(loaded) == N:
+                done.set()
+
+async def main(context):
+    npu = context.getSystemService(Context.NPU_SERVICE)
+    callback = Callback()
+    for i in range(N):
+        request = ModelLoadRequest.Builder(i).setPriority(NpuManager.NPU_MODEL_PRIORITY_BACKGROUND).build()
+        await npu.requestCanLoadModel(request, callback, context.getMainExecutor())
+    await done.wait()
+    print("all", N, "loaded: stopping myself", flush=True)
+    os.kill(os.getpid(), signal.SIGSTOP)  # from now on this process reads nothing
+    await trio.sleep_forever()
+"""
+
+
+def _process_state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def _frames_to_fill_a_socket() -> int:
+    """How many small oneway frames fill a Unix socket nobody reads, with room to spare.
+
+    A small message costs about 770 bytes of the sender's buffer (its skb), so the
+    default 208 KiB takes about 280 of them.
+    """
+    with open("/proc/sys/net/core/wmem_default") as f:
+        return int(f.read()) // 600 + 50
+
+
+@pytest.mark.multiprocess
+async def test_a_stopped_app_whose_socket_fills_delays_no_bystander(tmp_path):
+    n = _frames_to_fill_a_socket()
+    if n > MAX_OPEN_REQUESTS_PER_APP:
+        pytest.skip(f"this machine's socket buffers take {n} frames, more than one app may have requests")
+    apps = tmp_path / "apps"
+    (apps / "silent").mkdir(parents=True)
+    (apps / "silent" / "AndroidManifest.xml").write_text(manifest("com.test.silent", importance="cached"))
+    (apps / "silent" / "main.py").write_text(SILENT_MAIN.format(n=n))
+    config = BootConfig(clock="virtual", record=False, boot_timeout=30, system_server_args=("--unload-timeout", "600000"))
+    async with open_stack(processes=True, apps_dir=apps, config=config) as emu:
+        sm = defaultServiceManager(emu.runtime)
+        npu = INpuManager.Proxy(await sm.checkService("npu"))
+        am = IActivityManager.Proxy(await sm.checkService("activity"))
+        pid = await am.startApp("com.test.silent", 0)
+        try:
+            async def dump():
+                return json.loads(await npu.dump(["--json"]))
+
+            with trio.fail_after(120):
+                while (await dump())["budget"]["in_use"] < n:  # status quo: each request weighs 1
+                    await trio.sleep(0.2)
+                while _process_state(pid) != "T":  # stopped
+                    await trio.sleep(0.05)
+            # Heat: every BACKGROUND model must go. n unload requests pile up for the
+            # stopped app; past about 280 its socket is full and the next one cannot leave.
+            await set_thermal_severity(emu.runtime, THERMAL_STATUS_SEVERE)
+            with trio.fail_after(30):
+                while (await dump())["thermal"]["severity"] != THERMAL_STATUS_SEVERE:
+                    await trio.sleep(0.05)
+
+            answered = trio.Event()
+            statuses = []
+
+            class Bystander(IModelLoadCallback.Stub):
+                async def onCanLoadModel(self, status):  # noqa: N802
+                    statuses.append(status)
+                    answered.set()
+
+                async def onRequestUnloadModel(self, reason):  # noqa: N802
+                    pass
+
+                async def onModelLoadRequestComplete(self, status):  # noqa: N802
+                    pass
+
+            t0 = trio.current_time()
+            await npu.canLoadModel(ModelLoadRequestParcelable(id=1, size=0, priority=0), Bystander())
+            with trio.fail_after(60):
+                await answered.wait()
+            waited = trio.current_time() - t0
+            assert statuses == [CAN]
+            assert waited < BYSTANDER_BOUND_S, f"the bystander waited {waited:.2f} s"
+
+            # The stopped app's lane missed its deadline: it is treated as dead.
+            with trio.fail_after(CALLBACK_DEADLINE_S + 30):
+                while (d := await dump())["counters"]["callbacks_late"] < 1:
+                    await trio.sleep(0.2)
+            assert [u["package"] for u in d["requests_per_uid"].values()] == ["root"]  # the bystander's alone
+        finally:
+            os.kill(pid, signal.SIGKILL)

@@ -76,8 +76,10 @@ def _run_as_shell(runtime_dir: Path, body: Callable[[Any], Awaitable[Any]]) -> A
 @click.command()
 @click.argument("service", required=False, type=click.Choice(sorted(SERVICES) + [HAL_DUMP]))
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (system_server's services).")
+@click.option("--page", type=click.IntRange(min=0), default=None, metavar="N",
+              help="npu: which page of requests to list (0 first; the dump says how many there are).")
 @runtime_dir_option
-def dumpsys(service: str | None, as_json: bool, runtime_dir: Path) -> None:
+def dumpsys(service: str | None, as_json: bool, page: int | None, runtime_dir: Path) -> None:
     """Print a system service's state (all of them without SERVICE).
 
     `hal` is the vendor HAL's own dump: the driver's devices, channels and memory, the
@@ -87,8 +89,10 @@ def dumpsys(service: str | None, as_json: bool, runtime_dir: Path) -> None:
     """
     if service == HAL_DUMP and as_json:
         raise CliError("the HAL's dump is text only: drop --json", EXIT_USAGE)
+    if page is not None and service != NPU_SERVICE:
+        raise CliError("--page is for dumpsys npu", EXIT_USAGE)
     names = [service] if service else [*SERVICES] + ([] if as_json else [HAL_DUMP])
-    args = ["--json"] if as_json else []
+    args = (["--json"] if as_json else []) + ([] if page is None else ["--page", str(page)])
 
     async def one(rt: Any, name: str) -> str:
         if name == HAL_DUMP:
