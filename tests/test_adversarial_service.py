@@ -14,8 +14,10 @@ import signal
 
 import pytest
 import trio
+from click.testing import CliRunner
 
 from framework.binder import IllegalArgumentException, IllegalStateException, defaultServiceManager
+from framework.cli import main as cli_main
 from framework.emulator import BootConfig, open_stack, set_thermal_severity
 from framework.npumanager import NpuManager
 from framework.server import (
@@ -287,3 +289,63 @@ async def test_a_stopped_app_whose_socket_fills_delays_no_bystander(tmp_path):
             assert [u["package"] for u in d["requests_per_uid"].values()] == ["root"]  # the bystander's alone
         finally:
             os.kill(pid, signal.SIGKILL)
+
+
+# -- the servicemanager is supervised -------------------------------------------------------
+
+#: How long the stack may be out after the servicemanager is killed: init restarts it,
+#: then the HAL and system_server (as init's ``onrestart``), each within a boot stage's
+#: time; generous, for a loaded 2-core machine.
+SERVICEMANAGER_OUTAGE_BOUND_S = 60.0
+
+IDLE_MAIN = """\
+import trio
+
+async def main(context):
+    await trio.sleep_forever()
+"""
+
+
+def _cli(*args: str):
+    return CliRunner().invoke(cli_main, list(args), catch_exceptions=False)
+
+
+@pytest.mark.multiprocess
+async def test_the_servicemanager_killed_is_restarted_with_what_depends_on_it(tmp_path):
+    apps = tmp_path / "apps"
+    (apps / "idle").mkdir(parents=True)
+    (apps / "idle" / "AndroidManifest.xml").write_text(manifest("com.test.idle"))
+    (apps / "idle" / "main.py").write_text(IDLE_MAIN)
+    config = BootConfig(clock="virtual", record=False, boot_timeout=30)
+    async with open_stack(processes=True, apps_dir=apps, config=config) as emu:
+        rtdir = str(emu.runtime_dir)
+        before = dict(emu.pids)
+        result = await trio.to_thread.run_sync(_cli, "--runtime-dir", rtdir, "am", "launch", "com.test.idle")
+        assert result.exit_code == 0, result.output
+        old_app = int(result.output.split("as pid")[1].split()[0])
+
+        t0 = trio.current_time()
+        emu.kill("servicemanager")
+        # A short outage: the shell's commands fail with one clear line, then work again.
+        with trio.fail_after(SERVICEMANAGER_OUTAGE_BOUND_S):
+            while True:
+                listed = await trio.to_thread.run_sync(_cli, "--runtime-dir", rtdir, "service", "list")
+                if listed.exit_code == 0 and "npu" in listed.output.split() and "activity" in listed.output.split():
+                    break
+                assert "Traceback" not in listed.output
+                await trio.sleep(0.2)
+        outage = trio.current_time() - t0
+        after = emu.pids
+        assert all(after[name] != before[name] for name in ("servicemanager", "hal", "system_server")), (before, after)
+        dump = await trio.to_thread.run_sync(_cli, "--runtime-dir", rtdir, "dumpsys", "npu", "--json")
+        assert dump.exit_code == 0, dump.output
+        assert json.loads(dump.output)["requests"] == []
+        # The apps went with system_server; a new launch works, and the app comes up.
+        with pytest.raises(ProcessLookupError):
+            os.kill(old_app, 0)
+        launched = await trio.to_thread.run_sync(_cli, "--runtime-dir", rtdir, "am", "launch", "com.test.idle")
+        assert launched.exit_code == 0, launched.output
+        log = emu.files.log.read_text()
+        assert "restarting servicemanager (restart 1 of 4)" in log
+        assert "and the stack are back" in log
+        print(f"outage {outage:.1f} s")

@@ -1003,6 +1003,14 @@ class BinderRuntime:
         for (addr, _), proxy in list(self._proxies.items()):
             if addr == address:
                 proxy._die()
+        if address == SERVICEMANAGER_ADDRESS:
+            # The one well-known address: init restarts a servicemanager that died, and
+            # the next defaultServiceManager() must reach the new one (as libbinder's
+            # handle 0 always names the current context manager), not the dead proxy.
+            self._clients.pop(address, None)
+            for key in list(self._proxies.keys()):
+                if key[0] == address:
+                    self._proxies.pop(key, None)
 
     # -- incoming -------------------------------------------------------------------
 

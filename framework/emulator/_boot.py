@@ -75,6 +75,7 @@ from framework.binder import (
     AID_SYSTEM,
     RUNTIME_DIR_ENV,
     BinderRuntime,
+    RemoteException,
     UnixNetwork,
     defaultServiceManager,
     launch_process,
@@ -343,6 +344,41 @@ class Emulator:
         await self._wait_registered(fresh, services, self.config.boot_timeout)
         self.log("I", f"{name} (pid {proc.pid}) is back: {', '.join(services)}")
 
+    async def _spawn_servicemanager(self) -> _Child:
+        """Start a servicemanager (its parent, this process, is init to it); not waited for."""
+        sm = _Child(
+            "servicemanager",
+            await trio.lowlevel.open_process(
+                self.config.servicemanager_argv(self.runtime_dir),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.env,
+                start_new_session=True,
+            ),
+        )
+        self._children["servicemanager"] = sm
+        return sm
+
+    async def _restart_servicemanager(self) -> None:
+        """The servicemanager died: start a new one and restart what depends on it.
+
+        As the servicemanager's ``onrestart restart ...`` lines in Android's init: the
+        new one knows no process (pid -> uid) and no service, so the HAL and
+        system_server (and with it the apps) are stopped, then launched again once it
+        serves, and register their services anew. Init's own runtime reaches the new
+        servicemanager at the next call (the binder forgets a dead servicemanager).
+        """
+        assert self._helpers is not None
+        for name in ("system_server", "hal"):
+            if name in self._children:
+                await self._stop(self._children[name], self._grace)
+        sm = await self._spawn_servicemanager()
+        await _wait_ready(sm, self._helpers, self, self.config.boot_timeout)
+        self.files.write_state(self.state())
+        for name in ("hal", "system_server"):
+            if name in self._stages:
+                await self._relaunch(name)
+
     async def list_services(self) -> list[str]:
         assert self.runtime is not None
         return list(await defaultServiceManager(self.runtime).listServices(_DUMP_FLAG_PRIORITY_ALL))
@@ -567,17 +603,7 @@ async def _boot(root: Path, config: BootConfig, system_server: bool, grace: floa
             log("W", f"removed what a dead emulator left: {', '.join(p.name for p in stale)}")
         async with trio.open_nursery() as nursery:
             try:
-                sm = _Child(
-                    "servicemanager",
-                    await trio.lowlevel.open_process(
-                        config.servicemanager_argv(root),
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE,
-                        env=env,
-                        start_new_session=True,
-                    ),
-                )
-                emu._children["servicemanager"] = sm
+                sm = await emu._spawn_servicemanager()
                 # The HAL and system_server start now, held: they import while the
                 # servicemanager comes up, and wait inside open_binder_runtime until
                 # init has registered them (both at once, too: system_server waits for
@@ -630,6 +656,7 @@ async def _boot(root: Path, config: BootConfig, system_server: bool, grace: floa
                         emu._helpers = helpers
                         for name, _, _ in stages:
                             helpers.start_soon(_supervise, emu, name)
+                        helpers.start_soon(_supervise_servicemanager, emu)
                         if config.record:
                             from ._recorder import serve_recorder
 
@@ -698,12 +725,48 @@ async def _supervise(emu: Emulator, name: str) -> None:
                 emu.log("I", f"restarting hal (restart {restarts} of {HAL_RESTART_LIMIT})")
                 try:
                     await emu._relaunch(name)
-                except BootError as exc:
+                except (BootError, RemoteException) as exc:  # RemoteException: no servicemanager to register it
                     emu.log("E", f"restarted hal failed: {exc}")
                 continue
             if name == "hal" and emu.config.restart_hal:
                 emu.log("E", f"hal died {restarts + 1} times; not restarting it again")
         await child.replaced.wait()  # only a restart on request brings it back
+
+
+#: How often init restarts a servicemanager that died before it gives up (Android's
+#: init, for a ``critical`` service as the servicemanager is, allows four crashes in
+#: four minutes, then reboots to the bootloader; here the emulator stays up, dead).
+SERVICEMANAGER_RESTART_LIMIT = 4
+
+
+async def _supervise_servicemanager(emu: Emulator) -> None:
+    """Restart a servicemanager that dies, and what depends on it (``_restart_servicemanager``).
+
+    Meanwhile a command or a launch fails (no servicemanager to ask); once it is back,
+    ``npuemu service list``, dumpsys and launches work again: a short outage, not a dead
+    emulator.
+    """
+    restarts = 0
+    while True:
+        child = emu._children["servicemanager"]
+        await child.process.wait()
+        async with emu._relaunching:  # the HAL's supervisor waits while its HAL is replaced
+            await trio.sleep(0.05)  # let the pump catch the last lines it printed
+            emu.log("E", f"servicemanager (pid {child.process.pid}) {child.describe_exit()}; its last output:")
+            for line in child.tail:
+                emu.log("E", f"  {line}")
+            if restarts >= SERVICEMANAGER_RESTART_LIMIT:
+                emu.log("E", f"servicemanager died {restarts + 1} times; not restarting it again")
+                return
+            restarts += 1
+            emu.log("I", f"restarting servicemanager (restart {restarts} of {SERVICEMANAGER_RESTART_LIMIT}),"
+                         " then the hal and system_server that depend on it")
+            try:
+                await emu._restart_servicemanager()
+            except (BootError, RemoteException) as exc:
+                emu.log("E", f"restarting after the servicemanager's death failed: {exc}")
+                continue
+            emu.log("I", f"servicemanager (pid {emu.pids['servicemanager']}) and the stack are back")
 
 
 def _interrupted(exc: BaseException) -> bool:
