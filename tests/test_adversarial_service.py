@@ -8,9 +8,14 @@ servicemanager killed, the disk full) is tried with real processes.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import signal
+import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 import trio
@@ -18,7 +23,17 @@ from click.testing import CliRunner
 
 from framework.binder import IllegalArgumentException, IllegalStateException, defaultServiceManager
 from framework.cli import main as cli_main
-from framework.emulator import BootConfig, open_stack, set_thermal_severity
+from framework.emulator import (
+    LOGCAT_BUFFER_BYTES,
+    LOGCAT_LINE_MAX,
+    BootConfig,
+    LogRing,
+    format_line,
+    log_parts,
+    open_stack,
+    read_log,
+    set_thermal_severity,
+)
 from framework.npumanager import NpuManager
 from framework.server import (
     CALLBACK_DEADLINE_S,
@@ -349,3 +364,147 @@ async def test_the_servicemanager_killed_is_restarted_with_what_depends_on_it(tm
         assert "restarting servicemanager (restart 1 of 4)" in log
         assert "and the stack are back" in log
         print(f"outage {outage:.1f} s")
+
+
+# -- logs that cannot fill a disk ---------------------------------------------------------
+
+
+def _on_disk(path) -> int:
+    return sum(p.stat().st_size for p in log_parts(path) if p.exists())
+
+
+def test_the_log_is_a_ring_of_bounded_size_that_keeps_the_newest_lines(tmp_path):
+    path = tmp_path / "logcat"
+    size = 4 * LOGCAT_LINE_MAX
+    ring = LogRing(path, size)
+    try:
+        for i in range(5_000):
+            assert ring.write(format_line(42, 42, "I", "chatty", f"line {i:05d} " + "x" * 80))
+            assert _on_disk(path) <= size
+        assert ring.write("y" * (3 * LOGCAT_LINE_MAX))  # one huge line is cut, never more than a line
+    finally:
+        ring.close()
+    assert _on_disk(path) <= size
+    lines = [line.message for line in read_log(tmp_path) if line.message.startswith("line ")]
+    numbers = [int(m.split()[1]) for m in lines]
+    assert numbers == list(range(numbers[0], 5_000))  # the newest, in order, none missing
+    assert len(numbers) * 100 >= size // 2 - LOGCAT_LINE_MAX  # at least half the ring is kept
+    with pytest.raises(ValueError):
+        LogRing(tmp_path / "tiny", LOGCAT_LINE_MAX)
+
+
+@contextlib.contextmanager
+def _tiny_tmpfs(size: str):
+    """A tmpfs of ``size`` (root only): a disk that really fills. Removed on exit."""
+    if os.geteuid() != 0:
+        pytest.skip("a tmpfs needs root (CI runs as root); test_a_full_disk_injected covers this")
+    where = tempfile.mkdtemp(prefix="npuemu-enospc-")
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", where],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        try:
+            yield Path(where)
+        finally:
+            subprocess.run(["umount", "-l", where], check=True)
+    finally:
+        os.rmdir(where)
+
+
+def _fill(directory: Path) -> Path:
+    """Write a file until the disk says ENOSPC; its path."""
+    filler = directory / "filler"
+    with open(filler, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    return filler
+
+
+def test_a_full_disk_drops_lines_and_says_so_once_there_is_room(tmp_path):
+    with _tiny_tmpfs("64k") as disk:
+        ring = LogRing(disk / "logcat", 32 * 1024)
+        try:
+            assert ring.write(format_line(1, 1, "I", "t", "before"))
+            filler = _fill(disk)
+            kept = sum(ring.write(format_line(1, 1, "I", "t", f"full {i}")) for i in range(100))
+            assert ring.dropped == 100 - kept and ring.dropped > 0
+            filler.unlink()
+            assert ring.write(format_line(1, 1, "I", "t", "after"))
+        finally:
+            ring.close()
+        messages = [line.message for line in read_log(disk)]
+    assert messages[0] == "before" and messages[-1] == "after"
+    assert f"{100 - kept} line(s) dropped: No space left on device" in messages[-2]
+
+
+def test_a_full_disk_injected(tmp_path, monkeypatch):
+    """The same without root: the write itself says ENOSPC."""
+    ring = LogRing(tmp_path / "logcat")
+    real_write = os.write
+    full = True
+
+    def write(fd, data):
+        if full and fd == ring._fd:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+    try:
+        assert not ring.write("lost 1") and not ring.write("lost 2")
+        full = False
+        assert ring.write(format_line(1, 1, "I", "t", "after"))
+    finally:
+        ring.close()
+    messages = [line.message for line in read_log(tmp_path)]
+    assert messages == ["2 line(s) dropped: No space left on device", "after"]
+
+
+CHATTY_MAIN = """\
+import trio
+
+async def main(context):
+    i = 0
+    while True:
+        print(f"chatty line {i} " + "x" * 200, flush=True)
+        i += 1
+        if i % 50 == 0:
+            await trio.sleep(0.01)
+"""
+
+
+@pytest.mark.multiprocess
+async def test_a_chatty_app_and_a_full_disk_leave_the_stack_up_and_the_log_bounded(tmp_path):
+    apps = tmp_path / "apps"
+    (apps / "chatty").mkdir(parents=True)
+    (apps / "chatty" / "AndroidManifest.xml").write_text(manifest("com.test.chatty"))
+    (apps / "chatty" / "main.py").write_text(CHATTY_MAIN)
+    config = BootConfig(clock="virtual", record=False, boot_timeout=30)
+    with _tiny_tmpfs("8m") as disk:
+        async with open_stack(processes=True, runtime_dir=disk / "rt", apps_dir=apps, config=config) as emu:
+            rtdir = str(emu.runtime_dir)
+            log = emu.files.log
+            result = await trio.to_thread.run_sync(_cli, "--runtime-dir", rtdir, "am", "launch", "com.test.chatty")
+            assert result.exit_code == 0, result.output
+            # The app prints about 1 MB/s: the log turns, and stays within its ring.
+            with trio.fail_after(60):
+                while not log_parts(log)[0].exists():
+                    await trio.sleep(0.1)
+            assert _on_disk(log) <= LOGCAT_BUFFER_BYTES
+            filler = await trio.to_thread.run_sync(_fill, disk)
+            await trio.sleep(2)  # the app prints on; init drops what does not fit
+            assert all(emu.process(name).returncode is None for name in ("servicemanager", "hal", "system_server"))
+            dump = await trio.to_thread.run_sync(_cli, "--runtime-dir", rtdir, "dumpsys", "activity")
+            assert dump.exit_code == 0 and "com.test.chatty" in dump.output, dump.output
+            # Quiet the app (else the note below scrolls out of the ring at once), make room:
+            # the next line init writes is preceded by how many it dropped.
+            killed = await trio.to_thread.run_sync(_cli, "--runtime-dir", rtdir, "am", "kill", "com.test.chatty")
+            assert killed.exit_code == 0, killed.output
+            filler.unlink()
+            with trio.fail_after(30):
+                while not any("line(s) dropped: No space left on device" in line.message for line in read_log(disk / "rt")):
+                    await trio.sleep(0.2)
+            assert _on_disk(log) <= LOGCAT_BUFFER_BYTES

@@ -117,6 +117,10 @@ async def _boot_foreground(runtime_dir: Path, config: BootConfig) -> None:
     click.echo("npuemu: shut down", err=True)
 
 
+#: Bytes of ``init.err`` taken when the detached init starts, so that its last words fit on a full disk.
+_ERR_RESERVE = 16 * 1024
+
+
 def _run_daemon(runtime_dir: Path, config: BootConfig, ready_fd: int, err_path: Path) -> None:
     """The forked child of ``boot --detach``: becomes the detached init, then exits.
 
@@ -133,6 +137,12 @@ def _run_daemon(runtime_dir: Path, config: BootConfig, ready_fd: int, err_path: 
             os._exit(0)
         devnull = os.open(os.devnull, os.O_RDWR)
         err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            # Room for init's last words, taken now: on a full disk they must still fit.
+            # The file is that long (zeros) until init cuts it at what it wrote.
+            os.posix_fallocate(err, 0, _ERR_RESERVE)
+        except OSError:
+            pass
         for fd, target in ((devnull, 0), (devnull, 1), (err, 2)):
             os.dup2(fd, target)
         # Nothing of the command's own (its terminal, a caller's pipes) stays open in init.
@@ -144,13 +154,19 @@ def _run_daemon(runtime_dir: Path, config: BootConfig, ready_fd: int, err_path: 
         if faulthandler.is_enabled():
             faulthandler.enable(file=sys.stderr)  # not the host's descriptor, closed above
         status = trio.run(serve_until_signalled, os.fspath(runtime_dir), config, ready_fd)
-        if status == 0 and os.fstat(2).st_size == 0:
-            err_path.unlink(missing_ok=True)  # a clean run said nothing: leave no empty file
     except BaseException:  # noqa: BLE001 - the daemon's last words go to init.err
         import traceback
 
         traceback.print_exc()
     finally:
+        try:
+            sys.stderr.flush()
+            said = os.lseek(2, 0, os.SEEK_CUR)
+            os.ftruncate(2, said)  # the reserve's zeros go
+            if status == 0 and said == 0:
+                err_path.unlink(missing_ok=True)  # a clean run said nothing: leave no empty file
+        except OSError:
+            pass
         os._exit(status)
 
 
@@ -202,7 +218,7 @@ def _boot_detached(runtime_dir: Path, config: BootConfig) -> dict:
         return json.loads(text[3:])
     if text.startswith("error "):
         raise CliError(f"boot failed: {text[6:]}")
-    tail = err_path.read_text(errors="replace").strip().splitlines()[-5:] if err_path.exists() else []
+    tail = err_path.read_text(errors="replace").strip("\0 \n").splitlines()[-5:] if err_path.exists() else []
     raise CliError("boot failed: init exited without a word" + (
         f"; its stderr ends: {' | '.join(tail)}" if tail else ""))
 

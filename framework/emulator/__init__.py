@@ -8,9 +8,9 @@ them only through the binder) and below ``framework.cli``, which is a thin face 
 Layout:
 
 - ``_paths``: which runtime directory a command means, and the files init keeps
-  there (``logcat``, ``init.json``, ``trace.jsonl``, ``apps/``).
+  there (``logcat`` and ``logcat.1``, the log's ring; ``init.json``, ``trace.jsonl``, ``apps/``).
 - ``_errors``: ``EmulatorError`` and its builtin-flavoured subclasses.
-- ``_logcat``: writing, adopting and parsing logcat lines, and ``-s`` filters.
+- ``_logcat``: writing, adopting and parsing logcat lines, ``-s`` filters, and the bounded ring the log is.
 - ``_stack``: ``open_stack``, the one way to assemble a stack: as real processes
   (``npuemu boot``, ``demo``, ``vts``, the process tests) or in one process over the
   in-memory binder (the lab, the in-process tests).
@@ -52,8 +52,13 @@ from ._errors import EmulatorAlreadyRunningError as EmulatorAlreadyRunningError
 from ._errors import EmulatorError as EmulatorError
 from ._errors import EmulatorNotRunningError as EmulatorNotRunningError
 from ._errors import NoSuchAppError as NoSuchAppError
+from ._logcat import LOGCAT_BUFFER_BYTES as LOGCAT_BUFFER_BYTES
+from ._logcat import LOGCAT_LINE_MAX as LOGCAT_LINE_MAX
 from ._logcat import LogFilter as LogFilter
 from ._logcat import LogLine as LogLine
+from ._logcat import LogRing as LogRing
+from ._logcat import format_line as format_line
+from ._logcat import log_parts as log_parts
 from ._logcat import parse_lines as parse_lines
 from ._paths import RuntimeFiles as RuntimeFiles
 from ._paths import resolve_runtime_dir as resolve_runtime_dir

@@ -85,7 +85,7 @@ from framework.binder import (
 )
 
 from ._errors import BootError, EmulatorAlreadyRunningError
-from ._logcat import adopt_line, format_line
+from ._logcat import LOGCAT_LINE_MAX, LogRing, adopt_line, format_line
 from ._paths import RuntimeFiles, process_start, resolve_runtime_dir
 from ._reaper import BOOT_ID_ENV, kill_boot
 
@@ -175,24 +175,21 @@ class BootConfig:
 
 
 class _Log:
-    """init's end of the log file: its own lines and its children's, one write each."""
+    """init's end of the log: its own lines and its children's, one write each, into a
+    bounded ring (``LogRing``: logd's 256 KiB; a full disk drops lines, never init)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        # O_APPEND: the HAL or system_server may also write here themselves.
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.ring = LogRing(path)
 
     def write_raw(self, line: str) -> None:
-        if self._fd >= 0:
-            os.write(self._fd, (line + "\n").encode("utf-8", "replace"))
+        self.ring.write(line)
 
     def __call__(self, level: str, message: str, tag: str = "init") -> None:
         self.write_raw(format_line(os.getpid(), os.getpid(), level, tag, message))
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self.ring.close()
 
 
 @dataclasses.dataclass
@@ -301,11 +298,14 @@ class Emulator:
         import json
 
         line = json.dumps({"type": "mark", "label": str(label), "wall_ns": time.monotonic_ns()})
-        fd = os.open(self.files.trace_events, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
-            os.write(fd, (line + "\n").encode())  # one write: the recorder appends here too
-        finally:
-            os.close(fd)
+            fd = os.open(self.files.trace_events, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                os.write(fd, (line + "\n").encode())  # one write: the recorder appends here too
+            finally:
+                os.close(fd)
+        except OSError as exc:  # a full disk costs the mark, not the caller
+            self.log("W", f"mark {label!r} not recorded: {exc.strerror}")
 
     def process(self, name: str) -> trio.Process:
         """The trio.Process of ``servicemanager``, ``hal`` or ``system_server``."""
@@ -340,7 +340,7 @@ class Emulator:
         self._helpers.start_soon(self._pump, fresh, proc.stdout)
         if name == "hal":
             self.hal_generation += 1
-        self.files.write_state(self.state())
+        self._write_state()
         await self._wait_registered(fresh, services, self.config.boot_timeout)
         self.log("I", f"{name} (pid {proc.pid}) is back: {', '.join(services)}")
 
@@ -374,10 +374,17 @@ class Emulator:
                 await self._stop(self._children[name], self._grace)
         sm = await self._spawn_servicemanager()
         await _wait_ready(sm, self._helpers, self, self.config.boot_timeout)
-        self.files.write_state(self.state())
+        self._write_state()
         for name in ("hal", "system_server"):
             if name in self._stages:
                 await self._relaunch(name)
+
+    def _write_state(self) -> None:
+        """``init.json`` again (new pids); on a full disk the old one stays, with a warning."""
+        try:
+            self.files.write_state(self.state())
+        except OSError as exc:
+            self.log("W", f"init.json not updated ({exc.strerror}): shell commands may name old pids")
 
     async def list_services(self) -> list[str]:
         assert self.runtime is not None
@@ -413,6 +420,9 @@ class Emulator:
             *lines, buf = buf.split(b"\n")
             for raw in lines:
                 self._emit(child, raw)
+            while len(buf) >= LOGCAT_LINE_MAX:  # no newline in sight: never hold more than a line
+                self._emit(child, buf[:LOGCAT_LINE_MAX])
+                buf = buf[LOGCAT_LINE_MAX:]
         if buf:
             self._emit(child, buf)
 
@@ -683,11 +693,15 @@ async def _boot(root: Path, config: BootConfig, system_server: bool, grace: floa
         # One failure is the common case: surface it as itself, not as a group.
         raise single_exception(group) from None
     finally:
+        why = sys.exc_info()[1]
         # The reaper stands down only if nothing is left; else it kills the rest.
         emu._stop_reaper(stand_down=stopped)
         if stopped:
             files.remove_live_files()
-        log("I", "init exiting")
+        if why is None or _interrupted(why):
+            log("I", "init exiting")
+        else:
+            log("E", f"init exiting: {type(why).__name__}: {why}")
         log.close()
 
 
@@ -796,6 +810,9 @@ async def _wait_ready(sm: _Child, nursery: trio.Nursery, emu: Emulator, timeout:
                     ready.set()
                 else:
                     emu._emit(sm, raw)
+            while len(buf) >= LOGCAT_LINE_MAX:
+                emu._emit(sm, buf[:LOGCAT_LINE_MAX])
+                buf = buf[LOGCAT_LINE_MAX:]
 
     nursery.start_soon(read_stdout)
     with trio.move_on_after(timeout):

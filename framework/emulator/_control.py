@@ -26,7 +26,7 @@ from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermal
 from interfaces.services import ACTIVITY_SERVICE, PACKAGE_SERVICE, THERMAL_SERVICE
 
 from ._errors import EmulatorError, EmulatorNotRunningError, NoSuchAppError
-from ._logcat import LogFilter, LogLine, parse_line, parse_lines
+from ._logcat import LogFilter, LogLine, log_parts, parse_line, parse_lines
 from ._paths import RuntimeFiles, process_start
 from ._reaper import kill_boot
 from ._services import HAL_CONTROL, IDEVICE_PREFIX, get_service
@@ -291,27 +291,44 @@ async def list_devices(runtime: BinderRuntime) -> list[DeviceRow]:
 
 
 def read_log(runtime_dir: Path, log_filter: LogFilter = LogFilter()) -> list[LogLine]:
-    """Every line of the emulator's log so far, filtered."""
+    """Every line the emulator's log still holds (its ring's two halves, oldest first), filtered."""
     path = RuntimeFiles(runtime_dir).log
     if not path.exists():
         raise EmulatorNotRunningError(f"no log in {runtime_dir}: no emulator has run there")
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return [line for line in parse_lines(f) if log_filter(line)]
+    text: list[str] = []
+    for part in log_parts(path):
+        try:
+            with open(part, encoding="utf-8", errors="replace") as f:
+                text.extend(f)
+        except FileNotFoundError:
+            continue  # the half before was never written, or rotated away just now
+    return [line for line in parse_lines(text) if log_filter(line)]
 
 
 async def follow_log(
     path: Path, *, offset: int = 0, log_filter: LogFilter = LogFilter(), poll: float = 0.1
 ) -> AsyncIterator[LogLine]:
-    """Lines appended to ``path`` from byte ``offset`` on, as they come (``tail -f``)."""
+    """Lines appended to ``path`` from byte ``offset`` on, as they come (``tail -f``).
+
+    Follows the log across its ring's turns: when ``path`` becomes ``path.1`` (a new
+    file at ``path``), the rest of the old one is read there, then the new one from 0.
+    """
     pending = b""
     last: LogLine | None = None
+    following: int | None = None  # the inode being read
     while True:
+        chunk = b""
         try:
             with open(path, "rb") as f:
+                inode = os.fstat(f.fileno()).st_ino
+                if following is not None and inode != following:
+                    chunk = _rest_of(log_parts(path)[0], following, offset)
+                    offset = 0
+                following = inode
                 f.seek(offset)
-                chunk = f.read()
+                chunk += f.read()
         except FileNotFoundError:
-            chunk = b""
+            pass
         if chunk:
             offset += len(chunk)
             pending += chunk
@@ -328,3 +345,15 @@ async def follow_log(
                 if log_filter(line):
                     yield line
         await trio.sleep(poll)
+
+
+def _rest_of(path: Path, inode: int, offset: int) -> bytes:
+    """What file ``inode``, now at ``path`` (the ring turned), holds from ``offset`` on."""
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_ino != inode:
+                return b""  # it turned twice between two polls: those lines are gone
+            f.seek(offset)
+            return f.read()
+    except FileNotFoundError:
+        return b""

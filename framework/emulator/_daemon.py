@@ -91,8 +91,9 @@ async def serve_until_signalled(runtime_dir: str, config: BootConfig, ready_fd: 
         await hold_until_signalled(runtime_dir, config, booted)
     except (EmulatorError, OSError, ValueError) as exc:
         report(f"error {' '.join(str(exc).split()) if ready_fd is not None else exc}")
-        if ready_fd is None:
-            print(f"npuemu: {exc}", file=sys.stderr)
+        # Always on stderr too: a detached init's is init.err, which must say why it exited
+        # (the ready descriptor is long closed when a running stack fails).
+        print(f"npuemu: init exiting: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         return 1
     return 0
 

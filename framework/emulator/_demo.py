@@ -63,6 +63,7 @@ from interfaces.services import ACTIVITY_SERVICE
 
 from ._boot import BootConfig
 from ._control import launch_apps, list_devices, read_log
+from ._logcat import log_parts
 from ._plot import plot_timeline
 from ._services import HAL_CONTROL, get_service
 from ._stack import open_stack
@@ -151,7 +152,8 @@ async def run_demo(
         trace = chrome_trace(timeline)
         (out / "trace.json").write_text(json.dumps(trace, separators=(",", ":")))
         plot_timeline(timeline, out / "timeline.png", title="npuemu demo: NPU channels, heat and weight memory")
-        shutil.copy(root / "logcat", out / "logcat.txt")
+        # The log's ring, both halves, oldest first.
+        (out / "logcat.txt").write_bytes(b"".join(p.read_bytes() for p in log_parts(root / "logcat") if p.exists()))
         # The raw recording too, so `npuemu trace|plot --runtime-dir OUT/recording` can redraw it.
         recording = out / "recording"
         shutil.rmtree(recording, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""Logcat lines: writing init's own, adopting the children's, reading them back.
+"""Logcat lines: writing init's own, adopting the children's, reading them back; the ring they go to.
 
 The format is ``adb logcat -v threadtime``'s: ``MM-DD HH:MM:SS.mmm  pid  tid L tag:
 message``. system_server and the HAL write such lines themselves. Whatever a child
@@ -6,16 +6,50 @@ prints that is not one (the servicemanager's Python logging, a traceback, a stra
 print) init adopts as Android's ``logwrapper`` does: it becomes a line of the child's
 pid under the child's name, so nothing a process says is lost and every line of the
 log parses.
+
+The log is a bounded ring, as logd's buffers are (:class:`LogRing`): at most
+``LOGCAT_BUFFER_BYTES`` on disk, the oldest lines going first, whatever the stack and
+its apps print (an app's output reaches it through system_server and init). A full
+disk costs lines, never a process: a line that cannot be written is dropped, and the
+first line written again says how many were.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
+import os
 import re
 import time
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
-__all__ = ["LEVELS", "LogLine", "LogFilter", "format_line", "adopt_line", "parse_line", "parse_lines"]
+__all__ = [
+    "LEVELS",
+    "LOGCAT_BUFFER_BYTES",
+    "LOGCAT_LINE_MAX",
+    "LogFilter",
+    "LogLine",
+    "LogRing",
+    "adopt_line",
+    "format_line",
+    "log_parts",
+    "parse_line",
+    "parse_lines",
+]
+
+#: The most the emulator's log takes on disk: logd's default size of a log buffer
+#: (``ro.logd.size``, 256 KiB). One buffer, not logd's several (main, system, crash...):
+#: every process of the stack writes the one ``logcat`` file.
+LOGCAT_BUFFER_BYTES = 256 * 1024
+
+#: The longest line kept whole: logd's ``LOGGER_ENTRY_MAX_PAYLOAD`` (4068 bytes). A child
+#: that prints more without a newline has it cut into lines of this size, so init never
+#: holds more than this of any child's output.
+LOGCAT_LINE_MAX = 4068
+
+#: What a full disk, a quota or a file too large says: the write fails, the stack goes on.
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 #: Logcat's priorities, lowest first.
 LEVELS = "VDIWEF"
@@ -132,3 +166,97 @@ class LogFilter:
             if tag == "*" or line.tag == tag or line.tag.startswith(tag + "."):
                 return LEVELS.index(line.level) >= LEVELS.index(level)
         return False
+
+
+def log_parts(path: Path) -> list[Path]:
+    """The ring's files at ``path``, oldest first: ``logcat.1`` (the half before), ``logcat``."""
+    return [path.with_name(path.name + ".1"), path]
+
+
+class LogRing:
+    """An append-only log bounded to ``size`` bytes on disk: two halves, the oldest dropped.
+
+    Lines are appended to ``path`` (``O_APPEND``, one ``write`` each); when the next
+    would take it past ``size / 2``, it becomes ``path.1`` (replacing the half before)
+    and a new ``path`` starts. So the log takes at most ``size`` bytes and keeps at least
+    the last ``size / 2``; :func:`log_parts` lists what to read, in order. ``write``
+    never raises for a full disk: the line is dropped (``dropped`` counts them) and the
+    next line that can be written is preceded by a warning saying how many went.
+    """
+
+    def __init__(self, path: Path, size: int = LOGCAT_BUFFER_BYTES) -> None:
+        if size < 2 * LOGCAT_LINE_MAX:
+            raise ValueError(f"a log ring of {size} bytes cannot hold two lines of {LOGCAT_LINE_MAX}")
+        self.path = Path(path)
+        self.size = size
+        self.dropped = 0  # lines lost to a full disk since the last that was written
+        self.dropped_total = 0
+        self._why = ""
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        self._written = os.fstat(self._fd).st_size
+
+    def write(self, line: str) -> bool:
+        """Append ``line`` (no newline); False if the disk refused it (it is dropped)."""
+        if self._fd < 0:
+            return False
+        data = line.encode("utf-8", "replace")[: LOGCAT_LINE_MAX - 1] + b"\n"
+        if self.dropped:
+            note = format_line(os.getpid(), os.getpid(), "W", "logd",
+                               f"{self.dropped} line(s) dropped: {self._why}").encode() + b"\n"
+            if not self._append(note):
+                self._drop()
+                return False
+            self.dropped = 0
+        if not self._append(data):
+            self._drop()
+            return False
+        return True
+
+    def _drop(self) -> None:
+        self.dropped += 1
+        self.dropped_total += 1
+
+    def _append(self, data: bytes) -> bool:
+        if self._written + len(data) > self.size // 2:
+            self._rotate()
+        try:
+            n = os.write(self._fd, data)
+        except OSError as exc:
+            if exc.errno not in _NO_SPACE:
+                raise
+            self._why = exc.strerror or os.strerror(exc.errno)
+            return False
+        self._written += n
+        if n < len(data):  # the disk filled mid-line: end it, so the next line parses
+            self._why = os.strerror(errno.ENOSPC)
+            try:
+                self._written += os.write(self._fd, b"\n")
+            except OSError:
+                pass
+            return False
+        return True
+
+    def _rotate(self) -> None:
+        """``path`` becomes ``path.1`` (freeing the half before: room even on a full disk)."""
+        try:
+            os.replace(self.path, log_parts(self.path)[0])
+        except FileNotFoundError:
+            pass  # a rotation that failed half way left no current half to keep
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            if exc.errno not in _NO_SPACE:
+                raise
+            # Not even an empty file fits: start this half again in place, so the ring
+            # still never grows past its size.
+            os.ftruncate(self._fd, 0)
+            self._written = 0
+            return
+        os.close(self._fd)
+        self._fd = fd
+        self._written = 0
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1

@@ -39,6 +39,7 @@ init's ``CLOCK_MONOTONIC``. The trace builder aligns the two (``_trace``).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
@@ -106,9 +107,13 @@ class _Sink:
     week-long run at 30 frames a second would otherwise fill the disk), the rest never do."""
 
     def __init__(self, path: os.PathLike[str], max_bytes: int) -> None:
-        self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the recorder
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        self._lines: list[str] = []
         self._left = max_bytes
         self.truncated = False
+        #: Records a full disk refused (dropped, not retried: the recorder must not grow).
+        self.dropped = 0
+        self.no_space: OSError | None = None
 
     def write(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, separators=(",", ":")) + "\n"
@@ -116,16 +121,38 @@ class _Sink:
             if self._left < len(line):
                 if not self.truncated:
                     self.truncated = True
-                    self._f.write(json.dumps({"type": "truncated", "wall_ns": time.monotonic_ns()}) + "\n")
+                    self._lines.append(json.dumps({"type": "truncated", "wall_ns": time.monotonic_ns()}) + "\n")
                 return
             self._left -= len(line)
-        self._f.write(line)
+        self._lines.append(line)
 
     def flush(self) -> None:
-        self._f.flush()
+        """Append what was written since the last flush, in one write (whole lines)."""
+        lines, self._lines = self._lines, []
+        if not lines or self._fd < 0:
+            return
+        data = "".join(lines).encode()
+        try:
+            n = os.write(self._fd, data)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                raise
+            self.dropped += len(lines)
+            self.no_space = exc
+            return
+        if n < len(data):  # the disk filled mid-way: end the cut line so the file still parses
+            self.dropped += data[n:].count(b"\n")
+            self.no_space = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            try:
+                os.write(self._fd, b"\n")
+            except OSError:
+                pass
 
     def close(self) -> None:
-        self._f.close()
+        if self._fd >= 0:
+            self.flush()
+            os.close(self._fd)
+            self._fd = -1
 
 
 class _MarkerReader:
@@ -337,6 +364,10 @@ async def serve_recorder(
             for record in marker.read():
                 await names.name(record["uid"])
                 sink.write(record)
+            if sink.no_space is not None and "no space" not in warned:
+                warned.add("no space")
+                emulator.log("W", f"recorder: {sink.no_space.strerror}: records are dropped until there is room"
+                             " (the stack goes on)", tag="traced")
             if sink.truncated and "truncated" not in warned:
                 warned.add("truncated")
                 emulator.log("W", f"recorder: {max_bytes >> 20} MiB of work events recorded; recording no more of"
