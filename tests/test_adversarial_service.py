@@ -28,10 +28,12 @@ from framework.emulator import (
     LOGCAT_LINE_MAX,
     BootConfig,
     LogRing,
+    follow_log,
     format_line,
     log_parts,
     open_stack,
     read_log,
+    serve_until_signalled,
     set_thermal_severity,
 )
 from framework.npumanager import NpuManager
@@ -508,3 +510,40 @@ async def test_a_chatty_app_and_a_full_disk_leave_the_stack_up_and_the_log_bound
                 while not any("line(s) dropped: No space left on device" in line.message for line in read_log(disk / "rt")):
                     await trio.sleep(0.2)
             assert _on_disk(log) <= LOGCAT_BUFFER_BYTES
+
+
+async def test_following_the_log_goes_on_across_the_rings_turns(autojump_clock, tmp_path):
+    path = tmp_path / "logcat"
+    ring = LogRing(path, 64 * 1024)
+    seen: list[str] = []
+
+    async def follow(task_status=trio.TASK_STATUS_IGNORED):
+        task_status.started()
+        async for line in follow_log(path):
+            seen.append(line.message)
+
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(follow)
+            for batch in range(30):  # about 10 KB a batch: the ring turns every third
+                for i in range(100):
+                    ring.write(format_line(7, 7, "I", "t", f"{batch * 100 + i:05d} " + "z" * 80))
+                await trio.sleep(0.25)  # the follower polls every 0.1 s
+            nursery.cancel_scope.cancel()
+    finally:
+        ring.close()
+    assert [int(m.split()[0]) for m in seen] == list(range(3000))
+
+
+async def test_init_says_why_it_exited_on_stderr_which_is_init_err(tmp_path, capsys):
+    read_end, write_end = os.pipe()
+    config = BootConfig(clock="virtual", record=False, boot_timeout=10, commands={"hal": [sys.executable, "-c", "pass"]})
+    try:
+        status = await serve_until_signalled(str(tmp_path / "rt"), config, write_end)
+        report = os.read(read_end, 65536).decode()
+    finally:
+        os.close(read_end)
+    assert status == 1
+    assert report.startswith("error hal (pid")
+    err = capsys.readouterr().err
+    assert "npuemu: init exiting: BootError: hal (pid" in err and "exited with status 0 before registering" in err

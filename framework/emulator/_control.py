@@ -320,17 +320,20 @@ async def follow_log(
         chunk = b""
         try:
             with open(path, "rb") as f:
-                inode = os.fstat(f.fileno()).st_ino
-                if following is not None and inode != following:
+                st = os.fstat(f.fileno())
+                inode = st.st_ino
+                if following is not None and (inode != following or st.st_size < offset):
+                    # The ring turned (a file of the same number, shorter, turned twice).
                     chunk = _rest_of(log_parts(path)[0], following, offset)
                     offset = 0
                 following = inode
                 f.seek(offset)
-                chunk += f.read()
+                fresh = f.read()
+                offset += len(fresh)
+                chunk += fresh
         except FileNotFoundError:
             pass
         if chunk:
-            offset += len(chunk)
             pending += chunk
             *complete, pending = pending.split(b"\n")
             for raw in complete:
