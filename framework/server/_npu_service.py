@@ -883,7 +883,7 @@ def _format_dump(d: dict[str, Any]) -> str:
         paging = (f"  (page {pg['index']} of 0..{pg['pages'] - 1}: rows {pg['first_row'] + 1}-{pg['first_row'] + shown};"
                   " dumpsys npu --page N for another)")
     out.append(f"Requests: {pg['requests_total']}{paging}")
-    if len(d["requests_per_uid"]) > 1 or pg["pages"] > 1:
+    if pg["pages"] > 1:  # too many to list: how many each uid has, in every state
         for uid, states in d["requests_per_uid"].items():
             counts = "  ".join(f"{k} {v}" for k, v in states.items() if k != "package")
             out.append(f"    {uid:>6} {states['package'][:28]:<28} {counts}")
