@@ -47,12 +47,26 @@ from framework.server import (
 )
 from interfaces.android.npumanager import IModelLoadCallback, INpuManager, ModelLoadRequestParcelable
 from interfaces.npuemu.server import IActivityManager
-from test_server_support import Recorder, ask, manifest, npu_of, request, world  # noqa: F401
+from test_server_support import Recorder, ask, booted, manifest, npu_of, request, world  # noqa: F401
 
 CAN = NpuManager.NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW
 WAIT = NpuManager.NPU_MODEL_LOAD_STATUS_WAIT_FOR_UNLOAD
 NOT = NpuManager.NPU_MODEL_LOAD_STATUS_NOT_PRIORITIZED
 BIG = NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G
+
+
+def _cli(*args: str):
+    return CliRunner().invoke(cli_main, list(args), catch_exceptions=False)
+
+
+def _apps_dir(tmp_path: Path, package: str, main: str) -> Path:
+    """An apps folder holding one app, ``package``, whose ``main.py`` is ``main``."""
+    apps = tmp_path / "apps"
+    folder = apps / package.rsplit(".", 1)[-1]
+    folder.mkdir(parents=True)
+    (folder / "AndroidManifest.xml").write_text(manifest(package))
+    (folder / "main.py").write_text(main)
+    return apps
 
 
 class _Wedged:
@@ -69,17 +83,9 @@ class _Wedged:
         return hang
 
 
-async def _booted(world, **kw):
-    await world.start_hal()
-    system = await world.start_system(**kw)
-    with trio.fail_after(5):
-        await system.npu.wait_hal_connected()
-    return system
-
-
 async def test_an_app_that_takes_no_callback_delays_nobody_and_is_treated_as_dead(autojump_clock, world):
     # An unload deadline far away: only the callback deadline can end the silent app's request.
-    system = await _booted(world, unload_timeout=600.0)
+    system = await booted(world, unload_timeout=600.0)
     svc = system.npu
     bg, fg, other = [await world.launch(p) for p in ("com.test.bg", "com.test.fg", "com.test.a")]
     await npu_of(fg).setPolicy(NpuManager.NPU_MODEL_POLICY_BUDGET, {"maxBudget": 4})
@@ -115,7 +121,7 @@ async def test_an_app_that_takes_no_callback_delays_nobody_and_is_treated_as_dea
 
 
 async def test_answers_to_one_app_keep_their_order_while_another_is_wedged(autojump_clock, world):
-    system = await _booted(world, unload_timeout=600.0)
+    system = await booted(world, unload_timeout=600.0)
     svc = system.npu
     a, b = await world.launch("com.test.a"), await world.launch("com.test.b")
     ra = Recorder()
@@ -139,7 +145,7 @@ async def test_answers_to_one_app_keep_their_order_while_another_is_wedged(autoj
 
 
 async def test_an_app_past_its_cap_of_open_requests_gets_a_clear_error(autojump_clock, world):
-    system = await _booted(world)
+    system = await booted(world)
     app, other = await world.launch("com.test.bg"), await world.launch("com.test.fg")
     npu = npu_of(app)
     recorders = [Recorder() for _ in range(MAX_OPEN_REQUESTS_PER_APP)]
@@ -161,7 +167,7 @@ async def test_an_app_past_its_cap_of_open_requests_gets_a_clear_error(autojump_
 async def test_dumpsys_npu_pages_what_apps_have_on_file(autojump_clock, world):
     # 20,000 requests once made the dump's reply pass the binder's 1 MiB: now the dump
     # lists DUMP_PAGE_ROWS of them a page, and counts them all per uid.
-    system = await _booted(world)
+    system = await booted(world)
     arbiter = system.npu.arbiter
     apps, total = 3, 3 * MAX_OPEN_REQUESTS_PER_APP
     for n in range(total):
@@ -251,10 +257,7 @@ async def test_a_stopped_app_whose_socket_fills_delays_no_bystander(tmp_path):
     n = _frames_to_fill_a_socket()
     if n > MAX_OPEN_REQUESTS_PER_APP:
         pytest.skip(f"this machine's socket buffers take {n} frames, more than one app may have requests")
-    apps = tmp_path / "apps"
-    (apps / "silent").mkdir(parents=True)
-    (apps / "silent" / "AndroidManifest.xml").write_text(manifest("com.test.silent", importance="cached"))
-    (apps / "silent" / "main.py").write_text(SILENT_MAIN.format(n=n))
+    apps = _apps_dir(tmp_path, "com.test.silent", SILENT_MAIN.format(n=n))
     config = BootConfig(clock="virtual", record=False, boot_timeout=30, system_server_args=("--unload-timeout", "600000"))
     async with open_stack(processes=True, apps_dir=apps, config=config) as emu:
         sm = defaultServiceManager(emu.runtime)
@@ -323,16 +326,9 @@ async def main(context):
 """
 
 
-def _cli(*args: str):
-    return CliRunner().invoke(cli_main, list(args), catch_exceptions=False)
-
-
 @pytest.mark.multiprocess
 async def test_the_servicemanager_killed_is_restarted_with_what_depends_on_it(tmp_path):
-    apps = tmp_path / "apps"
-    (apps / "idle").mkdir(parents=True)
-    (apps / "idle" / "AndroidManifest.xml").write_text(manifest("com.test.idle"))
-    (apps / "idle" / "main.py").write_text(IDLE_MAIN)
+    apps = _apps_dir(tmp_path, "com.test.idle", IDLE_MAIN)
     config = BootConfig(clock="virtual", record=False, boot_timeout=30)
     async with open_stack(processes=True, apps_dir=apps, config=config) as emu:
         rtdir = str(emu.runtime_dir)
@@ -480,10 +476,7 @@ async def main(context):
 
 @pytest.mark.multiprocess
 async def test_a_chatty_app_and_a_full_disk_leave_the_stack_up_and_the_log_bounded(tmp_path):
-    apps = tmp_path / "apps"
-    (apps / "chatty").mkdir(parents=True)
-    (apps / "chatty" / "AndroidManifest.xml").write_text(manifest("com.test.chatty"))
-    (apps / "chatty" / "main.py").write_text(CHATTY_MAIN)
+    apps = _apps_dir(tmp_path, "com.test.chatty", CHATTY_MAIN)
     config = BootConfig(clock="virtual", record=False, boot_timeout=30)
     with _tiny_tmpfs("8m") as disk:
         async with open_stack(processes=True, runtime_dir=disk / "rt", apps_dir=apps, config=config) as emu:
@@ -497,18 +490,30 @@ async def test_a_chatty_app_and_a_full_disk_leave_the_stack_up_and_the_log_bound
                     await trio.sleep(0.1)
             assert _on_disk(log) <= LOGCAT_BUFFER_BYTES
             filler = await trio.to_thread.run_sync(_fill, disk)
-            await trio.sleep(2)  # the app prints on; init drops what does not fit
+            await trio.sleep(2)  # the app prints on; init drops what does not fit (the ring's turns free some)
             assert all(emu.process(name).returncode is None for name in ("servicemanager", "hal", "system_server"))
             dump = await trio.to_thread.run_sync(_cli, "--runtime-dir", rtdir, "dumpsys", "activity")
             assert dump.exit_code == 0 and "com.test.chatty" in dump.output, dump.output
-            # Quiet the app (else the note below scrolls out of the ring at once), make room:
-            # the next line init writes is preceded by how many it dropped.
             killed = await trio.to_thread.run_sync(_cli, "--runtime-dir", rtdir, "am", "kill", "com.test.chatty")
             assert killed.exit_code == 0, killed.output
             filler.unlink()
-            with trio.fail_after(30):
-                while not any("line(s) dropped: No space left on device" in line.message for line in read_log(disk / "rt")):
-                    await trio.sleep(0.2)
+            await trio.sleep(1)  # the kill's lines: the log is quiet now
+            # Quiet, so nothing scrolls: fill the disk, log 200 lines, make room, log one more.
+            # Every line lost is counted by the note before the next one written. (If the
+            # ring turned just then, its freed half took them all: fill again.)
+            for attempt in range(3):
+                filler = await trio.to_thread.run_sync(_fill, disk)
+                for i in range(200):
+                    emu.log("I", f"while full {attempt} {i}")
+                filler.unlink()
+                emu.log("I", f"room again {attempt}")
+                messages = [line.message for line in read_log(disk / "rt")]
+                kept = sum(m.startswith(f"while full {attempt} ") for m in messages)
+                if kept < 200:
+                    break
+            notes = [m for m in messages if m.endswith("line(s) dropped: No space left on device")]
+            assert notes and int(notes[-1].split()[0]) >= 200 - kept, notes
+            assert messages.index(notes[-1]) == messages.index(f"room again {attempt}") - 1
             assert _on_disk(log) <= LOGCAT_BUFFER_BYTES
 
 

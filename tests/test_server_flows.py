@@ -14,7 +14,7 @@ from interfaces.android.npumanager import INpuManager
 from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermalService
 from framework.binder import IllegalArgumentException, SecurityException, defaultServiceManager
 from framework.npumanager import NpuManager
-from test_server_support import FakeHal, Recorder, ask, npu_of, request, world  # noqa: F401
+from test_server_support import FakeHal, Recorder, ask, booted, npu_of, request, world  # noqa: F401
 
 CAN = NpuManager.NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW
 WAIT = NpuManager.NPU_MODEL_LOAD_STATUS_WAIT_FOR_UNLOAD
@@ -23,14 +23,6 @@ CANCELLED = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED
 COMPLETE = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_COMPLETE
 BIG = NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G
 MANIFESTS = Path(__file__).parent / "manifests"
-
-
-async def booted(world, **kw):
-    await world.start_hal()
-    system = await world.start_system(**kw)
-    with trio.fail_after(5):
-        await system.npu.wait_hal_connected()
-    return system
 
 
 async def service(rt, name, iface):

@@ -8,7 +8,7 @@ import trio
 from interfaces.android.npumanager import INpuManager
 from framework.binder import IllegalArgumentException, IllegalStateException, SecurityException, defaultServiceManager
 from framework.npumanager import NpuManager
-from test_server_support import Recorder, ask, npu_of, request, world  # noqa: F401
+from test_server_support import Recorder, ask, booted, npu_of, request, world  # noqa: F401
 
 CAN = NpuManager.NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW
 WAIT = NpuManager.NPU_MODEL_LOAD_STATUS_WAIT_FOR_UNLOAD
@@ -17,14 +17,6 @@ CANCELLED = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_CANCELLED
 COMPLETE = NpuManager.NPU_MODEL_LOAD_REQUEST_STATUS_COMPLETE
 BIG = NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G
 SMALL = NpuManager.NPU_MODEL_SIZE_LESS_THAN_1GB
-
-
-async def booted(world, **kw):
-    await world.start_hal()
-    system = await world.start_system(**kw)
-    with trio.fail_after(5):
-        await system.npu.wait_hal_connected()
-    return system
 
 
 async def test_status_quo_grants_at_once_and_unload_completes(autojump_clock, world):

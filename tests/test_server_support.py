@@ -267,6 +267,15 @@ class World:
         await trio.sleep(seconds)
 
 
+async def booted(world, **kw):
+    """The fake HAL and system_server (``kw`` for it), once the npu service has connected to the HAL."""
+    await world.start_hal()
+    system = await world.start_system(**kw)
+    with trio.fail_after(5):
+        await system.npu.wait_hal_connected()
+    return system
+
+
 def npu_of(app) -> NpuManager:
     return app.context.getSystemService(Context.NPU_SERVICE)
 

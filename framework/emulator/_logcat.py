@@ -192,6 +192,7 @@ class LogRing:
         self.dropped = 0  # lines lost to a full disk since the last that was written
         self.dropped_total = 0
         self._why = ""
+        self._cut = False  # a line was cut short and not ended
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         self._written = os.fstat(self._fd).st_size
 
@@ -219,6 +220,8 @@ class LogRing:
     def _append(self, data: bytes) -> bool:
         if self._written + len(data) > self.size // 2:
             self._rotate()
+        if self._cut:  # the last line was cut by a full disk: end it first, so this one parses
+            data = b"\n" + data
         try:
             n = os.write(self._fd, data)
         except OSError as exc:
@@ -227,12 +230,9 @@ class LogRing:
             self._why = exc.strerror or os.strerror(exc.errno)
             return False
         self._written += n
-        if n < len(data):  # the disk filled mid-line: end it, so the next line parses
+        self._cut = n < len(data) and n > 0
+        if n < len(data):  # the disk filled mid-line
             self._why = os.strerror(errno.ENOSPC)
-            try:
-                self._written += os.write(self._fd, b"\n")
-            except OSError:
-                pass
             return False
         return True
 
@@ -251,10 +251,12 @@ class LogRing:
             # still never grows past its size.
             os.ftruncate(self._fd, 0)
             self._written = 0
+            self._cut = False
             return
         os.close(self._fd)
         self._fd = fd
         self._written = 0
+        self._cut = False
 
     def close(self) -> None:
         if self._fd >= 0:
