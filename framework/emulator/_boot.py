@@ -26,11 +26,13 @@ While the emulator runs, init watches its children (``_supervise``): a HAL that
 dies is launched again (unless ``BootConfig.restart_hal`` is off), as Android's init
 restarts a crashed HAL service, and system_server reconnects to it; any death is an
 error in the log with the process's last output. ``Emulator.restart_hal`` restarts it
-on request (vts, after a check that crashed or hung the driver).
+on request (vts, after a check that crashed or hung the driver). A servicemanager that
+dies is started again too, and then the HAL and system_server, which the new one does
+not know (``_supervise_servicemanager``, as the servicemanager's ``onrestart`` lines).
 
 Every child's output is read by init and appended to the runtime directory's
-``logcat`` file, adopted into logcat form where it is not already (see
-``_logcat``). Children run in their own process groups, so a Ctrl-C at the terminal
+``logcat`` ring (256 KiB on disk, see ``_logcat``), adopted into logcat form where it
+is not already; a full disk drops lines, never a process. Children run in their own process groups, so a Ctrl-C at the terminal
 reaches only init, which then shuts the stack down in order: system_server (and, in
 its process group, the apps the activity manager launched), the HAL, the
 servicemanager; each gets SIGTERM, then SIGKILL after a grace period, each whatever
