@@ -855,6 +855,14 @@ class Driver:
         self._pull()
         return now / 1e6
 
+    @property
+    def next_event_ns(self) -> int | None:
+        """Virtual clock: when ``advance_to_next_event`` would stop (emulated ns), without
+        moving time; None when nothing is left to happen.  A caller that drives the
+        driver (the lab's Python scheduling policies) steps from event to event with it
+        and never passes a time it must act at."""
+        return self._virtual().next_event_ns()
+
     def run_until_idle(self, max_ms: float | None = None) -> None:
         """Virtual clock: run until no channel has work (hung ones aside), or ``max_ms`` pass."""
         sys = self._virtual()

@@ -463,6 +463,11 @@ class System:
         _check(lib.npu_system_advance_to_next_event(self.ptr, now), "npu_system_advance_to_next_event")
         return int(now[0])
 
+    def next_event_ns(self) -> int | None:
+        at = ffi.new("int64_t *")
+        _check(lib.npu_system_next_event_ns(self.ptr, at), "npu_system_next_event_ns")
+        return None if at[0] < 0 else int(at[0])
+
     def run_until_idle(self, max_ns: int = 0) -> None:
         _check(lib.npu_system_run_until_idle(self.ptr, _i64(max_ns, "max_ns")), "npu_system_run_until_idle")
 

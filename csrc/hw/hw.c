@@ -663,6 +663,19 @@ int npu_hw_advance_to_next_event(struct npu_hw *hw, int64_t *now_ns)
     return NPU_OK;
 }
 
+int npu_hw_next_event_ns(struct npu_hw *hw, int64_t *at_ns)
+{
+    if (hw->opt.clock != NPU_CLOCK_VIRTUAL)
+        return NPU_E_WRONG_CLOCK;
+    if (!at_ns)
+        return NPU_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&hw->lock);
+    int64_t t = next_step(hw);
+    *at_ns = t == NEVER ? -1 : t;
+    pthread_mutex_unlock(&hw->lock);
+    return NPU_OK;
+}
+
 int npu_hw_run_until_idle(struct npu_hw *hw, int64_t max_ns)
 {
     if (hw->opt.clock != NPU_CLOCK_VIRTUAL)

@@ -47,6 +47,7 @@ struct npu_ring *npu_hw_ring(struct npu_hw *hw);
 int32_t npu_hw_clock(struct npu_hw *hw);
 int npu_hw_advance(struct npu_hw *hw, int64_t ns);
 int npu_hw_advance_to_next_event(struct npu_hw *hw, int64_t *now_ns);
+int npu_hw_next_event_ns(struct npu_hw *hw, int64_t *at_ns);
 int npu_hw_run_until_idle(struct npu_hw *hw, int64_t max_ns);
 /* See npu_system_thermal_override. */
 int npu_hw_thermal_override(struct npu_hw *hw, bool hold, double temperature_c);

@@ -163,6 +163,11 @@ int npu_system_advance_to_next_event(struct npu_system *sys, int64_t *now_ns)
     return sys ? npu_hw_advance_to_next_event(sys->hw, now_ns) : NPU_E_INVALID_ARGUMENT;
 }
 
+int npu_system_next_event_ns(struct npu_system *sys, int64_t *at_ns)
+{
+    return sys ? npu_hw_next_event_ns(sys->hw, at_ns) : NPU_E_INVALID_ARGUMENT;
+}
+
 int npu_system_run_until_idle(struct npu_system *sys, int64_t max_ns)
 {
     return sys ? npu_hw_run_until_idle(sys->hw, max_ns) : NPU_E_INVALID_ARGUMENT;

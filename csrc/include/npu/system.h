@@ -88,6 +88,11 @@ int npu_system_advance(struct npu_system *sys, int64_t ns);
  * if nothing is left to happen). */
 int npu_system_advance_to_next_event(struct npu_system *sys, int64_t *now_ns);
 
+/* VIRTUAL only: when the next slice boundary, context-save end or thermal
+ * severity change will happen, without moving time; *at_ns receives it, or
+ * -1 if nothing is left to happen. */
+int npu_system_next_event_ns(struct npu_system *sys, int64_t *at_ns);
+
 /* VIRTUAL only: advance until no channel has anything to do (hung channels
  * excepted), or until max_ns more nanoseconds have passed (0: no limit). */
 int npu_system_run_until_idle(struct npu_system *sys, int64_t max_ns);
