@@ -28,7 +28,7 @@ faster driver shows as shorter isolated times, not as a different workload.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,8 @@ from npuhal import (
     WorkStarted,
 )
 
+from . import _policy as P
+from . import _prema
 from ._errors import LabRunError
 from ._workload import Arrival, Task, Workload
 
@@ -56,6 +58,9 @@ __all__ = [
     "Policy",
     "builtin_policies",
     "driver_policy",
+    "python_policy",
+    "python_policies",
+    "policy_file",
     "Job",
     "RunResult",
     "Calibration",
@@ -85,10 +90,15 @@ class Policy:
     scheduling: SchedulingMode | None = None
     preemption: PreemptionMode | None = None
     driver_path: str | None = None
+    # A Python driver policy (``framework.lab._policy``): a factory of fresh
+    # instances.  The lab then holds the queue and the driver runs what it is given.
+    python: Callable[[], P.DriverPolicy] | None = field(default=None, compare=False)
 
     @property
     def preemptive(self) -> bool | None:
         """True/False when the lab fixes the mode; None when it is the driver's own."""
+        if self.python is not None:
+            return None
         return None if self.preemption is None else self.preemption is not PreemptionMode.NONE
 
     def open_driver(self, workload: Workload) -> npuhal.Driver:
@@ -112,6 +122,7 @@ class Policy:
             "scheduling": None if self.scheduling is None else self.scheduling.name,
             "preemption": None if self.preemption is None else self.preemption.name,
             "driver": self.driver_path,
+            "python": self.python is not None,
         }
 
 
@@ -125,6 +136,33 @@ def builtin_policies() -> tuple[Policy, ...]:
         Policy("preempt-kill", "preemptive highest priority first, kill and restart", S.PRIORITY, P.KILL_RESTART),
         Policy("reference", "the reference driver's own scheduling", None, None),
     )
+
+
+def python_policy(name: str, description: str, factory: Callable[[], P.DriverPolicy],
+                  driver_path: str | None = None) -> Policy:
+    """A Python driver policy (``framework.lab._policy``) as a lab policy.
+
+    The driver runs with priority scheduling and checkpoint preemption, the
+    means the lab uses to carry out the policy's decisions (see ``_policy``).
+    """
+    return Policy(name, description, SchedulingMode.PRIORITY, PreemptionMode.CHECKPOINT, driver_path, factory)
+
+
+def python_policies() -> tuple[Policy, ...]:
+    """PREMA and the paper's baselines that the C driver has no mode for, as Python policies, in table order."""
+    M = P.Mechanism
+    made = [_prema.PreemptiveSjf, _prema.TokenOnly, _prema.Prema,
+            lambda: _prema.Prema(M.CHECKPOINT), lambda: _prema.Prema(M.KILL), lambda: _prema.Prema(M.DRAIN)]
+    out = []
+    for factory in made:
+        probe = factory()
+        out.append(python_policy(probe.name, probe.description, factory))
+    return tuple(out)
+
+
+def policy_file(spec: str) -> Policy:
+    """A user's Python driver policy, ``"mine.py:MyDriverPolicy"``."""
+    return python_policy(*P.load_policy_file(spec))
 
 
 def driver_policy(path: str | Path) -> Policy:
@@ -290,12 +328,19 @@ def run_policy(
     reference_outputs: Sequence[np.ndarray],
     *,
     factor: float = 1.0,
+    estimates_ns: Sequence[int] | None = None,
 ) -> RunResult:
     """Submit every arrival at its time under ``policy``; return every request's life.
 
     ``reference_outputs`` are the isolated runs' results; each completed request
-    is checked against its task's (``Job.correct``).
+    is checked against its task's (``Job.correct``).  A Python policy
+    (``policy.python``) holds the queue itself (``_HeldQueue``); its job-length
+    predictor's estimates are ``estimates_ns`` (default: the calibrated work).
     """
+    if policy.python is not None:
+        if estimates_ns is None:
+            estimates_ns = [round(t.work_ms * 1e6) for t in workload.tasks]
+        return _HeldQueue(workload, cal, policy, reference_outputs, factor, estimates_ns).run(arrivals)
     with policy.open_driver(workload) as driver:
         who = f"policy {policy.name}"
         device = _device(driver, workload, who)
@@ -422,3 +467,307 @@ class _Accounting:
             job.reason = e.reason
             self.finished.append(job)
 
+
+
+# ---- Python driver policies: the lab holds the queue ------------------------------
+
+#: Keys: the lab sets every task's app priority to 1000, so a request's key is
+#: 1000 + its job priority; it submits at "levels", key 2000 - level, a
+#: checkpoint preemptor one level above its victim (a strictly lower key is what
+#: makes the hardware pause a running request).
+_APP_PRIORITY = 1000
+_MAX_LEVEL = 1000
+
+
+@dataclass(slots=True)
+class _Req:
+    """A request while the lab holds it for a Python policy."""
+
+    id: int
+    task: int
+    arrival_ns: int
+    job: Job
+    state: str = "waiting"  # waiting, staged, running, pausing, paused, killing, done
+    work: int | None = None
+    level: int = 0
+    executed_ns: int = 0
+    segment_ns: int | None = None
+    last_ran_ns: int | None = None
+    restarts: int = 0
+    out: np.ndarray | None = None
+
+
+class _HeldQueue:
+    """One run of a Python driver policy: the lab keeps every arrived request and
+    puts on the device only what the policy decides (see ``framework.lab._policy``)."""
+
+    def __init__(self, workload: Workload, cal: Calibration, policy: Policy, reference_outputs: Sequence[np.ndarray],
+                 factor: float, estimates_ns: Sequence[int]) -> None:
+        assert policy.python is not None
+        self.workload = workload
+        self.cal = cal
+        self.policy = policy
+        self.reference = reference_outputs
+        self.factor = factor
+        self.who = f"policy {policy.name}"
+        self.tasks = tuple(
+            P.TaskInfo(i, t.name, t.priority, t.sla, int(estimates_ns[i]), len(cal.models[i].main.operations))
+            for i, t in enumerate(workload.tasks)
+        )
+        self.reqs: list[_Req] = []
+        self.by_work: dict[int, _Req] = {}
+        self.log: list[str] = []
+        self.saves_ns = 0
+        self.paused_on: dict[tuple[int, int], int] = {}
+        self.unresumable = 0  # decisions the hardware's key order could not carry out exactly
+
+    # -- views -------------------------------------------------------------------
+
+    def view_of(self, r: _Req) -> P.JobView:
+        state = {"staged": "waiting", "killing": "running", "pausing": "running"}.get(r.state, r.state)
+        executed = r.executed_ns
+        if r.segment_ns is not None:
+            executed += self.driver.now_ns - r.segment_ns
+        return P.JobView(r.id, self.tasks[r.task], r.arrival_ns, state, executed, r.last_ran_ns,
+                         r.job.pauses, r.restarts)
+
+    def running(self) -> list[_Req]:
+        return [r for r in self.reqs if r.state in ("running", "pausing", "killing")]
+
+    def ready(self) -> list[_Req]:
+        return [r for r in self.reqs if r.state in ("waiting", "staged", "paused")]
+
+    def view(self, trigger: P.Event, planning: bool = False) -> tuple[P.View, dict[int, _Req]]:
+        running = self.running()
+        ready = self.ready()
+        free = 0 if planning else max(0, self.channels - len(running))
+        v = P.View(self.driver.now_ns, self.channels, tuple(self.view_of(r) for r in running),
+                   tuple(self.view_of(r) for r in ready), 1 if planning else free, planning, trigger)
+        return v, {r.id: r for r in running + ready}
+
+    # -- the run -----------------------------------------------------------------
+
+    def run(self, arrivals: Sequence[Arrival]) -> RunResult:
+        workload, policy = self.workload, self.policy
+        self.instance = policy.python()
+        with policy.open_driver(workload) as driver:
+            self.driver = driver
+            device = _device(driver, workload, self.who)
+            self.channels = device.channels
+            driver.set_scheduling_configs([SchedulingConfig(uid=t.uid, appPriority=_APP_PRIORITY, hasDirectAccess=True)
+                                           for t in workload.tasks])
+            self.handles = _load(driver, device, workload, self.cal, self.who)
+            P.call(self.instance, "start", None, None, 0, self.tasks, self.channels)
+            i, n = 0, len(arrivals)
+            while True:
+                t_arr = arrivals[i].time_ns if i < n else None
+                t_hw = driver.next_event_ns
+                if t_hw is None and t_arr is None:
+                    break
+                if t_hw is not None and (t_arr is None or t_hw <= t_arr):
+                    driver.advance_to_next_event()
+                    triggers = self.read_events()
+                else:
+                    if t_arr > driver.now_ns:
+                        driver.advance((t_arr - driver.now_ns) / 1e6)
+                    triggers = self.read_events()  # a thermal step may have landed here
+                    while i < n and arrivals[i].time_ns <= driver.now_ns:
+                        a = arrivals[i]
+                        r = _Req(len(self.reqs), a.task, a.time_ns, Job(a.task, a.time_ns, -1))
+                        self.reqs.append(r)
+                        triggers.append(P.Arrived(self.view_of(r), a.time_ns))
+                        i += 1
+                for event in triggers:
+                    v, _ = self.view(event)
+                    P.call(self.instance, "on_event", v, event, driver.now_ns, event, v)
+                if triggers:
+                    self.schedule(triggers[-1])
+            left = [r for r in self.reqs if r.state != "done"]
+            if left:
+                raise P.PolicyError(
+                    f"{self.who}: the device went idle with {len(left)} requests never run (the first: "
+                    f"{self.view_of(left[0]).describe()}, {left[0].state}): select() left them waiting")
+            jobs = [r.job for r in self.reqs]
+            makespan = max((j.end_ns for j in jobs if j.end_ns is not None), default=0)
+            if self.unresumable:
+                self.log.append(f"{self.unresumable} decisions to resume an older paused request went by the "
+                                f"hardware's resume order instead (see framework.lab._policy)")
+            return RunResult(policy, self.factor, jobs, device.channels, self.saves_ns, makespan,
+                             driver.events_dropped, self.log)
+
+    # -- events ------------------------------------------------------------------
+
+    def read_events(self) -> list[P.Event]:
+        out: list[P.Event] = []
+        for e in self.driver.drain_events():
+            if not isinstance(e, (WorkStarted, WorkEnded)):
+                continue
+            r = self.by_work.get(e.info.id)
+            if r is None:
+                continue
+            t = e.time_ns
+            place = (getattr(e, "hw_device", -1), getattr(e, "channel", -1))
+            if isinstance(e, WorkStarted):
+                freed = self.paused_on.pop(place, None)
+                if freed is not None:
+                    self.saves_ns += t - freed
+                resumed = r.state == "paused"
+                r.state = "running"
+                r.segment_ns = t
+                if r.job.start_ns is None:
+                    r.job.start_ns = t
+                out.append(P.Started(self.view_of(r), t, resumed))
+                continue
+            ran = 0 if r.segment_ns is None else t - r.segment_ns
+            r.job.busy_ns += ran
+            r.segment_ns = None
+            if e.reason is EndReason.PAUSED:
+                r.executed_ns += ran
+                r.last_ran_ns = t
+                r.job.pauses += 1
+                r.state = "paused"
+                if place[1] >= 0:
+                    self.paused_on[place] = t
+                out.append(P.Preempted(self.view_of(r), t, P.Mechanism.CHECKPOINT))
+            elif r.state == "killing" and e.reason is EndReason.CANCELLED_USER:
+                del self.by_work[e.info.id]
+                self.driver.forget(e.info.id)
+                r.work = None
+                r.last_ran_ns = t
+                if ran:
+                    r.executed_ns = 0
+                    r.restarts += 1
+                    r.job.pauses += 1
+                    out.append(P.Preempted(self.view_of(r), t, P.Mechanism.KILL))
+                r.state = "waiting"
+            else:
+                del self.by_work[e.info.id]
+                r.executed_ns += ran
+                r.last_ran_ns = t
+                r.state = "done"
+                r.job.end_ns = t
+                r.job.reason = e.reason
+                if e.reason is EndReason.COMPLETED:
+                    r.job.correct = bool(np.array_equal(r.out, self.reference[r.task]))
+                self.driver.forget(e.info.id)
+                r.out = None
+                out.append(P.Ended(self.view_of(r), t, e.reason.name))
+        return out
+
+    # -- decisions ---------------------------------------------------------------
+
+    def submit(self, r: _Req, level: int) -> None:
+        if level > _MAX_LEVEL:
+            raise LabRunError(f"{self.who}: more than {_MAX_LEVEL} nested checkpoint preemptions")
+        task = self.workload.tasks[r.task]
+        handle = self.handles[r.task]
+        if r.out is None:
+            r.out = np.empty(handle.output_shapes[0], np.float32)
+        try:
+            work = self.driver.submit(handle, [self.cal.inputs[r.task]], [r.out], uid=task.uid,
+                                      job_priority=_MAX_LEVEL - level)
+        except npuhal.NpuError as e:
+            raise LabRunError(f"{self.who}: the driver refused task {task.name!r}'s request: {e}") from None
+        r.work = work
+        r.level = level
+        self.by_work[work] = r
+
+    def unstage(self) -> None:
+        """Take back a planned successor that has not started (a queued cancel is immediate)."""
+        for r in self.reqs:
+            if r.state == "staged":
+                assert r.work is not None
+                self.by_work.pop(r.work, None)
+                self.driver.cancel(r.work)
+                self.driver.forget(r.work)
+                r.work = None
+                r.state = "waiting"
+
+    def floor_level(self) -> int:
+        """The level a request must be submitted at to go before every paused one."""
+        paused = [r.level for r in self.reqs if r.state == "paused"]
+        return max(paused) + 1 if paused else 0
+
+    def pick(self, trigger: P.Event, planning: bool) -> tuple[P.View, dict[int, _Req], _Req | None]:
+        v, reqs = self.view(trigger, planning)
+        chosen = P.call(self.instance, "select", v, trigger, v.now_ns, v)
+        if chosen is None:
+            return v, reqs, None
+        if not isinstance(chosen, P.JobView) or chosen.id not in reqs or chosen not in (v.running + v.ready):
+            raise P.refuse(self.instance, "select", trigger, v.now_ns,
+                           f"returned {chosen!r}, not one of the requests in its view (or None)")
+        return v, reqs, reqs[chosen.id]
+
+    def schedule(self, trigger: P.Event) -> None:
+        # Free channels first: each gets the policy's choice, at once.
+        self.unstage()
+        while True:
+            v, reqs, r = self.pick(trigger, planning=False)
+            if v.free_channels == 0:
+                break
+            if r is None:
+                return
+            if r.state not in ("waiting",):
+                if r.state == "paused":  # the hardware would have resumed it by itself
+                    self.unresumable += 1
+                    return
+                raise P.refuse(self.instance, "select", trigger, v.now_ns,
+                               f"chose {self.view_of(r).describe()}, already running, for a free channel")
+            self.submit(r, self.floor_level())
+            r.state = "running"
+        if r is not None and r.state in ("waiting", "paused"):
+            self.displace(v, reqs, r, trigger)
+        self.plan(trigger)
+
+    def displace(self, v: P.View, reqs: dict[int, _Req], chosen: _Req, trigger: P.Event) -> None:
+        cv = self.view_of(chosen)
+        answer = P.call(self.instance, "preempt", v, trigger, v.now_ns, v, cv)
+        running = [x for x in self.running() if x.state == "running"]
+        if isinstance(answer, tuple) and len(answer) == 2:
+            victim_view, how = answer
+            victim = reqs.get(getattr(victim_view, "id", None))
+            if victim is None or victim not in running:
+                raise P.refuse(self.instance, "preempt", trigger, v.now_ns,
+                               f"named {victim_view!r} as the victim, not a running request")
+        else:
+            how = answer
+            victim = max(running, key=lambda x: (x.job.start_ns or 0, x.id)) if running else None
+        if not isinstance(how, P.Mechanism):
+            raise P.refuse(self.instance, "preempt", trigger, v.now_ns, f"returned {answer!r}, not a Mechanism")
+        if victim is None or how is P.Mechanism.DRAIN:
+            return  # the chosen one goes next: plan() puts it behind the running ones
+        if chosen.state == "paused":
+            # Its key is fixed: it comes back when the channel frees and it is the
+            # most recently paused.  Kill the victim for it; a checkpoint would not
+            # let it through.
+            self.unresumable += how is P.Mechanism.CHECKPOINT or chosen.level != max(
+                (x.level for x in self.reqs if x.state == "paused"), default=chosen.level)
+            if how is P.Mechanism.KILL:
+                self.kill(victim)
+            return
+        if how is P.Mechanism.KILL:
+            self.kill(victim)
+            self.submit(chosen, victim.level)
+        else:
+            self.submit(chosen, victim.level + 1)
+            victim.state = "pausing"
+        chosen.state = "running"
+
+    def kill(self, victim: _Req) -> None:
+        assert victim.work is not None
+        victim.state = "killing"
+        self.driver.cancel(victim.work)
+
+    def plan(self, trigger: P.Event) -> None:
+        """Put the policy's next choice behind the running requests (see the module)."""
+        running = self.running()
+        if not running or any(r.state != "running" for r in running):
+            return
+        _, _, r = self.pick(trigger, planning=True)
+        if r is None or r.state != "waiting":
+            return
+        level = min(x.level for x in running)
+        if level < self.floor_level():
+            return
+        self.submit(r, level)
+        r.state = "staged"
