@@ -56,7 +56,10 @@ def _loads(text: str | None) -> list[float] | None:
 @bench.command()
 @click.argument("workloads", nargs=-1, metavar="[WORKLOAD]...")
 @click.option("--policy", "policy_names", multiple=True, metavar="NAME",
-              help="Run only these built-in policies (repeatable): fcfs, priority, preempt-ckpt, preempt-kill, reference.")
+              help="Run only these built-in policies (repeatable): fcfs, priority, preempt-ckpt, preempt-kill, "
+                   "reference, and the Python ones p-sjf, token, prema, prema-checkpoint, prema-kill, prema-drain.")
+@click.option("--policy-file", "policy_files", multiple=True, metavar="FILE.py:CLASS",
+              help="Also run a Python driver policy of yours (repeatable; the interface: README, 'Scheduling lab').")
 @click.option("--driver", "drivers", multiple=True, type=click.Path(dir_okay=False),
               help="Also run a driver .so with its own scheduling (repeatable).")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override every workload's seed.")
@@ -83,6 +86,7 @@ def _loads(text: str | None) -> list[float] | None:
 def scheduling(
     workloads: tuple[str, ...],
     policy_names: tuple[str, ...],
+    policy_files: tuple[str, ...],
     drivers: tuple[str, ...],
     seed: int | None,
     sla_k: float | None,
@@ -105,7 +109,9 @@ def scheduling(
     name of one in bench/workloads; by default, every bundled one.  Each runs
     under non-preemptive FCFS, non-preemptive priority, preemptive
     highest-priority-first with checkpoint and with kill-restart, the
-    reference driver's own scheduling, and any --driver given; at its nominal
+    reference driver's own scheduling, PREMA (Choi and Rhu, HPCA 2020) and the
+    paper's baselines as Python policies that hold the queue in the lab, any
+    --policy-file and any --driver given; at its nominal
     load and across its load sweep.  A workload whose device only a --driver
     has runs the built-in policies on that driver, with the hardware's modes
     set.  Prints a table per workload, with a key to its columns under the
@@ -132,6 +138,8 @@ def scheduling(
       npuemu bench scheduling
       npuemu bench scheduling phone --policy fcfs --policy preempt-ckpt --no-sweep
       npuemu bench scheduling my.toml --driver build/drivers/mine.so --k 5 --seed 3
+      npuemu bench scheduling prema
+      npuemu bench scheduling mixed --policy fcfs --policy-file mine.py:MyDriverPolicy
       npuemu bench scheduling phone --whole-stack --no-sweep --npu-policy budget
       npuemu bench scheduling phone --seeds 1,2,3,4 --workers 2
       npuemu bench scheduling phone --whole-stack --no-sweep --npu-policy-file mine.py:MyPolicy
@@ -151,16 +159,24 @@ def scheduling(
     if plugin is not None and not whole_stack:
         raise click.UsageError("--npu-policy-file is the npu service's policy: it needs --whole-stack")
     builtin = {p.name: p for p in lab.builtin_policies()}
-    unknown = [n for n in policy_names if n not in builtin]
+    # The Python policies (PREMA and the paper's baselines) hold the queue in the
+    # lab itself: driver mode only.
+    python = {p.name: p for p in lab.python_policies()}
+    known = {**builtin, **python}
+    unknown = [n for n in policy_names if n not in known]
     if unknown:
-        raise click.BadParameter(f"unknown policy {unknown[0]!r} (known: {', '.join(builtin)})", param_hint="--policy")
+        raise click.BadParameter(f"unknown policy {unknown[0]!r} (known: {', '.join(known)})", param_hint="--policy")
     say = (lambda _m: None) if quiet else (lambda m: click.echo(m, err=True))
     seeds = _seeds(seeds_text)
     out = Path(out_dir)
     done_points: list[dict] = []
     try:
-        policies = [builtin[n] for n in dict.fromkeys(policy_names)] if policy_names else list(builtin.values())
+        if policy_names:
+            policies = [known[n] for n in dict.fromkeys(policy_names)]
+        else:
+            policies = list(builtin.values()) + ([] if whole_stack else list(python.values()))
         policies += [lab.driver_policy(d) for d in drivers]
+        policies += [lab.policy_file(f) for f in policy_files]
         grid = []
         for path in paths:
             workload = lab.load_workload(path)

@@ -7,8 +7,13 @@ General layout (each module imports only those above it):
   2008) and PREMA (HPCA 2020), as pure functions of numbers;
 - ``_workload``: the declarative workload file (TOML), validated, and the
   arrivals it generates (Poisson, periodic, bursts, traces; a load sweep);
-- ``_run``: policies (scheduling x preemption mode, or a driver ``.so``'s
-  own) and one run of a workload on ``npuhal``'s virtual clock;
+- ``_policy``: the interface of a driver-level scheduling policy written in
+  Python (events in, select/preempt decisions out), and loading one from a file;
+- ``_prema``: PREMA (Choi and Rhu, HPCA 2020) and the paper's baselines as such
+  policies;
+- ``_run``: policies (scheduling x preemption mode, a driver ``.so``'s own, or
+  a Python policy holding the queue) and one run of a workload on ``npuhal``'s
+  virtual clock;
 - ``_stack``: whole-stack mode: each task an app that goes through the npu
   service, NNAPI, the HAL and the driver, all in one trio run on the MockClock;
 - ``_sweep``: where a grid's points run: in this process, or fanned out on a
@@ -32,7 +37,9 @@ from ._check import (
 from ._errors import LabError as LabError, LabRunError as LabRunError, WorkloadError as WorkloadError
 from ._lab import (
     GridResult as GridResult,
+    PREMA_REPORTED as PREMA_REPORTED,
     WorkloadReport as WorkloadReport,
+    failed_summary as failed_summary,
     prema_comparison as prema_comparison,
     run_grid as run_grid,
     run_workload as run_workload,
@@ -47,8 +54,35 @@ from ._metrics import (
     sla_satisfaction as sla_satisfaction,
     stp as stp,
 )
+from ._policy import (
+    Arrived as Arrived,
+    DriverPolicy as DriverPolicy,
+    Ended as Ended,
+    Event as Event,
+    JobView as JobView,
+    Mechanism as Mechanism,
+    PolicyError as PolicyError,
+    Preempted as Preempted,
+    Started as Started,
+    TaskInfo as TaskInfo,
+    View as View,
+    load_policy_file as load_policy_file,
+)
+from ._prema import (
+    Fcfs as Fcfs,
+    PreemptiveSjf as PreemptiveSjf,
+    Prema as Prema,
+    TokenOnly as TokenOnly,
+    candidates as candidates,
+    choose_mechanism as choose_mechanism,
+    priority_weight as priority_weight,
+    shortest as shortest,
+    threshold as threshold,
+    Tokens as Tokens,
+)
 from ._report import (
     METRICS_KEY as METRICS_KEY,
+    format_prema as format_prema,
     format_report as format_report,
     plot_report as plot_report,
     report_figure as report_figure,
@@ -64,6 +98,9 @@ from ._run import (
     calibrate as calibrate,
     driver_policy as driver_policy,
     measure_isolated as measure_isolated,
+    policy_file as policy_file,
+    python_policies as python_policies,
+    python_policy as python_policy,
     run_policy as run_policy,
 )
 from ._stack import NPU_POLICIES as NPU_POLICIES, npu_policy_label as npu_policy_label

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._lab import WorkloadReport, prema_comparison
+from ._lab import PREMA_REPORTED, WorkloadReport, prema_comparison
 
-__all__ = ["format_report", "METRICS_KEY", "report_json", "write_json", "report_figure", "plot_report"]
+__all__ = ["format_report", "format_prema", "METRICS_KEY", "report_json", "write_json", "report_figure", "plot_report"]
 
 #: What each column of the table means, as ``_lab.summarize`` computes it.
 METRICS_KEY = """\
@@ -81,6 +81,9 @@ def format_report(report: WorkloadReport, *, key: bool = True) -> str:
                  + "".join(f" {'NTT':>{width}}" for _ in names))
     lines.append("-" * len(head))
     for r in report.nominal:
+        if r.get("error"):
+            lines.append(f"{r['policy']:14} failed: see below")
+            continue
         sla = None if r["sla_satisfaction"] is None else 100 * r["sla_satisfaction"]
         lines.append(
             f"{r['policy']:14} {_f(r['antt'], '.2f', 6)} {_f(r['stp'], '.2f', 5)} {_f(r['fairness'], '.2f', 5)} "
@@ -88,6 +91,11 @@ def format_report(report: WorkloadReport, *, key: bool = True) -> str:
             f"{r['preemptions']:7d} {_f(r['preemption_overhead_ms'], '.2f', 7)} {_f(r['overhead_pct'], '.1f', 5)} |"
             + "".join(f" {_f(t['ntt'], '.2f', width)}" for t in r["tasks"])
         )
+    for r in report.nominal:
+        if r.get("error"):
+            lines.append(f"!! {r['policy']}: {r['error']}")
+        for message in r.get("log", []):
+            lines.append(f"   {r['policy']}: {message}")
     problems = [r for r in report.nominal if r["failed"] or r["wrong_results"] or r["events_dropped"]]
     for r in problems:
         lines.append(f"!! {r['policy']}: {r['failed']} requests failed, {r['wrong_results']} wrong results, "
@@ -112,7 +120,10 @@ def format_report(report: WorkloadReport, *, key: bool = True) -> str:
                     cells.append(_f(None if v is None else v * scale, spec, 7))
                 lines.append(f"  {p.name:36}" + "".join(f" {c}" for c in cells))
     cmp_ = prema_comparison(report)
-    if cmp_:
+    if any(p.name == "prema" for p in report.policies) and cmp_:
+        lines.append("")
+        lines.append(format_prema(report))
+    elif cmp_:
         c = cmp_["nominal"]
         lines.append("")
         lines.append(
@@ -126,6 +137,50 @@ def format_report(report: WorkloadReport, *, key: bool = True) -> str:
                 f"  at the sweep's highest load {top['load']:.2f}: ANTT {_x(top['latency_x'])}, "
                 f"STP {_x(top['throughput_x'])}, SLA {_x(top['sla_x'])}"
             )
+    return "\n".join(lines)
+
+
+#: The paper's names for the lab's policies, where they are the paper's baselines.
+PAPER_NAMES = {"fcfs": "NP-FCFS", "priority": "NP-HPF", "preempt-ckpt": "P-HPF (ckpt)", "preempt-kill": "P-HPF (kill)",
+               "p-sjf": "P-SJF", "token": "TOKEN", "prema": "PREMA", "prema-checkpoint": "PREMA static ckpt",
+               "prema-kill": "PREMA static kill", "prema-drain": "NP-PREMA (drain)"}
+
+
+def format_prema(report: WorkloadReport, baseline: str = "fcfs") -> str:
+    """PREMA's metrics for every policy, and their ratios over NP-FCFS beside the paper's.
+
+    ANTT, STP and fairness are over the workload's tasks (streams), ANTT/req
+    over its requests (the paper's tasks are single inferences); SLA% is the
+    high-priority requests' share within k x their isolated time.
+    """
+    cmp_ = prema_comparison(report, baseline)
+    ratios = cmp_["policies"]["nominal"]
+    lines = [f"PREMA (Choi and Rhu, HPCA 2020) side by side, at offered load {report.nominal_load:.2f} "
+             f"(x: ratio over NP-FCFS = {baseline}; ANTT x = how many times lower)"]
+    head = (f"{'policy':16} {'paper':18} {'ANTT':>6} {'ANTT/req':>8} {'STP':>5} {'fair':>5} {'SLA%':>6} {'preempt':>7} |"
+            f" {'ANTT x':>7} {'/req x':>7} {'STP x':>6} {'SLA x':>6}")
+    lines.append(head)
+    lines.append("-" * len(head))
+    for r in report.nominal:
+        name = r["policy"]
+        if r.get("error"):
+            lines.append(f"{name:16} {PAPER_NAMES.get(name, ''):18} failed: {r['error']}")
+            continue
+        x = ratios[name]
+        sla = None if r["sla_satisfaction"] is None else 100 * r["sla_satisfaction"]
+        lines.append(
+            f"{name:16} {PAPER_NAMES.get(name, ''):18} {_f(r['antt'], '.2f', 6)} {_f(r['antt_requests'], '.2f', 8)} "
+            f"{_f(r['stp'], '.2f', 5)} {_f(r['fairness'], '.2f', 5)} {_f(sla, '.1f', 6)} {r['preemptions']:7d} |"
+            f" {_x(x['latency_x']):>7} {_x(x['request_latency_x']):>7} {_x(x['throughput_x']):>6} {_x(x['sla_x']):>6}")
+    p = PREMA_REPORTED
+    lines.append(f"{'paper: PREMA over NP-FCFS (its workloads, its NPU)':{len(head) - 33}} |"
+                 f" {_x(p['latency_x']):>7} {'':>7} {_x(p['throughput_x']):>6} {_x(p['sla_x']):>6}")
+    for level in cmp_["policies"]["sweep"]:
+        x = level["ratios"].get("prema")
+        if x:
+            lines.append(f"  prema at offered load {level['load']:.2f}: ANTT {_x(x['latency_x'])} lower "
+                         f"(per request {_x(x['request_latency_x'])}), STP {_x(x['throughput_x'])}, "
+                         f"SLA {_x(x['sla_x'])}")
     return "\n".join(lines)
 
 
@@ -195,6 +250,8 @@ def report_figure(report: WorkloadReport) -> Any:
     n = len(report.policies)
     bar = 0.8 / n
     for i, r in enumerate(report.nominal):
+        if r.get("error"):
+            continue
         ax.bar([x + i * bar for x in range(len(tasks))], [t["ntt"] or 0 for t in r["tasks"]], bar, label=r["policy"])
     ax.set_xticks([x + bar * (n - 1) / 2 for x in range(len(tasks))], tasks, fontsize=8, rotation=20, ha="right")
     ax.set_yscale("log")

@@ -722,7 +722,7 @@ class _HeldQueue:
     def displace(self, v: P.View, reqs: dict[int, _Req], chosen: _Req, trigger: P.Event) -> None:
         cv = self.view_of(chosen)
         answer = P.call(self.instance, "preempt", v, trigger, v.now_ns, v, cv)
-        running = [x for x in self.running() if x.state == "running"]
+        running = self.running()
         if isinstance(answer, tuple) and len(answer) == 2:
             victim_view, how = answer
             victim = reqs.get(getattr(victim_view, "id", None))
@@ -734,8 +734,22 @@ class _HeldQueue:
             victim = max(running, key=lambda x: (x.job.start_ns or 0, x.id)) if running else None
         if not isinstance(how, P.Mechanism):
             raise P.refuse(self.instance, "preempt", trigger, v.now_ns, f"returned {answer!r}, not a Mechanism")
-        if victim is None or how is P.Mechanism.DRAIN:
-            return  # the chosen one goes next: plan() puts it behind the running ones
+        if victim is None or how is P.Mechanism.DRAIN or victim.state != "running":
+            # Draining, or the victim is already leaving its channel: the chosen one
+            # goes next (plan() puts it behind the running ones).
+            return
+        if victim.segment_ns is None and chosen.state == "waiting":
+            # The victim was put on the device but has not started (it waits for a
+            # context save): take it back, nothing is lost, and send the chosen one instead.
+            assert victim.work is not None
+            self.by_work.pop(victim.work, None)
+            self.driver.cancel(victim.work)
+            self.driver.forget(victim.work)
+            victim.work = None
+            victim.state = "waiting"
+            self.submit(chosen, victim.level)
+            chosen.state = "running"
+            return
         if chosen.state == "paused":
             # Its key is fixed: it comes back when the channel frees and it is the
             # most recently paused.  Kill the victim for it; a checkpoint would not
