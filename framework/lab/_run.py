@@ -51,6 +51,8 @@ from npuhal import (
 
 from . import _policy as P
 from . import _prema
+from framework.nn import NeuralNetworksError, toAidlModel, tflite
+
 from ._errors import LabRunError
 from ._workload import Arrival, Task, Workload
 
@@ -173,7 +175,27 @@ def driver_policy(path: str | Path) -> Policy:
     return Policy(f"driver:{path.stem}", f"the driver {path.name}'s own scheduling", None, None, str(path.resolve()))
 
 
+def _network(task: Task) -> tuple[Model, np.ndarray]:
+    """A task's real network: a MediaPipe model that NNAPI takes whole, and a picture for its input."""
+    try:
+        net = tflite.loadTfLite(tflite.findModel(task.model))
+    except NeuralNetworksError as e:
+        raise LabRunError(f"task {task.name!r}: model {task.model!r}: {e}") from None
+    if len(net.partitions) != 1 or net.partitions[0].kind != "nnapi" or net.partitions[0].model is None:
+        raise LabRunError(f"task {task.name!r}: model {task.model!r} is {len(net.partitions)} partitions, some on the "
+                          f"app's CPU: the lab's driver mode runs networks NNAPI takes whole")
+    model = toAidlModel(net.partitions[0].model.to_hal())
+    inputs = model.main.inputIndexes
+    if len(inputs) != 1:
+        raise LabRunError(f"task {task.name!r}: model {task.model!r} has {len(inputs)} inputs; the lab feeds one")
+    shape = tuple(model.main.operands[inputs[0]].dimensions)
+    image = tflite.syntheticImage(shape) if len(shape) == 4 else np.zeros(shape, np.float32)
+    return model, np.asarray(image, np.float32)
+
+
 def _task_model(task: Task, index: int) -> tuple[Model, np.ndarray]:
+    if task.model is not None:
+        return _network(task)
     rng = np.random.default_rng([index, task.width, task.layers])
     m = ModelBuilder()
     y = m.input((1, task.width))
@@ -184,6 +206,16 @@ def _task_model(task: Task, index: int) -> tuple[Model, np.ndarray]:
         y = m.operation(OperationType.FULLY_CONNECTED, [y, w, b, m.int32(FuseCode.RELU)], (1, task.width))
     m.output(y)
     return m.build(), rng.standard_normal((1, task.width), dtype=np.float32)
+
+
+def _output_buffers(handle: npuhal.ModelHandle) -> list[np.ndarray]:
+    """One buffer of the lab's own per output, read when the request's end is accounted."""
+    return [np.empty(shape, dtype) for shape, dtype in zip(handle.output_shapes, handle.output_dtypes)]
+
+
+def _same(outputs: Sequence[np.ndarray], reference: Sequence[np.ndarray]) -> bool:
+    """Bit for bit the isolated run's outputs (preemption must not change results)."""
+    return len(outputs) == len(reference) and all(np.array_equal(a, b) for a, b in zip(outputs, reference))
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +271,7 @@ def _alone_ns(policy: Policy, workload: Workload, cal: Calibration, index: int) 
         req, start, end = times.requested_ns, times.started_ns, times.ended_ns
         if req is None or start is None or end is None or end <= req:
             raise LabRunError(f"policy {policy.name}: task {task.name!r} alone did not report a full life")
-        return end - req, end - start, driver.outputs(work)[0].copy()
+        return end - req, end - start, [o.copy() for o in driver.outputs(work)]
 
 
 def calibrate(workload: Workload, policy: Policy | None = None) -> Calibration:
@@ -352,7 +384,7 @@ def run_policy(
         order: list[Job] = []
         # Each request writes its result into a buffer of the lab's own, read when
         # its end is accounted: no driver record has to outlive the wait.
-        pending: dict[int, np.ndarray] = {}
+        pending: dict[int, list[np.ndarray]] = {}
         state = _Accounting()
 
         def account() -> None:
@@ -361,7 +393,7 @@ def run_policy(
             for job in state.finished:
                 out = pending.pop(job.work_id)
                 if job.reason is EndReason.COMPLETED:
-                    job.correct = bool(np.array_equal(out, reference_outputs[job.task]))
+                    job.correct = _same(out, reference_outputs[job.task])
                 driver.forget(job.work_id)
             state.finished.clear()
 
@@ -391,9 +423,9 @@ def run_policy(
             run_to(arrival.time_ns)
             task = workload.tasks[arrival.task]
             handle = handles[arrival.task]
-            out = np.empty(handle.output_shapes[0], np.float32)
+            out = _output_buffers(handle)
             try:
-                work = driver.submit(handle, [cal.inputs[arrival.task]], [out], uid=task.uid,
+                work = driver.submit(handle, [cal.inputs[arrival.task]], out, uid=task.uid,
                                      job_priority=task.priority)
             except npuhal.NpuError as e:
                 raise LabRunError(f"{who}: the driver refused task {task.name!r}'s request: {e}") from None
@@ -494,7 +526,7 @@ class _Req:
     segment_ns: int | None = None
     last_ran_ns: int | None = None
     restarts: int = 0
-    out: np.ndarray | None = None
+    out: list[np.ndarray] | None = None
 
 
 class _HeldQueue:
@@ -648,7 +680,7 @@ class _HeldQueue:
                 r.job.end_ns = t
                 r.job.reason = e.reason
                 if e.reason is EndReason.COMPLETED:
-                    r.job.correct = bool(np.array_equal(r.out, self.reference[r.task]))
+                    r.job.correct = _same(r.out, self.reference[r.task])
                 self.driver.forget(e.info.id)
                 r.out = None
                 out.append(P.Ended(self.view_of(r), t, e.reason.name))
@@ -662,9 +694,9 @@ class _HeldQueue:
         task = self.workload.tasks[r.task]
         handle = self.handles[r.task]
         if r.out is None:
-            r.out = np.empty(handle.output_shapes[0], np.float32)
+            r.out = _output_buffers(handle)
         try:
-            work = self.driver.submit(handle, [self.cal.inputs[r.task]], [r.out], uid=task.uid,
+            work = self.driver.submit(handle, [self.cal.inputs[r.task]], r.out, uid=task.uid,
                                       job_priority=_MAX_LEVEL - level)
         except npuhal.NpuError as e:
             raise LabRunError(f"{self.who}: the driver refused task {task.name!r}'s request: {e}") from None

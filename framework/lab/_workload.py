@@ -21,6 +21,8 @@ A workload is a TOML file (``bench/workloads/*.toml``)::
     priority = 0             # the job priority, 0..1000; lower runs first (IScheduling)
     work_ms = 6.0            # how long one request runs alone on the device, roughly
     size_mb = 300            # emulated weight memory the model occupies
+    model = "iris_landmark"  # optional: a real network (a MediaPipe .tflite that NNAPI takes whole,
+                             #   framework.nn.tflite) instead of the small MLP below; work_ms scales it
     layers = 2               # optional: FULLY_CONNECTED layers (more layers: more preemption points)
     width = 64               # optional: the layers' width (what the kernels really compute)
     uid = 10010              # optional: the app uid the work is submitted as
@@ -193,6 +195,7 @@ class Task:
     width: int = 64
     scale_with_load: bool = True
     importance: str = "foreground"
+    model: str | None = None
 
 
 #: ActivityManager importances a task's app may run at (whole-stack mode).
@@ -250,6 +253,7 @@ class Workload:
                     "width": t.width,
                     "scale_with_load": t.scale_with_load,
                     "importance": t.importance,
+                    "model": t.model,
                     "arrival": {"kind": type(t.arrival).__name__.lower(), **_arrival_fields(t.arrival)},
                 }
                 for t in self.tasks
@@ -474,11 +478,14 @@ def _parse_task(raw: Any, index: int, label: str, source: str, base_dir: str | P
     importance = r.string("importance", "foreground").strip().lower().replace("-", "_").removeprefix("importance_")
     if importance not in IMPORTANCES:
         raise r.fail("importance", f"must be one of {', '.join(IMPORTANCES)}, got {r.table['importance']!r}")
+    model = r.get("model", None)
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise r.fail("model", f"must be the name of a .tflite model, got {_show(model)}")
     arrival = _parse_arrival(r.get("arrival", required=True), f"{label}.arrival", source, base_dir, duration_ms)
     r.finish()
     return Task(
         name=name, priority=priority, work_ms=work_ms, size_mb=size_mb, arrival=arrival, uid=uid, sla=sla,
-        layers=layers, width=width, scale_with_load=scale, importance=importance,
+        layers=layers, width=width, scale_with_load=scale, importance=importance, model=model,
     )
 
 
