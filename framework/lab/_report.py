@@ -120,10 +120,7 @@ def format_report(report: WorkloadReport, *, key: bool = True) -> str:
                     cells.append(_f(None if v is None else v * scale, spec, 7))
                 lines.append(f"  {p.name:36}" + "".join(f" {c}" for c in cells))
     cmp_ = prema_comparison(report)
-    if any(p.name == "prema" for p in report.policies) and cmp_:
-        lines.append("")
-        lines.append(format_prema(report))
-    elif cmp_:
+    if cmp_:
         c = cmp_["nominal"]
         lines.append("")
         lines.append(
@@ -137,6 +134,9 @@ def format_report(report: WorkloadReport, *, key: bool = True) -> str:
                 f"  at the sweep's highest load {top['load']:.2f}: ANTT {_x(top['latency_x'])}, "
                 f"STP {_x(top['throughput_x'])}, SLA {_x(top['sla_x'])}"
             )
+    if cmp_ and any(p.name == "prema" for p in report.policies):
+        lines.append("")
+        lines.append(format_prema(report))
     return "\n".join(lines)
 
 
