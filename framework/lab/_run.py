@@ -581,7 +581,11 @@ class _HeldQueue:
 
     def run(self, arrivals: Sequence[Arrival]) -> RunResult:
         workload, policy = self.workload, self.policy
-        self.instance = policy.python()
+        try:
+            self.instance = policy.python()
+        except Exception as e:
+            raise P.PolicyError(f"{self.who}: making the policy raised {type(e).__name__}: {e}, "
+                                f"at the start of the run") from e
         with policy.open_driver(workload) as driver:
             self.driver = driver
             device = _device(driver, workload, self.who)
