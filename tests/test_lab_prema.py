@@ -287,3 +287,14 @@ def test_a_real_network_task_runs_under_prema_with_the_isolated_results():
             {"name": "pose", "model": "pose_detection", "priority": 0, "work_ms": 5.0,
              "arrival": {"kind": "periodic", "period_ms": 5}}]}, source="x")
         lab.run_workload(bad, policies[:1], sweep=False)
+
+
+def test_the_bundled_prema_workload_is_built_like_the_papers_and_runs_by_name_only():
+    w = lab.load_workload(lab.default_workloads_dir() / "prema.toml")
+    assert w.device == "emu-gpu" and not w.default_run
+    assert {t.model for t in w.tasks} == {"hand_recrop", "face_detection_short_range", "hand_landmark_lite",
+                                          "iris_landmark"}
+    # Every network at every priority class: priorities are not tied to size.
+    for model in {t.model for t in w.tasks}:
+        assert sorted(lab.priority_weight(t.priority) for t in w.tasks if t.model == model) == [1, 3, 9]
+    assert all(isinstance(t.arrival, lab.Poisson) for t in w.tasks)

@@ -111,12 +111,15 @@ def scheduling(
     highest-priority-first with checkpoint and with kill-restart, the
     reference driver's own scheduling, PREMA (Choi and Rhu, HPCA 2020) and the
     paper's baselines as Python policies that hold the queue in the lab, any
-    --policy-file and any --driver given; at its nominal
+    --policy-file (FILE.py:CLASS, a Python driver policy of yours) and any
+    --driver given; at its nominal
     load and across its load sweep.  A workload whose device only a --driver
     has runs the built-in policies on that driver, with the hardware's modes
     set.  Prints a table per workload, with a key to its columns under the
     first; writes OUT/scheduling.json (every number) and OUT/<workload>.png
     (every panel with its legend).  The same seed gives the same numbers.
+    The bundled 'prema' workload (real networks, minutes) runs only by name,
+    and prints PREMA's table beside the paper's ratios over NP-FCFS.
 
     The grid (workloads x --seeds x policies x loads) is a set of independent,
     deterministic points: --workers N runs them on a local Dask cluster of N
@@ -138,8 +141,7 @@ def scheduling(
       npuemu bench scheduling
       npuemu bench scheduling phone --policy fcfs --policy preempt-ckpt --no-sweep
       npuemu bench scheduling my.toml --driver build/drivers/mine.so --k 5 --seed 3
-      npuemu bench scheduling prema
-      npuemu bench scheduling mixed --policy fcfs --policy-file mine.py:MyDriverPolicy
+      npuemu bench scheduling mixed --policy fcfs --policy prema --no-sweep
       npuemu bench scheduling phone --whole-stack --no-sweep --npu-policy budget
       npuemu bench scheduling phone --seeds 1,2,3,4 --workers 2
       npuemu bench scheduling phone --whole-stack --no-sweep --npu-policy-file mine.py:MyPolicy
@@ -148,12 +150,18 @@ def scheduling(
 
     started = time.monotonic()
     directory = lab.default_workloads_dir()
+    skipped: list[Path] = []
     if workloads:
         paths = [_resolve_workload(w, directory) for w in workloads]
     else:
         paths = sorted(directory.glob("*.toml"))
         if not paths:
             raise click.ClickException(f"no bundled workloads in {directory}; name a workload file")
+        try:
+            skipped = [p for p in paths if not lab.load_workload(p).default_run]
+        except lab.LabError as e:
+            raise click.ClickException(str(e)) from None
+        paths = [p for p in paths if p not in skipped]
     sweep_loads = _loads(loads)
     plugin = load_npu_policy(npu_policy_file, npu_policy_params)
     if plugin is not None and not whole_stack:
@@ -170,6 +178,9 @@ def scheduling(
     seeds = _seeds(seeds_text)
     out = Path(out_dir)
     done_points: list[dict] = []
+    for p in skipped:
+        say(f"{p.stem}: not in a bare run (default_run = false: it takes minutes); "
+            f"run it by name: npuemu bench scheduling {p.stem}")
     try:
         if policy_names:
             policies = [known[n] for n in dict.fromkeys(policy_names)]

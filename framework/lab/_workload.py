@@ -9,6 +9,8 @@ A workload is a TOML file (``bench/workloads/*.toml``)::
     device = "emu-npu"       # the driver device every task runs on
     slices_per_operation = 4 # optional: preemption points per operation (the hardware's default: 4)
     thermal = false          # optional: true lets the die heat and throttle (off: cleaner comparisons)
+    default_run = true       # optional: false keeps a bundled workload out of a bare
+                             #   `npuemu bench scheduling` (one that takes minutes: name it to run it)
 
     [sla]
     k = 4.0                  # a high-priority request meets its SLA within k x its isolated time
@@ -217,6 +219,7 @@ class Workload:
     sweep_loads: tuple[float, ...] = ()
     slices_per_operation: int | None = None
     thermal: bool = False
+    default_run: bool = True
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def with_seed(self, seed: int) -> Workload:
@@ -239,6 +242,7 @@ class Workload:
             "device": self.device,
             "slices_per_operation": self.slices_per_operation,
             "thermal": self.thermal,
+            "default_run": self.default_run,
             "sla_k": self.sla_k,
             "sweep_loads": list(self.sweep_loads),
             "tasks": [
@@ -392,6 +396,7 @@ def parse_workload(data: Mapping[str, Any], *, source: str = "<dict>", base_dir:
     device = top.string("device")
     slices = top.integer("slices_per_operation", None, minimum=1, maximum=4096)
     thermal = top.boolean("thermal", False)
+    default_run = top.boolean("default_run", True)
 
     sla = _Reader(top.get("sla", {}), "sla", source)
     sla_k = sla.number("k", 4.0, minimum=1.0)
@@ -454,6 +459,7 @@ def parse_workload(data: Mapping[str, Any], *, source: str = "<dict>", base_dir:
         sweep_loads=tuple(loads),
         slices_per_operation=slices,
         thermal=thermal,
+        default_run=default_run,
         raw=dict(data),
     )
 
