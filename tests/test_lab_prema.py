@@ -298,3 +298,17 @@ def test_the_bundled_prema_workload_is_built_like_the_papers_and_runs_by_name_on
     for model in {t.model for t in w.tasks}:
         assert sorted(lab.priority_weight(t.priority) for t in w.tasks if t.model == model) == [1, 3, 9]
     assert all(isinstance(t.arrival, lab.Poisson) for t in w.tasks)
+
+
+def test_python_policies_and_a_users_file_fan_out_on_dask_with_the_serial_numbers(tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text(BROKEN)
+    w = small(duration=200)
+    ps = [lab.builtin_policies()[0], *[p for p in lab.python_policies() if p.name in ("prema", "prema-kill")],
+          lab.policy_file(f"{path}:Broken")]
+    serial = lab.run_grid([w], ps, sweep=False)
+    with lab.open_executor(workers=2) as executor:
+        fanned = lab.run_grid([w], ps, sweep=False, executor=executor)
+    assert serial.failures == fanned.failures == []
+    assert json.dumps(lab.report_json(serial.reports)) == json.dumps(lab.report_json(fanned.reports))
+    assert "ZeroDivisionError" in fanned.reports[0].run("py:broken")["error"]

@@ -79,6 +79,7 @@ __all__ = [
     "Event",
     "DriverPolicy",
     "PolicyError",
+    "PolicyFile",
     "load_policy_file",
 ]
 
@@ -245,6 +246,26 @@ def policy_name(policy: DriverPolicy) -> str:
     return str(getattr(policy, "name", None) or type(policy).__name__)
 
 
+class PolicyFile:
+    """A factory of fresh instances of the class a file defines (``"mine.py:MyPolicy"``).
+
+    It pickles as its spec, so that a Dask worker loads the file itself (at the same
+    path: a remote worker needs the file there too).
+    """
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self._cls: type | None = None
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.spec,))
+
+    def __call__(self) -> DriverPolicy:
+        if self._cls is None:
+            self._cls = _load_class(self.spec)
+        return self._cls()
+
+
 def load_policy_file(spec: str) -> tuple[str, str, Callable[[], DriverPolicy]]:
     """``"path/to/file.py:ClassName"`` -> (name, description, factory of fresh instances).
 
@@ -252,6 +273,20 @@ def load_policy_file(spec: str) -> tuple[str, str, Callable[[], DriverPolicy]]:
     way).  A missing file, a file that fails to import, or a missing or unfit
     class is a ``LabRunError`` that says which.
     """
+    cls = _load_class(spec)
+    path = Path(spec.rpartition(":")[0])
+    try:
+        probe = cls()
+    except Exception as e:
+        raise LabRunError(f"{spec}: {cls.__name__}() failed: {type(e).__name__}: {e}") from None
+    name = f"py:{policy_name(probe)}"
+    description = str(getattr(probe, "description", "") or f"{cls.__name__} from {path.name}")
+    factory = PolicyFile(str(path.resolve()) + ":" + cls.__name__)
+    factory._cls = cls
+    return name, description, factory
+
+
+def _load_class(spec: str) -> type:
     path_text, sep, cls_name = spec.rpartition(":")
     if not sep or not path_text or not cls_name.isidentifier():
         raise LabRunError(f"--policy-file wants FILE.py:ClassName, got {spec!r}")
@@ -274,13 +309,7 @@ def load_policy_file(spec: str) -> tuple[str, str, Callable[[], DriverPolicy]]:
         raise LabRunError(f"policy file {path_text!r} has no {cls_name!r}")
     if not inspect.isclass(cls) or not callable(getattr(cls, "select", None)):
         raise LabRunError(f"{spec}: {cls_name} is not a class with a select(view) method")
-    try:
-        probe = cls()
-    except Exception as e:
-        raise LabRunError(f"{spec}: {cls_name}() failed: {type(e).__name__}: {e}") from None
-    name = f"py:{policy_name(probe)}"
-    description = str(getattr(probe, "description", "") or f"{cls_name} from {path.name}")
-    return name, description, cls
+    return cls
 
 
 def call(policy: DriverPolicy, method: str, view: View | None, trigger: Event | None, now_ns: int, *args: Any) -> Any:

@@ -27,6 +27,7 @@ faster driver shows as shorter isolated times, not as a different workload.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -153,8 +154,9 @@ def python_policy(name: str, description: str, factory: Callable[[], P.DriverPol
 def python_policies() -> tuple[Policy, ...]:
     """PREMA and the paper's baselines that the C driver has no mode for, as Python policies, in table order."""
     M = P.Mechanism
-    made = [_prema.PreemptiveSjf, _prema.TokenOnly, _prema.Prema,
-            lambda: _prema.Prema(M.CHECKPOINT), lambda: _prema.Prema(M.KILL), lambda: _prema.Prema(M.DRAIN)]
+    # Factories that pickle (classes and partials of them), so that Dask can ship the policies.
+    made = [_prema.PreemptiveSjf, _prema.TokenOnly, _prema.Prema, functools.partial(_prema.Prema, M.CHECKPOINT),
+            functools.partial(_prema.Prema, M.KILL), functools.partial(_prema.Prema, M.DRAIN)]
     out = []
     for factory in made:
         probe = factory()
