@@ -168,10 +168,11 @@ class DaskExecutor(Executor):
             self.where = scheduler
         else:
             # Worker scratch space in a directory of ours, removed at close: nothing left behind.
+            # The dashboard on a free port: two clusters on one machine must not both want 8787.
             self._scratch = tempfile.TemporaryDirectory(prefix="npuemu-dask-")
             with dask.config.set({"temporary-directory": self._scratch.name}):
                 self._cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True,
-                                             dashboard_address=None, local_directory=self._scratch.name,
+                                             dashboard_address=":0", local_directory=self._scratch.name,
                                              silence_logs=40)
             self._client = Client(self._cluster, set_as_default=False)
             self.where = f"a local cluster of {workers or 2} worker processes"
