@@ -119,7 +119,9 @@ def scheduling(
     first; writes OUT/scheduling.json (every number) and OUT/<workload>.png
     (every panel with its legend).  The same seed gives the same numbers.
     The bundled 'prema' workload (real networks, minutes) runs only by name,
-    and prints PREMA's table beside the paper's ratios over NP-FCFS.
+    and prints PREMA's table beside the paper's ratios over NP-FCFS.  A bare
+    run adds PREMA alone to the C driver's policies; a named workload also
+    gets p-sjf, token and PREMA with a fixed mechanism.
 
     The grid (workloads x --seeds x policies x loads) is a set of independent,
     deterministic points: --workers N runs them on a local Dask cluster of N
@@ -185,7 +187,10 @@ def scheduling(
         if policy_names:
             policies = [known[n] for n in dict.fromkeys(policy_names)]
         else:
-            policies = list(builtin.values()) + ([] if whole_stack else list(python.values()))
+            # A bare run (every bundled workload) adds PREMA alone, to stay short; a
+            # named workload gets the paper's baselines and PREMA's variants too.
+            extra = [] if whole_stack else list(python.values()) if workloads else [python["prema"]]
+            policies = list(builtin.values()) + extra
         policies += [lab.driver_policy(d) for d in drivers]
         policies += [lab.policy_file(f) for f in policy_files]
         grid = []
