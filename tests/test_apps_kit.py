@@ -62,21 +62,24 @@ class _Context:
         return 10042
 
 
-def test_report_is_saved_as_json_with_latency_percentiles(tmp_path, monkeypatch):
+def test_report_is_saved_as_json_with_latency_percentiles(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("NPUEMU_RUNTIME_DIR", str(tmp_path))
     (tmp_path / "apps").mkdir()
     report = Report("camera", _Context())
     for ms in (10.0, 20.0, 30.0, 40.0):
-        report.inference(ms, ok=True, device="emu-npu")
-    report.inference(99.0, ok=False, device="nnapi-reference")
+        report.inference(ms, ok=True, device="emu-npu", device_ms=ms / 10)
+    report.inference(99.0, ok=False, device="nnapi-reference", why="output 1: error 3.00e-03 of its range")
     report.bump("loads")
     report.save()
     saved = json.loads((tmp_path / "apps" / "camera.json").read_text())
     assert (saved["inferences"], saved["results_ok"], saved["results_bad"], saved["loads"]) == (5, 4, 1, 1)
     assert (saved["p50_ms"], saved["p99_ms"]) == (30.0, 99.0)
+    assert (saved["device_p50_ms"], saved["device_p99_ms"]) == (2.0, 4.0)  # only the measured ones
+    assert "latencies_ms" not in saved and "device_ms" not in saved
     assert saved["devices"] == ["emu-npu", "nnapi-reference"]
     assert saved["uid"] == 10042 and saved["package"] == "com.example.test"
     assert any(e["kind"] == "wrong_result" for e in saved["events"])
+    assert "nnapi-reference returned a result that differs from the reference: output 1" in caplog.text
     assert report.new_request_id() == 1 and report.new_request_id() == 2
 
 

@@ -11,11 +11,13 @@ process on the real run's summary.
 
 from __future__ import annotations
 
+import collections
 import json
 
 import pytest
 from click.testing import CliRunner
 
+from apps._kit import FRAME_LOOP
 from framework.cli import main
 from framework.cli import _demo
 
@@ -74,8 +76,13 @@ def test_demo_writes_a_trace_and_a_plot(demo):
     trace = json.loads((out / "trace.json").read_text())
     jobs = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "npu.job"]
     assert {e["name"].split()[0] for e in jobs} >= {f"com.example.npuemu.{app}" for app in ("camera", "photos", "rogue", "assistant")}
-    on_cpu = {e["name"] for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "cpu"}
-    assert on_cpu == {"com.example.npuemu.legacy"}  # legacy runs on nnapi-reference: the CPU track
+    on_cpu = collections.Counter(e["name"] for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "cpu")
+    whys = {e["args"].get("why") for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "cpu"}
+    # legacy runs on nnapi-reference; camera, photos and the assistant run their CPU
+    # references there (planned, never a fallback), each distinct input once: the
+    # camera's one-second loop of frames, one step each.
+    assert set(on_cpu) == {f"com.example.npuemu.{app}" for app in ("legacy", "camera", "photos", "assistant")}
+    assert whys == {"planned"} and on_cpu["com.example.npuemu.camera"] == FRAME_LOOP
     assert sum(1 for e in trace["traceEvents"] if e.get("cat") == "npu.preemption") >= 2
     png = (out / "timeline.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"

@@ -19,8 +19,14 @@ plumbing a real app would also write for itself:
   app's own reference and counted in the report (a failure is kept in its errors).
 - :func:`device_for` (``_devices``): the device to load a model on, found by NNAPI
   discovery (type, then the operations the device supports), never by name.
+- :class:`TfLiteLoad`, :class:`CpuReference`, :func:`checked_run` (``_models``): a real
+  model (MediaPipe's ``.tflite`` files, ``make models``) loaded on one device as one
+  request's load, its CPU reference in the app, and one inference checked against it;
+  :func:`camera_frame` and :func:`gallery_photo` (``_pictures``): the generated pictures
+  the camera, photos and the assistant feed those models.
 - :func:`mlp` and :func:`convnet`: small models built with ``framework.nn.Model``, each
-  with a numpy reference the app computes itself to check what the device returned.
+  with a numpy reference the app computes itself to check what the device returned
+  (rogue and legacy run them).
 """
 
 from __future__ import annotations
@@ -43,9 +49,13 @@ from framework.npumanager import ModelLoadRequest, ModelLoadRequestCallback, con
 
 from ._devices import choose_device, cpu_device, device_for
 from ._loading import LoadOutcome, load_model
+from ._models import CpuReference, TfLiteLoad, checked_run, mismatch, nnapi_models, weight_shares
+from ._pictures import FRAME_LOOP, camera_frame, gallery_photo, portrait
 
-__all__ = ["LoadOutcome", "LoadSlot", "Report", "SlotEvent", "checked_inference", "choose_device", "close_enough",
-           "convnet", "cpu_device", "device_for", "load_model", "mlp", "percentile"]
+__all__ = ["FRAME_LOOP", "CpuReference", "LoadOutcome", "LoadSlot", "Report", "SlotEvent", "TfLiteLoad",
+           "camera_frame", "checked_inference", "checked_run", "choose_device", "close_enough", "convnet",
+           "cpu_device", "device_for", "gallery_photo", "load_model", "mismatch", "mlp", "nnapi_models",
+           "percentile", "portrait", "weight_shares"]
 
 _RUNTIME_DIR_ENV = "NPUEMU_RUNTIME_DIR"
 MIB = 1 << 20
@@ -64,6 +74,12 @@ def close_enough(got: Any, want: np.ndarray) -> bool:
     """Float tolerance for results computed by different kernels (devices and numpy)."""
     got = np.asarray(got, dtype=np.float32).reshape(want.shape)
     return bool(np.allclose(got, want, rtol=1e-4, atol=1e-5))
+
+
+def _keep_last(values: list[float], value: float, keep: int = 5000) -> None:
+    values.append(value)
+    if len(values) > keep:
+        del values[: len(values) - keep]
 
 
 class Report:
@@ -85,6 +101,7 @@ class Report:
             "results_ok": 0,
             "results_bad": 0,
             "latencies_ms": [],
+            "device_ms": [],
             "statuses": [],
             "completions": [],
             "refusals": [],
@@ -116,26 +133,30 @@ class Report:
         self.log.log(level, "%s%s", kind, f": {message}" if message else "")
         self._dirty = True
 
-    def inference(self, latency_ms: float, ok: bool, device: str) -> None:
+    def inference(self, latency_ms: float, ok: bool, device: str, *, device_ms: float | None = None,
+                  why: str = "") -> None:
+        """One inference: its latency, whether its result was right (``why`` not), and
+        ``device_ms``, the device's emulated time for it, when the device measured it."""
         self.data["inferences"] += 1
         self.data["results_ok" if ok else "results_bad"] += 1
-        lat = self.data["latencies_ms"]
-        lat.append(round(latency_ms, 3))
-        if len(lat) > 5000:
-            del lat[: len(lat) - 5000]
+        _keep_last(self.data["latencies_ms"], round(latency_ms, 3))
+        if device_ms is not None:
+            _keep_last(self.data["device_ms"], round(device_ms, 3))
         if device not in self.data["devices"]:
             self.data["devices"].append(device)
         if not ok:
-            self.note("wrong_result", f"{device} returned a result that differs from the reference",
-                      level=logging.ERROR)
+            self.note("wrong_result", f"{device} returned a result that differs from the reference"
+                      + (f": {why}" if why else ""), level=logging.ERROR)
         self._dirty = True
 
     def summary(self) -> dict[str, Any]:
-        lat = self.data["latencies_ms"]
+        lat, dev = self.data["latencies_ms"], self.data["device_ms"]
         return {
-            **{k: v for k, v in self.data.items() if k != "latencies_ms"},
+            **{k: v for k, v in self.data.items() if k not in ("latencies_ms", "device_ms")},
             "p50_ms": percentile(lat, 50),
             "p99_ms": percentile(lat, 99),
+            "device_p50_ms": percentile(dev, 50),
+            "device_p99_ms": percentile(dev, 99),
             "saved_at": time.time(),
         }
 

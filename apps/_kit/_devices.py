@@ -22,6 +22,8 @@ from typing import Any
 
 from framework.nn import DeviceType, ExecutionPreference, NeuralNetworksError, OperandType
 
+from ._models import nnapi_models
+
 __all__ = ["PREFERRED_TYPES", "choose_device", "cpu_device", "device_for"]
 
 #: Device types an app would load a model onto, most preferred first.
@@ -54,11 +56,15 @@ async def choose_device(
 ) -> Any | None:
     """The driver device to load ``model`` on, or None when no device of ``types`` runs all of it.
 
-    A device qualifies when ``getSupportedOperationsForDevices`` says it supports
+    ``model`` is an NNAPI ``Model`` or a ``TfLiteModel`` (then every one of its NNAPI
+    partitions must run on the device; one with none runs in the app). A device qualifies when ``getSupportedOperationsForDevices`` says it supports
     every operation of the model; one that cannot answer (its driver died, say) does
     not. The first type of ``types`` with a qualifying device wins; within it, the best
     float32 tensor figure for ``preference``, then NNAPI's enumeration order.
     """
+    models = nnapi_models(model)
+    if not models:
+        return None
     devices = _enumerate(nn)
     for wanted in types:
         able = []
@@ -66,10 +72,10 @@ async def choose_device(
             if device.getType() != wanted:
                 continue
             try:
-                supported = await nn.getSupportedOperationsForDevices(model, [device])
+                supported = [await nn.getSupportedOperationsForDevices(m, [device]) for m in models]
             except NeuralNetworksError:
                 continue
-            if all(supported):
+            if all(all(s) for s in supported):
                 able.append(device)
         if able:
             return min(able, key=lambda d: _cost(d, preference))  # min keeps the first of equals

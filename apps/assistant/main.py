@@ -1,42 +1,53 @@
-"""assistant: a large model (GREATER_THAN_2G at NORMAL), loaded on demand.
+"""assistant: the largest model (GREATER_THAN_2G at NORMAL), loaded on demand.
 
-It starts idle, as an assistant does until someone speaks: it holds no model while
-in the background. A query comes when the user brings it up, that is when the activity
-manager raises its importance to visible or better (``npuemu am set-importance
-com.example.npuemu.assistant visible``; launched visible, it asks at once). The query
-asks the NPU Manager for room; under the budget policy that usually means WAIT_FOR_UNLOAD while
-less important apps are asked to make way, then CAN_LOAD_NOW. It loads the model,
-"generates" a reply (a run of inferences, each checked against its numpy reference),
-and lets the model go again (notifyModelUnloaded), so the others get their turn back.
+Its model is MediaPipe's largest, the full pose landmark model (``pose_landmark_full``,
+fetched by ``make models``), declared "GREATER_THAN_2G" and loaded with an emulated size
+of 2.5 GB (``setEmulatedModelSize``, shared by the model's NNAPI partitions), as an
+on-device assistant's model would be. It starts idle, as an assistant does until someone
+speaks: it holds no model while in the background (it only computes, on the CPU device
+in its own process, the reference outputs it will check its answers against). A query
+comes when the user brings it up, that is when the activity manager raises its importance
+to visible or better (``npuemu am set-importance com.example.npuemu.assistant visible``;
+launched visible, it asks at once). The query asks the NPU Manager for room; under the
+budget policy that usually means WAIT_FOR_UNLOAD while less important apps are asked to
+make way, then CAN_LOAD_NOW. It loads the model, "answers" (the pose of the user in a
+few generated camera frames, each result checked against the CPU device's), and lets the
+model go again (notifyModelUnloaded), so the others get their turn back.
 """
 
 from __future__ import annotations
 
 import time
 
-import numpy as np
 import trio
 
-from apps._kit import LoadSlot, Report, checked_inference, device_for, mlp
+from apps._kit import CpuReference, LoadSlot, Report, TfLiteLoad, camera_frame, checked_run, cpu_device, device_for
 from framework.app import Context
 from framework.nn import open_nn_runtime
+from framework.nn.tflite import loadTfLite
 from framework.npumanager import NpuManager
 
+MODEL = "pose_landmark_full"
 EMULATED_SIZE = 2560 << 20
-TOKENS_PER_QUERY = 40
+FRAMES_PER_QUERY = 4
 RETRY_AFTER_S = 0.2
 VISIBLE = 200  # ActivityManager.RunningAppProcessInfo.IMPORTANCE_VISIBLE
 
 
 async def main(context: Context) -> None:
     report = Report("assistant", context)
+    report.data["model"] = MODEL
     npu: NpuManager = context.getSystemService(Context.NPU_SERVICE)
-    model, reference = mlp(seed=5, sizes=(256, 512, 512, 256))
-    rng = np.random.default_rng(5)
+    model = loadTfLite(MODEL)
+    frames = [camera_frame(k, model.tensors[model.inputs[0]].shape) for k in range(FRAMES_PER_QUERY)]
     activity = context.getSystemService(Context.ACTIVITY_SERVICE)
     async with trio.open_nursery() as nursery, open_nn_runtime(context.runtime) as nn:
         nursery.start_soon(report.autosave)
         device = await device_for(nn, model, report)
+        reference = await CpuReference.open(nn, model, cpu_device(nn))
+        for k, frame in enumerate(frames):  # while idle: the answers to check against
+            await reference.outputs(k, [frame])
+        report.note("references", f"{reference.runs} reference runs on the CPU device, {reference.run_ms:.0f} ms")
         while True:
             # Idle until the user brings the assistant up, and one query per time.
             while await activity.getUidImportance(context.getUid()) > VISIBLE:
@@ -47,33 +58,31 @@ async def main(context: Context) -> None:
                 slot = LoadSlot(npu, context.getMainExecutor(), report, NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G,
                                 NpuManager.NPU_MODEL_PRIORITY_NORMAL)
                 await slot.file()
-                if not await slot.wait_can_load_now() or await _answer(nn, model, reference, rng, slot, report, device,
-                                                                       t_ask):
+                if not await slot.wait_can_load_now() or await _answer(nn, model, reference, frames, slot, report,
+                                                                       device, t_ask):
                     break
                 await trio.sleep(RETRY_AFTER_S)
             while await activity.getUidImportance(context.getUid()) <= VISIBLE:
                 await trio.sleep(0.1)  # answered; wait until the user leaves and comes back
 
 
-async def _answer(nn, model, reference, rng, slot: LoadSlot, report: Report, device, t_ask: float) -> bool:
+async def _answer(nn, model, reference: CpuReference, frames, slot: LoadSlot, report: Report, device,
+                  t_ask: float) -> bool:
     """The reply, if the model could be loaded (False: ask again)."""
-    compilation = nn.createCompilationForDevices(model, [device])
-    compilation.setEmulatedModelSize(EMULATED_SIZE)
-    compilation.setModelLoadRequest(slot.request)  # revoked alone if ever late
-    if not await slot.load(compilation):  # ended while compiling, or the device was full
+    load = TfLiteLoad(nn, model, device, emulated_size=EMULATED_SIZE, request=slot.request)
+    if not await slot.load(load):  # ended while compiling, or the device was full
         return False
     report.data.setdefault("wait_for_load_ms", []).append(round((time.perf_counter() - t_ask) * 1000, 1))
     report.bump("loads")
-    report.note("loaded", f"language model on {device.getName()}")
-    for _ in range(TOKENS_PER_QUERY):
+    report.note("loaded", f"pose landmark model on {device.getName()}")
+    for k, frame in enumerate(frames):
         event = slot.poll()
         if event is not None and event.kind in ("unload", "complete"):
             break
-        x = rng.standard_normal((1, 256)).astype(np.float32)
-        failed = await checked_inference(compilation, x, reference, report, device.getName(), job_priority=300)
+        _, failed = await checked_run(load, k, [frame], reference, report, job_priority=300)
         if failed is not None:
             report.note("inference_failed", str(failed))
             break
-    await compilation.aclose()
+    await load.aclose()
     await slot.release("reply done, model released")
     return True

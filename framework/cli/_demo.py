@@ -21,12 +21,13 @@ def _print_summary(s: dict) -> None:
          f" ({s['results_wrong']} wrong)")
     echo("")
     echo(f"  {'app':<10} {'loads':>5} {'unload?':>7} {'unloaded':>8} {'inferences':>10} {'ok':>6}"
-         f" {'p50 ms':>7} {'p99 ms':>7}  devices")
+         f" {'p50 ms':>7} {'p99 ms':>7} {'dev p50':>7}  devices, model")
     for name, a in s["apps"].items():
-        p50 = f"{a['p50_ms']:.1f}" if a["p50_ms"] is not None else "-"
-        p99 = f"{a['p99_ms']:.1f}" if a["p99_ms"] is not None else "-"
+        p50, p99, dev = (f"{a[k]:.1f}" if a.get(k) is not None else "-" for k in ("p50_ms", "p99_ms", "device_p50_ms"))
+        model = f" ({a['model']})" if a.get("model") else ""
         echo(f"  {name:<10} {a['loads']:>5} {a['unload_requests']:>7} {a['unloads']:>8} {a['inferences']:>10}"
-             f" {a['results_ok']:>6} {p50:>7} {p99:>7}  {', '.join(a['devices']) or '-'}")
+             f" {a['results_ok']:>6} {p50:>7} {p99:>7} {dev:>7}  {', '.join(a['devices']) or '-'}{model}")
+    echo("  (p50/p99: an inference as the app timed it; dev p50: the device's emulated time for it, ON_HARDWARE)")
     echo("")
     echo(f"  preemptions {s['preemptions']}, resumes {s['resumes']}; revocations {s['revocations']};"
          f" apps warned or blocked {s['blocked_or_warned']};"

@@ -893,8 +893,11 @@ class CompiledTfLite:
                     names.append(device.name)
         return [(op.index, op.name, "+".join(where.get(op.index, ["folded"]))) for op in self.model.operations]
 
-    async def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Run the model on ``inputs`` (one array per model input); its outputs, in order."""
+    async def run(self, inputs: Sequence[np.ndarray], *, jobPriority: int | None = None) -> list[np.ndarray]:  # noqa: N803
+        """Run the model on ``inputs`` (one array per model input); its outputs, in order.
+
+        ``jobPriority`` (0 most urgent .. 1000) is every NNAPI partition's execution's
+        ``setJobPriority``: the app's urgency of this one inference, on each device step."""
         if self._closed:
             raise BadStateError("run: the compiled model is closed")
         model = self.model
@@ -918,6 +921,8 @@ class CompiledTfLite:
                 single = self._measurable  # Android measures a compilation for exactly one device
                 if single:
                     execution.setMeasureTiming(True)
+                if jobPriority is not None:
+                    execution.setJobPriority(jobPriority)
                 for i, t in enumerate(p.inputs):
                     execution.setInput(i, _to_nnapi(model.tensors[t], values[t]))
                 results = await execution.compute_async()
