@@ -4,16 +4,16 @@ Its model is MediaPipe's largest, the full pose landmark model (``pose_landmark_
 fetched by ``make models``), declared "GREATER_THAN_2G" and loaded with an emulated size
 of 2.5 GB (``setEmulatedModelSize``, shared by the model's NNAPI partitions), as an
 on-device assistant's model would be. It starts idle, as an assistant does until someone
-speaks: it holds no model while in the background (it only computes, on the CPU device
-in its own process, the reference outputs it will check its answers against). A query
-comes when the user brings it up, that is when the activity manager raises its importance
-to visible or better (``npuemu am set-importance com.example.npuemu.assistant visible``;
-launched visible, it asks at once). The query asks the NPU Manager for room; under the
-budget policy that usually means WAIT_FOR_UNLOAD while less important apps are asked to
-make way, then CAN_LOAD_NOW. It loads the model, "answers" (the pose of the user in a
-few generated camera frames, each result checked against the CPU device's), and lets the
-model go again (notifyModelUnloaded), so the others get their turn back.
-"""
+speaks: it holds no model while in the background. A query comes when the user brings
+it up, that is when the activity manager raises its importance to visible or better
+(``npuemu am set-importance com.example.npuemu.assistant visible``; launched visible, it
+asks at once). The query asks the NPU Manager for room; under the budget policy that
+usually means WAIT_FOR_UNLOAD while less important apps are asked to make way
+(meanwhile, the first time, it computes on the CPU device in its own process the outputs
+it will check its answers against), then CAN_LOAD_NOW. It loads the model, "answers"
+(the pose of the user in a few generated camera frames, each result checked against the
+CPU device's), and lets the model go again (notifyModelUnloaded), so the others get
+their turn back."""
 
 from __future__ import annotations
 
@@ -45,9 +45,6 @@ async def main(context: Context) -> None:
         nursery.start_soon(report.autosave)
         device = await device_for(nn, model, report)
         reference = await CpuReference.open(nn, model, cpu_device(nn))
-        for k, frame in enumerate(frames):  # while idle: the answers to check against
-            await reference.outputs(k, [frame])
-        report.note("references", f"{reference.runs} reference runs on the CPU device, {reference.run_ms:.0f} ms")
         while True:
             # Idle until the user brings the assistant up, and one query per time.
             while await activity.getUidImportance(context.getUid()) > VISIBLE:
@@ -58,12 +55,21 @@ async def main(context: Context) -> None:
                 slot = LoadSlot(npu, context.getMainExecutor(), report, NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G,
                                 NpuManager.NPU_MODEL_PRIORITY_NORMAL)
                 await slot.file()
+                await _references(reference, frames, report)  # while the NPU Manager makes room
                 if not await slot.wait_can_load_now() or await _answer(nn, model, reference, frames, slot, report,
                                                                        device, t_ask):
                     break
                 await trio.sleep(RETRY_AFTER_S)
             while await activity.getUidImportance(context.getUid()) <= VISIBLE:
                 await trio.sleep(0.1)  # answered; wait until the user leaves and comes back
+
+
+async def _references(reference: CpuReference, frames, report: Report) -> None:
+    """The CPU device's outputs for the query's frames, to check the NPU's against (once)."""
+    if reference.runs < len(frames):
+        for k, frame in enumerate(frames):
+            await reference.outputs(k, [frame])
+        report.note("references", f"{reference.runs} reference runs on the CPU device, {reference.run_ms:.0f} ms")
 
 
 async def _answer(nn, model, reference: CpuReference, frames, slot: LoadSlot, report: Report, device,
