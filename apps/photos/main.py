@@ -84,17 +84,20 @@ async def main(context: Context) -> None:
 
 
 class _Gallery:
-    """The photos to index, in order, round and round."""
+    """The photos to index, in order, round and round (each drawn once, then kept)."""
 
     def __init__(self, model) -> None:
         self.shape = model.tensors[model.inputs[0]].shape
         self.presence = next(k for k, t in enumerate(model.outputs) if model.tensors[t].value is None
                              and int(np.prod(model.tensors[t].shape)) == 1)
         self.next = 0
+        self._photos: dict[int, np.ndarray] = {}
 
     def take(self) -> tuple[int, np.ndarray]:
         index, self.next = self.next, (self.next + 1) % GALLERY
-        return index, gallery_photo(index, self.shape)
+        if index not in self._photos:
+            self._photos[index] = gallery_photo(index, self.shape)
+        return index, self._photos[index]
 
 
 async def _index(load: TfLiteLoad, reference: CpuReference, gallery: _Gallery, report: Report,
