@@ -50,7 +50,7 @@ static int tmpl_init(const struct npu_hw_api *hw, struct npu_hw *h, void **out)
         .flops_per_ns = {[NPU_COMPUTE_FLOAT32] = 1000.0},  /* 1 TFLOP/s; float16 and quant8 alike */
         .bytes_per_ns = 20.0,                   /* 20 GB/s */
         .weight_memory_bytes = UINT64_C(4) << 30,  /* 4 GiB: `npuemu demo --driver` loads 3.1 GiB at once */
-        .sram_bytes = 2 << 20,
+        .sram_bytes = 32 << 20,                 /* 32 MiB: the demo's real models' working sets (pose landmark 18.5 MiB, beside the face detector) */
         .slice_overhead_ns = 20000,
         .context_save_fixed_ns = 10000,
         .heat_rise_c = 10.0f,
