@@ -23,8 +23,8 @@ import pytest
 import trio
 
 from apps._kit import (FRAME_LOOP, CpuReference, LoadSlot, Report, TfLiteLoad, camera_frame, checked_run, choose_device,
-                       cpu_device, gallery_photo, mismatch, weight_shares)
-from framework.nn import DeviceType, NeuralNetworksError, open_nn_runtime
+                       cpu_device, gallery_photo, mismatch, open_tflite, weight_shares)
+from framework.nn import BadDataError, DeviceType, NeuralNetworksError, open_nn_runtime
 from framework.nn.tflite import loadTfLite, modelsDir
 from framework.npumanager import NpuManager
 from test_server_hal import world  # noqa: F401  (the real-HAL world fixture)
@@ -90,6 +90,14 @@ async def test_the_detector_finds_the_cameras_face_and_the_landmark_model_each_p
         blank = float((await compiled.run([np.zeros(shape, np.float32)]))[presence].ravel()[0])
         await compiled.aclose()
         assert min(flags) > 2 and blank < 0, (flags, blank)  # logits: sure of a face, sure of none
+
+
+async def test_an_app_opens_a_fetched_model_by_name_off_its_main_thread(models):
+    model = await open_tflite("face_detection_short_range")
+    assert model.name == "face_detection_short_range"
+    assert [p.operations for p in model.partitions] == [p.operations for p in models[model.name].partitions]
+    with pytest.raises(BadDataError, match="make models"):
+        await open_tflite("no_such_model")
 
 
 # -- the check ---------------------------------------------------------------------------------

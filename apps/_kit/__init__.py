@@ -19,8 +19,9 @@ plumbing a real app would also write for itself:
   app's own reference and counted in the report (a failure is kept in its errors).
 - :func:`device_for` (``_devices``): the device to load a model on, found by NNAPI
   discovery (type, then the operations the device supports), never by name.
-- :class:`TfLiteLoad`, :class:`CpuReference`, :func:`checked_run` (``_models``): a real
-  model (MediaPipe's ``.tflite`` files, ``make models``) loaded on one device as one
+- :func:`open_tflite`, :class:`TfLiteLoad`, :class:`CpuReference`, :func:`checked_run`
+  (``_models``): a real model (MediaPipe's ``.tflite`` files, ``make models``) by name,
+  loaded on one device as one
   request's load, its CPU reference in the app, and one inference checked against it;
   :func:`camera_frame` and :func:`gallery_photo` (``_pictures``): the generated pictures
   the camera, photos and the assistant feed those models.
@@ -49,13 +50,13 @@ from framework.npumanager import ModelLoadRequest, ModelLoadRequestCallback, con
 
 from ._devices import choose_device, cpu_device, device_for
 from ._loading import LoadOutcome, load_model
-from ._models import CpuReference, TfLiteLoad, checked_run, mismatch, nnapi_models, weight_shares
+from ._models import CpuReference, TfLiteLoad, checked_run, mismatch, nnapi_models, open_tflite, weight_shares
 from ._pictures import FRAME_LOOP, camera_frame, gallery_photo, portrait
 
 __all__ = ["FRAME_LOOP", "CpuReference", "LoadOutcome", "LoadSlot", "Report", "SlotEvent", "TfLiteLoad",
            "camera_frame", "checked_inference", "checked_run", "choose_device", "close_enough", "convnet",
            "cpu_device", "device_for", "gallery_photo", "load_model", "mismatch", "mlp", "nnapi_models",
-           "percentile", "portrait", "weight_shares"]
+           "open_tflite", "percentile", "portrait", "weight_shares"]
 
 _RUNTIME_DIR_ENV = "NPUEMU_RUNTIME_DIR"
 MIB = 1 << 20

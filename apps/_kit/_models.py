@@ -4,6 +4,7 @@ The samples run MediaPipe's models (``make models`` fetches them) through
 ``framework.nn.tflite``, as an app on a phone runs a ``.tflite`` file through TFLite's
 NNAPI delegate. An app needs a little more than ``TfLiteModel.compile`` gives it:
 
+- :func:`open_tflite`: the fetched model by name, loaded off the app's main thread.
 - :class:`TfLiteLoad`: the model compiled for one device *as one load* under the NPU
   Manager. Each NNAPI partition of the model is its own compilation, and each carries
   the ``ModelLoadRequest`` (so a revocation takes them all) and its share of the size the
@@ -25,16 +26,24 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
+import trio
 
 from framework.nn import NeuralNetworksError, OperandLifeTime
-from framework.nn.tflite import CompiledTfLite, TfLiteModel
+from framework.nn.tflite import CompiledTfLite, TfLiteModel, loadTfLite
 
-__all__ = ["CpuReference", "TfLiteLoad", "checked_run", "mismatch", "nnapi_models", "weight_shares"]
+__all__ = ["CpuReference", "TfLiteLoad", "checked_run", "mismatch", "nnapi_models", "open_tflite", "weight_shares"]
 
 #: An output's largest error, relative to the reference output's range.
 TOLERANCE = 1e-4
 #: (model, output) pairs that float32 holds to 1e-3 only, as tests/test_tflite.py says why.
 ILL_CONDITIONED = {("pose_landmark_full", 2): 1e-3, ("selfie_segmentation", 0): 1e-3}
+
+
+async def open_tflite(name: str) -> TfLiteModel:
+    """The fetched model ``name`` (``make models``), read and split by the NNAPI delegate's
+    rules off the app's main thread (as an app loads a model file off its UI thread: the
+    app keeps answering its callbacks meanwhile)."""
+    return await trio.to_thread.run_sync(loadTfLite, name)
 
 
 def nnapi_models(model: Any) -> list[Any]:

@@ -21,10 +21,10 @@ import time
 
 import trio
 
-from apps._kit import CpuReference, LoadSlot, Report, TfLiteLoad, camera_frame, checked_run, cpu_device, device_for
+from apps._kit import (CpuReference, LoadSlot, Report, TfLiteLoad, camera_frame, checked_run, cpu_device, device_for,
+                       open_tflite)
 from framework.app import Context
 from framework.nn import open_nn_runtime
-from framework.nn.tflite import loadTfLite
 from framework.npumanager import NpuManager
 
 MODEL = "pose_landmark_full"
@@ -38,11 +38,12 @@ async def main(context: Context) -> None:
     report = Report("assistant", context)
     report.data["model"] = MODEL
     npu: NpuManager = context.getSystemService(Context.NPU_SERVICE)
-    model = loadTfLite(MODEL)
-    frames = [camera_frame(k, model.tensors[model.inputs[0]].shape) for k in range(FRAMES_PER_QUERY)]
     activity = context.getSystemService(Context.ACTIVITY_SERVICE)
     async with trio.open_nursery() as nursery, open_nn_runtime(context.runtime) as nn:
         nursery.start_soon(report.autosave)
+        model = await open_tflite(MODEL)
+        shape = model.tensors[model.inputs[0]].shape
+        frames = await trio.to_thread.run_sync(lambda: [camera_frame(k, shape) for k in range(FRAMES_PER_QUERY)])
         device = await device_for(nn, model, report)
         reference = await CpuReference.open(nn, model, cpu_device(nn))
         while True:

@@ -20,10 +20,9 @@ import numpy as np
 import trio
 
 from apps._kit import (FRAME_LOOP, CpuReference, LoadSlot, Report, TfLiteLoad, camera_frame, checked_run, cpu_device,
-                       device_for)
+                       device_for, open_tflite)
 from framework.app import Context
 from framework.nn import open_nn_runtime
-from framework.nn.tflite import loadTfLite
 from framework.npumanager import NpuManager
 
 MODEL = "face_detection_short_range"
@@ -38,10 +37,10 @@ async def main(context: Context) -> None:
     report = Report("camera", context)
     report.data.update(latency_target_ms=LATENCY_TARGET_MS, model=MODEL, frames_with_face=0, cpu_frames=0)
     npu: NpuManager = context.getSystemService(Context.NPU_SERVICE)
-    model = loadTfLite(MODEL)
-    preview = _Preview(model, report)
     async with trio.open_nursery() as nursery, open_nn_runtime(context.runtime) as nn:
         nursery.start_soon(report.autosave)
+        model = await open_tflite(MODEL)
+        preview = _Preview(model, report)
         device = await device_for(nn, model, report)
         reference = await CpuReference.open(nn, model, cpu_device(nn))
         while True:

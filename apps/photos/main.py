@@ -20,10 +20,10 @@ import time
 import numpy as np
 import trio
 
-from apps._kit import CpuReference, LoadSlot, Report, TfLiteLoad, checked_run, cpu_device, device_for, gallery_photo
+from apps._kit import (CpuReference, LoadSlot, Report, TfLiteLoad, checked_run, cpu_device, device_for, gallery_photo,
+                       open_tflite)
 from framework.app import Context
 from framework.nn import open_nn_runtime
-from framework.nn.tflite import loadTfLite
 from framework.npumanager import NpuManager
 
 MODEL = "face_landmark"
@@ -37,10 +37,10 @@ async def main(context: Context) -> None:
     report = Report("photos", context)
     report.data.update(model=MODEL, indexed=0, faces=0)
     npu: NpuManager = context.getSystemService(Context.NPU_SERVICE)
-    model = loadTfLite(MODEL)
-    gallery = _Gallery(model)
     async with trio.open_nursery() as nursery, open_nn_runtime(context.runtime) as nn:
         nursery.start_soon(report.autosave)
+        model = await open_tflite(MODEL)
+        gallery = _Gallery(model)
         device = await device_for(nn, model, report)
         reference = await CpuReference.open(nn, model, cpu_device(nn))
         while True:
