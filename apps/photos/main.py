@@ -3,7 +3,7 @@
 It indexes the faces of the gallery with MediaPipe's face landmark model
 (``face_landmark``, fetched by ``make models``: 468 points of a face mesh and whether
 the crop holds a face; "BETWEEN_1GB_AND_2GB", NPU_MODEL_PRIORITY_BACKGROUND, low job
-priority), one long inference per photo. The gallery is generated (``gallery_photo``:
+priority), one long inference per photo, two photos at a time. The gallery is generated (``gallery_photo``:
 photo ``i`` is always the same face crop); each result is checked against the app's own
 run of the same model on the CPU device (``nnapi-reference``, in this process), computed
 once per photo, and counted in ``faces`` when the model says it holds a face. When the
@@ -31,6 +31,7 @@ GALLERY = 12  # photos
 EMULATED_SIZE = 1536 << 20
 JOB_PRIORITY = 900
 RETRY_AFTER_S = 1.0
+WORKERS = 2
 
 
 async def main(context: Context) -> None:
@@ -56,8 +57,9 @@ async def main(context: Context) -> None:
                 continue
             report.bump("loads")
             report.note("loaded", f"face landmark model on {device.getName()}")
-            # The first callback that says "unload" (or ends the request) stops the
-            # indexing between two photos.
+            # Two photos at a time, as a batch indexer does (and so both of the NPU's
+            # channels: a camera frame must preempt one); the first callback that says
+            # "unload" (or ends the request) stops both between two photos.
             stop = trio.Event()
             outcome: dict[str, float | bool] = {"asked": False}
             watch_scope = trio.CancelScope()
@@ -73,8 +75,9 @@ async def main(context: Context) -> None:
 
             async with trio.open_nursery() as workers:
                 workers.start_soon(watch)
-                workers.start_soon(_index, load, reference, gallery, report, stop)
-                await stop.wait()  # the indexer finishes the photo in hand, then returns
+                for _ in range(WORKERS):
+                    workers.start_soon(_index, load, reference, gallery, report, stop)
+                await stop.wait()  # the workers finish the photo in hand, then return
                 watch_scope.cancel()
             await load.aclose()
             if outcome["asked"]:
