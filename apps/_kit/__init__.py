@@ -50,13 +50,14 @@ from framework.npumanager import ModelLoadRequest, ModelLoadRequestCallback, con
 
 from ._devices import choose_device, cpu_device, device_for
 from ._loading import LoadOutcome, load_model
-from ._models import CpuReference, TfLiteLoad, checked_run, mismatch, nnapi_models, open_tflite, weight_shares
+from ._models import (Answer, CpuReference, TfLiteLoad, checked_run, mismatch, nnapi_models, open_tflite, record,
+                      timed_run, weight_shares)
 from ._pictures import FRAME_LOOP, camera_frame, gallery_photo, portrait
 
-__all__ = ["FRAME_LOOP", "CpuReference", "LoadOutcome", "LoadSlot", "Report", "SlotEvent", "TfLiteLoad",
+__all__ = ["FRAME_LOOP", "Answer", "CpuReference", "LoadOutcome", "LoadSlot", "Report", "SlotEvent", "TfLiteLoad",
            "camera_frame", "checked_inference", "checked_run", "choose_device", "close_enough", "convnet",
            "cpu_device", "device_for", "gallery_photo", "load_model", "mismatch", "mlp", "nnapi_models",
-           "open_tflite", "percentile", "portrait", "weight_shares"]
+           "open_tflite", "percentile", "portrait", "record", "timed_run", "weight_shares"]
 
 _RUNTIME_DIR_ENV = "NPUEMU_RUNTIME_DIR"
 MIB = 1 << 20

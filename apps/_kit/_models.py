@@ -14,6 +14,8 @@ NNAPI delegate. An app needs a little more than ``TfLiteModel.compile`` gives it
 - :class:`CpuReference`: the same model compiled for the CPU device (``nnapi-reference``,
   in the app's process): what the app checks every device result against. Each input's
   outputs are computed once, under a key the app gives (a frame index, a photo index).
+- :func:`checked_run`: one inference, timed and checked; :func:`timed_run` and :func:`record`
+  are its two halves, for an app that checks after it has let the model go.
 - :func:`mismatch`: the check, the tolerance of ``tests/test_tflite.py``: every output
   within 1e-4 of the reference relative to that output's range (1e-3 for the two outputs
   float32 cannot hold to 1e-4 across summation orders).
@@ -21,6 +23,7 @@ NNAPI delegate. An app needs a little more than ``TfLiteModel.compile`` gives it
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -31,7 +34,7 @@ import trio
 from framework.nn import NeuralNetworksError, OperandLifeTime
 from framework.nn.tflite import CompiledTfLite, TfLiteModel, loadTfLite
 
-__all__ = ["CpuReference", "TfLiteLoad", "checked_run", "mismatch", "nnapi_models", "open_tflite", "weight_shares"]
+__all__ = ["Answer", "CpuReference", "TfLiteLoad", "checked_run", "mismatch", "nnapi_models", "open_tflite", "record", "timed_run", "weight_shares"]
 
 #: An output's largest error, relative to the reference output's range.
 TOLERANCE = 1e-4
@@ -157,6 +160,34 @@ class CpuReference:
         await self._compiled.aclose()
 
 
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """One inference's outputs as the device gave them, with the app's and the device's time for it."""
+
+    outputs: list[np.ndarray]
+    latency_ms: float
+    device_ms: float
+
+
+async def timed_run(load: TfLiteLoad, inputs: Sequence[np.ndarray], report: Any, *,
+                    job_priority: int | None = None) -> tuple[Answer | None, NeuralNetworksError | None]:
+    """One inference of ``load``, timed. A failed one is (None, its error), kept in the report's errors."""
+    t = time.perf_counter()
+    try:
+        outputs, device_ms = await load.run(inputs, job_priority=job_priority)
+    except NeuralNetworksError as exc:
+        report.data["errors"].append(f"{load.device.getName()}: {exc}")
+        return None, exc
+    return Answer(outputs, (time.perf_counter() - t) * 1000, device_ms), None
+
+
+def record(report: Any, load: TfLiteLoad, answer: Answer, want: Sequence[np.ndarray]) -> bool:
+    """Count ``answer`` in ``report``: right when within tolerance of ``want``, else wrong (saying where)."""
+    wrong = mismatch(load.model.name, answer.outputs, want)
+    report.inference(answer.latency_ms, not wrong, load.device.getName(), device_ms=answer.device_ms, why=wrong)
+    return not wrong
+
+
 async def checked_run(load: TfLiteLoad, key: Hashable, inputs: Sequence[np.ndarray], reference: CpuReference,
                       report: Any, *, job_priority: int | None = None) -> tuple[list[np.ndarray] | None, NeuralNetworksError | None]:
     """One inference of ``load`` on ``inputs``, timed and checked against ``reference``'s outputs for ``key``.
@@ -165,14 +196,8 @@ async def checked_run(load: TfLiteLoad, key: Hashable, inputs: Sequence[np.ndarr
     inference is (None, its error), already kept in the report's errors.
     """
     want = await reference.outputs(key, inputs)
-    device = load.device.getName()
-    t = time.perf_counter()
-    try:
-        got, device_ms = await load.run(inputs, job_priority=job_priority)
-    except NeuralNetworksError as exc:
-        report.data["errors"].append(f"{device}: {exc}")
-        return None, exc
-    latency_ms = (time.perf_counter() - t) * 1000
-    wrong = mismatch(load.model.name, got, want)
-    report.inference(latency_ms, not wrong, device, device_ms=device_ms, why=wrong)
-    return got, None
+    answer, failed = await timed_run(load, inputs, report, job_priority=job_priority)
+    if answer is None:
+        return None, failed
+    record(report, load, answer, want)
+    return answer.outputs, None

@@ -8,12 +8,11 @@ speaks: it holds no model while in the background. A query comes when the user b
 it up, that is when the activity manager raises its importance to visible or better
 (``npuemu am set-importance com.example.npuemu.assistant visible``; launched visible, it
 asks at once). The query asks the NPU Manager for room; under the budget policy that
-usually means WAIT_FOR_UNLOAD while less important apps are asked to make way
-(meanwhile, the first time, it computes on the CPU device in its own process the outputs
-it will check its answers against), then CAN_LOAD_NOW. It loads the model, "answers"
-(the pose of the user in a few generated camera frames, each result checked against the
-CPU device's), and lets the model go again (notifyModelUnloaded), so the others get
-their turn back."""
+usually means WAIT_FOR_UNLOAD while less important apps are asked to make way, then
+CAN_LOAD_NOW. It loads the model, "answers" (the pose of the user in a few generated
+camera frames) and lets the model go again (notifyModelUnloaded), so the others get their
+turn back; then it checks each answer against its own run of the model on the CPU device
+(in its own process, once per frame), which holds no one's NPU budget."""
 
 from __future__ import annotations
 
@@ -21,8 +20,8 @@ import time
 
 import trio
 
-from apps._kit import (CpuReference, LoadSlot, Report, TfLiteLoad, camera_frame, checked_run, cpu_device, device_for,
-                       open_tflite)
+from apps._kit import (CpuReference, LoadSlot, Report, TfLiteLoad, camera_frame, cpu_device, device_for, open_tflite,
+                       record, timed_run)
 from framework.app import Context
 from framework.nn import open_nn_runtime
 from framework.npumanager import NpuManager
@@ -56,21 +55,12 @@ async def main(context: Context) -> None:
                 slot = LoadSlot(npu, context.getMainExecutor(), report, NpuManager.NPU_MODEL_SIZE_GREATER_THAN_2G,
                                 NpuManager.NPU_MODEL_PRIORITY_NORMAL)
                 await slot.file()
-                await _references(reference, frames, report)  # while the NPU Manager makes room
                 if not await slot.wait_can_load_now() or await _answer(nn, model, reference, frames, slot, report,
                                                                        device, t_ask):
                     break
                 await trio.sleep(RETRY_AFTER_S)
             while await activity.getUidImportance(context.getUid()) <= VISIBLE:
                 await trio.sleep(0.1)  # answered; wait until the user leaves and comes back
-
-
-async def _references(reference: CpuReference, frames, report: Report) -> None:
-    """The CPU device's outputs for the query's frames, to check the NPU's against (once)."""
-    if reference.runs < len(frames):
-        for k, frame in enumerate(frames):
-            await reference.outputs(k, [frame])
-        report.note("references", f"{reference.runs} reference runs on the CPU device, {reference.run_ms:.0f} ms")
 
 
 async def _answer(nn, model, reference: CpuReference, frames, slot: LoadSlot, report: Report, device,
@@ -82,14 +72,19 @@ async def _answer(nn, model, reference: CpuReference, frames, slot: LoadSlot, re
     report.data.setdefault("wait_for_load_ms", []).append(round((time.perf_counter() - t_ask) * 1000, 1))
     report.bump("loads")
     report.note("loaded", f"pose landmark model on {device.getName()}")
+    answers = []
     for k, frame in enumerate(frames):
         event = slot.poll()
         if event is not None and event.kind in ("unload", "complete"):
             break
-        _, failed = await checked_run(load, k, [frame], reference, report, job_priority=300)
-        if failed is not None:
+        answer, failed = await timed_run(load, [frame], report, job_priority=300)
+        if answer is None:
             report.note("inference_failed", str(failed))
             break
+        answers.append((k, frame, answer))
     await load.aclose()
     await slot.release("reply done, model released")
+    # Checked once the model is let go: the CPU runs hold no one's budget.
+    for k, frame, answer in answers:
+        record(report, load, answer, await reference.outputs(k, [frame]))
     return True
