@@ -370,9 +370,9 @@ def test_send_call_and_send_reply_frame_what_send_frames(target, code, oneway, d
     """The hot path's two frames are exactly the events' frames, with the same bookkeeping."""
     client, server = handshake()
     txn_id, frame = client.send_call(target, code, oneway, data, nfds)
-    assert frame == encode_frame(Transaction(txn_id, target, code, oneway, data, nfds))
+    assert frame == b"".join(encode_frame(Transaction(txn_id, target, code, oneway, data, nfds)))
     assert client.pending_count() == (0 if oneway else 1)
-    server.receive_data(b"".join(frame), list(range(100, 100 + nfds)))
+    server.receive_data(frame, list(range(100, 100 + nfds)))
     call = server.next_event()
     assert call == Transaction(txn_id, target, code, oneway, data, nfds, tuple(range(100, 100 + nfds)))
     if oneway:
@@ -380,7 +380,7 @@ def test_send_call_and_send_reply_frame_what_send_frames(target, code, oneway, d
             server.send_reply(txn_id, data)
         return
     reply = server.send_reply(txn_id, data, nfds)
-    assert reply == encode_frame(Reply.ok(txn_id, data, nfds))
+    assert reply == b"".join(encode_frame(Reply.ok(txn_id, data, nfds)))
     assert server.pending_count() == 0
     with pytest.raises(LocalProtocolError, match="no two-way transaction"):
         server.send_reply(txn_id, data)  # answered once only
@@ -412,3 +412,76 @@ def test_descriptors_of_a_refused_frame_go_back_to_the_transport():
     with pytest.raises(ProtocolError, match="oneway"):
         server.next_event()
     assert server.close() == [10, 11]
+
+
+def _outcome(conn: Connection, data: bytes, via_receive: bool):
+    """What ``conn`` makes of one read: its event(s) or error, and its state after."""
+    try:
+        if via_receive:
+            got = [conn.receive(data)]
+        else:
+            conn.receive_data(data)
+            got = [conn.next_event()]
+        while got[-1] is not NEED_DATA:
+            got.append(conn.next_event())
+    except ProtocolError as exc:
+        got = [("error", str(exc))]
+    return got, conn.state, conn.pending_count(), conn._pos, len(conn._buf)
+
+
+@settings(max_examples=500)
+@given(
+    role=st.sampled_from([SERVER, CLIENT]),
+    head=st.tuples(
+        st.sampled_from([0, 0, 1, 2]),
+        st.sampled_from([0, 0, 0, 1, 254]),
+        u32,
+        st.integers(-2, 2) | txn_ids,
+        st.integers(-2, 2) | st.integers(-(2**63), 2**63 - 1),
+    ),
+    kind=st.sampled_from([None, None, None, 3, 4, 0]),  # None: the role's own kind
+    parcel=parcel_data,
+    cut=st.sampled_from([0, 0, 0, 0, -1, 1]),
+    extra=st.sampled_from([b"", b"", b"", b"\x00", b"\x00\x00\x00\x01\xc0"]),
+    garbage=st.sampled_from([False, False, False, True]),
+    in_flight=st.booleans(),
+)
+def test_receive_of_one_read_is_receive_data_then_next_event(role, head, kind, parcel, cut, extra, garbage, in_flight):
+    """``receive`` takes a read holding one whole call frame in one go: whatever the
+    read (a good frame, a bad field, a reused or unknown id, garbage for a parcel, a
+    frame cut short or followed by more), it makes the same events or the same error
+    and leaves the connection as the general way does."""
+    if kind is None:
+        kind = 3 if role is SERVER else 4
+    flag, nfds, code, txn_id, target = head
+    body = b"\xc1" if garbage else msgpack.packb(parcel)
+    if kind == 3:
+        header = struct.pack(">BBHIqq", kind, flag, nfds, code, txn_id, target)
+    else:
+        header = struct.pack(">BBHq", kind, flag, nfds, txn_id)
+    frame = header + body
+    data = struct.pack(">I", len(frame) + cut) + frame + extra
+    twins = []
+    for _ in range(2):
+        client, server = handshake()
+        conn = server if role is SERVER else client
+        if in_flight and txn_id >= 0:  # the id in flight: a reply's to take, a call's to refuse
+            conn._pending.add(txn_id)
+        twins.append(conn)
+    assert _outcome(twins[0], data, True) == _outcome(twins[1], data, False)
+
+
+def test_receive_takes_a_lone_call_and_its_reply_whole():
+    client, server = handshake()
+    txn_id, frame = client.send_call(5, 7, False, [1, b"x"])
+    assert server.receive(frame) == Transaction(txn_id, 5, 7, False, [1, b"x"])
+    assert server.pending_count() == 1
+    with pytest.raises(ProtocolError, match="reused while in flight"):
+        server.receive(frame)  # the same id again, its call not yet answered
+    client, server = handshake()
+    txn_id, frame = client.send_call(5, 7, False, [1])
+    server.receive(frame)
+    reply = server.send_reply(txn_id, [2])
+    assert client.receive(reply) == Reply.ok(txn_id, [2]) and client.pending_count() == 0
+    with pytest.raises(ProtocolError, match="unknown transaction"):
+        client.receive(reply)  # answered already

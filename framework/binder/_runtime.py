@@ -315,16 +315,27 @@ class BinderProxy(IBinder):
 
     async def _call(self, method: Any, args: tuple) -> Any:
         runtime = self._runtime
-        ctx = _ParcelContext(runtime, ())
+        # Encoding never waits, so the runtime's one writing context serves every
+        # call: the descriptors a call writes are taken out of it at once.
+        writer = runtime._writer
         try:
-            data = method.encode_call(args, ctx)
+            data = method.encode_call(args, writer)
+        except BaseException:
+            writer.close_out()
+            raise
+        fds = writer.out_fds
+        if fds:
+            writer.out_fds = []
+        else:
+            fds = ()  # not the shared list, which another call may write to while this one waits
+        try:
             conn = runtime._clients.get(self._address)
             if conn is None or not conn.usable:
                 conn = await runtime._client_for(self._address)
-            reply = await conn.transact(self._object_id, method.code, data, ctx.out_fds, method.oneway)
+            reply = await conn.transact(self._object_id, method.code, data, fds, method.oneway)
         finally:
-            if ctx.out_fds:
-                ctx.close_out()
+            if fds:
+                _close_fds(fds)
         if reply is None:
             return None
         if not reply.fds:  # nothing to own: the runtime's context without descriptors will do
@@ -502,6 +513,14 @@ async def _next_event(wire: Connection, stream: Any) -> Any:
         wire.receive_data(data, fds)
 
 
+async def _ignoring_hangup(sending: Awaitable[None]) -> None:
+    """Finish a reply's send; a peer gone meanwhile was waiting for nothing."""
+    try:
+        await sending
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+
+
 def _connection_error(address: str, exc: BaseException) -> RemoteException:
     """What a caller of a connection that broke with ``exc`` is told."""
     if isinstance(exc, ProtocolError):
@@ -600,6 +619,9 @@ class _ClientConn:
         if not self.runtime._closed:
             self.runtime._on_connection_lost(self.address)
 
+    def _died(self) -> DeadObjectException:
+        return DeadObjectException(f"process at {self.address} died")
+
     async def _read_until(self, party: Party) -> None:
         """Hold the reading role while ``party`` does: hand each reply read to its
         caller, until ``party``'s own comes (or, for the watcher, the stream ends)."""
@@ -630,12 +652,20 @@ class _ClientConn:
     async def transact(self, target: int, code: int, data: Any, fds, oneway: bool) -> Reply | None:
         if not self.usable:
             raise self.fail() if self.error else DeadObjectException(f"{self.address} is not connected")
-        txn_id, buffers = self.wire.send_call(target, code, oneway, data, len(fds))
+        txn_id, frame = self.wire.send_call(target, code, oneway, data, len(fds))
+        stream = self.stream
+        try:
+            sending = stream.send_now(frame) if not fds else stream.send_frame([frame], fds)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            # The peer is gone and the watcher has not said so yet (EPIPE wins the
+            # race with the hang-up): the caller sees what it will see next.
+            raise (self.fail() if not self.usable and not oneway else self._died()) from None
         if oneway:
-            try:
-                await self.stream.send_frame(buffers, fds)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                raise DeadObjectException(f"process at {self.address} died") from None
+            if sending is not None:
+                try:
+                    await sending
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    raise self._died() from None
             # The send itself need not yield; a caller looping on oneway calls must,
             # now and then (a schedule point is a trip through trio's run loop, most
             # of a oneway call's cost). It may be cancelled at every one.
@@ -646,21 +676,22 @@ class _ClientConn:
                 await trio.lowlevel.checkpoint()
             return None
         reader = self.reader
-        # A party before sending: the reply may beat send_frame's return.
+        # The call's party is made once its bytes have left (while the peer works on
+        # them) but before this task can wait: no other task has run since the
+        # send, so nobody can have read the reply yet.
         party = reader.call(txn_id)
-        try:
-            await self.stream.send_frame(buffers, fds)
-        except BaseException as exc:
-            unread = reader.cancel(party)
-            if unread is not None:
-                _close_fds(unread.fds)
-            if not self.usable:
-                raise self.fail() from None
-            if isinstance(exc, (trio.BrokenResourceError, trio.ClosedResourceError)):
-                # The peer is gone and the watcher has not said so yet (EPIPE wins
-                # the race with the hang-up): the caller sees what it will see next.
-                raise DeadObjectException(f"process at {self.address} died") from None
-            raise
+        if sending is not None:
+            try:
+                await sending
+            except BaseException as exc:
+                unread = reader.cancel(party)
+                if unread is not None:
+                    _close_fds(unread.fds)
+                if not self.usable:
+                    raise self.fail() from None
+                if isinstance(exc, (trio.BrokenResourceError, trio.ClosedResourceError)):
+                    raise self._died() from None
+                raise
         if party.state is ACTIVE and reader.read(party) is WAITING:
             await _park(reader, party)
         if party.state is READING:
@@ -851,21 +882,25 @@ class _ServerConn:
         with trio.CancelScope(shield=True):
             await self.stream.aclose()
 
-    async def send_reply(self, txn_id: int, data: Any, fds: list[int]) -> None:
-        """Send a handler's result (with the descriptors it wrote) as the reply to ``txn_id``."""
+    def send_reply(self, txn_id: int, data: Any, fds: list[int]) -> Awaitable[None] | None:
+        """Start sending a handler's result (with the descriptors it wrote) as the
+        reply to ``txn_id``: None once it went (or nobody waits for it any more),
+        else an awaitable that finishes it, which the caller must await. A reply
+        that fits in the socket buffer goes without a coroutine or a wait."""
         wire = self.wire
         if wire.state is State.CLOSED:
-            return  # the caller hung up (or died) while we worked; nobody is waiting
+            return None  # the caller hung up (or died) while we worked; nobody is waiting
         try:
-            buffers = wire.send_reply(txn_id, data, len(fds))
+            frame = wire.send_reply(txn_id, data, len(fds))
         except (TransactionTooLargeException, ProtocolError) as exc:
             log.warning("reply to pid %d refused: %s", self.peer_pid, exc)
-            await self.send_error(Reply(txn_id, status=_status.FAILED_TRANSACTION, message=f"reply refused: {exc}"))
-            return
+            return self.send_error(Reply(txn_id, status=_status.FAILED_TRANSACTION, message=f"reply refused: {exc}"))
+        stream = self.stream
         try:
-            await self.stream.send_frame(buffers, fds)
+            sending = stream.send_now(frame) if not fds else stream.send_frame([frame], fds)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass  # the caller is gone; nobody is waiting for this
+            return None  # the caller is gone; nobody is waiting for this
+        return None if sending is None else _ignoring_hangup(sending)
 
     async def send_error(self, reply: Reply) -> None:
         """Send a failure status (a reply with no data or descriptors)."""
@@ -919,6 +954,8 @@ class BinderRuntime:
         # What decodes a parcel that carries no descriptors: it writes nothing, and
         # reading a descriptor from it is the parcel's error (so it holds no state).
         self._no_fds = _ParcelContext(self, ())
+        # What encodes every outgoing call (BinderProxy._call empties its out_fds).
+        self._writer = _ParcelContext(self, ())
 
     def __repr__(self) -> str:
         return f"<BinderRuntime pid={self.pid} uid={self.uid} at {self.address}>"
@@ -1085,7 +1122,9 @@ class BinderRuntime:
                 if token is not None:
                     _calling.reset(token)
             if reply is None:
-                await conn.send_reply(event.txn_id, data, ctx.out_fds)
+                sending = conn.send_reply(event.txn_id, data, ctx.out_fds)
+                if sending is not None:
+                    await sending
             elif event.oneway:
                 log.warning("oneway call code %d from pid %d failed: %s", event.code, conn.peer_pid, reply.message)
             else:

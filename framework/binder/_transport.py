@@ -31,7 +31,7 @@ import select
 import socket
 import stat
 import struct
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 
 import trio
@@ -123,10 +123,7 @@ class _UnixStream:
                 return
             if sent:
                 self._sending = True
-                try:
-                    await self._send_rest(memoryview(data)[sent:])
-                finally:
-                    self._release()
+                await self._finish(memoryview(data)[sent:])
                 return
         # Frames from concurrent handlers must not interleave: a FIFO hand-off lock.
         if self._sending:
@@ -157,6 +154,35 @@ class _UnixStream:
                 await self._send_rest(memoryview(b"".join(buffers))[sent:])
         except OSError as exc:
             raise trio.BrokenResourceError(f"send failed: {exc}") from exc
+        finally:
+            self._release()
+
+    def send_now(self, frame: bytes) -> Awaitable[None] | None:
+        """Start sending ``frame`` (one buffer, no descriptors) without waiting.
+
+        None once it went whole, which is the common case (no other frame being
+        written, room in the socket buffer); else an awaitable that finishes it,
+        which the caller must await. So a caller can do its bookkeeping after the
+        bytes left, while the peer is already at work on them.
+        """
+        if self._closed:
+            raise trio.ClosedResourceError("stream is closed")
+        if self._sending:
+            return self.send_frame([frame])  # wait in line
+        try:
+            sent = self._sock.send(frame)
+        except BlockingIOError:
+            return self.send_frame([frame])
+        except OSError as exc:
+            raise trio.BrokenResourceError(f"send failed: {exc}") from exc
+        if sent == len(frame):
+            return None
+        self._sending = True  # the frame's first bytes went: nobody may come between
+        return self._finish(memoryview(frame)[sent:])
+
+    async def _finish(self, rest: memoryview) -> None:
+        try:
+            await self._send_rest(rest)
         finally:
             self._release()
 
@@ -396,6 +422,11 @@ class _MemoryStream:
             _close_fds(dup)
             raise trio.BrokenResourceError("peer closed") from exc
         await trio.lowlevel.checkpoint()
+
+    def send_now(self, frame: bytes) -> Awaitable[None] | None:
+        """What :meth:`_UnixStream.send_now` does; here a send always checkpoints,
+        so it is left to the awaitable."""
+        return self.send_frame([frame])
 
     async def receive_some(self) -> tuple[bytes, list[int]]:
         try:

@@ -341,6 +341,9 @@ _TXN_HEAD = struct.Struct(">BBHIqq")
 _OK_HEAD = struct.Struct(">BBHq")
 _TXN_HEAD_SIZE = _TXN_HEAD.size
 _OK_HEAD_SIZE = _OK_HEAD.size
+_TXN_FRAME_SIZE = _TXN_FRAME.size
+_OK_FRAME_SIZE = _OK_FRAME.size
+_MAX_WHOLE_FRAME = _HEADER_SIZE + MAX_FRAME_SIZE
 
 
 def encode_frame(event: Event, pack: Any = None) -> list[bytes]:
@@ -556,6 +559,11 @@ for (_role, _state, _direction, _cls), _next in _TRANSITIONS.items():
     _BY_STATE[_role][_direction][_state][_cls] = _next
 del _role, _state, _direction, _cls, _next
 
+# Connection.receive takes a call's frame on a ready connection without asking the
+# table: what it may skip is that the table keeps a ready connection ready.
+if _TRANSITIONS[(SERVER, READY, _IN, Transaction)] is not READY or _TRANSITIONS[(CLIENT, READY, _IN, Reply)] is not READY:
+    raise RuntimeError("Connection.receive's shortcut assumes a call keeps a ready connection ready")
+
 
 class LocalProtocolError(RuntimeError):
     """This side tried to send something the protocol does not allow (a bug here)."""
@@ -630,8 +638,9 @@ class Connection(_Framer):
     # what ``send(Transaction(...))`` and ``send(Reply.ok(...))`` do, the same checks
     # in the same order, for the runtime's hot path.
 
-    def send_call(self, target: int, code: int, oneway: bool, data: Any, nfds: int = 0) -> tuple[int, list[bytes]]:
-        """Frame a call from this client under a new transaction id: ``(txn_id, buffers)``."""
+    def send_call(self, target: int, code: int, oneway: bool, data: Any, nfds: int = 0) -> tuple[int, bytes]:
+        """Frame a call from this client under a new transaction id: ``(txn_id, frame)``,
+        the frame one buffer (its header joined to the parcel), ready for one send."""
         if self.state is not READY or self.role is not CLIENT:
             raise self._refused(_OUT, Transaction(0, target, code, oneway, data, nfds), LocalProtocolError)
         txn_id = self._next_txn_id
@@ -649,7 +658,7 @@ class Connection(_Framer):
         ):
             Transaction(txn_id, target, code, oneway, data, nfds)
         body = _encode(self._pack, data, "Transaction")
-        frame = [_TXN_FRAME.pack(_TXN_HEAD_SIZE + len(body), 3, oneway, nfds, code, txn_id, target), body]
+        frame = _TXN_FRAME.pack(_TXN_HEAD_SIZE + len(body), 3, oneway, nfds, code, txn_id, target) + body
         if not oneway:
             pending = self._pending
             if txn_id in pending:  # only if send() was given this id by hand
@@ -657,8 +666,8 @@ class Connection(_Framer):
             pending.add(txn_id)
         return txn_id, frame
 
-    def send_reply(self, txn_id: int, data: Any, nfds: int = 0) -> list[bytes]:
-        """Frame this server's successful reply to call ``txn_id``."""
+    def send_reply(self, txn_id: int, data: Any, nfds: int = 0) -> bytes:
+        """Frame this server's successful reply to call ``txn_id``, as one buffer."""
         if self.state is not READY or self.role is not SERVER:
             raise self._refused(_OUT, Reply.ok(txn_id, data, nfds), LocalProtocolError)
         pending = self._pending
@@ -667,9 +676,8 @@ class Connection(_Framer):
         if not (nfds.__class__ is int and 0 <= nfds <= MAX_FDS_PER_FRAME):  # the id is a pending one
             Reply.ok(txn_id, data, nfds)  # says what is wrong
         body = _encode(self._pack, data, "Reply")
-        frame = [_OK_FRAME.pack(_OK_HEAD_SIZE + len(body), 4, 0, nfds, txn_id), body]
         pending.discard(txn_id)
-        return frame
+        return _OK_FRAME.pack(_OK_HEAD_SIZE + len(body), 4, 0, nfds, txn_id) + body
 
     def pending_count(self) -> int:
         return len(self._pending)
@@ -684,7 +692,51 @@ class Connection(_Framer):
 
     def receive(self, data: bytes, fds: tuple[int, ...] | list[int] = ()) -> Event | _NeedData:
         """What a reader does with each read, in one call: :meth:`receive_data`, then
-        :meth:`next_event`."""
+        :meth:`next_event`.
+
+        The read a ready connection almost always gets, one whole frame of a call
+        with no descriptors (a server's :class:`Transaction`, a client's successful
+        :class:`Reply`) and nothing buffered before it, is taken here in one go: the
+        same checks as :meth:`next_event`'s, in one expression each, and the same
+        transition (``_TRANSITIONS`` says the state stays READY). Whatever that
+        expression does not pass (a bad field, an undecodable parcel, a reused id,
+        more than one frame...) goes the general way, which says what is wrong.
+        """
+        if self.state is READY and not fds and self._pos == len(self._buf):
+            n = len(data)
+            if self.role is SERVER:
+                if _TXN_FRAME_SIZE < n <= _MAX_WHOLE_FRAME:
+                    length, kind, oneway, nfds, code, txn_id, target = _TXN_FRAME.unpack_from(data)
+                    if (
+                        length + 4 == n
+                        and kind == 3
+                        and oneway <= 1
+                        and not nfds
+                        and txn_id >= 0
+                        and target >= 0
+                        and (oneway or txn_id not in self._pending)
+                    ):
+                        try:
+                            # next()'s decoding, with its options.
+                            parcel = msgpack.unpackb(data[_TXN_FRAME_SIZE:], strict_map_key=False)
+                        except Exception:
+                            pass  # the general way says how it is garbage
+                        else:
+                            if not oneway:
+                                self._pending.add(txn_id)
+                            self._buf, self._pos = data, n
+                            return tuple.__new__(Transaction, (txn_id, target, code, oneway == 1, parcel, 0, ()))
+            elif _OK_FRAME_SIZE < n <= _MAX_WHOLE_FRAME:
+                length, kind, zero, nfds, txn_id = _OK_FRAME.unpack_from(data)
+                if length + 4 == n and kind == 4 and not zero and not nfds and txn_id in self._pending:
+                    try:
+                        parcel = msgpack.unpackb(data[_OK_FRAME_SIZE:], strict_map_key=False)
+                    except Exception:
+                        pass
+                    else:
+                        self._pending.remove(txn_id)
+                        self._buf, self._pos = data, n
+                        return tuple.__new__(Reply, (txn_id, 0, 0, "", 0, parcel, 0, ()))
         if self.state is State.CLOSED and data:
             raise ProtocolError("data after the connection closed")
         if fds or self._pos < len(self._buf):
