@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-CSRC   := $(shell find csrc -name '*.c' -o -name '*.h' -o -name '*.py' 2>/dev/null)
+CSRC   := $(shell find csrc -name '*.c' -o -name '*.h' -o -name '*.py' 2>/dev/null) framework/binder/_wirec.c
 # The generated tests `npuemu vts` runs (build output, not committed): a sample of the
 # conformance cases with their expected outputs, remade when their sources change.
 VTS_CASES     := build/vts/generated_cases.npz
@@ -70,7 +70,7 @@ conformance-table: $(STAMP)
 	$(PY) tests/conformance/report.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info npuhal/_npu*.so npuhal/_npu.c framework/nn/_cpu*.so framework/nn/_cpu.c
+	rm -rf $(VENV) build *.egg-info npuhal/_npu*.so npuhal/_npu.c framework/nn/_cpu*.so framework/nn/_cpu.c framework/binder/_wirec*.so
 
 # --- C layer targets ---
 # The C tests, the sanitizer runs and driver builds compile straight from csrc/

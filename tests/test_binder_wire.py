@@ -485,3 +485,27 @@ def test_receive_takes_a_lone_call_and_its_reply_whole():
     assert client.receive(reply) == Reply.ok(txn_id, [2]) and client.pending_count() == 0
     with pytest.raises(ProtocolError, match="unknown transaction"):
         client.receive(reply)  # answered already
+
+
+@settings(max_examples=300)
+@given(blob=st.binary(max_size=80), pending=st.sets(st.integers(0, 3)), header=st.sampled_from([b"", b"\x03", b"\x04\x00"]))
+def test_the_c_frame_cutter_takes_only_what_it_can_and_never_fails_on_bytes(blob, pending, header):
+    """``_wirec`` answers any bytes with an event its own constructor accepts or None
+    (never an error, never a crash): deciding what is wrong is the Python's."""
+    from framework.binder import _wirec
+
+    data = struct.pack(">I", len(header + blob)) + header + blob
+    for take, cls in ((_wirec.take_transaction, Transaction), (_wirec.take_reply, Reply)):
+        before = set(pending)
+        event = take(data, before)
+        if event is not None:
+            assert type(event) is cls and event == cls(*event) and not event.fds
+        for cut in (data[:-1], data + b"\x00"):  # not one whole frame
+            assert take(cut, set(pending)) is None
+    with pytest.raises(TypeError):
+        _wirec.take_transaction(bytearray(data), set())
+    with pytest.raises(TypeError):
+        _wirec.take_reply(data, frozenset())
+    with pytest.raises(TypeError):
+        _wirec.frame_call(msgpack.Packer().pack, 1, 2)
+    assert _wirec.frame_reply(msgpack.Packer().pack, -1, 0, []) is None

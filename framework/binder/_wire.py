@@ -29,6 +29,10 @@ array, ``[kind, field, field, ...]``, its fields in order (a full reply is ``[4,
 txn_id, status, exception, message, service_code, data, nfds]``); an array starts
 with a byte of 0x90 or above, so the first byte of a body tells the forms apart.
 
+The two frames of a call are cut and made by ``_wirec`` (C) when nothing about them
+is unusual; it answers None for anything else, and the Python here does the rest:
+the one definition of the protocol, and what says what is wrong with a frame.
+
 One frame per message, at most :data:`MAX_FRAME_SIZE` bytes of body. Descriptors
 (``SCM_RIGHTS``) are not in the body: a frame says how many it carries and the
 transport hands them in beside the bytes; the kernel delivers a ``sendmsg``'s
@@ -50,6 +54,7 @@ from typing import Any, NamedTuple
 
 import msgpack
 
+from . import _wirec
 from ._status import MAX_TRANSACTION_SIZE, ProtocolError, TransactionTooLargeException
 
 __all__ = [
@@ -341,9 +346,6 @@ _TXN_HEAD = struct.Struct(">BBHIqq")
 _OK_HEAD = struct.Struct(">BBHq")
 _TXN_HEAD_SIZE = _TXN_HEAD.size
 _OK_HEAD_SIZE = _OK_HEAD.size
-_TXN_FRAME_SIZE = _TXN_FRAME.size
-_OK_FRAME_SIZE = _OK_FRAME.size
-_MAX_WHOLE_FRAME = _HEADER_SIZE + MAX_FRAME_SIZE
 
 
 def encode_frame(event: Event, pack: Any = None) -> list[bytes]:
@@ -559,6 +561,11 @@ for (_role, _state, _direction, _cls), _next in _TRANSITIONS.items():
     _BY_STATE[_role][_direction][_state][_cls] = _next
 del _role, _state, _direction, _cls, _next
 
+# A call's two frames are cut and made in C when nothing about them is unusual
+# (_wirec.c, which answers None for anything else: then the Python here does it, or
+# says what is wrong). It decodes a parcel as _Framer.next does.
+_wirec.configure(msgpack.unpackb, {"strict_map_key": False}, Transaction, Reply, MAX_FRAME_SIZE, MAX_TRANSACTION_SIZE)
+
 # Connection.receive takes a call's frame on a ready connection without asking the
 # table: what it may skip is that the table keeps a ready connection ready.
 if _TRANSITIONS[(SERVER, READY, _IN, Transaction)] is not READY or _TRANSITIONS[(CLIENT, READY, _IN, Reply)] is not READY:
@@ -578,7 +585,7 @@ class Connection(_Framer):
     one. A reply for a call that was never made is the peer's protocol error.
     """
 
-    __slots__ = ("role", "state", "_hello_seen", "_pending", "_next_txn_id", "_pack", "_out", "_in")
+    __slots__ = ("role", "state", "_hello_seen", "_pending", "_next_txn_id", "_pack", "_out", "_in", "_take")
 
     def __init__(self, role: Role) -> None:
         self.role = role
@@ -591,6 +598,8 @@ class Connection(_Framer):
         self._pack = msgpack.Packer(use_bin_type=True).pack
         self._out = _BY_STATE[role][_OUT]
         self._in = _BY_STATE[role][_IN]
+        # What receive() takes whole: the frame of a call this side is sent.
+        self._take = _wirec.take_transaction if role is SERVER else _wirec.take_reply
 
     # -- sending -------------------------------------------------------------------
 
@@ -645,6 +654,18 @@ class Connection(_Framer):
             raise self._refused(_OUT, Transaction(0, target, code, oneway, data, nfds), LocalProtocolError)
         txn_id = self._next_txn_id
         self._next_txn_id = txn_id + 1
+        frame = _wirec.frame_call(self._pack, target, code, oneway, nfds, txn_id, data)
+        if frame is None:
+            frame = self._frame_call(target, code, oneway, nfds, txn_id, data)
+        if not oneway:
+            pending = self._pending
+            if txn_id in pending:  # only if send() was given this id by hand
+                raise LocalProtocolError(f"transaction id {txn_id} is already in flight")
+            pending.add(txn_id)
+        return txn_id, frame
+
+    def _frame_call(self, target: int, code: int, oneway: bool, nfds: int, txn_id: int, data: Any) -> bytes:
+        """What ``_wirec.frame_call`` does, the general way, which says what is wrong."""
         # The id is ours and fits; the rest is checked in one expression (the event
         # says which field is wrong when one is).
         if not (
@@ -658,13 +679,7 @@ class Connection(_Framer):
         ):
             Transaction(txn_id, target, code, oneway, data, nfds)
         body = _encode(self._pack, data, "Transaction")
-        frame = _TXN_FRAME.pack(_TXN_HEAD_SIZE + len(body), 3, oneway, nfds, code, txn_id, target) + body
-        if not oneway:
-            pending = self._pending
-            if txn_id in pending:  # only if send() was given this id by hand
-                raise LocalProtocolError(f"transaction id {txn_id} is already in flight")
-            pending.add(txn_id)
-        return txn_id, frame
+        return _TXN_FRAME.pack(_TXN_HEAD_SIZE + len(body), 3, oneway, nfds, code, txn_id, target) + body
 
     def send_reply(self, txn_id: int, data: Any, nfds: int = 0) -> bytes:
         """Frame this server's successful reply to call ``txn_id``, as one buffer."""
@@ -673,11 +688,14 @@ class Connection(_Framer):
         pending = self._pending
         if txn_id not in pending:
             raise LocalProtocolError(f"no two-way transaction {txn_id} to reply to")
-        if not (nfds.__class__ is int and 0 <= nfds <= MAX_FDS_PER_FRAME):  # the id is a pending one
-            Reply.ok(txn_id, data, nfds)  # says what is wrong
-        body = _encode(self._pack, data, "Reply")
+        frame = _wirec.frame_reply(self._pack, txn_id, nfds, data)
+        if frame is None:  # the general way, which says what is wrong
+            if not (nfds.__class__ is int and 0 <= nfds <= MAX_FDS_PER_FRAME):  # the id is a pending one
+                Reply.ok(txn_id, data, nfds)
+            body = _encode(self._pack, data, "Reply")
+            frame = _OK_FRAME.pack(_OK_HEAD_SIZE + len(body), 4, 0, nfds, txn_id) + body
         pending.discard(txn_id)
-        return _OK_FRAME.pack(_OK_HEAD_SIZE + len(body), 4, 0, nfds, txn_id) + body
+        return frame
 
     def pending_count(self) -> int:
         return len(self._pending)
@@ -696,47 +714,18 @@ class Connection(_Framer):
 
         The read a ready connection almost always gets, one whole frame of a call
         with no descriptors (a server's :class:`Transaction`, a client's successful
-        :class:`Reply`) and nothing buffered before it, is taken here in one go: the
-        same checks as :meth:`next_event`'s, in one expression each, and the same
-        transition (``_TRANSITIONS`` says the state stays READY). Whatever that
-        expression does not pass (a bad field, an undecodable parcel, a reused id,
-        more than one frame...) goes the general way, which says what is wrong.
+        :class:`Reply`) and nothing buffered before it, is taken in one C call
+        (``_wirec.take_transaction``, ``take_reply``): the checks of
+        :meth:`next_event`, the same decoding, the same transition (``_TRANSITIONS``
+        says the state stays READY). Whatever it does not take (a bad field, an
+        undecodable parcel, a reused id, more than one frame...) goes the general
+        way, which takes it or says what is wrong.
         """
-        if self.state is READY and not fds and self._pos == len(self._buf):
-            n = len(data)
-            if self.role is SERVER:
-                if _TXN_FRAME_SIZE < n <= _MAX_WHOLE_FRAME:
-                    length, kind, oneway, nfds, code, txn_id, target = _TXN_FRAME.unpack_from(data)
-                    if (
-                        length + 4 == n
-                        and kind == 3
-                        and oneway <= 1
-                        and not nfds
-                        and txn_id >= 0
-                        and target >= 0
-                        and (oneway or txn_id not in self._pending)
-                    ):
-                        try:
-                            # next()'s decoding, with its options.
-                            parcel = msgpack.unpackb(data[_TXN_FRAME_SIZE:], strict_map_key=False)
-                        except Exception:
-                            pass  # the general way says how it is garbage
-                        else:
-                            if not oneway:
-                                self._pending.add(txn_id)
-                            self._buf, self._pos = data, n
-                            return tuple.__new__(Transaction, (txn_id, target, code, oneway == 1, parcel, 0, ()))
-            elif _OK_FRAME_SIZE < n <= _MAX_WHOLE_FRAME:
-                length, kind, zero, nfds, txn_id = _OK_FRAME.unpack_from(data)
-                if length + 4 == n and kind == 4 and not zero and not nfds and txn_id in self._pending:
-                    try:
-                        parcel = msgpack.unpackb(data[_OK_FRAME_SIZE:], strict_map_key=False)
-                    except Exception:
-                        pass
-                    else:
-                        self._pending.remove(txn_id)
-                        self._buf, self._pos = data, n
-                        return tuple.__new__(Reply, (txn_id, 0, 0, "", 0, parcel, 0, ()))
+        if self.state is READY and not fds and self._pos == len(self._buf) and data.__class__ is bytes:
+            event = self._take(data, self._pending)
+            if event is not None:
+                self._buf, self._pos = data, len(data)
+                return event
         if self.state is State.CLOSED and data:
             raise ProtocolError("data after the connection closed")
         if fds or self._pos < len(self._buf):

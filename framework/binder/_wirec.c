@@ -1,0 +1,362 @@
+/* The two frames of every binder call, cut and made in C: framework.binder._wirec.
+ *
+ * _wire.py is the protocol and stays its one definition: this module only does, in
+ * one C call instead of some hundred bytecodes, what _wire.Connection's shortcuts
+ * (receive, send_call, send_reply) do for a call's frame when nothing about it is
+ * unusual. Every function here either does that exactly or answers None, and the
+ * caller then goes the general way in Python, which does it or says what is wrong.
+ * So nothing here raises a protocol error, decides one, or formats one: a frame it
+ * does not take is not refused by it (tests/test_binder_wire.py checks the two ways
+ * against each other). It never keeps a reference to what it reads.
+ *
+ * The frames (see _wire's docstring), big-endian after a u32 length prefix:
+ *   Transaction: kind 3 (u8), oneway (u8), nfds (u16), code (u32), txn_id (i64),
+ *                target (i64), then the parcel in msgpack;
+ *   OK Reply:    kind 4 (u8), 0 (u8), nfds (u16), txn_id (i64), then the parcel.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TXN_FRAME 28 /* length prefix and header */
+#define OK_FRAME 16
+#define MAX_FDS 253
+
+/* Set once by configure(), from _wire, which owns them. */
+static PyObject *unpackb;          /* msgpack.unpackb */
+static PyObject *unpack_kwargs;    /* its keyword arguments (a dict) */
+static PyObject *transaction_type; /* _wire.Transaction */
+static PyObject *reply_type;       /* _wire.Reply */
+static Py_ssize_t max_whole;       /* the longest frame, prefix included */
+static Py_ssize_t max_body;        /* the longest parcel */
+static PyObject *zero, *empty_str, *empty_tuple;
+
+static uint16_t get16(const unsigned char *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+
+static uint32_t get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+static int64_t get64(const unsigned char *p)
+{
+    uint64_t v = (uint64_t)get32(p) << 32 | get32(p + 4);
+    return (int64_t)v;
+}
+
+static void put16(unsigned char *p, uint16_t v) { p[0] = (unsigned char)(v >> 8); p[1] = (unsigned char)v; }
+
+static void put32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+static void put64(unsigned char *p, int64_t v)
+{
+    put32(p, (uint32_t)((uint64_t)v >> 32));
+    put32(p + 4, (uint32_t)v);
+}
+
+static int configured(void)
+{
+    if (unpackb == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "framework.binder._wirec is not configured");
+        return 0;
+    }
+    return 1;
+}
+
+/* None when an Exception is pending (the general way will meet it again and say
+ * what it is); NULL, passing it on, when it is not one (KeyboardInterrupt...). */
+static PyObject *none_unless_fatal(void)
+{
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return NULL;
+    PyErr_Clear();
+    Py_RETURN_NONE;
+}
+
+/* The parcel after a header of `head` bytes, decoded as _Framer.next decodes it;
+ * NULL with an exception set if it is not msgpack. */
+static PyObject *decode_parcel(const unsigned char *p, Py_ssize_t n, Py_ssize_t head)
+{
+    PyObject *body = PyBytes_FromStringAndSize((const char *)p + head, n - head);
+    if (body == NULL)
+        return NULL;
+    PyObject *parcel = PyObject_VectorcallDict(unpackb, &body, 1, unpack_kwargs);
+    Py_DECREF(body);
+    return parcel;
+}
+
+/* tuple.__new__(cls, items): an event made of fields known good, as _wire does. */
+static PyObject *make_event(PyObject *cls, PyObject *items)
+{
+    if (items == NULL)
+        return NULL;
+    PyObject *args = PyTuple_Pack(1, items);
+    Py_DECREF(items);
+    if (args == NULL)
+        return NULL;
+    PyObject *event = PyTuple_Type.tp_new((PyTypeObject *)cls, args, NULL);
+    Py_DECREF(args);
+    return event;
+}
+
+static int check_args(PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_CheckExact(args[0]) || !PySet_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "expected (bytes, set)");
+        return 0;
+    }
+    return configured();
+}
+
+/* take_transaction(data, pending): the Transaction that `data` is, if it is exactly
+ * one whole Transaction frame with no descriptors whose fields are all good and whose
+ * id (two-way) is not in `pending`, which it then joins; else None. */
+static PyObject *take_transaction(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (!check_args(args, nargs))
+        return NULL;
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    PyObject *pending = args[1];
+    if (n <= TXN_FRAME || n > max_whole || (Py_ssize_t)get32(p) + 4 != n || p[4] != 3)
+        Py_RETURN_NONE;
+    int oneway = p[5];
+    uint32_t code = get32(p + 8);
+    int64_t txn_id = get64(p + 12), target = get64(p + 20);
+    if (oneway > 1 || get16(p + 6) != 0 || txn_id < 0 || target < 0)
+        Py_RETURN_NONE;
+    PyObject *id = PyLong_FromLongLong(txn_id);
+    if (id == NULL)
+        return NULL;
+    if (!oneway) {
+        int in_flight = PySet_Contains(pending, id);
+        if (in_flight != 0) {
+            Py_DECREF(id);
+            if (in_flight < 0)
+                return NULL;
+            Py_RETURN_NONE;
+        }
+    }
+    PyObject *parcel = decode_parcel(p, n, TXN_FRAME);
+    if (parcel == NULL) {
+        Py_DECREF(id);
+        return none_unless_fatal();
+    }
+    PyObject *items = Py_BuildValue("(NNNONOO)", id, PyLong_FromLongLong(target), PyLong_FromUnsignedLong(code),
+                                    oneway ? Py_True : Py_False, parcel, zero, empty_tuple);
+    PyObject *event = make_event(transaction_type, items);
+    if (event != NULL && !oneway && PySet_Add(pending, PyTuple_GET_ITEM(event, 0)) < 0)
+        Py_CLEAR(event);
+    return event;
+}
+
+/* take_reply(data, pending): the successful Reply that `data` is, if it is exactly
+ * one whole such frame with no descriptors, answering an id in `pending`, which then
+ * leaves it; else None. */
+static PyObject *take_reply(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (!check_args(args, nargs))
+        return NULL;
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    PyObject *pending = args[1];
+    if (n <= OK_FRAME || n > max_whole || (Py_ssize_t)get32(p) + 4 != n || p[4] != 4 || p[5] != 0 ||
+        get16(p + 6) != 0)
+        Py_RETURN_NONE;
+    int64_t txn_id = get64(p + 8);
+    if (txn_id < 0)
+        Py_RETURN_NONE;
+    PyObject *id = PyLong_FromLongLong(txn_id);
+    if (id == NULL)
+        return NULL;
+    int in_flight = PySet_Contains(pending, id);
+    if (in_flight <= 0) {
+        Py_DECREF(id);
+        if (in_flight < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *parcel = decode_parcel(p, n, OK_FRAME);
+    if (parcel == NULL) {
+        Py_DECREF(id);
+        return none_unless_fatal();
+    }
+    PyObject *items = Py_BuildValue("(NOOOONOO)", id, zero, zero, empty_str, zero, parcel, zero, empty_tuple);
+    if (items == NULL)
+        return NULL;
+    if (PySet_Discard(pending, PyTuple_GET_ITEM(items, 0)) < 0) {
+        Py_DECREF(items);
+        return NULL;
+    }
+    return make_event(reply_type, items);
+}
+
+/* An exact int in [lo, hi], read into *out; 0 if it is anything else. */
+static int int_in(PyObject *v, long long lo, long long hi, long long *out)
+{
+    if (!PyLong_CheckExact(v))
+        return 0;
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (x < lo || x > hi)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+/* The parcel packed by `pack`, if it packs to bytes of at most max_body; else NULL,
+ * with an exception set only if it is not an Exception (then pass it on). */
+static PyObject *pack_parcel(PyObject *pack, PyObject *data)
+{
+    PyObject *body = PyObject_Vectorcall(pack, &data, 1, NULL);
+    if (body == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_Exception))
+            PyErr_Clear();
+        return NULL;
+    }
+    if (!PyBytes_CheckExact(body) || PyBytes_GET_SIZE(body) > max_body) {
+        Py_DECREF(body);
+        return NULL;
+    }
+    return body;
+}
+
+/* frame_call(pack, target, code, oneway, nfds, txn_id, data): a Transaction's whole
+ * frame (prefix, header, parcel) as one bytes, if every field is good and the parcel
+ * packs within the limit; else None. */
+static PyObject *frame_call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "frame_call takes 7 arguments");
+        return NULL;
+    }
+    if (!configured())
+        return NULL;
+    long long target, code, nfds, txn_id;
+    PyObject *oneway = args[3];
+    if (!int_in(args[1], 0, INT64_MAX, &target) || !int_in(args[2], 0, UINT32_MAX, &code) ||
+        (oneway != Py_True && oneway != Py_False) || !int_in(args[4], 0, MAX_FDS, &nfds) ||
+        !int_in(args[5], 0, INT64_MAX, &txn_id))
+        Py_RETURN_NONE;
+    PyObject *body = pack_parcel(args[0], args[6]);
+    if (body == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    Py_ssize_t size = PyBytes_GET_SIZE(body);
+    PyObject *frame = PyBytes_FromStringAndSize(NULL, TXN_FRAME + size);
+    if (frame != NULL) {
+        unsigned char *p = (unsigned char *)PyBytes_AS_STRING(frame);
+        put32(p, (uint32_t)(TXN_FRAME - 4 + size));
+        p[4] = 3;
+        p[5] = oneway == Py_True;
+        put16(p + 6, (uint16_t)nfds);
+        put32(p + 8, (uint32_t)code);
+        put64(p + 12, txn_id);
+        put64(p + 20, target);
+        memcpy(p + TXN_FRAME, PyBytes_AS_STRING(body), (size_t)size);
+    }
+    Py_DECREF(body);
+    return frame;
+}
+
+/* frame_reply(pack, txn_id, nfds, data): a successful Reply's whole frame as one
+ * bytes, if the fields are good and the parcel packs within the limit; else None. */
+static PyObject *frame_reply(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "frame_reply takes 4 arguments");
+        return NULL;
+    }
+    if (!configured())
+        return NULL;
+    long long txn_id, nfds;
+    if (!int_in(args[1], 0, INT64_MAX, &txn_id) || !int_in(args[2], 0, MAX_FDS, &nfds))
+        Py_RETURN_NONE;
+    PyObject *body = pack_parcel(args[0], args[3]);
+    if (body == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    Py_ssize_t size = PyBytes_GET_SIZE(body);
+    PyObject *frame = PyBytes_FromStringAndSize(NULL, OK_FRAME + size);
+    if (frame != NULL) {
+        unsigned char *p = (unsigned char *)PyBytes_AS_STRING(frame);
+        put32(p, (uint32_t)(OK_FRAME - 4 + size));
+        p[4] = 4;
+        p[5] = 0;
+        put16(p + 6, (uint16_t)nfds);
+        put64(p + 8, txn_id);
+        memcpy(p + OK_FRAME, PyBytes_AS_STRING(body), (size_t)size);
+    }
+    Py_DECREF(body);
+    return frame;
+}
+
+/* configure(unpackb, unpack_kwargs, Transaction, Reply, max_frame_size, max_parcel_size) */
+static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 6 || !PyCallable_Check(args[0]) || !PyDict_CheckExact(args[1]) || !PyType_Check(args[2]) ||
+        !PyType_Check(args[3]) || !PyType_IsSubtype((PyTypeObject *)args[2], &PyTuple_Type) ||
+        !PyType_IsSubtype((PyTypeObject *)args[3], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "configure(unpackb, kwargs, Transaction, Reply, max_frame_size, max_parcel_size)");
+        return NULL;
+    }
+    Py_ssize_t frame = PyLong_AsSsize_t(args[4]), parcel = PyLong_AsSsize_t(args[5]);
+    if ((frame == -1 || parcel == -1) && PyErr_Occurred())
+        return NULL;
+    if (frame <= 0 || parcel <= 0 || frame > PY_SSIZE_T_MAX - 4) {
+        PyErr_SetString(PyExc_ValueError, "sizes must be positive");
+        return NULL;
+    }
+    Py_XSETREF(unpackb, Py_NewRef(args[0]));
+    Py_XSETREF(unpack_kwargs, Py_NewRef(args[1]));
+    Py_XSETREF(transaction_type, Py_NewRef(args[2]));
+    Py_XSETREF(reply_type, Py_NewRef(args[3]));
+    max_whole = frame + 4;
+    max_body = parcel;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"take_transaction", (PyCFunction)(void (*)(void))take_transaction, METH_FASTCALL,
+     "take_transaction(data, pending): the Transaction that data is whole, or None."},
+    {"take_reply", (PyCFunction)(void (*)(void))take_reply, METH_FASTCALL,
+     "take_reply(data, pending): the successful Reply that data is whole, or None."},
+    {"frame_call", (PyCFunction)(void (*)(void))frame_call, METH_FASTCALL,
+     "frame_call(pack, target, code, oneway, nfds, txn_id, data): a Transaction's frame, or None."},
+    {"frame_reply", (PyCFunction)(void (*)(void))frame_reply, METH_FASTCALL,
+     "frame_reply(pack, txn_id, nfds, data): a successful Reply's frame, or None."},
+    {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
+     "configure(unpackb, kwargs, Transaction, Reply, max_frame_size, max_parcel_size)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "framework.binder._wirec",
+    "A binder call's two frames, cut and made in C for _wire (which see).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__wirec(void)
+{
+    zero = PyLong_FromLong(0);
+    empty_str = PyUnicode_FromString("");
+    empty_tuple = PyTuple_New(0);
+    if (zero == NULL || empty_str == NULL || empty_tuple == NULL)
+        return NULL;
+    return PyModule_Create(&module_def);
+}
