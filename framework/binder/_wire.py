@@ -564,6 +564,8 @@ del _role, _state, _direction, _cls, _next
 # A call's two frames are cut and made in C when nothing about them is unusual
 # (_wirec.c, which answers None for anything else: then the Python here does it, or
 # says what is wrong). It decodes a parcel as _Framer.next does.
+if getattr(_wirec, "VERSION", None) != 1:
+    raise ImportError(f"{_wirec.__file__} is a stale build of framework/binder/_wirec.c: run make install")
 _wirec.configure(msgpack.unpackb, {"strict_map_key": False}, Transaction, Reply, MAX_FRAME_SIZE, MAX_TRANSACTION_SIZE)
 
 # Connection.receive takes a call's frame on a ready connection without asking the

@@ -70,6 +70,16 @@ static int configured(void)
     return 1;
 }
 
+/* The module is configured and a function that takes `want` arguments got them. */
+static int ready(Py_ssize_t nargs, Py_ssize_t want, const char *name)
+{
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments, got %zd", name, want, nargs);
+        return 0;
+    }
+    return configured();
+}
+
 /* None when an Exception is pending (the general way will meet it again and say
  * what it is); NULL, passing it on, when it is not one (KeyboardInterrupt...). */
 static PyObject *none_unless_fatal(void)
@@ -92,6 +102,32 @@ static PyObject *decode_parcel(const unsigned char *p, Py_ssize_t n, Py_ssize_t 
     return parcel;
 }
 
+/* The id `txn_id`, if whether `pending` holds it is `want` (1 or 0; -1: either), and
+ * the parcel after `head` bytes, if it decodes: 1, with *id and *parcel new
+ * references; 0 if not (the caller answers None); -1 on an error to pass on. */
+static int id_and_parcel(const unsigned char *p, Py_ssize_t n, Py_ssize_t head, int64_t txn_id, PyObject *pending,
+                         int want, PyObject **id, PyObject **parcel)
+{
+    *id = PyLong_FromLongLong(txn_id);
+    if (*id == NULL)
+        return -1;
+    if (want >= 0) {
+        int in_flight = PySet_Contains(pending, *id);
+        if (in_flight != want) {
+            Py_CLEAR(*id);
+            return in_flight < 0 ? -1 : 0;
+        }
+    }
+    *parcel = decode_parcel(p, n, head);
+    if (*parcel == NULL) {
+        Py_CLEAR(*id);
+        PyObject *none = none_unless_fatal();
+        Py_XDECREF(none);
+        return none == NULL ? -1 : 0;
+    }
+    return 1;
+}
+
 /* tuple.__new__(cls, items): an event made of fields known good, as _wire does. */
 static PyObject *make_event(PyObject *cls, PyObject *items)
 {
@@ -106,13 +142,21 @@ static PyObject *make_event(PyObject *cls, PyObject *items)
     return event;
 }
 
-static int check_args(PyObject *const *args, Py_ssize_t nargs)
+/* Whether args[0] (bytes) is exactly one whole frame of `kind` with a header of
+ * `head` bytes and a parcel after it, its bytes in *p and *n: 1 if so, 0 if not
+ * (answer None), -1 if the arguments are not (bytes, set). */
+static int whole_frame(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t head, unsigned char kind,
+                       const unsigned char **p, Py_ssize_t *n)
 {
-    if (nargs != 2 || !PyBytes_CheckExact(args[0]) || !PySet_CheckExact(args[1])) {
+    if (!ready(nargs, 2, "taking a frame"))
+        return -1;
+    if (!PyBytes_CheckExact(args[0]) || !PySet_CheckExact(args[1])) {
         PyErr_SetString(PyExc_TypeError, "expected (bytes, set)");
-        return 0;
+        return -1;
     }
-    return configured();
+    *p = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    *n = PyBytes_GET_SIZE(args[0]);
+    return *n > head && *n <= max_whole && (Py_ssize_t)get32(*p) + 4 == *n && (*p)[4] == kind;
 }
 
 /* take_transaction(data, pending): the Transaction that `data` is, if it is exactly
@@ -121,35 +165,21 @@ static int check_args(PyObject *const *args, Py_ssize_t nargs)
 static PyObject *take_transaction(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (!check_args(args, nargs))
-        return NULL;
-    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(args[0]);
-    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    const unsigned char *p;
+    Py_ssize_t n;
+    int is = whole_frame(args, nargs, TXN_FRAME, 3, &p, &n);
+    if (is <= 0)
+        return is < 0 ? NULL : Py_NewRef(Py_None);
     PyObject *pending = args[1];
-    if (n <= TXN_FRAME || n > max_whole || (Py_ssize_t)get32(p) + 4 != n || p[4] != 3)
-        Py_RETURN_NONE;
     int oneway = p[5];
     uint32_t code = get32(p + 8);
     int64_t txn_id = get64(p + 12), target = get64(p + 20);
     if (oneway > 1 || get16(p + 6) != 0 || txn_id < 0 || target < 0)
         Py_RETURN_NONE;
-    PyObject *id = PyLong_FromLongLong(txn_id);
-    if (id == NULL)
-        return NULL;
-    if (!oneway) {
-        int in_flight = PySet_Contains(pending, id);
-        if (in_flight != 0) {
-            Py_DECREF(id);
-            if (in_flight < 0)
-                return NULL;
-            Py_RETURN_NONE;
-        }
-    }
-    PyObject *parcel = decode_parcel(p, n, TXN_FRAME);
-    if (parcel == NULL) {
-        Py_DECREF(id);
-        return none_unless_fatal();
-    }
+    PyObject *id, *parcel;
+    int got = id_and_parcel(p, n, TXN_FRAME, txn_id, pending, oneway ? -1 : 0, &id, &parcel);
+    if (got <= 0)
+        return got < 0 ? NULL : Py_NewRef(Py_None);
     PyObject *items = Py_BuildValue("(NNNONOO)", id, PyLong_FromLongLong(target), PyLong_FromUnsignedLong(code),
                                     oneway ? Py_True : Py_False, parcel, zero, empty_tuple);
     PyObject *event = make_event(transaction_type, items);
@@ -164,32 +194,21 @@ static PyObject *take_transaction(PyObject *module, PyObject *const *args, Py_ss
 static PyObject *take_reply(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (!check_args(args, nargs))
-        return NULL;
-    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(args[0]);
-    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    const unsigned char *p;
+    Py_ssize_t n;
+    int is = whole_frame(args, nargs, OK_FRAME, 4, &p, &n);
+    if (is <= 0)
+        return is < 0 ? NULL : Py_NewRef(Py_None);
     PyObject *pending = args[1];
-    if (n <= OK_FRAME || n > max_whole || (Py_ssize_t)get32(p) + 4 != n || p[4] != 4 || p[5] != 0 ||
-        get16(p + 6) != 0)
+    if (p[5] != 0 || get16(p + 6) != 0)
         Py_RETURN_NONE;
     int64_t txn_id = get64(p + 8);
     if (txn_id < 0)
         Py_RETURN_NONE;
-    PyObject *id = PyLong_FromLongLong(txn_id);
-    if (id == NULL)
-        return NULL;
-    int in_flight = PySet_Contains(pending, id);
-    if (in_flight <= 0) {
-        Py_DECREF(id);
-        if (in_flight < 0)
-            return NULL;
-        Py_RETURN_NONE;
-    }
-    PyObject *parcel = decode_parcel(p, n, OK_FRAME);
-    if (parcel == NULL) {
-        Py_DECREF(id);
-        return none_unless_fatal();
-    }
+    PyObject *id, *parcel;
+    int got = id_and_parcel(p, n, OK_FRAME, txn_id, pending, 1, &id, &parcel);
+    if (got <= 0)
+        return got < 0 ? NULL : Py_NewRef(Py_None);
     PyObject *items = Py_BuildValue("(NOOOONOO)", id, zero, zero, empty_str, zero, parcel, zero, empty_tuple);
     if (items == NULL)
         return NULL;
@@ -217,21 +236,28 @@ static int int_in(PyObject *v, long long lo, long long hi, long long *out)
     return 1;
 }
 
-/* The parcel packed by `pack`, if it packs to bytes of at most max_body; else NULL,
- * with an exception set only if it is not an Exception (then pass it on). */
-static PyObject *pack_parcel(PyObject *pack, PyObject *data)
+/* A frame of `head` bytes of prefix and header, then `data` packed by `pack`: its
+ * length prefix written, its kind byte and the rest of the header the caller's to
+ * write. None (a new reference) if the parcel does not pack to bytes of at most
+ * max_body; NULL if an error that is not an Exception is to be passed on. */
+static PyObject *frame_of(PyObject *pack, PyObject *data, Py_ssize_t head)
 {
     PyObject *body = PyObject_Vectorcall(pack, &data, 1, NULL);
-    if (body == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_Exception))
-            PyErr_Clear();
-        return NULL;
-    }
+    if (body == NULL)
+        return none_unless_fatal();
     if (!PyBytes_CheckExact(body) || PyBytes_GET_SIZE(body) > max_body) {
         Py_DECREF(body);
-        return NULL;
+        Py_RETURN_NONE;
     }
-    return body;
+    Py_ssize_t size = PyBytes_GET_SIZE(body);
+    PyObject *frame = PyBytes_FromStringAndSize(NULL, head + size);
+    if (frame != NULL) {
+        unsigned char *p = (unsigned char *)PyBytes_AS_STRING(frame);
+        put32(p, (uint32_t)(head - 4 + size));
+        memcpy(p + head, PyBytes_AS_STRING(body), (size_t)size);
+    }
+    Py_DECREF(body);
+    return frame;
 }
 
 /* frame_call(pack, target, code, oneway, nfds, txn_id, data): a Transaction's whole
@@ -240,11 +266,7 @@ static PyObject *pack_parcel(PyObject *pack, PyObject *data)
 static PyObject *frame_call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "frame_call takes 7 arguments");
-        return NULL;
-    }
-    if (!configured())
+    if (!ready(nargs, 7, "frame_call"))
         return NULL;
     long long target, code, nfds, txn_id;
     PyObject *oneway = args[3];
@@ -252,23 +274,16 @@ static PyObject *frame_call(PyObject *module, PyObject *const *args, Py_ssize_t 
         (oneway != Py_True && oneway != Py_False) || !int_in(args[4], 0, MAX_FDS, &nfds) ||
         !int_in(args[5], 0, INT64_MAX, &txn_id))
         Py_RETURN_NONE;
-    PyObject *body = pack_parcel(args[0], args[6]);
-    if (body == NULL)
-        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    Py_ssize_t size = PyBytes_GET_SIZE(body);
-    PyObject *frame = PyBytes_FromStringAndSize(NULL, TXN_FRAME + size);
-    if (frame != NULL) {
+    PyObject *frame = frame_of(args[0], args[6], TXN_FRAME);
+    if (frame != NULL && frame != Py_None) {
         unsigned char *p = (unsigned char *)PyBytes_AS_STRING(frame);
-        put32(p, (uint32_t)(TXN_FRAME - 4 + size));
         p[4] = 3;
         p[5] = oneway == Py_True;
         put16(p + 6, (uint16_t)nfds);
         put32(p + 8, (uint32_t)code);
         put64(p + 12, txn_id);
         put64(p + 20, target);
-        memcpy(p + TXN_FRAME, PyBytes_AS_STRING(body), (size_t)size);
     }
-    Py_DECREF(body);
     return frame;
 }
 
@@ -277,30 +292,19 @@ static PyObject *frame_call(PyObject *module, PyObject *const *args, Py_ssize_t 
 static PyObject *frame_reply(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "frame_reply takes 4 arguments");
-        return NULL;
-    }
-    if (!configured())
+    if (!ready(nargs, 4, "frame_reply"))
         return NULL;
     long long txn_id, nfds;
     if (!int_in(args[1], 0, INT64_MAX, &txn_id) || !int_in(args[2], 0, MAX_FDS, &nfds))
         Py_RETURN_NONE;
-    PyObject *body = pack_parcel(args[0], args[3]);
-    if (body == NULL)
-        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    Py_ssize_t size = PyBytes_GET_SIZE(body);
-    PyObject *frame = PyBytes_FromStringAndSize(NULL, OK_FRAME + size);
-    if (frame != NULL) {
+    PyObject *frame = frame_of(args[0], args[3], OK_FRAME);
+    if (frame != NULL && frame != Py_None) {
         unsigned char *p = (unsigned char *)PyBytes_AS_STRING(frame);
-        put32(p, (uint32_t)(OK_FRAME - 4 + size));
         p[4] = 4;
         p[5] = 0;
         put16(p + 6, (uint16_t)nfds);
         put64(p + 8, txn_id);
-        memcpy(p + OK_FRAME, PyBytes_AS_STRING(body), (size_t)size);
     }
-    Py_DECREF(body);
     return frame;
 }
 
@@ -345,6 +349,9 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* What _wire expects: a build of another version fails its import, loudly. */
+#define WIREC_VERSION 1
+
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "framework.binder._wirec",
     "A binder call's two frames, cut and made in C for _wire (which see).", -1, methods,
@@ -358,5 +365,8 @@ PyMODINIT_FUNC PyInit__wirec(void)
     empty_tuple = PyTuple_New(0);
     if (zero == NULL || empty_str == NULL || empty_tuple == NULL)
         return NULL;
-    return PyModule_Create(&module_def);
+    PyObject *module = PyModule_Create(&module_def);
+    if (module != NULL && PyModule_AddIntConstant(module, "VERSION", WIREC_VERSION) < 0)
+        Py_CLEAR(module);
+    return module;
 }
