@@ -54,7 +54,10 @@ from typing import Any, NamedTuple
 
 import msgpack
 
-from . import _wirec
+try:
+    from . import _wirec
+except ImportError as exc:  # a checkout whose C extensions were built before _wirec.c came
+    raise ImportError(f"framework.binder._wirec is not built ({exc}): run make install") from exc
 from ._status import MAX_TRANSACTION_SIZE, ProtocolError, TransactionTooLargeException
 
 __all__ = [
