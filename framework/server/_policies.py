@@ -46,7 +46,7 @@ from framework.npumanager import (
 )
 
 from ._policy_api import NEVER, Event, LoadRequest, NpuPolicy, RequestFiled, RequestState, WorkCompleted
-from ._thermal import severity_name
+from ._thermal import severity_name, thermal_restricts
 
 if TYPE_CHECKING:
     from ._arbiter import PolicyContext
@@ -174,6 +174,8 @@ class BudgetRules(NpuPolicy):
         return True
 
     def _enforce_thermal(self, ctx: PolicyContext) -> None:
+        if not thermal_restricts(ctx.thermal):
+            return  # nothing to enforce: a walk over every request filed would cost each event that much
         for r in ctx.requests():
             if not ctx.live(r) or ctx.thermal_allows(r):
                 continue

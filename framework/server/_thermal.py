@@ -55,6 +55,11 @@ def severity_name(severity: int) -> str:
     return ThrottlingSeverity(check_severity(severity)).name
 
 
+def thermal_restricts(severity: int) -> bool:
+    """Whether the heat at ``severity`` refuses any request at all (below it every one may hold a model)."""
+    return severity >= min(REFUSE_BACKGROUND_FROM, FOREGROUND_ONLY_FROM)
+
+
 def thermal_allows(severity: int, importance: int, priority: int) -> bool:
     """May a request of ``priority`` from a uid of ``importance`` hold a model now?"""
     if severity >= FOREGROUND_ONLY_FROM and importance > IMPORTANCE_FOREGROUND:
