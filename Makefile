@@ -10,7 +10,7 @@ VTS_CASES     := build/vts/generated_cases.npz
 VTS_CASES_SRC := $(wildcard tests/nnref/*.py tests/test_nnref_*.py) tests/conformance/cases.py \
 	tests/conformance/build.py tests/make_vts_cases.py
 
-.PHONY: demo test install ext clean aidl conformance-table vts-cases models
+.PHONY: demo test install ext clean aidl conformance-table vts-cases models isolation
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,14 @@ $(STAMP): $(VENV)/bin/python pyproject.toml $(CSRC)
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
-install: $(STAMP) $(VTS_CASES)
+install: $(STAMP) $(VTS_CASES) isolation
+
+# uid isolation (as root; nothing otherwise): the system and app uids must be able to start
+# Python and read the tree and the models. Where a folder above them is not searchable by
+# other users (Python under a 0700 /root), grant search (o+x, never read) on it, and say so.
+isolation: | $(STAMP)
+	@$(PY) -c 'import sys; from framework.emulator import grant_search; \
+		[print(f"made {p} searchable by other users (uid isolation)") for p in grant_search(sys.argv[1:])]' $(MODELS_DIR)
 
 # --- real models (issue 15) ---
 # MediaPipe's .tflite models, from the mediapipe wheel on the package index (never committed):
@@ -53,10 +60,10 @@ ext: | $(STAMP)
 aidl: $(STAMP)
 	$(VENV)/bin/npuemu aidl
 
-demo: $(STAMP) $(MODELS_STAMP)
+demo: $(STAMP) $(MODELS_STAMP) isolation
 	$(VENV)/bin/npuemu demo
 
-test: $(STAMP) $(VTS_CASES) $(MODELS_STAMP)
+test: $(STAMP) $(VTS_CASES) $(MODELS_STAMP) isolation
 	NPUEMU_MODELS_DIR=$(MODELS_DIR) $(PY) -m pytest -q -n 3
 
 

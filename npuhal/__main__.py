@@ -30,7 +30,7 @@ from pathlib import Path
 
 import trio
 
-from framework.binder import RUNTIME_DIR_ENV, RemoteException, open_binder_runtime
+from framework.binder import RUNTIME_DIR_ENV, RemoteException, make_non_dumpable, open_binder_runtime
 
 from ._driver import open_driver
 from ._errors import NpuError
@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         _setup_logging(args, runtime_dir)
     except OSError as exc:
         _parser().error(f"cannot open the log: {exc}")
+    make_non_dumpable()  # no app may ptrace the HAL or copy its descriptors
     log.info("npuhal pid %d starting in %s", os.getpid(), runtime_dir)
     return trio.run(_serve, args, runtime_dir)
 

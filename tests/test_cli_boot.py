@@ -568,7 +568,7 @@ _NEVER_BOOTS = (
 )
 
 
-def _processes_in(root) -> list[tuple[int, int]]:
+def _processes_in(root) -> list[int]:
     """The live processes of the emulator in ``root`` (each has it in its environment)."""
     return processes_with_env("NPUEMU_RUNTIME_DIR", str(root))
 

@@ -27,7 +27,8 @@ General layout (everything lives in private modules; this file only re-exports):
 - ``_interface``: the bases of generated interfaces, stubs and proxies.
 - ``_servicemanager``: the registry and pid -> uid records; ``servicemanager`` is
   its ``python -m`` entry point. ``_launch`` and ``_gate``: starting a child under
-  a uid.
+  a uid; ``_isolation``: its OS identity (uids, capabilities, non-dumpable) and the
+  cgroup an app's processes die together in.
 - ``_nursery``: ``open_service_nursery`` (a nursery whose body's exception leaves
   as itself, not in an ``ExceptionGroup``) and ``single_exception``.
 - ``_open``: ``open_binder_runtime``, the runtime with the usual resolver (ask the
@@ -46,6 +47,20 @@ from ._fd import ParcelFileDescriptor as ParcelFileDescriptor
 from ._fd import SharedMemory as SharedMemory
 from ._interface import InterfaceProxy as InterfaceProxy
 from ._interface import interface_class as interface_class
+from ._isolation import CAP_KILL as CAP_KILL
+from ._isolation import CAP_SETGID as CAP_SETGID
+from ._isolation import CAP_SETUID as CAP_SETUID
+from ._isolation import CGROUP_ENV as CGROUP_ENV
+from ._isolation import SHARED_RUNTIME_DIR_MODE as SHARED_RUNTIME_DIR_MODE
+from ._isolation import ISOLATION_ENV as ISOLATION_ENV
+from ._isolation import ProcessCgroup as ProcessCgroup
+from ._isolation import become_uid as become_uid
+from ._isolation import isolation as isolation
+from ._isolation import kill_process_tree as kill_process_tree
+from ._isolation import make_non_dumpable as make_non_dumpable
+from ._isolation import os_credentials as os_credentials
+from ._isolation import pidfd_kill as pidfd_kill
+from ._isolation import set_no_new_privs as set_no_new_privs
 from ._launch import HeldProcess as HeldProcess
 from ._launch import launch_process as launch_process
 from ._launch import spawn_held as spawn_held

@@ -8,6 +8,12 @@ refused, so :func:`launch_process` holds the child at a gate: the child runs
 until the launcher has registered its pid, then ``exec``s the real program (same
 pid, so the record stays true). If registration fails, the launcher closes the
 pipe unwritten and kills the child; the gate exits without running anything.
+
+A launcher that may (root, or system_server with ``CAP_SETUID``) gives the child its OS
+identity too: ``os_uid`` starts it as that uid and gid with no supplementary groups, set
+in the child between ``fork`` and ``exec`` (see ``_isolation``); ``cgroup`` puts it in a
+cgroup while it is held, before it runs a line of its own, so that nothing it starts can
+leave it.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 
 import trio
 
+from ._isolation import ProcessCgroup, os_credentials
 from ._runtime import LAUNCH_GATE_ENV, RUNTIME_DIR_ENV, BinderRuntime, _current
 from ._servicemanager import defaultServiceManager
 from ._status import IllegalStateException
@@ -81,6 +88,8 @@ async def spawn_held(
     runtime_dir: str | os.PathLike[str],
     env: Mapping[str, str] | None = None,
     gate_in_runtime: bool = False,
+    os_uid: int | None = None,
+    cgroup: ProcessCgroup | None = None,
     **kwargs: Any,
 ) -> HeldProcess:
     """Start ``argv`` held until :meth:`HeldProcess.release` registers it.
@@ -91,6 +100,9 @@ async def spawn_held(
     once and waits inside ``open_binder_runtime``: its imports overlap with whatever
     the launcher does meanwhile (init starts the servicemanager), which is what makes
     a boot fast. No connection is made before the release either way.
+
+    ``os_uid`` runs the child as that OS uid (and gid, no groups); ``cgroup`` holds it
+    and everything it will start (see the module's doc).
     """
     if not argv:
         raise ValueError("empty argv")
@@ -106,7 +118,17 @@ async def spawn_held(
             # The gate runs as a bare script (-I -S: no site, no package import), so
             # holding the child costs a few ms, not an import of the whole binder.
             command = [sys.executable, "-I", "-S", _GATE, str(read_end), "--", *argv]
+        if os_uid is not None:
+            kwargs.update(os_credentials(os_uid))
         proc = await trio.lowlevel.open_process(command, env=child_env, pass_fds=pass_fds, **kwargs)
+        if cgroup is not None:
+            try:
+                cgroup.add(proc.pid)  # held: it has started nothing that could stay outside
+            except BaseException:
+                proc.kill()
+                with trio.CancelScope(shield=True):
+                    await proc.wait()
+                raise
     except BaseException:
         os.close(write_end)
         raise
@@ -121,13 +143,15 @@ async def launch_process(
     uid: int,
     env: Mapping[str, str] | None = None,
     runtime: BinderRuntime | None = None,
+    os_uid: int | None = None,
+    cgroup: ProcessCgroup | None = None,
     **kwargs: Any,
 ) -> trio.Process:
     """Start ``argv`` as a child that the binder knows as ``uid``.
 
     The child is registered with the servicemanager before it runs a line of its
     own; its environment gets ``NPUEMU_RUNTIME_DIR`` so that it finds the
-    runtime directory. Other keyword arguments go to
+    runtime directory. ``os_uid`` and ``cgroup`` are :func:`spawn_held`'s. Other keyword arguments go to
     :func:`trio.lowlevel.open_process` (``stdout``, ``stderr``, ``cwd``...). The
     caller owns the returned process (wait for it, or kill it).
 
@@ -139,5 +163,6 @@ async def launch_process(
         raise IllegalStateException("launch_process needs a binder runtime: open_binder_runtime first")
     if not isinstance(runtime.network, UnixNetwork):
         raise IllegalStateException("launch_process starts real processes: the runtime must use Unix sockets")
-    held = await spawn_held(argv, runtime_dir=runtime.network.runtime_dir, env=env, **kwargs)
+    held = await spawn_held(argv, runtime_dir=runtime.network.runtime_dir, env=env, os_uid=os_uid, cgroup=cgroup,
+                            **kwargs)
     return await held.release(uid, runtime)

@@ -21,11 +21,13 @@ service whose process dies leaves the registry at once.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
 import os
 import re
 import secrets
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -230,13 +232,19 @@ async def _notify(callback: Any, name: str, binder: Any) -> None:
 def _write_token(runtime_dir: Path) -> str:
     token = secrets.token_hex(32)
     path = runtime_dir / SHELL_TOKEN_FILE
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # A fresh 0600 file of a random name (mkstemp: O_EXCL): where every uid may write the
+    # directory (an isolated emulator's), no app can have put a file or a symlink there first.
+    fd, tmp = tempfile.mkstemp(prefix=".token-", dir=runtime_dir)
     try:
-        os.write(fd, token.encode())
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            os.write(fd, token.encode())
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
     return token
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import trio
 
+from ._isolation import SHARED_RUNTIME_DIR_MODE
 from ._status import DeadObjectException, ProtocolError
 from ._wire import MAX_FDS_PER_FRAME
 
@@ -309,17 +310,22 @@ class UnixNetwork:
 
     A runtime directory that exists with looser permissions, or that belongs to
     another user, is refused: anyone who can write there could stand up a fake
-    servicemanager.
+    servicemanager. The one exception is an isolated emulator's (each process its own
+    OS uid): owned by root and ``SHARED_RUNTIME_DIR_MODE`` (1733: every uid makes its
+    sockets there, none lists it or removes another's), where sockets are 0666 (the
+    kernel's ``SO_PEERCRED``, not the file's mode, says who connected).
     """
 
     def __init__(self, runtime_dir: str | os.PathLike[str]) -> None:
         self.runtime_dir = Path(runtime_dir)
         self.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = self.runtime_dir.stat()
-        if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
+        mode = stat.S_IMODE(st.st_mode)
+        self.shared = st.st_uid == 0 and mode == SHARED_RUNTIME_DIR_MODE
+        if not self.shared and (st.st_uid != os.getuid() or mode & 0o077):
             raise PermissionError(
                 f"runtime directory {self.runtime_dir} must be owned by uid {os.getuid()} and 0700,"
-                f" is uid {st.st_uid} mode {stat.S_IMODE(st.st_mode):o}"
+                f" is uid {st.st_uid} mode {mode:o}"
             )
 
     def own_pid(self) -> int:
@@ -344,7 +350,7 @@ class UnixNetwork:
                 sock.bind(os.fspath(path))
             finally:
                 os.umask(old)
-            os.chmod(path, 0o600)
+            os.chmod(path, 0o666 if self.shared else 0o600)
             sock.listen(128)
         except BaseException:
             sock.close()

@@ -30,6 +30,7 @@ from ._boot import BootConfig as BootConfig
 from ._boot import Emulator as Emulator
 from ._boot import HAL_SERVICES as HAL_SERVICES
 from ._boot import SYSTEM_SERVER_SERVICES as SYSTEM_SERVER_SERVICES
+from ._boot import grant_search as grant_search
 from ._control import DeviceRow as DeviceRow
 from ._control import LaunchedApp as LaunchedApp
 from ._control import describe_start as describe_start

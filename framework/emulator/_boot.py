@@ -56,11 +56,13 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import math
 import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -75,13 +77,18 @@ import trio
 import interfaces.services as services
 from framework.binder import (
     AID_SYSTEM,
+    CGROUP_ENV,
+    ISOLATION_ENV,
     RUNTIME_DIR_ENV,
+    SHARED_RUNTIME_DIR_MODE,
     BinderRuntime,
+    ProcessCgroup,
     RemoteException,
     UnixNetwork,
     defaultServiceManager,
     launch_process,
     open_binder_runtime,
+    os_credentials,
     single_exception,
     spawn_held,
 )
@@ -93,6 +100,7 @@ from ._reaper import BOOT_ID_ENV, kill_boot
 
 __all__ = [
     "HAL_SERVICES",
+    "grant_search",
     "SYSTEM_SERVER_SERVICES",
     "BootConfig",
     "Emulator",
@@ -121,7 +129,10 @@ class BootConfig:
     ``extra_env`` is added to every child's environment; ``record`` starts the trace
     recorder in init (``npuemu trace`` / ``plot`` read what it writes);
     ``restart_hal`` has init launch a HAL that died again (off: it stays dead until
-    ``Emulator.restart_hal``, as vts and the death tests want).
+    ``Emulator.restart_hal``, as vts and the death tests want). ``isolation`` is
+    ``uid`` (every process its own OS uid: init must be root and the code and the
+    runtime directory reachable by other uids; a BootError says why not), ``nominal``
+    (every process is init's user), or ``auto`` (``uid`` where it can be had).
     """
 
     driver: str | None = None
@@ -139,8 +150,11 @@ class BootConfig:
     #: More options for ``python -m npuhal`` (``--log hal.log``...).
     hal_args: Sequence[str] = ()
     restart_hal: bool = True
+    isolation: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.isolation not in ("auto", "uid", "nominal"):
+            raise ValueError(f"isolation must be 'auto', 'uid' or 'nominal', not {self.isolation!r}")
         if not (isinstance(self.speed, (int, float)) and math.isfinite(self.speed) and self.speed > 0):
             raise ValueError(f"speed must be a positive number, not {self.speed!r}")
         if self.clock not in ("real", "virtual"):
@@ -240,6 +254,10 @@ class Emulator:
         #: Carried by every process of this boot in its environment (``NPUEMU_BOOT_ID``):
         #: how the reaper, shutdown and ``npuemu shutdown`` find them all (see ``_reaper``).
         self.boot_id = secrets.token_hex(8)
+        #: ``uid`` or ``nominal: <why>`` (see ``framework.binder.isolation``).
+        self.isolation = "nominal: not booted"
+        #: The boot's cgroup (every process of the stack is in it), None where there is none.
+        self.cgroup: ProcessCgroup | None = None
         self._reaper: subprocess.Popen | None = None
         self._reaper_fd = -1
         self.booted_at = time.time()
@@ -270,7 +288,8 @@ class Emulator:
         try:
             self._reaper = subprocess.Popen(
                 # By path: a few ms to start, where importing the package would take 0.4 s.
-                [sys.executable, os.fspath(Path(__file__).with_name("_reaper.py")), self.boot_id, str(read_end)],
+                [sys.executable, os.fspath(Path(__file__).with_name("_reaper.py")), self.boot_id, str(read_end),
+                 *([os.fspath(self.cgroup.path)] if self.cgroup else [])],
                 pass_fds=(read_end,), env=env, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # it must outlive a killed init's process group
             )
@@ -301,7 +320,7 @@ class Emulator:
 
         line = json.dumps({"type": "mark", "label": str(label), "wall_ns": time.monotonic_ns()})
         try:
-            fd = os.open(self.files.trace_events, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = os.open(self.files.trace_events, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
             try:
                 os.write(fd, (line + "\n").encode())  # one write: the recorder appends here too
             finally:
@@ -335,7 +354,7 @@ class Emulator:
         assert self._helpers is not None and self.runtime is not None
         argv, services = self._stages[name]
         proc = await launch_process(argv, uid=AID_SYSTEM, env=self.env, runtime=self.runtime, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+                                    stderr=subprocess.STDOUT, start_new_session=True, **self._system_identity(name))
         old, fresh = self._children[name], _Child(name, proc)
         self._children[name] = fresh
         old.replaced.set()
@@ -348,6 +367,7 @@ class Emulator:
 
     async def _spawn_servicemanager(self) -> _Child:
         """Start a servicemanager (its parent, this process, is init to it); not waited for."""
+        identity = self._system_identity("servicemanager")
         sm = _Child(
             "servicemanager",
             await trio.lowlevel.open_process(
@@ -356,9 +376,12 @@ class Emulator:
                 stderr=subprocess.PIPE,
                 env=self.env,
                 start_new_session=True,
+                **(os_credentials(identity["os_uid"]) if "os_uid" in identity else {}),
             ),
         )
         self._children["servicemanager"] = sm
+        if identity["cgroup"] is not None:
+            identity["cgroup"].add(sm.process.pid)  # (it starts nothing of its own)
         return sm
 
     async def _restart_servicemanager(self) -> None:
@@ -388,6 +411,22 @@ class Emulator:
         except OSError as exc:
             self.log("W", f"init.json not updated ({exc.strerror}): shell commands may name old pids")
 
+    def _system_identity(self, name: str) -> dict[str, Any]:
+        """How init starts stage ``name``: its OS uid and cgroup (see ``framework.binder.isolation``).
+
+        With uid isolation the servicemanager and the HAL start as the system user;
+        system_server starts as root and becomes the system user itself, keeping the
+        capabilities that launching apps takes.
+        """
+        identity: dict[str, Any] = {"cgroup": self._system_cgroup}
+        if self.isolation == "uid" and name != "system_server":
+            identity["os_uid"] = AID_SYSTEM
+        return identity
+
+    @property
+    def _system_cgroup(self) -> ProcessCgroup | None:
+        return self.cgroup.child("system") if self.cgroup else None
+
     async def list_services(self) -> list[str]:
         assert self.runtime is not None
         return list(await defaultServiceManager(self.runtime).listServices(_DUMP_FLAG_PRIORITY_ALL))
@@ -404,6 +443,8 @@ class Emulator:
             "booted_at": self.booted_at,
             "boot_seconds": round(self.boot_seconds, 3),
             "hal_restarts": self.hal_generation,
+            "isolation": self.isolation,
+            "cgroup": os.fspath(self.cgroup.path) if self.cgroup else None,
         }
 
     # -- children -------------------------------------------------------------------
@@ -514,7 +555,10 @@ class Emulator:
                 await self._stop(child, grace)
             except Exception as exc:  # noqa: BLE001 - the next one must be stopped all the same
                 self.log("E", f"stopping {name} (pid {child.process.pid}) failed: {exc!r}")
-        for pid in await trio.to_thread.run_sync(kill_boot, self.boot_id):
+        cgroup = os.fspath(self.cgroup.path) if self.cgroup else None
+        for pid in self.cgroup.pids() if self.cgroup else ():
+            self.log("W", f"killing pid {pid}, left running in the boot's cgroup")
+        for pid in await trio.to_thread.run_sync(functools.partial(kill_boot, self.boot_id, cgroup=cgroup)):
             self.log("W", f"killed pid {pid}, left running by the stack")
         return all(c.process.returncode is not None for c in self._children.values())
 
@@ -534,14 +578,95 @@ def _signal_group(proc: trio.Process, sig: signal.Signals) -> None:
 _TREE = str(Path(__file__).resolve().parents[2])
 
 
-def _child_env(runtime_dir: Path, extra: Mapping[str, str], boot_id: str) -> dict[str, str]:
+def _child_env(runtime_dir: Path, extra: Mapping[str, str], emu: Emulator) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = _TREE + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.update(extra)
     env[RUNTIME_DIR_ENV] = os.fspath(runtime_dir)
-    env[BOOT_ID_ENV] = boot_id
+    env[BOOT_ID_ENV] = emu.boot_id
+    env[ISOLATION_ENV] = emu.isolation
+    env.pop(CGROUP_ENV, None)
+    if emu.cgroup is not None:
+        env[CGROUP_ENV] = os.fspath(emu.cgroup.path)
+    if emu.isolation == "uid":
+        # The system and app uids may not write the tree's bytecode caches (they read them).
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"  # lines reach the log as they are written
     return env
+
+
+def _unreachable(path: Path, *, read: bool) -> str | None:
+    """Why other OS users cannot reach ``path`` (traverse each folder above it, and read it), or None."""
+    path = path.resolve()
+    for folder in reversed(path.parents):
+        if not os.stat(folder).st_mode & stat.S_IXOTH:
+            return f"{folder} is not searchable by other users"
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return f"{path}: {exc.strerror}"
+    if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
+        return f"{path} is not searchable by other users"
+    if read and not mode & stat.S_IROTH:
+        return f"{path} is not readable by other users"
+    return None
+
+
+def _shared_paths(extra: Sequence[Path] = ()) -> list[Path]:
+    """What every system and app uid must reach: the tree, Python and its packages, the models."""
+    paths = [Path(_TREE), Path(sys.executable), Path(sys.prefix), Path(sys.base_prefix), *extra]
+    if os.environ.get("NPUEMU_MODELS_DIR"):
+        paths.append(Path(os.environ["NPUEMU_MODELS_DIR"]))
+    return paths
+
+
+def grant_search(extra: Sequence[str | os.PathLike[str]] = ()) -> list[Path]:
+    """As root, let other users *search* (o+x, not list) each folder above what uid isolation needs.
+
+    ``make install`` runs this: where Python lives under a 0700 home (``/root/.pyenv``),
+    the system and app uids could not even start it. Only folders that lack search
+    permission change, and only that bit; the folders changed are returned.
+    """
+    if os.geteuid() != 0:
+        return []
+    changed = []
+    for path in _shared_paths([Path(p) for p in extra]):
+        for folder in reversed(path.resolve().parents):
+            try:
+                mode = folder.stat().st_mode
+            except FileNotFoundError:
+                break  # (the models, not downloaded yet)
+            if not mode & stat.S_IXOTH:
+                os.chmod(folder, stat.S_IMODE(mode) | stat.S_IXOTH)
+                changed.append(folder)
+    return changed
+
+
+def _isolation(root: Path, config: BootConfig) -> str:
+    """``uid`` if every process can run as its own OS uid here, else ``nominal: <why>``."""
+    if config.isolation == "nominal":
+        return "nominal: asked for (BootConfig.isolation)"
+    if os.geteuid() != 0:
+        why = "init is not root (no user namespace with a subordinate uid range is set up either)"
+    else:
+        needs = [(root.parent, False)] + [(p, True) for p in _shared_paths([Path(config.driver)] if config.driver else [])]
+        why = next((w for p, r in needs if (w := _unreachable(p, read=r))), None)
+        if why is None:
+            return "uid"
+    if config.isolation == "uid":
+        raise BootError(f"uid isolation is impossible: {why}")
+    return f"nominal: {why}"
+
+
+def _prepare_dir(files: RuntimeFiles, isolation: str) -> None:
+    """Give the runtime directory (and the apps' reports folder) the modes ``isolation`` needs."""
+    files.app_reports.mkdir(mode=0o700, exist_ok=True)
+    for folder in (files.root, files.app_reports):
+        if isolation == "uid":
+            os.chown(folder, 0, 0)
+            os.chmod(folder, SHARED_RUNTIME_DIR_MODE)  # every uid makes its sockets (reports) here
+        elif stat.S_IMODE(folder.stat().st_mode) == SHARED_RUNTIME_DIR_MODE:
+            os.chmod(folder, 0o700)  # an isolated emulator ran here before
 
 
 def _claim(files: RuntimeFiles) -> list[Path]:
@@ -600,17 +725,24 @@ async def _boot(root: Path, config: BootConfig, system_server: bool, grace: floa
     files = RuntimeFiles(root)
     stale = _claim(files)
     files.trace_events.unlink(missing_ok=True)
-    files.app_reports.mkdir(mode=0o700, exist_ok=True)
-    log = _Log(files.log)
-    emu = Emulator(root, config, log)
+    emu = Emulator(root, config, _Log(files.log))
+    log = emu._log
     emu._grace = grace
-    env = emu.env = _child_env(root, config.extra_env, emu.boot_id)
+    emu.isolation = _isolation(root, config)
+    _prepare_dir(files, emu.isolation)
     booted = stopped = False
     try:
+        # The boot's cgroup, where there is one: every process of the stack stays in it.
+        emu.cgroup = ProcessCgroup.create_for_boot(f"npuemu-{emu.boot_id}")
+        if emu.cgroup is not None and emu.isolation == "uid":
+            emu.cgroup.delegate(AID_SYSTEM, AID_SYSTEM)  # system_server makes each app's cgroup in it
+        env = emu.env = _child_env(root, config.extra_env, emu)
         # First the dead-man switch: from here on, whatever init starts dies with it.
         emu._start_reaper(env)
         t0 = trio.current_time()
         log("I", f"init pid {os.getpid()} booting in {root} (driver {config.driver or 'reference'}, speed {config.speed:g})")
+        log("I" if emu.isolation == "uid" else "W", f"isolation: {emu.isolation}"
+            + (" (system processes uid 1000, each app its own uid)" if emu.isolation == "uid" else ""))
         if stale:
             log("W", f"removed what a dead emulator left: {', '.join(p.name for p in stale)}")
         async with trio.open_nursery() as nursery:
@@ -635,6 +767,7 @@ async def _boot(root: Path, config: BootConfig, system_server: bool, grace: floa
                             stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT,
                             start_new_session=True,
+                            **emu._system_identity(name),
                         )
                         child = emu._children[name] = _Child(name, held[name].process)
                         nursery.start_soon(emu._pump, child, held[name].process.stdout)
@@ -698,6 +831,8 @@ async def _boot(root: Path, config: BootConfig, system_server: bool, grace: floa
         why = sys.exc_info()[1]
         # The reaper stands down only if nothing is left; else it kills the rest.
         emu._stop_reaper(stand_down=stopped)
+        if emu.cgroup is not None and stopped:
+            emu.cgroup.remove()
         if stopped:
             files.remove_live_files()
         if why is None or _interrupted(why):

@@ -7,6 +7,7 @@ the system, so that a test, a script and ``npuemu`` do exactly the same thing.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import json
 import os
@@ -89,7 +90,7 @@ async def shutdown(runtime_dir: Path, *, timeout: float = 15.0) -> int:
         return pid
     if init_alive():
         os.kill(pid, signal.SIGKILL)
-    await trio.to_thread.run_sync(kill_boot, str(state.get("boot_id", "")))
+    await trio.to_thread.run_sync(functools.partial(kill_boot, str(state.get("boot_id", "")), cgroup=state.get("cgroup")))
     files.remove_live_files()
     raise EmulatorError(f"init (pid {pid}) did not shut down within {timeout:g} s; it and its stack were killed")
 
@@ -97,10 +98,11 @@ async def shutdown(runtime_dir: Path, *, timeout: float = 15.0) -> int:
 def _orphans(files: RuntimeFiles) -> list[int]:
     """Kill what a dead init's boot (named in its ``init.json``) left running; their pids."""
     try:
-        boot_id = json.loads(files.state.read_text())["boot_id"]
-    except (OSError, ValueError, TypeError, KeyError):
+        state = json.loads(files.state.read_text())
+        boot_id, cgroup = state["boot_id"], state.get("cgroup")
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return []
-    return kill_boot(str(boot_id)) if boot_id else []
+    return kill_boot(str(boot_id), cgroup=cgroup if isinstance(cgroup, str) else None) if boot_id else []
 
 
 # -- apps -------------------------------------------------------------------------------

@@ -15,11 +15,13 @@ boot that finds them without a live init removes them as a dead emulator's. The
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import socket
 import stat
+import tempfile
 from pathlib import Path
 
 from framework.binder import RUNTIME_DIR_ENV, SHELL_TOKEN_FILE
@@ -182,6 +184,14 @@ class RuntimeFiles:
         return state
 
     def write_state(self, state: dict) -> None:
-        tmp = self.state.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
-        os.replace(tmp, self.state)
+        # A fresh file of a random name (O_EXCL): in an isolated emulator's directory, which
+        # every uid may write, an app could have put a symlink at any name init can guess.
+        fd, tmp = tempfile.mkstemp(prefix=".init-", dir=self.root)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(json.dumps(state, indent=1, sort_keys=True))
+            os.replace(tmp, self.state)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise

@@ -1,4 +1,4 @@
-"""init's dead-man switch: ``python framework/emulator/_reaper.py BOOT_ID FD``.
+"""init's dead-man switch: ``python framework/emulator/_reaper.py BOOT_ID FD [CGROUP]``.
 
 A parent-death signal cannot protect the stack (trio forks from worker threads, and
 the kernel sends that signal when the forking thread exits), so init starts this small
@@ -7,12 +7,18 @@ process of the stack itself. If the pipe reaches end of file without ``q`` (init
 a SIGKILL, an OOM kill, a crash; or init could not stop everything), this kills what
 is left.
 
-What is left is found, not remembered: every process of one boot carries the boot's id
-in its environment (``NPUEMU_BOOT_ID``, set by init for its children and inherited by
-theirs, apps included), which ``/proc/PID/environ`` shows to the same user. So a
-process that init started a moment before it died is found as surely as one it
-recorded, and a pid that was reused since (a machine churns through its pids in
-minutes) is somebody else's process and never signalled.
+What is left is found, not remembered, and killed through pidfds, never by a pid or a
+process-group number (a machine churns through its pids in minutes: a remembered number
+may be a stranger's by now):
+
+- Where init made the boot a cgroup (``CGROUP``, see ``framework.binder.ProcessCgroup``),
+  every process of the stack, apps and whatever they started included, is in it and
+  cannot leave it: ``cgroup.kill`` kills them all at once, and the cgroup is removed.
+- Every process of one boot also carries the boot's id in its environment
+  (``NPUEMU_BOOT_ID``, set by init for its children and inherited by theirs). Each one
+  found so is opened as a pidfd first, its environment read again, and signalled
+  through that pidfd only if it still shows the id: a pid that was reused since (by a
+  process that does not carry the id) is never signalled, nor is any process group.
 
 The module has no imports from the package (it starts in a few ms); init's own
 shutdown also uses :func:`kill_boot` for stragglers.
@@ -20,66 +26,105 @@ shutdown also uses :func:`kill_boot` for stragglers.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
 import time
 
-__all__ = ["BOOT_ID_ENV", "kill_boot", "main", "processes_with_env"]
+__all__ = ["BOOT_ID_ENV", "kill_boot", "main", "processes_with_env", "remove_cgroup"]
 
 #: The environment variable naming the boot a process belongs to.
 BOOT_ID_ENV = "NPUEMU_BOOT_ID"
 
 
-def processes_with_env(name: str, value: str) -> list[tuple[int, int]]:
-    """``(pid, pgid)`` of every live process (but this one) whose environment has ``name=value``."""
+def _has_env(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return marker in f.read().split(b"\0")
+    except OSError:
+        return False  # gone meanwhile, or not ours to read
+
+
+def processes_with_env(name: str, value: str) -> list[int]:
+    """Every live process (but this one) whose environment has ``name=value``."""
     marker = f"{name}={value}".encode()
     found = []
     me = os.getpid()
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me or not _has_env(int(entry), marker):
             continue
         try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                if marker not in f.read().split(b"\0"):
-                    continue
-            with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
         except (OSError, IndexError):
-            continue  # gone meanwhile, or not ours to read
-        if fields[0] not in (b"Z", b"X"):
-            found.append((int(name), int(fields[2])))
+            continue
+        if state not in (b"Z", b"X"):
+            found.append(int(entry))
     return found
 
 
-def kill_boot(boot_id: str, timeout: float = 5.0) -> list[int]:
+def _kill_if_marked(pid: int, marker: bytes) -> bool:
+    """SIGKILL ``pid`` through a pidfd if, once the pidfd is open, it still carries ``marker``."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return False
+    try:
+        # Read after the pidfd pins the process: while it lives, this is its environment.
+        if not _has_env(pid, marker):
+            return False
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(pidfd)
+
+
+def remove_cgroup(path: str, timeout: float = 5.0) -> bool:
+    """Kill every process in cgroup ``path`` (``cgroup.kill``) and remove it; whether it is gone."""
+    deadline = time.monotonic() + timeout
+    while os.path.isdir(path):
+        try:
+            with open(os.path.join(path, "cgroup.kill"), "w") as f:
+                f.write("1")
+        except OSError:
+            pass  # gone meanwhile, or a kernel before 5.14 (the id scan below kills those)
+        try:
+            for folder in sorted((f for f, _, _ in os.walk(path)), key=len, reverse=True):
+                os.rmdir(folder)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)  # killed processes leave as they exit
+    return True
+
+
+def kill_boot(boot_id: str, timeout: float = 5.0, cgroup: str | None = None) -> list[int]:
     """SIGKILL every process of boot ``boot_id`` until none is left; the pids killed.
 
-    A process group is killed whole only when its leader is one of the boot's
-    processes (the HAL's, system_server's with its apps): a group whose number was
-    freed and reused is never hit.
+    ``cgroup`` (the boot's) is killed whole and removed first; then each process that
+    carries the boot's id is killed through its pidfd (see the module's doc).
     """
+    if cgroup:
+        remove_cgroup(cgroup, timeout)
+    marker = f"{BOOT_ID_ENV}={boot_id}".encode()
     killed: list[int] = []
     deadline = time.monotonic() + timeout
     while True:
-        procs = processes_with_env(BOOT_ID_ENV, boot_id)
-        if not procs or time.monotonic() > deadline:
+        pids = processes_with_env(BOOT_ID_ENV, boot_id)
+        if not pids or time.monotonic() > deadline:
             return killed
-        pids = {pid for pid, _ in procs}
-        for pid, pgid in procs:
-            try:
-                if pgid == pid:
-                    os.killpg(pgid, signal.SIGKILL)
-                elif pgid not in pids:
-                    os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            if pid not in killed:
+        for pid in pids:
+            if _kill_if_marked(pid, marker) and pid not in killed:
                 killed.append(pid)
         time.sleep(0.02)  # a SIGKILLed process is gone within a moment; look again
 
 
-def main(boot_id: str, fd: int) -> int:
+def main(boot_id: str, fd: int, cgroup: str | None = None) -> int:
     # Ignore the terminal's Ctrl-C: init handles it and then says "q".
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     buf = b""
@@ -91,9 +136,9 @@ def main(boot_id: str, fd: int) -> int:
             buf += chunk
             if b"q\n" in buf:
                 return 0
-    kill_boot(boot_id)
+    kill_boot(boot_id, cgroup=cgroup)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], int(sys.argv[2])))
+    sys.exit(main(sys.argv[1], int(sys.argv[2]), *sys.argv[3:4]))

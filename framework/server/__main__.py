@@ -1,6 +1,7 @@
 """``python -m framework.server [--runtime-dir DIR]``: the system_server process.
 
-``npuemu boot`` starts it as uid 1000 (the servicemanager must already know its pid).
+``npuemu boot`` starts it as uid 1000 (the servicemanager must already know its pid); with
+uid isolation it starts as root and makes itself the system user first thing.
 It prints ``ready`` on stdout once every service is registered, logs logcat lines to
 stderr (or ``--log FILE``), and serves until SIGTERM or SIGINT.
 """
@@ -15,7 +16,17 @@ import sys
 import click
 import trio
 
-from framework.binder import RUNTIME_DIR_ENV, open_binder_runtime
+from framework.binder import (
+    AID_SYSTEM,
+    CAP_KILL,
+    CAP_SETGID,
+    CAP_SETUID,
+    RUNTIME_DIR_ENV,
+    become_uid,
+    isolation,
+    make_non_dumpable,
+    open_binder_runtime,
+)
 
 from ._logcat import configure_logcat
 from ._policy_api import PolicyLoadError, load_policy, parse_policy_params
@@ -25,7 +36,7 @@ BLOCK_FLAG_ENV = "NPUEMU_NPU_BLOCK_MISSING_FEATURE"
 
 
 @click.command()
-@click.option("--runtime-dir", type=click.Path(file_okay=False), default=None,
+@click.option("--runtime-dir", type=click.Path(file_okay=False, readable=False), default=None,
               help=f"The emulator's runtime directory (default ${RUNTIME_DIR_ENV}).")
 @click.option("--apps-dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="Install every app folder in this directory at boot.")
@@ -44,6 +55,12 @@ BLOCK_FLAG_ENV = "NPUEMU_NPU_BLOCK_MISSING_FEATURE"
 def main(runtime_dir, apps_dir, unload_timeout, hal_timeout, block_missing_feature, policy_spec, policy_params,
          log_path, log_level) -> None:
     """Serve the package, activity, thermal and npu services."""
+    if isolation() == "uid" and os.geteuid() == 0:
+        # init started this as root: become the system user, keeping what launching and
+        # killing apps takes (see framework.binder.become_uid), before any connection.
+        become_uid(AID_SYSTEM, keep=(CAP_KILL, CAP_SETUID, CAP_SETGID))
+    else:
+        make_non_dumpable()
     configure_logcat(log_level, log_path)
     if block_missing_feature is None:
         block_missing_feature = os.environ.get(BLOCK_FLAG_ENV, "") in ("1", "true", "yes")

@@ -59,13 +59,17 @@ from framework.binder import (
     AID_ROOT,
     AID_SHELL,
     AID_SYSTEM,
+    CGROUP_ENV,
     FIRST_APPLICATION_UID,
     Binder,
     IllegalArgumentException,
+    ProcessCgroup,
     IllegalStateException,
     RemoteException,
     SecurityException,
     defaultServiceManager,
+    isolation,
+    kill_process_tree,
     launch_process,
 )
 from interfaces.npuemu.hal import IHalListener
@@ -222,7 +226,10 @@ class PackageManagerService:
 
 @dataclass
 class _RealApp:
+    """An app process and, where there is one, its cgroup (everything it started is in it)."""
+
     proc: trio.Process
+    cgroup: ProcessCgroup | None = None
 
     @property
     def pid(self) -> int:
@@ -232,17 +239,29 @@ class _RealApp:
         return await self.proc.wait()
 
     def kill(self) -> None:
-        self.proc.kill()
+        """Kill every process the app started: its cgroup, else its process tree (each by pidfd)."""
+        if self.cgroup is not None:
+            self.cgroup.kill()
+        elif self.proc.returncode is None:
+            kill_process_tree(self.proc.pid)
 
 
 async def launch_app_process(info: Any, runtime: Any) -> AppProcess:
-    """The default launcher: ``python -m framework.app CODE_PATH`` as the app's uid."""
+    """The default launcher: ``python -m framework.app CODE_PATH`` as the app's uid.
+
+    With uid isolation the process is that OS uid too; where init gave the boot a cgroup,
+    the app gets its own (``uid_<uid>``, as Android's) before it runs a line, so nothing it
+    starts outlives its kill or death.
+    """
+    boot_cgroup = os.environ.get(CGROUP_ENV)
+    cgroup = ProcessCgroup(boot_cgroup).child(f"uid_{info.uid}") if boot_cgroup else None
     # An app's stdout joins system_server's stderr (its log): system_server's own stdout
     # is the "ready" line its parent reads, and nobody else drains it.
     proc = await launch_process(
-        [sys.executable, "-m", "framework.app", info.codePath], uid=info.uid, runtime=runtime, stdout=sys.stderr.fileno()
+        [sys.executable, "-m", "framework.app", info.codePath], uid=info.uid, runtime=runtime, stdout=sys.stderr.fileno(),
+        os_uid=info.uid if isolation() == "uid" else None, cgroup=cgroup,
     )
-    return _RealApp(proc)
+    return _RealApp(proc, cgroup)
 
 
 class ActivityManagerService:
@@ -351,6 +370,10 @@ class ActivityManagerService:
 
     async def _watch(self, proc: AppProcess) -> None:
         status = await proc.wait()
+        try:
+            proc.kill()  # what the app started dies with it
+        except OSError as exc:
+            self.log.warning("killing what pid %d left failed: %s", proc.pid, exc)
         start = self._starts.get(proc.pid)
         if start is not None:
             start.exit_status = status if isinstance(status, int) else 0
@@ -370,10 +393,11 @@ class ActivityManagerService:
                 self.npu.app_died(c.uid, "the activity manager saw its process die")
 
     def dump_text(self, args: Iterable[str]) -> str:
-        data = {**self.state.dump(), "recent_changes": list(self._events)}
+        data = {**self.state.dump(), "recent_changes": list(self._events), "isolation": isolation()}
         if _wants_json(args):
             return json.dumps(data, indent=2, sort_keys=True) + "\n"
-        out = [f"Running processes: {len(data['processes'])} (most important first)"]
+        out = [f"Isolation: {data['isolation']}", "",
+               f"Running processes: {len(data['processes'])} (most important first)"]
         for p in data["processes"]:
             out.append(f"    {p['importance']:>5} {p['importance_name']:<19} pid {p['pid']:<7} uid {p['uid']:<6} {p['package']}")
         if data["gone"]:
