@@ -32,10 +32,10 @@ __all__ = ["boot", "devices", "service", "shutdown"]
 
 
 def _config(driver: str | None, speed: float, clock: str, boot_timeout: float,
-            system_server_args: tuple[str, ...] = ()) -> BootConfig:
+            system_server_args: tuple[str, ...] = (), wipe_data: bool = False) -> BootConfig:
     try:
         return BootConfig(driver=driver, speed=speed, clock=clock, boot_timeout=boot_timeout,
-                          system_server_args=system_server_args)
+                          system_server_args=system_server_args, wipe_data=wipe_data)
     except (ValueError, OSError) as exc:
         raise CliError(str(exc), 2) from None
 
@@ -60,9 +60,11 @@ def _policy_args(spec: str | None, params: str | None) -> tuple[str, ...]:
 @click.option("--boot-timeout", type=float, default=15.0, show_default=True,
               help="Seconds each stage may take to register its services.")
 @npu_policy_options
+@click.option("--wipe-data", is_flag=True,
+              help="Forget what earlier boots in this runtime dir kept (the app uids), as the emulator's -wipe-data.")
 @runtime_dir_option
 def boot(driver: str | None, speed: float, clock: str, detach: bool, boot_timeout: float,
-         npu_policy_file: str | None, npu_policy_params: str | None, runtime_dir: Path) -> None:
+         npu_policy_file: str | None, npu_policy_params: str | None, wipe_data: bool, runtime_dir: Path) -> None:
     """Boot an emulator: servicemanager, the HAL and system_server, each its own process.
 
     This process plays init. In the foreground it streams the log until Ctrl-C, then
@@ -77,7 +79,7 @@ def boot(driver: str | None, speed: float, clock: str, detach: bool, boot_timeou
       npuemu boot --driver build/drivers/mydriver.so --speed 4
       npuemu boot --npu-policy-file mine.py:MyPolicy   # the npu service under your load policy
     """
-    config = _config(driver, speed, clock, boot_timeout, _policy_args(npu_policy_file, npu_policy_params))
+    config = _config(driver, speed, clock, boot_timeout, _policy_args(npu_policy_file, npu_policy_params), wipe_data)
     if RuntimeFiles(runtime_dir).read_state() is not None:
         raise CliError(f"an emulator already runs in {runtime_dir} (stop it with `npuemu shutdown`)")
     if detach:

@@ -62,6 +62,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -151,6 +152,8 @@ class BootConfig:
     hal_args: Sequence[str] = ()
     restart_hal: bool = True
     isolation: str = "auto"
+    #: Forget what earlier boots kept (the app uids), as the emulator's ``-wipe-data``.
+    wipe_data: bool = False
 
     def __post_init__(self) -> None:
         if self.isolation not in ("auto", "uid", "nominal"):
@@ -183,7 +186,8 @@ class BootConfig:
         if "system_server" in self.commands:
             return list(self.commands["system_server"])
         return [sys.executable, "-m", "framework.server", "--runtime-dir", os.fspath(runtime_dir),
-                "--log-level", self.log_level, *self.system_server_args]
+                "--data-dir", os.fspath(RuntimeFiles(runtime_dir).data), "--log-level", self.log_level,
+                *self.system_server_args]
 
     def servicemanager_argv(self, runtime_dir: Path) -> list[str]:
         return [sys.executable, "-m", "framework.binder.servicemanager", "--runtime-dir", os.fspath(runtime_dir),
@@ -259,7 +263,7 @@ class Emulator:
         #: The boot's cgroup (every process of the stack is in it), None where there is none.
         self.cgroup: ProcessCgroup | None = None
         self._reaper: subprocess.Popen | None = None
-        self._reaper_fd = -1
+        self._reaper_channel: socket.socket | None = None
         self.booted_at = time.time()
         self.env: dict[str, str] = {}
         self._grace = 3.0
@@ -283,29 +287,44 @@ class Emulator:
     # -- the dead-man switch (see _reaper) ------------------------------------------
 
     def _start_reaper(self, env: Mapping[str, str]) -> None:
-        read_end, self._reaper_fd = os.pipe()  # both non-inheritable: no child holds it open
+        self._reaper_channel, read_end = socket.socketpair()  # both non-inheritable: no child holds it open
         env = {k: v for k, v in env.items() if k != BOOT_ID_ENV}  # it is not one of the stack
         try:
             self._reaper = subprocess.Popen(
                 # By path: a few ms to start, where importing the package would take 0.4 s.
-                [sys.executable, os.fspath(Path(__file__).with_name("_reaper.py")), self.boot_id, str(read_end),
+                [sys.executable, os.fspath(Path(__file__).with_name("_reaper.py")), self.boot_id, str(read_end.fileno()),
                  *([os.fspath(self.cgroup.path)] if self.cgroup else [])],
-                pass_fds=(read_end,), env=env, stdin=subprocess.DEVNULL,
+                pass_fds=(read_end.fileno(),), env=env, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # it must outlive a killed init's process group
             )
         finally:
-            os.close(read_end)
+            read_end.close()
+
+    def _track(self, pid: int) -> None:
+        """Give the reaper a pidfd of process ``pid``, just started: what it kills if init dies."""
+        if self._reaper_channel is None:
+            return
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            return  # it has exited already
+        try:
+            socket.send_fds(self._reaper_channel, [b"p"], [pidfd])
+        except OSError:
+            pass  # no reaper to tell (it died): shutdown's own kill still finds the process
+        finally:
+            os.close(pidfd)
 
     def _stop_reaper(self, stand_down: bool) -> None:
-        """Close the reaper's pipe: with ``q`` (everything is stopped) or without (kill the rest)."""
-        if self._reaper_fd >= 0:
+        """Close the reaper's socket: with ``q`` (everything is stopped) or without (kill the rest)."""
+        if self._reaper_channel is not None:
             if stand_down:
                 try:
-                    os.write(self._reaper_fd, b"q\n")
+                    self._reaper_channel.sendall(b"q\n")
                 except OSError:
                     pass
-            os.close(self._reaper_fd)
-            self._reaper_fd = -1
+            self._reaper_channel.close()
+            self._reaper_channel = None
         if self._reaper is not None:
             try:
                 self._reaper.wait(timeout=10)
@@ -357,6 +376,7 @@ class Emulator:
                                     stderr=subprocess.STDOUT, start_new_session=True, **self._system_identity(name))
         old, fresh = self._children[name], _Child(name, proc)
         self._children[name] = fresh
+        self._track(proc.pid)
         old.replaced.set()
         self._helpers.start_soon(self._pump, fresh, proc.stdout)
         if name == "hal":
@@ -380,6 +400,7 @@ class Emulator:
             ),
         )
         self._children["servicemanager"] = sm
+        self._track(sm.process.pid)
         if identity["cgroup"] is not None:
             identity["cgroup"].add(sm.process.pid)  # (it starts nothing of its own)
         return sm
@@ -658,8 +679,15 @@ def _isolation(root: Path, config: BootConfig) -> str:
     return f"nominal: {why}"
 
 
-def _prepare_dir(files: RuntimeFiles, isolation: str) -> None:
-    """Give the runtime directory (and the apps' reports folder) the modes ``isolation`` needs."""
+def _prepare_dir(files: RuntimeFiles, isolation: str, wipe_data: bool) -> None:
+    """Give the runtime directory, the apps' reports and the data folder the modes ``isolation`` needs."""
+    if wipe_data:
+        shutil.rmtree(files.data, ignore_errors=True)
+    files.data.mkdir(mode=0o700, exist_ok=True)
+    if isolation == "uid":
+        for folder, _, names in os.walk(files.data):  # system_server's (uid 1000), as /data/system is
+            for path in (folder, *(os.path.join(folder, n) for n in names)):
+                os.chown(path, AID_SYSTEM, AID_SYSTEM, follow_symlinks=False)
     files.app_reports.mkdir(mode=0o700, exist_ok=True)
     for folder in (files.root, files.app_reports):
         if isolation == "uid":
@@ -729,7 +757,7 @@ async def _boot(root: Path, config: BootConfig, system_server: bool, grace: floa
     log = emu._log
     emu._grace = grace
     emu.isolation = _isolation(root, config)
-    _prepare_dir(files, emu.isolation)
+    _prepare_dir(files, emu.isolation, config.wipe_data)
     booted = stopped = False
     try:
         # The boot's cgroup, where there is one: every process of the stack stays in it.
@@ -770,6 +798,7 @@ async def _boot(root: Path, config: BootConfig, system_server: bool, grace: floa
                             **emu._system_identity(name),
                         )
                         child = emu._children[name] = _Child(name, held[name].process)
+                        emu._track(child.process.pid)
                         nursery.start_soon(emu._pump, child, held[name].process.stdout)
                     await _wait_ready(sm, nursery, emu, config.boot_timeout)
                 except BaseException:

@@ -105,9 +105,10 @@ async def serve_until_signalled(runtime_dir: str, config: BootConfig, ready_fd: 
 @click.option("--clock", default="real", type=click.Choice(["real", "virtual"]))
 @click.option("--boot-timeout", default=15.0, type=float)
 @click.option("--ready-fd", default=None, type=int, help="Write 'ok STATE' or 'error MESSAGE' here, then close it.")
+@click.option("--wipe-data", is_flag=True, help="Forget what earlier boots kept (the app uids).")
 @click.option("--daemonize", is_flag=True, help="Fork: the parent returns at once, the child runs in a new session.")
 def main(runtime_dir: str, driver: str | None, speed: float, clock: str, boot_timeout: float, ready_fd: int | None,
-         daemonize: bool) -> None:
+         wipe_data: bool, daemonize: bool) -> None:
     """Boot an emulator in RUNTIME_DIR and hold it until SIGTERM (the detached init)."""
     if daemonize:
         # The classic double fork: whoever started us reaps our parent at once, and init
@@ -116,7 +117,7 @@ def main(runtime_dir: str, driver: str | None, speed: float, clock: str, boot_ti
             os._exit(0)
         os.setsid()
     try:
-        config = BootConfig(driver=driver, speed=speed, clock=clock, boot_timeout=boot_timeout)
+        config = BootConfig(driver=driver, speed=speed, clock=clock, boot_timeout=boot_timeout, wipe_data=wipe_data)
     except (ValueError, OSError) as exc:
         if ready_fd is not None:
             os.write(ready_fd, f"error {exc}\n".encode())

@@ -104,6 +104,11 @@ class RuntimeFiles:
         return self.root / "apps"
 
     @property
+    def data(self) -> Path:
+        """What survives a reboot (system_server's ``packages.xml``); ``boot --wipe-data`` empties it."""
+        return self.root / "data"
+
+    @property
     def shell_token(self) -> Path:
         """The servicemanager's secret for the shell (0600): whoever reads it is uid 2000."""
         return self.root / SHELL_TOKEN_FILE

@@ -2,14 +2,19 @@
 
 A parent-death signal cannot protect the stack (trio forks from worker threads, and
 the kernel sends that signal when the forking thread exits), so init starts this small
-process first, with one pipe, and says ``"q\\n"`` on it once it has stopped every
-process of the stack itself. If the pipe reaches end of file without ``q`` (init died:
-a SIGKILL, an OOM kill, a crash; or init could not stop everything), this kills what
-is left.
+process first, with one Unix socket (FD; a pipe also does, without pidfds), and says
+``"q\\n"`` on it once it has stopped every process of the stack itself. If the socket
+reaches end of file without ``q`` (init died: a SIGKILL, an OOM kill, a crash; or init
+could not stop everything), this kills what is left.
 
-What is left is found, not remembered, and killed through pidfds, never by a pid or a
-process-group number (a machine churns through its pids in minutes: a remembered number
-may be a stranger's by now):
+What is left is killed through pidfds, never by a pid or a process-group number (a
+machine churns through its pids in minutes: a remembered number may be a stranger's by
+now):
+
+- init sends a pidfd of each process it starts (``p`` with the descriptor attached):
+  a pidfd names one process for good, however long ago it was opened, and it works where
+  nothing else could find the process (a non-dumpable system process's environment is
+  hidden from a non-root reaper).
 
 - Where init made the boot a cgroup (``CGROUP``, see ``framework.binder.ProcessCgroup``),
   every process of the stack, apps and whatever they started included, is in it and
@@ -29,6 +34,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import socket
 import sys
 import time
 
@@ -124,18 +130,38 @@ def kill_boot(boot_id: str, timeout: float = 5.0, cgroup: str | None = None) -> 
         time.sleep(0.02)  # a SIGKILLed process is gone within a moment; look again
 
 
+def _listen(fd: int, pidfds: list[int]) -> bool:
+    """Read init's word on ``fd`` until end of file, keeping the pidfds it sends; whether it said ``q``."""
+    buf = b""
+    try:
+        channel = socket.socket(fileno=fd)
+    except OSError:  # a pipe: words only
+        channel = None
+    with channel if channel is not None else os.fdopen(fd, "rb", buffering=0) as f:
+        while True:
+            if channel is not None:
+                chunk, fds, _, _ = socket.recv_fds(channel, 4096, 64)
+                pidfds += fds
+            else:
+                chunk = f.read(4096)
+            if not chunk:
+                return False
+            buf += chunk
+            if b"q\n" in buf:
+                return True
+
+
 def main(boot_id: str, fd: int, cgroup: str | None = None) -> int:
     # Ignore the terminal's Ctrl-C: init handles it and then says "q".
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    buf = b""
-    with os.fdopen(fd, "rb", buffering=0) as pipe:
-        while True:
-            chunk = pipe.read(4096)
-            if not chunk:
-                break
-            buf += chunk
-            if b"q\n" in buf:
-                return 0
+    pidfds: list[int] = []
+    if _listen(fd, pidfds):
+        return 0
+    for pidfd in pidfds:  # the processes init started, each for sure (a pidfd is never reused)
+        try:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        except OSError:
+            pass  # it has exited already
     kill_boot(boot_id, cgroup=cgroup)
     return 0
 

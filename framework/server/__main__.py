@@ -50,10 +50,12 @@ BLOCK_FLAG_ENV = "NPUEMU_NPU_BLOCK_MISSING_FEATURE"
               help="The npu service's load policy: a framework.server.NpuPolicy subclass in FILE.py.")
 @click.option("--npu-policy-params", "policy_params", metavar="JSON", default=None,
               help="Its parameters, a JSON object given to its from_params.")
+@click.option("--data-dir", type=click.Path(file_okay=False, readable=False), default=None,
+              help="Keep packages.xml (the app uids, stable across boots) here; default: nothing is kept.")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False), default=None, help="Log to this file.")
 @click.option("--log-level", default="INFO", show_default=True)
 def main(runtime_dir, apps_dir, unload_timeout, hal_timeout, block_missing_feature, policy_spec, policy_params,
-         log_path, log_level) -> None:
+         data_dir, log_path, log_level) -> None:
     """Serve the package, activity, thermal and npu services."""
     if isolation() == "uid" and os.geteuid() == 0:
         # init started this as root: become the system user, keeping what launching and
@@ -78,6 +80,7 @@ def main(runtime_dir, apps_dir, unload_timeout, hal_timeout, block_missing_featu
                 await nursery.start(functools.partial(
                     serve_system_server, rt, hal_timeout=hal_timeout, unload_timeout=unload_timeout,
                     block_missing_feature=block_missing_feature, apps_dir=apps_dir, npu_policy=npu_policy,
+                    data_dir=data_dir,
                 ))
                 print("ready", flush=True)
                 async for _ in signals:

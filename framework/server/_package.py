@@ -68,6 +68,14 @@ Where npuemu differs from Android
 * A package keeps its uid for the life of the PackageManager, even across
   ``deletePackage`` and a later install: logs and traces stay readable. Android
   hands out a fresh uid after an uninstall.
+* Only the uids persist. Given a ``settings`` file (``packages.xml`` in the emulator's
+  data directory, as Android keeps ``/data/system/packages.xml``), every uid handed
+  out is written there at once (a new file, synced, then renamed over the old: a crash
+  leaves the old or the new, never half of one) and read back at the next boot (with
+  defusedxml, no DTD, at most ``MAX_SETTINGS_BYTES``), so a package keeps its uid across
+  boots; ``npuemu boot --wipe-data`` forgets them. A file that is not one this wrote is
+  set aside as ``packages.xml.bad`` with a warning, and uids start afresh; what was
+  installed is not kept (system_server installs the apps again at boot or launch).
 * There is one user (user 0), so a uid is an app id plus nothing.
 * ``checkPermission(permission, uid)`` takes a uid, like ``IPackageManager.checkUidPermission``
   (``PackageManager.checkPermission`` on Android takes a package name).
@@ -75,20 +83,25 @@ Where npuemu differs from Android
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import io
+import logging
 import os
+import tempfile
 import re
 import stat
 import xml.sax
 import xml.sax.handler
+import xml.sax.saxutils
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
 from defusedxml import DefusedXmlException, DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden
+from defusedxml import ElementTree as _defused_etree
 from defusedxml import expatreader as _defused_expatreader
 
 from framework.binder import (
@@ -115,6 +128,10 @@ __all__ = [
     "PERMISSION_DUMP",
     "DEVICE_SDK_INT",
     "MAX_MANIFEST_BYTES",
+    "MAX_SETTINGS_BYTES",
+    "PackageSettingsError",
+    "read_package_uids",
+    "write_package_uids",
     "SHELL_PERMISSIONS",
     "PermissionResult",
     "PERMISSION_GRANTED",
@@ -157,6 +174,8 @@ DEVICE_SDK_INT = 37
 
 # Real manifests are a few kilobytes; anything this large is a mistake or an attack.
 MAX_MANIFEST_BYTES = 1 << 20
+#: The largest ``packages.xml`` read back (every app uid's line fits many times over).
+MAX_SETTINGS_BYTES = 4 << 20
 
 # What `adb shell` may do here: dump services and drive `cmd npu` (setPolicy checks
 # ACCESS_NPU_MODEL_MANAGER_API, as AOSP's NpuManagerServiceImpl does). It is not an app
@@ -694,13 +713,85 @@ def _check_permission_name(permission: object) -> str:
     return permission
 
 
+class PackageSettingsError(ValueError):
+    """``packages.xml`` is not a file :func:`write_package_uids` wrote (the message says where)."""
+
+
+def read_package_uids(path: str | os.PathLike[str]) -> dict[str, int]:
+    """The package -> uid records of ``packages.xml`` at ``path`` ({} if there is none).
+
+    Raises :class:`PackageSettingsError` for a file that is too large, not well-formed
+    XML, has a DTD or entities (defusedxml), or holds a bad name, a uid outside the
+    application range, or a name or uid twice.
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_SETTINGS_BYTES + 1)
+    except FileNotFoundError:
+        return {}
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise PackageSettingsError(f"{path}: over {MAX_SETTINGS_BYTES} bytes")
+    try:
+        root = _defused_etree.fromstring(data, forbid_dtd=True)
+    except (DefusedXmlException, _defused_etree.ParseError) as exc:
+        raise PackageSettingsError(f"{path}: {type(exc).__name__}: {exc}") from None
+    if root.tag != "packages":
+        raise PackageSettingsError(f"{path}: the root element is <{root.tag}>, not <packages>")
+    uids: dict[str, int] = {}
+    for item in root:
+        if item.tag != "package":
+            raise PackageSettingsError(f"{path}: unexpected <{item.tag}> in <packages>")
+        name, uid_text = item.get("name"), item.get("userId")
+        try:
+            name = validate_package_name(name or "")
+            uid = int(uid_text or "")
+        except (ValueError, IllegalArgumentException) as exc:
+            raise PackageSettingsError(f"{path}: a bad <package>: {exc}") from None
+        if not FIRST_APPLICATION_UID <= uid <= LAST_APPLICATION_UID:
+            raise PackageSettingsError(f"{path}: {name}'s userId {uid} is outside "
+                                       f"{FIRST_APPLICATION_UID}..{LAST_APPLICATION_UID}")
+        if name in uids or uid in uids.values():
+            raise PackageSettingsError(f"{path}: {name} or userId {uid} appears twice")
+        uids[name] = uid
+    return uids
+
+
+def write_package_uids(path: str | os.PathLike[str], uids: Mapping[str, int]) -> None:
+    """Write ``packages.xml``: a new file in the same folder, synced, renamed over the old."""
+    path = Path(path)
+    lines = ['<?xml version="1.0" encoding="utf-8"?>', "<packages>"]
+    for name, uid in sorted(uids.items(), key=lambda item: item[1]):
+        lines.append(f"    <package name={xml.sax.saxutils.quoteattr(name)} userId=\"{int(uid)}\" />")
+    lines.append("</packages>\n")
+    fd, tmp = tempfile.mkstemp(prefix=".packages-", suffix=".xml", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dir_fd)  # the rename itself survives a crash
+    finally:
+        os.close(dir_fd)
+
+
 class PackageManager:
     """Installed packages, their uids and permissions, on one emulated device.
 
     ``system_features`` is what the device offers (``hasSystemFeature``): an emulator
     booted without an NPU driver passes a set without ``android.hardware.npu``, and apps
-    that require it are refused. ``sdk_int`` is the device's API level.
+    that require it are refused. ``sdk_int`` is the device's API level. ``settings``
+    is a ``packages.xml`` that keeps the uids across boots (see the module's doc).
     """
+
+    log = logging.getLogger("PackageManager")
 
     PERMISSION_GRANTED = PERMISSION_GRANTED
     PERMISSION_DENIED = PERMISSION_DENIED
@@ -712,6 +803,7 @@ class PackageManager:
         *,
         sdk_int: int = DEVICE_SDK_INT,
         shell_permissions: Iterable[str] = SHELL_PERMISSIONS,
+        settings: str | os.PathLike[str] | None = None,
     ) -> None:
         if isinstance(system_features, str):
             # A lone string would otherwise become a set of characters.
@@ -729,6 +821,15 @@ class PackageManager:
         self._by_uid: dict[int, str] = {}  # installed, uid -> package name
         self._uid_of: dict[str, int] = {}  # every package ever installed keeps its uid
         self._next_uid = FIRST_APPLICATION_UID
+        self._settings = None if settings is None else Path(settings)
+        if self._settings is not None:
+            try:
+                self._uid_of = read_package_uids(self._settings)
+            except PackageSettingsError as exc:
+                bad = self._settings.with_name(self._settings.name + ".bad")
+                os.replace(self._settings, bad)
+                self.log.warning("%s; set aside as %s, uids start afresh", exc, bad.name)
+            self._next_uid = max(self._uid_of.values(), default=FIRST_APPLICATION_UID - 1) + 1
 
     # --- the device
 
@@ -792,6 +893,16 @@ class PackageManager:
                     path=path,
                 )
             uid = self._next_uid
+            if self._settings is not None:
+                try:
+                    write_package_uids(self._settings, {**self._uid_of, parsed.packageName: uid})
+                except OSError as exc:
+                    raise PackageManagerException(
+                        INSTALL_FAILED_INTERNAL_ERROR,
+                        f"{path}: cannot record {parsed.packageName}'s uid in {self._settings}: {exc.strerror}"
+                        " (INSTALL_FAILED_INTERNAL_ERROR)",
+                        path=path,
+                    ) from None
             self._next_uid += 1
             self._uid_of[parsed.packageName] = uid
         info = PackageInfo(

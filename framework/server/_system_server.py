@@ -597,9 +597,13 @@ async def serve_system_server(
     system_features: Iterable[str] = (FEATURE_NEURAL_PROCESSING_UNIT,),
     launcher: Launcher | None = None,
     npu_policy: NpuPolicy | None = None,
+    data_dir: str | os.PathLike | None = None,
     task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve system_server's services on ``runtime`` (uid 1000) until cancelled.
+
+    ``data_dir``: where what survives a reboot is kept (``packages.xml``: the app uids);
+    None keeps nothing.
 
     ``apps_dir``: install every app folder in it first (refusals are logged).
     ``hal_timeout``: how long the npu service waits for the HAL before logging that it
@@ -607,7 +611,7 @@ async def serve_system_server(
     None; ``_policy_api.load_policy`` loads a user's). ``task_status.started()`` gets the :class:`SystemServer` once every
     service is registered.
     """
-    packages = PackageManager(system_features)
+    packages = PackageManager(system_features, settings=Path(data_dir) / "packages.xml" if data_dir else None)
     pms = PackageManagerService(packages)
     if apps_dir is not None:
         pms.scan(apps_dir)
