@@ -720,7 +720,7 @@ class PackageSettingsError(ValueError):
 def read_package_uids(path: str | os.PathLike[str]) -> dict[str, int]:
     """The package -> uid records of ``packages.xml`` at ``path`` ({} if there is none).
 
-    Raises :class:`PackageSettingsError` for a file that is too large, not well-formed
+    Raises :class:`PackageSettingsError` for a file that cannot be read, is too large, not well-formed
     XML, has a DTD or entities (defusedxml), or holds a bad name, a uid outside the
     application range, or a name or uid twice.
     """
@@ -730,6 +730,8 @@ def read_package_uids(path: str | os.PathLike[str]) -> dict[str, int]:
             data = f.read(MAX_SETTINGS_BYTES + 1)
     except FileNotFoundError:
         return {}
+    except OSError as exc:
+        raise PackageSettingsError(f"{path}: cannot read it: {exc.strerror}") from None
     if len(data) > MAX_SETTINGS_BYTES:
         raise PackageSettingsError(f"{path}: over {MAX_SETTINGS_BYTES} bytes")
     try:
@@ -827,8 +829,12 @@ class PackageManager:
                 self._uid_of = read_package_uids(self._settings)
             except PackageSettingsError as exc:
                 bad = self._settings.with_name(self._settings.name + ".bad")
-                os.replace(self._settings, bad)
-                self.log.warning("%s; set aside as %s, uids start afresh", exc, bad.name)
+                try:
+                    os.replace(self._settings, bad)
+                except OSError as err:
+                    self.log.warning("%s; uids start afresh (it cannot be set aside: %s)", exc, err.strerror)
+                else:
+                    self.log.warning("%s; set aside as %s, uids start afresh", exc, bad.name)
             self._next_uid = max(self._uid_of.values(), default=FIRST_APPLICATION_UID - 1) + 1
 
     # --- the device
