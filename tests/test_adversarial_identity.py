@@ -35,7 +35,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-import trio
 
 from framework.binder import AID_SYSTEM, FIRST_APPLICATION_UID
 from framework.emulator import BootConfig, BootError, Emulator, RuntimeFiles

@@ -36,7 +36,6 @@ import ctypes
 import errno
 import os
 import signal
-import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -238,8 +237,8 @@ class ProcessCgroup:
     (None where there is no writable cgroup v2: not root, or none mounted). ``child``
     makes or opens a sub-cgroup; ``add`` moves a process in (a held child, before it
     runs a line of its own); ``kill`` kills every process in it and its sub-cgroups
-    (``cgroup.kill``, or each through a pidfd on kernels before 5.14); ``remove`` waits
-    until it is empty and removes it with its sub-cgroups.
+    (``cgroup.kill``, or each through a pidfd on kernels before 5.14). Whoever made the
+    boot's removes it when the boot ends (init, or its reaper).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -317,22 +316,3 @@ class ProcessCgroup:
                 return
             for pid in pids:
                 pidfd_kill(pid, signal.SIGKILL, lambda p: p in self.pids())
-
-    def remove(self, timeout: float = 5.0) -> bool:
-        """Kill what is left, wait until empty, remove this cgroup and its sub-cgroups; whether it is gone."""
-        if not self.path.exists():
-            return True
-        self.kill()
-        deadline = time.monotonic() + timeout
-        while True:
-            folders = sorted((f for f, _, _ in os.walk(self.path)), key=len, reverse=True)
-            try:
-                for folder in folders:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.rmdir(folder)
-                return True
-            except OSError as exc:
-                if exc.errno != errno.EBUSY or time.monotonic() > deadline:
-                    return False
-                self.kill()
-                time.sleep(0.01)  # SIGKILLed processes leave the cgroup as they exit

@@ -90,6 +90,7 @@ def boot(driver: str | None, speed: float, clock: str, detach: bool, boot_timeou
             f" " + ", ".join(f"{k} {v}" for k, v in state.get("pids", {}).items()),
             err=True,
         )
+        click.echo(f"isolation: {state.get('isolation', 'unknown')}", err=True)
         return
     run(_boot_foreground, runtime_dir, config)
 

@@ -97,7 +97,7 @@ from framework.binder import (
 from ._errors import BootError, EmulatorAlreadyRunningError
 from ._logcat import LOGCAT_LINE_MAX, LogRing, adopt_line, format_line
 from ._paths import RuntimeFiles, process_start, resolve_runtime_dir
-from ._reaper import BOOT_ID_ENV, kill_boot
+from ._reaper import BOOT_ID_ENV, kill_boot, remove_cgroup
 
 __all__ = [
     "HAL_SERVICES",
@@ -861,7 +861,7 @@ async def _boot(root: Path, config: BootConfig, system_server: bool, grace: floa
         # The reaper stands down only if nothing is left; else it kills the rest.
         emu._stop_reaper(stand_down=stopped)
         if emu.cgroup is not None and stopped:
-            emu.cgroup.remove()
+            remove_cgroup(os.fspath(emu.cgroup.path))
         if stopped:
             files.remove_live_files()
         if why is None or _interrupted(why):
