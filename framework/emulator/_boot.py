@@ -610,8 +610,10 @@ def _child_env(runtime_dir: Path, extra: Mapping[str, str], emu: Emulator) -> di
     if emu.cgroup is not None:
         env[CGROUP_ENV] = os.fspath(emu.cgroup.path)
     if emu.isolation == "uid":
-        # The system and app uids may not write the tree's bytecode caches (they read them).
+        # The system and app uids may not write the tree's bytecode caches (they read them),
+        # nor use init's own user site-packages (its $HOME is not theirs).
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["PYTHONNOUSERSITE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"  # lines reach the log as they are written
     return env
 
