@@ -690,7 +690,10 @@ def _prepare_dir(files: RuntimeFiles, isolation: str, wipe_data: bool) -> None:
         for folder, _, names in os.walk(files.data):  # system_server's (uid 1000), as /data/system is
             for path in (folder, *(os.path.join(folder, n) for n in names)):
                 os.chown(path, AID_SYSTEM, AID_SYSTEM, follow_symlinks=False)
-    files.app_reports.mkdir(mode=0o700, exist_ok=True)
+    # The apps' reports are this boot's, as the trace is: an earlier boot's app (another uid
+    # since a wipe) would own the names in a sticky folder, and no app could replace them.
+    shutil.rmtree(files.app_reports, ignore_errors=True)
+    files.app_reports.mkdir(mode=0o700)
     for folder in (files.root, files.app_reports):
         if isolation == "uid":
             os.chown(folder, 0, 0)
