@@ -3,10 +3,16 @@
 :func:`boot_processes` plays init, as ``npuemu boot`` does; it is the process form of
 ``open_stack(processes=True)`` (``_stack``), the one entry point for both forms. In order:
 
-1. It takes the runtime directory (0700) and refuses one where a live init already
-   runs, or where a process of a dead one still serves (two emulators never share a
-   directory); what a dead emulator left there (``init.json``, the shell token,
-   sockets) it removes.
+1. It takes the runtime directory (0700; root's 1733 under uid isolation) and refuses
+   one where a live init already runs, or where a process of a dead one still serves
+   (two emulators never share a directory); what a dead emulator left there
+   (``init.json``, the shell token, sockets) it removes. It decides the isolation: as
+   root, where every uid can reach the code and the directory, each process is its own
+   OS user (``framework.binder``'s ``_isolation``: the servicemanager and the HAL start
+   as the system user, system_server becomes it, the apps it launches are their
+   uids); else every process is init's user and the log says why (``isolation:
+   nominal``). As root it makes the boot a cgroup (``npuemu-<boot id>``), which every
+   process of the stack is put in before it runs.
 2. It starts the servicemanager. The servicemanager counts its parent as init, uid 0,
    so this process becomes init.
 3. It launches the vendor HAL (``python -m npuhal``) and system_server (``python -m
@@ -45,11 +51,12 @@ Every process of the stack carries the boot's id in its environment
 (``NPUEMU_BOOT_ID``, inherited by the apps). What still carries it after the orderly
 stop is killed; and there is no parent-death signal (trio forks from a worker thread,
 and the kernel sends that signal when the forking *thread* exits), so init starts a
-dead-man switch first (``_reaper``): a small process holding the read end of a pipe;
-unless init stands it down once nothing is left, it kills every process of the boot.
+dead-man switch first (``_reaper``): a small process holding one end of a socket, on
+which init sends it a pidfd of each process it starts; unless init stands it down once
+nothing is left, it kills those, the boot's cgroup and every process carrying the id.
 (``npuemu shutdown`` does the same from a dead init's ``init.json``, should even the
-reaper be gone.) Processes are found by that id, never by a remembered pid or group:
-pids are reused within minutes on a busy machine.
+reaper be gone.) Processes are killed through pidfds and the cgroup, never by a
+remembered pid or group number: pids are reused within minutes on a busy machine.
 """
 
 from __future__ import annotations
@@ -758,13 +765,14 @@ async def _boot(root: Path, config: BootConfig, system_server: bool, grace: floa
     files = RuntimeFiles(root)
     stale = _claim(files)
     files.trace_events.unlink(missing_ok=True)
+    isolation = _isolation(root, config)
     emu = Emulator(root, config, _Log(files.log))
     log = emu._log
     emu._grace = grace
-    emu.isolation = _isolation(root, config)
-    _prepare_dir(files, emu.isolation, config.wipe_data)
+    emu.isolation = isolation
     booted = stopped = False
     try:
+        _prepare_dir(files, isolation, config.wipe_data)
         # The boot's cgroup, where there is one: every process of the stack stays in it.
         emu.cgroup = ProcessCgroup.create_for_boot(f"npuemu-{emu.boot_id}")
         if emu.cgroup is not None and emu.isolation == "uid":
@@ -865,7 +873,7 @@ async def _boot(root: Path, config: BootConfig, system_server: bool, grace: floa
         why = sys.exc_info()[1]
         # The reaper stands down only if nothing is left; else it kills the rest.
         emu._stop_reaper(stand_down=stopped)
-        if emu.cgroup is not None and stopped:
+        if emu.cgroup is not None:  # (gone already if the reaper had to kill what was left)
             remove_cgroup(os.fspath(emu.cgroup.path))
         if stopped:
             files.remove_live_files()
