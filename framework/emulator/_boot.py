@@ -679,7 +679,10 @@ def _isolation(root: Path, config: BootConfig) -> str:
     if os.geteuid() != 0:
         why = "init is not root (no user namespace with a subordinate uid range is set up either)"
     else:
-        needs = [(root.parent, False)] + [(p, True) for p in _shared_paths([Path(config.driver)] if config.driver else [])]
+        # Files named on a stage's command line (a driver, a user's policy FILE.py:CLASS) too.
+        named = [Path(a.split(":")[0]) for a in (*config.system_server_args, *config.hal_args) if os.path.isfile(a.split(":")[0])]
+        extra = [Path(config.driver)] if config.driver else []
+        needs = [(root.parent, False)] + [(p, True) for p in _shared_paths([*extra, *named])]
         why = next((w for p, r in needs if (w := _unreachable(p, read=r))), None)
         if why is None:
             return "uid"
