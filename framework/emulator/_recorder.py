@@ -162,12 +162,20 @@ class _MarkerReader:
     are in its own recording), before any app of this one runs.
     """
 
-    def __init__(self, path: Path, *, fresh: bool = False) -> None:
+    def __init__(self, path: Path, *, fresh: bool = False, shared: bool = False) -> None:
         self._path = path
         self._offset = 0
         self._pending = b""
         if fresh:
             path.unlink(missing_ok=True)
+            if shared:
+                # Under uid isolation each app is its own user: init makes the file, root's
+                # and 0622, so every app appends to it and none reads another's lines.
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                try:
+                    os.fchmod(fd, 0o622)
+                finally:
+                    os.close(fd)
 
     def read(self) -> list[dict[str, Any]]:
         try:
@@ -285,7 +293,7 @@ async def serve_recorder(
     )
     epoch = _Epoch(0, 0)
     names = _PackageNames(runtime, sink)
-    marker = _MarkerReader(emulator.files.root / TRACE_MARKER_NAME, fresh=True)
+    marker = _MarkerReader(emulator.files.root / TRACE_MARKER_NAME, fresh=True, shared=emulator.isolation == "uid")
 
     class Listener(IHalListener.Stub):
         async def onThermalSeverityChanged(self, severity: int, temperatureC: float) -> None:  # noqa: N802,N803
