@@ -103,7 +103,7 @@ from framework.binder import (
 
 from ._errors import BootError, EmulatorAlreadyRunningError
 from ._logcat import LOGCAT_LINE_MAX, LogRing, adopt_line, format_line
-from ._paths import RuntimeFiles, process_start, resolve_runtime_dir
+from ._paths import RuntimeFiles, open_own, process_start, resolve_runtime_dir
 from ._reaper import BOOT_ID_ENV, kill_boot, remove_cgroup
 
 __all__ = [
@@ -346,7 +346,7 @@ class Emulator:
 
         line = json.dumps({"type": "mark", "label": str(label), "wall_ns": time.monotonic_ns()})
         try:
-            fd = os.open(self.files.trace_events, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+            fd = open_own(self.files.trace_events, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
             try:
                 os.write(fd, (line + "\n").encode())  # one write: the recorder appends here too
             finally:

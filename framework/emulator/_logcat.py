@@ -24,6 +24,8 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from ._paths import open_own
+
 __all__ = [
     "LEVELS",
     "LOGCAT_BUFFER_BYTES",
@@ -193,7 +195,7 @@ class LogRing:
         self.dropped_total = 0
         self._why = ""
         self._cut = False  # a line was cut short and not ended
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        self._fd = open_own(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         self._written = os.fstat(self._fd).st_size
 
     def write(self, line: str) -> bool:
@@ -243,7 +245,7 @@ class LogRing:
         except FileNotFoundError:
             pass  # a rotation that failed half way left no current half to keep
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            fd = open_own(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC)
         except OSError as exc:
             if exc.errno not in _NO_SPACE:
                 raise

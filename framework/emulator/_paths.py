@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import socket
@@ -28,7 +29,38 @@ from framework.binder import RUNTIME_DIR_ENV, SHELL_TOKEN_FILE
 
 from ._errors import EmulatorNotRunningError
 
-__all__ = ["RuntimeFiles", "default_runtime_dir", "pid_alive", "process_start", "resolve_runtime_dir"]
+__all__ = ["RuntimeFiles", "default_runtime_dir", "open_own", "pid_alive", "process_start", "resolve_runtime_dir"]
+
+
+def open_own(path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
+    """``os.open`` for init's files in a runtime directory other users may write (uid isolation).
+
+    What an app could have planted under the name is never written through: a symlink
+    (``O_NOFOLLOW``) or a hard link to somebody else's file (one link and this user's, or
+    it is removed and the file made afresh, ``O_EXCL``). ``O_TRUNC`` applies only after
+    the check.
+    """
+    flags |= os.O_NOFOLLOW | os.O_CLOEXEC
+    trunc = flags & os.O_TRUNC
+    for _ in range(2):
+        try:
+            fd = os.open(path, flags & ~os.O_TRUNC, mode)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP or not flags & os.O_CREAT:
+                raise
+            os.unlink(path)  # a planted symlink
+            continue
+        st = os.fstat(fd)
+        if st.st_nlink == 1 and st.st_uid == os.geteuid() and stat.S_ISREG(st.st_mode):
+            if trunc:
+                os.ftruncate(fd, 0)
+            return fd
+        os.close(fd)
+        if not flags & os.O_CREAT:
+            break
+        os.unlink(path)  # a planted link to a file not ours: make ours afresh
+        flags |= os.O_EXCL
+    raise PermissionError(errno.EPERM, f"{path} is not a file of this user's (a link another user made?)")
 
 
 def default_runtime_dir() -> Path:
