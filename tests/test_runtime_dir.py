@@ -155,7 +155,8 @@ NEEDS_AN_EMULATOR = {
     "thermal status": [],
 }
 #: Commands that do not: they boot their own, or read what a stopped one recorded.
-NEEDS_NONE = {"aidl", "bench scheduling", "boot", "demo", "logcat", "plot", "trace", "version", "vts"}
+NEEDS_NONE = {"aidl", "bench scheduling", "boot", "demo", "lab check-policy", "logcat", "plot", "trace", "version",
+              "vts"}
 
 
 def _leaf_commands(group: click.Group, prefix: str = "") -> set[str]:
