@@ -622,9 +622,10 @@ def _resize_bilinear(tensors: list[TfLiteTensor], op: TfLiteOperation, x: np.nda
     y0, y1, dy = axis(out_h, in_h)
     x0, x1, dx = axis(out_w, in_w)
     dy, dx = dy[None, :, None, None], dx[None, None, :, None]
-    top = x[:, y0][:, :, x0] * (1 - dx) + x[:, y0][:, :, x1] * dx
-    bottom = x[:, y1][:, :, x0] * (1 - dx) + x[:, y1][:, :, x1] * dx
-    return (top * (1 - dy) + bottom * dy).astype(np.float32)
+    # across each input row first (every output row's top and bottom is one of them),
+    # then between the two rows: the same products and sums as pixel by pixel
+    across = np.take(x, x0, axis=2) * (1 - dx) + np.take(x, x1, axis=2) * dx
+    return (np.take(across, y0, axis=1) * (1 - dy) + np.take(across, y1, axis=1) * dy).astype(np.float32, copy=False)
 
 
 def _transpose_conv_bias(tensors: list[TfLiteTensor], op: TfLiteOperation, x: np.ndarray) -> np.ndarray:
