@@ -107,8 +107,9 @@ static void kernel_i16(size_t kc, const int16_t *restrict a, size_t lda, size_t 
             size_t kc = K - k0 < KC ? K - k0 : KC;                                      \
             for (size_t p = 0; p < panels(N); p++) {                                    \
                 T *dst = (G)->packed_w + packed_at(N, k0, kc, p);                       \
-                for (size_t j = 0; j < NR && p * NR + j < N; j++)                       \
-                    for (size_t k = 0; k < kc; k++)                                     \
+                size_t nr = N - p * NR < NR ? N - p * NR : NR;                          \
+                for (size_t k = 0; k < kc; k++) /* written in order */                  \
+                    for (size_t j = 0; j < nr; j++)                                     \
                         dst[k * NR + j] = (T)(W_AT((p * NR + j) * K + k0 + k));         \
             }                                                                           \
         }                                                                               \
