@@ -17,7 +17,10 @@ Ownership.  A prepared model belongs to the process that called ``prepareModel``
 (its pid, from the kernel): when that process exits the HAL frees the model
 (``Hal._reap``), as it does on ``release()`` and on ``IHalControl.revokeUidModels``.
 Work of the model's execution carries the binder calling uid and pid, never a uid
-from the request.  A ``ModelLoadToken`` given to ``prepareModel`` files the model
+from the request.  Only the uid that prepared a model may call it (or its bursts): a
+reference that reached another uid (handed on, or leaked) is refused with a
+``SecurityException`` before the call does anything, as the NN service refuses a
+prepared model of another client.  A ``ModelLoadToken`` given to ``prepareModel`` files the model
 under the caller's NpuManager request as well, (uid, request id), so that
 ``IHalControl.revokeRequestModels`` frees one request's models and not its app's others.
 """
@@ -350,6 +353,13 @@ class _Pools:
         _close_all(self._shm)
 
 
+def _check_owner(owner_uid: int, what: str) -> None:
+    """Refuse a call on a prepared model (or its burst) from any uid but the one that prepared it."""
+    uid = Binder.getCallingUid()
+    if uid != owner_uid:
+        raise SecurityException(f"uid {uid} may not use a {what} of uid {owner_uid}")
+
+
 class PreparedModel(IPreparedModel.Stub):
     """A model loaded in driver memory, owned by one client process.
 
@@ -373,6 +383,10 @@ class PreparedModel(IPreparedModel.Stub):
         self._revoked = False
         self._running: set[int] = set()
         self.bursts: weakref.WeakSet[Burst] = weakref.WeakSet()
+
+    async def onTransact(self, code: int, data: Any, ctx: Any) -> Any:  # noqa: N802
+        _check_owner(self.owner_uid, "prepared model")
+        return await super().onTransact(code, data, ctx)
 
     def __repr__(self) -> str:
         what = f"model {self.handle.id}" if self.handle is not None else f"gone ({self._gone})"
@@ -582,6 +596,10 @@ class Burst(IBurst.Stub):
     def __init__(self, prepared: PreparedModel) -> None:
         super().__init__()
         self._prepared = prepared
+
+    async def onTransact(self, code: int, data: Any, ctx: Any) -> Any:  # noqa: N802
+        _check_owner(self._prepared.owner_uid, "burst")
+        return await super().onTransact(code, data, ctx)
         self._lock = trio.Lock()
         # token -> (mapping, writable); mappings stay until released
         self.memories: dict[int, tuple[Any, bool]] = {}

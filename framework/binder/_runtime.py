@@ -10,6 +10,10 @@ descriptor]``. Whoever receives it (the process it was sent to, or a third one i
 is handed on to) connects to the owner directly; the object is always called in
 the process that made it. A reference to one of this process's own objects comes
 back as the object itself, as on Android, so local calls are plain Python calls.
+The object id is random (:data:`OBJECT_ID_BITS` bits from ``secrets``), so a
+reference is a capability: a process can call only objects whose reference it was
+handed, never one it enumerates (the socket names in the runtime directory are no
+secret; the ids are).
 
 Lifetime. An object, once written into a parcel, stays exported until its runtime
 closes: remote references are not counted. That is simple and safe (a reference
@@ -46,7 +50,6 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-import itertools
 import logging
 import os
 import secrets
@@ -266,7 +269,9 @@ class BinderProxy(IBinder):
 
     def __repr__(self) -> str:
         state = "dead" if self._dead else "alive"
-        return f"<BinderProxy {self._descriptor or 'IBinder'} {self._address}#{self._object_id} {state}>"
+        # Only the id's last digits: a reference is a capability, and reprs reach logs.
+        oid = f"{self._object_id & 0xFFFF:04x}" if self._object_id else "0"
+        return f"<BinderProxy {self._descriptor or 'IBinder'} {self._address}#..{oid} {state}>"
 
     def getInterfaceDescriptor(self) -> str:  # noqa: N802
         """The descriptor the owner declared when it sent the reference."""
@@ -916,6 +921,21 @@ class _ServerConn:
 # The runtime
 
 
+#: Bits of randomness in an object id: a reference is a capability because its id
+#: cannot be guessed (the binder driver gets the same from handles it translates per
+#: process). 63 bits, so that an id fits the wire's signed 64-bit target field; a peer
+#: probing one id per round trip would need millions of years to find one.
+OBJECT_ID_BITS = 63
+
+
+def _new_object_id(taken: dict[int, Binder]) -> int:
+    """An unguessable object id (from ``secrets``), never 0 (the context object's)."""
+    while True:
+        object_id = secrets.randbits(OBJECT_ID_BITS)
+        if object_id != CONTEXT_OBJECT_ID and object_id not in taken:
+            return object_id
+
+
 class BinderRuntime:
     """This process's binder state. Made by :func:`open_binder_runtime`.
 
@@ -944,7 +964,6 @@ class BinderRuntime:
         self._interfaces = interfaces
         self._token = token
         self._objects: dict[int, Binder] = {}
-        self._object_ids = itertools.count(CONTEXT_OBJECT_ID + 1)
         self._clients: dict[str, _ClientConn] = {}
         self._proxies: weakref.WeakValueDictionary[tuple[str, int], BinderProxy] = weakref.WeakValueDictionary()
         self._server_conns: set[_ServerConn] = set()
@@ -970,7 +989,7 @@ class BinderRuntime:
             raise IllegalStateException(f"{binder!r} already belongs to {binder._runtime!r}")
         if self._closed:
             raise IllegalStateException("binder runtime is closed")
-        object_id = next(self._object_ids)
+        object_id = _new_object_id(self._objects)
         binder._runtime, binder._object_id = self, object_id
         self._objects[object_id] = binder
         return object_id

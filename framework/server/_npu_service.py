@@ -108,7 +108,7 @@ from ._policy_api import NpuPolicy, policy_source
 from ._package import PERMISSION_DUMP, NameNotFoundException, PackageManager
 from ._priority import scheduling_config_for
 
-__all__ = ["CALLBACK_DEADLINE_S", "DUMP_PAGE_ROWS", "NpuService"]
+__all__ = ["CALLBACK_DEADLINE_S", "DUMP_PAGE_ROWS", "NpuService", "enforce_system_caller", "is_system_caller"]
 
 log = logging.getLogger("NpuManagerService")
 
@@ -224,6 +224,20 @@ def _policy_bundle(params: Any) -> dict[str, Any] | None:
         else:
             bundle[key] = None  # the policy refuses unknown keys by name
     return bundle
+
+
+def is_system_caller() -> bool:
+    """Whether the binder call being served comes from system or root."""
+    return Binder.getCallingUid() in (AID_ROOT, AID_SYSTEM)
+
+
+def enforce_system_caller(what: str) -> None:
+    """Refuse the call being served unless system or root makes it: the callbacks a
+    system service registers with the HAL, which nobody else may call."""
+    if not is_system_caller():
+        uid = Binder.getCallingUid()
+        log.warning("%s refused: uid %d is not system", what, uid)
+        raise SecurityException(f"{what}: only system may call, not uid {uid}")
 
 
 class NpuService:
@@ -553,6 +567,13 @@ class NpuService:
         svc = self
 
         class SchedulingCallback(self._ISchedulingCallback.Stub):
+            async def onTransact(self, code: int, data: Any, ctx: Any) -> Any:  # noqa: N802
+                # The HAL's events only: whoever else holds this reference may not feed
+                # the arbiter work it never ran (a fake COMPLETED turns rule 7).
+                svc._counters["refused_calls"] += not is_system_caller()
+                enforce_system_caller("ISchedulingCallback")
+                return await super().onTransact(code, data, ctx)
+
             async def onWorkRequested(self, info: Any) -> None:  # noqa: N802
                 svc._record("requested", info, None)
 

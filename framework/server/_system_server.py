@@ -85,7 +85,7 @@ from ._activity import (
 )
 from ._arbiter import DEFAULT_UNLOAD_TIMEOUT_S
 from ._dump import fit_reply
-from ._npu_service import NpuService
+from ._npu_service import NpuService, enforce_system_caller
 from ._policy_api import NpuPolicy
 from ._package import (
     FEATURE_NEURAL_PROCESSING_UNIT,
@@ -495,6 +495,10 @@ class ThermalService:
         svc = self
 
         class Listener(IHalListener.Stub):
+            async def onTransact(self, code: int, data: Any, ctx: Any) -> Any:  # noqa: N802
+                enforce_system_caller("IHalListener")  # heat and memory come from the HAL only
+                return await super().onTransact(code, data, ctx)
+
             async def onThermalSeverityChanged(self, severity: int, temperatureC: float) -> None:  # noqa: N802,N803
                 svc.follow(severity, temperatureC)
 
