@@ -121,7 +121,9 @@ async def test_malformed_frames_to_every_stack_process_while_a_client_is_served(
         reports = []
 
         async def attack(name: str, shell: bool, seed: int) -> None:
-            ping_target = 0 if name == "servicemanager" else 1
+            # An object each serves: ids are random, so the reference must have been handed over.
+            ping_target = {"servicemanager": 0, "hal": control, "system_server": npu}[name]
+            ping_target = ping_target if ping_target == 0 else ping_target.asBinder()._object_id
             reports.append(await run_peer(emu.runtime_dir, addresses[name], shell=shell, seed=seed,
                                           ping_target=ping_target))
 

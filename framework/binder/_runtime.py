@@ -37,9 +37,11 @@ call on that connection fails with :class:`DeadObjectException`, and every
 outgoing connection has a task that watches for the hang-up alone (reading
 nothing), so a death is noticed when no call is in flight too.
 
-Identity. A handler runs with the caller's pid (the kernel's, ``SO_PEERCRED``) and
-uid (what the servicemanager vouched for, resolved once per connection) in a
-context variable, set once per serving task, since each task serves one
+Identity. A handler runs with the caller's pid (the kernel's, ``SO_PEERCRED``,
+fixed with a pidfd of that process when the connection is accepted) and uid (what
+the servicemanager vouched for that pid, resolved once per connection at the
+handshake and believed only if the process the pidfd names still runs afterwards,
+so a reused pid inherits nothing) in a context variable, set once per serving task, since each task serves one
 connection: :meth:`Binder.getCallingUid` and :meth:`Binder.getCallingPid` read it.
 Outside a handler they give the process's own identity. A local call does not
 change the identity (Android's rule; use :meth:`Binder.clearCallingIdentity` to act
@@ -93,6 +95,12 @@ from ._wire import (
 )
 
 __all__ = [
+    "MAX_CONNECTIONS_PER_PEER",
+    "MAX_CONNECTION_BUFFER",
+    "MAX_HANDSHAKING",
+    "MAX_PENDING_CALLS",
+    "MAX_QUEUED_ONEWAY",
+    "OBJECT_ID_BITS",
     "RUNTIME_DIR_ENV",
     "SERVICEMANAGER_ADDRESS",
     "SHELL_TOKEN_FILE",
@@ -114,6 +122,25 @@ SHELL_TOKEN_FILE = "shell.token"
 RUNTIME_DIR_ENV = "NPUEMU_RUNTIME_DIR"
 
 _HANDSHAKE_TIMEOUT = 10.0
+
+# Bounds on what one peer can make a server hold, as the binder driver bounds it
+# (each named in the README's bounds table, with the figure it mirrors):
+
+#: Frame bytes of the calls one connection has in this process (read, not finished):
+#: binder's transaction buffer per process, 1 MiB - 8 KiB (BINDER_VM_SIZE).
+MAX_CONNECTION_BUFFER = (1 << 20) - 8 * 1024
+#: Two-way calls of one connection being served at once. Binder has 15 threads per
+#: process; handlers here are tasks, cheap, but each holds its parcel.
+MAX_PENDING_CALLS = 64
+#: Oneway calls of one connection served or queued at once (binder bounds them by
+#: bytes, to half its buffer, which a connection meets here too).
+MAX_QUEUED_ONEWAY = 1024
+#: Connections one peer process may hold to one server (a runtime makes one per
+#: server it talks to).
+MAX_CONNECTIONS_PER_PEER = 64
+#: Accepted connections whose handshake is under way at once; past it new ones are
+#: closed at once (each costs a socket, a task and a small buffer until then).
+MAX_HANDSHAKING = 256
 # Codes at or above this are IBinder's own (ping, interface...), not an interface's.
 _SPECIAL_CODES = _status.LAST_CALL_TRANSACTION + 1
 # Idle serving tasks kept per connection, waiting to be handed the reading role
@@ -585,6 +612,7 @@ class _ClientConn:
                 raise SecurityException(f"{self.address} refused this process: {event.reason}")
             self.remote_pid, self.remote_uid = event.pid, event.uid
             self._peer_uid = event.peer_uid
+            stream.handshake_done()
             self.usable = True
             self.ready.set()
             await stream.wait_hangup()
@@ -759,7 +787,10 @@ class _ServerConn:
     them in order and one at a time.
     """
 
-    __slots__ = ("runtime", "stream", "wire", "reader", "peer_pid", "peer_uid", "identity", "backlog")
+    __slots__ = (
+        "runtime", "stream", "wire", "reader", "peer_pid", "peer_uid", "identity", "backlog", "held", "calls",
+        "oneways", "full", "_room",
+    )
 
     def __init__(self, runtime: BinderRuntime, stream: Any) -> None:
         self.runtime = runtime
@@ -769,7 +800,56 @@ class _ServerConn:
         self.peer_pid = stream.peer_pid
         self.peer_uid = -1
         self.identity = (self.peer_pid, -1)
-        self.backlog: deque[Transaction] = deque()  # calls read ahead, not yet served
+        # Calls read ahead, not yet served, each with its frame's size.
+        self.backlog: deque[tuple[Transaction, int]] = deque()
+        # What the peer has in this process: frame bytes and calls read and not yet
+        # finished (two-way calls being served, oneway calls served or queued). Past a
+        # cap (``full``) the connection is not read until enough finish.
+        self.held = 0
+        self.calls = 0
+        self.oneways = 0
+        self.full = False
+        self._room: trio.CancelScope | None = None
+
+    def _charge(self, size: int, oneway: bool) -> None:
+        """A call of ``size`` frame bytes is read: the peer holds that much more here."""
+        self.held += size
+        if oneway:
+            self.oneways += 1
+        else:
+            self.calls += 1
+        if self.held > MAX_CONNECTION_BUFFER or self.calls >= MAX_PENDING_CALLS or self.oneways >= MAX_QUEUED_ONEWAY:
+            if not self.full:
+                log.warning(
+                    "pid %d holds %d bytes in %d calls and %d oneway calls here: not reading it until they finish",
+                    self.peer_pid, self.held, self.calls, self.oneways,
+                )
+            self.full = True
+
+    def _release(self, size: int, oneway: bool) -> None:
+        """A call is finished: what it held is free; reading resumes once under every cap."""
+        self.held -= size
+        if oneway:
+            self.oneways -= 1
+        else:
+            self.calls -= 1
+        if self.full and (
+            self.held <= MAX_CONNECTION_BUFFER // 2
+            and self.calls < MAX_PENDING_CALLS // 2
+            and self.oneways < MAX_QUEUED_ONEWAY // 2
+        ):
+            self.full = False
+            if self._room is not None:
+                self._room.cancel()
+
+    async def _wait_for_room(self) -> None:
+        """Hold off reading while the peer is over a cap, until its calls finish (or it
+        hangs up): its further calls wait in the kernel's socket buffer, and its
+        sends block once that is full, as binder's callers wait for a thread."""
+        with trio.CancelScope() as scope:
+            self._room = scope
+            await self.stream.wait_hangup()
+        self._room = None
 
     def _spawn(self, party: Party) -> None:
         self.runtime._nursery.start_soon(self._work, party)
@@ -779,6 +859,9 @@ class _ServerConn:
         party = self.reader.first_worker()
         welcomed = False
         try:
+            if not stream.peer_alive():
+                log.info("dropping connection from pid %d: it exited before it was accepted", self.peer_pid)
+                return
             with trio.fail_after(_HANDSHAKE_TIMEOUT):
                 hello = await _next_event(wire, stream)
                 if hello is None:
@@ -790,6 +873,13 @@ class _ServerConn:
                     # nobody unknown gets in.
                     log.warning("cannot resolve pid %d: %s", self.peer_pid, exc)
                     uid = None
+            # The uid was vouched for whatever process had this pid when the
+            # servicemanager looked (while that process lived). The one that connected
+            # still runs now, so it ran then too and had the pid: it is that process.
+            # Had it exited, its pid might name another (a restarted HAL, uid 1000).
+            if uid is not None and not stream.peer_alive():
+                log.warning("refusing pid %d: the process that connected has exited", self.peer_pid)
+                uid = None
             if uid is None:
                 log.warning("refusing pid %d: not a process this emulator launched", self.peer_pid)
                 await stream.send_frame(wire.send(Refused(f"pid {self.peer_pid} is not a known process")))
@@ -797,6 +887,7 @@ class _ServerConn:
             self.peer_uid = uid
             self.identity = (self.peer_pid, uid)
             await stream.send_frame(wire.send(Welcome(runtime.pid, runtime.uid, uid)))
+            stream.handshake_done()
             welcomed = True
         except ProtocolError as exc:
             log.warning("dropping connection from pid %d: %s", self.peer_pid, exc)
@@ -805,6 +896,7 @@ class _ServerConn:
         except (trio.BrokenResourceError, OSError) as exc:
             log.info("connection from pid %d lost: %s", self.peer_pid, exc)
         finally:
+            runtime._handshaking -= 1
             if not welcomed:
                 await self._finish()
         await self._work(party)
@@ -836,33 +928,43 @@ class _ServerConn:
         try:
             while True:
                 if backlog:
-                    event = backlog.popleft()
+                    event, size = backlog.popleft()
                 else:
                     # _next_event written out: this is where every call is read.
                     event = wire.next_event()
                     while event is NEED_DATA:
+                        if self.full:
+                            await self._wait_for_room()
                         data, fds = await stream.receive_some()
                         if not data:
                             _close_fds(fds)
                             return False
                         event = wire.receive(data, fds)
+                    size = wire.frame_size
                     # Check every frame of this read before serving any: a peer that
                     # breaks the protocol anywhere in it is dropped unserved (a reused
                     # id, say, must not pass because the call it reuses has just ended).
                     try:
                         while (more := wire.next_event()) is not NEED_DATA:
-                            backlog.append(more)
+                            backlog.append((more, wire.frame_size))
                     except ProtocolError:
                         _close_fds(event.fds)
                         raise
                 if event.oneway:
-                    call = runtime._take_oneway(self, event)
+                    self._charge(size, True)  # released as its queue serves it
+                    call = runtime._take_oneway(self, event, size)
                     if call is None:
                         continue  # queued behind the target's running oneway call
+                    if await _run_inline(call, block):
+                        return True
                 else:
-                    call = runtime._serve_call(self, event, set_identity=False)
-                if await _run_inline(call, block):
-                    return True
+                    self._charge(size, False)
+                    try:
+                        waited = await _run_inline(runtime._serve_call(self, event, set_identity=False), block)
+                    finally:
+                        self._release(size, False)
+                    if waited:
+                        return True
         except ProtocolError as exc:
             log.warning("dropping connection from pid %d: %s", self.peer_pid, exc)
         except (trio.BrokenResourceError, OSError) as exc:
@@ -882,8 +984,13 @@ class _ServerConn:
         reader.lose()  # idle tasks wake to DONE and end
         _close_fds(self.wire.close())
         while self.backlog:
-            _close_fds(self.backlog.popleft().fds)
-        self.runtime._server_conns.discard(self)
+            _close_fds(self.backlog.popleft()[0].fds)
+        runtime = self.runtime
+        if self in runtime._server_conns:
+            runtime._server_conns.discard(self)
+            left = runtime._peer_conns.pop(self.peer_pid, 1) - 1
+            if left:
+                runtime._peer_conns[self.peer_pid] = left
         with trio.CancelScope(shield=True):
             await self.stream.aclose()
 
@@ -967,6 +1074,9 @@ class BinderRuntime:
         self._clients: dict[str, _ClientConn] = {}
         self._proxies: weakref.WeakValueDictionary[tuple[str, int], BinderProxy] = weakref.WeakValueDictionary()
         self._server_conns: set[_ServerConn] = set()
+        self._peer_conns: dict[int, int] = {}  # peer pid -> its connections here
+        self._handshaking = 0  # accepted connections not yet welcomed or refused
+        self._refusing = False
         self._oneway: dict[int, deque] = {}
         self._listener: Any = None
         self._closed = False
@@ -1082,11 +1192,26 @@ class BinderRuntime:
                 stream = await self._listener.accept()
             except (trio.ClosedResourceError, OSError):
                 return
+            pid = stream.peer_pid
+            peers = self._peer_conns
+            if self._handshaking >= MAX_HANDSHAKING or peers.get(pid, 0) >= MAX_CONNECTIONS_PER_PEER:
+                # Refused before a byte is read: a burst costs a socket each, briefly.
+                if not self._refusing:
+                    log.warning(
+                        "refusing connections: %d handshakes under way, pid %d has %d connections",
+                        self._handshaking, pid, peers.get(pid, 0),
+                    )
+                self._refusing = True
+                await stream.aclose()
+                continue
+            self._refusing = False
+            peers[pid] = peers.get(pid, 0) + 1
+            self._handshaking += 1
             conn = _ServerConn(self, stream)
             self._server_conns.add(conn)
             self._nursery.start_soon(conn.run)
 
-    def _take_oneway(self, conn: _ServerConn, event: Transaction) -> Any:
+    def _take_oneway(self, conn: _ServerConn, event: Transaction, size: int) -> Any:
         """The coroutine that serves oneway ``event`` now, or None if it was queued.
 
         Oneway calls to one object run one at a time, in arrival order (binder's
@@ -1096,16 +1221,19 @@ class BinderRuntime:
         """
         queue = self._oneway.get(event.target)
         if queue is not None:
-            queue.append((conn, event))
+            queue.append((conn, event, size))
             return None
-        queue = self._oneway[event.target] = deque(((conn, event),))
+        queue = self._oneway[event.target] = deque(((conn, event, size),))
         return self._drain_oneway(event.target, queue)
 
     async def _drain_oneway(self, target: int, queue: deque) -> None:
         try:
             while queue:
-                conn, event = queue[0]
-                await self._serve_call(conn, event)
+                conn, event, size = queue[0]
+                try:
+                    await self._serve_call(conn, event)
+                finally:
+                    conn._release(size, True)
                 queue.popleft()
         finally:
             if self._oneway.get(target) is queue:

@@ -9,8 +9,11 @@ Who is who. The process that started the servicemanager is init, uid 0. A
 launcher (uid 0 or 1000) registers each child it starts with the uid it runs as,
 before the child serves (:func:`framework.binder.launch_process` holds the child at
 a gate until then). The servicemanager checks with the kernel that the pid is the
-caller's child and alive, never lets one pid be registered twice, and forgets a pid
-the moment it exits (a pidfd tells it), so a reused pid inherits nothing. A
+caller's child and alive, never lets one pid be registered twice, and holds each
+process it vouches for by a pidfd: a record is believed only while that process
+runs (checked at every lookup, not only when the exit is noticed), so a reused pid
+inherits nothing. The pid it is asked about is the one each runtime fixed, with a
+pidfd of its own, when it accepted the connection (see ``_transport``). A
 process that presents the shell token (a random secret in the 0600 file
 ``shell.token``) is the shell, uid 2000. Everyone else is refused by every runtime.
 
@@ -91,26 +94,35 @@ class _Registry:
         self.network = network
         self.nursery = nursery
         self.token = token
-        self.uids: dict[int, int] = {init_pid: AID_ROOT}
+        # pid -> (uid, the process held by its pidfd)
+        self.uids: dict[int, tuple[int, Any]] = {init_pid: (AID_ROOT, network.process_handle(init_pid))}
         if own_pid != init_pid:
-            self.uids[own_pid] = AID_SYSTEM
+            self.uids[own_pid] = (AID_SYSTEM, network.process_handle(own_pid))
         # name -> (binder, owner uid, dump priority)
         self.services: dict[str, tuple[Any, int, int]] = {}
         self.callbacks: dict[str, list[Any]] = {}
         self.changed = trio.Event()
 
     def resolve(self, pid: int, token: str | None) -> int | None:
-        uid = self.uids.get(pid)
-        if uid is not None:
-            return uid
+        record = self.uids.get(pid)
+        if record is not None and record[1].alive():
+            return record[0]
         if token is not None and hmac.compare_digest(token.encode(), self.token.encode()):
             return AID_SHELL
         return None
 
-    async def _forget_on_exit(self, pid: int) -> None:
-        await self.network.wait_exit(pid)
-        if self.uids.pop(pid, None) is not None:
-            log.info("pid %d exited; its uid record is gone", pid)
+    def register(self, pid: int, uid: int, process: Any) -> None:
+        self.uids[pid] = (uid, process)
+        self.nursery.start_soon(self._forget_on_exit, pid, process)
+
+    async def _forget_on_exit(self, pid: int, process: Any) -> None:
+        try:
+            await process.wait_exit()
+        finally:
+            if self.uids.get(pid, (None, None))[1] is process:
+                del self.uids[pid]
+                log.info("pid %d exited; its uid record is gone", pid)
+            process.close()
 
 
 class _DropOnDeath(DeathRecipient):
@@ -204,15 +216,21 @@ def _make_stub(registry: _Registry) -> Binder:
                 raise IllegalArgumentException(f"bad uid {uid}")
             if uid == AID_ROOT and caller_uid != AID_ROOT:
                 raise SecurityException("only root may start a root process")
-            if pid in registry.uids:
-                raise IllegalStateException(f"pid {pid} is already registered as uid {registry.uids[pid]}")
+            old = registry.uids.get(pid)
+            if old is not None and old[1].alive():
+                raise IllegalStateException(f"pid {pid} is already registered as uid {old[0]}")
+            # Hold the process first, then check it is the caller's child: the record
+            # then belongs to the very process checked (a launcher keeps its child
+            # unreaped, so the pid cannot change hands meanwhile either).
+            process = registry.network.process_handle(pid)
             parent = registry.network.parent_of(pid)
-            if parent is None:
+            if parent is None or not process.alive():
+                process.close()
                 raise IllegalArgumentException(f"no process {pid}")
             if parent != caller_pid:
+                process.close()
                 raise SecurityException(f"pid {pid} is not a child of the caller (pid {caller_pid})")
-            registry.uids[pid] = uid
-            registry.nursery.start_soon(registry._forget_on_exit, pid)
+            registry.register(pid, uid, process)
             log.info("pid %d runs as uid %d (launched by pid %d)", pid, uid, caller_pid)
 
         async def getUidForPid(self, pid: int, shellToken: str | None) -> int:  # noqa: N802,N803
@@ -280,7 +298,7 @@ async def serve_servicemanager(
     async with trio.open_nursery() as nursery:
         registry = _Registry(network, nursery, init_pid, pid, token)
         stub = _make_stub(registry)
-        own_uid = registry.uids[pid]
+        own_uid = registry.uids[pid][0]
 
         async def resolve(_runtime: BinderRuntime, peer_pid: int, peer_token: str | None) -> int | None:
             await trio.lowlevel.checkpoint()
@@ -297,4 +315,10 @@ async def serve_servicemanager(
         ) as runtime:
             log.info("servicemanager pid %d serving (init is pid %d)", pid, init_pid)
             task_status.started(runtime)
-            await trio.sleep_forever()
+            try:
+                await trio.sleep_forever()
+            finally:
+                for own in {init_pid, pid}:  # the records no exit task closes
+                    record = registry.uids.pop(own, None)
+                    if record is not None:
+                        record[1].close()

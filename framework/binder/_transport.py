@@ -5,9 +5,14 @@ what it knows of processes (who is whose parent, when one exits), which the
 servicemanager needs to vouch for uids:
 
 - :class:`UnixNetwork`: the real thing. Every address is a Unix stream socket
-  (0600) in the runtime directory (0700); the peer pid is the kernel's
-  ``SO_PEERCRED``; descriptors cross with ``SCM_RIGHTS``; process facts come from
-  ``/proc`` and ``pidfd_open``.
+  (0600) in the runtime directory (0700); descriptors cross with ``SCM_RIGHTS``;
+  process facts come from ``/proc`` and pidfds. Who connected is fixed when the
+  connection is accepted: the kernel's ``SO_PEERCRED`` (pid, uid, gid as of the
+  ``connect``) and a pidfd of that very process (``SO_PEERPIDFD``; on a kernel
+  without it, ``pidfd_open`` at once, checked against the credentials). A server
+  judges that process, never a pid number looked up later: ``peer_alive()`` says
+  whether the process the pidfd names still runs, and while it does its pid cannot
+  name another.
 - :class:`MemoryNetwork`: the same contract inside one trio run, so a whole stack
   of "processes" (each its own runtime with its own fake pid) can be tested under
   the autojump mock clock. Descriptors are ``dup``-ed on the way, as the kernel
@@ -38,7 +43,7 @@ import trio
 
 from ._isolation import SHARED_RUNTIME_DIR_MODE
 from ._status import DeadObjectException, ProtocolError
-from ._wire import MAX_FDS_PER_FRAME
+from ._wire import MAX_FDS_PER_FRAME, MAX_HANDSHAKE_FRAME_SIZE
 
 __all__ = [
     "MemoryNetwork",
@@ -49,9 +54,19 @@ __all__ = [
 # 256 KiB bytes object each time costs an mmap/munmap per read, which was most of
 # a round trip's CPU.
 _RECV_SIZE = 64 * 1024
+# Until the handshake is over a stream reads into a small buffer (a Hello or Welcome
+# frame at most): a burst of connections that never say Hello costs little each.
+_HANDSHAKE_RECV_SIZE = MAX_HANDSHAKE_FRAME_SIZE + 4
 _MSG_CTRUNC = int(socket.MSG_CTRUNC)  # the IntFlag would cost a Python-level & per read
 _ANC_SIZE = socket.CMSG_SPACE(MAX_FDS_PER_FRAME * array.array("i").itemsize)
 _PEERCRED = struct.Struct("3i")
+_INT = struct.Struct("i")
+#: getsockopt option of Linux >= 6.5 (asm-generic/socket.h): a pidfd of the peer as of
+#: its connect. Python's socket module does not name it yet.
+SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
+#: How long accept waits for the descriptors it may still open (a burst of
+#: connections at EMFILE backs off this long rather than spin).
+_EMFILE_BACKOFF_S = 0.01
 
 
 def _close_fds(fds: Sequence[int]) -> None:
@@ -72,6 +87,83 @@ def _received_fds(ancdata: list) -> list[int]:
     return fds
 
 
+def _pidfd_alive(pidfd: int) -> bool:
+    """Whether the process a pidfd names still runs (a pidfd turns readable at its exit)."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return not poller.poll(0)
+
+
+def _proc_ids(pid: int) -> tuple[int, int] | None:
+    """The real uid and gid of live ``pid`` from ``/proc``, or None if it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    ids = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("Uid", "Gid"):
+            ids[key] = int(rest.split()[0])
+    return ids.get("Uid", -1), ids.get("Gid", -1)
+
+
+def _peer_pidfd(sock: socket.socket, pid: int, uid: int, gid: int) -> int | None:
+    """A pidfd of the process that connected ``sock``, or None if it is already gone.
+
+    ``SO_PEERPIDFD`` names the connecting process itself, even if it has exited (the
+    pidfd is then readable). Without it (Linux before 6.5) the pid is opened at once
+    and the process it names must have the connection's credentials; a connecter
+    that died and whose pid was taken, in the microseconds since its connect, by a
+    process of the same uid and gid is the one case this cannot tell apart.
+    """
+    try:
+        (pidfd,) = _INT.unpack(sock.getsockopt(socket.SOL_SOCKET, SO_PEERPIDFD, _INT.size))
+        return pidfd
+    except OSError as exc:
+        if exc.errno == errno.ESRCH:
+            return None
+        if exc.errno not in (errno.ENOPROTOOPT, errno.EINVAL):
+            raise
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (ProcessLookupError, OSError):
+        return None
+    if _proc_ids(pid) != (uid, gid) or not _pidfd_alive(pidfd):
+        os.close(pidfd)
+        return None
+    return pidfd
+
+
+class _ProcessHandle:
+    """A process held by its pidfd: ``alive()`` at once, ``wait_exit()`` asynchronously.
+
+    What the servicemanager keeps for each pid it vouches for, so that a record is
+    never believed for a process that has exited (whose pid may name another now).
+    """
+
+    __slots__ = ("pid", "_pidfd")
+
+    def __init__(self, pid: int, pidfd: int | None) -> None:
+        self.pid = pid
+        self._pidfd = pidfd
+
+    def alive(self) -> bool:
+        return self._pidfd is not None and _pidfd_alive(self._pidfd)
+
+    async def wait_exit(self) -> None:
+        if self._pidfd is None:
+            await trio.lowlevel.checkpoint()
+            return
+        await trio.lowlevel.wait_readable(self._pidfd)
+
+    def close(self) -> None:
+        pidfd, self._pidfd = self._pidfd, None
+        if pidfd is not None:
+            trio.lowlevel.notify_closing(pidfd)
+            os.close(pidfd)
+
+
 # ---------------------------------------------------------------------------------
 # Unix sockets
 
@@ -87,23 +179,40 @@ class _UnixStream:
     its reply; a oneway call checkpoints) and by a checkpoint every few reads.
     """
 
-    __slots__ = ("_sock", "_sending", "_lot", "peer_pid", "_closed", "_streak", "_rbuf", "_rbufs", "_drained", "_hup")
+    __slots__ = (
+        "_sock", "_sending", "_lot", "peer_pid", "peer_uid", "peer_gid", "_pidfd", "_closed", "_streak", "_rbuf",
+        "_rbufs", "_rsize", "_drained", "_hup",
+    )
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, accepted: bool = False) -> None:
         sock.setblocking(False)
         self._sock = sock
         self._sending = False  # a frame is being written; others queue in _lot
         self._lot = trio.lowlevel.ParkingLot()
-        pid, _uid, _gid = _PEERCRED.unpack(
-            sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
-        )
-        self.peer_pid = pid
+        # Who is at the other end, as the kernel recorded it at connect; an accepted
+        # stream also holds that process by a pidfd (see peer_alive).
+        pid, uid, gid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+        self.peer_pid, self.peer_uid, self.peer_gid = pid, uid, gid
+        self._pidfd = _peer_pidfd(sock, pid, uid, gid) if accepted else None
         self._closed = False
         self._streak = 0
-        self._rbuf = memoryview(bytearray(_RECV_SIZE))
+        self._rbuf = memoryview(bytearray(_HANDSHAKE_RECV_SIZE))
         self._rbufs = (self._rbuf,)  # what recvmsg_into takes, made once
+        self._rsize = _HANDSHAKE_RECV_SIZE
         self._drained = False
         self._hup: select.epoll | None = None  # made by the first wait_hangup
+
+    def peer_alive(self) -> bool:
+        """Whether the process that connected (an accepted stream's peer) still runs:
+        while it does, ``peer_pid`` names it and nobody else."""
+        return self._pidfd is not None and _pidfd_alive(self._pidfd)
+
+    def handshake_done(self) -> None:
+        """Calls come now: read them into the full-size buffer."""
+        if self._rsize != _RECV_SIZE:
+            self._rbuf = memoryview(bytearray(_RECV_SIZE))
+            self._rbufs = (self._rbuf,)
+            self._rsize = _RECV_SIZE
 
     async def send_frame(self, buffers: list[bytes], fds: Sequence[int] = ()) -> None:
         if self._closed:
@@ -223,7 +332,7 @@ class _UnixStream:
         while True:
             try:
                 nbytes, ancdata, flags, _ = sock.recvmsg_into(self._rbufs, _ANC_SIZE)
-                self._drained = nbytes < _RECV_SIZE
+                self._drained = nbytes < self._rsize
                 break
             except BlockingIOError:
                 self._streak = 0
@@ -265,6 +374,9 @@ class _UnixStream:
             if self._hup is not None:
                 trio.lowlevel.notify_closing(self._hup.fileno())
                 self._hup.close()
+            if self._pidfd is not None:
+                os.close(self._pidfd)
+                self._pidfd = None
             trio.lowlevel.notify_closing(self._sock)
             self._sock.close()
         await trio.lowlevel.checkpoint()
@@ -289,11 +401,17 @@ class _UnixListener:
                 if self._sock.fileno() < 0:
                     raise trio.ClosedResourceError("listener closed") from None
                 if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    await trio.sleep(0.01)  # out of descriptors: back off, do not spin
+                    await trio.sleep(_EMFILE_BACKOFF_S)  # out of descriptors: back off, do not spin
                     continue
                 raise
             await trio.lowlevel.checkpoint()
-            return _UnixStream(sock)
+            try:
+                return _UnixStream(sock, accepted=True)
+            except OSError as exc:  # out of descriptors for the pidfd, or the peer is gone
+                sock.close()
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
+                    await trio.sleep(_EMFILE_BACKOFF_S)
+                continue
 
     async def aclose(self) -> None:
         try:
@@ -393,16 +511,19 @@ class UnixNetwork:
 
     async def wait_exit(self, pid: int) -> None:
         """Return when ``pid`` exits (at once if it does not exist)."""
+        handle = self.process_handle(pid)
+        try:
+            await handle.wait_exit()
+        finally:
+            handle.close()
+
+    def process_handle(self, pid: int) -> _ProcessHandle:
+        """``pid``'s process, held by a pidfd from now on (dead at once if there is none)."""
         try:
             pidfd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            await trio.lowlevel.checkpoint()
-            return
-        try:
-            await trio.lowlevel.wait_readable(pidfd)
-        finally:
-            trio.lowlevel.notify_closing(pidfd)
-            os.close(pidfd)
+        except (ProcessLookupError, ValueError):
+            pidfd = None
+        return _ProcessHandle(pid, pidfd)
 
 
 # ---------------------------------------------------------------------------------
@@ -410,15 +531,26 @@ class UnixNetwork:
 
 
 class _MemoryStream:
-    __slots__ = ("_send", "_recv", "peer_pid", "_closed", "_hangup", "_peer")
+    __slots__ = ("_send", "_recv", "peer_pid", "peer_uid", "peer_gid", "_closed", "_hangup", "_peer", "_network")
 
-    def __init__(self, send: trio.MemorySendChannel, recv: trio.MemoryReceiveChannel, peer_pid: int):
+    def __init__(
+        self, send: trio.MemorySendChannel, recv: trio.MemoryReceiveChannel, peer_pid: int, network: MemoryNetwork
+    ):
         self._send = send
         self._recv = recv
         self.peer_pid = peer_pid
+        self.peer_uid = self.peer_gid = os.getuid()  # one OS user, as the kernel would say
+        self._network = network
         self._closed = False
         self._hangup = trio.Event()  # set when either end closes
         self._peer: _MemoryStream | None = None
+
+    def peer_alive(self) -> bool:
+        """Whether the fake process at the other end still runs (fake pids are never reused)."""
+        return self._network.parent_of(self.peer_pid) is not None
+
+    def handshake_done(self) -> None:
+        pass
 
     async def send_frame(self, buffers: list[bytes], fds: Sequence[int] = ()) -> None:
         dup = [os.dup(fd) for fd in fds]  # what SCM_RIGHTS does: the receiver gets its own
@@ -531,6 +663,9 @@ class MemoryNetwork:
             return
         await event.wait()
 
+    def process_handle(self, pid: int) -> _MemoryProcess:
+        return _MemoryProcess(self, pid)
+
     async def listen(self, address: str, pid: int) -> _MemoryListener:
         if address in self._listeners:
             raise OSError(errno.EADDRINUSE, f"address {address} in use")
@@ -546,11 +681,30 @@ class MemoryNetwork:
             raise DeadObjectException(f"no process serves {address}")
         a_send, b_recv = trio.open_memory_channel(math.inf)
         b_send, a_recv = trio.open_memory_channel(math.inf)
-        client = _MemoryStream(a_send, a_recv, peer_pid=listener._pid)
-        server = _MemoryStream(b_send, b_recv, peer_pid=pid)
+        client = _MemoryStream(a_send, a_recv, peer_pid=listener._pid, network=self)
+        server = _MemoryStream(b_send, b_recv, peer_pid=pid, network=self)
         client._peer, server._peer = server, client
         try:
             listener._outgoing.send_nowait(server)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise DeadObjectException(f"no process serves {address}") from None
         return client
+
+
+class _MemoryProcess:
+    """:class:`_ProcessHandle`'s twin for a fake pid."""
+
+    __slots__ = ("pid", "_network")
+
+    def __init__(self, network: MemoryNetwork, pid: int) -> None:
+        self.pid = pid
+        self._network = network
+
+    def alive(self) -> bool:
+        return self._network.parent_of(self.pid) is not None
+
+    async def wait_exit(self) -> None:
+        await self._network.wait_exit(self.pid)
+
+    def close(self) -> None:
+        pass

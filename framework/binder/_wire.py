@@ -33,10 +33,17 @@ The two frames of a call are cut and made by ``_wirec`` (C) when nothing about t
 is unusual; it answers None for anything else, and the Python here does the rest:
 the one definition of the protocol, and what says what is wrong with a frame.
 
-One frame per message, at most :data:`MAX_FRAME_SIZE` bytes of body. Descriptors
+One frame per message, at most :data:`MAX_FRAME_SIZE` bytes of body, and at most
+:data:`MAX_HANDSHAKE_FRAME_SIZE` before the handshake is over (checked on the length
+prefix, before a byte of the body is buffered or decoded: a stranger cannot make a
+server hold more). Bodies are decoded with msgpack's limits on each item
+(:data:`MAX_PARCEL_ITEMS` per array or map, no extension types). Descriptors
 (``SCM_RIGHTS``) are not in the body: a frame says how many it carries and the
 transport hands them in beside the bytes; the kernel delivers a ``sendmsg``'s
-descriptors with its first byte, so they are matched to frames in order.
+descriptors with its first byte, so they are matched to frames in order. A
+descriptor no frame can claim (more than the frame being received may announce, or
+any before the handshake is over) is the peer's protocol error: the connection is
+dropped and every descriptor it sent closed at once, never kept.
 
 A connection is one-directional in who asks: the *client* (the side that
 connected) sends :class:`Hello` and then :class:`Transaction` frames; the *server*
@@ -65,6 +72,8 @@ __all__ = [
     "SERVER",
     "MAX_FDS_PER_FRAME",
     "MAX_FRAME_SIZE",
+    "MAX_HANDSHAKE_FRAME_SIZE",
+    "MAX_PARCEL_ITEMS",
     "NEED_DATA",
     "PROTOCOL_VERSION",
     "Connection",
@@ -87,6 +96,16 @@ MAX_FRAME_SIZE = MAX_TRANSACTION_SIZE + 4096
 
 #: Linux's SCM_MAX_FD: the most descriptors one sendmsg can carry.
 MAX_FDS_PER_FRAME = 253
+
+#: The largest frame a peer may send before the handshake is over (a Hello is a few
+#: dozen bytes; its token 64): what a stranger can make a server buffer and decode.
+MAX_HANDSHAKE_FRAME_SIZE = 4096
+
+#: The most items one msgpack array or map of a body may declare (msgpack's
+#: ``max_array_len``/``max_map_len``): a count that cannot fit the frame's bytes is
+#: refused before anything is allocated for it. Strings and binaries are bounded by
+#: the frame itself; extension types are refused (parcels use none).
+MAX_PARCEL_ITEMS = 1 << 17
 
 _HEADER = struct.Struct(">I")
 _HEADER_SIZE = _HEADER.size
@@ -428,12 +447,13 @@ class _Framer:
     bytes the transport read, without copying them into a buffer first.
     """
 
-    __slots__ = ("_buf", "_pos", "_fds")
+    __slots__ = ("_buf", "_pos", "_fds", "frame_size")
 
     def __init__(self) -> None:
         self._buf: bytes | bytearray = b""
         self._pos = 0
         self._fds: list[int] = []
+        self.frame_size = 0  # the bytes of the last frame cut (what a server charges a call)
 
     @property
     def buffered(self) -> int:
@@ -475,6 +495,7 @@ class _Framer:
         if len(buf) < end:
             return NEED_DATA
         self._pos = end
+        self.frame_size = length
         kind = buf[start]
         if kind == 3:  # Transaction.KIND
             if length <= _TXN_HEAD_SIZE:
@@ -494,7 +515,13 @@ class _Framer:
             start += _OK_HEAD_SIZE
         try:
             # (raw=False and use_list=True are msgpack's defaults: naming them costs a little.)
-            data = msgpack.unpackb(buf[start:end], strict_map_key=False)
+            data = msgpack.unpackb(
+                buf[start:end],
+                strict_map_key=False,
+                max_array_len=MAX_PARCEL_ITEMS,
+                max_map_len=MAX_PARCEL_ITEMS,
+                max_ext_len=0,
+            )
         except Exception as exc:  # msgpack raises a zoo of types; all mean "garbage"
             raise ProtocolError(f"undecodable frame body: {type(exc).__name__}: {exc}") from None
         if kind == 3:
@@ -569,7 +596,14 @@ del _role, _state, _direction, _cls, _next
 # says what is wrong). It decodes a parcel as _Framer.next does.
 if getattr(_wirec, "VERSION", None) != 1:
     raise ImportError(f"{_wirec.__file__} is a stale build of framework/binder/_wirec.c: run make install")
-_wirec.configure(msgpack.unpackb, {"strict_map_key": False}, Transaction, Reply, MAX_FRAME_SIZE, MAX_TRANSACTION_SIZE)
+_wirec.configure(
+    msgpack.unpackb,
+    {"strict_map_key": False, "max_array_len": MAX_PARCEL_ITEMS, "max_map_len": MAX_PARCEL_ITEMS, "max_ext_len": 0},
+    Transaction,
+    Reply,
+    MAX_FRAME_SIZE,
+    MAX_TRANSACTION_SIZE,
+)
 
 # Connection.receive takes a call's frame on a ready connection without asking the
 # table: what it may skip is that the table keeps a ready connection ready.
@@ -730,6 +764,7 @@ class Connection(_Framer):
             event = self._take(data, self._pending)
             if event is not None:
                 self._buf, self._pos = data, len(data)
+                self.frame_size = len(data)
                 return event
         if self.state is State.CLOSED and data:
             raise ProtocolError("data after the connection closed")
@@ -742,9 +777,15 @@ class Connection(_Framer):
     def next_event(self) -> Event | _NeedData:
         """The next complete event, or :data:`NEED_DATA`. Raises :class:`ProtocolError`."""
         if len(self._buf) - self._pos < _HEADER_SIZE:
+            if self._fds:
+                self._check_fds()
             return NEED_DATA  # the common answer after a whole read: no call to find it
+        if self.state is not READY:
+            self._check_handshake_frame()
         event = self.next()
         if event is NEED_DATA:
+            if self._fds:
+                self._check_fds()
             return event
         cls = event.__class__
         new_state = self._in[self.state].get(cls)
@@ -768,6 +809,27 @@ class Connection(_Framer):
                 raise ProtocolError(f"protocol version {event.version}, expected {PROTOCOL_VERSION}")
         self.state = new_state
         return event
+
+    def _check_handshake_frame(self) -> None:
+        """Before the handshake is over, refuse a frame over MAX_HANDSHAKE_FRAME_SIZE by
+        its length prefix, before its body is buffered or decoded."""
+        (length,) = _HEADER.unpack_from(self._buf, self._pos)
+        if length > MAX_HANDSHAKE_FRAME_SIZE:
+            raise ProtocolError(
+                f"frame length {length} before the handshake is over (at most {MAX_HANDSHAKE_FRAME_SIZE})"
+            )
+
+    def _check_fds(self) -> None:
+        """Every whole frame is taken: the descriptors still here belong to the frame
+        being received, which may carry MAX_FDS_PER_FRAME at most (and none before the
+        handshake is over, none when no frame has begun). More is the peer's error."""
+        pending = len(self._fds)
+        if self.state is not READY or self._pos >= len(self._buf):
+            allowed = 0
+        else:
+            allowed = MAX_FDS_PER_FRAME
+        if pending > allowed:
+            raise ProtocolError(f"{pending} descriptors that no frame announces (at most {allowed} here)")
 
     def close(self) -> list[int]:
         """Mark closed; returns descriptors that arrived but no frame claimed."""

@@ -260,7 +260,7 @@ def main() -> int:
     ap.add_argument("--shell", action="store_true", help="present the shell token")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ping-target", type=int, default=0,
-                    help="an object the server exports (0 is the servicemanager's registry; a HAL's first service is 1)")
+                    help="an object the server exports (0 is the servicemanager's registry; others are random ids)")
     ap.add_argument("--rounds", type=int, default=40, help="random invalid-parcel calls (shell only)")
     args = ap.parse_args()
     rtdir = Path(args.runtime_dir)
