@@ -596,13 +596,13 @@ class Burst(IBurst.Stub):
     def __init__(self, prepared: PreparedModel) -> None:
         super().__init__()
         self._prepared = prepared
+        self._lock = trio.Lock()
+        # token -> (mapping, writable); mappings stay until released
+        self.memories: dict[int, tuple[Any, bool]] = {}
 
     async def onTransact(self, code: int, data: Any, ctx: Any) -> Any:  # noqa: N802
         _check_owner(self._prepared.owner_uid, "burst")
         return await super().onTransact(code, data, ctx)
-        self._lock = trio.Lock()
-        # token -> (mapping, writable); mappings stay until released
-        self.memories: dict[int, tuple[Any, bool]] = {}
 
     async def executeSynchronously(  # noqa: N802
         self, request: Any, memoryIdentifierTokens: list[int], measureTiming: bool, deadlineNs: int,  # noqa: N803
