@@ -148,6 +148,8 @@ _SPECIAL_CODES = _status.LAST_CALL_TRANSACTION + 1
 _MAX_IDLE_WORKERS = 4
 # A task sending oneway calls back to back lets others run on every this many.
 _ONEWAY_YIELD_EVERY = 16
+# A task serving calls read ahead in one read lets others run on every this many.
+_BACKLOG_YIELD_EVERY = 16
 
 # (pid, uid) of whoever the current handler serves; None outside any runtime.
 _calling: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar(
@@ -929,6 +931,10 @@ class _ServerConn:
             while True:
                 if backlog:
                     event, size = backlog.popleft()
+                    if not len(backlog) % _BACKLOG_YIELD_EVERY:
+                        # One read can hold thousands of small calls, each served inline
+                        # without a schedule point: other connections get their turn.
+                        await trio.lowlevel.checkpoint()
                 else:
                     # _next_event written out: this is where every call is read.
                     event = wire.next_event()

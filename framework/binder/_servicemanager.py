@@ -221,10 +221,12 @@ def _make_stub(registry: _Registry) -> Binder:
                 raise IllegalStateException(f"pid {pid} is already registered as uid {old[0]}")
             # Hold the process first, then check it is the caller's child: the record
             # then belongs to the very process checked (a launcher keeps its child
-            # unreaped, so the pid cannot change hands meanwhile either).
+            # unreaped, so the pid cannot change hands meanwhile either). A child that
+            # has already exited is registered all the same (its launcher reports the
+            # exit); its record is never believed, as the process is not alive.
             process = registry.network.process_handle(pid)
             parent = registry.network.parent_of(pid)
-            if parent is None or not process.alive():
+            if parent is None:
                 process.close()
                 raise IllegalArgumentException(f"no process {pid}")
             if parent != caller_pid:
