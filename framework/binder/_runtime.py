@@ -136,8 +136,8 @@ MAX_PENDING_CALLS = 64
 #: bytes, to half its buffer, which a connection meets here too).
 MAX_QUEUED_ONEWAY = 1024
 #: Connections one peer process may hold to one server (a runtime makes one per
-#: server it talks to).
-MAX_CONNECTIONS_PER_PEER = 64
+#: server it talks to; a process rarely holds more than a few runtimes).
+MAX_CONNECTIONS_PER_PEER = 16
 #: Accepted connections whose handshake is under way at once; past it new ones are
 #: closed at once (each costs a socket, a task and a small buffer until then).
 MAX_HANDSHAKING = 256
