@@ -27,7 +27,6 @@ import statistics
 import struct
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -38,19 +37,22 @@ import trio
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from test_binder_runtime import AIDL, make_echo  # noqa: E402
+from test_binder_multiprocess import (  # noqa: E402,F401 (rt and echo are fixtures)
+    echo,
+    load,
+    role_app,
+    role_service,
+    rt,
+    servicemanager_world,
+    start_echo_and_app,
+)
 
 from framework.binder import (  # noqa: E402
-    AidlRegistry,
-    Binder,
     DeadObjectException,
+    SecurityException,
     defaultServiceManager,
-    interface_class,
-    launch_process,
-    open_binder_runtime,
 )
 from framework.binder._runtime import MAX_CONNECTIONS_PER_PEER, MAX_PENDING_CALLS  # noqa: E402
-from framework.binder import SecurityException  # noqa: E402
 from framework.emulator import open_stack  # noqa: E402
 from interfaces.android.hardware.neuralnetworks import (  # noqa: E402
     ExecutionPreference,
@@ -82,42 +84,8 @@ LATENCY_FACTOR = 20
 LATENCY_FLOOR_S = 1.0
 
 
-def load(aidl_dir):
-    reg = AidlRegistry.load(aidl_dir)
-    return (
-        reg,
-        interface_class(reg.interface("test.binder.IEcho")),
-        interface_class(reg.interface("test.binder.ICallback")),
-    )
-
-
 # --------------------------------------------------------------------------------
 # Helper processes
-
-
-async def role_service(aidl_dir: str) -> None:
-    reg, IEcho, ICallback = load(aidl_dir)
-    Echo = make_echo(reg, IEcho, ICallback)
-    async with open_binder_runtime():
-        await defaultServiceManager().addService("adv.echo", Echo(), False, 15)
-        await trio.sleep_forever()
-
-
-async def role_app(aidl_dir: str) -> None:
-    """An app: hands the service a callback that answers whoever calls it."""
-    reg, IEcho, ICallback = load(aidl_dir)
-    async with open_binder_runtime():
-        echo = IEcho.asInterface(await defaultServiceManager().waitForService("adv.echo", 10_000))
-
-        class Cb(ICallback.Stub):
-            async def ask(self, x):
-                return Binder.getCallingUid() + x
-
-            async def onEvent(self, seq):
-                pass
-
-        await echo.registerCallback(Cb())
-        await trio.sleep_forever()
 
 
 def _connect(path: str) -> socket.socket:
@@ -177,9 +145,10 @@ def role_burst(path: str, count: str) -> None:
 
 
 class World:
-    def __init__(self, rtdir: Path, aidl_dir: Path) -> None:
+    def __init__(self, rtdir: Path, aidl_dir: Path, sm: subprocess.Popen) -> None:
         self.rtdir = rtdir
         self.aidl_dir = aidl_dir
+        self.sm = sm
         self.procs: list = []
         self.service_pid = 0
         self.reg, self.IEcho, self.ICallback = load(aidl_dir)
@@ -190,56 +159,12 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    rtdir = tmp_path_factory.mktemp("rt")
-    rtdir.chmod(0o700)
-    aidl_dir = tmp_path_factory.mktemp("aidl")
-    for rel, text in AIDL.items():
-        (aidl_dir / rel).parent.mkdir(parents=True, exist_ok=True)
-        (aidl_dir / rel).write_text(textwrap.dedent(text))
-    sm = subprocess.Popen(
-        [sys.executable, "-m", "framework.binder.servicemanager", "--runtime-dir", str(rtdir), "--log-level", "ERROR"],
-        stdout=subprocess.PIPE,
-    )
-    w = World(rtdir, aidl_dir)
-    try:
-        assert sm.stdout.readline() == b"ready\n"
+    async def start(w):
+        await start_echo_and_app(w, w.argv("service", str(w.aidl_dir), "mp.echo"), stderr=subprocess.DEVNULL)
+        w.service_pid = w.procs[0].pid
 
-        async def start():
-            async with open_binder_runtime(rtdir):
-                service = await launch_process(w.argv("service", str(aidl_dir)), uid=1000, stderr=subprocess.DEVNULL)
-                w.procs.append(service)
-                w.service_pid = service.pid
-                w.procs.append(await launch_process(w.argv("app", str(aidl_dir)), uid=10001))
-                echo = w.IEcho.asInterface(await defaultServiceManager().waitForService("adv.echo", 20_000))
-                with trio.fail_after(20):
-                    while await echo.getCallback() is None:
-                        await trio.sleep(0.02)
-
-        trio.run(start)
+    with servicemanager_world(tmp_path_factory, World, start, log_level="ERROR") as w:
         yield w
-    finally:
-        for proc in w.procs:
-            proc.kill()
-
-        async def reap():
-            for proc in w.procs:
-                await proc.wait()
-
-        trio.run(reap)
-        sm.kill()
-        sm.wait()
-        sm.stdout.close()
-
-
-@pytest.fixture
-async def rt(world):
-    async with open_binder_runtime(world.rtdir) as runtime:
-        yield runtime
-
-
-@pytest.fixture
-async def echo(world, rt):
-    return world.IEcho.asInterface(await defaultServiceManager(rt).checkService("adv.echo"))
 
 
 def rss(pid: int) -> int:

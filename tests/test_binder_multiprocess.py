@@ -7,6 +7,7 @@ and are started once per module; the tests drive them over the binder.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -121,8 +122,12 @@ class World:
         return [sys.executable, str(Path(__file__).resolve()), *args]
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
+@contextlib.contextmanager
+def servicemanager_world(tmp_path_factory, make_world, start, log_level: str = "WARNING"):
+    """A servicemanager process over a new runtime directory, the test AIDL written
+    out, this process as init: ``make_world(rtdir, aidl_dir, sm)`` is the world, and
+    ``start(world)`` (async) launches the rest into ``world.procs``. On exit every
+    process is killed and reaped."""
     rtdir = tmp_path_factory.mktemp("rt")
     rtdir.chmod(0o700)
     aidl_dir = tmp_path_factory.mktemp("aidl")
@@ -130,24 +135,13 @@ def world(tmp_path_factory):
         (aidl_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         (aidl_dir / rel).write_text(textwrap.dedent(text))
     sm = subprocess.Popen(
-        [sys.executable, "-m", "framework.binder.servicemanager", "--runtime-dir", str(rtdir), "--log-level", "WARNING"],
+        [sys.executable, "-m", "framework.binder.servicemanager", "--runtime-dir", str(rtdir), "--log-level", log_level],
         stdout=subprocess.PIPE,
     )
-    w = World(rtdir, aidl_dir, sm)
+    w = make_world(rtdir, aidl_dir, sm)
     try:
         assert sm.stdout.readline() == b"ready\n"
-
-        async def start():
-            async with open_binder_runtime(rtdir):
-                w.procs.append(await launch_process(w.argv("service", str(aidl_dir), "mp.echo"), uid=1000))
-                w.procs.append(await launch_process(w.argv("app", str(aidl_dir)), uid=10001))
-                sm_proxy = defaultServiceManager()
-                echo = w.IEcho.asInterface(await sm_proxy.waitForService("mp.echo", 20_000))
-                with trio.fail_after(20):
-                    while await echo.getCallback() is None:
-                        await trio.sleep(0.02)
-
-        trio.run(start)
+        trio.run(start, w)
         yield w
     finally:
         for proc in w.procs:
@@ -161,6 +155,27 @@ def world(tmp_path_factory):
         sm.kill()
         sm.wait()
         sm.stdout.close()
+
+
+async def start_echo_and_app(w, service_argv: list[str], **kwargs) -> None:
+    """Launch the echo service (uid 1000) and the app (uid 10001) that hands it a
+    callback; return once the service holds the callback."""
+    async with open_binder_runtime(w.rtdir):
+        w.procs.append(await launch_process(service_argv, uid=1000, **kwargs))
+        w.procs.append(await launch_process(w.argv("app", str(w.aidl_dir)), uid=10001))
+        echo = w.IEcho.asInterface(await defaultServiceManager().waitForService("mp.echo", 20_000))
+        with trio.fail_after(20):
+            while await echo.getCallback() is None:
+                await trio.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    async def start(w):
+        await start_echo_and_app(w, w.argv("service", str(w.aidl_dir), "mp.echo"))
+
+    with servicemanager_world(tmp_path_factory, World, start) as w:
+        yield w
 
 
 @pytest.fixture
