@@ -2,9 +2,10 @@
 
 A servicemanager process, a service process (uid 1000, the test AIDL's ``IEcho``), an
 app process (uid 10001) that hands the service a callback, and the test process as
-init (uid 0). Attackers are this file run as a script (``python THIS ROLE ...``),
-strangers the emulator did not launch, or the test process itself where the attack
-needs a peer the servicemanager knows (a raw socket that has done the handshake).
+init (uid 0), the service and the app being ``test_binder_multiprocess``'s. Attackers
+are strangers the emulator did not launch (this file run as a script, ``python THIS
+ROLE ...``), or the test process itself where the attack needs a peer the
+servicemanager knows (a raw socket that has done the handshake).
 
 Owner checks (a reference that reached the wrong uid) are logic, tested in one process
 over the in-memory stack (``open_stack``): another uid's ``IPreparedModel.release()``,
@@ -40,8 +41,6 @@ sys.path.insert(0, str(HERE))
 from test_binder_multiprocess import (  # noqa: E402,F401 (rt and echo are fixtures)
     echo,
     load,
-    role_app,
-    role_service,
     rt,
     servicemanager_world,
     start_echo_and_app,
@@ -153,8 +152,11 @@ class World:
         self.service_pid = 0
         self.reg, self.IEcho, self.ICallback = load(aidl_dir)
 
-    def argv(self, *args: str) -> list[str]:
-        return [sys.executable, str(Path(__file__).resolve()), *args]
+    def argv(self, role: str, *args: str) -> list[str]:
+        # The service and the app are test_binder_multiprocess's, run from their light
+        # script (this one imports the whole stack for its in-process tests).
+        script = HERE / "test_binder_multiprocess.py" if role in ("service", "app") else Path(__file__).resolve()
+        return [sys.executable, str(script), role, *args]
 
 
 @pytest.fixture(scope="module")
@@ -557,10 +559,7 @@ async def test_system_servers_hal_callbacks_refuse_anyone_but_system(autojump_cl
 
 def main() -> None:
     role, *args = sys.argv[1:]
-    if role in ("service", "app"):
-        trio.run({"service": role_service, "app": role_app}[role], *args)
-    else:
-        {"bomb": role_bomb, "burst": role_burst}[role](*args)
+    {"bomb": role_bomb, "burst": role_burst}[role](*args)
 
 
 if __name__ == "__main__":
