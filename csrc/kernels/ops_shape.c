@@ -277,17 +277,22 @@ static int reduce(enum reduction kind, const struct npu_tensor *input, const int
         return NPU_E_NO_MEMORY;
     for (size_t o = 0; o < n_out && kind != REDUCE_MEAN; o++)
         sums[o] = kind == REDUCE_MAX ? -INFINITY : INFINITY;
+    /* the input in order, its index (idx) and output element (o) stepped as an odometer */
+    const float *f32 = input->type == NPU_OPERAND_TENSOR_FLOAT32 ? input->data : NULL;
+    size_t idx[NPU_MAX_RANK] = {0}, o = 0;
     for (size_t i = 0; i < n_in; i++) {
-        size_t rest = i, o = 0;
-        for (int d = (int)input->rank - 1; d >= 0; d--) {
-            o += rest % input->dims[d] * out_stride[d];
-            rest /= input->dims[d];
-        }
-        double v = ops_get(input, i);
+        double v = f32 ? f32[i] : ops_get(input, i);
         if (kind == REDUCE_MEAN)
             sums[o] += v;
         else if (kind == REDUCE_MAX ? v > sums[o] : v < sums[o])
             sums[o] = v;
+        for (int d = (int)input->rank - 1; d >= 0; d--) {
+            o += out_stride[d];
+            if (++idx[d] < input->dims[d])
+                break;
+            o -= out_stride[d] * input->dims[d];
+            idx[d] = 0;
+        }
     }
     for (size_t o = 0; o < n_out; o++)
         ops_set(output, o, kind == REDUCE_MEAN ? sums[o] / (double)count : sums[o]);
