@@ -260,6 +260,8 @@ async def launch_app_process(info: Any, runtime: Any) -> AppProcess:
     proc = await launch_process(
         [sys.executable, "-m", "framework.app", info.codePath], uid=info.uid, runtime=runtime, stdout=sys.stderr.fileno(),
         os_uid=info.uid if isolation() == "uid" else None, cgroup=cgroup,
+        # Its own uid cannot be expected to enter init's working directory: it starts in its code's.
+        **({"cwd": info.codePath} if isolation() == "uid" else {}),
     )
     return _RealApp(proc, cgroup)
 
