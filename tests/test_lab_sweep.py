@@ -141,6 +141,19 @@ def test_the_cli_runs_a_seed_axis_and_reports_failures_with_exit_status_1(tmp_pa
     assert len(doc["failures"]) == 4  # its isolated point and its nominal run, per seed
 
 
+def test_the_cli_fans_out_on_an_existing_scheduler_with_the_serial_numbers(tmp_path, workload_file, cluster):
+    # --scheduler: a cluster someone else started (here the module's local one, by its address).
+    runs = {}
+    for name, extra in (("serial", []), ("remote", ["--scheduler", cluster.address])):
+        out = tmp_path / name
+        result = CliRunner().invoke(bench, ["scheduling", str(workload_file), "--seeds", "5,6", "--policy", "fcfs",
+                                            "--policy", "preempt-ckpt", "--no-plot", "--out", str(out), *extra])
+        assert result.exit_code == 0, result.output
+        runs[name] = (out / "scheduling.json").read_text()
+    assert runs["serial"] == runs["remote"]
+    assert len(json.loads(runs["remote"])["workloads"]) == 2
+
+
 @pytest.mark.parametrize("args, message", [
     (["--seeds", "1,x"], "is not a comma-separated list of integers"),
     (["--seeds", "1,1"], "seeds must be distinct"),

@@ -177,6 +177,7 @@ class DaskExecutor(Executor):
             self._client = Client(self._cluster, set_as_default=False)
             self.where = f"a local cluster of {workers or 2} worker processes"
         self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
+        self.address: str = self._client.scheduler.address  # tcp://HOST:PORT, for --scheduler
 
     def _submit(self, point: Point) -> None:
         args = [a.handle if isinstance(a, Point) else a for a in point.args]
