@@ -8,8 +8,8 @@ photo ``i`` is always the same face crop); each result is checked against the ap
 run of the same model on the CPU device (``nnapi-reference``, in this process), computed
 once per photo, and counted in ``faces`` when the model says it holds a face. When the
 system asks it to unload (a foreground app needs the budget, or the die is hot) it stops
-between two photos, releases the model, calls notifyModelUnloaded at once, and asks
-again later: its next request waits (WAIT_FOR_UNLOAD / NOT_PRIORITIZED) until the budget
+between two photos (or drops the photos in hand after FINISH_IN_HAND_S), releases the
+model, calls notifyModelUnloaded at once, and asks again later: its next request waits (WAIT_FOR_UNLOAD / NOT_PRIORITIZED) until the budget
 frees. Once through the gallery it starts over (a re-index, as after a model update).
 """
 
@@ -32,6 +32,10 @@ EMULATED_SIZE = 1536 << 20
 JOB_PRIORITY = 900
 RETRY_AFTER_S = 1.0
 WORKERS = 2
+#: Asked to unload, the photos in hand may take this long to finish; what is still running
+#: then is dropped (cancelled), so the model is released well within the unload deadline
+#: even when camera frames keep preempting the indexing (a loaded machine, a slow driver).
+FINISH_IN_HAND_S = 0.5
 
 
 async def main(context: Context) -> None:
@@ -79,6 +83,7 @@ async def main(context: Context) -> None:
                     workers.start_soon(_index, load, reference, gallery, report, stop)
                 await stop.wait()  # the workers finish the photo in hand, then return
                 watch_scope.cancel()
+                workers.cancel_scope.deadline = trio.current_time() + FINISH_IN_HAND_S
             await load.aclose()
             if outcome["asked"]:
                 await slot.release("indexing paused, model released",
