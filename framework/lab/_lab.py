@@ -24,6 +24,7 @@ import npuhal
 from npuhal import EndReason
 
 from . import _metrics as M
+from . import _stack
 from ._errors import LabRunError
 from ._policy import PolicyError
 from ._run import Calibration, Policy, RunResult, calibrate, measure_isolated, run_policy
@@ -316,9 +317,6 @@ class _StackMode:
     name = "whole-stack"
 
     def __init__(self, workload: Workload, base: Policy, npu_policy: Any) -> None:
-        from . import _stack
-
-        self._stack = _stack
         self.workload = workload
         self.base = base
         self.npu_policy = npu_policy
@@ -334,9 +332,9 @@ class _StackMode:
     def isolated(self, policy: Policy) -> tuple[list[int], list[int], list[Any]]:
         # One request alone cannot be scheduled differently: measured once per driver.
         if policy.driver_path not in self._alone:
-            arrivals = self._stack.isolated_arrivals(self.workload)
+            arrivals = _stack.isolated_arrivals(self.workload)
             alone = dataclasses.replace(self.workload, duration_ms=arrivals[-1].time_ns / 1e6 + 1)
-            result = self._stack.run_stack(alone, self.cal, policy, arrivals, self.reference, npu_policy=self.npu_policy)
+            result = _stack.run_stack(alone, self.cal, policy, arrivals, self.reference, npu_policy=self.npu_policy)
             jobs = sorted(result.jobs, key=lambda j: j.task)
             bad = [j for j in jobs if j.turnaround_ns is None]
             if bad or len(jobs) != len(self.workload.tasks):
@@ -348,7 +346,7 @@ class _StackMode:
 
     def run(self, policy: Policy, arrivals: list[Any], outs: list[Any], factor: float,
             busy: list[int] | None = None) -> RunResult:
-        return self._stack.run_stack(self.workload, self.cal, policy, arrivals, outs, npu_policy=self.npu_policy,
+        return _stack.run_stack(self.workload, self.cal, policy, arrivals, outs, npu_policy=self.npu_policy,
                                      factor=factor)
 
 
@@ -462,9 +460,7 @@ def run_grid(
         raise LabRunError(f"Python driver policies ({names}) run in driver mode only, not --whole-stack")
     label = None
     if whole_stack:
-        from ._stack import npu_policy_label  # the whole stack (the emulator) is imported only when asked for
-
-        label = npu_policy_label(npu_policy)  # a built-in's name, or a user's policy (--npu-policy-file)
+        label = _stack.npu_policy_label(npu_policy)  # a built-in's name, or a user's policy (--npu-policy-file)
     say = progress or (lambda _msg: None)
     executor = executor or SerialExecutor()
     plans = []
@@ -502,7 +498,7 @@ def run_grid(
                       "error": None if point.error is None else f"{type(point.error).__name__}: {point.error}",
                       "value": point.value if point.params.get("stage") == "run" else None})
 
-    say(f"{len(points)} points on {getattr(executor, 'where', 'this process')}")
+    say(f"{len(points)} points on {executor.where}")
     executor.run(points, finished)
     reports, failures = [], []
     for workload, ps, mode, size, isolated, base_iso, levels, runs in plans:

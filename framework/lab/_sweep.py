@@ -69,6 +69,7 @@ class Executor:
 
     name = "executor"
     workers = 1
+    where = "this process"  # for progress lines
 
     def submit(self, fn: Callable[..., Any], *args: Any, fetch: bool = True, **params: Any) -> Point:
         """``fn(*args)`` as a point (``params`` name it in reports); ``fetch=False``: its value only
