@@ -25,6 +25,7 @@ progress (a second Ctrl-C at once).
 from __future__ import annotations
 
 import contextlib
+import logging
 import itertools
 import secrets
 import signal
@@ -171,10 +172,12 @@ class DaskExecutor(Executor):
             # Worker scratch space in a directory of ours, removed at close: nothing left behind.
             # The dashboard on a free port: two clusters on one machine must not both want 8787.
             self._scratch = tempfile.TemporaryDirectory(prefix="npuemu-dask-")
+            # Logs at CRITICAL only: a point's failure is reported with its parameters, and a
+            # worker's heartbeat racing the scheduler's close at shutdown is no failure.
             with dask.config.set({"temporary-directory": self._scratch.name}):
                 self._cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True,
                                              dashboard_address=":0", local_directory=self._scratch.name,
-                                             silence_logs=40)
+                                             silence_logs=logging.CRITICAL)
             self._client = Client(self._cluster, set_as_default=False)
             self.where = f"a local cluster of {workers or 2} worker processes"
         self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
