@@ -65,6 +65,17 @@ Points the SPEC leaves open, decided there:
 - AOSP quirks not reproduced: a refused request holds no budget, and no callback is
   ever sent twice.
 
+Cost: no event walks the requests on file. The arbiter keeps its live requests indexed
+by uid, by state, by uid and state, NOT_PRIORITIZED ones by (uid, size, priority) oldest
+first, the models unloading for each claimant, counts per size class (so the budget's
+figures are sums of a few counts at the policy's weights), unload deadlines in a heap and
+the waiting requests not yet told their status; every change to a request goes through
+``_update``, which keeps them. The built-in policies read through them (``PolicyContext``'s
+``requests_of``, ``waiting_heads``, ``weight_of``...), so an event costs its own app's
+requests and the number of apps, not the 32,000 requests of 64 apps at their cap
+(``bench/filing.py``, ``tests/test_npu_arbiter_cost.py``). ``requests()`` and
+``waiting()`` still walk, for policies that want the whole list.
+
 Wiring it (the thin layer this module leaves to the service)::
 
     uid = get_calling_uid()                      # from the binder, never from the request
@@ -79,6 +90,7 @@ given: a request's WAIT_FOR_UNLOAD always precedes its CAN_LOAD_NOW.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import OrderedDict, deque
 from collections.abc import Mapping
@@ -103,6 +115,7 @@ from ._policies import DEFAULT_POLICIES, StatusQuoPolicy
 from ._policy_api import (
     HOLDING,
     NEVER,
+    WAITING,
     AppDied,
     Event,
     ImportanceChanged,
@@ -166,10 +179,8 @@ def _check_now(now: object) -> float:
     return float(now)
 
 
-def _set(r: LoadRequest, **fields: Any) -> None:
-    """Change a live record (frozen to policies: only the arbiter writes it)."""
-    for name, value in fields.items():
-        object.__setattr__(r, name, value)
+def _seq(r: LoadRequest) -> int:
+    return r.seq
 
 
 def _who(r: LoadRequest) -> str:
@@ -180,7 +191,8 @@ class PolicyContext:
     """What a policy sees and does while it handles one event (``_policy_api``'s docstring).
 
     Reads: ``event``, ``now``, ``thermal``, ``may_move``, ``requests()``, ``waiting()``,
-    ``request(uid, id)``, ``live(r)``, ``importance(uid)``, ``last_completed(uid)``,
+    ``uids()``, ``requests_of(uid, *states)``, ``requests_in(*states)``, ``waiting_heads()``,
+    ``weight_of(uid, *states)``, ``weight_in(*states)``, ``request(uid, id)``, ``live(r)``, ``importance(uid)``, ``last_completed(uid)``,
     ``thermal_allows(r)``, ``weight(r)``, and the budget's figures (``available(r)``,
     ``claims()``, ``headroom(r)``, ``budget()``). Actions: ``grant``, ``reserve``,
     ``hold``, ``ask_unload``, ``cancel``, ``log``; each is checked, then applied at once
@@ -216,12 +228,54 @@ class PolicyContext:
         return self._a._unload_timeout
 
     def requests(self) -> list[LoadRequest]:
-        """Every live request, oldest first."""
+        """Every live request, oldest first (a walk over all of them: prefer the reads below)."""
         return list(self._a._requests.values())
 
     def waiting(self) -> list[LoadRequest]:
         """The live requests not approved (NOT_PRIORITIZED or WAIT_FOR_UNLOAD, new ones too), oldest first."""
-        return [r for r in self._a._requests.values() if r.waiting]
+        return self.requests_in(*WAITING)
+
+    def uids(self) -> list[int]:
+        """The uids with a live request."""
+        return list(self._a._by_uid)
+
+    def requests_of(self, uid: int, *states: RequestState) -> list[LoadRequest]:
+        """``uid``'s live requests (in ``states``, if any are named), oldest first; costs only that uid's requests."""
+        a = self._a
+        if not states:
+            return list(a._by_uid.get(uid, {}).values())
+        found = [r for s in states for r in a._by_uid_state.get((uid, s), {}).values()]
+        found.sort(key=_seq)  # a state's index is in the order requests entered it
+        return found
+
+    def requests_in(self, *states: RequestState) -> list[LoadRequest]:
+        """Every live request in ``states``, oldest first; costs only the requests in them."""
+        found = [r for s in states for r in self._a._by_state[s].values()]
+        found.sort(key=_seq)
+        return found
+
+    def waiting_heads(self) -> list[LoadRequest]:
+        """Every WAIT_FOR_UNLOAD request and the oldest NOT_PRIORITIZED request of each
+        (uid, size, priority), oldest first.
+
+        NOT_PRIORITIZED requests of one uid, size and priority differ in nothing a budget
+        weighs but their age (each reserves nothing; importance, weight and heat are the
+        same), so a policy that serves equals oldest first need look at no other: this
+        read costs the number of such classes (at most nine per uid), not the requests.
+        """
+        a = self._a
+        heads = [next(iter(c.values())) for c in a._np_classes.values()]
+        heads.extend(a._by_state[RequestState.WAIT_FOR_UNLOAD].values())
+        heads.sort(key=_seq)
+        return heads
+
+    def weight_of(self, uid: int, *states: RequestState) -> int:
+        """The weight of ``uid``'s live requests in ``states`` (at the policy's weights), from counts."""
+        return self._a._weigh(*(self._a._uid_sizes.get((uid, s)) for s in states))
+
+    def weight_in(self, *states: RequestState) -> int:
+        """The weight of every live request in ``states``, from counts."""
+        return self._a._weigh(*(self._a._sizes[s] for s in states))
 
     def request(self, uid: int, request_id: int) -> LoadRequest | None:
         return self._a._requests.get((uid, request_id))
@@ -271,7 +325,7 @@ class PolicyContext:
         w = self._a._w(r)
         self._budget_allows(r, w, -w if r.state is RequestState.WAIT_FOR_UNLOAD else 0, "granting")
         self._a._release_claims(r)
-        _set(r, state=RequestState.APPROVED, told=NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW)
+        self._a._update(r, state=RequestState.APPROVED, told=NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW)
         self._a._counters["can_load_now"] += 1
         self.actions.append(CanLoad(r.uid, r.request_id, NPU_MODEL_LOAD_STATUS_CAN_LOAD_NOW))
 
@@ -282,7 +336,7 @@ class PolicyContext:
             return
         self._moves(r, "reserved")
         self._budget_allows(r, 0, self._a._w(r), "reserving")
-        _set(r, state=RequestState.WAIT_FOR_UNLOAD)
+        self._a._update(r, state=RequestState.WAIT_FOR_UNLOAD)
 
     def hold(self, r: LoadRequest) -> None:
         """NOT_PRIORITIZED: ``r`` waits, reserving nothing (told at the end of the event)."""
@@ -293,7 +347,7 @@ class PolicyContext:
         if not isinstance(self.event, PolicySet) and self._a._thermal_ok(r):
             raise PolicyViolation("reservation", f"{_who(r)} lost its WAIT_FOR_UNLOAD reservation at {self.event}")
         self._a._release_claims(r)
-        _set(r, state=RequestState.NOT_PRIORITIZED)
+        self._a._update(r, state=RequestState.NOT_PRIORITIZED)
 
     def ask_unload(self, r: LoadRequest, reason: int, for_request: LoadRequest | None = None) -> None:
         """``onRequestUnloadModel(reason)`` to ``r``'s loaded model, revoked at the deadline."""
@@ -405,8 +459,18 @@ class NpuArbiter:
         if type(pid) is int:
             self._policies.setdefault(pid, type(self._policy))
         self._strict = bool(strict)
-        self._requests: dict[Key, LoadRequest] = {}
-        self._open: dict[int, int] = {}  # uid -> its live requests (MAX_OPEN_REQUESTS_PER_APP)
+        # The live requests and their indexes, kept by ``_update``/``_release`` so that no
+        # event walks the requests of apps it does not concern (module docstring, "Cost").
+        self._requests: dict[Key, LoadRequest] = {}  # every live request, oldest first
+        self._by_uid: dict[int, dict[Key, LoadRequest]] = {}  # oldest first; its size is MAX_OPEN_REQUESTS_PER_APP's
+        self._by_state: dict[RequestState, dict[Key, LoadRequest]] = {s: {} for s in RequestState}
+        self._by_uid_state: dict[tuple[int, RequestState], dict[Key, LoadRequest]] = {}
+        self._sizes: dict[RequestState, list[int]] = {s: [0] * len(NPU_MODEL_SIZES) for s in RequestState}
+        self._uid_sizes: dict[tuple[int, RequestState], list[int]] = {}  # requests per size class
+        self._np_classes: dict[tuple[int, int, int], dict[Key, LoadRequest]] = {}  # (uid, size, priority), oldest first
+        self._victims: dict[Key, dict[Key, LoadRequest]] = {}  # claimant -> the models unloading for it
+        self._deadlines: list[tuple[float, int, Key]] = []  # a heap of unload deadlines, stale entries dropped lazily
+        self._untold: dict[Key, LoadRequest] = {}  # waiting requests whose app was not told their status
         self._ended: OrderedDict[Key, int | None] = OrderedDict()  # status, None if dropped at death
         self._importance: dict[int, int] = {}
         self._last_completed: dict[int, float] = {}
@@ -443,14 +507,17 @@ class NpuArbiter:
         key = (uid, request_id)
         if key in self._requests:
             raise IllegalArgumentException(f"uid {uid} already has a live request with id {request_id}")
-        if self._open.get(uid, 0) >= MAX_OPEN_REQUESTS_PER_APP:
+        if len(self._by_uid.get(uid, ())) >= MAX_OPEN_REQUESTS_PER_APP:
             raise IllegalStateException(
                 f"uid {uid} already has {MAX_OPEN_REQUESTS_PER_APP} requests open (MAX_OPEN_REQUESTS_PER_APP):"
                 " cancel or finish some before filing more")
         self._ended.pop(key, None)  # an ended id may be used again
         self._seq += 1
-        self._requests[key] = LoadRequest(uid, request_id, size, priority, self._seq, now)
-        self._open[uid] = self._open.get(uid, 0) + 1
+        r = LoadRequest(uid, request_id, size, priority, self._seq, now)
+        self._requests[key] = r
+        self._by_uid.setdefault(uid, {})[key] = r
+        self._index(r)
+        self._untold[key] = r
         self._counters["requests"] += 1
         return self._decide(RequestFiled(uid, request_id, size, priority), now)
 
@@ -468,7 +535,7 @@ class NpuArbiter:
         now = _check_now(now)
         if r.state is not RequestState.APPROVED:
             raise IllegalStateException(f"notifyModelLoaded twice for uid {uid} request {request_id}")
-        _set(r, state=RequestState.LOADED)
+        self._update(r, state=RequestState.LOADED)
         return self._decide(ModelLoaded(uid, request_id), now)
 
     def notify_unloaded(self, uid: int, request_id: int, now: float) -> list[Action]:
@@ -500,7 +567,7 @@ class NpuArbiter:
         check_uid(uid)
         now = _check_now(now)
         actions: list[Action] = []
-        dead = [q for q in self._requests.values() if q.uid == uid]
+        dead = list(self._by_uid.get(uid, {}).values())
         for r in dead:
             self._release(r)
             self._remember_end(r.key, None)
@@ -560,11 +627,12 @@ class NpuArbiter:
         """Time passed: revoke the models of apps past their unload deadline (rule 5)."""
         now = _check_now(now)
         actions: list[Action] = []
-        late = [
-            q
-            for q in self._requests.values()
-            if q.state is RequestState.UNLOADING and q.unload_deadline is not None and q.unload_deadline <= now
-        ]
+        due: dict[Key, LoadRequest] = {}
+        while self._deadlines and self._deadlines[0][0] <= now:
+            r = self._unloading_at(heapq.heappop(self._deadlines))
+            if r is not None:
+                due[r.key] = r
+        late = sorted(due.values(), key=_seq)
         if not late:
             return actions
         for r in late:
@@ -578,8 +646,18 @@ class NpuArbiter:
 
     def next_deadline(self) -> float | None:
         """When ``tick`` next has something to do (an unload deadline), or None."""
-        deadlines = [q.unload_deadline for q in self._requests.values() if q.unload_deadline is not None]
-        return min(deadlines) if deadlines else None
+        heap = self._deadlines
+        while heap and self._unloading_at(heap[0]) is None:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def _unloading_at(self, entry: tuple[float, int, Key]) -> LoadRequest | None:
+        """The request a deadline heap entry stands for, if it is still unloading by that deadline."""
+        deadline, seq, key = entry
+        r = self._requests.get(key)
+        if r is None or r.seq != seq or r.state is not RequestState.UNLOADING or r.unload_deadline != deadline:
+            return None
+        return r
 
     # ------------------------------------------------------------------ the policy boundary
 
@@ -615,10 +693,12 @@ class NpuArbiter:
 
     def _tell(self, actions: list[Action]) -> None:
         """Tell every waiting request whose status changed (a new one included) its status."""
-        for r in self._requests.values():
+        untold = sorted(self._untold.values(), key=_seq)
+        self._untold.clear()
+        for r in untold:
             status = _WAIT_STATUS.get(r.state)
             if status is not None and r.told != status:
-                _set(r, told=status)
+                object.__setattr__(r, "told", status)
                 self._counters["wait_for_unload" if status == NPU_MODEL_LOAD_STATUS_WAIT_FOR_UNLOAD else "not_prioritized"] += 1
                 actions.append(CanLoad(r.uid, r.request_id, status))
 
@@ -644,7 +724,7 @@ class NpuArbiter:
     def request_ids(self, uid: int) -> list[int]:
         """The ids of ``uid``'s live requests (any state), oldest first."""
         check_uid(uid)
-        return [r.request_id for r in self._requests.values() if r.uid == uid]
+        return [r.request_id for r in self._by_uid.get(uid, {}).values()]
 
     def importance_of(self, uid: int) -> int:
         """The importance ``uid`` is ranked by (system/root 100, unknown 1000)."""
@@ -654,8 +734,8 @@ class NpuArbiter:
         """``max``, ``in_use``, ``reserved``, ``being_freed`` and ``free`` right now."""
         limit = self._limit
         in_use = self._in_use()
-        reserved = sum(self._w(q) for q in self._requests.values() if q.state is RequestState.WAIT_FOR_UNLOAD)
-        being_freed = sum(self._w(q) for q in self._requests.values() if q.state is RequestState.UNLOADING)
+        reserved = self._weigh(self._sizes[RequestState.WAIT_FOR_UNLOAD])
+        being_freed = self._weigh(self._sizes[RequestState.UNLOADING])
         free = None if limit is None else max(0, self._available(None))
         return {"max": limit, "in_use": in_use, "reserved": reserved, "being_freed": being_freed, "free": free}
 
@@ -699,16 +779,17 @@ class NpuArbiter:
     def _w(self, r: LoadRequest) -> int:
         return self._weights[r.size]
 
+    def _weigh(self, *counts: list[int] | None) -> int:
+        """The weight of requests counted per size class (``_sizes``, ``_uid_sizes``), at today's weights."""
+        weights = self._weights
+        return sum(n * weights[size] for c in counts if c is not None for size, n in enumerate(c))
+
     def _in_use(self) -> int:
-        return sum(self._w(q) for q in self._requests.values() if q.state in HOLDING)
+        return self._weigh(*(self._sizes[s] for s in HOLDING))
 
     def _claims(self) -> dict[Key, int]:
-        """Weight being unloaded for each WAIT_FOR_UNLOAD request, in one pass."""
-        claims: dict[Key, int] = {}
-        for q in self._requests.values():
-            if q.claimant is not None:
-                claims[q.claimant] = claims.get(q.claimant, 0) + self._w(q)
-        return claims
+        """Weight being unloaded for each WAIT_FOR_UNLOAD request (costs the models being unloaded for one)."""
+        return {c: sum(self._w(q) for q in victims.values()) for c, victims in self._victims.items()}
 
     def _headroom(self, r: LoadRequest, claims: dict[Key, int] | None = None) -> int:
         """The part of a WAIT_FOR_UNLOAD request's reservation not covered by its victims."""
@@ -721,11 +802,9 @@ class NpuArbiter:
         if limit is None:
             return math.inf
         claims = self._claims()
-        taken = 0
-        for q in self._requests.values():
-            if q.state in HOLDING:
-                taken += self._w(q)
-            elif q.state is RequestState.WAIT_FOR_UNLOAD and q.key != key:
+        taken = self._in_use()
+        for q in self._by_state[RequestState.WAIT_FOR_UNLOAD].values():
+            if q.key != key:
                 taken += self._headroom(q, claims)
         return limit - taken
 
@@ -734,14 +813,9 @@ class NpuArbiter:
         limit = self._limit
         if limit is None:
             return None, None
-        used = reserved = freeing = 0
-        for q in self._requests.values():
-            if q.state in HOLDING:
-                used += self._w(q)
-                if q.state is RequestState.UNLOADING:
-                    freeing += self._w(q)
-            elif q.state is RequestState.WAIT_FOR_UNLOAD:
-                reserved += self._w(q)
+        used = self._in_use()
+        reserved = self._weigh(self._sizes[RequestState.WAIT_FOR_UNLOAD])
+        freeing = self._weigh(self._sizes[RequestState.UNLOADING])
         return used - limit, used + reserved - limit - freeing
 
     def _thermal_ok(self, r: LoadRequest) -> bool:
@@ -773,18 +847,83 @@ class NpuArbiter:
 
     def _release_claims(self, r: LoadRequest) -> None:
         """Unloads asked for ``r`` count for nobody any more (it was granted, held or ended)."""
-        for q in self._requests.values():
-            if q.claimant == r.key:
-                _set(q, claimant=None)
+        for q in self._victims.pop(r.key, {}).values():
+            object.__setattr__(q, "claimant", None)
 
     def _release(self, r: LoadRequest) -> None:
         self._release_claims(r)
+        self._update(r, claimant=None)
+        self._unindex(r, r.state)
         del self._requests[r.key]
-        left = self._open[r.uid] - 1
-        if left:
-            self._open[r.uid] = left
+        mine = self._by_uid[r.uid]
+        del mine[r.key]
+        if not mine:
+            del self._by_uid[r.uid]
+        self._untold.pop(r.key, None)
+
+    # ------------------------------------------------------------------ indexes
+
+    def _update(self, r: LoadRequest, **fields: Any) -> None:
+        """Change a live record (frozen to policies: only the arbiter writes it) and its indexes."""
+        state, claimant = r.state, r.claimant
+        for name, value in fields.items():
+            object.__setattr__(r, name, value)
+        if r.state is not state:
+            self._unindex(r, state)
+            self._index(r)
+        if r.claimant != claimant:
+            if claimant is not None:
+                victims = self._victims[claimant]
+                del victims[r.key]
+                if not victims:
+                    del self._victims[claimant]
+            if r.claimant is not None:
+                self._victims.setdefault(r.claimant, {})[r.key] = r
+        if "unload_deadline" in fields and r.unload_deadline is not None:
+            heap = self._deadlines
+            heapq.heappush(heap, (r.unload_deadline, r.seq, r.key))
+            if len(heap) > 2 * len(self._by_state[RequestState.UNLOADING]) + 64:  # stale entries: rebuild
+                live = (self._unloading_at(entry) for entry in heap)
+                heap[:] = [(q.unload_deadline, q.seq, q.key) for q in live if q is not None]  # type: ignore[misc]
+                heapq.heapify(heap)
+        status = _WAIT_STATUS.get(r.state)
+        if status is not None and r.told != status:
+            self._untold[r.key] = r
         else:
-            del self._open[r.uid]
+            self._untold.pop(r.key, None)
+
+    def _index(self, r: LoadRequest) -> None:
+        key, state, uid = r.key, r.state, r.uid
+        self._by_state[state][key] = r
+        self._by_uid_state.setdefault((uid, state), {})[key] = r
+        self._sizes[state][r.size] += 1
+        self._uid_sizes.setdefault((uid, state), [0] * len(NPU_MODEL_SIZES))[r.size] += 1
+        if state is RequestState.NOT_PRIORITIZED:
+            kind = self._np_classes.setdefault((uid, r.size, r.priority), {})
+            older = bool(kind) and next(reversed(kind.values())).seq > r.seq
+            kind[key] = r
+            if older:  # back from WAIT_FOR_UNLOAD (rare): put it in its place among its uid's own
+                ordered = sorted(kind.values(), key=_seq)
+                kind.clear()
+                kind.update((q.key, q) for q in ordered)
+
+    def _unindex(self, r: LoadRequest, state: RequestState) -> None:
+        key, uid = r.key, r.uid
+        del self._by_state[state][key]
+        mine = self._by_uid_state[(uid, state)]
+        del mine[key]
+        if not mine:
+            del self._by_uid_state[(uid, state)]
+        self._sizes[state][r.size] -= 1
+        counts = self._uid_sizes[(uid, state)]
+        counts[r.size] -= 1
+        if not any(counts):
+            del self._uid_sizes[(uid, state)]
+        if state is RequestState.NOT_PRIORITIZED:
+            kind = self._np_classes[(uid, r.size, r.priority)]
+            del kind[key]
+            if not kind:
+                del self._np_classes[(uid, r.size, r.priority)]
 
     def _remember_end(self, key: Key, status: int | None) -> None:
         self._ended[key] = status
@@ -803,7 +942,7 @@ class NpuArbiter:
         self, r: LoadRequest, now: float, reason: int, claimant: LoadRequest | None, actions: list[Action]
     ) -> None:
         deadline = now + self._unload_timeout
-        _set(r, state=RequestState.UNLOADING, claimant=None if claimant is None else claimant.key,
+        self._update(r, state=RequestState.UNLOADING, claimant=None if claimant is None else claimant.key,
              unload_deadline=deadline, unload_reason=reason)
         self._counters["unload_requests"] += 1
         actions.append(RequestUnload(r.uid, r.request_id, reason, deadline, None if claimant is None else claimant.uid))

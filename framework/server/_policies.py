@@ -45,7 +45,18 @@ from framework.npumanager import (
     NPU_MODEL_SIZES,
 )
 
-from ._policy_api import NEVER, Event, LoadRequest, NpuPolicy, RequestFiled, RequestState, WorkCompleted
+from ._policy_api import (
+    NEVER,
+    Event,
+    ImportanceChanged,
+    LoadRequest,
+    NpuPolicy,
+    PolicySet,
+    RequestFiled,
+    RequestState,
+    ThermalChanged,
+    WorkCompleted,
+)
 from ._thermal import severity_name, thermal_restricts
 
 if TYPE_CHECKING:
@@ -97,7 +108,7 @@ class BudgetRules(NpuPolicy):
             self._take_turns(ctx, event.uid)
         if isinstance(event, WorkCompleted):
             return  # rule 7 alone says what a completion costs; it frees nothing (rule 6)
-        self._enforce_thermal(ctx)
+        self._enforce_thermal(ctx, event)
         if ctx.may_move:
             while self._reexamine_once(ctx):
                 pass
@@ -105,10 +116,9 @@ class BudgetRules(NpuPolicy):
     def _take_turns(self, ctx: PolicyContext, uid: int) -> None:
         """Rule 7: only the finisher's loaded models, and only when an equally important uid waits."""
         imp = ctx.importance(uid)
-        if any(q.uid != uid and ctx.importance(q.uid) == imp and self._can_ever_run(ctx, q) for q in ctx.waiting()):
-            for r in ctx.requests():
-                if r.uid == uid and r.state is RequestState.LOADED:
-                    ctx.ask_unload(r, NPU_MODEL_UNLOAD_REASON_TURN_TAKING)
+        if any(q.uid != uid and ctx.importance(q.uid) == imp and self._can_ever_run(ctx, q) for q in ctx.waiting_heads()):
+            for r in ctx.requests_of(uid, RequestState.LOADED):
+                ctx.ask_unload(r, NPU_MODEL_UNLOAD_REASON_TURN_TAKING)
 
     def _can_ever_run(self, ctx: PolicyContext, r: LoadRequest) -> bool:
         limit = self.max_budget
@@ -118,7 +128,7 @@ class BudgetRules(NpuPolicy):
         """Rule 2: a more important uid has a request waiting that could be granted."""
         imp = ctx.importance(r.uid)
         return any(
-            ctx.importance(q.uid) < imp and self._can_ever_run(ctx, q) for q in ctx.waiting() if q is not r
+            ctx.importance(q.uid) < imp and self._can_ever_run(ctx, q) for q in ctx.waiting_heads() if q is not r
         )
 
     def _victim_plan(self, ctx: PolicyContext, r: LoadRequest) -> list[LoadRequest] | None:
@@ -129,22 +139,13 @@ class BudgetRules(NpuPolicy):
             return []
         imp = ctx.importance(r.uid)
         ran = ctx.last_completed(r.uid)
-        requests = ctx.requests()
-        uids = {q.uid for q in requests if q.uid != r.uid}
-        victims = [
-            v
-            for v in uids
-            if ctx.importance(v) > imp or (ctx.importance(v) == imp and ctx.last_completed(v) > ran)
-        ]
+        ranks = {v: (ctx.importance(v), ctx.last_completed(v)) for v in ctx.uids() if v != r.uid}
+        victims = [v for v, (vi, vran) in ranks.items() if vi > imp or (vi == imp and vran > ran)]
         # Least important first; among equals, the one that ran most recently first.
-        victims.sort(key=lambda v: (-ctx.importance(v), -ctx.last_completed(v), v))
+        victims.sort(key=lambda v: (-ranks[v][0], -ranks[v][1], v))
         plan: list[LoadRequest] = []
         for v in victims:
-            takeable = [
-                q
-                for q in requests
-                if q.uid == v and q.state in (RequestState.APPROVED, RequestState.LOADED, RequestState.WAIT_FOR_UNLOAD)
-            ]
+            takeable = ctx.requests_of(v, RequestState.APPROVED, RequestState.LOADED, RequestState.WAIT_FOR_UNLOAD)
             # OPPORTUNISTIC, then BACKGROUND, then NORMAL; newest first.
             takeable.sort(key=lambda q: (-q.priority, -q.seq))
             for q in takeable:
@@ -173,11 +174,26 @@ class BudgetRules(NpuPolicy):
             ctx.reserve(r)
         return True
 
-    def _enforce_thermal(self, ctx: PolicyContext) -> None:
+    def _enforce_thermal(self, ctx: PolicyContext, event: Event) -> None:
+        """Take back what the heat forbids, at the events that can make something forbidden.
+
+        Nothing is granted that the heat forbids, so a request held can become forbidden
+        only when the heat, its uid's importance or the policy changes: only those events
+        look, and an importance change only at its uid's requests.
+        """
         if not thermal_restricts(ctx.thermal):
             return  # nothing to enforce: a walk over every request filed would cost each event that much
-        for r in ctx.requests():
-            if not ctx.live(r) or ctx.thermal_allows(r):
+        if isinstance(event, (ThermalChanged, PolicySet)):
+            uids = ctx.uids()
+        elif isinstance(event, ImportanceChanged) and event.changed:
+            uids = [event.uid]
+        else:
+            return
+        held = (RequestState.APPROVED, RequestState.LOADED, RequestState.WAIT_FOR_UNLOAD)
+        forbidden = [r for uid in uids for r in ctx.requests_of(uid, *held) if not ctx.thermal_allows(r)]
+        forbidden.sort(key=lambda r: r.seq)
+        for r in forbidden:
+            if not ctx.live(r):
                 continue
             if r.state is RequestState.LOADED:
                 ctx.ask_unload(r, NPU_MODEL_UNLOAD_REASON_THERMAL)
@@ -193,19 +209,22 @@ class BudgetRules(NpuPolicy):
         (``ctx.may_move``): a request left (budget or a reservation freed, a rule-2
         block lifted), or an importance, the heat or the policy changed. The scan stops
         at the first change and the caller scans again, so every figure below is
-        computed once per scan and stays true for the whole of it: that keeps an event
-        linear in the number of requests for the common case (a few grants) rather than
-        cubic, which matters with 64 apps cycling.
+        computed once per scan and stays true for the whole of it. It looks only at the
+        heads of the waiting requests (``ctx.waiting_heads()``: a NOT_PRIORITIZED request
+        behind an older one of its uid, size and priority meets the same answer) and at
+        each uid's figures, so a scan costs the uids and their kinds of request, not the
+        requests on file, which matters with 64 apps at their cap.
         """
-        requests = ctx.requests()
-        waiting = [q for q in requests if q.waiting and ctx.thermal_allows(q)]
+        waiting = [q for q in ctx.waiting_heads() if ctx.thermal_allows(q)]
         if not waiting:
             return False
-        imps = {q.uid: ctx.importance(q.uid) for q in requests}
+        uids = ctx.uids()
+        imps = {uid: ctx.importance(uid) for uid in uids}
         limit = self.max_budget
         claims = ctx.claims()
-        in_use = sum(ctx.weight(q) for q in requests if not q.waiting)
-        headroom = {q.key: ctx.headroom(q, claims) for q in requests if q.state is RequestState.WAIT_FOR_UNLOAD}
+        in_use = ctx.weight_in(RequestState.APPROVED, RequestState.LOADED, RequestState.UNLOADING)
+        reserving = ctx.requests_in(RequestState.WAIT_FOR_UNLOAD)
+        headroom = {q.key: ctx.headroom(q, claims) for q in reserving}
         reserved = sum(headroom.values())
 
         def available(r: LoadRequest) -> float:
@@ -216,12 +235,9 @@ class BudgetRules(NpuPolicy):
         # Rule 2: nothing passes a waiting request of a more important uid (one that can run).
         block_above = min((imps[q.uid] for q in waiting if self._can_ever_run(ctx, q)), default=math.inf)
         # What each uid could give up, for a quick "the walk can not succeed".
-        gains: dict[int, int] = {}
-        for q in requests:
-            if q.state in (RequestState.APPROVED, RequestState.LOADED):
-                gains[q.uid] = gains.get(q.uid, 0) + ctx.weight(q)
-            elif q.state is RequestState.WAIT_FOR_UNLOAD:
-                gains[q.uid] = gains.get(q.uid, 0) + headroom[q.key]
+        gains = {uid: ctx.weight_of(uid, RequestState.APPROVED, RequestState.LOADED) for uid in uids}
+        for q in reserving:
+            gains[q.uid] += headroom[q.key]
         hopeless: set[tuple[int, float]] = set()
         # Reserved requests first: what their victims free is theirs (rule 6's last line).
         waiting.sort(key=lambda q: (q.state is not RequestState.WAIT_FOR_UNLOAD, imps[q.uid], q.seq))
