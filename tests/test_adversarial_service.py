@@ -42,6 +42,7 @@ from framework.server import (
     CALLBACK_DEADLINE_S,
     DUMP_PAGE_ROWS,
     DUMP_REPLY_LIMIT,
+    ANR_KILL_BELOW_IMPORTANCE,
     MAX_OPEN_REQUESTS_PER_APP,
     THERMAL_STATUS_SEVERE,
     fit_reply,
@@ -84,7 +85,7 @@ class _Wedged:
         return hang
 
 
-async def test_an_app_that_takes_no_callback_delays_nobody_and_is_treated_as_dead(autojump_clock, world):
+async def test_an_app_that_takes_no_callback_delays_nobody_and_is_killed_in_the_background(autojump_clock, world):
     # An unload deadline far away: only the callback deadline can end the silent app's request.
     system = await booted(world, unload_timeout=600.0)
     svc = system.npu
@@ -119,6 +120,32 @@ async def test_an_app_that_takes_no_callback_delays_nobody_and_is_treated_as_dea
     assert [r for r in dump["requests"] if r["uid"] == bg_uid] == []
     assert dump["counters"]["callbacks_late"] == 1
     assert bg_uid in world.hal.revoked
+    # bg is cached: the activity manager kills it as Android kills a background ANR, as
+    # `am kill` does, and says so in dumpsys activity.
+    with trio.fail_after(5):
+        while system.activity.state.is_running(bg_uid):
+            await trio.sleep(0.05)
+    activity = json.loads(system.activity.dump_text(["--json"]))
+    assert [(a["package"], a["killed"]) for a in activity["not_responding"]] == [("com.test.bg", True)]
+    assert "killed (bg anr)" in system.activity.dump_text([])
+    assert system.activity.state.is_running(fg.context.getUid())
+
+
+async def test_a_foreground_app_that_takes_no_callback_is_reported_not_killed(autojump_clock, world):
+    system = await booted(world, unload_timeout=600.0)
+    fg = await world.launch("com.test.fg")
+    assert system.activity.state.getUidImportance(fg.context.getUid()) <= ANR_KILL_BELOW_IMPORTANCE
+    rec = Recorder()
+    await ask(world, fg, request(1, priority=NpuManager.NPU_MODEL_PRIORITY_BACKGROUND), rec)
+    assert rec.events == [("can_load", 1, CAN), ("loaded", 1)]
+    system.npu._callbacks[(fg.context.getUid(), 1)] = _Wedged()
+    system.npu.thermal_changed(THERMAL_STATUS_SEVERE)  # asks background work to unload: the call hangs
+    with trio.fail_after(CALLBACK_DEADLINE_S + 5):
+        while not json.loads(system.activity.dump_text(["--json"]))["not_responding"]:
+            await trio.sleep(0.1)
+    activity = json.loads(system.activity.dump_text(["--json"]))
+    assert [(a["package"], a["killed"]) for a in activity["not_responding"]] == [("com.test.fg", False)]
+    assert system.activity.state.is_running(fg.context.getUid())
 
 
 async def test_answers_to_one_app_keep_their_order_while_another_is_wedged(autojump_clock, world):
@@ -254,7 +281,7 @@ def _frames_to_fill_a_socket() -> int:
 
 
 @pytest.mark.multiprocess
-async def test_a_stopped_app_whose_socket_fills_delays_no_bystander(tmp_path):
+async def test_a_stopped_app_whose_socket_fills_delays_no_bystander_and_is_killed(tmp_path):
     n = _frames_to_fill_a_socket()
     if n > MAX_OPEN_REQUESTS_PER_APP:
         pytest.skip(f"this machine's socket buffers take {n} frames, more than one app may have requests")
@@ -264,7 +291,7 @@ async def test_a_stopped_app_whose_socket_fills_delays_no_bystander(tmp_path):
         sm = defaultServiceManager(emu.runtime)
         npu = INpuManager.Proxy(await sm.checkService("npu"))
         am = IActivityManager.Proxy(await sm.checkService("activity"))
-        pid = await am.startApp("com.test.silent", 0)
+        pid = await am.startApp("com.test.silent", 400)  # cached: in the background
         try:
             async def dump():
                 return json.loads(await npu.dump(["--json"]))
@@ -303,13 +330,21 @@ async def test_a_stopped_app_whose_socket_fills_delays_no_bystander(tmp_path):
             assert statuses == [CAN]
             assert waited < BYSTANDER_BOUND_S, f"the bystander waited {waited:.2f} s"
 
-            # The stopped app's lane missed its deadline: it is treated as dead.
+            # The stopped app's lane missed its deadline: it is treated as dead, and the
+            # activity manager kills it (a background ANR), its cgroup as `am kill` does.
             with trio.fail_after(CALLBACK_DEADLINE_S + 30):
                 while (d := await dump())["counters"]["callbacks_late"] < 1:
                     await trio.sleep(0.2)
             assert [u["package"] for u in d["requests_per_uid"].values()] == ["root"]  # the bystander's alone
+            with trio.fail_after(30):
+                while os.path.exists(f"/proc/{pid}"):
+                    await trio.sleep(0.1)
+            activity = json.loads(await am.dump(["--json"]))
+            assert [(a["pid"], a["killed"]) for a in activity["not_responding"]] == [(pid, True)]
+            assert pid not in [p["pid"] for p in activity["processes"]]
         finally:
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 # -- the servicemanager is supervised -------------------------------------------------------

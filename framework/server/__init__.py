@@ -92,6 +92,7 @@ from ._npu_service import CALLBACK_DEADLINE_S as CALLBACK_DEADLINE_S
 from ._npu_service import DUMP_PAGE_ROWS as DUMP_PAGE_ROWS
 from ._npu_service import NpuService as NpuService
 from ._system_server import (
+    ANR_KILL_BELOW_IMPORTANCE as ANR_KILL_BELOW_IMPORTANCE,
     ActivityManagerService as ActivityManagerService,
     PackageManagerService as PackageManagerService,
     SystemServer as SystemServer,

@@ -17,7 +17,8 @@ and carries out its ``Action``s:
   whichever binder call caused them, and the lanes run concurrently, so no app waits
   behind another. Each answer has ``CALLBACK_DEADLINE_S`` to leave (connecting to the
   app, its handshake, room in its socket: a oneway call waits for nothing else); an
-  app that does not take it in time (stopped, wedged, not reading) is treated as dead,
+  app that does not take it in time (stopped, wedged, not reading) is treated as dead
+  and reported to the activity manager as not responding (which kills a background one),
   as is one whose callback is dead. Revocations go to the HAL through a lane of their
   own; an app hears that a request ended only after the HAL was asked to free its
   models.
@@ -58,7 +59,7 @@ import json
 import logging
 import math
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 import dataclasses
 import functools
 from dataclasses import dataclass
@@ -290,6 +291,7 @@ class NpuService:
         self._wake = trio.Event()
         self._configs_dirty = trio.Event()
         self._hal_listeners: list[Any] = []
+        self._not_responding: list[Callable[[int, str], None]] = []
         self._connected = trio.Event()
         self._nursery: trio.Nursery | None = None
         self.stub = self._make_stub()
@@ -317,6 +319,10 @@ class NpuService:
     def add_hal_listener(self, fn) -> None:
         """``await fn(control)`` each time the HAL (re)connects (the thermal service's hook)."""
         self._hal_listeners.append(fn)
+
+    def add_not_responding_listener(self, fn: Callable[[int, str], None]) -> None:
+        """``fn(uid, reason)`` when an app misses ``CALLBACK_DEADLINE_S`` (the activity manager's ANR hook)."""
+        self._not_responding.append(fn)
 
     @property
     def hal_connected(self) -> bool:
@@ -489,7 +495,13 @@ class NpuService:
         self._counters["callbacks_late"] += 1
         log.warning("uid %d (%s): a callback did not leave within %g s; treating the app as dead",
                     uid, self._name(uid), CALLBACK_DEADLINE_S)
-        self.app_died(uid, f"it took no callback within {CALLBACK_DEADLINE_S:g} s")
+        reason = f"it took no callback within {CALLBACK_DEADLINE_S:g} s"
+        self.app_died(uid, reason)
+        for fn in self._not_responding:
+            try:
+                fn(uid, f"npu: {reason}")
+            except Exception:  # a listener's bug must not stop the lanes
+                log.exception("reporting uid %d as not responding failed", uid)
 
     async def _send_callback(self, action: CanLoad | RequestUnload | RequestComplete) -> None:
         key = (action.uid, action.request_id)

@@ -77,6 +77,7 @@ from interfaces.npuemu.server import IActivityManager, IPackageManager, IThermal
 from interfaces.services import ACTIVITY_SERVICE, PACKAGE_SERVICE, THERMAL_SERVICE
 
 from ._activity import (
+    IMPORTANCE_PERCEPTIBLE,
     ActivityState,
     ChangeKind,
     UidImportanceChange,
@@ -97,6 +98,7 @@ from ._package import (
 from ._thermal import THERMAL_STATUS_NONE, check_severity, severity_name
 
 __all__ = [
+    "ANR_KILL_BELOW_IMPORTANCE",
     "ActivityManagerService",
     "AppProcess",
     "Launcher",
@@ -266,6 +268,15 @@ async def launch_app_process(info: Any, runtime: Any) -> AppProcess:
     return _RealApp(proc, cgroup)
 
 
+#: An app that does not respond (the npu service's answer to it missed
+#: ``CALLBACK_DEADLINE_S``) is killed, its whole cgroup as by ``am kill``, when it is less
+#: important than this: ActivityManager kills a background app's ANR without asking ("bg
+#: anr"). One the user is aware of (perceptible or above) is reported, not killed: Android
+#: would show the user an ANR dialog, and nobody here answers one (a developer who stopped
+#: a foreground app in a debugger keeps it).
+ANR_KILL_BELOW_IMPORTANCE = IMPORTANCE_PERCEPTIBLE
+
+
 class ActivityManagerService:
     """The ``activity`` service: launches apps, tracks importance, notices deaths."""
 
@@ -273,6 +284,8 @@ class ActivityManagerService:
 
     #: How many launches' outcomes ``waitForAppStart`` can still report.
     STARTS_KEPT = 64
+    #: How many apps not responding ``dumpsys activity`` lists (the latest).
+    ANRS_KEPT = 16
 
     def __init__(self, runtime: Any, packages: PackageManager, npu: NpuService, launcher: Launcher | None) -> None:
         self.runtime = runtime
@@ -284,6 +297,8 @@ class ActivityManagerService:
         self._starts: dict[int, _AppStart] = {}
         self._nursery: trio.Nursery | None = None
         self._events: list[dict[str, Any]] = []
+        self._anrs: list[dict[str, Any]] = []
+        npu.add_not_responding_listener(self.not_responding)
         self.stub = self._make_stub()
 
     async def serve(self, *, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
@@ -337,6 +352,24 @@ class ActivityManagerService:
             raise IllegalStateException(f"{info.packageName} is not running")
         self.log.info("Killing %d:%s: am kill", pid, package)
         self._procs[pid].kill()
+
+    def not_responding(self, uid: int, reason: str) -> None:
+        """Uid ``uid``'s process did not respond (``reason``): kill it if it is in the background."""
+        proc_info = next((p for p in self.state.getRunningAppProcesses() if p.uid == uid), None)
+        if proc_info is None or proc_info.pid not in self._procs:
+            return  # gone already, or no process this manager launched
+        pid, package, importance = proc_info.pid, proc_info.processName, proc_info.importance
+        killed = importance > ANR_KILL_BELOW_IMPORTANCE
+        self._anrs.append({"pid": pid, "uid": uid, "package": package, "importance": importance_name(importance),
+                           "reason": reason, "killed": killed})
+        del self._anrs[:-self.ANRS_KEPT]
+        if killed:
+            self.log.warning("Killing %d:%s/u0a%d (importance %s): bg anr: %s", pid, package,
+                             uid - FIRST_APPLICATION_UID, importance_name(importance), reason)
+            self._procs[pid].kill()
+        else:
+            self.log.error("ANR in %s (pid %d, importance %s): %s; not killed (the user would be asked)", package, pid,
+                           importance_name(importance), reason)
 
     def attached(self, pid: int) -> None:
         """``attachApplication`` from process ``pid``: it is up."""
@@ -395,7 +428,8 @@ class ActivityManagerService:
                 self.npu.app_died(c.uid, "the activity manager saw its process die")
 
     def dump_text(self, args: Iterable[str]) -> str:
-        data = {**self.state.dump(), "recent_changes": list(self._events), "isolation": isolation()}
+        data = {**self.state.dump(), "recent_changes": list(self._events), "not_responding": list(self._anrs),
+                "isolation": isolation()}
         if _wants_json(args):
             return json.dumps(data, indent=2, sort_keys=True) + "\n"
         out = [f"Isolation: {data['isolation']}", "",
@@ -405,6 +439,10 @@ class ActivityManagerService:
         if data["gone"]:
             out += ["", "Gone:"]
             out += [f"    uid {p['uid']:<6} {p['package']:<32} starts {p['starts']} deaths {p['deaths']}" for p in data["gone"]]
+        if data["not_responding"]:
+            out += ["", "Not responding (latest last):"]
+            out += [f"    pid {a['pid']:<7} uid {a['uid']:<6} {a['package']:<32} {a['importance']:<19} "
+                    f"{'killed (bg anr)' if a['killed'] else 'reported'}: {a['reason']}" for a in data["not_responding"]]
         return "\n".join(out) + "\n"
 
     def _make_stub(self) -> Binder:
