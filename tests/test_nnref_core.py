@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import nnref
@@ -93,14 +93,20 @@ def test_quantize_multiplier_is_a_q31_mantissa_and_a_shift(real):
 
 
 @given(INT32, INT32)
+@example(1, -(2**30))  # ab/2**31 = -0.5 exactly: gemmlowp gives 0, not -1
+@example(1, 2**30)  # +0.5 gives 1
 def test_saturating_rounding_doubling_high_mul_is_round_of_ab_over_2_31(a, b):
     got = int(saturating_rounding_doubling_high_mul(np.array([a]), b)[0])
     if a == b == -(2**31):
         assert got == 2**31 - 1
         return
     exact = Fraction(a * b, 2**31)
-    # gemmlowp nudges by a half toward the sign and truncates: a half rounds away from zero.
-    assert got == math.floor(exact + Fraction(1, 2)) if exact >= 0 else got == math.ceil(exact - Fraction(1, 2))
+    # gemmlowp nudges by 2**30 (a half) when ab >= 0, by 1 - 2**30 (one short of a half) when ab < 0,
+    # then truncates: a positive half rounds away from zero, a negative half toward it (-0.5 -> 0).
+    if exact >= 0:
+        assert got == math.floor(exact + Fraction(1, 2))
+    else:
+        assert got == math.ceil(exact - Fraction(1, 2) + Fraction(1, 2**31))
 
 
 @given(INT32, st.integers(0, 31))
