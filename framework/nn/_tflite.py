@@ -15,6 +15,7 @@ import trio
 
 from interfaces.android.hardware.neuralnetworks import SymmPerChannelQuantParams
 
+from . import _cpu_kernels
 from ._errors import BadDataError, BadStateError
 from ._model import Model
 from ._types import NO_DURATION, DurationCode, FuseCode, OperandType, OperationType
@@ -804,6 +805,36 @@ class TfLiteModel:
                                          [b.operand[t] for t in partition.outputs])
         b.model.finish()
         return b.model
+
+    def runOperation(self, index: int, values: dict[int, np.ndarray]) -> dict[int, np.ndarray]:  # noqa: N802
+        """One operation alone, in this process: its outputs (tensor index -> array), its
+        inputs read from ``values`` (tensor index -> array; constants are the model's).
+
+        A delegated operation runs as its own NNAPI model (the delegate's lowering: HARD_SWISH
+        is four operations) on nnapi-reference's kernels, the ones every emulated device
+        computes with; a CPU one on its kernel. Op by op, fed LiteRT's tensors
+        (``experimental_preserve_all_tensors``) or the previous operations' outputs, it tells
+        where a difference from LiteRT starts and where it grows (``bench/accuracy.py``)."""
+        op = self.operations[index]
+        if op.where == "folded":
+            return {op.outputs[0]: self.tensors[op.outputs[0]].value}
+        missing = [t for t in op.inputs if t >= 0 and self.tensors[t].value is None and t not in values]
+        if missing:
+            raise BadDataError(f"runOperation: operation {index} ({op.name}) reads tensor(s) {missing}, not given")
+        if op.where == "cpu":
+            return {op.outputs[0]: _CPU_KERNELS[op.name](self.tensors, op, values[op.inputs[0]])}
+        b = _Builder(self.tensors)
+        given = [t for t in dict.fromkeys(op.inputs) if t >= 0 and self.tensors[t].value is None]
+        for t in given:
+            b.tensor(t)
+        _MAPPERS[op.name](b, self.tensors, op)
+        b.model.identifyInputsAndOutputs([b.operand[t] for t in given], [b.operand[t] for t in op.outputs])
+        b.model.finish()
+        outputs = [np.empty(self.tensors[t].shape, np.uint8 if self.tensors[t].type == "INT8" else self.tensors[t].dtype)
+                   for t in op.outputs]
+        _cpu_kernels.runModel(b.model.to_hal(), [_to_nnapi(self.tensors[t], np.ascontiguousarray(values[t]))
+                                                 for t in given], outputs)
+        return {t: _from_nnapi(self.tensors[t], out) for t, out in zip(op.outputs, outputs)}
 
     # describing
 
