@@ -41,17 +41,9 @@ sys.path.insert(0, str(ROOT))
 
 from ai_edge_litert.interpreter import Interpreter, OpResolverType  # noqa: E402
 
-from framework.binder import open_binder_runtime  # noqa: E402
-from framework.emulator import open_stack  # noqa: E402
-from framework.nn import CPU_DEVICE_NAME, open_nn_runtime  # noqa: E402
+from bench.models import MODELS, open_app_nn  # noqa: E402
+from framework.nn import CPU_DEVICE_NAME  # noqa: E402
 from framework.nn.tflite import TfLiteModel, loadTfLite, modelsDir, syntheticImage  # noqa: E402
-from npuhal import open_driver  # noqa: E402
-
-MODELS = [
-    "face_detection_short_range", "face_detection_full_range_sparse", "face_landmark", "iris_landmark",
-    "hand_recrop", "hand_landmark_lite", "hand_landmark_full", "palm_detection_lite", "palm_detection_full",
-    "pose_detection", "pose_landmark_full", "selfie_segmentation", "selfie_segmentation_landscape",
-]
 
 
 def patched(data: bytes, outputs: list[int], operations: int | None = None) -> bytes:
@@ -141,33 +133,25 @@ async def run_through_nnapi(nn, model: TfLiteModel, inputs, devices) -> list[np.
 
 async def measure(names: list[str], seeds: list[int]) -> list[dict]:
     rows = []
-    async with open_driver(clock="virtual") as driver, open_stack(driver, system_server=False) as stack:
-
-        async def app_process(task_status):
-            async with open_binder_runtime(network=stack.network, pid=await stack.spawn(10001)) as rt:
-                task_status.started(rt)
-                await trio.sleep_forever()
-
-        app = await stack.nursery.start(app_process)
-        async with open_nn_runtime(app, environ={}) as nn:
-            cpu = nn.getDeviceByName(CPU_DEVICE_NAME)
-            for name in names:
-                path = modelsDir() / f"{name}.tflite"
-                data = path.read_bytes()
-                model = loadTfLite(path)
-                for seed in seeds:
-                    inputs = [syntheticImage(model.tensors[t].shape, seed=seed) for t in model.inputs]
-                    xnn = litert(data, inputs)
-                    builtin = litert_builtin_tensors(model, data, inputs)
-                    reference = await run_through_nnapi(nn, model, inputs, [cpu])
-                    created = await run_through_nnapi(nn, model, inputs, None)
-                    ulp = one_ulp(data, inputs, list(model.outputs))
-                    for k, t in enumerate(model.outputs):
-                        rows.append({"model": name, "seed": seed, "output": k,
-                                     "reference": error(reference[k], xnn[t]), "create": error(created[k], xnn[t]),
-                                     "referenceVsBuiltin": error(reference[k], builtin[t]),
-                                     "builtinVsXnnpack": error(builtin[t], xnn[t]), "oneUlp": ulp[k]})
-                print(f"  measured {name}", file=sys.stderr, flush=True)
+    async with open_app_nn() as nn:
+        cpu = nn.getDeviceByName(CPU_DEVICE_NAME)
+        for name in names:
+            path = modelsDir() / f"{name}.tflite"
+            data = path.read_bytes()
+            model = loadTfLite(path)
+            for seed in seeds:
+                inputs = [syntheticImage(model.tensors[t].shape, seed=seed) for t in model.inputs]
+                xnn = litert(data, inputs)
+                builtin = litert_builtin_tensors(model, data, inputs)
+                reference = await run_through_nnapi(nn, model, inputs, [cpu])
+                created = await run_through_nnapi(nn, model, inputs, None)
+                ulp = one_ulp(data, inputs, list(model.outputs))
+                for k, t in enumerate(model.outputs):
+                    rows.append({"model": name, "seed": seed, "output": k,
+                                 "reference": error(reference[k], xnn[t]), "create": error(created[k], xnn[t]),
+                                 "referenceVsBuiltin": error(reference[k], builtin[t]),
+                                 "builtinVsXnnpack": error(builtin[t], xnn[t]), "oneUlp": ulp[k]})
+            print(f"  measured {name}", file=sys.stderr, flush=True)
     return rows
 
 

@@ -22,10 +22,12 @@ its idle threads would otherwise spin beside the single-threaded kernels and Lit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
@@ -41,7 +43,7 @@ from ai_edge_litert.interpreter import Interpreter  # noqa: E402
 
 from framework.binder import open_binder_runtime  # noqa: E402
 from framework.emulator import open_stack  # noqa: E402
-from framework.nn import CPU_DEVICE_NAME, NeuralNetworksError, open_nn_runtime  # noqa: E402
+from framework.nn import CPU_DEVICE_NAME, NeuralNetworks, NeuralNetworksError, open_nn_runtime  # noqa: E402
 from framework.nn.tflite import loadTfLite, modelsDir, syntheticImage  # noqa: E402
 from npuhal import open_driver  # noqa: E402
 
@@ -81,8 +83,9 @@ async def npuemu_ms(nn, model, devices, inputs, runs: int) -> tuple[float, float
         await compiled.aclose()
 
 
-async def measure(names: list[str], models_dir: Path, runs: int) -> list[dict]:
-    rows = []
+@contextlib.asynccontextmanager
+async def open_app_nn() -> AsyncIterator[NeuralNetworks]:
+    """An app's NNAPI runtime over the HAL and the reference driver in this process (virtual clock)."""
     async with open_driver(clock="virtual") as driver, open_stack(driver, system_server=False) as stack:
 
         async def app_process(task_status):
@@ -92,28 +95,34 @@ async def measure(names: list[str], models_dir: Path, runs: int) -> list[dict]:
 
         app = await stack.nursery.start(app_process)
         async with open_nn_runtime(app, environ={}) as nn:
-            cpu = nn.getDeviceByName(CPU_DEVICE_NAME)
-            for name in names:
-                path = models_dir / f"{name}.tflite"
-                model = loadTfLite(path)
-                inputs = [syntheticImage(model.tensors[t].shape) for t in model.inputs]
-                row = {"model": name, "litertMs": litert_ms(path, inputs, runs), "devices": {}}
-                for device in [CPU_DEVICE_NAME, *DRIVERS]:
-                    chosen = [cpu] if device == CPU_DEVICE_NAME else [nn.getDeviceByName(device)]
-                    label = device
+            yield nn
+
+
+async def measure(names: list[str], models_dir: Path, runs: int) -> list[dict]:
+    rows = []
+    async with open_app_nn() as nn:
+        cpu = nn.getDeviceByName(CPU_DEVICE_NAME)
+        for name in names:
+            path = models_dir / f"{name}.tflite"
+            model = loadTfLite(path)
+            inputs = [syntheticImage(model.tensors[t].shape) for t in model.inputs]
+            row = {"model": name, "litertMs": litert_ms(path, inputs, runs), "devices": {}}
+            for device in [CPU_DEVICE_NAME, *DRIVERS]:
+                chosen = [cpu] if device == CPU_DEVICE_NAME else [nn.getDeviceByName(device)]
+                label = device
+                try:
+                    real, emulated = await npuemu_ms(nn, model, chosen, inputs, runs)
+                except NeuralNetworksError:
+                    label = f"{device}+cpu"
                     try:
-                        real, emulated = await npuemu_ms(nn, model, chosen, inputs, runs)
-                    except NeuralNetworksError:
-                        label = f"{device}+cpu"
-                        try:
-                            real, emulated = await npuemu_ms(nn, model, [chosen[0], cpu], inputs, runs)
-                        except NeuralNetworksError as e:
-                            row["devices"][device] = {"error": str(e)[:120]}
-                            continue
-                    row["devices"][device] = {"as": label, "realMs": real, "emulatedMs": emulated,
-                                              "ratio": real / row["litertMs"]}
-                rows.append(row)
-                print(f"  measured {name}", file=sys.stderr, flush=True)
+                        real, emulated = await npuemu_ms(nn, model, [chosen[0], cpu], inputs, runs)
+                    except NeuralNetworksError as e:
+                        row["devices"][device] = {"error": str(e)[:120]}
+                        continue
+                row["devices"][device] = {"as": label, "realMs": real, "emulatedMs": emulated,
+                                          "ratio": real / row["litertMs"]}
+            rows.append(row)
+            print(f"  measured {name}", file=sys.stderr, flush=True)
     return rows
 
 

@@ -31,6 +31,7 @@ from framework.nn import CPU_DEVICE_NAME, BadDataError, Model, OperandType, Oper
 from framework.nn.tflite import densify, loadTfLite, modelsDir, syntheticImage
 
 from bench.accuracy import error, litert_builtin_tensors, litert_xnnpack_tensors
+from bench.accuracy import litert as litert_tensors  # every output tensor, by index
 
 MODELS_DIR = modelsDir()
 #: The 13 MediaPipe models LiteRT runs (face_landmark_with_attention needs MediaPipe's own kernels).
@@ -92,12 +93,7 @@ def picture_inputs(model):
 
 
 def litert(path: Path, inputs):
-    interpreter = Interpreter(model_path=str(path), num_threads=1)
-    interpreter.allocate_tensors()
-    for detail, x in zip(interpreter.get_input_details(), inputs):
-        interpreter.set_tensor(detail["index"], x)
-    interpreter.invoke()
-    return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
+    return list(litert_tensors(path.read_bytes(), inputs).values())  # the outputs, in order
 
 
 def relative_errors(got, want):
