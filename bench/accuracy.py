@@ -2,6 +2,7 @@
 
     python bench/accuracy.py [--seeds 0,1,2] [NAME ...]
     python bench/accuracy.py --tensors NAME [--seed 0]
+    python bench/accuracy.py --emulate NAME [--seed 0]
 
 The first form runs every MediaPipe model LiteRT runs (``make models`` fetches them)
 through NNAPI as the tests do (the HAL over the reference driver in this process, virtual
@@ -20,6 +21,11 @@ previous outputs (``us``) and, alone, from XNNPACK's inputs (``1op``), against L
 tensors (XNNPACK's read by making each tensor a model output; the builtin kernels'
 with ``experimental_preserve_all_tensors``). Where ``1op`` is small and ``us`` large, the
 difference is carried and grown from earlier operations, not made there.
+
+The third runs one model op by op with its convolutions computed in numpy in a given order,
+with or without FMA (``convolution``): npuemu's order (its kernels' results, bit for bit),
+XNNPACK's (bias first; a depthwise convolution's taps column by column), and XNNPACK's
+with FMA, which is XNNPACK's arithmetic: what is left is the other operations' rounding.
 
 It measures only: no assertion.
 """
@@ -195,15 +201,74 @@ def tensors(name: str, seed: int) -> str:
     return "\n".join(lines)
 
 
+# ---- convolutions summed as XNNPACK sums them, with FMA or without -----------------------------------
+
+
+_BOUNDS = {0: (-np.inf, np.inf), 1: (0.0, np.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}  # TFLite's fused activations
+
+
+def convolution(model: TfLiteModel, index: int, x: np.ndarray, fma: bool, columns_first: bool = True) -> np.ndarray:
+    """CONV_2D or DEPTHWISE_CONV_2D (multiplier 1) ``index`` of ``model`` on ``x``, in numpy, summed
+    as XNNPACK's micro-kernels sum: the bias first, then tap by tap (a depthwise one's taps column
+    by column if ``columns_first``, else row by row; a convolution's row by row, each tap's input
+    channels in order), one product at a time: rounded once (``fma``, a fused multiply-add: the
+    float32 product is exact in float64) or twice (the product, then the sum, as npuemu's kernels)."""
+    op = model.operations[index]
+    o = op.options
+    w = model.tensors[op.inputs[1]].value.astype(np.float64)
+    bias = model.tensors[op.inputs[2]].value if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+    depthwise = op.name == "DEPTHWISE_CONV_2D"
+    assert op.name in ("CONV_2D", "DEPTHWISE_CONV_2D") and (not depthwise or w.shape[3] == x.shape[3])
+    _, h, width, channels = x.shape
+    out = model.tensors[op.outputs[0]].shape
+    (kh, kw), (sh, sw), (dh, dw) = w.shape[1:3], (o.StrideH(), o.StrideW()), (o.DilationHFactor(), o.DilationWFactor())
+    top = max((out[1] - 1) * sh + (kh - 1) * dh + 1 - h, 0) // 2 if o.Padding() == tflite.Padding.SAME else 0
+    left = max((out[2] - 1) * sw + (kw - 1) * dw + 1 - width, 0) // 2 if o.Padding() == tflite.Padding.SAME else 0
+    padded = np.zeros((x.shape[0], h + kh * dh + sh * out[1], width + kw * dw + sw * out[2], channels), np.float64)
+    padded[:, top:top + h, left:left + width] = x
+    acc = np.zeros(out, np.float32) + (bias if bias is not None else np.float32(0))
+    taps = [(ky, kx) for ky in range(kh) for kx in range(kw)]
+    if depthwise and columns_first:
+        taps.sort(key=lambda t: (t[1], t[0]))
+    for ky, kx in taps:
+        window = padded[:, ky * dh:ky * dh + sh * out[1]:sh, kx * dw:kx * dw + sw * out[2]:sw]
+        products = [window * w[0, ky, kx]] if depthwise else (window[..., c:c + 1] * w[:, ky, kx, c] for c in range(channels))
+        for p in products:
+            acc = (acc + p).astype(np.float32) if fma else acc + p.astype(np.float32)
+    return np.clip(acc, *_BOUNDS[o.FusedActivationFunction()]).astype(np.float32)
+
+
+def emulated(name: str, seed: int) -> str:
+    """The model op by op on npuemu's kernels, its convolutions replaced by :func:`convolution`:
+    row by row without FMA (npuemu's order: its kernels' results, bit for bit), XNNPACK's order
+    without FMA, and with it; each output's error against XNNPACK."""
+    path = modelsDir() / f"{name}.tflite"
+    model = loadTfLite(path)
+    inputs = [syntheticImage(model.tensors[t].shape, seed=seed) for t in model.inputs]
+    want = litert(path.read_bytes(), inputs)
+    lines = [f"{name} (seed {seed}): per output, max |error| / its range against XNNPACK"]
+    for label, fma, columns_first in (("npuemu's order, no FMA", False, False),
+                                      ("XNNPACK's order, no FMA", False, True), ("XNNPACK's order and FMA", True, True)):
+        values = dict(zip(model.inputs, inputs))
+        for op in model.operations:
+            if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D") and op.where == "nnapi":
+                values[op.outputs[0]] = convolution(model, op.index, values[op.inputs[0]], fma, columns_first)
+            else:
+                values.update(model.runOperation(op.index, values))
+        lines.append(f"  {label:<24} " + " ".join(f"{error(values[t], want[t]):.1e}" for t in model.outputs))
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", default=MODELS)
     parser.add_argument("--seeds", default="0", help="syntheticImage seeds, comma-separated")
     parser.add_argument("--tensors", metavar="NAME", help="one model, tensor by tensor")
-    parser.add_argument("--seed", type=int, default=0, help="the picture's seed for --tensors")
+    parser.add_argument("--emulate", metavar="NAME", help="one model, its convolutions emulated in numpy")
+    parser.add_argument("--seed", type=int, default=0, help="the picture's seed for --tensors and --emulate")
     args = parser.parse_args()
-    if args.tensors:
-        print(tensors(args.tensors, args.seed))
+    if args.tensors or args.emulate:
+        print(tensors(args.tensors, args.seed) if args.tensors else emulated(args.emulate, args.seed))
         return
     missing = [n for n in args.names if not (modelsDir() / f"{n}.tflite").is_file()]
     if missing:

@@ -30,7 +30,7 @@ from framework.cli import main
 from framework.nn import CPU_DEVICE_NAME, BadDataError, Model, OperandType, OperationType, _cpu_kernels
 from framework.nn.tflite import densify, loadTfLite, modelsDir, syntheticImage
 
-from bench.accuracy import error, litert_builtin_tensors, litert_xnnpack_tensors
+from bench.accuracy import convolution, error, litert_builtin_tensors, litert_xnnpack_tensors
 from bench.accuracy import litert as litert_tensors  # every output tensor, by index
 
 MODELS_DIR = modelsDir()
@@ -188,6 +188,30 @@ def test_every_operation_alone_gives_litert_s_result_within_float32_rounding(nam
         for t, value in model.runOperation(op.index, xnnpack).items():
             worst[op.name] = max(worst.get(op.name, 0.0), error(value, xnnpack[t]))
     assert {n: e for n, e in worst.items() if e > ONE_OPERATION} == {}
+
+
+def test_convolutions_sum_in_xnnpack_s_order_and_xnnpack_differs_by_fma_alone():
+    """What is left between npuemu's convolutions and XNNPACK's, bit for bit: npuemu sums the bias,
+    then each tap (row by row) and each input channel's product in turn, each product rounded
+    before the sum; XNNPACK the same with a fused multiply-add (and a depthwise convolution's taps
+    column by column). Pose landmark's first convolution (3x3, stride 2, over the padded picture),
+    a 3x3 depthwise one and a 1x1 one whose products cancel (the largest error of one operation)."""
+    path = model_path("pose_landmark_full")
+    model = loadTfLite(path)
+    inputs = picture_inputs(model)
+    xnnpack = litert_xnnpack_tensors(model, path.read_bytes(), inputs)
+    xnnpack.update(zip(model.inputs, inputs))
+    with open("/proc/cpuinfo") as f:
+        has_fma = " fma " in f.read()
+    for index in (3, 6, 12):
+        op = model.operations[index]
+        x, (out,) = xnnpack[op.inputs[0]], op.outputs
+        assert op.name == ("DEPTHWISE_CONV_2D" if index == 6 else "CONV_2D")
+        ours = model.runOperation(index, xnnpack)[out]
+        np.testing.assert_array_equal(ours, convolution(model, index, x, fma=False, columns_first=False))
+        assert not np.array_equal(ours, xnnpack[out])
+        if has_fma:  # XNNPACK's kernels for a CPU with FMA
+            np.testing.assert_array_equal(xnnpack[out], convolution(model, index, x, fma=True))
 
 
 async def test_operations_one_by_one_give_the_compiled_model_s_outputs(nn):
