@@ -1,6 +1,6 @@
 """Real models: npuemu's compute time per device against LiteRT's, on the same machine.
 
-    python bench/models.py [--models-dir DIR] [--runs 3] [--json] [NAME ...]
+    python bench/models.py [--models-dir DIR] [--runs 3] [--device NAME ...] [--json] [NAME ...]
 
 For every MediaPipe model LiteRT runs (``make models`` fetches them), in one process:
 LiteRT single-threaded (the best of ``--runs``), then the model through NNAPI
@@ -98,7 +98,7 @@ async def open_app_nn() -> AsyncIterator[NeuralNetworks]:
             yield nn
 
 
-async def measure(names: list[str], models_dir: Path, runs: int) -> list[dict]:
+async def measure(names: list[str], models_dir: Path, runs: int, devices: list[str]) -> list[dict]:
     rows = []
     async with open_app_nn() as nn:
         cpu = nn.getDeviceByName(CPU_DEVICE_NAME)
@@ -107,7 +107,7 @@ async def measure(names: list[str], models_dir: Path, runs: int) -> list[dict]:
             model = loadTfLite(path)
             inputs = [syntheticImage(model.tensors[t].shape) for t in model.inputs]
             row = {"model": name, "litertMs": litert_ms(path, inputs, runs), "devices": {}}
-            for device in [CPU_DEVICE_NAME, *DRIVERS]:
+            for device in devices:
                 chosen = [cpu] if device == CPU_DEVICE_NAME else [nn.getDeviceByName(device)]
                 label = device
                 try:
@@ -129,14 +129,14 @@ async def measure(names: list[str], models_dir: Path, runs: int) -> list[dict]:
 _SHORT = {"RESOURCE_EXHAUSTED_PERSISTENT": "no room (EXHAUSTED)"}
 
 
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict], devices: list[str]) -> str:
     head = f"{'model':<31} {'LiteRT':>7}"
-    for device in [CPU_DEVICE_NAME, *DRIVERS]:
+    for device in devices:
         head += f" | {device:>22}"
-    lines = [head, f"{'':<31} {'ms':>7}" + "".join(f" | {'real ms  ratio  emul ms':>22}" for _ in range(5))]
+    lines = [head, f"{'':<31} {'ms':>7}" + "".join(f" | {'real ms  ratio  emul ms':>22}" for _ in devices)]
     for row in rows:
         line = f"{row['model']:<31} {row['litertMs']:>7.2f}"
-        for device in [CPU_DEVICE_NAME, *DRIVERS]:
+        for device in devices:
             d = row["devices"].get(device, {})
             if "error" in d:  # the status, e.g. RESOURCE_EXHAUSTED_PERSISTENT: the device has no room
                 status = d["error"].split(":")[0].removeprefix("ANEURALNETWORKS_")
@@ -155,13 +155,17 @@ def main() -> None:
     parser.add_argument("names", nargs="*", default=MODELS)
     parser.add_argument("--models-dir", type=Path, default=modelsDir())
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--device", action="append", choices=[CPU_DEVICE_NAME, *DRIVERS],
+                        help="measure only this device (repeatable; default: every one)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     missing = [n for n in args.names if not (args.models_dir / f"{n}.tflite").is_file()]
     if missing:
         sys.exit(f"models missing in {args.models_dir}: {', '.join(missing)} (`make models` fetches them)")
-    rows = trio.run(measure, args.names, args.models_dir, args.runs, clock=trio.testing.MockClock(autojump_threshold=0))
-    print(json.dumps(rows, indent=2) if args.json else table(rows))
+    devices = args.device or [CPU_DEVICE_NAME, *DRIVERS]
+    rows = trio.run(measure, args.names, args.models_dir, args.runs, devices,
+                    clock=trio.testing.MockClock(autojump_threshold=0))
+    print(json.dumps(rows, indent=2) if args.json else table(rows, devices))
 
 
 if __name__ == "__main__":

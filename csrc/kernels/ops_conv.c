@@ -186,6 +186,8 @@ int ops_conv_gemm(const struct npu_tensor *input, const struct npu_tensor *filte
      * GEMM reads the input's rows in place */
     bool pointwise = pack_f32 == pack_conv_f32 && g.fh == 1 && g.fw == 1 && g.sh == 1 && g.sw == 1 && g.top == 0 && g.left == 0 &&
                      g.oh == g.h && g.ow == g.w;
+    float lo, hi;
+    ops_float_bounds(fuse, &lo, &hi);
     for (size_t gi = 0; rc == NPU_OK && gi < groups; gi++) {
         ctx.c0 = gi * cg;
         if (quant) {
@@ -201,12 +203,15 @@ int ops_conv_gemm(const struct npu_tensor *input, const struct npu_tensor *filte
             rc = ops_gemm_f32_prepare(&gemm, (const float *)w + gi * og * K, og, K);
             if (rc == NPU_OK)
                 rc = ops_gemm_f32_run_direct(&gemm, pack_f32, &ctx, pointwise ? (const float *)x + ctx.c0 : NULL,
-                                             g.c, m0, m1, (const float *)b + gi * og, (float *)sums + gi * og, g.oc);
+                                             g.c, m0, m1, (const float *)b + gi * og, lo, hi, (float *)sums + gi * og,
+                                             g.oc);
             ops_gemm_f32_free(&gemm);
         }
     }
-    if (rc == NPU_OK)
+    if (rc == NPU_OK && quant)
         rc = ops_conv_store(input, filter, bias, output, fuse, nchw, begin, end, m1 - m0, g.oc, sums);
+    else if (rc == NPU_OK)  /* the GEMM bounded the sums already */
+        ops_store_rows_f32(output, nchw, begin, end, sums);
     free(w_owned);
     free(b_owned);
     free(sums_owned);
@@ -465,12 +470,12 @@ int npu_op_fully_connected(const struct npu_tensor *input, const struct npu_tens
     if (rc == NPU_OK)
         rc = ops_gemm_f32_prepare(&gemm, wv.data, units, size);
     struct fc_ctx ctx = {rc == NPU_OK ? xv.data : NULL, size, 0};
+    float lo, hi;
+    ops_float_bounds(fuse, &lo, &hi);
     if (rc == NPU_OK)
-        rc = ops_gemm_f32_run_direct(&gemm, pack_fc_f32, &ctx, (const float *)ctx.x, size, begin, end, bv.data, rows, units);
+        rc = ops_gemm_f32_run_direct(&gemm, pack_fc_f32, &ctx, (const float *)ctx.x, size, begin, end, bv.data, lo, hi,
+                                     rows, units);
     if (rc == NPU_OK) {
-        float lo, hi;
-        ops_float_bounds(fuse, &lo, &hi);
-        ops_clamp_f32(rows, rows, (end - begin) * units, lo, hi);
         for (size_t i = 0; rows_owned && i < (end - begin) * units; i++) {
             float v = rows[i];
             if (output->type == NPU_OPERAND_TENSOR_FLOAT16)

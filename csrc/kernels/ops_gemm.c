@@ -11,6 +11,7 @@
  * micro-kernels are built twice, for AVX2 and for the baseline, and the
  * loader picks one (GCC's target_clones).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,70 +33,103 @@ static size_t packed_at(size_t N, size_t k0, size_t kc, size_t p)
     return k0 * panels(N) * NR + p * kc * NR;
 }
 
-/* The MR x NR block lives in 2 * MR vectors (ops_internal.h's v8f) for the
- * whole k loop. */
+/* A block of C: MR rows of NR columns held in registers for the whole k loop,
+ * a row as P vectors V of NR / P lanes: one 16-lane vector (one register)
+ * under AVX-512, two 8-lane ones otherwise (a 16-lane vector the compiler
+ * would split keeps its halves in memory). */
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
 typedef uint32_t v8u __attribute__((vector_size(32)));
 typedef int16_t v8h __attribute__((vector_size(16)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 
-/* The block: row r is c<r>0 (columns 0-7) and c<r>1 (8-15). */
-#define LOAD_ROW(r) (LOAD(c##r##0, c + r * ldc), LOAD(c##r##1, c + r * ldc + 8))
-#define STORE_ROW(r) (STORE(c + r * ldc, c##r##0), STORE(c + r * ldc + 8, c##r##1))
-#define BLOCK(ROW) (ROW(0), ROW(1), ROW(2), ROW(3), ROW(4), ROW(5))
-#define BLOCK_UPDATE(x0, x1, x2, x3, x4, x5)                     \
-    (c00 += (x0) * b0, c01 += (x0) * b1, c10 += (x1) * b0, c11 += (x1) * b1, \
-     c20 += (x2) * b0, c21 += (x2) * b1, c30 += (x3) * b0, c31 += (x3) * b1, \
-     c40 += (x4) * b0, c41 += (x4) * b1, c50 += (x5) * b0, c51 += (x5) * b1)
-
-/* C's block (row stride ldc) += A's MR x kc block times a W panel; A's (r, k)
- * is a[r * lda + k * step] (packed: lda 1, step MR; rows read in place: lda
- * the row stride, step 1). */
-OPS_CLONES
-static void kernel_f32(size_t kc, const float *restrict a, size_t lda, size_t step, const float *restrict b,
-                       float *restrict c, size_t ldc)
-{
-    v8f c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-    const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
-    BLOCK(LOAD_ROW);
-    for (size_t k = 0, i = 0; k < kc; k++, i += step, b += NR) {
-        v8f b0, b1;
-        LOAD(b0, b);
-        LOAD(b1, b + 8);
-        BLOCK_UPDATE(a0[i], a1[i], a2[i], a3[i], a4[i], a5[i]);
+/* C's block (row stride ldc) += A's MR x kc block times a W panel, A's (r, k)
+ * at a[r * lda + k] (packed rows, or the rows read in place).  The sums start
+ * from init's NR values when init is not NULL (the first k block: the bias),
+ * else from C; clamp (the last k block) bounds them to [lo, hi] as
+ * ops_clamp_f32 does (a NaN kept).  The sum over k is one order whatever the
+ * vector width. */
+#define KERNEL_F32(NAME, ATTR, V, M, P)                                                            \
+    ATTR static void NAME(size_t kc, const float *restrict a, size_t lda, const float *restrict b, \
+                          float *restrict c, size_t ldc, const float *init, bool clamp, float lo,  \
+                          float hi)                                                                \
+    {                                                                                              \
+        enum { L = NR / P };                                                                       \
+        V acc[MR][P];                                                                              \
+        _Pragma("GCC unroll 16") for (size_t r = 0; r < MR; r++)                                   \
+            _Pragma("GCC unroll 4") for (size_t q = 0; q < P; q++)                                 \
+                LOAD(acc[r][q], init != NULL ? init + q * L : c + r * ldc + q * L);                \
+        for (size_t k = 0; k < kc; k++, b += NR) {                                                 \
+            V w[P];                                                                                \
+            _Pragma("GCC unroll 4") for (size_t q = 0; q < P; q++)                                 \
+                LOAD(w[q], b + q * L);                                                             \
+            _Pragma("GCC unroll 16") for (size_t r = 0; r < MR; r++) {                             \
+                float x = a[r * lda + k];                                                          \
+                _Pragma("GCC unroll 4") for (size_t q = 0; q < P; q++)                             \
+                    acc[r][q] += x * w[q];                                                         \
+            }                                                                                      \
+        }                                                                                          \
+        V lov = lo - (V){0}, hiv = hi - (V){0};                                                    \
+        _Pragma("GCC unroll 16") for (size_t r = 0; r < MR; r++)                                   \
+            _Pragma("GCC unroll 4") for (size_t q = 0; q < P; q++) {                               \
+                V v = acc[r][q];                                                                   \
+                if (clamp)                                                                         \
+                    v = OPS_SELECT(V, M, v < lov, lov, OPS_SELECT(V, M, v > hiv, hiv, v));         \
+                STORE(c + r * ldc + q * L, v);                                                     \
+            }                                                                                      \
     }
-    BLOCK(STORE_ROW);
+
+#if defined(OPS_HAVE_WIDE)
+KERNEL_F32(kernel_f32_wide, OPS_TARGET_WIDE, v16f, v16i, 1)
+#endif
+KERNEL_F32(kernel_f32_narrow, OPS_CLONES, v8f, v8m, 2)
+
+static void kernel_f32(size_t kc, const float *restrict a, size_t lda, const float *restrict b, float *restrict c,
+                       size_t ldc, const float *init, bool clamp, float lo, float hi)
+{
+#if defined(OPS_HAVE_WIDE)
+    if (ops_wide())
+        return kernel_f32_wide(kc, a, lda, b, c, ldc, init, clamp, lo, hi);
+#endif
+    kernel_f32_narrow(kc, a, lda, b, c, ldc, init, clamp, lo, hi);
 }
 
 /* Sums in uint32 lanes, which wrap where int32 would overflow (undefined in
- * C); for any K a real model has (K * 255 * 255 < 2^31) the sum is exact. */
-/* eight int16 at p as uint32 lanes (sign-extended) */
-#define WIDEN(v, p)                                     \
-    do {                                                \
-        v8h h_;                                         \
-        LOAD(h_, (p));                                  \
-        (v) = (v8u)__builtin_convertvector(h_, v8i);    \
-    } while (0)
-
+ * C); for any K a real model has (K * 255 * 255 < 2^31) the sum is exact.
+ * The same block, of centred int16 values; zero (the first k block) starts
+ * the sums from 0. */
 OPS_CLONES
-static void kernel_i16(size_t kc, const int16_t *restrict a, size_t lda, size_t step, const int16_t *restrict b,
-                       uint32_t *restrict c, size_t ldc)
+static void kernel_i16(size_t kc, const int16_t *restrict a, size_t lda, const int16_t *restrict b,
+                       uint32_t *restrict c, size_t ldc, bool zero)
 {
-    (void)lda, (void)step;  /* always packed: centring needs the copy */
-    v8u c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-    BLOCK(LOAD_ROW);
-    for (size_t k = 0; k < kc; k++, a += MR, b += NR) {
-        v8u b0, b1;
-        WIDEN(b0, b);
-        WIDEN(b1, b + 8);
-        uint32_t x0 = (uint32_t)(int32_t)a[0], x1 = (uint32_t)(int32_t)a[1], x2 = (uint32_t)(int32_t)a[2];
-        uint32_t x3 = (uint32_t)(int32_t)a[3], x4 = (uint32_t)(int32_t)a[4], x5 = (uint32_t)(int32_t)a[5];
-        BLOCK_UPDATE(x0, x1, x2, x3, x4, x5);
+    v8u acc[MR][2];
+    _Pragma("GCC unroll 16") for (size_t r = 0; r < MR; r++)
+        _Pragma("GCC unroll 2") for (size_t q = 0; q < 2; q++) {
+            if (zero)
+                acc[r][q] = (v8u){0};
+            else
+                LOAD(acc[r][q], c + r * ldc + q * 8);
+        }
+    for (size_t k = 0; k < kc; k++, b += NR) {
+        v8u w[2];
+        _Pragma("GCC unroll 2") for (size_t q = 0; q < 2; q++) {
+            v8h h;
+            LOAD(h, b + q * 8);
+            w[q] = (v8u)__builtin_convertvector(h, v8i);
+        }
+        _Pragma("GCC unroll 16") for (size_t r = 0; r < MR; r++) {
+            uint32_t x = (uint32_t)(int32_t)a[r * lda + k];
+            _Pragma("GCC unroll 2") for (size_t q = 0; q < 2; q++)
+                acc[r][q] += x * w[q];
+        }
     }
-    BLOCK(STORE_ROW);
+    _Pragma("GCC unroll 16") for (size_t r = 0; r < MR; r++)
+        _Pragma("GCC unroll 2") for (size_t q = 0; q < 2; q++)
+            STORE(c + r * ldc + q * 8, acc[r][q]);
 }
 
 /* The packing of W and the blocked loops, written once for both element types:
- * W's element (n, k) is W_AT(n * K + k); C's column n starts at C_INIT(n). */
+ * W's element (n, k) is W_AT(n * K + k). */
 #define GEMM_PREPARE(G, T, W_AT)                                                        \
     do {                                                                                \
         (G)->N = N;                                                                     \
@@ -117,46 +151,45 @@ static void kernel_i16(size_t kc, const int16_t *restrict a, size_t lda, size_t 
     } while (0)
 
 /* A's rows come from `direct` in place (row m at direct + m * lda) when it is
- * not NULL and a whole MR rows remain, else the callback packs them; a whole
- * MR x NR block of C is summed in place, an edge one through a local block. */
-#define GEMM_RUN(G, T, C_T, ACC_T, KERNEL, C_INIT, DIRECT, LDA)                          \
+ * not NULL and a whole MR rows remain, else the callback packs them (row r of
+ * the block at a + r * KC); a whole MR x NR block of C is summed in place, an
+ * edge one through a local block.  KERNEL(kc, a, lda, w, c, ldc, first, last,
+ * p) computes one block, first and last saying whether the k block is the
+ * first and the last, p the panel. */
+#define GEMM_RUN(G, T, C_T, ACC_T, KERNEL, DIRECT, LDA)                                  \
     do {                                                                                \
         size_t N = (G)->N, K = (G)->K;                                                  \
         T *a = malloc(sizeof(T) * MR * KC);                                             \
         if (a == NULL)                                                                  \
             return NPU_E_NO_MEMORY;                                                     \
-        for (size_t m = m0; m < m1; m++)                                                \
-            for (size_t n = 0; n < N; n++)                                              \
-                c[(m - m0) * ldc + n] = C_INIT(n);                                      \
         for (size_t k0 = 0; k0 < K; k0 += KC) {                                         \
             size_t kc = K - k0 < KC ? K - k0 : KC;                                      \
+            bool first = k0 == 0, last = k0 + kc == K;                                  \
             for (size_t mb = m0; mb < m1; mb += MR) {                                   \
-                size_t mr = m1 - mb < MR ? m1 - mb : MR, a_ld = 1, step = MR;           \
+                size_t mr = m1 - mb < MR ? m1 - mb : MR, a_ld = KC;                     \
                 const T *ab = a;                                                        \
                 if ((DIRECT) != NULL && mr == MR) {                                     \
                     ab = (DIRECT) + mb * (LDA) + k0;                                    \
                     a_ld = (LDA);                                                       \
-                    step = 1;                                                           \
                 } else {                                                                \
                     for (size_t r = 0; r < mr; r++)                                     \
-                        pack(ctx, mb + r, k0, kc, a + r, MR);                           \
+                        pack(ctx, mb + r, k0, kc, a + r * KC, 1);                       \
                     for (size_t r = mr; r < MR; r++)                                    \
-                        for (size_t k = 0; k < kc; k++)                                 \
-                            a[k * MR + r] = 0;                                          \
+                        memset(a + r * KC, 0, kc * sizeof(T));                          \
                 }                                                                       \
                 for (size_t p = 0; p < panels(N); p++) {                                \
                     size_t nr = N - p * NR < NR ? N - p * NR : NR;                      \
                     const T *w = (G)->packed_w + packed_at(N, k0, kc, p);               \
                     C_T *cb = c + (mb - m0) * ldc + p * NR;                             \
                     if (mr == MR && nr == NR) {                                         \
-                        KERNEL(kc, ab, a_ld, step, w, (ACC_T *)cb, ldc);                \
+                        KERNEL(kc, ab, a_ld, w, (ACC_T *)cb, ldc, first, last, p);      \
                         continue;                                                       \
                     }                                                                   \
                     ACC_T acc[MR][NR];                                                  \
                     for (size_t r = 0; r < MR; r++)                                     \
                         for (size_t j = 0; j < NR; j++)                                 \
-                            acc[r][j] = r < mr && j < nr ? (ACC_T)cb[r * ldc + j] : 0;  \
-                    KERNEL(kc, ab, a_ld, step, w, acc[0], NR);                          \
+                            acc[r][j] = !first && r < mr && j < nr ? (ACC_T)cb[r * ldc + j] : 0; \
+                    KERNEL(kc, ab, a_ld, w, acc[0], NR, first, last, p);                \
                     for (size_t r = 0; r < mr; r++)                                     \
                         for (size_t j = 0; j < nr; j++)                                 \
                             cb[r * ldc + j] = (C_T)acc[r][j];                           \
@@ -174,18 +207,34 @@ int ops_gemm_f32_prepare(struct ops_gemm_f32 *g, const float *w, size_t N, size_
 #undef W_F32
 }
 
-int ops_gemm_f32_run_direct(const struct ops_gemm_f32 *g, ops_pack_f32 pack, const void *ctx, const float *direct,
-                            size_t lda, size_t m0, size_t m1, const float *bias, float *c, size_t ldc)
+static int gemm_f32(const struct ops_gemm_f32 *g, ops_pack_f32 pack, const void *ctx, const float *direct,
+                    size_t lda, size_t m0, size_t m1, const float *init, float lo, float hi, float *c, size_t ldc)
 {
-#define BIAS(n) (bias ? bias[n] : 0.0f)
-    GEMM_RUN(g, float, float, float, kernel_f32, BIAS, direct, lda);
-#undef BIAS
+#define KERNEL(kc, ab, a_ld, w, cb, ldc, first, last, p) \
+    kernel_f32(kc, ab, a_ld, w, cb, ldc, (first) ? init + (p) * NR : NULL, last, lo, hi)
+    GEMM_RUN(g, float, float, float, KERNEL, direct, lda);
+#undef KERNEL
+}
+
+int ops_gemm_f32_run_direct(const struct ops_gemm_f32 *g, ops_pack_f32 pack, const void *ctx, const float *direct,
+                            size_t lda, size_t m0, size_t m1, const float *bias, float lo, float hi, float *c,
+                            size_t ldc)
+{
+    /* the bias padded to whole panels: the first k block's starting sums */
+    float *init = calloc(panels(g->N) * NR, sizeof *init);
+    if (init == NULL)
+        return NPU_E_NO_MEMORY;
+    if (bias != NULL)
+        memcpy(init, bias, g->N * sizeof *init);
+    int rc = gemm_f32(g, pack, ctx, direct, lda, m0, m1, init, lo, hi, c, ldc);
+    free(init);
+    return rc;
 }
 
 int ops_gemm_f32_run(const struct ops_gemm_f32 *g, ops_pack_f32 pack, const void *ctx,
                      size_t m0, size_t m1, const float *bias, float *c, size_t ldc)
 {
-    return ops_gemm_f32_run_direct(g, pack, ctx, NULL, 0, m0, m1, bias, c, ldc);
+    return ops_gemm_f32_run_direct(g, pack, ctx, NULL, 0, m0, m1, bias, -INFINITY, INFINITY, c, ldc);
 }
 
 int ops_gemm_i16_prepare(struct ops_gemm_i16 *g, const void *w, bool w_signed, int32_t w_zero,
@@ -199,10 +248,10 @@ int ops_gemm_i16_prepare(struct ops_gemm_i16 *g, const void *w, bool w_signed, i
 int ops_gemm_i16_run(const struct ops_gemm_i16 *g, ops_pack_i16 pack, const void *ctx,
                      size_t m0, size_t m1, int32_t *c, size_t ldc)
 {
-#define ZERO(n) ((void)(n), 0)
+#define KERNEL(kc, ab, a_ld, w, cb, ldc, first, last, p) ((void)(last), (void)(p), kernel_i16(kc, ab, a_ld, w, cb, ldc, first))
     const int16_t *none = NULL;
-    GEMM_RUN(g, int16_t, int32_t, uint32_t, kernel_i16, ZERO, none, 0);
-#undef ZERO
+    GEMM_RUN(g, int16_t, int32_t, uint32_t, KERNEL, none, 0);
+#undef KERNEL
 }
 
 /* Freeing either packed W. */

@@ -20,6 +20,15 @@
  * every machine and results do not depend on the instruction set. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(NPU_NO_CLONES)
 #define OPS_CLONES __attribute__((target_clones("avx2", "default")))
+/* A kernel of 16-lane vectors (one AVX-512 register) built for AVX-512 alone,
+ * called where ops_wide() says the machine has it; FMA stays off there too
+ * (the build's -ffp-contract=off: AVX-512F has fused multiply-adds of its own). */
+#define OPS_HAVE_WIDE 1
+#define OPS_TARGET_WIDE __attribute__((target("avx512f")))
+static inline bool ops_wide(void)
+{
+    return __builtin_cpu_supports("avx512f");
+}
 #else
 #define OPS_CLONES
 #endif
@@ -31,7 +40,8 @@ typedef float v8f __attribute__((vector_size(32)));
 /* A lane mask (all ones where a comparison of v8f holds), a lane-wise choice
  * (macros: a function returning a vector warns of the ABI without AVX). */
 typedef int32_t v8m __attribute__((vector_size(32)));
-#define OPS_V8_SELECT(mask, yes, no) ((v8f)(((v8m)(yes) & (mask)) | ((v8m)(no) & ~(mask))))
+#define OPS_V8_SELECT(mask, yes, no) OPS_SELECT(v8f, v8m, mask, yes, no)
+#define OPS_SELECT(V, M, mask, yes, no) ((V)(((M)(yes) & (mask)) | ((M)(no) & ~(mask))))
 #define OPS_V8_SPLAT(x) ({ float ops_s_ = (x); (v8f){ops_s_, ops_s_, ops_s_, ops_s_, ops_s_, ops_s_, ops_s_, ops_s_}; })
 
 #define OPS_TRY(expr)                  \
@@ -215,9 +225,12 @@ int ops_gemm_f32_run(const struct ops_gemm_f32 *g, ops_pack_f32 pack, const void
                      size_t m0, size_t m1, const float *bias, float *c, size_t ldc);
 /* The same, reading A's rows in place where it can (row m at direct + m * lda,
  * the k-th element at + k): a 1x1 stride-1 convolution's input, a fully
- * connected layer's; pack still serves the last rows when fewer than a block. */
+ * connected layer's; pack still serves the last rows when fewer than a block.
+ * The sums are bounded to [lo, hi] as ops_clamp_f32 bounds them (a fused
+ * activation; ops_gemm_f32_run: -INFINITY, INFINITY). */
 int ops_gemm_f32_run_direct(const struct ops_gemm_f32 *g, ops_pack_f32 pack, const void *ctx, const float *direct,
-                            size_t lda, size_t m0, size_t m1, const float *bias, float *c, size_t ldc);
+                            size_t lda, size_t m0, size_t m1, const float *bias, float lo, float hi, float *c,
+                            size_t ldc);
 
 /* The integer GEMM: W's stored values minus w_zero (uint8 or int8 storage),
  * A's callback writes centred int16 values; C is int32 accumulators. */
