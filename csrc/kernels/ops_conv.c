@@ -256,31 +256,88 @@ static size_t valid_taps(const struct ops_geometry *g, size_t n, size_t oy, size
 }
 
 /* One output pixel of a float depthwise convolution with multiplier 1: out[k] =
- * bias[k] + the sum over its taps t (in order) of src[t][k] * flt[t][k], eight
- * channels at a time held in a register across the taps, then clamped. */
-OPS_CLONES
-static void depthwise_pixel_f32(size_t oc, size_t taps, const float *const *src, const float *const *flt,
-                                const float *bias, float lo, float hi, float *out)
+ * bias[k] + the sum over its taps t (in order) of x[xoff[t] + k] * f[foff[t] +
+ * k], clamped to [lo, hi] as ops_clamp_f32 does; the channels four vectors V
+ * at a time (held in registers across the taps), then one, then eight, then
+ * one by one. */
+#define DEPTHWISE_PIXEL_F32(NAME, ATTR, V, M)                                                      \
+    ATTR static void NAME(size_t oc, size_t taps, const float *x, const size_t *xoff, const float *f, \
+                          const size_t *foff, const float *bias, float lo, float hi, float *out)    \
+    {                                                                                              \
+        enum { L = sizeof(V) / sizeof(float), Q = 4 };                                             \
+        size_t k = 0;                                                                              \
+        V lov = lo - (V){0}, hiv = hi - (V){0};                                                    \
+        for (; k + Q * L <= oc; k += Q * L) {                                                      \
+            V a[Q];                                                                                \
+            _Pragma("GCC unroll 4") for (size_t q = 0; q < Q; q++)                                 \
+                LOAD(a[q], bias + k + q * L);                                                      \
+            for (size_t t = 0; t < taps; t++) {                                                    \
+                const float *xt = x + xoff[t] + k, *ft = f + foff[t] + k;                          \
+                _Pragma("GCC unroll 4") for (size_t q = 0; q < Q; q++) {                           \
+                    V xv, fv;                                                                      \
+                    LOAD(xv, xt + q * L);                                                          \
+                    LOAD(fv, ft + q * L);                                                          \
+                    a[q] += xv * fv;                                                               \
+                }                                                                                  \
+            }                                                                                      \
+            _Pragma("GCC unroll 4") for (size_t q = 0; q < Q; q++) {                               \
+                a[q] = OPS_SELECT(V, M, a[q] < lov, lov, OPS_SELECT(V, M, a[q] > hiv, hiv, a[q])); \
+                STORE(out + k + q * L, a[q]);                                                      \
+            }                                                                                      \
+        }                                                                                          \
+        for (; k + L <= oc; k += L) {                                                              \
+            V a;                                                                                   \
+            LOAD(a, bias + k);                                                                     \
+            for (size_t t = 0; t < taps; t++) {                                                    \
+                V xv, fv;                                                                          \
+                LOAD(xv, x + xoff[t] + k);                                                         \
+                LOAD(fv, f + foff[t] + k);                                                         \
+                a += xv * fv;                                                                      \
+            }                                                                                      \
+            a = OPS_SELECT(V, M, a < lov, lov, OPS_SELECT(V, M, a > hiv, hiv, a));                 \
+            STORE(out + k, a);                                                                     \
+        }                                                                                          \
+        for (; k + 8 <= oc; k += 8) {                                                              \
+            v8f a;                                                                                 \
+            LOAD(a, bias + k);                                                                     \
+            for (size_t t = 0; t < taps; t++) {                                                    \
+                v8f xv, fv;                                                                        \
+                LOAD(xv, x + xoff[t] + k);                                                         \
+                LOAD(fv, f + foff[t] + k);                                                         \
+                a += xv * fv;                                                                      \
+            }                                                                                      \
+            STORE(out + k, a);                                                                     \
+            ops_clamp_f32(out + k, out + k, 8, lo, hi);                                            \
+        }                                                                                          \
+        for (; k < oc; k++) {                                                                      \
+            float a = bias[k];                                                                     \
+            for (size_t t = 0; t < taps; t++)                                                      \
+                a += x[xoff[t] + k] * f[foff[t] + k];                                              \
+            out[k] = a < lo ? lo : (a > hi ? hi : a);                                              \
+        }                                                                                          \
+    }
+
+#if defined(OPS_HAVE_WIDE)
+DEPTHWISE_PIXEL_F32(depthwise_pixel_f32_wide, OPS_TARGET_WIDE, v16f, v16m)
+#endif
+DEPTHWISE_PIXEL_F32(depthwise_pixel_f32_narrow, OPS_CLONES, v8f, v8m)
+
+static void depthwise_pixel_f32(size_t oc, size_t taps, const float *x, const size_t *xoff, const float *f,
+                                const size_t *foff, const float *bias, float lo, float hi, float *out)
 {
-    size_t k = 0;
-    for (; k + 8 <= oc; k += 8) {
-        v8f a;
-        LOAD(a, bias + k);
-        for (size_t t = 0; t < taps; t++) {
-            v8f x, f;
-            LOAD(x, src[t] + k);
-            LOAD(f, flt[t] + k);
-            a += x * f;
-        }
-        STORE(out + k, a);
-    }
-    for (; k < oc; k++) {
-        float a = bias[k];
-        for (size_t t = 0; t < taps; t++)
-            a += src[t][k] * flt[t][k];
-        out[k] = a;
-    }
-    ops_clamp_f32(out, out, oc, lo, hi);
+#if defined(OPS_HAVE_WIDE)
+    if (ops_wide())
+        return depthwise_pixel_f32_wide(oc, taps, x, xoff, f, foff, bias, lo, hi, out);
+#endif
+    depthwise_pixel_f32_narrow(oc, taps, x, xoff, f, foff, bias, lo, hi, out);
+}
+
+/* Whether every tap of output (oy, ox) falls inside the image. */
+static bool interior(const struct ops_geometry *g, size_t oy, size_t ox)
+{
+    long y0 = (long)oy * g->sh - g->top, x0 = (long)ox * g->sw - g->left;
+    return y0 >= 0 && y0 + (long)(g->fh - 1) * g->dh < (long)g->h && x0 >= 0 &&
+           x0 + (long)(g->fw - 1) * g->dw < (long)g->w;
 }
 
 int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
@@ -346,32 +403,46 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
     } else {
         struct npu_tensor fv, bv;
         float *f_owned = NULL, *b_owned = NULL;
-        const float **src = malloc(g.fh * g.fw * sizeof *src), **flt = malloc(g.fh * g.fw * sizeof *flt);
+        size_t all = g.fh * g.fw;
+        /* the taps' offsets: all of them from an interior pixel's first (in the
+         * input, in the filter), and a border pixel's own */
+        size_t *off = malloc(4 * all * sizeof *off), *ftap = off + all, *xoff = off + 2 * all, *foff = off + 3 * all;
         float *out_rows = ops_rows_in_place(output, w->nchw, begin, end, input);
         if (out_rows == NULL)
             out_rows = rows = malloc(count * oc * sizeof(float));
-        rc = out_rows && src && flt ? ops_widen(filter, &fv, &f_owned) : NPU_E_NO_MEMORY;
+        rc = out_rows && off ? ops_widen(filter, &fv, &f_owned) : NPU_E_NO_MEMORY;
         if (rc == NPU_OK)
             rc = ops_widen(bias, &bv, &b_owned);
         if (rc == NPU_OK) {
             const float *xs = x, *fs = fv.data, *bs = bv.data;
             float lo, hi;
             ops_float_bounds(w->fuse, &lo, &hi);
+            for (size_t fy = 0, t = 0; fy < g.fh; fy++)
+                for (size_t fx = 0; fx < g.fw; fx++, t++) {
+                    off[t] = (fy * (size_t)g.dh * g.w + fx * (size_t)g.dw) * g.c;
+                    ftap[t] = t * oc;
+                }
             for (size_t r = begin, i = 0; r < end; r++)
                 for (size_t ox = 0; ox < g.ow; ox++, i++) {
                     size_t n = r / g.oh, oy = r % g.oh;
                     float *a = out_rows + i * oc;
+                    if (mult == 1 && interior(&g, oy, ox)) {
+                        size_t first = (n * g.h + (size_t)((long)oy * g.sh - g.top)) * g.w +
+                                       (size_t)((long)ox * g.sw - g.left);
+                        depthwise_pixel_f32(oc, all, xs + first * g.c, off, fs, ftap, bs, lo, hi, a);
+                        continue;
+                    }
+                    size_t taps = valid_taps(&g, n, oy, ox, pixel, tap);
                     if (mult == 1) {
-                        size_t taps = valid_taps(&g, n, oy, ox, pixel, tap);
                         for (size_t t = 0; t < taps; t++) {
-                            src[t] = xs + pixel[t] * g.c;
-                            flt[t] = fs + tap[t] * oc;
+                            xoff[t] = pixel[t] * g.c;
+                            foff[t] = tap[t] * oc;
                         }
-                        depthwise_pixel_f32(oc, taps, src, flt, bs, lo, hi, a);
+                        depthwise_pixel_f32(oc, taps, xs, xoff, fs, foff, bs, lo, hi, a);
                         continue;
                     }
                     memcpy(a, bs, oc * sizeof *a);
-                    for (size_t t = 0, taps = valid_taps(&g, n, oy, ox, pixel, tap); t < taps; t++) {
+                    for (size_t t = 0; t < taps; t++) {
                         const float *s = xs + pixel[t] * g.c;
                         const float *f = fs + tap[t] * oc;
                         for (size_t k = 0; k < oc; k++)
@@ -383,8 +454,7 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
         }
         free(f_owned);
         free(b_owned);
-        free(src);
-        free(flt);
+        free(off);
     }
     free(pixel);
     free(tap);

@@ -37,8 +37,6 @@ static size_t packed_at(size_t N, size_t k0, size_t kc, size_t p)
  * a row as P vectors V of NR / P lanes: one 16-lane vector (one register)
  * under AVX-512, two 8-lane ones otherwise (a 16-lane vector the compiler
  * would split keeps its halves in memory). */
-typedef float v16f __attribute__((vector_size(64)));
-typedef int32_t v16i __attribute__((vector_size(64)));
 typedef uint32_t v8u __attribute__((vector_size(32)));
 typedef int16_t v8h __attribute__((vector_size(16)));
 typedef int32_t v8i __attribute__((vector_size(32)));
@@ -80,7 +78,7 @@ typedef int32_t v8i __attribute__((vector_size(32)));
     }
 
 #if defined(OPS_HAVE_WIDE)
-KERNEL_F32(kernel_f32_wide, OPS_TARGET_WIDE, v16f, v16i, 1)
+KERNEL_F32(kernel_f32_wide, OPS_TARGET_WIDE, v16f, v16m, 1)
 #endif
 KERNEL_F32(kernel_f32_narrow, OPS_CLONES, v8f, v8m, 2)
 

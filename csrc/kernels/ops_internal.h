@@ -40,6 +40,9 @@ typedef float v8f __attribute__((vector_size(32)));
 /* A lane mask (all ones where a comparison of v8f holds), a lane-wise choice
  * (macros: a function returning a vector warns of the ABI without AVX). */
 typedef int32_t v8m __attribute__((vector_size(32)));
+/* sixteen lanes: one AVX-512 register (OPS_TARGET_WIDE's kernels) */
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16m __attribute__((vector_size(64)));
 #define OPS_V8_SELECT(mask, yes, no) OPS_SELECT(v8f, v8m, mask, yes, no)
 #define OPS_SELECT(V, M, mask, yes, no) ((V)(((M)(yes) & (mask)) | ((M)(no) & ~(mask))))
 #define OPS_V8_SPLAT(x) ({ float ops_s_ = (x); (v8f){ops_s_, ops_s_, ops_s_, ops_s_, ops_s_, ops_s_, ops_s_, ops_s_}; })
