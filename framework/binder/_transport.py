@@ -383,12 +383,13 @@ class _UnixStream:
 
 
 class _UnixListener:
-    __slots__ = ("_sock", "path")
+    __slots__ = ("_sock", "path", "_owns_path")
 
-    def __init__(self, sock: socket.socket, path: Path) -> None:
+    def __init__(self, sock: socket.socket, path: Path, owns_path: bool = True) -> None:
         sock.setblocking(False)
         self._sock = sock
         self.path = path
+        self._owns_path = owns_path
 
     async def accept(self) -> _UnixStream:
         while True:
@@ -414,10 +415,11 @@ class _UnixListener:
                 continue
 
     async def aclose(self) -> None:
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            pass
+        if self._owns_path:  # an inherited socket's name stays its parent's
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
         trio.lowlevel.notify_closing(self._sock)
         self._sock.close()
         await trio.lowlevel.checkpoint()
@@ -432,9 +434,16 @@ class UnixNetwork:
     OS uid): owned by root and ``SHARED_RUNTIME_DIR_MODE`` (1733: every uid makes its
     sockets there, none lists it or removes another's), where sockets are 0666 (the
     kernel's ``SO_PEERCRED``, not the file's mode, says who connected).
+
+    ``inherited`` maps addresses to sockets a parent bound and listens on for this
+    process (``bind``), as Android's init creates a service's socket and hands it over:
+    ``listen`` on such an address serves that socket and leaves its name alone, so the
+    name is never free while the parent lives, not even between two children.
     """
 
-    def __init__(self, runtime_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, runtime_dir: str | os.PathLike[str], *,
+                 inherited: dict[str, socket.socket] | None = None) -> None:
+        self.inherited = dict(inherited or {})
         self.runtime_dir = Path(runtime_dir)
         self.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = self.runtime_dir.stat()
@@ -455,6 +464,15 @@ class UnixNetwork:
         return self.runtime_dir / address
 
     async def listen(self, address: str, pid: int | None = None) -> _UnixListener:
+        if address in self.inherited:
+            await trio.lowlevel.checkpoint()
+            return _UnixListener(self.inherited[address], self._path(address), owns_path=False)
+        sock = self.bind(address)
+        await trio.lowlevel.checkpoint()
+        return _UnixListener(sock, self._path(address))
+
+    def bind(self, address: str) -> socket.socket:
+        """A listening socket at ``address`` (a stale one there replaced), with the directory's mode."""
         path = self._path(address)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         try:
@@ -473,8 +491,7 @@ class UnixNetwork:
         except BaseException:
             sock.close()
             raise
-        await trio.lowlevel.checkpoint()
-        return _UnixListener(sock, path)
+        return sock
 
     async def connect(self, address: str, pid: int) -> _UnixStream:
         path = self._path(address)
