@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -22,7 +23,12 @@ import pytest
 import trio
 from click.testing import CliRunner
 
-from framework.binder import IllegalArgumentException, IllegalStateException, defaultServiceManager
+from framework.binder import (
+    SERVICEMANAGER_ADDRESS,
+    IllegalArgumentException,
+    IllegalStateException,
+    defaultServiceManager,
+)
 from framework.cli import main as cli_main
 from framework.emulator import (
     LOGCAT_BUFFER_BYTES,
@@ -362,6 +368,23 @@ async def main(context):
 """
 
 
+def _take_if_free(path: str) -> socket.socket | None:
+    """What a process does to take a socket name nobody serves: connect, and if refused
+    (a dead server's file), remove it and bind its own. Its socket if it took the name."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(path)
+            return None  # somebody serves it
+        except (ConnectionRefusedError, FileNotFoundError):
+            pass
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    squatter = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    squatter.bind(path)
+    squatter.listen(1)
+    return squatter
+
+
 @pytest.mark.multiprocess
 async def test_the_servicemanager_killed_is_restarted_with_what_depends_on_it(tmp_path):
     apps = _apps_dir(tmp_path, "com.test.idle", IDLE_MAIN)
@@ -373,17 +396,28 @@ async def test_the_servicemanager_killed_is_restarted_with_what_depends_on_it(tm
         assert result.exit_code == 0, result.output
         old_app = int(result.output.split("as pid")[1].split()[0])
 
+        name = os.path.join(rtdir, SERVICEMANAGER_ADDRESS)
+        socket_before = os.stat(name).st_ino
         t0 = trio.current_time()
         emu.kill("servicemanager")
-        # A short outage: the shell's commands fail with one clear line, then work again.
+        # A short outage: the shell's commands fail with one clear line (or wait for the
+        # new servicemanager), then work again. Init holds the servicemanager's socket
+        # throughout: its name is never free for another process of the same user to
+        # take (a nominal boot's apps are that user), not between the old one's death
+        # and the new one's start either.
         with trio.fail_after(SERVICEMANAGER_OUTAGE_BOUND_S):
             while True:
+                squatter = _take_if_free(name)
+                if squatter is not None:
+                    squatter.close()
+                    raise AssertionError("another process took the servicemanager's name")
                 listed = await trio.to_thread.run_sync(_cli, "--runtime-dir", rtdir, "service", "list")
                 if listed.exit_code == 0 and "npu" in listed.output.split() and "activity" in listed.output.split():
                     break
                 assert "Traceback" not in listed.output
                 await trio.sleep(0.2)
         outage = trio.current_time() - t0
+        assert os.stat(name).st_ino == socket_before  # the same socket, served by the new servicemanager
         after = emu.pids
         assert all(after[name] != before[name] for name in ("servicemanager", "hal", "system_server")), (before, after)
         dump = await trio.to_thread.run_sync(_cli, "--runtime-dir", rtdir, "dumpsys", "npu", "--json")

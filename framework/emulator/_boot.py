@@ -88,6 +88,7 @@ from framework.binder import (
     CGROUP_ENV,
     ISOLATION_ENV,
     RUNTIME_DIR_ENV,
+    SERVICEMANAGER_ADDRESS,
     SHARED_RUNTIME_DIR_MODE,
     BinderRuntime,
     ProcessCgroup,
@@ -196,9 +197,9 @@ class BootConfig:
                 "--data-dir", os.fspath(RuntimeFiles(runtime_dir).data), "--log-level", self.log_level,
                 *self.system_server_args]
 
-    def servicemanager_argv(self, runtime_dir: Path) -> list[str]:
+    def servicemanager_argv(self, runtime_dir: Path, listen_fd: int) -> list[str]:
         return [sys.executable, "-m", "framework.binder.servicemanager", "--runtime-dir", os.fspath(runtime_dir),
-                "--log-level", self.log_level]
+                "--log-level", self.log_level, "--listen-fd", str(listen_fd)]
 
 
 class _Log:
@@ -271,6 +272,10 @@ class Emulator:
         self.cgroup: ProcessCgroup | None = None
         self._reaper: subprocess.Popen | None = None
         self._reaper_channel: socket.socket | None = None
+        #: The servicemanager's listening socket: init binds it once and hands it to each
+        #: servicemanager it starts (as Android's init creates a service's socket), so the
+        #: name is never free for another process to take, not even during a restart.
+        self._servicemanager_socket: socket.socket | None = None
         self.booted_at = time.time()
         self.env: dict[str, str] = {}
         self._grace = 3.0
@@ -395,14 +400,18 @@ class Emulator:
     async def _spawn_servicemanager(self) -> _Child:
         """Start a servicemanager (its parent, this process, is init to it); not waited for."""
         identity = self._system_identity("servicemanager")
+        if self._servicemanager_socket is None:
+            self._servicemanager_socket = UnixNetwork(self.runtime_dir).bind(SERVICEMANAGER_ADDRESS)
+        fd = self._servicemanager_socket.fileno()
         sm = _Child(
             "servicemanager",
             await trio.lowlevel.open_process(
-                self.config.servicemanager_argv(self.runtime_dir),
+                self.config.servicemanager_argv(self.runtime_dir, fd),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=self.env,
                 start_new_session=True,
+                pass_fds=(fd,),
                 **(os_credentials(identity["os_uid"]) if "os_uid" in identity else {}),
             ),
         )
@@ -583,6 +592,9 @@ class Emulator:
                 await self._stop(child, grace)
             except Exception as exc:  # noqa: BLE001 - the next one must be stopped all the same
                 self.log("E", f"stopping {name} (pid {child.process.pid}) failed: {exc!r}")
+        if self._servicemanager_socket is not None:  # from now on a connect is refused (its name goes with the live files)
+            self._servicemanager_socket.close()
+            self._servicemanager_socket = None
         cgroup = os.fspath(self.cgroup.path) if self.cgroup else None
         for pid in self.cgroup.pids() if self.cgroup else ():
             self.log("W", f"killing pid {pid}, left running in the boot's cgroup")
