@@ -18,6 +18,7 @@ Layout:
 - ``_daemon``: ``python -m framework.emulator``, the detached init of ``boot --detach``,
   and ``hold_until_signalled`` (a stop signal during the boot interrupts it).
 - ``_reaper``: init's dead-man switch; it finds a boot's processes by ``$NPUEMU_BOOT_ID``.
+- ``_userns``: what a boot that is not root would need for real uids in a user namespace.
 - ``_services``: the AIDL interfaces a client uses, and ``open_shell`` (uid 2000).
 - ``_recorder``: init's trace recorder (``trace.jsonl``).
 - ``_trace``: the recorded run as a Chrome/Perfetto trace, and its summary numbers.
@@ -73,3 +74,7 @@ from ._trace import enum_name as enum_name
 from ._trace import load_timeline as load_timeline
 from ._trace import summarize as summarize
 from ._trace import write_trace as write_trace
+from ._userns import SUBORDINATE_IDS_NEEDED as SUBORDINATE_IDS_NEEDED
+from ._userns import SubordinateRange as SubordinateRange
+from ._userns import subordinate_range as subordinate_range
+from ._userns import userns_check as userns_check

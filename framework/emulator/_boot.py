@@ -106,6 +106,7 @@ from ._errors import BootError, EmulatorAlreadyRunningError
 from ._logcat import LOGCAT_LINE_MAX, LogRing, adopt_line, format_line
 from ._paths import RuntimeFiles, open_own, process_start, resolve_runtime_dir
 from ._reaper import BOOT_ID_ENV, kill_boot, remove_cgroup
+from ._userns import userns_check
 
 __all__ = [
     "HAL_SERVICES",
@@ -689,7 +690,7 @@ def _isolation(root: Path, config: BootConfig) -> str:
     if config.isolation == "nominal":
         return "nominal: asked for (BootConfig.isolation)"
     if os.geteuid() != 0:
-        why = "init is not root (no user namespace with a subordinate uid range is set up either)"
+        why = f"init is not root, and no user namespace: {userns_check()}"
     else:
         # Files named on a stage's command line (a driver, a user's policy FILE.py:CLASS) too.
         named = [Path(a.split(":")[0]) for a in (*config.system_server_args, *config.hal_args) if os.path.isfile(a.split(":")[0])]
