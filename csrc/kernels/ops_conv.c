@@ -83,21 +83,8 @@ void ops_requant_block(const struct ops_requant *q, const int32_t *acc, const in
 
 /* -- CONV_2D ------------------------------------------------------------------- */
 
-/* The input pixel (iy, ix) filter tap `tap` of output pixel (oy, ox) reads;
- * false in the padding. */
-static inline bool conv_tap(const struct ops_geometry *g, size_t oy, size_t ox, size_t tap, size_t *iy, size_t *ix)
-{
-    long y = (long)oy * g->sh + (long)(tap / g->fw) * g->dh - g->top;
-    long x = (long)ox * g->sw + (long)(tap % g->fw) * g->dw - g->left;
-    if (y < 0 || y >= (long)g->h || x < 0 || x >= (long)g->w)
-        return false;
-    *iy = (size_t)y;
-    *ix = (size_t)x;
-    return true;
-}
-
-OPS_CONV_PACK(pack_conv_f32, float, float, s[i], conv_tap)
-OPS_CONV_PACK(pack_conv_i16, int16_t, uint8_t, (int32_t)s[i] - ctx->zero, conv_tap)
+OPS_CONV_PACK(pack_conv_f32, float, float, s[i])
+OPS_CONV_PACK(pack_conv_i16, int16_t, uint8_t, (int32_t)s[i] - ctx->zero)
 
 /* CONV_2D and GROUPED_CONV_2D: one GEMM per group, each writing its columns
  * of one row block. */
@@ -471,20 +458,18 @@ struct fc_ctx {
     int32_t zero;
 };
 
-static void pack_fc_f32(const void *vctx, size_t m, size_t k0, size_t kc, float *dst, size_t stride)
+static void pack_fc_f32(const void *vctx, size_t m, size_t k0, size_t kc, float *dst)
 {
     const struct fc_ctx *ctx = vctx;
-    const float *row = (const float *)ctx->x + m * ctx->k + k0;
-    for (size_t i = 0; i < kc; i++)
-        dst[i * stride] = row[i];
+    memcpy(dst, (const float *)ctx->x + m * ctx->k + k0, kc * sizeof *dst);
 }
 
-static void pack_fc_i16(const void *vctx, size_t m, size_t k0, size_t kc, int16_t *dst, size_t stride)
+static void pack_fc_i16(const void *vctx, size_t m, size_t k0, size_t kc, int16_t *dst)
 {
     const struct fc_ctx *ctx = vctx;
     const uint8_t *row = (const uint8_t *)ctx->x + m * ctx->k + k0;
     for (size_t i = 0; i < kc; i++)
-        dst[i * stride] = (int16_t)(row[i] - ctx->zero);
+        dst[i] = (int16_t)(row[i] - ctx->zero);
 }
 
 int npu_op_fully_connected(const struct npu_tensor *input, const struct npu_tensor *weights,

@@ -171,7 +171,7 @@ static void kernel_i16(size_t kc, const int16_t *restrict a, size_t lda, const i
                     a_ld = (LDA);                                                       \
                 } else {                                                                \
                     for (size_t r = 0; r < mr; r++)                                     \
-                        pack(ctx, mb + r, k0, kc, a + r * KC, 1);                       \
+                        pack(ctx, mb + r, k0, kc, a + r * KC);                       \
                     for (size_t r = mr; r < MR; r++)                                    \
                         memset(a + r * KC, 0, kc * sizeof(T));                          \
                 }                                                                       \

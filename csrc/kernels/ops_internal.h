@@ -214,8 +214,8 @@ void ops_requant_block(const struct ops_requant *q, const int32_t *acc, const in
  * C[m][n] = bias[n] + sum_k A(m, k) * W[n][k], with A given row by row by a
  * packing callback (so a convolution's im2col never exists whole) and W the
  * filter as stored ([n][k], row-major). */
-typedef void (*ops_pack_f32)(const void *ctx, size_t m, size_t k0, size_t kc, float *dst, size_t stride);
-typedef void (*ops_pack_i16)(const void *ctx, size_t m, size_t k0, size_t kc, int16_t *dst, size_t stride);
+typedef void (*ops_pack_f32)(const void *ctx, size_t m, size_t k0, size_t kc, float *dst);
+typedef void (*ops_pack_i16)(const void *ctx, size_t m, size_t k0, size_t kc, int16_t *dst);
 
 struct ops_gemm_f32 {
     size_t N, K;
@@ -258,30 +258,41 @@ struct ops_conv_ctx {
     size_t c0, cg;
 };
 /* A packing callback NAME (ops_pack_f32 or ops_pack_i16 as T is float or
- * int16_t) writing one output pixel's taps, k = (fy * fw + fx) * cg + channel,
- * as runs of the group's channels: LOCATE(g, oy, ox, tap, &iy, &ix) names the
- * input pixel a tap reads (false: a zero), CENTRE the value of s[i] stored. */
-#define OPS_CONV_PACK(NAME, T, SRC_T, CENTRE, LOCATE)                                              \
-    static void NAME(const void *vctx, size_t m, size_t k0, size_t kc, T *dst, size_t stride)      \
+ * int16_t) writing one output pixel's taps in a row (dst[k - k0]), k = (fy *
+ * fw + fx) * cg + channel, as runs of the group's channels (a padded tap's
+ * zeros), CENTRE the value of s[i] stored.  Where a filter row's taps are
+ * neighbours in the input (dilation 1, one group) and all inside it, they
+ * are one run. */
+#define OPS_CONV_PACK(NAME, T, SRC_T, CENTRE)                                                      \
+    static void NAME(const void *vctx, size_t m, size_t k0, size_t kc, T *restrict dst)            \
     {                                                                                              \
         const struct ops_conv_ctx *ctx = vctx;                                                     \
         const struct ops_geometry *g = ctx->g;                                                     \
         const SRC_T *x = ctx->x;                                                                   \
-        size_t per_image = g->oh * g->ow;                                                          \
-        size_t n = m / per_image, oy = m % per_image / g->ow, ox = m % g->ow, iy, ix;              \
+        size_t per_image = g->oh * g->ow, cg = ctx->cg;                                            \
+        size_t n = m / per_image, oy = m % per_image / g->ow, ox = m % g->ow;                      \
+        size_t tap = k0 / cg, ch = k0 % cg, fy = tap / g->fw, fx = tap % g->fw;                    \
+        long y0 = (long)oy * g->sh - g->top, x0 = (long)ox * g->sw - g->left;                      \
+        bool rows = g->dw == 1 && cg == g->c && x0 >= 0 && x0 + (long)g->fw <= (long)g->w;         \
         for (size_t k = k0, end = k0 + kc; k < end;) {                                             \
-            size_t tap = k / ctx->cg, ch = k % ctx->cg;                                            \
-            size_t run = ctx->cg - ch < end - k ? ctx->cg - ch : end - k;                          \
-            T *d = dst + (k - k0) * stride;                                                        \
-            if (!LOCATE(g, oy, ox, tap, &iy, &ix)) {                                               \
-                for (size_t i = 0; i < run; i++)                                                   \
-                    d[i * stride] = 0;                                                             \
+            long y = y0 + (long)fy * g->dh, xx = x0 + (long)fx * g->dw;                            \
+            size_t taps = rows && fx == 0 && ch == 0 ? g->fw : 1;                                  \
+            size_t run = taps * cg - ch < end - k ? taps * cg - ch : end - k;                      \
+            T *restrict d = dst + (k - k0);                                                        \
+            if (y < 0 || y >= (long)g->h || xx < 0 || xx >= (long)g->w) {                          \
+                memset(d, 0, run * sizeof(T));                                                     \
             } else {                                                                               \
-                const SRC_T *s = x + ((n * g->h + iy) * g->w + ix) * g->c + ctx->c0 + ch;          \
+                const SRC_T *restrict s = x + ((n * g->h + (size_t)y) * g->w + (size_t)xx) * g->c + ctx->c0 + ch; \
                 for (size_t i = 0; i < run; i++)                                                   \
-                    d[i * stride] = (T)(CENTRE);                                                   \
+                    d[i] = (T)(CENTRE);                                                            \
             }                                                                                      \
             k += run;                                                                              \
+            ch = 0;                                                                                \
+            fx += taps;                                                                            \
+            if (fx == g->fw) {                                                                     \
+                fx = 0;                                                                            \
+                fy++;                                                                              \
+            }                                                                                      \
         }                                                                                          \
     }
 /* Output rows [begin, end) (row = batch * oh + y) of a convolution-like

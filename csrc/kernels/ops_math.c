@@ -386,7 +386,7 @@ struct tconv_phase {
 /* Output pixel m of the row's phase (ox = px + m * stride_w): its taps,
  * k = (a * tj + b) * c + channel for tap (i0 + a * stride_h, j0 + b * stride_w). */
 #define TCONV_PACK(NAME, T, SRC_T, CENTRE)                                                         \
-    static void NAME(const void *vctx, size_t m, size_t k0, size_t kc, T *dst, size_t stride)      \
+    static void NAME(const void *vctx, size_t m, size_t k0, size_t kc, T *dst)                     \
     {                                                                                              \
         const struct tconv_phase *p = vctx;                                                        \
         const struct ops_geometry *g = p->g;                                                       \
@@ -396,14 +396,14 @@ struct tconv_phase {
             size_t tap = k / g->c, ch = k % g->c, run = g->c - ch < end - k ? g->c - ch : end - k; \
             long y = (long)p->oy + g->top - (long)(p->i0 + tap / p->tj * (size_t)g->sh);           \
             long xx = ox + g->left - (long)(p->j0 + tap % p->tj * (size_t)g->sw);                  \
-            T *d = dst + (k - k0) * stride;                                                        \
+            T *d = dst + (k - k0);                                                                 \
             if (y < 0 || xx < 0 || y / g->sh >= (long)g->h || xx / g->sw >= (long)g->w) {          \
                 for (size_t i = 0; i < run; i++)                                                   \
-                    d[i * stride] = 0;                                                             \
+                    d[i] = 0;                                                                      \
             } else {                                                                               \
                 const SRC_T *s = x + ((p->n * g->h + (size_t)(y / g->sh)) * g->w + (size_t)(xx / g->sw)) * g->c + ch; \
                 for (size_t i = 0; i < run; i++)                                                   \
-                    d[i * stride] = (T)(CENTRE);                                                   \
+                    d[i] = (T)(CENTRE);                                                            \
             }                                                                                      \
             k += run;                                                                              \
         }                                                                                          \
