@@ -469,11 +469,11 @@ static int conv_run_kind(struct npu_bind_call *c, enum conv_kind kind, size_t be
     const struct npu_tensor *x = in_t(c, 0), *f = in_t(c, 1), *b = in_t(c, 2), *o = &c->out[0].t;
     switch (kind) {
     case CONV:
-        return library(c, npu_op_conv_2d(x, f, b, &cv.w, o, begin, end));
+        return library(c, ops_conv_2d_kept(x, f, b, &cv.w, 1, o, begin, end, c->kept));
     case DEPTHWISE:
         return library(c, npu_op_depthwise_conv_2d(x, f, b, &cv.w, cv.extra, o, begin, end));
     default:
-        return library(c, npu_op_grouped_conv_2d(x, f, b, &cv.w, cv.extra, o, begin, end));
+        return library(c, ops_conv_2d_kept(x, f, b, &cv.w, cv.extra, o, begin, end, c->kept));
     }
 }
 

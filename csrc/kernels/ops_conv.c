@@ -88,9 +88,9 @@ OPS_CONV_PACK(pack_conv_i16, int16_t, uint8_t, (int32_t)s[i] - ctx->zero)
 
 /* CONV_2D and GROUPED_CONV_2D: one GEMM per group, each writing its columns
  * of one row block. */
-static int convolution(const struct npu_tensor *input, const struct npu_tensor *filter,
-                       const struct npu_tensor *bias, const struct npu_window *w, int32_t groups,
-                       const struct npu_tensor *output, size_t begin, size_t end)
+int ops_conv_2d_kept(const struct npu_tensor *input, const struct npu_tensor *filter, const struct npu_tensor *bias,
+                     const struct npu_window *w, int32_t groups, const struct npu_tensor *output, size_t begin,
+                     size_t end, struct npu_kept **kept)
 {
     enum ops_kind kind;
     OPS_TRY(ops_conv_types(input, filter, bias, output, 0, &kind));
@@ -110,7 +110,7 @@ static int convolution(const struct npu_tensor *input, const struct npu_tensor *
         return NPU_OK;
 
     return ops_conv_gemm(input, filter, bias, output, w->fuse, w->nchw, &g, (size_t)groups, pack_conv_f32,
-                         pack_conv_i16, begin, end);
+                         pack_conv_i16, begin, end, kept);
 }
 
 int ops_conv_store(const struct npu_tensor *input, const struct npu_tensor *filter, const struct npu_tensor *bias,
@@ -151,24 +151,102 @@ int ops_conv_weights(const struct npu_tensor *filter, const struct npu_tensor *b
     return rc;
 }
 
+/* A convolution's float filter packed for the GEMM, one per group: what its
+ * plan operation keeps (filter: the constant's bytes it was made from). */
+struct conv_kept {
+    struct npu_kept base;
+    const void *filter;
+    int32_t type;
+    uint32_t dims[4];
+    size_t groups;
+    struct ops_gemm_f32 gemm[];
+};
+
+static void conv_kept_release(struct npu_kept *k)
+{
+    struct conv_kept *c = (struct conv_kept *)k;
+    for (size_t i = 0; c != NULL && i < c->groups; i++)
+        ops_gemm_f32_free(&c->gemm[i]);
+    free(c);
+}
+
+static bool conv_kept_fits(const struct conv_kept *c, const struct npu_tensor *filter, size_t groups)
+{
+    return c != NULL && c->filter == filter->data && c->type == filter->type && c->groups == groups &&
+           memcmp(c->dims, filter->dims, sizeof c->dims) == 0;
+}
+
+/* The filter's groups packed (float16 widened first). */
+static int conv_kept_make(const struct npu_tensor *filter, size_t groups, size_t og, size_t K, struct conv_kept **out)
+{
+    struct npu_tensor fv;
+    float *owned = NULL;
+    struct conv_kept *c = calloc(1, sizeof *c + groups * sizeof c->gemm[0]);
+    int rc = c ? ops_widen(filter, &fv, &owned) : NPU_E_NO_MEMORY;
+    if (c != NULL) {
+        c->base.release = conv_kept_release;
+        c->filter = filter->data;
+        c->type = filter->type;
+        memcpy(c->dims, filter->dims, sizeof c->dims);
+        c->groups = groups;
+    }
+    for (size_t gi = 0; rc == NPU_OK && gi < groups; gi++)
+        rc = ops_gemm_f32_prepare(&c->gemm[gi], (const float *)fv.data + gi * og * K, og, K);
+    free(owned);
+    if (rc != NPU_OK) {
+        conv_kept_release(c ? &c->base : NULL);
+        return rc;
+    }
+    *out = c;
+    return NPU_OK;
+}
+
+/* The packed filter from the slot when it holds this filter's; else made, and
+ * left in an empty slot (*mine: one made and not kept, for the caller to free). */
+static int conv_kept_get(struct npu_kept **slot, const struct npu_tensor *filter, size_t groups, size_t og, size_t K,
+                         const struct conv_kept **packed, struct conv_kept **mine)
+{
+    *mine = NULL;
+    struct npu_kept *held = slot ? __atomic_load_n(slot, __ATOMIC_ACQUIRE) : NULL;
+    if (conv_kept_fits((const struct conv_kept *)held, filter, groups)) {
+        *packed = (const struct conv_kept *)held;
+        return NPU_OK;
+    }
+    OPS_TRY(conv_kept_make(filter, groups, og, K, mine));
+    *packed = *mine;
+    struct npu_kept *none = NULL;
+    if (slot && held == NULL &&
+        __atomic_compare_exchange_n(slot, &none, &(*mine)->base, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        *mine = NULL;  /* the plan's now */
+    return NPU_OK;
+}
+
 int ops_conv_gemm(const struct npu_tensor *input, const struct npu_tensor *filter, const struct npu_tensor *bias,
                   const struct npu_tensor *output, int32_t fuse, bool nchw, const struct ops_geometry *gp,
-                  size_t groups, ops_pack_f32 pack_f32, ops_pack_i16 pack_i16, size_t begin, size_t end)
+                  size_t groups, ops_pack_f32 pack_f32, ops_pack_i16 pack_i16, size_t begin, size_t end,
+                  struct npu_kept **kept)
 {
     const struct ops_geometry g = *gp;
     size_t cg = g.c / groups, og = g.oc / groups;
     size_t K = g.fh * g.fw * cg, m0 = begin * g.ow, m1 = end * g.ow;
     bool quant = input->type == NPU_OPERAND_TENSOR_QUANT8_ASYMM;
-    const void *x = NULL, *w = NULL, *b = NULL;
+    const void *x = NULL, *b = NULL;
     void *x_owned = NULL;
-    float *w_owned = NULL, *b_owned = NULL;
+    float *b_owned = NULL;
+    const struct conv_kept *packed = NULL;
+    struct conv_kept *packed_owned = NULL;
     void *sums = quant ? NULL : ops_rows_in_place(output, nchw, begin, end, input), *sums_owned = NULL;
     if (sums == NULL)
         sums = sums_owned = malloc((m1 - m0) * g.oc * (quant ? sizeof(int32_t) : sizeof(float)));
     int rc = sums ? ops_nhwc_input(input, nchw, &x, &x_owned) : NPU_E_NO_MEMORY;
     struct ops_conv_ctx ctx = {&g, x, input->zero_point, 0, cg};
+    if (rc == NPU_OK && !quant) {
+        struct npu_tensor bv;
+        rc = ops_widen(bias, &bv, &b_owned);
+        b = bv.data;
+    }
     if (rc == NPU_OK && !quant)
-        rc = ops_conv_weights(filter, bias, &w, &b, &w_owned, &b_owned);
+        rc = conv_kept_get(kept, filter, groups, og, K, &packed, &packed_owned);
     /* 1x1, stride 1, unpadded: output pixel m reads input pixel m alone, so the
      * GEMM reads the input's rows in place */
     bool pointwise = pack_f32 == pack_conv_f32 && g.fh == 1 && g.fw == 1 && g.sh == 1 && g.sw == 1 && g.top == 0 && g.left == 0 &&
@@ -186,20 +264,16 @@ int ops_conv_gemm(const struct npu_tensor *input, const struct npu_tensor *filte
                 rc = ops_gemm_i16_run(&gemm, pack_i16, &ctx, m0, m1, (int32_t *)sums + gi * og, g.oc);
             ops_gemm_i16_free(&gemm);
         } else {
-            struct ops_gemm_f32 gemm = {0};
-            rc = ops_gemm_f32_prepare(&gemm, (const float *)w + gi * og * K, og, K);
-            if (rc == NPU_OK)
-                rc = ops_gemm_f32_run_direct(&gemm, pack_f32, &ctx, pointwise ? (const float *)x + ctx.c0 : NULL,
-                                             g.c, m0, m1, (const float *)b + gi * og, lo, hi, (float *)sums + gi * og,
-                                             g.oc);
-            ops_gemm_f32_free(&gemm);
+            rc = ops_gemm_f32_run_direct(&packed->gemm[gi], pack_f32, &ctx,
+                                         pointwise ? (const float *)x + ctx.c0 : NULL, g.c, m0, m1,
+                                         (const float *)b + gi * og, lo, hi, (float *)sums + gi * og, g.oc);
         }
     }
     if (rc == NPU_OK && quant)
         rc = ops_conv_store(input, filter, bias, output, fuse, nchw, begin, end, m1 - m0, g.oc, sums);
     else if (rc == NPU_OK)  /* the GEMM bounded the sums already */
         ops_store_rows_f32(output, nchw, begin, end, sums);
-    free(w_owned);
+    conv_kept_release(packed_owned ? &packed_owned->base : NULL);
     free(b_owned);
     free(sums_owned);
     free(x_owned);
@@ -210,14 +284,14 @@ int npu_op_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filt
                    const struct npu_tensor *bias, const struct npu_window *w,
                    const struct npu_tensor *output, size_t begin, size_t end)
 {
-    return convolution(input, filter, bias, w, 1, output, begin, end);
+    return ops_conv_2d_kept(input, filter, bias, w, 1, output, begin, end, NULL);
 }
 
 int npu_op_grouped_conv_2d(const struct npu_tensor *input, const struct npu_tensor *filter,
                            const struct npu_tensor *bias, const struct npu_window *w, int32_t groups,
                            const struct npu_tensor *output, size_t begin, size_t end)
 {
-    return convolution(input, filter, bias, w, groups, output, begin, end);
+    return ops_conv_2d_kept(input, filter, bias, w, groups, output, begin, end, NULL);
 }
 
 /* -- DEPTHWISE_CONV_2D --------------------------------------------------------- */

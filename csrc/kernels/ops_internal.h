@@ -303,7 +303,13 @@ struct ops_conv_ctx {
  * the output's layout and type. */
 int ops_conv_gemm(const struct npu_tensor *input, const struct npu_tensor *filter, const struct npu_tensor *bias,
                   const struct npu_tensor *output, int32_t fuse, bool nchw, const struct ops_geometry *g,
-                  size_t groups, ops_pack_f32 pack_f32, ops_pack_i16 pack_i16, size_t begin, size_t end);
+                  size_t groups, ops_pack_f32 pack_f32, ops_pack_i16 pack_i16, size_t begin, size_t end,
+                  struct npu_kept **kept);
+/* npu_op_grouped_conv_2d (groups 1: npu_op_conv_2d) keeping its float filter
+ * packed in *kept (npu/bind.h's slot, NULL: nothing kept) for the later runs. */
+int ops_conv_2d_kept(const struct npu_tensor *input, const struct npu_tensor *filter, const struct npu_tensor *bias,
+                     const struct npu_window *w, int32_t groups, const struct npu_tensor *output, size_t begin,
+                     size_t end, struct npu_kept **kept);
 
 /* The float weights of a convolution (float16 widened: *owned_w, *owned_b to
  * free, NULL when the tensor's own memory serves). */

@@ -377,8 +377,11 @@ void npu_plan_destroy(struct npu_plan *p)
     free(p->operands);
     free(p->slices);
     if (!p->base) {
-        for (uint32_t k = 0; p->ops && k < p->op_count; k++)
+        for (uint32_t k = 0; p->ops && k < p->op_count; k++) {
             free(p->ops[k].operands);
+            if (p->ops[k].kept != NULL)
+                p->ops[k].kept->release(p->ops[k].kept);
+        }
         free(p->inputs);
         free(p->outputs);
         free(p->consts);
@@ -962,7 +965,7 @@ int npu_plan_run_slice(const struct npu_plan *p, uint32_t slice, unsigned char *
                        const struct npu_buffer *in, const struct npu_buffer *out, char *why, size_t why_len)
 {
     const struct npu_plan_slice *s = &p->slices[slice];
-    const struct npu_plan_op *op = &p->ops[s->op];
+    struct npu_plan_op *op = &p->ops[s->op];
     uint32_t n = op->input_count + op->output_count;
     struct npu_arg *args = malloc(n * sizeof *args);
     if (!args)
@@ -970,6 +973,14 @@ int npu_plan_run_slice(const struct npu_plan *p, uint32_t slice, unsigned char *
     struct npu_bind_call c;
     make_call(p->operands, op->def->type, op->input_count, op->operands, op->output_count,
               op->operands + op->input_count, args, &c);
+    /* a plan made whole at load keeps what an operation makes of its constants */
+    bool keep = !p->dynamic && p->base == NULL;
+    for (uint32_t i = 1; keep && i < op->input_count; i++) {
+        int32_t life = p->operands[op->operands[i]].lifetime;
+        keep = life == NPU_LIFETIME_CONSTANT_COPY || life == NPU_LIFETIME_CONSTANT_REFERENCE ||
+               life == NPU_LIFETIME_NO_VALUE;
+    }
+    c.kept = keep ? &op->kept : NULL;
     for (uint32_t i = 0; i < n; i++)
         args[i].t.data = tensor_ptr(p, op->operands[i], arena, in, out);
     int rc = op->def->run(&c, s->begin, s->end);

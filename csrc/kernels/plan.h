@@ -62,6 +62,7 @@ struct npu_plan_op {
     size_t units;          /* def->units, >= 1 */
     double flops, bytes;   /* the whole operation's, from npu_bind_cost */
     int32_t operand_type;  /* npu_operation_operand_type: the hardware's compute class */
+    struct npu_kept *kept; /* what the operation's runs keep (npu_bind_call.kept), or NULL */
 };
 
 struct npu_plan_slice {

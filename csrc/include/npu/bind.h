@@ -51,6 +51,11 @@ struct npu_bind_call {
     const struct npu_arg *in;
     struct npu_arg *out;
     char why[200];                      /* the failure's sentence, "" on success */
+    /* the plan's slot for what run() keeps (NULL: nothing is kept; the plan gives
+     * one only when every input but input 0 is a constant of the plan's, so what
+     * is kept cannot go stale); filled at most once, atomically (slices of one
+     * operation may run at once) */
+    struct npu_kept **kept;
 };
 
 struct npu_op_def {

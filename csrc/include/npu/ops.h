@@ -98,6 +98,13 @@ uint16_t npu_float_to_half(float f);
 
 /* -- convolutions and fully connected ------------------------------------------ */
 
+/* What one operation of a plan keeps between its runs, made from its constant
+ * operands alone (a convolution's packed weights): an object beginning with
+ * this, freed by its release when the plan goes (npu/bind.h's kept slot). */
+struct npu_kept {
+    void (*release)(struct npu_kept *self);
+};
+
 /* CONV_2D.  input [n,h,w,c] (or [n,c,h,w] when w->nchw), filter [out,fh,fw,c],
  * bias [out], output [n,oh,ow,out] (or NCHW).  Float32: all float32; float16: all
  * float16; quant8: a TENSOR_QUANT8_ASYMM input and output, a TENSOR_QUANT8_ASYMM
