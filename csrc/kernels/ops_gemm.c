@@ -82,6 +82,39 @@ KERNEL_F32(kernel_f32_wide, OPS_TARGET_WIDE, v16f, v16m, 1)
 #endif
 KERNEL_F32(kernel_f32_narrow, OPS_CLONES, v8f, v8m, 2)
 
+#if defined(OPS_HAVE_WIDE)
+/* Two whole panels side by side (the second bstride floats after the first):
+ * twelve registers of sums, each row's A value read once for both; the same
+ * sums as kernel_f32 on each panel. */
+OPS_TARGET_WIDE
+static void kernel_f32_pair(size_t kc, const float *restrict a, size_t lda, const float *restrict b, size_t bstride,
+                            float *restrict c, size_t ldc, const float *init, bool clamp, float lo, float hi)
+{
+    v16f acc[MR][2];
+    _Pragma("GCC unroll 16") for (size_t r = 0; r < MR; r++)
+        _Pragma("GCC unroll 2") for (size_t q = 0; q < 2; q++)
+            LOAD(acc[r][q], init != NULL ? init + q * NR : c + r * ldc + q * NR);
+    for (size_t k = 0; k < kc; k++, b += NR) {
+        v16f w0, w1;
+        LOAD(w0, b);
+        LOAD(w1, b + bstride);
+        _Pragma("GCC unroll 16") for (size_t r = 0; r < MR; r++) {
+            float x = a[r * lda + k];
+            acc[r][0] += x * w0;
+            acc[r][1] += x * w1;
+        }
+    }
+    v16f lov = lo - (v16f){0}, hiv = hi - (v16f){0};
+    _Pragma("GCC unroll 16") for (size_t r = 0; r < MR; r++)
+        _Pragma("GCC unroll 2") for (size_t q = 0; q < 2; q++) {
+            v16f v = acc[r][q];
+            if (clamp)
+                v = OPS_SELECT(v16f, v16m, v < lov, lov, OPS_SELECT(v16f, v16m, v > hiv, hiv, v));
+            STORE(c + r * ldc + q * NR, v);
+        }
+}
+#endif
+
 static void kernel_f32(size_t kc, const float *restrict a, size_t lda, const float *restrict b, float *restrict c,
                        size_t ldc, const float *init, bool clamp, float lo, float hi)
 {
@@ -153,8 +186,9 @@ static void kernel_i16(size_t kc, const int16_t *restrict a, size_t lda, const i
  * the block at a + r * KC); a whole MR x NR block of C is summed in place, an
  * edge one through a local block.  KERNEL(kc, a, lda, w, c, ldc, first, last,
  * p) computes one block, first and last saying whether the k block is the
- * first and the last, p the panel. */
-#define GEMM_RUN(G, T, C_T, ACC_T, KERNEL, DIRECT, LDA)                                  \
+ * first and the last, p the panel; PAIR(the same) computes panels p and p + 1
+ * (both whole) at once and says true, or says false. */
+#define GEMM_RUN(G, T, C_T, ACC_T, KERNEL, PAIR, DIRECT, LDA)                                  \
     do {                                                                                \
         size_t N = (G)->N, K = (G)->K;                                                  \
         T *a = malloc(sizeof(T) * MR * KC);                                             \
@@ -179,6 +213,10 @@ static void kernel_i16(size_t kc, const int16_t *restrict a, size_t lda, const i
                     size_t nr = N - p * NR < NR ? N - p * NR : NR;                      \
                     const T *w = (G)->packed_w + packed_at(N, k0, kc, p);               \
                     C_T *cb = c + (mb - m0) * ldc + p * NR;                             \
+                    if (mr == MR && (p + 2) * NR <= N && PAIR(kc, ab, a_ld, w, (ACC_T *)cb, ldc, first, last, p)) { \
+                        p++;  /* two whole panels at once */                            \
+                        continue;                                                       \
+                    }                                                                   \
                     if (mr == MR && nr == NR) {                                         \
                         KERNEL(kc, ab, a_ld, w, (ACC_T *)cb, ldc, first, last, p);      \
                         continue;                                                       \
@@ -210,7 +248,16 @@ static int gemm_f32(const struct ops_gemm_f32 *g, ops_pack_f32 pack, const void 
 {
 #define KERNEL(kc, ab, a_ld, w, cb, ldc, first, last, p) \
     kernel_f32(kc, ab, a_ld, w, cb, ldc, (first) ? init + (p) * NR : NULL, last, lo, hi)
-    GEMM_RUN(g, float, float, float, KERNEL, direct, lda);
+#if defined(OPS_HAVE_WIDE)
+#define PAIR(kc, ab, a_ld, w, cb, ldc, first, last, p)                                                      \
+    (ops_wide() && (kernel_f32_pair(kc, ab, a_ld, w, kc * NR, cb, ldc, (first) ? init + (p) * NR : NULL, last, lo, \
+                                    hi),                                                                    \
+                    true))
+#else
+#define PAIR(...) false
+#endif
+    GEMM_RUN(g, float, float, float, KERNEL, PAIR, direct, lda);
+#undef PAIR
 #undef KERNEL
 }
 
@@ -248,7 +295,9 @@ int ops_gemm_i16_run(const struct ops_gemm_i16 *g, ops_pack_i16 pack, const void
 {
 #define KERNEL(kc, ab, a_ld, w, cb, ldc, first, last, p) ((void)(last), (void)(p), kernel_i16(kc, ab, a_ld, w, cb, ldc, first))
     const int16_t *none = NULL;
-    GEMM_RUN(g, int16_t, int32_t, uint32_t, KERNEL, none, 0);
+#define PAIR(...) false
+    GEMM_RUN(g, int16_t, int32_t, uint32_t, KERNEL, PAIR, none, 0);
+#undef PAIR
 #undef KERNEL
 }
 
