@@ -103,6 +103,7 @@ from ._types import (
     PreemptionMode as PreemptionMode,
     SchedulingConfig as SchedulingConfig,
     SchedulingMode as SchedulingMode,
+    SliceCost as SliceCost,
     StartReason as StartReason,
     ThermalChanged as ThermalChanged,
     ThermalSeverity as ThermalSeverity,

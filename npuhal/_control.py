@@ -35,10 +35,11 @@ __all__ = ["HalControl", "test_inference_model", "TEST_INFERENCE_COST_SCALE"]
 
 log = logging.getLogger("android.hardware.npu")
 
-#: Makes the test inference's one FULLY_CONNECTED cost about 300 emulated ms on the
-#: reference driver's emu-npu (600 on emu-gpu, 1.5 s on emu-dsp): long enough that a
-#: second job submitted tens of ms later finds the channel busy.
-TEST_INFERENCE_COST_SCALE = 1_770_000.0
+#: Makes the test inference's one FULLY_CONNECTED (8448 bytes moved, memory-bound) cost
+#: about 300 emulated ms on the reference driver's emu-npu (34.1 GB/s; 410 on emu-gpu,
+#: 1 s on emu-dsp): long enough that a second job submitted tens of ms later finds the
+#: channel busy.
+TEST_INFERENCE_COST_SCALE = 1_210_000.0
 
 
 def test_inference_model() -> Any:

@@ -71,6 +71,7 @@ from ._types import (
     PreemptionMode,
     SchedulingConfig,
     SchedulingMode,
+    SliceCost,
     ThermalSeverity,
     WorkEnded,
     WorkRequested,
@@ -817,6 +818,19 @@ class Driver:
     def events_dropped(self) -> int:
         """Events lost: to the C ring overflowing, or to an undrained backlog."""
         return self._dropped + (0 if self._closed else self._sys.events_dropped())
+
+    # ---- the cost profile -----------------------------------------------------
+
+    def set_profiling(self, capacity: int | None = 1 << 16) -> None:
+        """Record each slice the hardware charges (``drain_slices``), keeping at most
+        ``capacity`` undrained records (later ones are dropped and counted); None or 0
+        stops recording. Costs a little per slice while on."""
+        self._live().set_profiling(capacity or 0)
+
+    def drain_slices(self) -> tuple[list[SliceCost], int]:
+        """The slices charged since the last drain, oldest first (``SliceCost``), and how
+        many records were dropped meanwhile for want of room."""
+        return self._live().drain_slices()
 
     # ---- the clock ------------------------------------------------------------
 

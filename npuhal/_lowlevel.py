@@ -42,6 +42,7 @@ from ._types import (
     OperationType,
     PerformanceInfo,
     SchedulingConfig,
+    SliceCost,
     StartReason,
     ThermalChanged,
     ThermalSeverity,
@@ -313,6 +314,22 @@ def convert_event(ev) -> DriverEvent:
     raise NpuError(f"the C layer sent an event of unknown type {kind}")
 
 
+_COMPUTE_CLASSES = ("float32", "float16", "quant8")
+
+
+def _slice_cost(r) -> SliceCost:
+    op = int(r.operation_type)
+    return SliceCost(
+        kind="save" if r.kind == lib.NPU_SLICE_SAVE else "compute", work_id=int(r.work_id),
+        hw_device=int(r.hw_device), channel=int(r.channel), operation=int(r.operation),
+        operation_type=OperationType(op) if op in OperationType._value2member_map_ else op,
+        compute_class=_COMPUTE_CLASSES[r.compute_class] if 0 <= r.compute_class < 3 else str(r.compute_class),
+        slice=int(r.slice), start_ns=int(r.start_ns), end_ns=int(r.end_ns), flops=float(r.flops),
+        bytes=float(r.bytes), compute_ns=float(r.compute_ns), memory_ns=float(r.memory_ns),
+        overhead_ns=float(r.overhead_ns), throttle=float(r.throttle), restore_ns=float(r.restore_ns),
+    )
+
+
 def _device(number: int, info) -> Device:
     caps = {}
     for t in OperandType:
@@ -446,6 +463,26 @@ class System:
 
     def events_dropped(self) -> int:
         return int(lib.npu_system_events_dropped(self.ptr))
+
+    # ---- the cost profile ----
+
+    def set_profiling(self, capacity: int) -> None:
+        _check(lib.npu_system_set_profiling(self.ptr, _int(capacity, "capacity", 0, 2**32 - 1)),
+               "npu_system_set_profiling")
+
+    def drain_slices(self) -> tuple[list[SliceCost], int]:
+        """(every kept record, oldest first; how many were dropped since the last drain)."""
+        out: list[SliceCost] = []
+        cap = 4096
+        buf = ffi.new("struct npu_slice_record[]", cap)
+        count, dropped = ffi.new("uint32_t *"), ffi.new("uint64_t *")
+        lost = 0
+        while True:
+            _check(lib.npu_system_drain_slices(self.ptr, buf, cap, count, dropped), "npu_system_drain_slices")
+            lost += int(dropped[0])
+            out.extend(_slice_cost(buf[i]) for i in range(count[0]))
+            if count[0] < cap:
+                return out, lost
 
     # ---- clock ----
 

@@ -57,6 +57,7 @@ __all__ = [
     "ThermalChanged",
     "MemoryPressure",
     "DriverEvent",
+    "SliceCost",
     "MIN_PRIORITY",
     "MAX_PRIORITY",
     "MAX_EFFECTIVE_PRIORITY",
@@ -193,3 +194,41 @@ class ThermalChanged:
 
 
 DriverEvent = WorkRequested | WorkStarted | WorkEnded | ThermalChanged | MemoryPressure
+
+
+@dataclass(frozen=True, slots=True)
+class SliceCost:
+    """One slice of a job as the hardware charged it (``Driver.set_profiling``).
+
+    ``end_ns - start_ns`` is ``(overhead_ns + max(compute_ns, memory_ns)) * throttle +
+    restore_ns``, rounded up to a whole nanosecond: ``compute_ns`` is the slice's FLOPs
+    at the device's rate for its compute class, ``memory_ns`` its bytes at the device's
+    bandwidth (both times the load's cost scale). ``kind`` is ``"save"`` for a
+    checkpoint's context save (``bytes``: the live tensors saved), ``"compute"`` else.
+    """
+
+    kind: str
+    work_id: int
+    hw_device: int
+    channel: int
+    operation: int  # index into the loaded model's operations
+    operation_type: OperationType | int
+    compute_class: str  # "float32", "float16" or "quant8": the rate it was charged at
+    slice: int
+    start_ns: int
+    end_ns: int
+    flops: float
+    bytes: float
+    compute_ns: float
+    memory_ns: float
+    overhead_ns: float
+    throttle: float
+    restore_ns: float
+
+    @property
+    def bound(self) -> str:
+        """What set the slice's time: ``"compute"``, ``"memory"`` or (neither past the
+        fixed cost, or a save) ``"overhead"``."""
+        if self.kind == "save" or max(self.compute_ns, self.memory_ns) <= 0:
+            return "overhead"
+        return "compute" if self.compute_ns >= self.memory_ns else "memory"

@@ -142,6 +142,10 @@ struct npu_hw {
     pthread_t thermal_thread;
     bool thermal_started;
     struct npu_ring ring;
+    /* the cost profile (npu_hw_set_profiling): a FIFO of at most prof_cap records */
+    struct npu_slice_record *prof;
+    uint32_t prof_cap, prof_head, prof_count;
+    uint64_t prof_dropped;
 };
 
 /* ---- time ---- */
@@ -380,25 +384,81 @@ static double flops_per_ns(const struct device *d, const struct npu_plan *p, int
     return rate > 0 ? rate : d->cfg.flops_per_ns[NPU_COMPUTE_FLOAT32];
 }
 
-static int64_t slice_cost(struct npu_hw *hw, const struct device *d, const struct job *j)
+/* Keeps r in the cost profile, if one is being recorded. */
+static void profile_push(struct npu_hw *hw, const struct npu_slice_record *r)
+{
+    if (!hw->prof_cap)
+        return;
+    if (hw->prof_count == hw->prof_cap) {
+        hw->prof_dropped++;
+        return;
+    }
+    hw->prof[(hw->prof_head + hw->prof_count++) % hw->prof_cap] = *r;
+}
+
+/*
+ * The bytes slice s moves, each tensor counted once: an operation's binding
+ * counts every tensor it reads and writes, but a temporary was already charged
+ * to the operation that wrote it (it is read back from where that left it, in
+ * the job's SRAM working set), so its readers do not pay for it again.
+ * Constants and model inputs are charged to each reader, outputs to their writer.
+ */
+static double slice_bytes(const struct npu_plan *p, const struct npu_plan_slice *s)
+{
+    const struct npu_plan_op *op = &p->ops[s->op];
+    if (!(op->bytes > 0))
+        return 0.0;
+    double again = 0.0;
+    for (uint32_t i = 0; i < op->input_count; i++) {
+        uint32_t k = op->operands[i];
+        if (k < p->operand_count && p->operands[k].lifetime == NPU_LIFETIME_TEMPORARY_VARIABLE)
+            again += (double)p->operands[k].bytes;
+    }
+    return s->bytes * fmax(op->bytes - again, 0.0) / op->bytes;
+}
+
+/* The emulated time of job j's next slice on d, and (r, may be NULL) why. */
+static int64_t slice_cost(struct npu_hw *hw, const struct device *d, const struct job *j, struct npu_slice_record *r)
 {
     const struct npu_plan *p = j->plan;
     const struct npu_plan_slice *s = &p->slices[j->next_slice];
-    double bytes = s->bytes + j->model->streamed_bytes_per_slice;
-    double t = fmax(s->flops / flops_per_ns(d, p, p->ops[s->op].operand_type), bytes / d->cfg.bytes_per_ns) *
-               j->model->cost_scale;
-    t = ((double)d->cfg.slice_overhead_ns + t) * THROTTLE[hw->severity];
-    if (j->restore_pending)
-        t += (double)save_cost(d, j);
-    int64_t ns = (int64_t)ceil(t);
-    return ns < 1 ? 1 : ns;
+    double bytes = slice_bytes(p, s) + j->model->streamed_bytes_per_slice;
+    int32_t t = p->ops[s->op].operand_type;
+    double compute = s->flops / flops_per_ns(d, p, t) * j->model->cost_scale;
+    double memory = bytes / d->cfg.bytes_per_ns * j->model->cost_scale;
+    double throttle = THROTTLE[hw->severity];
+    double restore = j->restore_pending ? (double)save_cost(d, j) : 0.0;
+    double total = ((double)d->cfg.slice_overhead_ns + fmax(compute, memory)) * throttle + restore;
+    int64_t ns = (int64_t)ceil(total);
+    if (ns < 1)
+        ns = 1;
+    if (r) {
+        int32_t c = npu_compute_class(t);
+        if (p->relaxed && (t == NPU_OPERAND_TENSOR_FLOAT32 || t == NPU_OPERAND_FLOAT32))
+            c = NPU_COMPUTE_FLOAT16;
+        *r = (struct npu_slice_record){
+            .kind = NPU_SLICE_COMPUTE, .work_id = j->info.id, .hw_device = (int32_t)d->index,
+            .operation = s->op, .operation_type = p->ops[s->op].def->type, .compute_class = c,
+            .slice = j->next_slice, .end_ns = ns, .flops = s->flops, .bytes = bytes, .compute_ns = compute,
+            .memory_ns = memory, .overhead_ns = (double)d->cfg.slice_overhead_ns, .throttle = throttle,
+            .restore_ns = restore,
+        };
+    }
+    return ns;
 }
 
 static void channel_schedule_slice(struct npu_hw *hw, struct channel *ch, int64_t t)
 {
-    int64_t cost = slice_cost(hw, ch->dev, ch->job);
+    struct npu_slice_record r;
+    int64_t cost = slice_cost(hw, ch->dev, ch->job, hw->prof_cap ? &r : NULL);
     ch->busy_until = ch->hung ? NEVER : t + cost;
     ch->busy_ns += (uint64_t)cost;
+    if (hw->prof_cap && !ch->hung) {
+        r.channel = (int32_t)ch->index;
+        r.start_ns = t;
+        r.end_ns = t + cost;
+        profile_push(hw, &r);
+    }
 }
 
 /* Puts a queued job on an idle channel at time t. */
@@ -494,6 +554,16 @@ static void channel_pause(struct npu_hw *hw, struct channel *ch, struct job *cla
             ch->claim = claim;
             ch->busy_until = t + save_cost(d, j);
             ch->busy_ns += (uint64_t)save_cost(d, j);
+            if (hw->prof_cap) {
+                uint32_t op = j->next_slice < j->plan->slice_count ? j->plan->slices[j->next_slice].op : 0;
+                struct npu_slice_record r = {
+                    .kind = NPU_SLICE_SAVE, .work_id = j->info.id, .hw_device = (int32_t)d->index,
+                    .channel = (int32_t)ch->index, .operation = op, .operation_type = j->plan->ops[op].def->type,
+                    .slice = j->next_slice, .start_ns = t, .end_ns = ch->busy_until, .bytes = (double)j->model->sram,
+                    .throttle = 1.0,
+                };
+                profile_push(hw, &r);
+            }
             return;
         }
         /* no host memory for the preemption buffer: fall back to a restart */
@@ -961,11 +1031,52 @@ void npu_hw_destroy(struct npu_hw *hw)
     pthread_condattr_destroy(&hw->mono);
     pthread_mutex_destroy(&hw->lock);
     npu_ring_fini(&hw->ring);
+    free(hw->prof);
     free(hw);
 }
 
 struct npu_ring *npu_hw_ring(struct npu_hw *hw) { return &hw->ring; }
 int32_t npu_hw_clock(struct npu_hw *hw) { return hw->opt.clock; }
+
+int npu_hw_set_profiling(struct npu_hw *hw, uint32_t capacity)
+{
+    if (!hw)
+        return NPU_E_INVALID_ARGUMENT;
+    struct npu_slice_record *buf = NULL;
+    if (capacity && !(buf = malloc((size_t)capacity * sizeof *buf)))
+        return NPU_E_NO_MEMORY;
+    pthread_mutex_lock(&hw->lock);
+    struct npu_slice_record *old = hw->prof;
+    hw->prof = buf;
+    hw->prof_cap = capacity;
+    hw->prof_head = hw->prof_count = 0;
+    hw->prof_dropped = 0;
+    pthread_mutex_unlock(&hw->lock);
+    free(old);
+    return NPU_OK;
+}
+
+int npu_hw_drain_slices(struct npu_hw *hw, struct npu_slice_record *out, uint32_t max, uint32_t *count,
+                        uint64_t *dropped)
+{
+    if (!hw || !count || (max && !out))
+        return NPU_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&hw->lock);
+    uint32_t n = hw->prof_count < max ? hw->prof_count : max;
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = hw->prof[(hw->prof_head + i) % hw->prof_cap];
+    if (n) {
+        hw->prof_head = (hw->prof_head + n) % hw->prof_cap;
+        hw->prof_count -= n;
+    }
+    *count = n;
+    if (dropped) {
+        *dropped = hw->prof_dropped;
+        hw->prof_dropped = 0;
+    }
+    pthread_mutex_unlock(&hw->lock);
+    return NPU_OK;
+}
 
 /* ---- the driver-facing API ---- */
 

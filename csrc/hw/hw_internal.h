@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "npu/hw.h"
+#include "npu/system.h"
 
 struct npu_hw_options {
     int32_t clock;
@@ -52,5 +53,9 @@ int npu_hw_run_until_idle(struct npu_hw *hw, int64_t max_ns);
 /* See npu_system_thermal_override. */
 int npu_hw_thermal_override(struct npu_hw *hw, bool hold, double temperature_c);
 bool npu_hw_thermal_held(struct npu_hw *hw);
+/* See npu_system_set_profiling and npu_system_drain_slices. */
+int npu_hw_set_profiling(struct npu_hw *hw, uint32_t capacity);
+int npu_hw_drain_slices(struct npu_hw *hw, struct npu_slice_record *out, uint32_t max, uint32_t *count,
+                        uint64_t *dropped);
 
 #endif

@@ -288,6 +288,17 @@ int npu_system_thermal_override(struct npu_system *sys, bool hold, float tempera
 
 bool npu_system_thermal_held(struct npu_system *sys) { return sys && npu_hw_thermal_held(sys->hw); }
 
+int npu_system_set_profiling(struct npu_system *sys, uint32_t capacity)
+{
+    return sys ? npu_hw_set_profiling(sys->hw, capacity) : NPU_E_INVALID_ARGUMENT;
+}
+
+int npu_system_drain_slices(struct npu_system *sys, struct npu_slice_record *out, uint32_t max, uint32_t *count,
+                            uint64_t *dropped)
+{
+    return sys ? npu_hw_drain_slices(sys->hw, out, max, count, dropped) : NPU_E_INVALID_ARGUMENT;
+}
+
 int npu_system_dump(struct npu_system *sys, char *buf, size_t cap, size_t *len)
 {
     if (!sys || !len || (cap && !buf))

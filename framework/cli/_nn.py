@@ -216,14 +216,70 @@ def _litert(path, inputs):
     return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()], best * 1e3
 
 
-async def _run_model(nn, model, names, inputs):
+async def _run_model(nn, model, names, inputs, driver=None):
     chosen = None if not names else _pick(nn.devices, names)
     compiled = await model.compile(nn, chosen)
     try:
+        if driver is not None:
+            driver.drain_slices()  # what compiling charged (nothing, today) is not this run's
         outputs = await compiled.run(inputs)
-        return [d.name for d in nn.devices], compiled.placement(), compiled.timings, outputs
+        costs = None if driver is None else _operation_costs(model, compiled, *driver.drain_slices())
+        return [d.name for d in nn.devices], compiled.placement(), compiled.timings, outputs, costs
     finally:
         await compiled.aclose()
+
+
+def _operation_costs(model, compiled, slices, dropped):
+    """Per operation a device ran in the run just made, in run order: what the hardware
+    charged it (its slices summed) and why.
+
+    The run executes its device steps one after another, one job each, so the jobs (in
+    work id order) are the device steps of the NNAPI partitions in run order; a slice's
+    operation is an index into its step's sub-model, whose operation j is the step's
+    ``operations[j]`` of the partition's NNAPI model."""
+    from framework.nn import CPU_DEVICE_NAME
+
+    if dropped:
+        raise CliError(f"--ops: {dropped} slice records were dropped (the profile overflowed)")
+    steps = []
+    plans = compiled.plans()
+    for p in model.partitions:
+        if p.kind == "nnapi":
+            steps += [(p, s) for s in plans[p.index].steps if s.device.name != CPU_DEVICE_NAME]
+    jobs: dict[int, list] = {}
+    for r in slices:
+        jobs.setdefault(r.work_id, []).append(r)
+    if len(jobs) != len(steps):
+        raise CliError(f"--ops: the run made {len(jobs)} device jobs for {len(steps)} device steps")
+    rows = []
+    for (p, step), work in zip(steps, (jobs[w] for w in sorted(jobs))):
+        per_op: dict[int, dict] = {}
+        for r in work:
+            row = per_op.get(r.operation)
+            if row is None:
+                source = model.operations[compiled.sourceOperation(p.index, step.operations[r.operation])]
+                row = per_op[r.operation] = {
+                    "partition": p.index, "device": step.device.name, "tfliteIndex": source.index,
+                    "tflite": source.name, "nnapi": getattr(r.operation_type, "name", str(r.operation_type)),
+                    "class": r.compute_class, "slices": 0, "flops": 0.0, "bytes": 0.0, "computeUs": 0.0,
+                    "memoryUs": 0.0, "overheadUs": 0.0, "saveUs": 0.0, "emulatedUs": 0.0,
+                    "startUs": r.start_ns / 1e3}
+            us = (r.end_ns - r.start_ns) / 1e3
+            row["emulatedUs"] += us
+            if r.kind == "save":
+                row["saveUs"] += us
+                continue
+            row["slices"] += 1
+            row["flops"] += r.flops
+            row["bytes"] += r.bytes
+            row["computeUs"] += r.compute_ns / 1e3
+            row["memoryUs"] += r.memory_ns / 1e3
+            row["overheadUs"] += r.overhead_ns / 1e3
+        for row in per_op.values():
+            row["bound"] = ("overhead" if row["overheadUs"] >= max(row["computeUs"], row["memoryUs"])
+                            else "compute" if row["computeUs"] >= row["memoryUs"] else "memory")
+        rows += per_op.values()
+    return rows
 
 
 async def _run_online(runtime_dir, model, names, inputs):
@@ -234,7 +290,7 @@ async def _run_online(runtime_dir, model, names, inputs):
         return await _run_model(nn, model, names, inputs)
 
 
-async def _run_offline(model, names, inputs):
+async def _run_offline(model, names, inputs, profile=False):
     import trio.testing
 
     from framework.binder import open_binder_runtime
@@ -249,11 +305,13 @@ async def _run_offline(model, names, inputs):
 
     async with open_driver(clock="virtual") as driver, open_stack(driver, system_server=False) as stack:
         shell = await stack.nursery.start(shell_process, stack, await stack.spawn(2000))
+        if profile:
+            driver.set_profiling()
         async with open_nn_runtime(shell, environ={}) as nn:
-            return await _run_model(nn, model, names, inputs)
+            return await _run_model(nn, model, names, inputs, driver if profile else None)
 
 
-def _report(model, devices, names, placement, timings, outputs, reference, litert_ms, offline):
+def _report(model, devices, names, placement, timings, outputs, costs, reference, litert_ms, offline):
     import numpy as np
 
     rows = []
@@ -281,6 +339,8 @@ def _report(model, devices, names, placement, timings, outputs, reference, liter
         "realMs": sum(r["realMs"] for r in rows),
         "outputs": [{"shape": list(np.shape(o))} for o in outputs],
     }
+    if costs is not None:
+        result["operationCosts"] = costs
     if reference is not None:
         result["litertMs"] = litert_ms
         for entry, got, want in zip(result["outputs"], outputs, reference):
@@ -303,6 +363,8 @@ def _text(result) -> str:
                      f"{r['realMs']:>9.2f} {emulated:>12}")
         lines.append(f"{'':<10} {r['what']}")
     lines.append(f"{'total':<10} {'':<7} {'':>4}  {'':<44} {result['realMs']:>9.2f}")
+    if "operationCosts" in result:
+        lines += [""] + _cost_lines(result["operationCosts"])
     folded = sum(op["where"] == "folded" for op in result["operations"])
     lines.append(f"({folded} operations folded at load: DEQUANTIZE/DENSIFY of constants)")
     if "litertMs" in result:
@@ -312,6 +374,27 @@ def _text(result) -> str:
             lines.append(f"  output {i} {str(o['shape']):<18} max abs error {o['maxAbsError']:.2e}   "
                          f"max rel error {o['maxRelError']:.2e} (of its range {o['range']:.4g})")
     return "\n".join(lines)
+
+
+def _cost_lines(costs) -> list[str]:
+    """The --ops table: per operation a device ran, its emulated time and why."""
+    lines = [f"{'part':>4} {'tflite op':<26} {'device':<10} {'class':<7} {'slices':>6} {'MFLOP':>8} {'KB':>8} "
+             f"{'compute us':>10} {'memory us':>9} {'fixed us':>8} {'emul us':>8}  bound"]
+    for c in costs:
+        name = f"#{c['tfliteIndex']} {c['tflite']}" + ("" if c["nnapi"] == c["tflite"] else f" ({c['nnapi']})")
+        lines.append(f"{c['partition']:>4} {name[:26]:<26} {c['device']:<10} {c['class']:<7} {c['slices']:>6} "
+                     f"{c['flops'] / 1e6:>8.2f} {c['bytes'] / 1e3:>8.1f} {c['computeUs']:>10.2f} "
+                     f"{c['memoryUs']:>9.2f} {c['overheadUs']:>8.2f} {c['emulatedUs']:>8.2f}  {c['bound']}")
+    total = {k: sum(c[k] for c in costs) for k in ("slices", "flops", "bytes", "computeUs", "memoryUs",
+                                                   "overheadUs", "emulatedUs")}
+    lines.append(f"{'':>4} {'total':<26} {'':<10} {'':<7} {total['slices']:>6} {total['flops'] / 1e6:>8.2f} "
+                 f"{total['bytes'] / 1e3:>8.1f} {total['computeUs']:>10.2f} {total['memoryUs']:>9.2f} "
+                 f"{total['overheadUs']:>8.2f} {total['emulatedUs']:>8.2f}")
+    bound = {b: sum(c["bound"] == b for c in costs) for b in ("compute", "memory", "overhead")}
+    lines.append(f"(emulated us = (fixed + max(compute, memory)) x throttle per slice, plus context saves; "
+                 f"{bound['compute']} operations compute-bound, {bound['memory']} memory-bound, "
+                 f"{bound['overhead']} bound by the fixed cost per slice)")
+    return lines
 
 
 @nn.command("run")
@@ -325,8 +408,11 @@ def _text(result) -> str:
               help="Run the model on LiteRT too (single-threaded) and print each output's error.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of the table.")
 @click.option("--offline", is_flag=True, help="No emulator: the reference driver in this process, on a virtual clock.")
+@click.option("--ops", "show_ops", is_flag=True,
+              help="Per operation a device ran: its FLOPs, bytes, compute class and emulated time, and what bound "
+                   "it (needs --offline: the hardware's own record of the run).")
 @runtime_dir_option
-def run_model(model_path, devices, input_paths, compare, as_json, offline, runtime_dir) -> None:
+def run_model(model_path, devices, input_paths, compare, as_json, offline, show_ops, runtime_dir) -> None:
     """Run a .tflite model through NNAPI: the plan, the time per partition, the error against LiteRT.
 
     MODEL is a .tflite file, or the name of a model `make models` fetched
@@ -346,6 +432,8 @@ def run_model(model_path, devices, input_paths, compare, as_json, offline, runti
 
     if len(set(devices)) != len(devices):
         raise CliError(f"--device names a device twice: {', '.join(devices)}", EXIT_USAGE)
+    if show_ops and not offline:
+        raise CliError("--ops needs --offline (the driver in this process records what it charged)", EXIT_USAGE)
     try:
         model_path = findModel(model_path)
     except NeuralNetworksError as e:
@@ -354,7 +442,8 @@ def run_model(model_path, devices, input_paths, compare, as_json, offline, runti
         model = loadTfLite(model_path)
         inputs = _inputs(model, input_paths)
         if offline:
-            found = run(_run_offline, model, list(devices), inputs, clock=trio.testing.MockClock(autojump_threshold=0))
+            found = run(_run_offline, model, list(devices), inputs, show_ops,
+                        clock=trio.testing.MockClock(autojump_threshold=0))
         else:
             found = run(_run_online, runtime_dir, model, list(devices), inputs)
     except NeuralNetworksError as e:

@@ -904,6 +904,13 @@ class CompiledTfLite:
         """Each NNAPI partition's ``ExecutionPlan`` (which device runs which operation)."""
         return {k: c.plan for k, c in self._compilations.items()}
 
+    def sourceOperation(self, partition: int, halIndex: int) -> int:  # noqa: N803
+        """The TFLite operation that NNAPI partition ``partition``'s HAL operation
+        ``halIndex`` (an index of its ``plans()`` model, as its steps' ``operations``
+        give them) was lowered from."""
+        compilation = self._compilations[partition]
+        return self.model.partitions[partition].sources[compilation.model.appOperationIndex(halIndex)]
+
     def placement(self) -> list[tuple[int, str, str]]:
         """Per TFLite operation, in the model's order: (index, name, where it runs).
 
@@ -917,10 +924,8 @@ class CompiledTfLite:
                 for k in p.operations:
                     where[k] = ["app-cpu"]
                 continue
-            compilation = self._compilations[p.index]
-            plan, nnapi = compilation.plan, compilation.model
-            for hal_index, device in enumerate(plan.assignment):
-                names = where.setdefault(p.sources[nnapi.appOperationIndex(hal_index)], [])
+            for hal_index, device in enumerate(self._compilations[p.index].plan.assignment):
+                names = where.setdefault(self.sourceOperation(p.index, hal_index), [])
                 if device.name not in names:
                     names.append(device.name)
         return [(op.index, op.name, "+".join(where.get(op.index, ["folded"]))) for op in self.model.operations]

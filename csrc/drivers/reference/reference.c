@@ -136,16 +136,29 @@ static const struct device_spec DEVICES[N_DEVICES] = {
 };
 static const uint32_t HETERO_PARTS[2] = {0, 2};
 
-/* flops_per_ns per compute class: {float32, float16, quant8}; 0 = float32's rate. */
+/*
+ * The silicon, as a 2019-2020 flagship phone SoC's (README "The reference
+ * driver's devices" cites the figures).  flops_per_ns per compute class:
+ * {float32, float16, quant8}, per channel; 0 = float32's rate.
+ *   npu: a dual-core NPU (Exynos 990's, Kirin 990's two Da Vinci cores): per
+ *        core ~4 TOPS int8, half that in float16; float32 it runs four times
+ *        slower than float16 again.  Its DMA reaches the whole LPDDR4X bus
+ *        (4266 MT/s x 64 bit = 34.1 GB/s).  A slice costs 2 us to set up (a
+ *        layer descriptor and its DMA), a context save 10 us plus the copy.
+ *   gpu: an Adreno 630-class GPU: ~0.7 TFLOP/s float32, twice that in float16,
+ *        25 GB/s of the bus; 5 us per slice (a kernel dispatch).
+ *   dsp: a Hexagon 690-class DSP with its vector units: ~1.6 TOPS int8, 0.3
+ *        TFLOP/s float, 10 GB/s; 5 us per slice (a FastRPC-driven graph step).
+ */
 static const struct npu_hw_device_config SILICON[N_SILICON] = {
-    {.name = "npu", .channel_count = 2, .flops_per_ns = {400.0, 2000.0, 4000.0}, .bytes_per_ns = 50.0,
-     .weight_memory_bytes = 4 * GIB, .sram_bytes = 32 * MIB, .slice_overhead_ns = 20000,
+    {.name = "npu", .channel_count = 2, .flops_per_ns = {500.0, 2000.0, 4000.0}, .bytes_per_ns = 34.1,
+     .weight_memory_bytes = 4 * GIB, .sram_bytes = 32 * MIB, .slice_overhead_ns = 2000,
      .context_save_fixed_ns = 10000, .heat_rise_c = 12.0f},
-    {.name = "gpu", .channel_count = 1, .flops_per_ns = {500.0, 1000.0, 0.0}, .bytes_per_ns = 25.0,
-     .weight_memory_bytes = 2 * GIB, .sram_bytes = 32 * MIB, .slice_overhead_ns = 30000,
+    {.name = "gpu", .channel_count = 1, .flops_per_ns = {700.0, 1400.0, 0.0}, .bytes_per_ns = 25.0,
+     .weight_memory_bytes = 2 * GIB, .sram_bytes = 32 * MIB, .slice_overhead_ns = 5000,
      .context_save_fixed_ns = 20000, .heat_rise_c = 10.0f},
-    {.name = "dsp", .channel_count = 1, .flops_per_ns = {250.0, 0.0, 1600.0}, .bytes_per_ns = 10.0,
-     .weight_memory_bytes = 512 * (uint64_t)MIB, .sram_bytes = 1 * MIB, .slice_overhead_ns = 10000,
+    {.name = "dsp", .channel_count = 1, .flops_per_ns = {300.0, 0.0, 1600.0}, .bytes_per_ns = 10.0,
+     .weight_memory_bytes = 512 * (uint64_t)MIB, .sram_bytes = 1 * MIB, .slice_overhead_ns = 5000,
      .context_save_fixed_ns = 5000, .heat_rise_c = 4.0f},
 };
 

@@ -136,6 +136,44 @@ int npu_system_thermal_override(struct npu_system *sys, bool hold, float tempera
 /* Whether an override holds the die now. */
 bool npu_system_thermal_held(struct npu_system *sys);
 
+/* ---- the cost profile: where each job's emulated time went ---- */
+
+/* What a profile record is: a slice of an operation, or a context save. */
+enum npu_slice_kind {
+    NPU_SLICE_COMPUTE = 0,
+    NPU_SLICE_SAVE = 1
+};
+
+/* One slice as the hardware charged it (see hw.h's cost model):
+ *     end_ns - start_ns = (overhead_ns + max(compute_ns, memory_ns)) x throttle
+ *                         + restore_ns, rounded up to a whole ns (>= 1)
+ * where compute_ns = flops / the class's rate x cost_scale and memory_ns =
+ * bytes / bytes_per_ns x cost_scale.  A context save (NPU_SLICE_SAVE) has only
+ * start_ns, end_ns and bytes (the live tensors saved); its operation is the
+ * one the job stopped before. */
+struct npu_slice_record {
+    int32_t kind;              /* enum npu_slice_kind */
+    int32_t work_id;           /* npu_work_info.id */
+    int32_t hw_device;
+    int32_t channel;
+    uint32_t operation;        /* index into the loaded model's operations */
+    int32_t operation_type;    /* NPU_OP_* */
+    int32_t compute_class;     /* enum npu_compute_class charged (a relaxed float32 op: float16) */
+    uint32_t slice;            /* index into the job's slices */
+    int64_t start_ns, end_ns;  /* emulated */
+    double flops, bytes;       /* this slice's (bytes with its share of streamed weights) */
+    double compute_ns, memory_ns, overhead_ns, throttle, restore_ns;
+};
+
+/* Starts recording every slice the hardware schedules, keeping at most
+ * capacity records until drained (later ones are dropped and counted);
+ * capacity 0 stops recording and frees what was kept.  Any clock. */
+int npu_system_set_profiling(struct npu_system *sys, uint32_t capacity);
+/* Moves up to max records, oldest first, into out[]; *count receives how
+ * many, *dropped (may be NULL) how many were dropped since the last drain. */
+int npu_system_drain_slices(struct npu_system *sys, struct npu_slice_record *out, uint32_t max, uint32_t *count,
+                            uint64_t *dropped);
+
 /* The dumpsys text (driver part, then hardware part) into buf (NUL-terminated,
  * truncated to cap).  *len receives the full length; NPU_E_BUFFER_TOO_SMALL
  * when it did not fit, so the caller can retry with *len + 1 bytes. */
