@@ -14,7 +14,8 @@
  *                  x throttle(thermal severity)
  *
  * where flops and bytes are the operation's own (its binding's count, bytes by
- * its operands' element sizes) and class is the compute class of its operand
+ * its operands' element sizes, each tensor counted once: a temporary is charged
+ * to the operation writing it, not to its readers) and class is the compute class of its operand
  * type (npu_compute_class of npu_operation_operand_type): a device may run
  * quantized or float16 arithmetic faster than float32.
  *
