@@ -1686,9 +1686,9 @@ async def work_device_number(s: _Session) -> str:
     return ", ".join(seen)
 
 
-# The long model: this many ADDs over [1, _LONG_WIDTH], four slices each (~24 emulated ms
-# on the reference driver's emu-npu, 2 us a slice; ~240 ms on the template driver's 20 us).
-_LONG_OPS, _LONG_WIDTH = 3000, 256
+# The long model: this many ADDs over [1, _LONG_WIDTH], four slices each (~48 emulated ms
+# on the reference driver's emu-npu, 2 us a slice; ~480 ms on the template driver's 20 us).
+_LONG_OPS, _LONG_WIDTH = 6000, 256
 # The generated tests' share of check timeouts (they run first in ClaimedModelsPrepare).
 _GENERATED_BUDGET = 6.0
 
