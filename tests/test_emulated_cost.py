@@ -165,3 +165,43 @@ def test_nn_run_ops_as_a_table_and_only_offline():
     assert any(line.split()[:1] == ["total"] for line in lines[head:])
     online = CliRunner().invoke(main, ["nn", "run", str(path), "--ops"], env={})
     assert online.exit_code == 2 and "--ops needs --offline" in online.output
+
+
+def test_nn_run_trace_has_a_span_per_operation_on_the_device_channel(tmp_path):
+    path = face_detector()
+    out = tmp_path / "run.json"
+    result = CliRunner().invoke(main, ["nn", "run", str(path), "--offline", "--device", "emu-npu", "--trace", str(out),
+                                       "--json"], env={})
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output[result.output.index("{"):])
+    trace = json.loads(out.read_text())
+    assert report["trace"]["events"] == len(trace["traceEvents"])
+    names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
+    assert list(names.values()) == ["emu-npu (emulated time)"]
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    partitions = [e for e in spans if e["name"].startswith("partition")]
+    operations = [e for e in spans if e["name"].startswith("#")]
+    assert len(partitions) == 1 and len(operations) == 90  # each operation's slices run back to back
+    whole = partitions[0]
+    assert whole["dur"] == pytest.approx(report["partitions"][0]["emulatedDeviceMs"] * 1e3, abs=1e-3)
+    for op in operations:
+        assert op["tid"] == whole["tid"] and whole["ts"] <= op["ts"] and op["ts"] + op["dur"] <= whole["ts"] + whole["dur"] + 1e-6
+    assert sum(op["dur"] for op in operations) == pytest.approx(whole["dur"], abs=1e-3)
+    first = min(operations, key=lambda e: e["ts"])
+    assert first["name"] == "#2 CONV_2D" and first["args"]["flops"] == 2 * 64 * 64 * 24 * 5 * 5 * 3
+    assert first["args"]["slices"] == 4 and first["args"]["class"] == "float32"
+
+
+def test_nn_run_offline_gives_each_partition_its_exact_device_time_across_devices():
+    path = modelsDir() / "palm_detection_lite.tflite"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: `make models` fetches MediaPipe's models (make test does it first)")
+    result = CliRunner().invoke(main, ["nn", "run", str(path), "--offline", "--ops", "--json"], env={})
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output[result.output.index("{"):])
+    assert report["compilation"] == "create"
+    nnapi = [p for p in report["partitions"] if p["kind"] == "nnapi"]
+    assert len(nnapi) >= 2  # TFLite's CPU kernels between them: no one-device ON_HARDWARE duration
+    for p in nnapi:
+        listed = sum(c["emulatedUs"] for c in report["operationCosts"] if c["partition"] == p["partition"])
+        assert listed > 0 and p["emulatedDeviceMs"] * 1e3 == pytest.approx(listed, abs=1e-3)

@@ -17,6 +17,8 @@ driver only; a vendor driver is seen online, through a booted emulator.
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from ._common import CliError, EXIT_USAGE, run, runtime_dir_option
@@ -223,15 +225,27 @@ async def _run_model(nn, model, names, inputs, driver=None):
         if driver is not None:
             driver.drain_slices()  # what compiling charged (nothing, today) is not this run's
         outputs = await compiled.run(inputs)
-        costs = None if driver is None else _operation_costs(model, compiled, *driver.drain_slices())
-        return [d.name for d in nn.devices], compiled.placement(), compiled.timings, outputs, costs
+        jobs = None if driver is None else _device_jobs(model, compiled, *driver.drain_slices())
+        return [d.name for d in nn.devices], compiled.placement(), compiled.timings, outputs, jobs
     finally:
         await compiled.aclose()
 
 
-def _operation_costs(model, compiled, slices, dropped):
-    """Per operation a device ran in the run just made, in run order: what the hardware
-    charged it (its slices summed) and why.
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    """One device step of the run and the slices the hardware charged it, each with the
+    TFLite operation it computes (its index)."""
+
+    partition: int
+    device: str
+    slices: list
+    sources: list[int]
+
+
+def _device_jobs(model, compiled, slices, dropped) -> list[_Job] | None:
+    """The run's device jobs, in run order, with what the hardware charged each; None
+    when the record does not match the plan's device steps (some were dropped, a step
+    fell back to the CPU).
 
     The run executes its device steps one after another, one job each, so the jobs (in
     work id order) are the device steps of the NNAPI partitions in run order; a slice's
@@ -240,27 +254,35 @@ def _operation_costs(model, compiled, slices, dropped):
     from framework.nn import CPU_DEVICE_NAME
 
     if dropped:
-        raise CliError(f"--ops: {dropped} slice records were dropped (the profile overflowed)")
+        return None
     steps = []
     plans = compiled.plans()
     for p in model.partitions:
         if p.kind == "nnapi":
             steps += [(p, s) for s in plans[p.index].steps if s.device.name != CPU_DEVICE_NAME]
-    jobs: dict[int, list] = {}
+    by_work: dict[int, list] = {}
     for r in slices:
-        jobs.setdefault(r.work_id, []).append(r)
-    if len(jobs) != len(steps):
-        raise CliError(f"--ops: the run made {len(jobs)} device jobs for {len(steps)} device steps")
+        by_work.setdefault(r.work_id, []).append(r)
+    if len(by_work) != len(steps):
+        return None
+    return [_Job(p.index, step.device.name, work,
+                 [compiled.sourceOperation(p.index, step.operations[r.operation]) for r in work])
+            for (p, step), work in zip(steps, (by_work[w] for w in sorted(by_work)))]
+
+
+def _operation_costs(model, jobs: list[_Job]) -> list[dict]:
+    """Per operation a device ran, in run order: what the hardware charged it (its slices
+    summed) and why."""
     rows = []
-    for (p, step), work in zip(steps, (jobs[w] for w in sorted(jobs))):
+    for job in jobs:
         per_op: dict[int, dict] = {}
-        for r in work:
+        for r, source in zip(job.slices, job.sources):
             row = per_op.get(r.operation)
             if row is None:
-                source = model.operations[compiled.sourceOperation(p.index, step.operations[r.operation])]
                 row = per_op[r.operation] = {
-                    "partition": p.index, "device": step.device.name, "tfliteIndex": source.index,
-                    "tflite": source.name, "nnapi": getattr(r.operation_type, "name", str(r.operation_type)),
+                    "partition": job.partition, "device": job.device, "tfliteIndex": source,
+                    "tflite": model.operations[source].name,
+                    "nnapi": getattr(r.operation_type, "name", str(r.operation_type)),
                     "class": r.compute_class, "slices": 0, "flops": 0.0, "bytes": 0.0, "computeUs": 0.0,
                     "memoryUs": 0.0, "overheadUs": 0.0, "saveUs": 0.0, "emulatedUs": 0.0,
                     "startUs": r.start_ns / 1e3}
@@ -282,6 +304,53 @@ def _operation_costs(model, compiled, slices, dropped):
     return rows
 
 
+def _trace(model, jobs: list[_Job]) -> dict:
+    """The run's emulated device time as a Chrome/Perfetto trace: a process per device, a
+    thread per channel, on it a span per partition and inside it a span per operation (its
+    consecutive slices on that channel), args saying what the hardware charged."""
+    events: list[dict] = []
+    pids: dict[str, int] = {}
+    tids: set[tuple[int, int]] = set()
+    for job in jobs:
+        pid = pids.setdefault(job.device, len(pids) + 1)
+        spans: list[dict] = []
+        for r, source in zip(job.slices, job.sources):
+            tids.add((pid, r.channel))
+            name = "context save" if r.kind == "save" else f"#{source} {model.operations[source].name}"
+            last = spans[-1] if spans else None
+            if (last is not None and last["name"] == name and last["tid"] == r.channel
+                    and last["_end"] == r.start_ns and r.kind != "save"):
+                last["_end"] = r.end_ns
+                args = last["args"]
+            else:
+                args = {"slices": 0, "flops": 0.0, "bytes": 0.0, "compute_us": 0.0, "memory_us": 0.0,
+                        "fixed_us": 0.0, "class": r.compute_class,
+                        "nnapi": getattr(r.operation_type, "name", str(r.operation_type))}
+                spans.append({"name": name, "ph": "X", "pid": pid, "tid": r.channel, "_start": r.start_ns,
+                              "_end": r.end_ns, "args": args})
+            args["slices"] += 1
+            args["flops"] += r.flops
+            args["bytes"] += r.bytes
+            args["compute_us"] += r.compute_ns / 1e3
+            args["memory_us"] += r.memory_ns / 1e3
+            args["fixed_us"] += r.overhead_ns / 1e3
+        for channel in sorted({s["tid"] for s in spans}):
+            mine = [s for s in spans if s["tid"] == channel]
+            spans.append({"name": f"partition {job.partition}", "ph": "X", "pid": pid, "tid": channel,
+                          "_start": min(s["_start"] for s in mine), "_end": max(s["_end"] for s in mine),
+                          "args": {"device": job.device, "operations": len({s["name"] for s in mine})}})
+        for s in spans:
+            s["ts"] = s.pop("_start") / 1e3
+            s["dur"] = s.pop("_end") / 1e3 - s["ts"]
+        events += spans
+    meta = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": f"{device} (emulated time)"}}
+            for device, pid in pids.items()]
+    meta += [{"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": f"channel {tid}"}}
+             for pid, tid in sorted(tids)]
+    return {"traceEvents": meta + sorted(events, key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"])),
+            "displayTimeUnit": "ns"}
+
+
 async def _run_online(runtime_dir, model, names, inputs):
     from framework.emulator import open_shell
     from framework.nn import open_nn_runtime
@@ -290,7 +359,7 @@ async def _run_online(runtime_dir, model, names, inputs):
         return await _run_model(nn, model, names, inputs)
 
 
-async def _run_offline(model, names, inputs, profile=False):
+async def _run_offline(model, names, inputs):
     import trio.testing
 
     from framework.binder import open_binder_runtime
@@ -305,13 +374,12 @@ async def _run_offline(model, names, inputs, profile=False):
 
     async with open_driver(clock="virtual") as driver, open_stack(driver, system_server=False) as stack:
         shell = await stack.nursery.start(shell_process, stack, await stack.spawn(2000))
-        if profile:
-            driver.set_profiling()
+        driver.set_profiling()  # each partition's exact device time, and --ops and --trace
         async with open_nn_runtime(shell, environ={}) as nn:
-            return await _run_model(nn, model, names, inputs, driver if profile else None)
+            return await _run_model(nn, model, names, inputs, driver)
 
 
-def _report(model, devices, names, placement, timings, outputs, costs, reference, litert_ms, offline):
+def _report(model, devices, names, placement, timings, outputs, jobs, reference, litert_ms, offline, show_ops):
     import numpy as np
 
     rows = []
@@ -319,7 +387,11 @@ def _report(model, devices, names, placement, timings, outputs, costs, reference
         p = model.partitions[t.partition]
         ops = [placement[k][2] for k in p.operations]
         counts = {d: ops.count(d) for d in dict.fromkeys(ops)}
-        emulated = t.deviceNs if t.deviceNs is not None else (t.clockNs if offline and p.kind == "nnapi" else None)
+        emulated = t.deviceNs
+        if emulated is None and jobs is not None and p.kind == "nnapi":  # offline: the hardware's record, exact
+            emulated = sum(r.end_ns - r.start_ns for job in jobs if job.partition == p.index for r in job.slices)
+        elif emulated is None and offline and p.kind == "nnapi":
+            emulated = t.clockNs
         rows.append({
             "partition": p.index,
             "kind": p.kind,
@@ -339,8 +411,8 @@ def _report(model, devices, names, placement, timings, outputs, costs, reference
         "realMs": sum(r["realMs"] for r in rows),
         "outputs": [{"shape": list(np.shape(o))} for o in outputs],
     }
-    if costs is not None:
-        result["operationCosts"] = costs
+    if show_ops:
+        result["operationCosts"] = _operation_costs(model, jobs)  # offline: jobs is not None
     if reference is not None:
         result["litertMs"] = litert_ms
         for entry, got, want in zip(result["outputs"], outputs, reference):
@@ -367,6 +439,9 @@ def _text(result) -> str:
         lines += [""] + _cost_lines(result["operationCosts"])
     folded = sum(op["where"] == "folded" for op in result["operations"])
     lines.append(f"({folded} operations folded at load: DEQUANTIZE/DENSIFY of constants)")
+    if "trace" in result:
+        lines.append(f"wrote {result['trace']['path']}: {result['trace']['events']} events "
+                     "(open it in ui.perfetto.dev)")
     if "litertMs" in result:
         lines += ["", f"against LiteRT (1 thread, {result['litertMs']:.2f} ms; real-time ratio "
                       f"{result['realMs'] / result['litertMs']:.1f}x):"]
@@ -411,8 +486,11 @@ def _cost_lines(costs) -> list[str]:
 @click.option("--ops", "show_ops", is_flag=True,
               help="Per operation a device ran: its FLOPs, bytes, compute class and emulated time, and what bound "
                    "it (needs --offline: the hardware's own record of the run).")
+@click.option("--trace", "trace_path", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Write the run's emulated device time as a Chrome/Perfetto trace: a track per device channel, "
+                   "a span per partition and per operation (needs --offline).")
 @runtime_dir_option
-def run_model(model_path, devices, input_paths, compare, as_json, offline, show_ops, runtime_dir) -> None:
+def run_model(model_path, devices, input_paths, compare, as_json, offline, show_ops, trace_path, runtime_dir) -> None:
     """Run a .tflite model through NNAPI: the plan, the time per partition, the error against LiteRT.
 
     MODEL is a .tflite file, or the name of a model `make models` fetched
@@ -432,8 +510,9 @@ def run_model(model_path, devices, input_paths, compare, as_json, offline, show_
 
     if len(set(devices)) != len(devices):
         raise CliError(f"--device names a device twice: {', '.join(devices)}", EXIT_USAGE)
-    if show_ops and not offline:
-        raise CliError("--ops needs --offline (the driver in this process records what it charged)", EXIT_USAGE)
+    for flag, given in (("--ops", show_ops), ("--trace", trace_path)):
+        if given and not offline:
+            raise CliError(f"{flag} needs --offline (the driver in this process records what it charged)", EXIT_USAGE)
     try:
         model_path = findModel(model_path)
     except NeuralNetworksError as e:
@@ -442,12 +521,22 @@ def run_model(model_path, devices, input_paths, compare, as_json, offline, show_
         model = loadTfLite(model_path)
         inputs = _inputs(model, input_paths)
         if offline:
-            found = run(_run_offline, model, list(devices), inputs, show_ops,
-                        clock=trio.testing.MockClock(autojump_threshold=0))
+            found = run(_run_offline, model, list(devices), inputs, clock=trio.testing.MockClock(autojump_threshold=0))
         else:
             found = run(_run_online, runtime_dir, model, list(devices), inputs)
     except NeuralNetworksError as e:
         raise CliError(str(e)) from None
+    if (show_ops or trace_path) and found[4] is None:
+        raise CliError("the hardware's record of the run does not match its device steps (a step fell back to "
+                       "the CPU, or the record overflowed): no --ops or --trace")
     reference, litert_ms = _litert(model_path, inputs) if compare == "litert" else (None, None)
-    result = _report(model, found[0], list(devices), *found[1:], reference, litert_ms, offline)
+    result = _report(model, found[0], list(devices), *found[1:], reference, litert_ms, offline, show_ops)
+    if trace_path:
+        trace = _trace(model, found[4])
+        try:
+            with open(trace_path, "w") as f:
+                json.dump(trace, f)
+        except OSError as e:
+            raise CliError(f"--trace {trace_path}: {e.strerror}") from None
+        result["trace"] = {"path": str(trace_path), "events": len(trace["traceEvents"])}
     click.echo(json.dumps(result, indent=2) if as_json else _text(result))
