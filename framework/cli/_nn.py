@@ -270,6 +270,18 @@ def _device_jobs(model, compiled, slices, dropped) -> list[_Job] | None:
             for (p, step), work in zip(steps, (by_work[w] for w in sorted(by_work)))]
 
 
+# Where a listing row and a trace span keep a slice's count, FLOPs, bytes and compute,
+# memory and fixed microseconds.
+_ROW_KEYS = ("slices", "flops", "bytes", "computeUs", "memoryUs", "overheadUs")
+_TRACE_KEYS = ("slices", "flops", "bytes", "compute_us", "memory_us", "fixed_us")
+
+
+def _add_slice(into: dict, r, keys: tuple[str, ...]) -> None:
+    """Adds what the hardware charged slice r to a row's or a span's totals."""
+    for key, value in zip(keys, (1, r.flops, r.bytes, r.compute_ns / 1e3, r.memory_ns / 1e3, r.overhead_ns / 1e3)):
+        into[key] += value
+
+
 def _operation_costs(model, jobs: list[_Job]) -> list[dict]:
     """Per operation a device ran, in run order: what the hardware charged it (its slices
     summed) and why."""
@@ -291,12 +303,7 @@ def _operation_costs(model, jobs: list[_Job]) -> list[dict]:
             if r.kind == "save":
                 row["saveUs"] += us
                 continue
-            row["slices"] += 1
-            row["flops"] += r.flops
-            row["bytes"] += r.bytes
-            row["computeUs"] += r.compute_ns / 1e3
-            row["memoryUs"] += r.memory_ns / 1e3
-            row["overheadUs"] += r.overhead_ns / 1e3
+            _add_slice(row, r, _ROW_KEYS)
         for row in per_op.values():
             row["bound"] = ("overhead" if row["overheadUs"] >= max(row["computeUs"], row["memoryUs"])
                             else "compute" if row["computeUs"] >= row["memoryUs"] else "memory")
@@ -328,12 +335,7 @@ def _trace(model, jobs: list[_Job]) -> dict:
                         "nnapi": getattr(r.operation_type, "name", str(r.operation_type))}
                 spans.append({"name": name, "ph": "X", "pid": pid, "tid": r.channel, "_start": r.start_ns,
                               "_end": r.end_ns, "args": args})
-            args["slices"] += 1
-            args["flops"] += r.flops
-            args["bytes"] += r.bytes
-            args["compute_us"] += r.compute_ns / 1e3
-            args["memory_us"] += r.memory_ns / 1e3
-            args["fixed_us"] += r.overhead_ns / 1e3
+            _add_slice(args, r, _TRACE_KEYS)
         for channel in sorted({s["tid"] for s in spans}):
             mine = [s for s in spans if s["tid"] == channel]
             spans.append({"name": f"partition {job.partition}", "ph": "X", "pid": pid, "tid": channel,
