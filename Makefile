@@ -83,7 +83,7 @@ clean:
 # The C tests, the sanitizer runs and driver builds compile straight from csrc/
 # with the system compiler; none of them touches .venv.
 NPU_CC       ?= cc
-NPU_CFLAGS   := -std=c11 -Wall -Wextra -Werror -g -Icsrc/include
+NPU_CFLAGS   := -std=c11 -ffp-contract=off -Wall -Wextra -Werror -g -Icsrc/include
 NPU_LIBS     := -lm -lpthread -ldl
 NPU_LIB_SRC   = $(wildcard csrc/hw/*.c csrc/kernels/*.c csrc/drivers/reference/*.c)
 NPU_TEST_SRC  = $(wildcard csrc/tests/*.c)

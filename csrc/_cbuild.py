@@ -16,8 +16,9 @@ import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 INCLUDE = HERE / "include"
-# -ffp-contract=off: no multiply-add fused by the compiler (where a target has FMA,
-# AVX-512F included), so a kernel's results do not depend on the instruction set
+# -ffp-contract=off: no multiply-add fused by the compiler (a kernel fuses its own,
+# explicitly: csrc/kernels/ops_internal.h's OPS_FMA), so results do not depend on the
+# instruction set
 CFLAGS = ["-std=gnu11", "-O2", "-ffp-contract=off", "-Wall", "-Wextra"]
 
 

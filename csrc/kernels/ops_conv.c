@@ -296,18 +296,19 @@ int npu_op_grouped_conv_2d(const struct npu_tensor *input, const struct npu_tens
 
 /* -- DEPTHWISE_CONV_2D --------------------------------------------------------- */
 
-/* The taps of output (n, oy, ox) that fall inside the image: each one's input
- * pixel (an index of the NHWC image's pixels) and filter tap (fy * fw + fx). */
+/* The taps of output (n, oy, ox) that fall inside the image, in XNNPACK's
+ * order (column by column: fx, then fy): each one's input pixel (an index of
+ * the NHWC image's pixels) and filter tap (fy * fw + fx). */
 static size_t valid_taps(const struct ops_geometry *g, size_t n, size_t oy, size_t ox, size_t *pixel, size_t *tap)
 {
     size_t count = 0;
-    for (size_t fy = 0; fy < g->fh; fy++) {
-        long iy = (long)oy * g->sh + (long)fy * g->dh - g->top;
-        if (iy < 0 || iy >= (long)g->h)
+    for (size_t fx = 0; fx < g->fw; fx++) {
+        long ix = (long)ox * g->sw + (long)fx * g->dw - g->left;
+        if (ix < 0 || ix >= (long)g->w)
             continue;
-        for (size_t fx = 0; fx < g->fw; fx++) {
-            long ix = (long)ox * g->sw + (long)fx * g->dw - g->left;
-            if (ix < 0 || ix >= (long)g->w)
+        for (size_t fy = 0; fy < g->fh; fy++) {
+            long iy = (long)oy * g->sh + (long)fy * g->dh - g->top;
+            if (iy < 0 || iy >= (long)g->h)
                 continue;
             pixel[count] = (n * g->h + (size_t)iy) * g->w + (size_t)ix;
             tap[count++] = fy * g->fw + fx;
@@ -318,7 +319,8 @@ static size_t valid_taps(const struct ops_geometry *g, size_t n, size_t oy, size
 
 /* One output pixel of a float depthwise convolution with multiplier 1: out[k] =
  * bias[k] + the sum over its taps t (in order) of x[xoff[t] + k] * f[foff[t] +
- * k], clamped to [lo, hi] as ops_clamp_f32 does; the channels four vectors V
+ * k], each product fused into the sum (XNNPACK's arithmetic), clamped to [lo,
+ * hi] as ops_clamp_f32 does; the channels four vectors V
  * at a time (held in registers across the taps), then one, then eight, then
  * one by one. */
 #define DEPTHWISE_PIXEL_F32(NAME, ATTR, V, M)                                                      \
@@ -338,7 +340,7 @@ static size_t valid_taps(const struct ops_geometry *g, size_t n, size_t oy, size
                     V xv, fv;                                                                      \
                     LOAD(xv, xt + q * L);                                                          \
                     LOAD(fv, ft + q * L);                                                          \
-                    a[q] += xv * fv;                                                               \
+                    a[q] = OPS_FMA(xv, fv, a[q]);                                                  \
                 }                                                                                  \
             }                                                                                      \
             _Pragma("GCC unroll 4") for (size_t q = 0; q < Q; q++) {                               \
@@ -353,7 +355,7 @@ static size_t valid_taps(const struct ops_geometry *g, size_t n, size_t oy, size
                 V xv, fv;                                                                          \
                 LOAD(xv, x + xoff[t] + k);                                                         \
                 LOAD(fv, f + foff[t] + k);                                                         \
-                a += xv * fv;                                                                      \
+                a = OPS_FMA(xv, fv, a);                                                            \
             }                                                                                      \
             a = OPS_SELECT(V, M, a < lov, lov, OPS_SELECT(V, M, a > hiv, hiv, a));                 \
             STORE(out + k, a);                                                                     \
@@ -365,7 +367,7 @@ static size_t valid_taps(const struct ops_geometry *g, size_t n, size_t oy, size
                 v8f xv, fv;                                                                        \
                 LOAD(xv, x + xoff[t] + k);                                                         \
                 LOAD(fv, f + foff[t] + k);                                                         \
-                a += xv * fv;                                                                      \
+                a = OPS_FMA(xv, fv, a);                                                            \
             }                                                                                      \
             STORE(out + k, a);                                                                     \
             ops_clamp_f32(out + k, out + k, 8, lo, hi);                                            \
@@ -373,7 +375,7 @@ static size_t valid_taps(const struct ops_geometry *g, size_t n, size_t oy, size
         for (; k < oc; k++) {                                                                      \
             float a = bias[k];                                                                     \
             for (size_t t = 0; t < taps; t++)                                                      \
-                a += x[xoff[t] + k] * f[foff[t] + k];                                              \
+                a = __builtin_fmaf(x[xoff[t] + k], f[foff[t] + k], a);                             \
             out[k] = a < lo ? lo : (a > hi ? hi : a);                                              \
         }                                                                                          \
     }
@@ -465,8 +467,9 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
         struct npu_tensor fv, bv;
         float *f_owned = NULL, *b_owned = NULL;
         size_t all = g.fh * g.fw;
-        /* the taps' offsets: all of them from an interior pixel's first (in the
-         * input, in the filter), and a border pixel's own */
+        /* the taps' offsets, in valid_taps' order (XNNPACK's: column by column):
+         * all of them from an interior pixel's first (in the input, in the
+         * filter), and a border pixel's own */
         size_t *off = malloc(4 * all * sizeof *off), *ftap = off + all, *xoff = off + 2 * all, *foff = off + 3 * all;
         float *out_rows = ops_rows_in_place(output, w->nchw, begin, end, input);
         if (out_rows == NULL)
@@ -478,10 +481,10 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
             const float *xs = x, *fs = fv.data, *bs = bv.data;
             float lo, hi;
             ops_float_bounds(w->fuse, &lo, &hi);
-            for (size_t fy = 0, t = 0; fy < g.fh; fy++)
-                for (size_t fx = 0; fx < g.fw; fx++, t++) {
+            for (size_t fx = 0, t = 0; fx < g.fw; fx++)
+                for (size_t fy = 0; fy < g.fh; fy++, t++) {
                     off[t] = (fy * (size_t)g.dh * g.w + fx * (size_t)g.dw) * g.c;
-                    ftap[t] = t * oc;
+                    ftap[t] = (fy * g.fw + fx) * oc;
                 }
             for (size_t r = begin, i = 0; r < end; r++)
                 for (size_t ox = 0; ox < g.ow; ox++, i++) {
@@ -507,7 +510,7 @@ int npu_op_depthwise_conv_2d(const struct npu_tensor *input, const struct npu_te
                         const float *s = xs + pixel[t] * g.c;
                         const float *f = fs + tap[t] * oc;
                         for (size_t k = 0; k < oc; k++)
-                            a[k] += s[k / mult] * f[k];
+                            a[k] = __builtin_fmaf(s[k / mult], f[k], a[k]);
                     }
                     ops_clamp_f32(a, a, oc, lo, hi);
                 }

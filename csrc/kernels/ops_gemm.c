@@ -6,10 +6,11 @@
  * from cache while it holds an MR x NR block of C in registers.  A is never
  * materialised: a callback packs MR rows of it, KC at a time (for a
  * convolution that is im2col on the fly), into a buffer that stays in L1.
- * The sum over k keeps one order for every n and every machine (the vector
- * lanes run over n), so results do not depend on the instruction set; the
- * micro-kernels are built twice, for AVX2 and for the baseline, and the
- * loader picks one (GCC's target_clones).
+ * The float sum is XNNPACK's: the bias, then one product at a time in k's
+ * order, each fused into the sum (OPS_FMA: rounded once).  It keeps that order
+ * for every n and every machine (the vector lanes run over n), so results do
+ * not depend on the instruction set; the micro-kernels are built for AVX-512
+ * (chosen at run time), x86-64-v3 and the baseline (OPS_CLONES).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -63,8 +64,9 @@ typedef int32_t v8i __attribute__((vector_size(32)));
                 LOAD(w[q], b + q * L);                                                             \
             _Pragma("GCC unroll 16") for (size_t r = 0; r < MR; r++) {                             \
                 float x = a[r * lda + k];                                                          \
+                V xv = x - (V){0};  /* x in every lane (-0 kept) */                                \
                 _Pragma("GCC unroll 4") for (size_t q = 0; q < P; q++)                             \
-                    acc[r][q] += x * w[q];                                                         \
+                    acc[r][q] = OPS_FMA(xv, w[q], acc[r][q]);                                      \
             }                                                                                      \
         }                                                                                          \
         V lov = lo - (V){0}, hiv = hi - (V){0};                                                    \

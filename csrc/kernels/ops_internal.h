@@ -15,23 +15,38 @@
 /* A tensor larger than this (elements) is refused, as plan.c refuses one. */
 #define OPS_MAX_ELEMENTS ((size_t)1 << 28)
 
-/* Kernels built twice, for AVX2 and for the baseline, the loader picking one
- * (GCC's target_clones); no FMA, so a product is rounded before its sum on
- * every machine and results do not depend on the instruction set. */
+/* Kernels built twice, for x86-64-v3 (AVX2 and FMA) and for the baseline, the
+ * loader picking one (GCC's target_clones).  Results do not depend on the
+ * instruction set: every build sets -ffp-contract=off, so the compiler fuses no
+ * a * b + c, and a fused multiply-add is written out (OPS_FMA), as XNNPACK's
+ * float convolutions use one.  IEEE 754 rounds it once, correctly, so the
+ * x86-64-v3 clone's FMA instruction and the baseline's C99 fmaf (in software
+ * where the CPU has no FMA: slower, the same bits) agree on every machine.
+ * NPU_NO_CLONES builds the baseline alone. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(NPU_NO_CLONES)
-#define OPS_CLONES __attribute__((target_clones("avx2", "default")))
+#define OPS_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 /* A kernel of 16-lane vectors (one AVX-512 register) built for AVX-512 alone,
- * called where ops_wide() says the machine has it; FMA stays off there too
- * (the build's -ffp-contract=off: AVX-512F has fused multiply-adds of its own). */
+ * called where ops_wide() says the machine has it; its OPS_FMA is AVX-512F's
+ * fused multiply-add (FMA's for its 8-lane vectors), the same bits again. */
 #define OPS_HAVE_WIDE 1
-#define OPS_TARGET_WIDE __attribute__((target("avx512f")))
+#define OPS_TARGET_WIDE __attribute__((target("avx512f,fma")))
 static inline bool ops_wide(void)
 {
-    return __builtin_cpu_supports("avx512f");
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
 }
 #else
 #define OPS_CLONES
 #endif
+/* x * y + a rounded once, lane by lane, for vectors of any one GCC float vector
+ * type: one vfmadd in the x86-64-v3 clone (GCC vectorizes the lanes' fmaf),
+ * fmaf per lane in the baseline.  (A float alone: C99's fmaf.) */
+#define OPS_FMA(x, y, a)                                                                           \
+    ({                                                                                             \
+        __typeof__(a) ops_a_ = (a), ops_x_ = (x), ops_y_ = (y);                                    \
+        _Pragma("GCC unroll 16") for (size_t ops_l_ = 0; ops_l_ < sizeof ops_a_ / sizeof ops_a_[0]; ops_l_++) \
+            ops_a_[ops_l_] = __builtin_fmaf(ops_x_[ops_l_], ops_y_[ops_l_], ops_a_[ops_l_]);       \
+        ops_a_;                                                                                    \
+    })
 /* GCC's vector extensions: eight float lanes, one AVX register (two SSE ones);
  * LOAD and STORE move one unaligned. */
 typedef float v8f __attribute__((vector_size(32)));

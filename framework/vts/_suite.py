@@ -276,7 +276,7 @@ async def _compile(src: Path, out: Path, build_id: str) -> None:
     # The same command as `make driver`, so a driver that builds there builds here.
     cc = os.environ.get("NPU_CC") or os.environ.get("CC") or "cc"
     argv = [
-        cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", f"-I{_csrc_include()}", "-O2", "-fPIC",
+        cc, "-std=c11", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror", "-g", f"-I{_csrc_include()}", "-O2", "-fPIC",
         "-shared", f'-DNPU_BUILD_ID="{build_id}"', str(src), "-o", str(out), "-lm",
     ]
     with trio.move_on_after(_COMPILE_TIMEOUT_S) as scope:
