@@ -190,12 +190,13 @@ def test_every_operation_alone_gives_litert_s_result_within_float32_rounding(nam
     assert {n: e for n, e in worst.items() if e > ONE_OPERATION} == {}
 
 
-def test_convolutions_sum_in_xnnpack_s_order_and_xnnpack_differs_by_fma_alone():
-    """What is left between npuemu's convolutions and XNNPACK's, bit for bit: npuemu sums the bias,
-    then each tap (row by row) and each input channel's product in turn, each product rounded
-    before the sum; XNNPACK the same with a fused multiply-add (and a depthwise convolution's taps
-    column by column). Pose landmark's first convolution (3x3, stride 2, over the padded picture),
-    a 3x3 depthwise one and a 1x1 one whose products cancel (the largest error of one operation)."""
+def test_convolutions_sum_as_xnnpack_does_bit_for_bit():
+    """npuemu's float convolutions are XNNPACK's arithmetic: the bias, then each tap (a depthwise
+    convolution's column by column, a convolution's row by row) and each input channel's product
+    in turn, fused into the sum (rounded once), on any CPU (fmaf where it has no FMA); XNNPACK's
+    own kernels the same where the CPU has FMA. Pose landmark's first convolution (3x3, stride 2,
+    over the padded picture), a 3x3 depthwise one and a 1x1 one whose products cancel (the largest
+    error of one operation without FMA)."""
     path = model_path("pose_landmark_full")
     model = loadTfLite(path)
     inputs = picture_inputs(model)
@@ -208,10 +209,10 @@ def test_convolutions_sum_in_xnnpack_s_order_and_xnnpack_differs_by_fma_alone():
         x, (out,) = xnnpack[op.inputs[0]], op.outputs
         assert op.name == ("DEPTHWISE_CONV_2D" if index == 6 else "CONV_2D")
         ours = model.runOperation(index, xnnpack)[out]
-        np.testing.assert_array_equal(ours, convolution(model, index, x, fma=False, columns_first=False))
-        assert not np.array_equal(ours, xnnpack[out])
+        np.testing.assert_array_equal(ours, convolution(model, index, x, fma=True))
+        assert not np.array_equal(ours, convolution(model, index, x, fma=False))
         if has_fma:  # XNNPACK's kernels for a CPU with FMA
-            np.testing.assert_array_equal(xnnpack[out], convolution(model, index, x, fma=True))
+            np.testing.assert_array_equal(ours, xnnpack[out])
 
 
 async def test_operations_one_by_one_give_the_compiled_model_s_outputs(nn):
