@@ -1,9 +1,10 @@
 /*
  * The float convolutions of csrc/kernels on fixed pseudo-random data, their
  * outputs written to stdout as raw float32 (each operation's after a line
- * "name count\n"), and on stderr whether this CPU runs the x86-64-v3 clones.
- * tests/test_kernels_fma.py builds it twice, with the clones and with the
- * baseline alone (-DNPU_NO_CLONES), and compares the two outputs byte for byte.
+ * "name count\n"), and on stderr whether this CPU runs the x86-64-v3 clones and
+ * the AVX-512 GEMM.  tests/test_kernels_fma.py builds it twice, with the clones
+ * and with the baseline alone (-DNPU_NO_CLONES), and compares the two outputs
+ * byte for byte.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -75,6 +76,7 @@ int main(void)
     struct npu_tensor ft = T(21, 3, 3, 38), yt = T(1, 18, 22, 21);
     emit("transpose_conv_2d", npu_op_transpose_conv_2d(&in, &ft, &b, &up, &yt, 0, 18), &yt);
     __builtin_cpu_init();
-    fprintf(stderr, "x86-64-v3: %s\n", __builtin_cpu_supports("x86-64-v3") ? "yes" : "no");
+    fprintf(stderr, "x86-64-v3: %s, avx512f: %s\n", __builtin_cpu_supports("x86-64-v3") ? "yes" : "no",
+            __builtin_cpu_supports("avx512f") ? "yes" : "no");
     return 0;
 }
