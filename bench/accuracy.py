@@ -23,9 +23,10 @@ with ``experimental_preserve_all_tensors``). Where ``1op`` is small and ``us`` l
 difference is carried and grown from earlier operations, not made there.
 
 The third runs one model op by op with its convolutions computed in numpy in a given order,
-with or without FMA (``convolution``): npuemu's order (its kernels' results, bit for bit),
-XNNPACK's (bias first; a depthwise convolution's taps column by column), and XNNPACK's
-with FMA, which is XNNPACK's arithmetic: what is left is the other operations' rounding.
+with or without FMA (``convolution``): npuemu's order before it fused (depthwise taps row by
+row, no FMA), XNNPACK's order (bias first; a depthwise convolution's taps column by column)
+without FMA, and with it, which is XNNPACK's arithmetic and npuemu's kernels' (bit for bit):
+what is left is the other operations' rounding.
 
 It measures only: no assertion.
 """
@@ -212,7 +213,8 @@ def convolution(model: TfLiteModel, index: int, x: np.ndarray, fma: bool, column
     as XNNPACK's micro-kernels sum: the bias first, then tap by tap (a depthwise one's taps column
     by column if ``columns_first``, else row by row; a convolution's row by row, each tap's input
     channels in order), one product at a time: rounded once (``fma``, a fused multiply-add: the
-    float32 product is exact in float64) or twice (the product, then the sum, as npuemu's kernels)."""
+    float32 product is exact in float64; XNNPACK's and npuemu's kernels) or twice (the product, then
+    the sum)."""
     op = model.operations[index]
     o = op.options
     w = model.tensors[op.inputs[1]].value.astype(np.float64)
@@ -240,14 +242,14 @@ def convolution(model: TfLiteModel, index: int, x: np.ndarray, fma: bool, column
 
 def emulated(name: str, seed: int) -> str:
     """The model op by op on npuemu's kernels, its convolutions replaced by :func:`convolution`:
-    row by row without FMA (npuemu's order: its kernels' results, bit for bit), XNNPACK's order
-    without FMA, and with it; each output's error against XNNPACK."""
+    row by row without FMA (npuemu's kernels before they fused), XNNPACK's order without FMA, and
+    with it (npuemu's kernels now, bit for bit); each output's error against XNNPACK."""
     path = modelsDir() / f"{name}.tflite"
     model = loadTfLite(path)
     inputs = [syntheticImage(model.tensors[t].shape, seed=seed) for t in model.inputs]
     want = litert(path.read_bytes(), inputs)
     lines = [f"{name} (seed {seed}): per output, max |error| / its range against XNNPACK"]
-    for label, fma, columns_first in (("npuemu's order, no FMA", False, False),
+    for label, fma, columns_first in (("row by row, no FMA", False, False),
                                       ("XNNPACK's order, no FMA", False, True), ("XNNPACK's order and FMA", True, True)):
         values = dict(zip(model.inputs, inputs))
         for op in model.operations:
