@@ -2,7 +2,7 @@
  * The float convolutions of csrc/kernels on fixed pseudo-random data, their
  * outputs written to stdout as raw float32 (each operation's after a line
  * "name count\n"), and on stderr whether this CPU runs the x86-64-v3 clones and
- * the AVX-512 GEMM.  tests/test_kernels_fma.py builds it twice, with the clones
+ * the AVX-512 kernels.  tests/test_kernels_fma.py builds it twice, with the clones
  * and with the baseline alone (-DNPU_NO_CLONES), and compares the two outputs
  * byte for byte.
  */
@@ -71,6 +71,10 @@ int main(void)
     emit("grouped_conv_2d", npu_op_grouped_conv_2d(&in, &fg, &bg, &same, 2, &outg, 0, 9), &outg);
     struct npu_tensor fd = T(1, 3, 3, 38), bd = T(38), fd2 = T(1, 3, 3, 76), bd2 = T(76), out2 = T(1, 5, 6, 76);
     emit("depthwise_conv_2d", npu_op_depthwise_conv_2d(&in, &fd, &bd, &strided, 1, &out4, 0, 5), &out4);
+    /* 91 channels: 64 + 16 + 8 + 3 (the AVX-512 kernel's four vectors, one, eight lanes, one
+     * by one; the others' 32 + 8 ...), interior and border pixels */
+    struct npu_tensor ind = T(1, 7, 9, 91), fd3 = T(1, 3, 3, 91), bd3 = T(91), outd = T(1, 7, 9, 91);
+    emit("depthwise_conv_2d_91", npu_op_depthwise_conv_2d(&ind, &fd3, &bd3, &same, 1, &outd, 0, 7), &outd);
     emit("depthwise_conv_2d_x2", npu_op_depthwise_conv_2d(&in, &fd2, &bd2, &strided, 2, &out2, 0, 5), &out2);
     struct npu_window up = {1, 0, 1, 0, 2, 2, 1, 1, 3, 3, 0, false};
     struct npu_tensor ft = T(21, 3, 3, 38), yt = T(1, 18, 22, 21);

@@ -1,12 +1,12 @@
 """The float convolutions give the same bits on every x86-64 machine, FMA or not.
 
-Their sums fuse each product (csrc/kernels' OPS_FMA): the x86-64-v3 clone and the AVX-512
-GEMM with the FMA instruction, the baseline with C99's fmaf, all rounded once as IEEE 754
-requires. tests/kernels_fma_check.c runs CONV_2D (3x3 and 1x1), GROUPED_CONV_2D,
-DEPTHWISE_CONV_2D (multiplier 1 and 2), FULLY_CONNECTED and TRANSPOSE_CONV_2D on fixed
-pseudo-random data; built with the clones (the loader picks x86-64-v3, and AVX-512 for the
-GEMM, where the CPU has them) and with the baseline alone (``-DNPU_NO_CLONES``), the two
-print the same bytes.
+Their sums fuse each product (csrc/kernels' OPS_FMA): the x86-64-v3 clones and the AVX-512
+kernels (the GEMM's, the depthwise convolution's) with the FMA instruction, the baseline with
+C99's fmaf, all rounded once as IEEE 754 requires. tests/kernels_fma_check.c runs CONV_2D
+(3x3 and 1x1), GROUPED_CONV_2D, DEPTHWISE_CONV_2D (multiplier 1 on 38 and 91 channels, and
+2), FULLY_CONNECTED and TRANSPOSE_CONV_2D on fixed pseudo-random data; built with the clones
+(the loader picks x86-64-v3, and AVX-512 where the CPU has them) and with the baseline alone
+(``-DNPU_NO_CLONES``), the two print the same bytes.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_the_baseline_and_the_fma_clone_give_the_same_bits(tmp_path):
     clones, cpu = build_and_run(tmp_path, "clones")
     baseline, _ = build_and_run(tmp_path, "baseline", "-DNPU_NO_CLONES")
     assert list(clones) == ["fully_connected", "conv_2d", "conv_2d_1x1", "grouped_conv_2d", "depthwise_conv_2d",
-                            "depthwise_conv_2d_x2", "transpose_conv_2d"]
+                            "depthwise_conv_2d_91", "depthwise_conv_2d_x2", "transpose_conv_2d"]
     for op, values in clones.items():
         assert np.isfinite(values).all() and np.count_nonzero(values) > values.size // 2, op
         assert values.tobytes() == baseline[op].tobytes(), f"{op}: the clones ({cpu.strip()}) and the baseline differ"
