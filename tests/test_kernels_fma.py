@@ -61,21 +61,21 @@ def test_the_baseline_and_the_fma_clone_give_the_same_bits(tmp_path):
     assert list(clones) == ["fully_connected", "conv_2d", "conv_2d_1x1", "grouped_conv_2d", "depthwise_conv_2d",
                             "depthwise_conv_2d_91", "depthwise_conv_2d_x2", "transpose_conv_2d"]
     for op, values in clones.items():
-        assert np.isfinite(values).all() and np.count_nonzero(values) > values.size // 2, op
+        assert np.isfinite(values).all() and np.count_nonzero(values) > values.size // 4, op  # RELU zeroes about half
         assert values.tobytes() == baseline[op].tobytes(), f"{op}: the clones ({cpu.strip()}) and the baseline differ"
     # both fuse: FULLY_CONNECTED (its inputs drawn first) is the bias, then each product
     # added exactly (float64) and rounded once, in order; rounding each product differs
     values, state = draws(7 * 37)
     x = values.reshape(7, 37)
-    values, state = draws(23 * 37, state)
-    w = values.reshape(23, 37)
-    bias, _ = draws(23, state)
-    fused = np.broadcast_to(bias, (7, 23)).copy()
+    values, state = draws(39 * 37, state)
+    w = values.reshape(39, 37)
+    bias, _ = draws(39, state)
+    fused = np.broadcast_to(bias, (7, 39)).copy()
     unfused = fused.copy()
     for k in range(37):
         fused = (fused + x[:, k:k + 1].astype(np.float64) * w[:, k]).astype(np.float32)
         unfused = unfused + (x[:, k:k + 1] * w[:, k])
-    np.testing.assert_array_equal(clones["fully_connected"].reshape(7, 23), fused)
+    np.testing.assert_array_equal(clones["fully_connected"].reshape(7, 39), fused)
     assert not np.array_equal(fused, unfused)
     if "x86-64-v3: yes" not in cpu and "avx512f: yes" not in cpu:
         pytest.skip("this CPU runs the baseline: the two builds ran the same code")

@@ -101,9 +101,9 @@ static void kernel_f32_pair(size_t kc, const float *restrict a, size_t lda, cons
         LOAD(w0, b);
         LOAD(w1, b + bstride);
         _Pragma("GCC unroll 16") for (size_t r = 0; r < MR; r++) {
-            float x = a[r * lda + k];
-            acc[r][0] += x * w0;
-            acc[r][1] += x * w1;
+            v16f x = a[r * lda + k] - (v16f){0};  /* in every lane (-0 kept) */
+            acc[r][0] = OPS_FMA(x, w0, acc[r][0]);
+            acc[r][1] = OPS_FMA(x, w1, acc[r][1]);
         }
     }
     v16f lov = lo - (v16f){0}, hiv = hi - (v16f){0};
