@@ -10,10 +10,8 @@ LiteRT single-threaded (the best of ``--runs``), then the model through NNAPI
 device alone when it claims every operation, else the device and ``nnapi-reference``,
 marked ``+cpu``). For each it prints the real time of a run (the best of ``--runs``, all
 partitions, CPU kernels in the app included), its ratio to LiteRT's, and the emulated
-time the devices computed over the NNAPI partitions: the device's exact ``ON_HARDWARE``
-duration when it runs alone; with ``+cpu``, the virtual clock's advance (the HAL's clock
-follower steps it by 1 ms, so that is good to a millisecond per device step);
-``nnapi-reference`` has none.
+time the devices computed over the NNAPI partitions (the slices the hardware charged the
+run, from its own record: exact, ``+cpu`` too); ``nnapi-reference`` has none.
 
 It measures only: no assertion. Under load (a shared machine) the real times are high.
 numpy's OpenBLAS runs one thread (OPENBLAS_NUM_THREADS=1, set before numpy is imported):
@@ -46,7 +44,7 @@ from framework.binder import open_binder_runtime  # noqa: E402
 from framework.emulator import open_stack  # noqa: E402
 from framework.nn import CPU_DEVICE_NAME, NeuralNetworks, NeuralNetworksError, open_nn_runtime  # noqa: E402
 from framework.nn.tflite import loadTfLite, modelsDir, syntheticImage  # noqa: E402
-from npuhal import open_driver  # noqa: E402
+from npuhal import Driver, open_driver  # noqa: E402
 
 MODELS = [
     "face_detection_short_range", "face_detection_full_range_sparse", "face_landmark", "iris_landmark",
@@ -69,25 +67,29 @@ def litert_ms(path: Path, inputs, runs: int) -> float:
     return best * 1e3
 
 
-async def npuemu_ms(nn, model, devices, inputs, runs: int) -> tuple[float, float]:
-    """(best real ms of a run, emulated ms of the NNAPI partitions in that run)."""
+async def npuemu_ms(nn, driver, model, devices, inputs, runs: int) -> tuple[float, float]:
+    """(best real ms of a run, emulated ms the devices computed in that run: the slices the
+    hardware charged it, from its own record)."""
     compiled = await model.compile(nn, devices)
     try:
         best = (float("inf"), 0.0)
         for _ in range(runs + 1):
+            driver.drain_slices()
             await compiled.run(inputs)
             real = sum(t.wallNs for t in compiled.timings) / 1e6
-            emulated = sum(t.clockNs if t.deviceNs is None else t.deviceNs
-                           for t in compiled.timings if t.kind == "nnapi") / 1e6
-            best = min(best, (real, emulated))
+            slices, dropped = driver.drain_slices()
+            if dropped:
+                raise RuntimeError(f"{model.name}: {dropped} slice records dropped")
+            best = min(best, (real, sum(r.end_ns - r.start_ns for r in slices) / 1e6))
         return best
     finally:
         await compiled.aclose()
 
 
 @contextlib.asynccontextmanager
-async def open_app_nn() -> AsyncIterator[NeuralNetworks]:
-    """An app's NNAPI runtime over the HAL and the reference driver in this process (virtual clock)."""
+async def open_app_stack() -> AsyncIterator[tuple[NeuralNetworks, Driver]]:
+    """An app's NNAPI runtime over the HAL and the reference driver in this process (virtual
+    clock), and that driver (recording the slices it charges: ``Driver.drain_slices``)."""
     async with open_driver(clock="virtual") as driver, open_stack(driver, system_server=False) as stack:
 
         async def app_process(task_status):
@@ -96,13 +98,21 @@ async def open_app_nn() -> AsyncIterator[NeuralNetworks]:
                 await trio.sleep_forever()
 
         app = await stack.nursery.start(app_process)
+        driver.set_profiling()
         async with open_nn_runtime(app, environ={}) as nn:
-            yield nn
+            yield nn, driver
+
+
+@contextlib.asynccontextmanager
+async def open_app_nn() -> AsyncIterator[NeuralNetworks]:
+    """An app's NNAPI runtime over the HAL and the reference driver in this process (virtual clock)."""
+    async with open_app_stack() as (nn, _):
+        yield nn
 
 
 async def measure(names: list[str], models_dir: Path, runs: int, devices: list[str]) -> list[dict]:
     rows = []
-    async with open_app_nn() as nn:
+    async with open_app_stack() as (nn, driver):
         cpu = nn.getDeviceByName(CPU_DEVICE_NAME)
         for name in names:
             path = models_dir / f"{name}.tflite"
@@ -113,11 +123,11 @@ async def measure(names: list[str], models_dir: Path, runs: int, devices: list[s
                 chosen = [cpu] if device == CPU_DEVICE_NAME else [nn.getDeviceByName(device)]
                 label = device
                 try:
-                    real, emulated = await npuemu_ms(nn, model, chosen, inputs, runs)
+                    real, emulated = await npuemu_ms(nn, driver, model, chosen, inputs, runs)
                 except NeuralNetworksError:
                     label = f"{device}+cpu"
                     try:
-                        real, emulated = await npuemu_ms(nn, model, [chosen[0], cpu], inputs, runs)
+                        real, emulated = await npuemu_ms(nn, driver, model, [chosen[0], cpu], inputs, runs)
                     except NeuralNetworksError as e:
                         row["devices"][device] = {"error": str(e)[:120]}
                         continue
