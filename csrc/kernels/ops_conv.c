@@ -323,6 +323,21 @@ static size_t valid_taps(const struct ops_geometry *g, size_t n, size_t oy, size
  * hi] as ops_clamp_f32 does; the channels four vectors V
  * at a time (held in registers across the taps), then one, then eight, then
  * one by one. */
+/* The channels from k on, a vector V (of lanes M) at a time while one fits. */
+#define DEPTHWISE_VECTORS(V, M)                                                                    \
+    for (; k + sizeof(V) / sizeof(float) <= oc; k += sizeof(V) / sizeof(float)) {                 \
+        V a, lov = lo - (V){0}, hiv = hi - (V){0};                                                 \
+        LOAD(a, bias + k);                                                                         \
+        for (size_t t = 0; t < taps; t++) {                                                        \
+            V xv, fv;                                                                              \
+            LOAD(xv, x + xoff[t] + k);                                                             \
+            LOAD(fv, f + foff[t] + k);                                                             \
+            a = OPS_FMA(xv, fv, a);                                                                \
+        }                                                                                          \
+        a = OPS_SELECT(V, M, a < lov, lov, OPS_SELECT(V, M, a > hiv, hiv, a));                     \
+        STORE(out + k, a);                                                                         \
+    }
+
 #define DEPTHWISE_PIXEL_F32(NAME, ATTR, V, M)                                                      \
     ATTR static void NAME(size_t oc, size_t taps, const float *x, const size_t *xoff, const float *f, \
                           const size_t *foff, const float *bias, float lo, float hi, float *out)    \
@@ -348,30 +363,8 @@ static size_t valid_taps(const struct ops_geometry *g, size_t n, size_t oy, size
                 STORE(out + k + q * L, a[q]);                                                      \
             }                                                                                      \
         }                                                                                          \
-        for (; k + L <= oc; k += L) {                                                              \
-            V a;                                                                                   \
-            LOAD(a, bias + k);                                                                     \
-            for (size_t t = 0; t < taps; t++) {                                                    \
-                V xv, fv;                                                                          \
-                LOAD(xv, x + xoff[t] + k);                                                         \
-                LOAD(fv, f + foff[t] + k);                                                         \
-                a = OPS_FMA(xv, fv, a);                                                            \
-            }                                                                                      \
-            a = OPS_SELECT(V, M, a < lov, lov, OPS_SELECT(V, M, a > hiv, hiv, a));                 \
-            STORE(out + k, a);                                                                     \
-        }                                                                                          \
-        for (; k + 8 <= oc; k += 8) {                                                              \
-            v8f a;                                                                                 \
-            LOAD(a, bias + k);                                                                     \
-            for (size_t t = 0; t < taps; t++) {                                                    \
-                v8f xv, fv;                                                                        \
-                LOAD(xv, x + xoff[t] + k);                                                         \
-                LOAD(fv, f + foff[t] + k);                                                         \
-                a = OPS_FMA(xv, fv, a);                                                            \
-            }                                                                                      \
-            STORE(out + k, a);                                                                     \
-            ops_clamp_f32(out + k, out + k, 8, lo, hi);                                            \
-        }                                                                                          \
+        DEPTHWISE_VECTORS(V, M);                                                                   \
+        DEPTHWISE_VECTORS(v8f, v8m);                                                               \
         for (; k < oc; k++) {                                                                      \
             float a = bias[k];                                                                     \
             for (size_t t = 0; t < taps; t++)                                                      \

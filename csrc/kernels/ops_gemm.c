@@ -1,7 +1,8 @@
 /*
  * The packed, cache-blocked GEMM under CONV_2D and FULLY_CONNECTED:
  *     C[m][n] = bias[n] + sum_k A(m, k) * W[n][k].
- * W (the filter, [n][k] as NNAPI stores it) is packed once per call into
+ * W (the filter, [n][k] as NNAPI stores it) is packed once (a convolution's
+ * plan keeps it packed across runs) into
  * panels of NR columns, each KC deep, so a micro-kernel streams one panel
  * from cache while it holds an MR x NR block of C in registers.  A is never
  * materialised: a callback packs MR rows of it, KC at a time (for a
