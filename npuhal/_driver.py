@@ -44,7 +44,7 @@ import collections
 import math
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -315,6 +315,7 @@ class Driver:
         # Only one task may wait_readable() on the fd; the others wait for it
         # (or any other pull) on a broadcast event.
         self._fd_scope: trio.CancelScope | None = None
+        self._fd_wants: Callable[[], bool] | None = None  # what the fd-waiter waits for
         self._pulled = trio.Event()
         self._generation = 0
         self._closed = False
@@ -675,14 +676,22 @@ class Driver:
         Waits on the eventfd itself if no other task does; otherwise it is woken
         by whoever drains.  Under the virtual clock something must advance time.
         """
+        self._live()
+        self._pull()
+        work = self._record(work_id)
+        if work.ended is not None:
+            await trio.lowlevel.checkpoint()
+            return work.ended
+
+        def ended() -> bool:
+            return work.ended is not None
+
         while True:
+            await self._wait_for_more(ended)  # a checkpoint: nothing more is owed once it ended
             self._live()
             self._pull()
-            work = self._record(work_id)
             if work.ended is not None:
-                await trio.lowlevel.checkpoint()
                 return work.ended
-            await self._wait_for_more()
 
     async def execute(
         self,
@@ -713,13 +722,14 @@ class Driver:
 
     # ---- events ---------------------------------------------------------------
 
-    def _pull(self) -> None:
-        """Read every event C has queued: update works, then keep them for the drainers."""
+    def _pull(self, *, wake: bool = True) -> bool:
+        """Read every event C has queued: update works, then keep them for the drainers.
+        Whether there were any; ``wake=False`` leaves waking the waiters to the caller."""
         if self._closed:
-            return
+            return False
         events = self._sys.drain_events()
         if not events:
-            return
+            return False
         for event in events:
             if isinstance(event, WorkEnded):
                 self._on_ended(event)
@@ -732,13 +742,18 @@ class Driver:
         for _ in range(max(excess, 0)):
             self._backlog.popleft()
             self._dropped += 1
-        self._wake()
+        if wake:
+            self._wake()
+        return True
 
     def _wake(self) -> None:
-        """New events were read: wake every waiter, the fd-waiter included."""
+        """New events were read: wake every waiter on the broadcast, and the fd-waiter
+        if what it waits for is now there (events to drain, its work's end). Waking it
+        for nothing would cost its task a trip through trio's loop and its fd a new
+        registration, on every execution of the HAL."""
         self._generation += 1
         self._broadcast()
-        if self._fd_scope is not None:
+        if self._fd_scope is not None and (self._fd_wants is None or self._fd_wants()):
             self._fd_scope.cancel()
 
     def _broadcast(self) -> None:
@@ -757,13 +772,14 @@ class Driver:
         while len(self._ended) > self._keep_ended:
             self._ended.popitem(last=False)
 
-    async def _wait_for_more(self) -> None:
+    async def _wait_for_more(self, wants: Callable[[], bool]) -> None:
         """Return once new events may have arrived (after a pull by anyone).
 
         One task at a time sleeps on the eventfd (trio allows no more); the
-        others sleep on a broadcast that every pull sets.  However the fd-waiter
-        leaves (woken, cancelled, closed) it broadcasts, so that if events are
-        still to come another waiter takes the fd over.
+        others sleep on a broadcast that every pull sets.  Another task's pull
+        wakes the fd-waiter only once ``wants()`` (what it waits for) is true.
+        However the fd-waiter leaves (woken, cancelled, closed) it broadcasts,
+        so that if events are still to come another waiter takes the fd over.
         """
         if self._fd_scope is not None:
             await self._pulled.wait()
@@ -771,7 +787,7 @@ class Driver:
         generation = self._generation
         try:
             with trio.CancelScope() as scope:
-                self._fd_scope = scope
+                self._fd_scope, self._fd_wants = scope, wants
                 try:
                     await trio.lowlevel.wait_readable(self._fd)
                 except (trio.ClosedResourceError, OSError):
@@ -779,7 +795,7 @@ class Driver:
                         raise NpuClosedError("the driver was closed while waiting for events") from None
                     raise
                 finally:
-                    self._fd_scope = None
+                    self._fd_scope = self._fd_wants = None
             if self._closed:
                 raise NpuClosedError("the driver was closed while waiting for events")
             if generation == self._generation:
@@ -790,9 +806,11 @@ class Driver:
     def drain_events(self) -> list[DriverEvent]:
         """Every event not yet drained, oldest first; never blocks."""
         self._live()
-        self._pull()
+        pulled = self._pull(wake=False)
         events = list(self._backlog)
         self._backlog.clear()
+        if pulled:
+            self._wake()  # after the backlog is taken: an fd-waiter for events has none to get
         return events
 
     async def wait_events(self) -> list[DriverEvent]:
@@ -808,7 +826,10 @@ class Driver:
             events = self.drain_events()
             if events:
                 return events
-            await self._wait_for_more()
+            await self._wait_for_more(self._has_backlog)
+
+    def _has_backlog(self) -> bool:
+        return bool(self._backlog)
 
     def events(self) -> AsyncIterator[DriverEvent]:
         """``async for event in driver.events():`` one event at a time, until closed."""
@@ -861,6 +882,16 @@ class Driver:
             raise NpuValueError(f"advance needs a non-negative number of ms, not {ms!r}")
         sys.advance(round(ms * 1e6))
         self._pull()
+
+    def advance_and_drain(self, ms: float) -> list[DriverEvent]:
+        """Virtual clock: ``advance(ms)`` then ``drain_events()``, in one: the events the
+        step caused (and any before it), taken by the caller, so that no task waiting
+        for events is woken to find none."""
+        sys = self._virtual()
+        if not (isinstance(ms, (int, float)) and ms >= 0 and math.isfinite(ms)):
+            raise NpuValueError(f"advance needs a non-negative number of ms, not {ms!r}")
+        sys.advance(round(ms * 1e6))
+        return self.drain_events()
 
     def advance_to_next_event(self) -> float:
         """Virtual clock: move to the next slice boundary; returns the new ``now_ms``."""

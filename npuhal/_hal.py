@@ -177,6 +177,7 @@ class Hal:
         self._send, self._send_recv = trio.open_memory_channel(_SEND_QUEUE)
         self._notify_send, self._notify_recv = trio.open_memory_channel(_SEND_QUEUE)
         self._debounce_changed = trio.Event()
+        self._flush_at: float | None = None  # when the flusher next wakes by itself (None: never)
         # Driver work ids this HAL submitted and that have not ended for good.
         self.in_flight: dict[int, _Timing] = {}
         self._end_recorded: dict[int, trio.Event] = {}
@@ -202,19 +203,20 @@ class Hal:
         return event_id
 
     def work_submitted(self, work_id: int) -> None:
-        """A HAL service queued work: track it, and wake the virtual clock follower."""
+        """A HAL service queued work: track it, handle what the submission emitted (its
+        request, a start on an idle channel) now, and wake the virtual clock follower."""
         now = self.driver.now_ns
         self.in_flight[work_id] = _Timing(now, last_ns=now)
         self._end_recorded[work_id] = trio.Event()
+        self.poll()
         self._work_submitted.set()
 
     async def wait_recorded(self, work_id: int) -> None:
-        """Until the pump has read ``work_id``'s final end (its timing and events are in)."""
+        """Until the HAL has read ``work_id``'s final end (its timing and events are in).
+        Not a checkpoint when it already has: the caller waited for the end itself."""
         event = self._end_recorded.get(work_id)
         if event is not None:
             await event.wait()
-        else:
-            await trio.lowlevel.checkpoint()
 
     # ---- driver events -> WorkInfo -------------------------------------------
 
@@ -265,7 +267,15 @@ class Hal:
         self.stats.read += 1
         for emit in emits:
             self.deliver(emit)
-        self._debounce_changed.set()
+        self._wake_flusher()
+
+    def _wake_flusher(self) -> None:
+        """Wake the flusher if the debouncer now holds something due before the time it
+        sleeps until (an event that only moves a due later, or holds nothing new, need
+        not: the flusher waking at the old time finds nothing ready and sleeps again)."""
+        due = self.debouncer.next_due()
+        if due is not None and (self._flush_at is None or due < self._flush_at):
+            self._debounce_changed.set()
 
     def timing_of(self, work_id: int) -> _Timing | None:
         return self.in_flight.get(work_id) or self._finished.get(work_id)
@@ -337,7 +347,7 @@ class Hal:
 
     async def _flusher(self) -> None:
         while True:
-            due = self.debouncer.next_due()
+            due = self._flush_at = self.debouncer.next_due()
             changed = self._debounce_changed
             if due is None:
                 await changed.wait()
@@ -378,15 +388,18 @@ class Hal:
         """Handle what the driver has queued now, without waiting for its eventfd.
 
         Called after a handler changed the hardware directly (a load, an unload, a
-        heat spike): the virtual clock signals the eventfd only when time moves, and
-        listeners should hear of the change within the call.
+        heat spike, a submission): the virtual clock signals the eventfd only when
+        time moves, and listeners should hear of the change within the call.
         """
         if self.driver.closed:
             return
-        for event in self.driver.drain_events():
+        self._handle(self.driver.drain_events())
+
+    def _handle(self, events: list[Any]) -> None:
+        for event in events:
             try:
                 self.on_event(event)
-            except Exception:
+            except Exception:  # one bad event must not stop the HAL's events
                 log.exception("could not handle driver event %r", event)
 
     async def _pump(self) -> None:
@@ -395,14 +408,12 @@ class Hal:
                 events = await self.driver.wait_events()
             except NpuClosedError:
                 return
-            for event in events:
-                try:
-                    self.on_event(event)
-                except Exception:  # one bad event must not stop the HAL's events
-                    log.exception("could not handle driver event %r", event)
+            self._handle(events)
 
     def sync_clock(self) -> None:
-        """Under a virtual-clock driver, bring emulated time up to trio's now.
+        """Under a virtual-clock driver, bring emulated time up to trio's now, and
+        handle at once what happened meanwhile (slices computed, works ended): a
+        caller waiting for its work wakes without a trip through the pump.
 
         Called before every submission, so that a job submitted 50 trio-ms after
         another is 50 emulated ms later too, however long the HAL was idle (idle
@@ -414,7 +425,7 @@ class Hal:
         target_ns = driver_origin + round((trio.current_time() - trio_origin) * 1e9)
         behind_ns = target_ns - self.driver.now_ns
         if behind_ns > 0:
-            self.driver.advance(behind_ns / 1e6)
+            self._handle(self.driver.advance_and_drain(behind_ns / 1e6))
 
     async def _follow_virtual_clock(self) -> None:
         """Emulated time follows trio time while this HAL has work in flight.
@@ -430,6 +441,7 @@ class Hal:
             if not self.in_flight:
                 self._work_submitted = trio.Event()
                 await self._work_submitted.wait()
+                self._work_submitted = trio.Event()
                 tick = _FOLLOW_TICK_S
             seen = self.stats.read
             with trio.move_on_after(tick):
@@ -438,7 +450,6 @@ class Hal:
                 self._work_submitted = trio.Event()
                 tick = _FOLLOW_TICK_S
             self.sync_clock()
-            await trio.lowlevel.checkpoint()  # let the pump read what the step caused
             tick = _FOLLOW_TICK_S if self.stats.read != seen else min(tick * 2, _FOLLOW_MAX_TICK_S)
 
     async def _watchdog(self, timeout_ms: float) -> None:
