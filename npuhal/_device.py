@@ -7,11 +7,14 @@ the work failed, ``DEVICE_UNAVAILABLE`` when the device is offline), and a
 ``SecurityException`` when the scheduling config of the calling uid refuses the work
 (no direct access, or an ``originalUid`` it may not attribute to).
 
-Data path.  Model pools and request pools are ``SharedMemory``.  The HAL maps each pool
-once per call and hands the driver ``memoryview`` slices of the mappings: inputs are
-read and outputs written by the hardware in place, in the client's pages, with no
-copy on either side.  After the work's final end the slices are released and the
-mappings unmapped.
+Data path.  Model pools and request pools are ``SharedMemory``.  The HAL hands the
+driver ``memoryview`` slices of its mappings of the request's pools: inputs are read
+and outputs written by the hardware in place, in the client's pages, with no copy on
+either side.  A prepared model keeps its mapping of each request pool it is sent,
+found again by the region's identity (its memfd's inode), as NNAPI drivers keep the
+memory pools a runtime reuses: the client's runtime reuses its request pools, so a
+run maps nothing and faults no page in.  After the work's final end the slices are
+released; the mappings go with the prepared model (or when newer ones displace them).
 
 Ownership.  A prepared model belongs to the process that called ``prepareModel``
 (its pid, from the kernel): when that process exits the HAL frees the model
@@ -27,9 +30,11 @@ under the caller's NpuManager request as well, (uid, request id), so that
 
 from __future__ import annotations
 
+import collections
 import logging
 import math
 import mmap
+import os
 import time
 import weakref
 from typing import Any
@@ -85,6 +90,9 @@ log = logging.getLogger("android.hardware.npu")
 
 # How long an execution that missed its deadline waits for its cancelled work to end.
 _CANCEL_GRACE_S = 1.0
+
+# Request pools a prepared model keeps mapped (the most recently used).
+_KEPT_MAPPINGS = 8
 
 #: What NN HAL reports for a performance it does not have (FLT_MAX: "never use me").
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -295,17 +303,58 @@ def _unmap(mapping: Any) -> None:
             pass  # a view still exported somewhere: the GC unmaps it later
 
 
-class _Pools:
-    """A request's SharedMemory pools mapped for one execution; unmapped on close.
+class _Mappings:
+    """A prepared model's mappings of the request pools it was sent, by the region's
+    identity: (device, inode) of its memfd. The first request naming a region maps it;
+    later ones, with a new descriptor for the same region, find the mapping again.
 
-    ``cached`` maps pool indexes to mappings a burst keeps (npuemu's ``IBurst``): those
-    are used instead of mapping the pool, and left mapped on close.
+    A kept mapping holds its file open, so while it is kept no other region can have
+    its inode: the identity cannot name another client's memory. A mapping too small
+    for the size a request claims, or read-only where a request writes, is replaced.
     """
 
-    def __init__(self, pools: list, writable: set[int], cached: dict[int, Any] | None = None) -> None:
+    def __init__(self, keep: int = _KEPT_MAPPINGS) -> None:
+        self._keep = keep
+        self._maps: collections.OrderedDict[tuple[int, int], tuple[Any, bool]] = collections.OrderedDict()
+
+    def map(self, shm: Any, writable: bool) -> Any:
+        """``shm`` mapped (writable if asked); OSError/ValueError as ``SharedMemory.map``."""
+        st = os.fstat(shm.fd)
+        key = (st.st_dev, st.st_ino)
+        hit = self._maps.get(key)
+        if hit is not None and len(hit[0]) >= shm.size and (hit[1] or not writable):
+            self._maps.move_to_end(key)
+            return hit[0]
+        mapping = shm.map(writable=writable)
+        if hit is not None:
+            del self._maps[key]
+            _unmap(hit[0])
+        if isinstance(mapping, mmap.mmap):  # an empty region maps to an empty view: nothing to keep
+            self._maps[key] = (mapping, writable)
+            while len(self._maps) > self._keep:
+                _unmap(self._maps.popitem(last=False)[1][0])
+        return mapping
+
+    def close(self) -> None:
+        while self._maps:
+            _unmap(self._maps.popitem()[1][0])
+
+
+class _Pools:
+    """A request's SharedMemory pools mapped for one execution.
+
+    ``cached`` maps pool indexes to mappings a burst keeps (npuemu's ``IBurst``), and
+    ``mappings`` is the prepared model's keeper of the others: both stay mapped on
+    close; without them a pool is mapped for this execution and unmapped on close.
+    """
+
+    def __init__(
+        self, pools: list, writable: set[int], cached: dict[int, Any] | None = None, mappings: _Mappings | None = None
+    ) -> None:
         self._shm = pools
         self._maps: dict[int, Any] = dict(cached or {})
-        self._cached = frozenset(self._maps)
+        self._cached = set(self._maps)
+        self._mappings = mappings
         self._views: list[memoryview] = []
         self._writable = writable
 
@@ -326,7 +375,11 @@ class _Pools:
         mapping = self._maps.get(index)
         if mapping is None:
             try:
-                mapping = shm.map(writable=index in self._writable)
+                if self._mappings is not None:
+                    mapping = self._mappings.map(shm, index in self._writable)
+                    self._cached.add(index)
+                else:
+                    mapping = shm.map(writable=index in self._writable)
             except (OSError, ValueError) as exc:
                 raise service_error(ErrorStatus.INVALID_ARGUMENT, f"{what}: pool {index} cannot be mapped: {exc}") from None
             self._maps[index] = mapping
@@ -382,6 +435,7 @@ class PreparedModel(IPreparedModel.Stub):
         self._gone: str | None = None
         self._revoked = False
         self._running: set[int] = set()
+        self._mappings = _Mappings()
         self.bursts: weakref.WeakSet[Burst] = weakref.WeakSet()
 
     async def onTransact(self, code: int, data: Any, ctx: Any) -> Any:  # noqa: N802
@@ -402,6 +456,7 @@ class PreparedModel(IPreparedModel.Stub):
         self._hal.untrack(self)
         for burst in list(self.bursts):
             burst.close()
+        self._mappings.close()
         try:
             if self.handle.loaded:
                 self.handle.unload()
@@ -441,7 +496,7 @@ class PreparedModel(IPreparedModel.Stub):
             raise service_error(ErrorStatus.INVALID_ARGUMENT, "request must not be null")
         if hints is None:
             hints = _ExecutionHints()
-        pools = _Pools(list(request.pools), {a.location.poolIndex for a in request.outputs})
+        pools = _Pools(list(request.pools), {a.location.poolIndex for a in request.outputs}, mappings=self._mappings)
         try:
             return await self._execute(request, pools, measureTiming, deadlineNs, hints)
         finally:

@@ -274,6 +274,74 @@ async def test_outputs_and_inputs_in_app_memory_are_zero_copy(autojump_clock, nn
             np.testing.assert_allclose(features, expected[0], rtol=1e-5, atol=1e-5)
 
 
+async def test_runs_reuse_the_request_pool_and_nothing_is_mapped_after_the_first(autojump_clock, nn, monkeypatch):
+    """A compilation's executions lay their operands in the same region, which the HAL
+    keeps mapped: after the first run no region is made or mapped on either side, and
+    each run's outputs are still its own."""
+    model = sampleModel()
+    async with nn.createCompilationForDevices(model, [nn.getDeviceByName("emu-npu")]) as compilation:
+        await compilation.finish()
+        first = await run(compilation, sample_inputs(1))
+        saved = [a.copy() for a in first]
+        calls = []
+        for name in ("create", "map"):
+            real = getattr(SharedMemory, name)
+            monkeypatch.setattr(SharedMemory, name, lambda *a, real=real, name=name, **k: calls.append(name) or real(*a, **k))
+        for seed in (2, 3, 4):
+            inputs = sample_inputs(seed)
+            assert_matches_reference(model, inputs, await run(compilation, inputs))
+        assert calls == []
+        for a, b in zip(first, saved, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+async def test_a_run_cut_short_does_not_give_its_pool_to_the_next(autojump_clock, nn, monkeypatch):
+    """A run cancelled while the device computes leaves the region to the device (which
+    may still write it): the next run lays its operands in a new one."""
+    model = sampleModel()
+    async with nn.createCompilationForDevices(model, [nn.getDeviceByName("emu-npu")]) as compilation:
+        await compilation.finish()
+        await run(compilation, sample_inputs(1))
+        execution = compilation.createExecution()
+        for i, x in enumerate(sample_inputs(2)):
+            execution.setInput(i, x)
+        with trio.move_on_after(0.0005) as scope:  # the work takes emulated milliseconds
+            await execution.compute_async()
+        assert scope.cancelled_caught
+        created = []
+        real = SharedMemory.create
+        monkeypatch.setattr(SharedMemory, "create", lambda *a, **k: created.append(a) or real(*a, **k))
+        inputs = sample_inputs(3)
+        assert_matches_reference(model, inputs, await run(compilation, inputs))
+        assert [name for name, _ in created] == ["nn-request"]
+
+
+async def test_the_hal_tells_regions_apart_when_it_keeps_their_mappings(autojump_clock, nn):
+    """Two app memories given in turn as the input (and a region first read, then
+    written): each run reads and writes the region it names, never a kept mapping of
+    another."""
+    model = sampleModel()
+    async with nn.createCompilationForDevices(model, [nn.getDeviceByName("emu-npu")]) as compilation:
+        await compilation.finish()
+        with Memory.create(4096) as a, Memory.create(4096) as b:
+            images = {id(a): sample_inputs(5)[0], id(b): sample_inputs(6)[0]}
+            for memory in (a, b):
+                memory.asArray((1, 8, 8, 3))[:] = images[id(memory)]
+            embedding = sample_inputs()[1]
+            for k, memory in enumerate((a, b, a, b)):
+                execution = compilation.createExecution()
+                execution.setInputFromMemory(0, memory, 0, images[id(memory)].nbytes)
+                execution.setInput(1, embedding)
+                if k >= 2:  # read only at first (the HAL maps it read-only), then written too
+                    execution.setOutputFromMemory(1, memory, 2048, 40)
+                features, scores = await execution.compute_async()
+                expected = nn_reference.run(model.to_hal(), [images[id(memory)], embedding])
+                np.testing.assert_allclose(features, expected[0], rtol=1e-5, atol=1e-5)
+                np.testing.assert_allclose(scores, expected[1], rtol=1e-5, atol=1e-6)
+                if k >= 2:
+                    np.testing.assert_allclose(memory.asArray((1, 10), offset=2048), expected[1], rtol=1e-5, atol=1e-6)
+
+
 async def test_set_output_copies_into_the_apps_array(autojump_clock, nn):
     model = sampleModel()
     async with nn.createCompilation(model) as compilation:

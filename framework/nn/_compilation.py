@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from ._execution import Execution
     from ._runtime import NeuralNetworks
 
-__all__ = ["Compilation", "WeightPools", "driverSupportedOperations"]
+__all__ = ["Compilation", "RequestPools", "WeightPools", "driverSupportedOperations"]
 
 log = logging.getLogger("NeuralNetworks")
 
@@ -92,6 +92,59 @@ class WeightPools:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: Request pools a compilation keeps for its next executions (more run at once make more).
+_KEPT_REQUEST_POOLS = 4
+
+
+class RequestPools:
+    """The request pools of a compilation's executions, as NNAPI's runtime keeps its memory
+    pools: a ``SharedMemory`` region and its mapping, taken by one execution's run, given
+    back when the run is over and taken again by the next while its size fits. So a run
+    makes no region, maps nothing and faults no fresh page in, here or in the HAL (which
+    keeps its mapping of a region it has seen, by the region's identity).
+
+    A region is given back only when nobody can still write it: a run cut short while a
+    driver may still be computing into it (cancelled mid-call) closes it instead.
+    """
+
+    def __init__(self) -> None:
+        self._free: list[tuple[SharedMemory, Any]] = []
+        self._closed = False
+
+    def take(self, size: int) -> tuple[SharedMemory, Any]:
+        """A region of at least ``size`` bytes and its read-write mapping: the smallest
+        kept one that fits, else a new one."""
+        fits = [k for k, (region, _) in enumerate(self._free) if region.size >= size]
+        if fits:
+            return self._free.pop(min(fits, key=lambda k: self._free[k][0].size))
+        region = SharedMemory.create("nn-request", size)
+        return region, region.mapReadWrite()
+
+    def give(self, pool: tuple[SharedMemory, Any], reuse: bool) -> None:
+        """Give back a region taken with :meth:`take`: kept for the next run when
+        ``reuse``, else (or when the compilation is closed, or enough are kept) closed."""
+        if reuse and not self._closed:
+            self._free.append(pool)
+            if len(self._free) <= _KEPT_REQUEST_POOLS:
+                return
+            pool = self._free.pop(min(range(len(self._free)), key=lambda k: self._free[k][0].size))
+        _close_pool(pool)
+
+    def close(self) -> None:
+        self._closed = True
+        while self._free:
+            _close_pool(self._free.pop())
+
+
+def _close_pool(pool: tuple[SharedMemory, Any]) -> None:
+    region, mapping = pool
+    region.close()
+    try:
+        mapping.close()
+    except BufferError:
+        pass  # a view of it is still held somewhere: the collector unmaps it
 
 
 async def driverSupportedOperations(name: str, proxy: Any, hal: HalModel, pools: WeightPools) -> list[bool]:
@@ -138,6 +191,7 @@ class Compilation:
         self._prepared: dict[tuple[str, tuple[int, ...]], Any] = {}
         self._cpu_prepared: dict[tuple[tuple[int, ...], ...], _cpu_kernels.PreparedModel] = {}
         self._pools = WeightPools()
+        self.requestPools = RequestPools()
         self._lock = trio.Lock()
         self._finishing = False
         self._closed = False
@@ -437,6 +491,7 @@ class Compilation:
             await self._release_unused(set())
         self._cpu_prepared.clear()
         self._pools.close()
+        self.requestPools.close()
 
     async def __aenter__(self) -> Compilation:
         return self

@@ -1,14 +1,17 @@
 """``ANeuralNetworksExecution``: one run of a compiled model, through shared memory.
 
-Where the bytes live. Every execution owns one ``SharedMemory`` region, the
-*request pool*. Model inputs given with ``setInput`` are copied into it (the one
-copy an app's own array costs), the HAL writes model outputs into it, and a value
-that one step of a plan produces and a later step reads (a temporary crossing from
-one device to another) stays in it between the two: the NPU writes it, the DSP or
-the CPU reads the same pages. Inputs and outputs given with ``setInputFromMemory`` /
-``setOutputFromMemory`` live in the app's own :class:`Memory` instead, with no copy
-at all. Without ``setOutput``, the arrays ``compute`` returns are views of the
-request pool (each run gets a fresh one, so earlier results stay valid).
+Where the bytes live. A run lays its operands in one ``SharedMemory`` region, the
+*request pool*, which it takes from its compilation and gives back when it ends, for
+the next execution to reuse while its size fits (``RequestPools``: no region made, no
+page mapped or faulted in per run, here or in the HAL). Model inputs given with
+``setInput`` are copied into it (the one copy an app's own array costs), the HAL
+writes model outputs into it, and a value that one step of a plan produces and a
+later step reads (a temporary crossing from one device to another) stays in it
+between the two: the NPU writes it, the DSP or the CPU reads the same pages. Inputs
+and outputs given with ``setInputFromMemory`` / ``setOutputFromMemory`` live in the
+app's own :class:`Memory` instead, with no copy at all. An output given with
+``setOutput`` is copied into the app's buffer; without it, ``compute`` returns a copy
+of its bytes in the pool (the arrays are the caller's; the pool serves the next run).
 
 Running. Steps run in plan order: a driver step is one ``IPreparedModel``
 ``executeSynchronously`` (or ``executeWithHints`` once a hint is set) whose
@@ -148,8 +151,8 @@ class Execution:
         self._measured = False  # whether the last run was measured
         self._shapes: dict[int, list[int]] = {}  # operand -> dimensions a driver reported in the last run
         self._pool: SharedMemory | None = None  # this run's request pool
-        self._own_pool: SharedMemory | None = None  # the last one this execution made
         self._mapping: Any = None
+        self._taken: tuple[SharedMemory, Any] | None = None  # the pool this run took from the compilation
         self._burst: Burst | None = None  # during a burstCompute
         self._running = False
         self._started = False  # an execution runs once, as in Android 10
@@ -532,18 +535,20 @@ class Execution:
         for step in plan.steps:
             for operand in (*step.inputs, *step.outputs):
                 in_pool(operand)
-        # A fresh region per run: the arrays an earlier run returned are views of
-        # the previous one and stay valid (their mapping outlives the descriptor).
-        # A burst's run uses the burst's pool instead (its results are copied out).
-        if self._own_pool is not None:
-            self._own_pool.close()
-            self._own_pool = None
+        # The compilation's pool (a burst's run: the burst's), given back by _run.
         if self._burst is not None:
             self._pool, self._mapping = self._burst.requestPool(max(offset, _ALIGN))
         else:
-            self._pool = self._own_pool = SharedMemory.create("nn-request", max(offset, _ALIGN))
-            self._mapping = self._pool.mapReadWrite()
+            self._taken = self._compilation.requestPools.take(max(offset, _ALIGN))
+            self._pool, self._mapping = self._taken
         return places
+
+    def _give_back(self, reuse: bool) -> None:
+        """The run is over: its pool goes back to the compilation (closed unless ``reuse``)."""
+        taken, self._taken = self._taken, None
+        self._pool = self._mapping = None
+        if taken is not None:
+            self._compilation.requestPools.give(taken, reuse)
 
     def _view(self, place: _Place) -> memoryview:
         if place.memory is not None:
@@ -551,8 +556,25 @@ class Execution:
         return memoryview(self._mapping)[place.offset : place.offset + place.length]
 
     async def _run(self, plan: ExecutionPlan, failed_device: str | None = None) -> list[np.ndarray]:
-        hal = self._hal
         places = self._layout(plan)
+        reuse = False
+        try:
+            results = await self._run_in(plan, places, failed_device)
+            reuse = True
+            return results
+        except _StepFailed as failure:
+            # The device answered, so it is done with the pool; unless it gave up on a
+            # deadline, when its work may still be ending (the HAL's grace is short).
+            reuse = not isinstance(failure.error, TimeoutError)
+            raise
+        except (_Grow, NeuralNetworksError):
+            reuse = True  # every step has answered: nobody writes the pool any more
+            raise
+        finally:
+            self._give_back(reuse)  # a run cut short (cancelled) may have a driver still writing it
+
+    async def _run_in(self, plan: ExecutionPlan, places: dict[int, _Place], failed_device: str | None) -> list[np.ndarray]:
+        hal = self._hal
         timings: list[tuple[int, int]] = []  # (on hardware, in driver) per step, -1 unknown
         for position, operand in enumerate(hal.inputIndexes):
             given = self._inputs[position]
@@ -593,8 +615,8 @@ class Execution:
                     array = target if target.size == count else target.reshape(-1)[:count].reshape(dims)
                 else:
                     array = array.copy()
-            elif self._burst is not None and target is None:
-                array = array.copy()  # the burst's pool is the next execution's too
+            elif target is None and places[operand].memory is None:
+                array = array.copy()  # the pool is the next run's (the compilation's or the burst's)
             results.append(array)
         return results
 
