@@ -66,6 +66,7 @@ struct job {
     bool started;
     int32_t pending_end;          /* -1, or the end reason to apply at the next boundary */
     unsigned char *arena;         /* live temporaries while on a channel */
+    size_t arena_bytes;           /* its size (at least the plan's temp_bytes) */
     unsigned char *saved;         /* the preemption buffer while checkpointed */
     bool restore_pending;         /* the next slice pays for restoring `saved` */
     int state;
@@ -115,7 +116,38 @@ struct model {
      * model costs its weight traffic even though only its real tensors exist. */
     double streamed_bytes_per_slice;
     uint32_t jobs;
+    /* The arena of the model's last ended job, kept for its next one (a job's
+     * temporaries are never read before written, and the next job is the same
+     * model's, the same owner's): no allocation, no clearing, no fresh pages
+     * faulted in per execution.  NULL, or spare_bytes long. */
+    unsigned char *spare_arena;
+    size_t spare_bytes;
 };
+
+/* Where a starting job gets its arena: the model's spare when it is large
+ * enough, else a new zeroed one (NULL when out of memory). */
+static unsigned char *arena_for(struct model *m, size_t bytes, size_t *got)
+{
+    if (m->spare_arena && m->spare_bytes >= bytes) {
+        unsigned char *a = m->spare_arena;
+        *got = m->spare_bytes;
+        m->spare_arena = NULL;
+        return a;
+    }
+    *got = bytes;
+    return calloc(1, bytes);
+}
+
+/* An ended job's arena: the model's spare if it has none, else freed. */
+static void arena_done(struct model *m, unsigned char *arena, size_t bytes)
+{
+    if (arena && !m->spare_arena) {
+        m->spare_arena = arena;
+        m->spare_bytes = bytes;
+    } else {
+        free(arena);
+    }
+}
 
 struct npu_hw {
     pthread_mutex_t lock;
@@ -360,7 +392,7 @@ static void job_end(struct npu_hw *hw, struct job *j, int32_t reason)
         }
     j->model->jobs--;
     npu_plan_end(j->model->plan, j->plan);
-    free(j->arena);
+    arena_done(j->model, j->arena, j->arena_bytes);
     free(j->saved);
     free(j->in);
     free(j->out);
@@ -471,7 +503,7 @@ static void channel_start(struct npu_hw *hw, struct channel *ch, struct job *j, 
             d->ch[c].claim = NULL;
     size_t arena_len = j->plan->temp_bytes ? j->plan->temp_bytes : 1;
     if (!j->arena)
-        j->arena = calloc(1, arena_len);
+        j->arena = arena_for(j->model, arena_len, &j->arena_bytes);
     if (!j->arena) {
         j->state = JOB_ON_CHANNEL; /* not queued any more: job_end must not look there */
         job_end(hw, j, NPU_END_REASON_FAILED);
@@ -587,9 +619,12 @@ static void channel_pause(struct npu_hw *hw, struct channel *ch, struct job *cla
 static bool job_continue(struct npu_hw *hw, struct channel *ch, struct job *j)
 {
     ch->computing = true;
+    size_t before = j->plan->temp_bytes;
     pthread_mutex_unlock(&hw->lock);
     int rc = npu_plan_continue(j->plan, &j->arena, j->in, j->out, j->out_shapes, NULL, 0);
     pthread_mutex_lock(&hw->lock);
+    if (j->plan->temp_bytes > before)  /* continue reallocated the arena to exactly that */
+        j->arena_bytes = j->plan->temp_bytes;
     ch->computing = false;
     pthread_cond_broadcast(&hw->cond);
     return rc == NPU_OK && j->pending_end < 0 && j->next_slice < j->plan->slice_count;
@@ -1018,6 +1053,7 @@ void npu_hw_destroy(struct npu_hw *hw)
     for (uint32_t i = 0; i < hw->nmodels; i++)
         if (hw->models[i]) {
             npu_plan_destroy(hw->models[i]->plan);
+            free(hw->models[i]->spare_arena);
             free(hw->models[i]);
         }
     free(hw->models);
@@ -1255,6 +1291,7 @@ static int api_unload_model(struct npu_hw *hw, uint32_t handle)
     emit_memory(hw, d, m->device_number, NPU_OK);
     hw->models[handle - 1] = NULL;
     npu_plan_destroy(m->plan);
+    free(m->spare_arena);
     free(m);
     device_dispatch(hw, d, now);
     pthread_cond_broadcast(&hw->cond);
