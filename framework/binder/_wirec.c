@@ -25,7 +25,11 @@
 
 /* Set once by configure(), from _wire, which owns them. */
 static PyObject *unpackb;          /* msgpack.unpackb */
-static PyObject *unpack_kwargs;    /* its keyword arguments (a dict) */
+/* Its keyword arguments as a vectorcall's names and values after the body: a
+ * Cython function takes them as they are, where a dict is unpacked on every call. */
+static PyObject *unpack_kwnames;   /* a tuple of str */
+static PyObject *unpack_kwvalues;  /* a tuple, which holds what unpack_argv points to */
+static PyObject **unpack_argv;     /* [body, value...]: slot 0 is each call's body */
 static PyObject *transaction_type; /* _wire.Transaction */
 static PyObject *reply_type;       /* _wire.Reply */
 static Py_ssize_t max_whole;       /* the longest frame, prefix included */
@@ -97,7 +101,9 @@ static PyObject *decode_parcel(const unsigned char *p, Py_ssize_t n, Py_ssize_t 
     PyObject *body = PyBytes_FromStringAndSize((const char *)p + head, n - head);
     if (body == NULL)
         return NULL;
-    PyObject *parcel = PyObject_VectorcallDict(unpackb, &body, 1, unpack_kwargs);
+    unpack_argv[0] = body;
+    PyObject *parcel = PyObject_Vectorcall(unpackb, unpack_argv, 1, unpack_kwnames);
+    unpack_argv[0] = NULL;
     Py_DECREF(body);
     return parcel;
 }
@@ -308,7 +314,7 @@ static PyObject *frame_reply(PyObject *module, PyObject *const *args, Py_ssize_t
     return frame;
 }
 
-/* configure(unpackb, unpack_kwargs, Transaction, Reply, max_frame_size, max_parcel_size) */
+/* configure(unpackb, kwargs, Transaction, Reply, max_frame_size, max_parcel_size) */
 static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
@@ -326,8 +332,34 @@ static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t n
         PyErr_SetString(PyExc_ValueError, "sizes must be positive");
         return NULL;
     }
+    Py_ssize_t nkw = PyDict_GET_SIZE(args[1]);
+    PyObject *kwnames = PyTuple_New(nkw), *kwvalues = PyTuple_New(nkw);
+    PyObject **argv = PyMem_Calloc((size_t)nkw + 1, sizeof(PyObject *));
+    if (kwnames == NULL || kwvalues == NULL || argv == NULL) {
+        Py_XDECREF(kwnames);
+        Py_XDECREF(kwvalues);
+        PyMem_Free(argv);
+        return PyErr_NoMemory();
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, i = 0;
+    while (PyDict_Next(args[1], &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key)) {
+            Py_DECREF(kwnames);
+            Py_DECREF(kwvalues);
+            PyMem_Free(argv);
+            PyErr_SetString(PyExc_TypeError, "unpackb's keyword arguments must be named by str");
+            return NULL;
+        }
+        PyTuple_SET_ITEM(kwnames, i, Py_NewRef(key));
+        PyTuple_SET_ITEM(kwvalues, i, Py_NewRef(value));
+        argv[++i] = value;
+    }
     Py_XSETREF(unpackb, Py_NewRef(args[0]));
-    Py_XSETREF(unpack_kwargs, Py_NewRef(args[1]));
+    Py_XSETREF(unpack_kwnames, kwnames);
+    Py_XSETREF(unpack_kwvalues, kwvalues);
+    PyMem_Free(unpack_argv);
+    unpack_argv = argv;
     Py_XSETREF(transaction_type, Py_NewRef(args[2]));
     Py_XSETREF(reply_type, Py_NewRef(args[3]));
     max_whole = frame + 4;
