@@ -821,12 +821,16 @@ class _ServerConn:
         else:
             self.calls += 1
         if self.held > MAX_CONNECTION_BUFFER or self.calls >= MAX_PENDING_CALLS or self.oneways >= MAX_QUEUED_ONEWAY:
-            if not self.full:
-                log.warning(
-                    "pid %d holds %d bytes in %d calls and %d oneway calls here: not reading it until they finish",
-                    self.peer_pid, self.held, self.calls, self.oneways,
-                )
-            self.full = True
+            self._stop_reading()
+
+    def _stop_reading(self) -> None:
+        """The peer is over a cap here: this connection is not read until enough finish."""
+        if not self.full:
+            log.warning(
+                "pid %d holds %d bytes in %d calls and %d oneway calls here: not reading it until they finish",
+                self.peer_pid, self.held, self.calls, self.oneways,
+            )
+        self.full = True
 
     def _release(self, size: int, oneway: bool) -> None:
         """A call is finished: what it held is free; reading resumes once under every cap."""
@@ -964,7 +968,11 @@ class _ServerConn:
                     if await _run_inline(call, block):
                         return True
                 else:
-                    self._charge(size, False)
+                    # _charge(size, False), written out: every two-way call comes here.
+                    self.held += size
+                    self.calls += 1
+                    if self.held > MAX_CONNECTION_BUFFER or self.calls >= MAX_PENDING_CALLS:
+                        self._stop_reading()
                     try:
                         waited = await _run_inline(runtime._serve_call(self, event, set_identity=False), block)
                     finally:
@@ -1089,7 +1097,9 @@ class BinderRuntime:
         # What decodes a parcel that carries no descriptors: it writes nothing, and
         # reading a descriptor from it is the parcel's error (so it holds no state).
         self._no_fds = _ParcelContext(self, ())
-        # What encodes every outgoing call (BinderProxy._call empties its out_fds).
+        # What encodes every outgoing call and reply, and decodes calls that carry no
+        # descriptors: whoever writes descriptors into it takes them out (emptying
+        # out_fds) before anything can wait (BinderProxy._call, _serve_call).
         self._writer = _ParcelContext(self, ())
 
     def __repr__(self) -> str:
@@ -1247,44 +1257,57 @@ class BinderRuntime:
 
     async def _serve_call(self, conn: _ServerConn, event: Transaction, set_identity: bool = True) -> None:
         token = _calling.set(conn.identity) if set_identity else None
-        ctx = _ParcelContext(self, event.fds)
+        in_fds = event.fds
+        # A parcel without descriptors is decoded, and its reply encoded, in the
+        # runtime's one writing context: nothing reads a descriptor from it, and
+        # the reply's descriptors are taken out of it as soon as they are written
+        # (no await between encoding and sending), as BinderProxy._call does.
+        ctx = _ParcelContext(self, in_fds) if in_fds else self._writer
         try:
-            try:
-                obj = self._objects.get(event.target)
-                if obj is None:
-                    raise DeadObjectException(f"no object {event.target} in pid {self.pid}")
-                code = event.code
-                if code < _SPECIAL_CODES:
-                    data = await obj.onTransact(code, event.data, ctx)
-                elif code == _status.PING_TRANSACTION:
-                    data = None
-                elif code == _status.INTERFACE_TRANSACTION:
-                    data = obj.DESCRIPTOR
-                else:
-                    data = await obj.onTransact(code, event.data, ctx)
-            except Exception as exc:
-                reply = self._error_reply(conn, event, exc)
-                ctx.close_out()  # whatever the handler wrote before failing stays here
+            obj = self._objects.get(event.target)
+            if obj is None:
+                raise DeadObjectException(f"no object {event.target} in pid {self.pid}")
+            code = event.code
+            if code < _SPECIAL_CODES:
+                data = await obj.onTransact(code, event.data, ctx)
+            elif code == _status.PING_TRANSACTION:
+                data = None
+            elif code == _status.INTERFACE_TRANSACTION:
+                data = obj.DESCRIPTOR
             else:
-                if event.oneway:
-                    return
-                reply = None
-            finally:
-                if event.fds:
-                    ctx.release_in()
-                if token is not None:
-                    _calling.reset(token)
-            if reply is None:
-                sending = conn.send_reply(event.txn_id, data, ctx.out_fds)
-                if sending is not None:
-                    await sending
-            elif event.oneway:
-                log.warning("oneway call code %d from pid %d failed: %s", event.code, conn.peer_pid, reply.message)
-            else:
-                await conn.send_error(reply)
+                data = await obj.onTransact(code, event.data, ctx)
+        except BaseException as exc:
+            ctx.close_out()  # whatever the handler's reply wrote before failing stays here
+            if not isinstance(exc, Exception):
+                raise
+            reply = self._error_reply(conn, event, exc)
+        else:
+            reply = None
         finally:
-            if ctx.out_fds:  # the reply's, once it went (or did not)
-                ctx.close_out()
+            if in_fds:
+                ctx.release_in()
+            if token is not None:
+                _calling.reset(token)
+        if event.oneway:
+            if reply is not None:
+                log.warning("oneway call code %d from pid %d failed: %s", event.code, conn.peer_pid, reply.message)
+            return
+        if reply is not None:
+            await conn.send_error(reply)
+            return
+        out_fds = ctx.out_fds
+        if not out_fds:
+            sending = conn.send_reply(event.txn_id, data, out_fds)
+            if sending is not None:
+                await sending
+            return
+        ctx.out_fds = []
+        try:
+            sending = conn.send_reply(event.txn_id, data, out_fds)
+            if sending is not None:
+                await sending
+        finally:
+            _close_fds(out_fds)  # the reply's, once it went (or did not)
 
     def _error_reply(self, conn: _ServerConn, event: Transaction, exc: Exception) -> Reply:
         """The status a failed handler sends back (binder::Status from an exception)."""

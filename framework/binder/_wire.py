@@ -594,7 +594,7 @@ del _role, _state, _direction, _cls, _next
 # A call's two frames are cut and made in C when nothing about them is unusual
 # (_wirec.c, which answers None for anything else: then the Python here does it, or
 # says what is wrong). It decodes a parcel as _Framer.next does.
-if getattr(_wirec, "VERSION", None) != 1:
+if getattr(_wirec, "VERSION", None) != 2:
     raise ImportError(f"{_wirec.__file__} is a stale build of framework/binder/_wirec.c: run make install")
 _wirec.configure(
     msgpack.unpackb,

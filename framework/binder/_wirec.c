@@ -314,6 +314,103 @@ static PyObject *frame_reply(PyObject *module, PyObject *const *args, Py_ssize_t
     return frame;
 }
 
+/* ---------------------------------------------------------------------------------
+ * A parcelable's fields, decoded in C when each is already what the generated
+ * Python's inline test would accept (aidlc's decode_src): the same tests, then
+ * object.__new__ and the slots set through their member descriptors. Anything else
+ * (a field to convert, a DEFAULT, the wrong length) answers None, and the generated
+ * Python decodes it or says what is wrong, as before.
+ *
+ * Each field's kind is a tuple: (FIELD_INT, lo, hi), (FIELD_BOOL,), (FIELD_FLOAT,),
+ * (FIELD_STR,), (FIELD_BYTES, size or -1); FIELD_NULLABLE or-ed in lets None pass.
+ */
+enum { FIELD_INT = 1, FIELD_BOOL = 2, FIELD_FLOAT = 3, FIELD_STR = 4, FIELD_BYTES = 5, FIELD_NULLABLE = 0x100 };
+
+/* Whether `v` is what a field of `kind` takes as it is: 1, 0, or -1 on a bad kind. */
+static int field_ok(PyObject *v, PyObject *kind)
+{
+    if (!PyTuple_CheckExact(kind) || PyTuple_GET_SIZE(kind) < 1 || !PyLong_CheckExact(PyTuple_GET_ITEM(kind, 0)))
+        return -1;
+    long code = PyLong_AsLong(PyTuple_GET_ITEM(kind, 0));
+    if (v == Py_None)
+        return (code & FIELD_NULLABLE) != 0;
+    Py_ssize_t nargs = PyTuple_GET_SIZE(kind);
+    switch (code & ~FIELD_NULLABLE) {
+    case FIELD_INT: {
+        if (nargs != 3)
+            return -1;
+        if (!PyLong_CheckExact(v))
+            return 0;
+        /* lo <= v <= hi, compared as Python ints (a long's bounds are 64-bit). */
+        int ge = PyObject_RichCompareBool(v, PyTuple_GET_ITEM(kind, 1), Py_GE);
+        if (ge <= 0)
+            return ge < 0 ? -1 : 0;
+        return PyObject_RichCompareBool(v, PyTuple_GET_ITEM(kind, 2), Py_LE);
+    }
+    case FIELD_BOOL:
+        return v == Py_True || v == Py_False;
+    case FIELD_FLOAT:
+        return PyFloat_CheckExact(v);
+    case FIELD_STR:
+        return PyUnicode_CheckExact(v);
+    case FIELD_BYTES: {
+        if (nargs != 2 || !PyLong_CheckExact(PyTuple_GET_ITEM(kind, 1)))
+            return -1;
+        if (!PyBytes_CheckExact(v))
+            return 0;
+        Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GET_ITEM(kind, 1));
+        return size < 0 || PyBytes_GET_SIZE(v) == size;
+    }
+    default:
+        return -1;
+    }
+}
+
+/* decode_fields(cls, slots, kinds, data): a new `cls` with its slots (member
+ * descriptors, in declared order) set to the items of list `data`, if `data` has one
+ * item per slot and each is what its kind (see above) takes as it is; else None. */
+static PyObject *decode_fields(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4 || !PyType_Check(args[0]) || !PyTuple_CheckExact(args[1]) || !PyTuple_CheckExact(args[2]) ||
+        PyTuple_GET_SIZE(args[1]) != PyTuple_GET_SIZE(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "decode_fields(cls, slots, kinds, data): slots and kinds one per field");
+        return NULL;
+    }
+    PyTypeObject *cls = (PyTypeObject *)args[0];
+    PyObject *slots = args[1], *kinds = args[2], *data = args[3];
+    Py_ssize_t n = PyTuple_GET_SIZE(slots);
+    if (!PyList_CheckExact(data) || PyList_GET_SIZE(data) != n)
+        Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int ok = field_ok(PyList_GET_ITEM(data, i), PyTuple_GET_ITEM(kinds, i));
+        if (ok < 0) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "decode_fields: kind %zd is not a field kind", i);
+            return NULL;
+        }
+        if (!ok)
+            Py_RETURN_NONE;
+    }
+    PyObject *self = PyBaseObject_Type.tp_new(cls, empty_tuple, NULL);
+    if (self == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *slot = PyTuple_GET_ITEM(slots, i);
+        descrsetfunc set = Py_TYPE(slot)->tp_descr_set;
+        /* The list may not change under us: nothing here runs Python code, but a slot
+         * must still be a descriptor with a setter (a member of cls, as bind makes). */
+        if (Py_TYPE(slot) != &PyMemberDescr_Type || set == NULL ||
+            set(slot, self, PyList_GET_ITEM(data, i)) < 0) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "decode_fields: slot %zd is not a member descriptor", i);
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    return self;
+}
+
 /* configure(unpackb, kwargs, Transaction, Reply, max_frame_size, max_parcel_size) */
 static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -376,13 +473,15 @@ static PyMethodDef methods[] = {
      "frame_call(pack, target, code, oneway, nfds, txn_id, data): a Transaction's frame, or None."},
     {"frame_reply", (PyCFunction)(void (*)(void))frame_reply, METH_FASTCALL,
      "frame_reply(pack, txn_id, nfds, data): a successful Reply's frame, or None."},
+    {"decode_fields", (PyCFunction)(void (*)(void))decode_fields, METH_FASTCALL,
+     "decode_fields(cls, slots, kinds, data): a new cls with its slots set from data, or None."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
      "configure(unpackb, kwargs, Transaction, Reply, max_frame_size, max_parcel_size)"},
     {NULL, NULL, 0, NULL},
 };
 
 /* What _wire expects: a build of another version fails its import, loudly. */
-#define WIREC_VERSION 1
+#define WIREC_VERSION 2
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "framework.binder._wirec",
@@ -398,7 +497,13 @@ PyMODINIT_FUNC PyInit__wirec(void)
     if (zero == NULL || empty_str == NULL || empty_tuple == NULL)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
-    if (module != NULL && PyModule_AddIntConstant(module, "VERSION", WIREC_VERSION) < 0)
+    if (module != NULL && (PyModule_AddIntConstant(module, "VERSION", WIREC_VERSION) < 0 ||
+                           PyModule_AddIntConstant(module, "FIELD_INT", FIELD_INT) < 0 ||
+                           PyModule_AddIntConstant(module, "FIELD_BOOL", FIELD_BOOL) < 0 ||
+                           PyModule_AddIntConstant(module, "FIELD_FLOAT", FIELD_FLOAT) < 0 ||
+                           PyModule_AddIntConstant(module, "FIELD_STR", FIELD_STR) < 0 ||
+                           PyModule_AddIntConstant(module, "FIELD_BYTES", FIELD_BYTES) < 0 ||
+                           PyModule_AddIntConstant(module, "FIELD_NULLABLE", FIELD_NULLABLE) < 0))
         Py_CLEAR(module);
     return module;
 }

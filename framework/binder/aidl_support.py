@@ -72,6 +72,7 @@ from ._parcel import (
     what,
 )
 from ._runtime import IBinder
+from ._wirec import decode_fields
 from ._status import BadParcelableException
 
 __all__ = [
@@ -116,6 +117,7 @@ __all__ = [
     "decode_char",
     "decode_double",
     "decode_enum",
+    "decode_fields",
     "decode_float",
     "decode_int",
     "decode_long",

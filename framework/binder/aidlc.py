@@ -65,6 +65,7 @@ from ._aidl import (
     parse_aidl,
     resolve,
 )
+from . import _wirec
 from .aidl_support import definitions_of
 
 __all__ = [
@@ -612,6 +613,15 @@ class _Module:
             f"        if {data}.__class__ is not {self.g('list')} or {self.g('len')}({data}) != {n}:",
             f"            {data} = {self.rt('fields_of')}({data}, {n}, {simple!r})",
         ]
+        kinds = _field_kinds(d)
+        if kinds is not None:
+            # Every field is of a type whose wire form passes as it is: C does the tests below.
+            out[3:3] = [
+                "        # Fields that pass as they are (the tests below): taken in C, else tested here.",
+                f"        {me} = {self.rt('decode_fields')}({self.ref(d.name)}, {self.g(_slots(simple))}, {kinds!r}, {data})",
+                f"        if {me} is not None:",
+                f"            return {me}",
+            ]
         if n:
             out.append(f"        {', '.join(f.name for f in d.fields)}{',' if n == 1 else ''} = {data}")
         for f in d.fields:
@@ -624,7 +634,10 @@ class _Module:
 
     def setters_src(self, d: ParcelableDef) -> list[str]:
         simple = _simple(d.name)
-        return [f"{_setter(simple, f.name)} = {simple}.{f.name}.__set__" for f in d.fields]
+        out = [f"{_setter(simple, f.name)} = {simple}.{f.name}.__set__" for f in d.fields]
+        if _field_kinds(d) is not None:
+            out.append(f"{_slots(simple)} = {_tuple(f'{simple}.{f.name}' for f in d.fields)}")
+        return out
 
     def signature(self, m: MethodDef) -> str:
         params = "".join(f", {_param(a.name)}: {self.pytype(a.type)}" for a in m.in_args)
@@ -882,6 +895,45 @@ def _fresh(name: str, fields: set[str]) -> str:
 
 def _setter(simple: str, field: str) -> str:
     return f"_set_{simple}_{field}"
+
+
+def _slots(simple: str) -> str:
+    return f"_{simple}_slots"
+
+
+# The kinds of field whose wire form is already the value, as _wirec.decode_fields numbers them.
+_FIELD_INT, _FIELD_BOOL, _FIELD_FLOAT, _FIELD_STR, _FIELD_BYTES, _FIELD_NULLABLE = (
+    _wirec.FIELD_INT, _wirec.FIELD_BOOL, _wirec.FIELD_FLOAT, _wirec.FIELD_STR, _wirec.FIELD_BYTES, _wirec.FIELD_NULLABLE
+)
+
+
+def _field_kind(t: TypeRef) -> tuple | None:
+    """What ``_wirec.decode_fields`` is told of a field of type ``t``: the test its
+    generated decoder makes before taking a wire value as it is; None for a type it
+    has to convert (an enum, a parcelable, a float, a char, a list, a binder...)."""
+    if t.array is not None:
+        if t.name != "byte" or t.args:
+            return None
+        kind: tuple = (_FIELD_BYTES, -1 if t.array < 0 else t.array)
+    elif t.args:
+        return None
+    elif t.name in _INT_RANGES:
+        kind = (_FIELD_INT, *_INT_RANGES[t.name])
+    elif t.name == "boolean":
+        kind = (_FIELD_BOOL,)
+    elif t.name == "double":
+        kind = (_FIELD_FLOAT,)
+    elif t.name == "String":
+        kind = (_FIELD_STR,)
+    else:
+        return None
+    return (kind[0] | _FIELD_NULLABLE, *kind[1:]) if t.nullable else kind
+
+
+def _field_kinds(d: ParcelableDef) -> tuple | None:
+    """Every field's kind, if each has one (and there is a field)."""
+    kinds = tuple(_field_kind(_plain(f.type)) for f in d.fields)
+    return kinds if kinds and None not in kinds else None
 
 
 def _plain(t: TypeRef) -> TypeRef:

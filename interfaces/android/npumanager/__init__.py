@@ -58,6 +58,10 @@ class ModelLoadRequestParcelable(_rt.Parcelable):
     @staticmethod
     def _aidl_decode(data: Any, ctx: Any) -> ModelLoadRequestParcelable:
         """Decode the wire array of a ModelLoadRequestParcelable; DecodeError if it does not fit."""
+        # Fields that pass as they are (the tests below): taken in C, else tested here.
+        self = _rt.decode_fields(ModelLoadRequestParcelable, _ModelLoadRequestParcelable_slots, ((1, -2147483648, 2147483647), (1, -2147483648, 2147483647), (1, -2147483648, 2147483647)), data)
+        if self is not None:
+            return self
         if data.__class__ is not list or len(data) != 3:
             data = _rt.fields_of(data, 3, 'ModelLoadRequestParcelable')
         id, size, priority = data
@@ -338,6 +342,7 @@ class INpuManager(_rt.Interface):
 _set_ModelLoadRequestParcelable_id = ModelLoadRequestParcelable.id.__set__
 _set_ModelLoadRequestParcelable_size = ModelLoadRequestParcelable.size.__set__
 _set_ModelLoadRequestParcelable_priority = ModelLoadRequestParcelable.priority.__set__
+_ModelLoadRequestParcelable_slots = (ModelLoadRequestParcelable.id, ModelLoadRequestParcelable.size, ModelLoadRequestParcelable.priority)
 _set_PolicyParams_keys = PolicyParams.keys.__set__
 _set_PolicyParams_hasMaxBudget = PolicyParams.hasMaxBudget.__set__
 _set_PolicyParams_maxBudget = PolicyParams.maxBudget.__set__

@@ -88,6 +88,10 @@ class MemoryPressure(_rt.Parcelable):
     @staticmethod
     def _aidl_decode(data: Any, ctx: Any) -> MemoryPressure:
         """Decode the wire array of a MemoryPressure; DecodeError if it does not fit."""
+        # Fields that pass as they are (the tests below): taken in C, else tested here.
+        self = _rt.decode_fields(MemoryPressure, _MemoryPressure_slots, ((1, -2147483648, 2147483647), (1, -2147483648, 2147483647), (1, -9223372036854775808, 9223372036854775807), (1, -9223372036854775808, 9223372036854775807), (1, -9223372036854775808, 9223372036854775807), (1, -9223372036854775808, 9223372036854775807), (260,), (1, -9223372036854775808, 9223372036854775807)), data)
+        if self is not None:
+            return self
         if data.__class__ is not list or len(data) != 8:
             data = _rt.fields_of(data, 8, 'MemoryPressure')
         deviceNumber, hwDevice, weightMemoryUsed, weightMemoryTotal, sramUsed, sramTotal, refused, timeNs = data
@@ -715,6 +719,7 @@ _set_MemoryPressure_sramUsed = MemoryPressure.sramUsed.__set__
 _set_MemoryPressure_sramTotal = MemoryPressure.sramTotal.__set__
 _set_MemoryPressure_refused = MemoryPressure.refused.__set__
 _set_MemoryPressure_timeNs = MemoryPressure.timeNs.__set__
+_MemoryPressure_slots = (MemoryPressure.deviceNumber, MemoryPressure.hwDevice, MemoryPressure.weightMemoryUsed, MemoryPressure.weightMemoryTotal, MemoryPressure.sramUsed, MemoryPressure.sramTotal, MemoryPressure.refused, MemoryPressure.timeNs)
 _set_ThermalStatus_severity = ThermalStatus.severity.__set__
 _set_ThermalStatus_temperatureC = ThermalStatus.temperatureC.__set__
 _set_ThermalStatus_thresholdsC = ThermalStatus.thresholdsC.__set__

@@ -67,6 +67,10 @@ class CrashInfo(_rt.Parcelable):
     @staticmethod
     def _aidl_decode(data: Any, ctx: Any) -> CrashInfo:
         """Decode the wire array of a CrashInfo; DecodeError if it does not fit."""
+        # Fields that pass as they are (the tests below): taken in C, else tested here.
+        self = _rt.decode_fields(CrashInfo, _CrashInfo_slots, ((4,), (4,), (4,), (1, -2147483648, 2147483647), (4,)), data)
+        if self is not None:
+            return self
         if data.__class__ is not list or len(data) != 5:
             data = _rt.fields_of(data, 5, 'CrashInfo')
         exceptionClassName, exceptionMessage, throwFileName, throwLineNumber, stackTrace = data
@@ -460,6 +464,7 @@ _set_CrashInfo_exceptionMessage = CrashInfo.exceptionMessage.__set__
 _set_CrashInfo_throwFileName = CrashInfo.throwFileName.__set__
 _set_CrashInfo_throwLineNumber = CrashInfo.throwLineNumber.__set__
 _set_CrashInfo_stackTrace = CrashInfo.stackTrace.__set__
+_CrashInfo_slots = (CrashInfo.exceptionClassName, CrashInfo.exceptionMessage, CrashInfo.throwFileName, CrashInfo.throwLineNumber, CrashInfo.stackTrace)
 _set_WaitResult_result = WaitResult.result.__set__
 _set_WaitResult_pid = WaitResult.pid.__set__
 _set_WaitResult_totalTimeMs = WaitResult.totalTimeMs.__set__

@@ -390,6 +390,10 @@ class DataLocation(_rt.Parcelable):
     @staticmethod
     def _aidl_decode(data: Any, ctx: Any) -> DataLocation:
         """Decode the wire array of a DataLocation; DecodeError if it does not fit."""
+        # Fields that pass as they are (the tests below): taken in C, else tested here.
+        self = _rt.decode_fields(DataLocation, _DataLocation_slots, ((1, -2147483648, 2147483647), (1, -9223372036854775808, 9223372036854775807), (1, -9223372036854775808, 9223372036854775807), (1, -9223372036854775808, 9223372036854775807)), data)
+        if self is not None:
+            return self
         if data.__class__ is not list or len(data) != 4:
             data = _rt.fields_of(data, 4, 'DataLocation')
         poolIndex, offset, length, padding = data
@@ -648,6 +652,10 @@ class Extension(_rt.Parcelable):
     @staticmethod
     def _aidl_decode(data: Any, ctx: Any) -> Extension:
         """Decode the wire array of a Extension; DecodeError if it does not fit."""
+        # Fields that pass as they are (the tests below): taken in C, else tested here.
+        self = _rt.decode_fields(Extension, _Extension_slots, ((4,),), data)
+        if self is not None:
+            return self
         if data.__class__ is not list or len(data) != 1:
             data = _rt.fields_of(data, 1, 'Extension')
         name, = data
@@ -818,6 +826,10 @@ class ModelLoadToken(_rt.Parcelable):
     @staticmethod
     def _aidl_decode(data: Any, ctx: Any) -> ModelLoadToken:
         """Decode the wire array of a ModelLoadToken; DecodeError if it does not fit."""
+        # Fields that pass as they are (the tests below): taken in C, else tested here.
+        self = _rt.decode_fields(ModelLoadToken, _ModelLoadToken_slots, ((1, -2147483648, 2147483647),), data)
+        if self is not None:
+            return self
         if data.__class__ is not list or len(data) != 1:
             data = _rt.fields_of(data, 1, 'ModelLoadToken')
         requestId, = data
@@ -867,6 +879,10 @@ class NumberOfCacheFiles(_rt.Parcelable):
     @staticmethod
     def _aidl_decode(data: Any, ctx: Any) -> NumberOfCacheFiles:
         """Decode the wire array of a NumberOfCacheFiles; DecodeError if it does not fit."""
+        # Fields that pass as they are (the tests below): taken in C, else tested here.
+        self = _rt.decode_fields(NumberOfCacheFiles, _NumberOfCacheFiles_slots, ((1, -2147483648, 2147483647), (1, -2147483648, 2147483647)), data)
+        if self is not None:
+            return self
         if data.__class__ is not list or len(data) != 2:
             data = _rt.fields_of(data, 2, 'NumberOfCacheFiles')
         numModelCache, numDataCache = data
@@ -1746,6 +1762,10 @@ class Timing(_rt.Parcelable):
     @staticmethod
     def _aidl_decode(data: Any, ctx: Any) -> Timing:
         """Decode the wire array of a Timing; DecodeError if it does not fit."""
+        # Fields that pass as they are (the tests below): taken in C, else tested here.
+        self = _rt.decode_fields(Timing, _Timing_slots, ((1, -9223372036854775808, 9223372036854775807), (1, -9223372036854775808, 9223372036854775807)), data)
+        if self is not None:
+            return self
         if data.__class__ is not list or len(data) != 2:
             data = _rt.fields_of(data, 2, 'Timing')
         timeOnDeviceNs, timeInDriverNs = data
@@ -1982,6 +2002,7 @@ _set_DataLocation_poolIndex = DataLocation.poolIndex.__set__
 _set_DataLocation_offset = DataLocation.offset.__set__
 _set_DataLocation_length = DataLocation.length.__set__
 _set_DataLocation_padding = DataLocation.padding.__set__
+_DataLocation_slots = (DataLocation.poolIndex, DataLocation.offset, DataLocation.length, DataLocation.padding)
 _set_ExecutionHints_jobPriority = ExecutionHints.jobPriority.__set__
 _set_ExecutionHints_originalUid = ExecutionHints.originalUid.__set__
 _set_ExecutionHints_groupId = ExecutionHints.groupId.__set__
@@ -1990,14 +2011,17 @@ _set_ExecutionResult_outputSufficientSize = ExecutionResult.outputSufficientSize
 _set_ExecutionResult_outputShapes = ExecutionResult.outputShapes.__set__
 _set_ExecutionResult_timing = ExecutionResult.timing.__set__
 _set_Extension_name = Extension.name.__set__
+_Extension_slots = (Extension.name,)
 _set_Model_main = Model.main.__set__
 _set_Model_referenced = Model.referenced.__set__
 _set_Model_operandValues = Model.operandValues.__set__
 _set_Model_pools = Model.pools.__set__
 _set_Model_relaxComputationFloat32toFloat16 = Model.relaxComputationFloat32toFloat16.__set__
 _set_ModelLoadToken_requestId = ModelLoadToken.requestId.__set__
+_ModelLoadToken_slots = (ModelLoadToken.requestId,)
 _set_NumberOfCacheFiles_numModelCache = NumberOfCacheFiles.numModelCache.__set__
 _set_NumberOfCacheFiles_numDataCache = NumberOfCacheFiles.numDataCache.__set__
+_NumberOfCacheFiles_slots = (NumberOfCacheFiles.numModelCache, NumberOfCacheFiles.numDataCache)
 _set_Operand_type = Operand.type.__set__
 _set_Operand_dimensions = Operand.dimensions.__set__
 _set_Operand_scale = Operand.scale.__set__
@@ -2029,6 +2053,7 @@ _set_SymmPerChannelQuantParams_scales = SymmPerChannelQuantParams.scales.__set__
 _set_SymmPerChannelQuantParams_channelDim = SymmPerChannelQuantParams.channelDim.__set__
 _set_Timing_timeOnDeviceNs = Timing.timeOnDeviceNs.__set__
 _set_Timing_timeInDriverNs = Timing.timeInDriverNs.__set__
+_Timing_slots = (Timing.timeOnDeviceNs, Timing.timeInDriverNs)
 
 
 def _check_OperandPerformance_array(v: Any) -> list:

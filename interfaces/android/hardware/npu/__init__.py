@@ -54,6 +54,10 @@ class NpuUuid(_rt.Parcelable):
     @staticmethod
     def _aidl_decode(data: Any, ctx: Any) -> NpuUuid:
         """Decode the wire array of a NpuUuid; DecodeError if it does not fit."""
+        # Fields that pass as they are (the tests below): taken in C, else tested here.
+        self = _rt.decode_fields(NpuUuid, _NpuUuid_slots, ((5, 16),), data)
+        if self is not None:
+            return self
         if data.__class__ is not list or len(data) != 1:
             data = _rt.fields_of(data, 1, 'NpuUuid')
         uuid, = data
@@ -133,6 +137,10 @@ class SchedulingConfig(_rt.Parcelable):
     @staticmethod
     def _aidl_decode(data: Any, ctx: Any) -> SchedulingConfig:
         """Decode the wire array of a SchedulingConfig; DecodeError if it does not fit."""
+        # Fields that pass as they are (the tests below): taken in C, else tested here.
+        self = _rt.decode_fields(SchedulingConfig, _SchedulingConfig_slots, ((1, -2147483648, 2147483647), (1, -2147483648, 2147483647), (1, -2147483648, 2147483647), (1, -2147483648, 2147483647), (2,), (2,)), data)
+        if self is not None:
+            return self
         if data.__class__ is not list or len(data) != 6:
             data = _rt.fields_of(data, 6, 'SchedulingConfig')
         minPriority, maxPriority, uid, appPriority, hasDirectAccess, canAttributeOtherUid = data
@@ -504,12 +512,14 @@ class ISchedulingCallback(_rt.Interface):
 
 # The slots' setters: only __init__ and _aidl_decode write a field of a frozen parcelable.
 _set_NpuUuid_uuid = NpuUuid.uuid.__set__
+_NpuUuid_slots = (NpuUuid.uuid,)
 _set_SchedulingConfig_minPriority = SchedulingConfig.minPriority.__set__
 _set_SchedulingConfig_maxPriority = SchedulingConfig.maxPriority.__set__
 _set_SchedulingConfig_uid = SchedulingConfig.uid.__set__
 _set_SchedulingConfig_appPriority = SchedulingConfig.appPriority.__set__
 _set_SchedulingConfig_hasDirectAccess = SchedulingConfig.hasDirectAccess.__set__
 _set_SchedulingConfig_canAttributeOtherUid = SchedulingConfig.canAttributeOtherUid.__set__
+_SchedulingConfig_slots = (SchedulingConfig.minPriority, SchedulingConfig.maxPriority, SchedulingConfig.uid, SchedulingConfig.appPriority, SchedulingConfig.hasDirectAccess, SchedulingConfig.canAttributeOtherUid)
 _set_WorkInfo_id = WorkInfo.id.__set__
 _set_WorkInfo_groupId = WorkInfo.groupId.__set__
 _set_WorkInfo_uid = WorkInfo.uid.__set__
