@@ -771,8 +771,9 @@ edge_values = st.one_of(
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), types=st.lists(st.sampled_from(PLAIN_FIELD_TYPES), min_size=1, max_size=5))
 def test_plain_fields_decoded_in_c_are_what_the_python_decodes(data: st.DataObject, types: list[str]) -> None:
-    """A parcelable of plain fields is decoded by _wirec.decode_fields when every value
-    passes as it is: the same parcelable, or the same error, as the generated Python."""
+    """A parcelable of plain fields is decoded by _wirec.decode_fields, and made by
+    _wirec.init_fields, when every value passes as it is: the same parcelable, or the
+    same error, as the generated Python."""
     from framework.binder import aidl_support
 
     fields = "\n".join(f"    {t} f{i};" for i, t in enumerate(types))
@@ -780,16 +781,26 @@ def test_plain_fields_decoded_in_c_are_what_the_python_decodes(data: st.DataObje
     Plain = reg.parcelable("gen.Plain")
     wire = data.draw(st.lists(edge_values, min_size=len(types) - 1, max_size=len(types) + 1) | edge_values)
 
+    values = data.draw(st.lists(edge_values | st.sampled_from(["\ud800", "a\udfff"]), min_size=len(types), max_size=len(types)))
+
+    def fields(value: Any) -> list:
+        return [(type(getattr(value, f"f{i}")), getattr(value, f"f{i}")) for i in range(len(types))]
+
     def outcome() -> Any:
         try:
-            value = Plain.from_wire(wire)
+            decoded = ("value", fields(Plain.from_wire(wire)))
         except BadParcelableException as exc:
-            return ("error", str(exc))
-        return ("value", [(type(getattr(value, f"f{i}")), getattr(value, f"f{i}")) for i in range(len(types))])
+            decoded = ("error", str(exc))
+        try:
+            made = ("value", fields(Plain(**{f"f{i}": v for i, v in enumerate(values)})))
+        except (TypeError, ValueError) as exc:
+            made = ("error", type(exc), str(exc))
+        return decoded, made
 
     fast = outcome()
     with pytest.MonkeyPatch.context() as m:
         m.setattr(aidl_support, "decode_fields", lambda *args: None)
+        m.setattr(aidl_support, "init_fields", lambda *args: False)
         slow = outcome()
     assert fast == slow
 
@@ -810,3 +821,8 @@ def test_decode_fields_refuses_what_is_not_a_parcelables_slots() -> None:
         _wirec.decode_fields(P, (P.a,), ((99,),), [3])  # no such kind
     with pytest.raises(TypeError):
         _wirec.decode_fields(P, (len,), kinds, [3])  # not a member descriptor
+    p = P(a=1)
+    assert _wirec.init_fields(p, (P.a,), kinds, (11,)) is False and p.a == 1
+    assert _wirec.init_fields(p, (P.a,), kinds, (4,)) is True and p.a == 4
+    with pytest.raises(TypeError):
+        _wirec.init_fields(Q(b=1), (P.a,), kinds, (4,))  # another class's slot

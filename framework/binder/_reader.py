@@ -125,6 +125,11 @@ _TRANSITIONS: dict[tuple[Kind, State, Input], State] = {
 }
 
 
+# Reader.answer's shortcut for a lone caller's own reply assumes this.
+if _TRANSITIONS[(CALLER, READING, ANSWER)] is not DONE:
+    raise RuntimeError("Reader.answer's shortcut assumes a caller that reads its own reply is done")
+
+
 class ReaderError(RuntimeError):
     """The runtime asked for a transition the reading role does not allow (a bug here)."""
 
@@ -248,6 +253,13 @@ class Reader:
         party = self._calls.pop(txn_id, None)
         if party is None:
             return False
+        if party is holder and not self._waiting and self._watcher is None:
+            # A lone call read its own reply (most calls): READING -> DONE, and the
+            # role is free, as _move and _pass would have it (checked at import).
+            party.state = DONE
+            party.reply = reply
+            self.holder = None
+            return True
         was = party.state
         self._move(party, ANSWER)
         party.reply = reply

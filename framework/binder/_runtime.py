@@ -791,7 +791,7 @@ class _ServerConn:
 
     __slots__ = (
         "runtime", "stream", "wire", "reader", "peer_pid", "peer_uid", "identity", "backlog", "held", "calls",
-        "oneways", "full", "_room",
+        "oneways", "full", "_room", "_unheld",
     )
 
     def __init__(self, runtime: BinderRuntime, stream: Any) -> None:
@@ -812,6 +812,7 @@ class _ServerConn:
         self.oneways = 0
         self.full = False
         self._room: trio.CancelScope | None = None
+        self._unheld = 0  # the frame bytes of the call the role's holder serves inline
 
     def _charge(self, size: int, oneway: bool) -> None:
         """A call of ``size`` frame bytes is read: the peer holds that much more here."""
@@ -822,6 +823,12 @@ class _ServerConn:
             self.calls += 1
         if self.held > MAX_CONNECTION_BUFFER or self.calls >= MAX_PENDING_CALLS or self.oneways >= MAX_QUEUED_ONEWAY:
             self._stop_reading()
+
+    def _block_charging(self) -> None:
+        """The handler run inline blocks: its call (``_unheld`` bytes) is held from now
+        on, and the role goes to another task."""
+        self._charge(self._unheld, False)
+        self.reader.block()
 
     def _stop_reading(self) -> None:
         """The peer is over a cap here: this connection is not read until enough finish."""
@@ -968,17 +975,23 @@ class _ServerConn:
                     if await _run_inline(call, block):
                         return True
                 else:
-                    # _charge(size, False), written out: every two-way call comes here.
-                    self.held += size
-                    self.calls += 1
-                    if self.held > MAX_CONNECTION_BUFFER or self.calls >= MAX_PENDING_CALLS:
-                        self._stop_reading()
+                    # A handler that replies without waiting holds nothing once it is
+                    # done, so its call is charged only if it blocks (_block_charging),
+                    # and released once it is done; what the pair would do to a peer
+                    # over a cap is done after the reply went (off the critical path).
+                    self._unheld = size
                     try:
-                        waited = await _run_inline(runtime._serve_call(self, event, set_identity=False), block)
+                        waited = await _run_inline(
+                            runtime._serve_call(self, event, set_identity=False), self._block_charging
+                        )
                     finally:
-                        self._release(size, False)
+                        if party.state is not READING:  # it blocked: charged
+                            self._release(size, False)
                     if waited:
                         return True
+                    if self.held + size > MAX_CONNECTION_BUFFER or self.calls + 1 >= MAX_PENDING_CALLS:
+                        self._charge(size, False)
+                        self._release(size, False)
         except ProtocolError as exc:
             log.warning("dropping connection from pid %d: %s", self.peer_pid, exc)
         except (trio.BrokenResourceError, OSError) as exc:

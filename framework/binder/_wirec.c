@@ -324,7 +324,11 @@ static PyObject *frame_reply(PyObject *module, PyObject *const *args, Py_ssize_t
  * Each field's kind is a tuple: (FIELD_INT, lo, hi), (FIELD_BOOL,), (FIELD_FLOAT,),
  * (FIELD_STR,), (FIELD_BYTES, size or -1); FIELD_NULLABLE or-ed in lets None pass.
  */
-enum { FIELD_INT = 1, FIELD_BOOL = 2, FIELD_FLOAT = 3, FIELD_STR = 4, FIELD_BYTES = 5, FIELD_NULLABLE = 0x100 };
+enum {
+    FIELD_INT = 1, FIELD_BOOL = 2, FIELD_FLOAT = 3, FIELD_STR = 4, FIELD_BYTES = 5,
+    FIELD_ASCII = 6, /* a str of ASCII only: what __init__ takes as it is (no lone surrogate) */
+    FIELD_NULLABLE = 0x100,
+};
 
 /* Whether `v` is what a field of `kind` takes as it is: 1, 0, or -1 on a bad kind. */
 static int field_ok(PyObject *v, PyObject *kind)
@@ -353,6 +357,8 @@ static int field_ok(PyObject *v, PyObject *kind)
         return PyFloat_CheckExact(v);
     case FIELD_STR:
         return PyUnicode_CheckExact(v);
+    case FIELD_ASCII:
+        return PyUnicode_CheckExact(v) && PyUnicode_IS_ASCII(v);
     case FIELD_BYTES: {
         if (nargs != 2 || !PyLong_CheckExact(PyTuple_GET_ITEM(kind, 1)))
             return -1;
@@ -364,6 +370,59 @@ static int field_ok(PyObject *v, PyObject *kind)
     default:
         return -1;
     }
+}
+
+/* Set each of `slots` (member descriptors) of `self` to the item of `values`. */
+static int set_slots(PyObject *self, PyObject *slots, PyObject *const *values)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(slots); i++) {
+        PyObject *slot = PyTuple_GET_ITEM(slots, i);
+        descrsetfunc set = Py_TYPE(slot)->tp_descr_set;
+        /* A slot must be a member descriptor with a setter (of self's class, which
+         * the setter checks), as bind makes them. */
+        if (Py_TYPE(slot) != &PyMemberDescr_Type || set == NULL || set(slot, self, values[i]) < 0) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "slot %zd is not a member descriptor", i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Whether each of `values` (n of them) is what its kind takes as it is: 1, 0, -1. */
+static int fields_ok(PyObject *kinds, PyObject *const *values, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int ok = field_ok(values[i], PyTuple_GET_ITEM(kinds, i));
+        if (ok < 0) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "kind %zd is not a field kind", i);
+            return -1;
+        }
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+/* init_fields(self, slots, kinds, values): set the slots of `self` to `values` (a
+ * tuple, one per slot) and answer True, if each is what its kind takes as it is;
+ * else change nothing and answer False. What a generated __init__ tries first. */
+static PyObject *init_fields(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4 || !PyTuple_CheckExact(args[1]) || !PyTuple_CheckExact(args[2]) || !PyTuple_CheckExact(args[3]) ||
+        PyTuple_GET_SIZE(args[1]) != PyTuple_GET_SIZE(args[2]) || PyTuple_GET_SIZE(args[1]) != PyTuple_GET_SIZE(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "init_fields(self, slots, kinds, values): one kind and value per slot");
+        return NULL;
+    }
+    PyObject *values = args[3];
+    int ok = fields_ok(args[2], &PyTuple_GET_ITEM(values, 0), PyTuple_GET_SIZE(values));
+    if (ok <= 0)
+        return ok < 0 ? NULL : Py_NewRef(Py_False);
+    if (set_slots(args[0], args[1], &PyTuple_GET_ITEM(values, 0)) < 0)
+        return NULL;
+    Py_RETURN_TRUE;
 }
 
 /* decode_fields(cls, slots, kinds, data): a new `cls` with its slots (member
@@ -382,32 +441,13 @@ static PyObject *decode_fields(PyObject *module, PyObject *const *args, Py_ssize
     Py_ssize_t n = PyTuple_GET_SIZE(slots);
     if (!PyList_CheckExact(data) || PyList_GET_SIZE(data) != n)
         Py_RETURN_NONE;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int ok = field_ok(PyList_GET_ITEM(data, i), PyTuple_GET_ITEM(kinds, i));
-        if (ok < 0) {
-            if (!PyErr_Occurred())
-                PyErr_Format(PyExc_TypeError, "decode_fields: kind %zd is not a field kind", i);
-            return NULL;
-        }
-        if (!ok)
-            Py_RETURN_NONE;
-    }
+    int ok = fields_ok(kinds, &PyList_GET_ITEM(data, 0), n);
+    if (ok <= 0)
+        return ok < 0 ? NULL : Py_NewRef(Py_None);
+    /* Nothing above ran Python code: the list is as it was tested. */
     PyObject *self = PyBaseObject_Type.tp_new(cls, empty_tuple, NULL);
-    if (self == NULL)
-        return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *slot = PyTuple_GET_ITEM(slots, i);
-        descrsetfunc set = Py_TYPE(slot)->tp_descr_set;
-        /* The list may not change under us: nothing here runs Python code, but a slot
-         * must still be a descriptor with a setter (a member of cls, as bind makes). */
-        if (Py_TYPE(slot) != &PyMemberDescr_Type || set == NULL ||
-            set(slot, self, PyList_GET_ITEM(data, i)) < 0) {
-            if (!PyErr_Occurred())
-                PyErr_Format(PyExc_TypeError, "decode_fields: slot %zd is not a member descriptor", i);
-            Py_DECREF(self);
-            return NULL;
-        }
-    }
+    if (self != NULL && set_slots(self, slots, &PyList_GET_ITEM(data, 0)) < 0)
+        Py_CLEAR(self);
     return self;
 }
 
@@ -475,6 +515,8 @@ static PyMethodDef methods[] = {
      "frame_reply(pack, txn_id, nfds, data): a successful Reply's frame, or None."},
     {"decode_fields", (PyCFunction)(void (*)(void))decode_fields, METH_FASTCALL,
      "decode_fields(cls, slots, kinds, data): a new cls with its slots set from data, or None."},
+    {"init_fields", (PyCFunction)(void (*)(void))init_fields, METH_FASTCALL,
+     "init_fields(self, slots, kinds, values): set the slots to values and answer True, or answer False."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
      "configure(unpackb, kwargs, Transaction, Reply, max_frame_size, max_parcel_size)"},
     {NULL, NULL, 0, NULL},
@@ -503,6 +545,7 @@ PyMODINIT_FUNC PyInit__wirec(void)
                            PyModule_AddIntConstant(module, "FIELD_FLOAT", FIELD_FLOAT) < 0 ||
                            PyModule_AddIntConstant(module, "FIELD_STR", FIELD_STR) < 0 ||
                            PyModule_AddIntConstant(module, "FIELD_BYTES", FIELD_BYTES) < 0 ||
+                           PyModule_AddIntConstant(module, "FIELD_ASCII", FIELD_ASCII) < 0 ||
                            PyModule_AddIntConstant(module, "FIELD_NULLABLE", FIELD_NULLABLE) < 0))
         Py_CLEAR(module);
     return module;

@@ -72,7 +72,7 @@ from ._parcel import (
     what,
 )
 from ._runtime import IBinder
-from ._wirec import decode_fields
+from ._wirec import decode_fields, init_fields
 from ._status import BadParcelableException
 
 __all__ = [
@@ -130,6 +130,7 @@ __all__ = [
     "encode_pfd",
     "encode_shared_memory",
     "fields_of",
+    "init_fields",
     "rewrap",
     "unimplemented",
     "what",

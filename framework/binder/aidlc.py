@@ -578,6 +578,14 @@ class _Module:
             else:
                 body += ["        else:", *("    " + line for line in check)]
         body += [f"        {self.g(_setter(simple, f.name))}({me}, {f.name})" for f in fields]
+        kinds = _field_kinds(d, init=True)
+        if kinds is not None:
+            values = _tuple(f.name for f in fields)
+            body[:0] = [
+                "        # Values that pass as they are (the tests below): set in C, else tested here.",
+                f"        if {self.rt('init_fields')}({me}, {self.g(_slots(simple))}, {kinds!r}, {values}):",
+                "            return",
+            ]
         sig = f"def __init__({me}, *, {', '.join(params)}) -> None:" if params else f"def __init__({me}) -> None:"
         return [f"    {sig}", *(body or ["        pass"])]
 
@@ -902,12 +910,13 @@ def _slots(simple: str) -> str:
 
 
 # The kinds of field whose wire form is already the value, as _wirec.decode_fields numbers them.
-_FIELD_INT, _FIELD_BOOL, _FIELD_FLOAT, _FIELD_STR, _FIELD_BYTES, _FIELD_NULLABLE = (
-    _wirec.FIELD_INT, _wirec.FIELD_BOOL, _wirec.FIELD_FLOAT, _wirec.FIELD_STR, _wirec.FIELD_BYTES, _wirec.FIELD_NULLABLE
+_FIELD_INT, _FIELD_BOOL, _FIELD_FLOAT, _FIELD_STR, _FIELD_BYTES, _FIELD_ASCII, _FIELD_NULLABLE = (
+    _wirec.FIELD_INT, _wirec.FIELD_BOOL, _wirec.FIELD_FLOAT, _wirec.FIELD_STR, _wirec.FIELD_BYTES, _wirec.FIELD_ASCII,
+    _wirec.FIELD_NULLABLE,
 )
 
 
-def _field_kind(t: TypeRef) -> tuple | None:
+def _field_kind(t: TypeRef, init: bool = False) -> tuple | None:
     """What ``_wirec.decode_fields`` is told of a field of type ``t``: the test its
     generated decoder makes before taking a wire value as it is; None for a type it
     has to convert (an enum, a parcelable, a float, a char, a list, a binder...)."""
@@ -924,15 +933,16 @@ def _field_kind(t: TypeRef) -> tuple | None:
     elif t.name == "double":
         kind = (_FIELD_FLOAT,)
     elif t.name == "String":
-        kind = (_FIELD_STR,)
+        kind = (_FIELD_ASCII if init else _FIELD_STR,)  # a value must also encode (no lone surrogate)
     else:
         return None
     return (kind[0] | _FIELD_NULLABLE, *kind[1:]) if t.nullable else kind
 
 
-def _field_kinds(d: ParcelableDef) -> tuple | None:
-    """Every field's kind, if each has one (and there is a field)."""
-    kinds = tuple(_field_kind(_plain(f.type)) for f in d.fields)
+def _field_kinds(d: ParcelableDef, init: bool = False) -> tuple | None:
+    """Every field's kind, if each has one (and there is a field): on the wire, or
+    (``init``) as ``__init__`` takes it."""
+    kinds = tuple(_field_kind(_plain(f.type), init) for f in d.fields)
     return kinds if kinds and None not in kinds else None
 
 

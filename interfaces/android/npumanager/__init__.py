@@ -32,6 +32,9 @@ class ModelLoadRequestParcelable(_rt.Parcelable):
     priority: int
 
     def __init__(self, *, id: int = 0, size: int = 0, priority: int = 0) -> None:
+        # Values that pass as they are (the tests below): set in C, else tested here.
+        if _rt.init_fields(self, _ModelLoadRequestParcelable_slots, ((1, -2147483648, 2147483647), (1, -2147483648, 2147483647), (1, -2147483648, 2147483647)), (id, size, priority)):
+            return
         if not (id.__class__ is int and -2147483648 <= id <= 2147483647):
             try:
                 id = _rt.check_int(id)

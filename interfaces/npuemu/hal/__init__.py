@@ -32,6 +32,9 @@ class MemoryPressure(_rt.Parcelable):
     timeNs: int
 
     def __init__(self, *, deviceNumber: int = 0, hwDevice: int = 0, weightMemoryUsed: int = 0, weightMemoryTotal: int = 0, sramUsed: int = 0, sramTotal: int = 0, refused: str | None = None, timeNs: int = 0) -> None:
+        # Values that pass as they are (the tests below): set in C, else tested here.
+        if _rt.init_fields(self, _MemoryPressure_slots, ((1, -2147483648, 2147483647), (1, -2147483648, 2147483647), (1, -9223372036854775808, 9223372036854775807), (1, -9223372036854775808, 9223372036854775807), (1, -9223372036854775808, 9223372036854775807), (1, -9223372036854775808, 9223372036854775807), (262,), (1, -9223372036854775808, 9223372036854775807)), (deviceNumber, hwDevice, weightMemoryUsed, weightMemoryTotal, sramUsed, sramTotal, refused, timeNs)):
+            return
         if not (deviceNumber.__class__ is int and -2147483648 <= deviceNumber <= 2147483647):
             try:
                 deviceNumber = _rt.check_int(deviceNumber)

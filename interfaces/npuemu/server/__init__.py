@@ -29,6 +29,9 @@ class CrashInfo(_rt.Parcelable):
     stackTrace: str
 
     def __init__(self, *, exceptionClassName: str = '', exceptionMessage: str = '', throwFileName: str = '', throwLineNumber: int = 0, stackTrace: str = '') -> None:
+        # Values that pass as they are (the tests below): set in C, else tested here.
+        if _rt.init_fields(self, _CrashInfo_slots, ((6,), (6,), (6,), (1, -2147483648, 2147483647), (6,)), (exceptionClassName, exceptionMessage, throwFileName, throwLineNumber, stackTrace)):
+            return
         if not (exceptionClassName.__class__ is str and exceptionClassName.isascii()):
             try:
                 exceptionClassName = _rt.check_string(exceptionClassName)

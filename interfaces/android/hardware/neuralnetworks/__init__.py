@@ -358,6 +358,9 @@ class DataLocation(_rt.Parcelable):
     padding: int
 
     def __init__(self, *, poolIndex: int = 0, offset: int = 0, length: int = 0, padding: int = 0) -> None:
+        # Values that pass as they are (the tests below): set in C, else tested here.
+        if _rt.init_fields(self, _DataLocation_slots, ((1, -2147483648, 2147483647), (1, -9223372036854775808, 9223372036854775807), (1, -9223372036854775808, 9223372036854775807), (1, -9223372036854775808, 9223372036854775807)), (poolIndex, offset, length, padding)):
+            return
         if not (poolIndex.__class__ is int and -2147483648 <= poolIndex <= 2147483647):
             try:
                 poolIndex = _rt.check_int(poolIndex)
@@ -638,6 +641,9 @@ class Extension(_rt.Parcelable):
     name: str
 
     def __init__(self, *, name: str = '') -> None:
+        # Values that pass as they are (the tests below): set in C, else tested here.
+        if _rt.init_fields(self, _Extension_slots, ((6,),), (name,)):
+            return
         if not (name.__class__ is str and name.isascii()):
             try:
                 name = _rt.check_string(name)
@@ -812,6 +818,9 @@ class ModelLoadToken(_rt.Parcelable):
     requestId: int
 
     def __init__(self, *, requestId: int = 0) -> None:
+        # Values that pass as they are (the tests below): set in C, else tested here.
+        if _rt.init_fields(self, _ModelLoadToken_slots, ((1, -2147483648, 2147483647),), (requestId,)):
+            return
         if not (requestId.__class__ is int and -2147483648 <= requestId <= 2147483647):
             try:
                 requestId = _rt.check_int(requestId)
@@ -859,6 +868,9 @@ class NumberOfCacheFiles(_rt.Parcelable):
     numDataCache: int
 
     def __init__(self, *, numModelCache: int = 0, numDataCache: int = 0) -> None:
+        # Values that pass as they are (the tests below): set in C, else tested here.
+        if _rt.init_fields(self, _NumberOfCacheFiles_slots, ((1, -2147483648, 2147483647), (1, -2147483648, 2147483647)), (numModelCache, numDataCache)):
+            return
         if not (numModelCache.__class__ is int and -2147483648 <= numModelCache <= 2147483647):
             try:
                 numModelCache = _rt.check_int(numModelCache)
@@ -1742,6 +1754,9 @@ class Timing(_rt.Parcelable):
     timeInDriverNs: int
 
     def __init__(self, *, timeOnDeviceNs: int = -1, timeInDriverNs: int = -1) -> None:
+        # Values that pass as they are (the tests below): set in C, else tested here.
+        if _rt.init_fields(self, _Timing_slots, ((1, -9223372036854775808, 9223372036854775807), (1, -9223372036854775808, 9223372036854775807)), (timeOnDeviceNs, timeInDriverNs)):
+            return
         if not (timeOnDeviceNs.__class__ is int and -9223372036854775808 <= timeOnDeviceNs <= 9223372036854775807):
             try:
                 timeOnDeviceNs = _rt.check_long(timeOnDeviceNs)

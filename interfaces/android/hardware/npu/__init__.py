@@ -40,6 +40,9 @@ class NpuUuid(_rt.Parcelable):
     uuid: bytes
 
     def __init__(self, *, uuid: bytes = b'\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00') -> None:
+        # Values that pass as they are (the tests below): set in C, else tested here.
+        if _rt.init_fields(self, _NpuUuid_slots, ((5, 16),), (uuid,)):
+            return
         if not (uuid.__class__ is bytes and len(uuid) == 16):
             try:
                 uuid = _rt.check_bytes(uuid, 16)
@@ -93,6 +96,9 @@ class SchedulingConfig(_rt.Parcelable):
     canAttributeOtherUid: bool
 
     def __init__(self, *, minPriority: int = 0, maxPriority: int = 2000, uid: int = 0, appPriority: int = 0, hasDirectAccess: bool = False, canAttributeOtherUid: bool = False) -> None:
+        # Values that pass as they are (the tests below): set in C, else tested here.
+        if _rt.init_fields(self, _SchedulingConfig_slots, ((1, -2147483648, 2147483647), (1, -2147483648, 2147483647), (1, -2147483648, 2147483647), (1, -2147483648, 2147483647), (2,), (2,)), (minPriority, maxPriority, uid, appPriority, hasDirectAccess, canAttributeOtherUid)):
+            return
         if not (minPriority.__class__ is int and -2147483648 <= minPriority <= 2147483647):
             try:
                 minPriority = _rt.check_int(minPriority)
