@@ -41,6 +41,7 @@ from framework.binder import interface_class, open_binder_runtime
 START, STOP, QUIT = 7, 8, 9  # the floor socket's control messages
 _SENDS = {"send", "sendall", "sendmsg"}
 _RECVS = {"recv", "recv_into", "recvmsg", "recvmsg_into"}
+_TRANSPORT_READ = "framework.binder._wirec"  # the module of the binder transport's read (recvmsg)
 
 
 class Tracer:
@@ -76,6 +77,8 @@ class Tracer:
                     self.mark("recv")
             elif isinstance(owner, select.epoll) and name == "poll":
                 self.mark("wake")
+            elif name == "recvmsg" and event == "c_return" and getattr(owner, "__name__", "") == _TRANSPORT_READ:
+                self.mark("recv")  # the binder's transport reads in C
 
     def start(self) -> None:
         self.segments.clear()

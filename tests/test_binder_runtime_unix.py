@@ -57,3 +57,43 @@ async def test_big_frames_from_many_tasks_at_once_arrive_whole_and_in_place(tmp_
                 assert got[i] == bytes([i]) * SIZE, f"call {i} got another's bytes or a torn frame"
             # The connection is sound afterwards: small calls still pass both ways.
             assert (await proxy.transact(1, [9, 3, False, b"\x09"])).data == b"\x09\x09\x09"
+
+
+def test_one_read_brings_the_bytes_and_the_descriptors_sent_with_them() -> None:
+    """_wirec.recvmsg, the Unix transport's read: what came, the descriptors that came
+    with it (owned by the reader), b"" at the end, BlockingIOError when nothing is there."""
+    import array
+    import errno
+    import socket
+
+    import pytest
+
+    from framework.binder._wirec import recvmsg
+
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    buf = memoryview(bytearray(16))
+    with a, b:
+        b.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            recvmsg(b.fileno(), buf)
+        r, w = os.pipe()
+        try:
+            a.sendmsg([b"hello"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [r, w]))])
+            data, fds, truncated = recvmsg(b.fileno(), buf)
+            assert (data, len(fds), truncated) == (b"hello", 2, False)
+            os.write(fds[1], b"!")  # the received write end is the pipe's own
+            assert os.read(r, 1) == b"!"
+            for fd in fds:
+                os.close(fd)
+        finally:
+            os.close(r)
+            os.close(w)
+        a.send(b"x" * 40)
+        assert recvmsg(b.fileno(), buf) == (b"x" * 16, [], False)  # at most the buffer's size
+        assert recvmsg(b.fileno(), buf)[0] == b"x" * 16
+        a.shutdown(socket.SHUT_WR)
+        assert recvmsg(b.fileno(), buf)[0] == b"x" * 8
+        assert recvmsg(b.fileno(), buf) == (b"", [], False)
+    with pytest.raises(OSError) as info:
+        recvmsg(-1, buf)  # a closed socket's fileno()
+    assert info.value.errno == errno.EBADF

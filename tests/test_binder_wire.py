@@ -502,8 +502,7 @@ def test_the_c_frame_cutter_takes_only_what_it_can_and_never_fails_on_bytes(blob
             assert type(event) is cls and event == cls(*event) and not event.fds
         for cut in (data[:-1], data + b"\x00"):  # not one whole frame
             assert take(cut, set(pending)) is None
-    with pytest.raises(TypeError):
-        _wirec.take_transaction(bytearray(data), set())
+    assert _wirec.take_transaction(bytearray(data), set()) is None  # not bytes: the general way takes it
     with pytest.raises(TypeError):
         _wirec.take_reply(data, frozenset())
     with pytest.raises(TypeError):

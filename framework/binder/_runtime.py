@@ -1034,12 +1034,13 @@ class _ServerConn:
         except (TransactionTooLargeException, ProtocolError) as exc:
             log.warning("reply to pid %d refused: %s", self.peer_pid, exc)
             return self.send_error(Reply(txn_id, status=_status.FAILED_TRANSACTION, message=f"reply refused: {exc}"))
-        stream = self.stream
         try:
-            sending = stream.send_now(frame) if not fds else stream.send_frame([frame], fds)
+            sending = self.stream.send_frame([frame], fds) if fds else self.stream.send_now(frame)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return None  # the caller is gone; nobody is waiting for this
-        return None if sending is None else _ignoring_hangup(sending)
+        if sending is None:
+            return None
+        return _ignoring_hangup(sending)
 
     async def send_error(self, reply: Reply) -> None:
         """Send a failure status (a reply with no data or descriptors)."""

@@ -44,6 +44,7 @@ import trio
 from ._isolation import SHARED_RUNTIME_DIR_MODE
 from ._status import DeadObjectException, ProtocolError
 from ._wire import MAX_FDS_PER_FRAME, MAX_HANDSHAKE_FRAME_SIZE
+from ._wirec import recvmsg as _recvmsg
 
 __all__ = [
     "MemoryNetwork",
@@ -57,8 +58,6 @@ _RECV_SIZE = 64 * 1024
 # Until the handshake is over a stream reads into a small buffer (a Hello or Welcome
 # frame at most): a burst of connections that never say Hello costs little each.
 _HANDSHAKE_RECV_SIZE = MAX_HANDSHAKE_FRAME_SIZE + 4
-_MSG_CTRUNC = int(socket.MSG_CTRUNC)  # the IntFlag would cost a Python-level & per read
-_ANC_SIZE = socket.CMSG_SPACE(MAX_FDS_PER_FRAME * array.array("i").itemsize)
 _PEERCRED = struct.Struct("3i")
 _INT = struct.Struct("i")
 #: getsockopt option of Linux >= 6.5 (asm-generic/socket.h): a pidfd of the peer as of
@@ -75,16 +74,6 @@ def _close_fds(fds: Sequence[int]) -> None:
             os.close(fd)
         except OSError:
             pass
-
-
-def _received_fds(ancdata: list) -> list[int]:
-    """The descriptors of a ``recvmsg``'s ancillary data."""
-    fds: list[int] = []
-    for level, kind, payload in ancdata:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            usable = len(payload) - len(payload) % array.array("i").itemsize
-            fds.extend(array.array("i", payload[:usable]))
-    return fds
 
 
 def _pidfd_alive(pidfd: int) -> bool:
@@ -181,7 +170,7 @@ class _UnixStream:
 
     __slots__ = (
         "_sock", "_sending", "_lot", "peer_pid", "peer_uid", "peer_gid", "_pidfd", "_closed", "_streak", "_rbuf",
-        "_rbufs", "_rsize", "_drained", "_hup",
+        "_rsize", "_drained", "_hup",
     )
 
     def __init__(self, sock: socket.socket, accepted: bool = False) -> None:
@@ -197,7 +186,6 @@ class _UnixStream:
         self._closed = False
         self._streak = 0
         self._rbuf = memoryview(bytearray(_HANDSHAKE_RECV_SIZE))
-        self._rbufs = (self._rbuf,)  # what recvmsg_into takes, made once
         self._rsize = _HANDSHAKE_RECV_SIZE
         self._drained = False
         self._hup: select.epoll | None = None  # made by the first wait_hangup
@@ -211,7 +199,6 @@ class _UnixStream:
         """Calls come now: read them into the full-size buffer."""
         if self._rsize != _RECV_SIZE:
             self._rbuf = memoryview(bytearray(_RECV_SIZE))
-            self._rbufs = (self._rbuf,)
             self._rsize = _RECV_SIZE
 
     async def send_frame(self, buffers: list[bytes], fds: Sequence[int] = ()) -> None:
@@ -331,8 +318,10 @@ class _UnixStream:
                 await trio.lowlevel.checkpoint()
         while True:
             try:
-                nbytes, ancdata, flags, _ = sock.recvmsg_into(self._rbufs, _ANC_SIZE)
-                self._drained = nbytes < self._rsize
+                # One recvmsg with room for a frame's descriptors (sock.recvmsg_into,
+                # the slice and the ancillary data's walk, in one C call).
+                data, fds, truncated = _recvmsg(sock.fileno(), self._rbuf)
+                self._drained = len(data) < self._rsize
                 break
             except BlockingIOError:
                 self._streak = 0
@@ -341,11 +330,10 @@ class _UnixStream:
                 return b"", []
             except OSError as exc:
                 raise trio.BrokenResourceError(f"receive failed: {exc}") from exc
-        fds = _received_fds(ancdata) if ancdata else []
-        if flags & _MSG_CTRUNC:
+        if truncated:
             _close_fds(fds)
             raise ProtocolError("peer sent more descriptors than a frame may carry")
-        return self._rbuf[:nbytes].tobytes(), fds
+        return data, fds
 
     async def wait_hangup(self) -> None:
         """Return when the peer has hung up (or this end was closed); read nothing.

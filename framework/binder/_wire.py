@@ -450,6 +450,7 @@ class _Framer:
     __slots__ = ("_buf", "_pos", "_fds", "frame_size")
 
     def __init__(self) -> None:
+        # What is buffered is _buf[_pos:]; once all of it is taken, _buf is empty.
         self._buf: bytes | bytearray = b""
         self._pos = 0
         self._fds: list[int] = []
@@ -494,7 +495,10 @@ class _Framer:
         end = start + length
         if len(buf) < end:
             return NEED_DATA
-        self._pos = end
+        if end == len(buf):  # all taken: an empty buffer says so (Connection.receive's test)
+            self._buf, self._pos = b"", 0
+        else:
+            self._pos = end
         self.frame_size = length
         kind = buf[start]
         if kind == 3:  # Transaction.KIND
@@ -624,7 +628,10 @@ class Connection(_Framer):
     one. A reply for a call that was never made is the peer's protocol error.
     """
 
-    __slots__ = ("role", "state", "_hello_seen", "_pending", "_next_txn_id", "_pack", "_out", "_in", "_take")
+    __slots__ = (
+        "role", "state", "_hello_seen", "_pending", "_next_txn_id", "_pack", "_out", "_in", "_take", "_call_state",
+        "_reply_state",
+    )
 
     def __init__(self, role: Role) -> None:
         self.role = role
@@ -639,6 +646,10 @@ class Connection(_Framer):
         self._in = _BY_STATE[role][_IN]
         # What receive() takes whole: the frame of a call this side is sent.
         self._take = _wirec.take_transaction if role is SERVER else _wirec.take_reply
+        # The state in which send_call (a client's) and send_reply (a server's) may
+        # send: READY, or None on the other side (no state is None): one test each.
+        self._call_state = READY if role is CLIENT else None
+        self._reply_state = READY if role is SERVER else None
 
     # -- sending -------------------------------------------------------------------
 
@@ -689,7 +700,7 @@ class Connection(_Framer):
     def send_call(self, target: int, code: int, oneway: bool, data: Any, nfds: int = 0) -> tuple[int, bytes]:
         """Frame a call from this client under a new transaction id: ``(txn_id, frame)``,
         the frame one buffer (its header joined to the parcel), ready for one send."""
-        if self.state is not READY or self.role is not CLIENT:
+        if self.state is not self._call_state:  # READY, on a client
             raise self._refused(_OUT, Transaction(0, target, code, oneway, data, nfds), LocalProtocolError)
         txn_id = self._next_txn_id
         self._next_txn_id = txn_id + 1
@@ -722,7 +733,7 @@ class Connection(_Framer):
 
     def send_reply(self, txn_id: int, data: Any, nfds: int = 0) -> bytes:
         """Frame this server's successful reply to call ``txn_id``, as one buffer."""
-        if self.state is not READY or self.role is not SERVER:
+        if self.state is not self._reply_state:  # READY, on a server
             raise self._refused(_OUT, Reply.ok(txn_id, data, nfds), LocalProtocolError)
         pending = self._pending
         if txn_id not in pending:
@@ -760,15 +771,14 @@ class Connection(_Framer):
         undecodable parcel, a reused id, more than one frame...) goes the general
         way, which takes it or says what is wrong.
         """
-        if self.state is READY and not fds and self._pos == len(self._buf) and data.__class__ is bytes:
+        if not self._buf and not fds and self.state is READY:
             event = self._take(data, self._pending)
             if event is not None:
-                self._buf, self._pos = data, len(data)
                 self.frame_size = len(data)
                 return event
         if self.state is State.CLOSED and data:
             raise ProtocolError("data after the connection closed")
-        if fds or self._pos < len(self._buf):
+        if fds or self._buf:
             self.feed(data, fds)
         else:  # feed's common case, written out: the last read's frames are all taken
             self._buf, self._pos = data, 0
@@ -776,7 +786,8 @@ class Connection(_Framer):
 
     def next_event(self) -> Event | _NeedData:
         """The next complete event, or :data:`NEED_DATA`. Raises :class:`ProtocolError`."""
-        if len(self._buf) - self._pos < _HEADER_SIZE:
+        buf = self._buf
+        if not buf or len(buf) - self._pos < _HEADER_SIZE:
             if self._fds:
                 self._check_fds()
             return NEED_DATA  # the common answer after a whole read: no call to find it

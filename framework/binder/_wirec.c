@@ -9,6 +9,11 @@
  * does not take is not refused by it (tests/test_binder_wire.py checks the two ways
  * against each other). It never keeps a reference to what it reads.
  *
+ * Two more helpers live here for the same reason: decode_fields and init_fields, which
+ * the generated code of a parcelable of plain fields tries first (each answers None or
+ * False for anything its Python would have to convert or refuse), and recvmsg, the
+ * transport's one read of a socket with its descriptors.
+ *
  * The frames (see _wire's docstring), big-endian after a u32 length prefix:
  *   Transaction: kind 3 (u8), oneway (u8), nfds (u16), code (u32), txn_id (i64),
  *                target (i64), then the parcel in msgpack;
@@ -16,8 +21,11 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define TXN_FRAME 28 /* length prefix and header */
 #define OK_FRAME 16
@@ -148,18 +156,20 @@ static PyObject *make_event(PyObject *cls, PyObject *items)
     return event;
 }
 
-/* Whether args[0] (bytes) is exactly one whole frame of `kind` with a header of
+/* Whether args[0] is bytes, exactly one whole frame of `kind` with a header of
  * `head` bytes and a parcel after it, its bytes in *p and *n: 1 if so, 0 if not
- * (answer None), -1 if the arguments are not (bytes, set). */
+ * (answer None), -1 if the arguments are not (data, set). */
 static int whole_frame(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t head, unsigned char kind,
                        const unsigned char **p, Py_ssize_t *n)
 {
     if (!ready(nargs, 2, "taking a frame"))
         return -1;
-    if (!PyBytes_CheckExact(args[0]) || !PySet_CheckExact(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "expected (bytes, set)");
+    if (!PySet_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "expected (data, set)");
         return -1;
     }
+    if (!PyBytes_CheckExact(args[0]))
+        return 0; /* bytes only: anything else goes the general way */
     *p = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     *n = PyBytes_GET_SIZE(args[0]);
     return *n > head && *n <= max_whole && (Py_ssize_t)get32(*p) + 4 == *n && (*p)[4] == kind;
@@ -451,6 +461,101 @@ static PyObject *decode_fields(PyObject *module, PyObject *const *args, Py_ssize
     return self;
 }
 
+/* ---------------------------------------------------------------------------------
+ * One read of a stream socket, for _transport: what sock.recvmsg_into with room for
+ * MAX_FDS descriptors, a slice of the buffer and the ancillary data walked in
+ * Python did, in one call.
+ */
+
+/* recvmsg(fd, buffer): one recvmsg of at most len(buffer) bytes into the writable
+ * `buffer` (non-blocking: BlockingIOError if nothing is there; OSError as the
+ * syscall says, retried on EINTR as Python does): (data, fds, truncated), the
+ * bytes read (b"" at end of stream), the descriptors that came with them (a list;
+ * the caller owns them) and whether more descriptors came than fit
+ * (MSG_CTRUNC: the kernel closed the rest). */
+static PyObject *recvmsg_fds(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2 || !PyLong_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "recvmsg(fd, buffer)");
+        return NULL;
+    }
+    long fd = PyLong_AsLong(args[0]);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    if (fd < 0 || fd > INT32_MAX) {
+        errno = EBADF; /* what a closed socket's fileno() of -1 would get */
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE | PyBUF_SIMPLE) < 0)
+        return NULL;
+    union {
+        char space[CMSG_SPACE(MAX_FDS * sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = {view.buf, (size_t)view.len};
+    struct msghdr msg;
+    ssize_t n;
+    for (;;) {
+        memset(&msg, 0, sizeof msg);
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.space;
+        msg.msg_controllen = sizeof control.space;
+        n = recvmsg((int)fd, &msg, 0);
+        if (n >= 0 || errno != EINTR)
+            break;
+        if (PyErr_CheckSignals() < 0) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+    }
+    if (n < 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    PyObject *fds = NULL;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        const unsigned char *at = CMSG_DATA(c);
+        for (size_t i = 0; i < count; i++) {
+            int got;
+            memcpy(&got, at + i * sizeof(int), sizeof got);
+            PyObject *item = PyLong_FromLong(got);
+            if (fds == NULL && item != NULL)
+                fds = PyList_New(0);
+            if (item == NULL || fds == NULL || PyList_Append(fds, item) < 0) {
+                /* Out of memory: these descriptors are ours, and nobody else will close them. */
+                Py_XDECREF(item);
+                for (size_t j = i; j < count; j++) {
+                    memcpy(&got, at + j * sizeof(int), sizeof got);
+                    close(got);
+                }
+                Py_XDECREF(fds);
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+            Py_DECREF(item);
+        }
+    }
+    PyObject *data = PyBytes_FromStringAndSize(view.buf, n);
+    PyBuffer_Release(&view);
+    if (data == NULL) {
+        Py_XDECREF(fds);
+        return NULL;
+    }
+    if (fds == NULL && (fds = PyList_New(0)) == NULL) {
+        Py_DECREF(data);
+        return NULL;
+    }
+    return Py_BuildValue("(NNO)", data, fds,
+                         (msg.msg_flags & MSG_CTRUNC) ? Py_True : Py_False);
+}
+
 /* configure(unpackb, kwargs, Transaction, Reply, max_frame_size, max_parcel_size) */
 static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -517,6 +622,8 @@ static PyMethodDef methods[] = {
      "decode_fields(cls, slots, kinds, data): a new cls with its slots set from data, or None."},
     {"init_fields", (PyCFunction)(void (*)(void))init_fields, METH_FASTCALL,
      "init_fields(self, slots, kinds, values): set the slots to values and answer True, or answer False."},
+    {"recvmsg", (PyCFunction)(void (*)(void))recvmsg_fds, METH_FASTCALL,
+     "recvmsg(fd, buffer): one read into buffer: (data, fds, truncated)."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
      "configure(unpackb, kwargs, Transaction, Reply, max_frame_size, max_parcel_size)"},
     {NULL, NULL, 0, NULL},

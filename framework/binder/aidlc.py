@@ -180,7 +180,9 @@ class _Code:
     ``check(v)`` is the slow path (TypeError / ValueError), ``encode(v, ctx)`` the wire
     form (None: the value is its own) and ``decode(w, ctx)`` the strict reader
     (DecodeError). ``default`` makes a fresh default; ``shared`` says it is one
-    immutable value, which may stand in a signature.
+    immutable value, which may stand in a signature. ``encode_checked(v, ctx)``, when
+    given, is the wire form of a value ``check`` has just passed (what ``encode`` would
+    test again).
     """
 
     ok_value: Callable[[str], str] | None
@@ -190,6 +192,7 @@ class _Code:
     decode: Callable[[str, str], str]
     default: str
     shared: bool
+    encode_checked: Callable[[str, str], str] | None = None
 
 
 _INT_RANGES = {
@@ -373,6 +376,7 @@ class _Module:
             lambda w, ctx: f"{cls}._aidl_decode({w}, {ctx})",
             f"{cls}()",
             False,
+            lambda v, ctx: f"{v}.to_wire({ctx})",  # check_parcelable passes an instance as it is
         )
 
     def _object_code(self, t: TypeRef) -> _Code:
@@ -482,7 +486,8 @@ class _Module:
             else:
                 body.append(f"{var} = {c.check(var)}")
         if ctx is not None and c.encode is not None:
-            body.append(f"{var} = {c.encode(var, ctx)}")
+            encode = c.encode_checked if check and c.encode_checked else c.encode
+            body.append(f"{var} = {encode(var, ctx)}")
         if not body:
             return []
         if check and not (ctx is not None and c.encode is not None) and c.ok_value:

@@ -575,7 +575,7 @@ def _INpuManager_canLoadModel_encode_call(args: tuple, ctx: Any) -> list:
     try:
         if request.__class__ is not ModelLoadRequestParcelable:
             request = _rt.check_parcelable(request, ModelLoadRequestParcelable)
-        request = (request.to_wire(ctx) if request.__class__ is ModelLoadRequestParcelable else _rt.check_parcelable(request, ModelLoadRequestParcelable).to_wire(ctx))
+        request = request.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.npumanager.INpuManager.canLoadModel: argument request') from None
     try:
@@ -632,7 +632,7 @@ def _INpuManager_cancelModelLoad_encode_call(args: tuple, ctx: Any) -> list:
     try:
         if request.__class__ is not ModelLoadRequestParcelable:
             request = _rt.check_parcelable(request, ModelLoadRequestParcelable)
-        request = (request.to_wire(ctx) if request.__class__ is ModelLoadRequestParcelable else _rt.check_parcelable(request, ModelLoadRequestParcelable).to_wire(ctx))
+        request = request.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.npumanager.INpuManager.cancelModelLoad: argument request') from None
     return [request]
@@ -678,7 +678,7 @@ def _INpuManager_notifyModelLoaded_encode_call(args: tuple, ctx: Any) -> list:
     try:
         if request.__class__ is not ModelLoadRequestParcelable:
             request = _rt.check_parcelable(request, ModelLoadRequestParcelable)
-        request = (request.to_wire(ctx) if request.__class__ is ModelLoadRequestParcelable else _rt.check_parcelable(request, ModelLoadRequestParcelable).to_wire(ctx))
+        request = request.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.npumanager.INpuManager.notifyModelLoaded: argument request') from None
     return [request]
@@ -724,7 +724,7 @@ def _INpuManager_notifyModelUnloaded_encode_call(args: tuple, ctx: Any) -> list:
     try:
         if request.__class__ is not ModelLoadRequestParcelable:
             request = _rt.check_parcelable(request, ModelLoadRequestParcelable)
-        request = (request.to_wire(ctx) if request.__class__ is ModelLoadRequestParcelable else _rt.check_parcelable(request, ModelLoadRequestParcelable).to_wire(ctx))
+        request = request.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.npumanager.INpuManager.notifyModelUnloaded: argument request') from None
     return [request]

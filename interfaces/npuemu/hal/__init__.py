@@ -1166,7 +1166,7 @@ def _IHalControl_thermalStatus_encode_reply(result: Any, outs: tuple, ctx: Any) 
     try:
         if result.__class__ is not ThermalStatus:
             result = _rt.check_parcelable(result, ThermalStatus)
-        result = (result.to_wire(ctx) if result.__class__ is ThermalStatus else _rt.check_parcelable(result, ThermalStatus).to_wire(ctx))
+        result = result.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'npuemu.hal.IHalControl.thermalStatus: return value') from None
     return [result]
@@ -1227,7 +1227,7 @@ def _IHalControl_setThermalSeverity_encode_reply(result: Any, outs: tuple, ctx: 
     try:
         if result.__class__ is not ThermalStatus:
             result = _rt.check_parcelable(result, ThermalStatus)
-        result = (result.to_wire(ctx) if result.__class__ is ThermalStatus else _rt.check_parcelable(result, ThermalStatus).to_wire(ctx))
+        result = result.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'npuemu.hal.IHalControl.setThermalSeverity: return value') from None
     return [result]
@@ -1288,7 +1288,7 @@ def _IHalControl_overrideThermalSeverity_encode_reply(result: Any, outs: tuple, 
     try:
         if result.__class__ is not ThermalStatus:
             result = _rt.check_parcelable(result, ThermalStatus)
-        result = (result.to_wire(ctx) if result.__class__ is ThermalStatus else _rt.check_parcelable(result, ThermalStatus).to_wire(ctx))
+        result = result.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'npuemu.hal.IHalControl.overrideThermalSeverity: return value') from None
     return [result]
@@ -1331,7 +1331,7 @@ def _IHalControl_resetThermalOverride_encode_reply(result: Any, outs: tuple, ctx
     try:
         if result.__class__ is not ThermalStatus:
             result = _rt.check_parcelable(result, ThermalStatus)
-        result = (result.to_wire(ctx) if result.__class__ is ThermalStatus else _rt.check_parcelable(result, ThermalStatus).to_wire(ctx))
+        result = result.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'npuemu.hal.IHalControl.resetThermalOverride: return value') from None
     return [result]
@@ -1774,7 +1774,7 @@ def _IHalListener_onMemoryPressure_encode_call(args: tuple, ctx: Any) -> list:
     try:
         if pressure.__class__ is not MemoryPressure:
             pressure = _rt.check_parcelable(pressure, MemoryPressure)
-        pressure = (pressure.to_wire(ctx) if pressure.__class__ is MemoryPressure else _rt.check_parcelable(pressure, MemoryPressure).to_wire(ctx))
+        pressure = pressure.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'npuemu.hal.IHalListener.onMemoryPressure: argument pressure') from None
     return [pressure]

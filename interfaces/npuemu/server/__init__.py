@@ -844,7 +844,7 @@ def _IActivityManager_handleApplicationCrash_encode_call(args: tuple, ctx: Any) 
     try:
         if crashInfo.__class__ is not CrashInfo:
             crashInfo = _rt.check_parcelable(crashInfo, CrashInfo)
-        crashInfo = (crashInfo.to_wire(ctx) if crashInfo.__class__ is CrashInfo else _rt.check_parcelable(crashInfo, CrashInfo).to_wire(ctx))
+        crashInfo = crashInfo.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'npuemu.server.IActivityManager.handleApplicationCrash: argument crashInfo') from None
     return [crashInfo]
@@ -932,7 +932,7 @@ def _IActivityManager_waitForAppStart_encode_reply(result: Any, outs: tuple, ctx
     try:
         if result.__class__ is not WaitResult:
             result = _rt.check_parcelable(result, WaitResult)
-        result = (result.to_wire(ctx) if result.__class__ is WaitResult else _rt.check_parcelable(result, WaitResult).to_wire(ctx))
+        result = result.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'npuemu.server.IActivityManager.waitForAppStart: return value') from None
     return [result]

@@ -2555,7 +2555,7 @@ def _IBurst_executeSynchronously_encode_call(args: tuple, ctx: Any) -> list:
     try:
         if request.__class__ is not Request:
             request = _rt.check_parcelable(request, Request)
-        request = (request.to_wire(ctx) if request.__class__ is Request else _rt.check_parcelable(request, Request).to_wire(ctx))
+        request = request.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IBurst.executeSynchronously: argument request') from None
     try:
@@ -2628,7 +2628,7 @@ def _IBurst_executeSynchronously_encode_reply(result: Any, outs: tuple, ctx: Any
     try:
         if result.__class__ is not ExecutionResult:
             result = _rt.check_parcelable(result, ExecutionResult)
-        result = (result.to_wire(ctx) if result.__class__ is ExecutionResult else _rt.check_parcelable(result, ExecutionResult).to_wire(ctx))
+        result = result.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IBurst.executeSynchronously: return value') from None
     return [result]
@@ -2717,7 +2717,7 @@ def _IDevice_getCapabilities_encode_reply(result: Any, outs: tuple, ctx: Any) ->
     try:
         if result.__class__ is not Capabilities:
             result = _rt.check_parcelable(result, Capabilities)
-        result = (result.to_wire(ctx) if result.__class__ is Capabilities else _rt.check_parcelable(result, Capabilities).to_wire(ctx))
+        result = result.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.getCapabilities: return value') from None
     return [result]
@@ -2760,7 +2760,7 @@ def _IDevice_getNumberOfCacheFilesNeeded_encode_reply(result: Any, outs: tuple, 
     try:
         if result.__class__ is not NumberOfCacheFiles:
             result = _rt.check_parcelable(result, NumberOfCacheFiles)
-        result = (result.to_wire(ctx) if result.__class__ is NumberOfCacheFiles else _rt.check_parcelable(result, NumberOfCacheFiles).to_wire(ctx))
+        result = result.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.getNumberOfCacheFilesNeeded: return value') from None
     return [result]
@@ -2832,7 +2832,7 @@ def _IDevice_getSupportedOperations_encode_call(args: tuple, ctx: Any) -> list:
     try:
         if model.__class__ is not Model:
             model = _rt.check_parcelable(model, Model)
-        model = (model.to_wire(ctx) if model.__class__ is Model else _rt.check_parcelable(model, Model).to_wire(ctx))
+        model = model.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.getSupportedOperations: argument model') from None
     return [model]
@@ -3020,7 +3020,7 @@ def _IDevice_prepareModel_encode_call(args: tuple, ctx: Any) -> list:
     try:
         if model.__class__ is not Model:
             model = _rt.check_parcelable(model, Model)
-        model = (model.to_wire(ctx) if model.__class__ is Model else _rt.check_parcelable(model, Model).to_wire(ctx))
+        model = model.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModel: argument model') from None
     try:
@@ -3137,7 +3137,7 @@ def _IDevice_prepareModelWithCache_encode_call(args: tuple, ctx: Any) -> list:
     try:
         if model.__class__ is not Model:
             model = _rt.check_parcelable(model, Model)
-        model = (model.to_wire(ctx) if model.__class__ is Model else _rt.check_parcelable(model, Model).to_wire(ctx))
+        model = model.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IDevice.prepareModelWithCache: argument model') from None
     try:
@@ -3400,7 +3400,7 @@ def _IPreparedModel_executeSynchronously_encode_call(args: tuple, ctx: Any) -> l
     try:
         if request.__class__ is not Request:
             request = _rt.check_parcelable(request, Request)
-        request = (request.to_wire(ctx) if request.__class__ is Request else _rt.check_parcelable(request, Request).to_wire(ctx))
+        request = request.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeSynchronously: argument request') from None
     if not (measureTiming is True or measureTiming is False):
@@ -3464,7 +3464,7 @@ def _IPreparedModel_executeSynchronously_encode_reply(result: Any, outs: tuple, 
     try:
         if result.__class__ is not ExecutionResult:
             result = _rt.check_parcelable(result, ExecutionResult)
-        result = (result.to_wire(ctx) if result.__class__ is ExecutionResult else _rt.check_parcelable(result, ExecutionResult).to_wire(ctx))
+        result = result.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeSynchronously: return value') from None
     return [result]
@@ -3494,7 +3494,7 @@ def _IPreparedModel_executeWithHints_encode_call(args: tuple, ctx: Any) -> list:
     try:
         if request.__class__ is not Request:
             request = _rt.check_parcelable(request, Request)
-        request = (request.to_wire(ctx) if request.__class__ is Request else _rt.check_parcelable(request, Request).to_wire(ctx))
+        request = request.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeWithHints: argument request') from None
     if not (measureTiming is True or measureTiming is False):
@@ -3510,7 +3510,7 @@ def _IPreparedModel_executeWithHints_encode_call(args: tuple, ctx: Any) -> list:
     try:
         if hints.__class__ is not ExecutionHints:
             hints = _rt.check_parcelable(hints, ExecutionHints)
-        hints = (hints.to_wire(ctx) if hints.__class__ is ExecutionHints else _rt.check_parcelable(hints, ExecutionHints).to_wire(ctx))
+        hints = hints.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeWithHints: argument hints') from None
     return [request, measureTiming, deadlineNs, hints]
@@ -3558,7 +3558,7 @@ def _IPreparedModel_executeWithHints_encode_reply(result: Any, outs: tuple, ctx:
     try:
         if result.__class__ is not ExecutionResult:
             result = _rt.check_parcelable(result, ExecutionResult)
-        result = (result.to_wire(ctx) if result.__class__ is ExecutionResult else _rt.check_parcelable(result, ExecutionResult).to_wire(ctx))
+        result = result.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.neuralnetworks.IPreparedModel.executeWithHints: return value') from None
     return [result]

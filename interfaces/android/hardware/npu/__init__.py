@@ -719,7 +719,7 @@ def _ISchedulingCallback_onWorkRequested_encode_call(args: tuple, ctx: Any) -> l
     try:
         if workInfo.__class__ is not WorkInfo:
             workInfo = _rt.check_parcelable(workInfo, WorkInfo)
-        workInfo = (workInfo.to_wire(ctx) if workInfo.__class__ is WorkInfo else _rt.check_parcelable(workInfo, WorkInfo).to_wire(ctx))
+        workInfo = workInfo.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.npu.ISchedulingCallback.onWorkRequested: argument workInfo') from None
     return [workInfo]
@@ -765,7 +765,7 @@ def _ISchedulingCallback_onWorkStarted_encode_call(args: tuple, ctx: Any) -> lis
     try:
         if workInfo.__class__ is not WorkInfo:
             workInfo = _rt.check_parcelable(workInfo, WorkInfo)
-        workInfo = (workInfo.to_wire(ctx) if workInfo.__class__ is WorkInfo else _rt.check_parcelable(workInfo, WorkInfo).to_wire(ctx))
+        workInfo = workInfo.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.npu.ISchedulingCallback.onWorkStarted: argument workInfo') from None
     try:
@@ -822,7 +822,7 @@ def _ISchedulingCallback_onWorkEnded_encode_call(args: tuple, ctx: Any) -> list:
     try:
         if workInfo.__class__ is not WorkInfo:
             workInfo = _rt.check_parcelable(workInfo, WorkInfo)
-        workInfo = (workInfo.to_wire(ctx) if workInfo.__class__ is WorkInfo else _rt.check_parcelable(workInfo, WorkInfo).to_wire(ctx))
+        workInfo = workInfo.to_wire(ctx)
     except (TypeError, ValueError) as e:
         raise _rt.rewrap(e, 'android.hardware.npu.ISchedulingCallback.onWorkEnded: argument workInfo') from None
     try:
