@@ -55,6 +55,7 @@ from ._isolation import SHARED_RUNTIME_DIR_MODE as SHARED_RUNTIME_DIR_MODE
 from ._isolation import ISOLATION_ENV as ISOLATION_ENV
 from ._isolation import ProcessCgroup as ProcessCgroup
 from ._isolation import become_uid as become_uid
+from ._isolation import has_os_uids as has_os_uids
 from ._isolation import isolation as isolation
 from ._isolation import kill_process_tree as kill_process_tree
 from ._isolation import make_non_dumpable as make_non_dumpable

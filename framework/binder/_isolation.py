@@ -7,7 +7,9 @@ gid 1000), every app as its own Android uid (10000 and up), each with ``setgroup
 (:func:`os_credentials`: ``subprocess``'s ``user``/``group``/``extra_groups``, done in
 C). ``SO_PEERCRED`` then tells the truth about who calls, an app reads no file of the
 system's, and it cannot ptrace, ``pidfd_getfd`` or read the memory of a process of
-another uid. This is *uid isolation*; where it cannot be had (init is not root, or the
+another uid. This is *uid isolation* (``uid``; ``userns`` where init is root of a user
+namespace of its own, mapped to the user's subordinate ids, as ``npuemu boot`` makes one
+for a user who is not root); where it cannot be had (init is not root, or the
 code or the runtime directory cannot be reached by other uids) the emulator runs every
 process as init's user and says so (*nominal* isolation, ``$NPUEMU_ISOLATION``).
 
@@ -48,6 +50,7 @@ __all__ = [
     "SHARED_RUNTIME_DIR_MODE",
     "ProcessCgroup",
     "become_uid",
+    "has_os_uids",
     "isolation",
     "kill_process_tree",
     "make_non_dumpable",
@@ -57,7 +60,8 @@ __all__ = [
 ]
 
 #: Set by init for every process of the stack: ``uid`` when each process runs as its own
-#: OS uid, else ``nominal: <why>`` (every process is init's user).
+#: OS uid (``userns``: the same in a user namespace init is root of), else
+#: ``nominal: <why>`` (every process is init's user).
 ISOLATION_ENV = "NPUEMU_ISOLATION"
 #: Set by init for system_server: the boot's cgroup (delegated to the system user), in
 #: which it makes one ``uid_<uid>`` cgroup per app.
@@ -79,8 +83,13 @@ CAP_KILL, CAP_SETGID, CAP_SETUID = 5, 6, 7
 
 
 def isolation() -> str:
-    """This process's isolation as init set it: ``uid`` or ``nominal: <why>``."""
+    """This process's isolation as init set it: ``uid``, ``userns`` or ``nominal: <why>``."""
     return os.environ.get(ISOLATION_ENV, "nominal: not started by an emulator's init")
+
+
+def has_os_uids(value: str | None = None) -> bool:
+    """Whether isolation ``value`` (this process's by default) runs each process as its own OS uid."""
+    return (isolation() if value is None else value) in ("uid", "userns")
 
 
 def os_credentials(uid: int) -> dict[str, object]:

@@ -18,12 +18,15 @@ import trio
 from framework import emulator
 from framework.emulator import (
     BootConfig,
+    BootError,
     BootInterruptedError,
     Emulator,
     RuntimeFiles,
+    enter_user_namespace,
     hold_until_signalled,
     open_shell,
     serve_until_signalled,
+    userns_check,
 )
 
 from ._common import CliError, load_npu_policy, npu_policy_options, run, runtime_dir_option
@@ -68,7 +71,9 @@ def boot(driver: str | None, speed: float, clock: str, detach: bool, boot_timeou
     """Boot an emulator: servicemanager, the HAL and system_server, each its own process.
 
     This process plays init. In the foreground it streams the log until Ctrl-C, then
-    shuts everything down cleanly. With --detach a background init holds the stack,
+    shuts everything down cleanly. Not as root, where the machine grants the user a
+    subordinate uid range (/etc/subuid, /etc/subgid, newuidmap), init is root of a user
+    namespace of its own, so each app still runs as its own uid (isolation: userns). With --detach a background init holds the stack,
     and this returns once every service is registered, printing the runtime dir
     (stop it with `npuemu shutdown`).
 
@@ -82,6 +87,12 @@ def boot(driver: str | None, speed: float, clock: str, detach: bool, boot_timeou
     config = _config(driver, speed, clock, boot_timeout, _policy_args(npu_policy_file, npu_policy_params), wipe_data)
     if RuntimeFiles(runtime_dir).read_state() is not None:
         raise CliError(f"an emulator already runs in {runtime_dir} (stop it with `npuemu shutdown`)")
+    if os.geteuid() != 0 and userns_check() is None:
+        # Before anything starts a thread (trio, the detached init's fork): unshare wants one.
+        try:
+            enter_user_namespace()
+        except BootError as exc:
+            raise CliError(f"boot failed: {exc}") from None
     if detach:
         state = _boot_detached(runtime_dir, config)
         click.echo(str(runtime_dir))

@@ -27,7 +27,14 @@ import click
 import trio
 
 from framework.binder import IllegalArgumentException, RemoteException, single_exception
-from framework.emulator import EmulatorError, EmulatorNotRunningError, NoSuchAppError, resolve_runtime_dir
+from framework.emulator import (
+    BootError,
+    EmulatorError,
+    EmulatorNotRunningError,
+    NoSuchAppError,
+    join_emulator_namespace,
+    resolve_runtime_dir,
+)
 from framework.server import NpuPolicy, PolicyLoadError, load_policy, parse_policy_params
 
 __all__ = [
@@ -67,11 +74,18 @@ def runtime_dir_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     The command receives ``runtime_dir`` as a :class:`~pathlib.Path`, resolved as
     ``--runtime-dir``, else the root group's ``--runtime-dir``, else
-    ``$NPUEMU_RUNTIME_DIR``, else ``/tmp/npuemu-<uid>/default``.
+    ``$NPUEMU_RUNTIME_DIR``, else ``/tmp/npuemu-<uid>/default``. Where a ``userns``
+    emulator runs there (a boot that was not root), the command joins its user namespace
+    first, as its root (``framework.emulator.join_emulator_namespace``).
     """
 
     def resolve(ctx: click.Context, _param: click.Parameter, value: str | None) -> Path:
-        return resolve_runtime_dir(value)
+        root = resolve_runtime_dir(value)
+        try:
+            join_emulator_namespace(root)
+        except BootError as exc:
+            raise CliError(str(exc)) from None
+        return root
 
     return click.option(
         "--runtime-dir",

@@ -76,5 +76,9 @@ from ._trace import summarize as summarize
 from ._trace import write_trace as write_trace
 from ._userns import SUBORDINATE_IDS_NEEDED as SUBORDINATE_IDS_NEEDED
 from ._userns import SubordinateRange as SubordinateRange
+from ._userns import enter_user_namespace as enter_user_namespace
+from ._userns import in_user_namespace as in_user_namespace
+from ._userns import join_emulator_namespace as join_emulator_namespace
+from ._userns import join_user_namespace as join_user_namespace
 from ._userns import subordinate_range as subordinate_range
 from ._userns import userns_check as userns_check

@@ -95,6 +95,7 @@ from framework.binder import (
     RemoteException,
     UnixNetwork,
     defaultServiceManager,
+    has_os_uids,
     launch_process,
     open_binder_runtime,
     os_credentials,
@@ -106,7 +107,7 @@ from ._errors import BootError, EmulatorAlreadyRunningError
 from ._logcat import LOGCAT_LINE_MAX, LogRing, adopt_line, format_line
 from ._paths import RuntimeFiles, open_own, process_start, resolve_runtime_dir
 from ._reaper import BOOT_ID_ENV, kill_boot, remove_cgroup
-from ._userns import userns_check
+from ._userns import in_user_namespace, userns_check
 
 __all__ = [
     "HAL_SERVICES",
@@ -457,7 +458,7 @@ class Emulator:
         capabilities that launching apps takes.
         """
         identity: dict[str, Any] = {"cgroup": self._system_cgroup}
-        if self.isolation == "uid" and name != "system_server":
+        if has_os_uids(self.isolation) and name != "system_server":
             identity["os_uid"] = AID_SYSTEM
         return identity
 
@@ -629,7 +630,7 @@ def _child_env(runtime_dir: Path, extra: Mapping[str, str], emu: Emulator) -> di
     env.pop(CGROUP_ENV, None)
     if emu.cgroup is not None:
         env[CGROUP_ENV] = os.fspath(emu.cgroup.path)
-    if emu.isolation == "uid":
+    if has_os_uids(emu.isolation):
         # The system and app uids may not write the tree's bytecode caches (they read them),
         # nor use init's own user site-packages (its $HOME is not theirs).
         env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -686,11 +687,12 @@ def grant_search(extra: Sequence[str | os.PathLike[str]] = ()) -> list[Path]:
 
 
 def _isolation(root: Path, config: BootConfig) -> str:
-    """``uid`` if every process can run as its own OS uid here, else ``nominal: <why>``."""
+    """``uid`` if every process can run as its own OS uid here (``userns``: root of a user namespace), else ``nominal: <why>``."""
     if config.isolation == "nominal":
         return "nominal: asked for (BootConfig.isolation)"
     if os.geteuid() != 0:
-        why = f"init is not root, and no user namespace: {userns_check()}"
+        why = "init is not root, and no user namespace: " + (
+            userns_check() or "nothing is missing for one, but only `npuemu boot` enters it (this process did not)")
     else:
         # Files named on a stage's command line (a driver, a user's policy FILE.py:CLASS) too.
         named = [Path(a.split(":")[0]) for a in (*config.system_server_args, *config.hal_args) if os.path.isfile(a.split(":")[0])]
@@ -698,7 +700,7 @@ def _isolation(root: Path, config: BootConfig) -> str:
         needs = [(root.parent, False)] + [(p, True) for p in _shared_paths([*extra, *named])]
         why = next((w for p, r in needs if (w := _unreachable(p, read=r))), None)
         if why is None:
-            return "uid"
+            return "userns" if in_user_namespace() else "uid"
     if config.isolation == "uid":
         raise BootError(f"uid isolation is impossible: {why}")
     return f"nominal: {why}"
@@ -709,7 +711,7 @@ def _prepare_dir(files: RuntimeFiles, isolation: str, wipe_data: bool) -> None:
     if wipe_data:
         shutil.rmtree(files.data, ignore_errors=True)
     files.data.mkdir(mode=0o700, exist_ok=True)
-    if isolation == "uid":
+    if has_os_uids(isolation):
         for folder, _, names in os.walk(files.data):  # system_server's (uid 1000), as /data/system is
             for path in (folder, *(os.path.join(folder, n) for n in names)):
                 os.chown(path, AID_SYSTEM, AID_SYSTEM, follow_symlinks=False)
@@ -718,7 +720,7 @@ def _prepare_dir(files: RuntimeFiles, isolation: str, wipe_data: bool) -> None:
     shutil.rmtree(files.app_reports, ignore_errors=True)
     files.app_reports.mkdir(mode=0o700)
     for folder in (files.root, files.app_reports):
-        if isolation == "uid":
+        if has_os_uids(isolation):
             os.chown(folder, 0, 0)
             os.chmod(folder, SHARED_RUNTIME_DIR_MODE)  # every uid makes its sockets (reports) here
         elif stat.S_IMODE(folder.stat().st_mode) == SHARED_RUNTIME_DIR_MODE:
@@ -791,15 +793,17 @@ async def _boot(root: Path, config: BootConfig, system_server: bool, grace: floa
         _prepare_dir(files, isolation, config.wipe_data)
         # The boot's cgroup, where there is one: every process of the stack stays in it.
         emu.cgroup = ProcessCgroup.create_for_boot(f"npuemu-{emu.boot_id}")
-        if emu.cgroup is not None and emu.isolation == "uid":
+        if emu.cgroup is not None and has_os_uids(emu.isolation):
             emu.cgroup.delegate(AID_SYSTEM, AID_SYSTEM)  # system_server makes each app's cgroup in it
         env = emu.env = _child_env(root, config.extra_env, emu)
         # First the dead-man switch: from here on, whatever init starts dies with it.
         emu._start_reaper(env)
         t0 = trio.current_time()
         log("I", f"init pid {os.getpid()} booting in {root} (driver {config.driver or 'reference'}, speed {config.speed:g})")
-        log("I" if emu.isolation == "uid" else "W", f"isolation: {emu.isolation}"
-            + (" (system processes uid 1000, each app its own uid)" if emu.isolation == "uid" else ""))
+        log("I" if has_os_uids(emu.isolation) else "W", f"isolation: {emu.isolation}" + (
+            " (system processes uid 1000, each app its own uid" + (
+                ", in a user namespace mapped to the user's subordinate ids)" if emu.isolation == "userns" else ")")
+            if has_os_uids(emu.isolation) else ""))
         if stale:
             log("W", f"removed what a dead emulator left: {', '.join(p.name for p in stale)}")
         async with trio.open_nursery() as nursery:

@@ -48,7 +48,7 @@ from typing import Any
 
 import trio
 
-from framework.binder import FIRST_APPLICATION_UID, defaultServiceManager
+from framework.binder import FIRST_APPLICATION_UID, defaultServiceManager, has_os_uids
 from framework.nn import TRACE_MARKER_NAME
 from interfaces.android.hardware.npu import EndReason, StartReason
 from interfaces.npuemu.hal import IHalControl, IHalListener, WorkEvent
@@ -293,7 +293,7 @@ async def serve_recorder(
     )
     epoch = _Epoch(0, 0)
     names = _PackageNames(runtime, sink)
-    marker = _MarkerReader(emulator.files.root / TRACE_MARKER_NAME, fresh=True, shared=emulator.isolation == "uid")
+    marker = _MarkerReader(emulator.files.root / TRACE_MARKER_NAME, fresh=True, shared=has_os_uids(emulator.isolation))
 
     class Listener(IHalListener.Stub):
         async def onThermalSeverityChanged(self, severity: int, temperatureC: float) -> None:  # noqa: N802,N803

@@ -23,7 +23,7 @@ from framework.binder import (
     CAP_SETUID,
     RUNTIME_DIR_ENV,
     become_uid,
-    isolation,
+    has_os_uids,
     make_non_dumpable,
     open_binder_runtime,
 )
@@ -57,7 +57,7 @@ BLOCK_FLAG_ENV = "NPUEMU_NPU_BLOCK_MISSING_FEATURE"
 def main(runtime_dir, apps_dir, unload_timeout, hal_timeout, block_missing_feature, policy_spec, policy_params,
          data_dir, log_path, log_level) -> None:
     """Serve the package, activity, thermal and npu services."""
-    if isolation() == "uid" and os.geteuid() == 0:
+    if has_os_uids() and os.geteuid() == 0:
         # init started this as root: become the system user, keeping what launching and
         # killing apps takes (see framework.binder.become_uid), before any connection.
         become_uid(AID_SYSTEM, keep=(CAP_KILL, CAP_SETUID, CAP_SETGID))

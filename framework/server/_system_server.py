@@ -68,6 +68,7 @@ from framework.binder import (
     RemoteException,
     SecurityException,
     defaultServiceManager,
+    has_os_uids,
     isolation,
     kill_process_tree,
     launch_process,
@@ -261,9 +262,9 @@ async def launch_app_process(info: Any, runtime: Any) -> AppProcess:
     # is the "ready" line its parent reads, and nobody else drains it.
     proc = await launch_process(
         [sys.executable, "-m", "framework.app", info.codePath], uid=info.uid, runtime=runtime, stdout=sys.stderr.fileno(),
-        os_uid=info.uid if isolation() == "uid" else None, cgroup=cgroup,
+        os_uid=info.uid if has_os_uids() else None, cgroup=cgroup,
         # Its own uid cannot be expected to enter init's working directory: it starts in its code's.
-        **({"cwd": info.codePath} if isolation() == "uid" else {}),
+        **({"cwd": info.codePath} if has_os_uids() else {}),
     )
     return _RealApp(proc, cgroup)
 
