@@ -25,9 +25,17 @@ install: $(STAMP) $(VTS_CASES) isolation
 # uid isolation (as root; nothing otherwise): the system and app uids must be able to start
 # Python and read the tree and the models. Where a folder above them is not searchable by
 # other users (Python under a 0700 /root), grant search (o+x, never read) on it, and say so.
+# A user who is not root boots in a user namespace (isolation: userns), which takes newuidmap
+# and newgidmap: as root where they are missing, install Debian's uidmap package, and say so.
 isolation: | $(STAMP)
 	@$(PY) -c 'import sys; from framework.emulator import grant_search; \
 		[print(f"made {p} searchable by other users (uid isolation)") for p in grant_search(sys.argv[1:])]' $(MODELS_DIR)
+	@if [ "$$(id -u)" = 0 ] && ! command -v newuidmap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing uidmap (newuidmap/newgidmap: a boot that is not root runs in a user namespace)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq uidmap >/dev/null || \
+		{ apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq uidmap >/dev/null; } || \
+		echo "could not install uidmap: a boot that is not root stays nominal"; \
+	fi
 
 # --- real models (issue 15) ---
 # MediaPipe's .tflite models, from the mediapipe wheel on the package index (never committed):

@@ -36,11 +36,15 @@ UID = 4321
     ("4321:100000:65536\n", "", "user 4321 has no subordinate gid range in"),
     ("other:100000:65536\n", "4321:100000:65536\n", "no subordinate uid range"),
     ("4321:100000:1000\n", "4321:100000:65536\n", f"has 1000 ids; Android's uids need {SUBORDINATE_IDS_NEEDED}"),
-    ("4321:x:65536\n4321:100000:65536\n", "4321:200000:70000\n", "could have a user namespace"),
 ])
 def test_the_reason_names_the_missing_subordinate_range(tmp_path, subuid, subgid, says):
     etc, proc = _machine(tmp_path, subuid, subgid)
     assert says in userns_check(UID, etc=etc, proc=proc, which=_tools)
+
+
+def test_nothing_is_missing_where_both_ranges_are_large_enough(tmp_path):
+    etc, proc = _machine(tmp_path, "4321:x:65536\n4321:100000:65536\n", "4321:200000:70000\n")
+    assert userns_check(UID, etc=etc, proc=proc, which=_tools) is None
 
 
 def test_switched_off_namespaces_and_missing_tools_are_named(tmp_path):
@@ -65,4 +69,15 @@ def test_a_boot_that_is_not_root_gives_the_user_namespace_s_reason(monkeypatch, 
     from framework.emulator._boot import _isolation
 
     monkeypatch.setattr(os, "geteuid", lambda: UID)
-    assert _isolation(tmp_path, BootConfig()) == f"nominal: init is not root, and no user namespace: {userns_check()}"
+    why = userns_check() or "nothing is missing for one, but only `npuemu boot` enters it (this process did not)"
+    assert _isolation(tmp_path, BootConfig()) == f"nominal: init is not root, and no user namespace: {why}"
+
+
+def test_only_a_namespace_of_its_own_counts(tmp_path):
+    from framework.emulator import in_user_namespace
+
+    (tmp_path / "self").mkdir()
+    (tmp_path / "self/uid_map").write_text("         0          0 4294967295\n")
+    assert not in_user_namespace(tmp_path)
+    (tmp_path / "self/uid_map").write_text("         0       4242          1\n         1     300000      19999\n")
+    assert in_user_namespace(tmp_path)

@@ -7,7 +7,8 @@
    one where a live init already runs, or where a process of a dead one still serves
    (two emulators never share a directory); what a dead emulator left there
    (``init.json``, the shell token, sockets) it removes. It decides the isolation: as
-   root, where every uid can reach the code and the directory, each process is its own
+   root (``userns``: root of a user namespace, which ``npuemu boot`` enters for a user
+   who is not root, see ``_userns``), where every uid can reach the code and the directory, each process is its own
    OS user (``framework.binder``'s ``_isolation``: the servicemanager and the HAL start
    as the system user, system_server becomes it, the apps it launches are their
    uids); else every process is init's user and the log says why (``isolation:

@@ -9,7 +9,7 @@ init's user as the namespace's root and a subordinate uid and gid range (``/etc/
 
 ``userns_check`` finds what such a boot would need and says what is missing, so a
 nominal boot names the reason. Where nothing is missing, ``npuemu boot`` calls
-:func:`enter_user_namespace` before anything else runs: the process ``unshare``\ s a user
+:func:`enter_user_namespace` before anything else runs: the process unshares a user
 namespace (it must be single-threaded, so before trio starts), a helper it forked just
 before (still outside, the namespace's owner) runs ``newuidmap``/``newgidmap`` on it, and
 the process carries on as the namespace's root, where init does what it does as root
