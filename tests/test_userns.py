@@ -31,7 +31,7 @@ import pytest
 
 from framework.binder import AID_SYSTEM, FIRST_APPLICATION_UID
 from framework.emulator import SUBORDINATE_IDS_NEEDED
-from test_adversarial_identity import HOSTILE
+from test_adversarial_identity import HOSTILE, _alive, _status
 from test_reliability_support import write_app
 
 pytestmark = [pytest.mark.multiprocess]
@@ -61,19 +61,6 @@ def _free_uid() -> int:
 
 def _outer(inner: int) -> int:
     return SUB_START + inner - 1
-
-
-def _status(pid: int) -> dict[str, str]:
-    with open(f"/proc/{pid}/status") as f:
-        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except OSError:
-        return False
 
 
 class _User:
