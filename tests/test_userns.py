@@ -8,7 +8,8 @@ over ``/etc``'s, granting a test user (not root) a subordinate range; that user 
 which outside are the user's subordinate ids. A hostile app, launched by the user, can
 neither read the shell token nor read, ptrace, ``pidfd_getfd`` or signal a system
 process or another app. The user's own ``npuemu`` commands, from outside the namespace,
-work (they join it as its root), and its ``shutdown`` leaves no process behind. Skips,
+work (they join it as its root), and its ``shutdown`` leaves no process behind, as a
+foreground boot stopped by a Ctrl-C to the command does. Skips,
 saying why, where this is not root or the machine lacks ``uidmap``.
 """
 
@@ -19,6 +20,7 @@ import os
 import pwd
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -80,13 +82,16 @@ class _User:
                     "PYTHONPATH": os.fspath(Path(__file__).resolve().parents[1])}
         self.env.pop("NPUEMU_RUNTIME_DIR", None)
 
-    def run(self, argv: list[str], *, etc: bool = False, timeout: float = 120) -> subprocess.CompletedProcess:
+    def argv(self, argv: list[str], *, etc: bool = False) -> list[str]:
         """``argv`` as the user; with ``etc``, in a private mount namespace that sees the made-up /etc files."""
         as_user = ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", "--", *argv]
-        if etc:
-            binds = " && ".join(f"mount --bind {self.base}/etc/{f} /etc/{f}" for f in ("passwd", "group", "subuid", "subgid"))
-            as_user = ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{binds} && exec "$@"', "sh", *as_user]
-        return subprocess.run(as_user, env=self.env, capture_output=True, text=True, timeout=timeout,
+        if not etc:
+            return as_user
+        binds = " && ".join(f"mount --bind {self.base}/etc/{f} /etc/{f}" for f in ("passwd", "group", "subuid", "subgid"))
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{binds} && exec "$@"', "sh", *as_user]
+
+    def run(self, argv: list[str], *, etc: bool = False, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run(self.argv(argv, etc=etc), env=self.env, capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
 
     def npuemu(self, *args: str, rt: Path, **kw) -> subprocess.CompletedProcess:
@@ -179,6 +184,32 @@ def test_a_user_who_is_not_root_boots_with_real_uids_in_a_user_namespace():
         # Nothing is left: the stack, the apps, the app's escaped grandchild.
         _wait(lambda: not any(_alive(pid) for pid in started), timeout=30)
         assert not (rt / "init.json").exists() and not (rt / "shell.token").exists()
+
+
+def test_a_foreground_boot_in_a_user_namespace_stops_on_ctrl_c_and_leaves_nothing():
+    with _stage() as (user, rt):
+        # The command forks init into the namespace (it has OpenBLAS's thread, and only a
+        # single-threaded process may unshare one); a Ctrl-C to the command reaches init.
+        proc = subprocess.Popen(user.argv([*NPUEMU, "boot", "--boot-timeout", "40", "--runtime-dir", os.fspath(rt)], etc=True),
+                                env=user.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        state = None
+        try:
+            _wait(lambda: (rt / "init.json").exists() or proc.poll() is not None)
+            state = json.loads((rt / "init.json").read_text())
+            assert state["isolation"] == "userns"
+            assert state["init_pid"] != proc.pid
+            assert "nnapi-reference" in user.npuemu("devices", rt=rt).stdout
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                user.run([*NPUEMU, "shutdown", "--runtime-dir", os.fspath(rt)])
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 0, out
+        assert "isolation: userns" in out and "npuemu: shut down" in out
+        _wait(lambda: not any(_alive(pid) for pid in [state["init_pid"], *state["pids"].values()]), timeout=30)
 
 
 def _listing(folder: Path) -> list[Path]:
