@@ -177,6 +177,13 @@ def test_a_user_who_is_not_root_boots_with_real_uids_in_a_user_namespace():
             refused = {k: v for k, v in attacks.items() if v in ("EACCES", "EPERM")}
             assert refused == attacks, {k: v for k, v in attacks.items() if k not in refused}
             started = [state["init_pid"], *state["pids"].values(), report["pid"], report["escaped"], by_pid]
+
+            # am kill: no cgroup in a user namespace, so the app's uid is what its processes
+            # share: the app and the grandchild that left its session die, the bystander lives.
+            assert _alive(report["escaped"])
+            user.npuemu("am", "kill", "com.userns.hostile", rt=rt)
+            _wait(lambda: not _alive(report["pid"]) and not _alive(report["escaped"]), timeout=30)
+            assert _alive(by_pid)
         finally:
             if state is not None:
                 down = user.run([*NPUEMU, "shutdown", "--runtime-dir", os.fspath(rt)])

@@ -58,6 +58,7 @@ from ._isolation import become_uid as become_uid
 from ._isolation import has_os_uids as has_os_uids
 from ._isolation import isolation as isolation
 from ._isolation import kill_process_tree as kill_process_tree
+from ._isolation import kill_processes_of_uid as kill_processes_of_uid
 from ._isolation import make_non_dumpable as make_non_dumpable
 from ._isolation import os_credentials as os_credentials
 from ._isolation import pidfd_kill as pidfd_kill

@@ -28,7 +28,9 @@ where the machine has one writable: Android puts every app process in its
 (``setsid`` and double forks do not), and ``cgroup.kill`` kills every process in it at
 once. Without one, :func:`kill_process_tree` kills the app's process and its
 descendants, each through a pidfd (never by a pid or group number that may have been
-reused), which a process that left the tree (a double fork whose middle exited) escapes.
+reused), which a process that left the tree (a double fork whose middle exited) escapes;
+where the app has an OS uid of its own (a user namespace, which has no cgroups),
+:func:`kill_processes_of_uid` then kills every process of that uid, the escapee too.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ __all__ = [
     "has_os_uids",
     "isolation",
     "kill_process_tree",
+    "kill_processes_of_uid",
     "make_non_dumpable",
     "os_credentials",
     "pidfd_kill",
@@ -221,6 +224,42 @@ def kill_process_tree(pid: int, sig: int = signal.SIGKILL) -> list[int]:
             signalled.append(child)
     if pidfd_kill(pid, sig):
         signalled.append(pid)
+    return signalled
+
+
+def _real_uid(pid: int) -> int | None:
+    """Process ``pid``'s real uid as this process's user namespace sees it (None: gone)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+#: How many sweeps :func:`kill_processes_of_uid` makes at most: a process that forks
+#: between a sweep's listing and its kill is caught by the next one.
+UID_KILL_SWEEPS = 8
+
+
+def kill_processes_of_uid(uid: int, sig: int = signal.SIGKILL) -> list[int]:
+    """``sig`` to every process whose real uid is ``uid``, each through a pidfd; the pids signalled.
+
+    Android kills an app by its uid's processes (``killProcessGroup``); where an app has
+    no cgroup of its own (a user namespace) this is how its double-forked escapees die
+    with it. An app cannot change its uid (no capability, ``no_new_privs``), so a process
+    of that uid is the app's. Sweeps until one finds nothing (at most ``UID_KILL_SWEEPS``).
+    """
+    signalled: list[int] = []
+    for _ in range(UID_KILL_SWEEPS):
+        found = [int(e) for e in os.listdir("/proc") if e.isdigit() and int(e) != os.getpid()]
+        hit = [pid for pid in found
+               if _real_uid(pid) == uid and pidfd_kill(pid, sig, lambda p: _real_uid(p) == uid)]
+        if not hit:
+            break
+        signalled += hit
     return signalled
 
 

@@ -71,6 +71,7 @@ from framework.binder import (
     has_os_uids,
     isolation,
     kill_process_tree,
+    kill_processes_of_uid,
     launch_process,
 )
 from interfaces.npuemu.hal import IHalListener
@@ -233,6 +234,8 @@ class _RealApp:
 
     proc: trio.Process
     cgroup: ProcessCgroup | None = None
+    #: The app's OS uid where it has one of its own (uid or userns isolation), else None.
+    os_uid: int | None = None
 
     @property
     def pid(self) -> int:
@@ -242,11 +245,15 @@ class _RealApp:
         return await self.proc.wait()
 
     def kill(self) -> None:
-        """Kill every process the app started: its cgroup, else its process tree (each by pidfd)."""
+        """Kill every process the app started: its cgroup, else its process tree and, where
+        it has an OS uid of its own, every process of that uid (each by pidfd)."""
         if self.cgroup is not None:
             self.cgroup.kill()
-        elif self.proc.returncode is None:
+            return
+        if self.proc.returncode is None:
             kill_process_tree(self.proc.pid)
+        if self.os_uid is not None:  # a user namespace: no cgroup, but a uid that is the app's alone
+            kill_processes_of_uid(self.os_uid)
 
 
 async def launch_app_process(info: Any, runtime: Any) -> AppProcess:
@@ -266,7 +273,7 @@ async def launch_app_process(info: Any, runtime: Any) -> AppProcess:
         # Its own uid cannot be expected to enter init's working directory: it starts in its code's.
         **({"cwd": info.codePath} if has_os_uids() else {}),
     )
-    return _RealApp(proc, cgroup)
+    return _RealApp(proc, cgroup, info.uid if has_os_uids() else None)
 
 
 #: An app that does not respond (the npu service's answer to it missed
