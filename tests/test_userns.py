@@ -195,8 +195,10 @@ def test_a_user_who_is_not_root_boots_with_real_uids_in_a_user_namespace():
 
 def test_a_foreground_boot_in_a_user_namespace_stops_on_ctrl_c_and_leaves_nothing():
     with _stage() as (user, rt):
-        # The command forks init into the namespace (it has OpenBLAS's thread, and only a
-        # single-threaded process may unshare one); a Ctrl-C to the command reaches init.
+        # Only a single-threaded process may unshare a user namespace: a command that has
+        # OpenBLAS's thread forks init into it, one that has none (OPENBLAS_NUM_THREADS=1
+        # inherited, as from a test that imported the benchmarks) is init itself. Either way
+        # a Ctrl-C to the command reaches init.
         proc = subprocess.Popen(user.argv([*NPUEMU, "boot", "--boot-timeout", "40", "--runtime-dir", os.fspath(rt)], etc=True),
                                 env=user.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
@@ -205,7 +207,6 @@ def test_a_foreground_boot_in_a_user_namespace_stops_on_ctrl_c_and_leaves_nothin
             _wait(lambda: (rt / "init.json").exists() or proc.poll() is not None)
             state = json.loads((rt / "init.json").read_text())
             assert state["isolation"] == "userns"
-            assert state["init_pid"] != proc.pid
             assert "nnapi-reference" in user.npuemu("devices", rt=rt).stdout
             proc.send_signal(signal.SIGINT)
             out, _ = proc.communicate(timeout=60)
