@@ -710,16 +710,20 @@ class _HeldQueue:
         r.level = level
         self.by_work[work] = r
 
+    def take_back(self, r: _Req) -> None:
+        """Cancel ``r``'s work, which the device has not started, and make it wait again (nothing is lost)."""
+        assert r.work is not None
+        self.by_work.pop(r.work, None)
+        self.driver.cancel(r.work)
+        self.driver.forget(r.work)
+        r.work = None
+        r.state = "waiting"
+
     def unstage(self) -> None:
         """Take back a planned successor that has not started (a queued cancel is immediate)."""
         for r in self.reqs:
             if r.state == "staged":
-                assert r.work is not None
-                self.by_work.pop(r.work, None)
-                self.driver.cancel(r.work)
-                self.driver.forget(r.work)
-                r.work = None
-                r.state = "waiting"
+                self.take_back(r)
 
     def floor_level(self) -> int:
         """The level a request must be submitted at to go before every paused one."""
@@ -779,12 +783,7 @@ class _HeldQueue:
         if victim.segment_ns is None and chosen.state == "waiting":
             # The victim was put on the device but has not started (it waits for a
             # context save): take it back, nothing is lost, and send the chosen one instead.
-            assert victim.work is not None
-            self.by_work.pop(victim.work, None)
-            self.driver.cancel(victim.work)
-            self.driver.forget(victim.work)
-            victim.work = None
-            victim.state = "waiting"
+            self.take_back(victim)
             self.submit(chosen, victim.level)
             chosen.state = "running"
             return
