@@ -379,13 +379,22 @@ def quantized_conv_model(kind: str) -> bytes:
         iv = _vector(b, Op.StartInputsVector, ins, "Int32"); ov = _vector(b, Op.StartOutputsVector, outs, "Int32")
         Op.Start(b); Op.AddOpcodeIndex(b, code); Op.AddInputs(b, iv); Op.AddOutputs(b, ov)
         Op.AddBuiltinOptionsType(b, otype); Op.AddBuiltinOptions(b, opts); ops.append(Op.End(b))
+    return _finish_model(b, tensors, ops, bufs, inputs=[0], outputs=[4], opcodes=(
+        (tflite.BuiltinOperator.CONV_2D, 3 if signed else 1), (tflite.BuiltinOperator.AVERAGE_POOL_2D, 2 if signed else 1)))
+
+
+def _finish_model(b, tensors: list, ops: list, bufs: list, *, inputs: list[int], outputs: list[int],
+                  opcodes: tuple[tuple[int, int], ...]) -> bytes:
+    """One subgraph of ``tensors`` and ``ops`` (``opcodes``: the (builtin, version) each opcode index names) as a .tflite file."""
+    SG, M, OC = (_m(n) for n in ("SubGraph", "Model", "OperatorCode"))
     tv = _vector(b, SG.StartTensorsVector, tensors, "UOffsetTRelative")
-    iv = _vector(b, SG.StartInputsVector, [0], "Int32"); ov = _vector(b, SG.StartOutputsVector, [4], "Int32")
+    iv = _vector(b, SG.StartInputsVector, inputs, "Int32"); ov = _vector(b, SG.StartOutputsVector, outputs, "Int32")
     opv = _vector(b, SG.StartOperatorsVector, ops, "UOffsetTRelative")
     SG.Start(b); SG.AddTensors(b, tv); SG.AddInputs(b, iv); SG.AddOutputs(b, ov); SG.AddOperators(b, opv); sg = SG.End(b)
     codes = []
-    for builtin, version in ((tflite.BuiltinOperator.CONV_2D, 3 if signed else 1), (tflite.BuiltinOperator.AVERAGE_POOL_2D, 2 if signed else 1)):
-        OC.Start(b); OC.AddDeprecatedBuiltinCode(b, builtin); OC.AddBuiltinCode(b, builtin); OC.AddVersion(b, version); codes.append(OC.End(b))
+    for builtin, version in opcodes:
+        OC.Start(b); OC.AddDeprecatedBuiltinCode(b, builtin); OC.AddBuiltinCode(b, builtin); OC.AddVersion(b, version)
+        codes.append(OC.End(b))
     cv = _vector(b, M.StartOperatorCodesVector, codes, "UOffsetTRelative")
     sgv = _vector(b, M.StartSubgraphsVector, [sg], "UOffsetTRelative")
     bv = _vector(b, M.StartBuffersVector, bufs, "UOffsetTRelative")
@@ -456,21 +465,8 @@ def side_branch_model() -> bytes:
         iv = _vector(b, Op.StartInputsVector, ins, "Int32"); ov = _vector(b, Op.StartOutputsVector, outs, "Int32")
         Op.Start(b); Op.AddOpcodeIndex(b, code); Op.AddInputs(b, iv); Op.AddOutputs(b, ov)
         Op.AddBuiltinOptionsType(b, otype); Op.AddBuiltinOptions(b, opts); ops.append(Op.End(b))
-    tv = _vector(b, SG.StartTensorsVector, tensors, "UOffsetTRelative")
-    iv = _vector(b, SG.StartInputsVector, [0], "Int32"); ov = _vector(b, SG.StartOutputsVector, [4, 6], "Int32")
-    opv = _vector(b, SG.StartOperatorsVector, ops, "UOffsetTRelative")
-    SG.Start(b); SG.AddTensors(b, tv); SG.AddInputs(b, iv); SG.AddOutputs(b, ov); SG.AddOperators(b, opv); sg = SG.End(b)
-    codes = []
-    for builtin, version in ((tflite.BuiltinOperator.ADD, 1), (tflite.BuiltinOperator.RESIZE_BILINEAR, 3),
-                             (tflite.BuiltinOperator.MUL, 1)):
-        OC.Start(b); OC.AddDeprecatedBuiltinCode(b, builtin); OC.AddBuiltinCode(b, builtin); OC.AddVersion(b, version)
-        codes.append(OC.End(b))
-    cv = _vector(b, M.StartOperatorCodesVector, codes, "UOffsetTRelative")
-    sgv = _vector(b, M.StartSubgraphsVector, [sg], "UOffsetTRelative")
-    bv = _vector(b, M.StartBuffersVector, bufs, "UOffsetTRelative")
-    M.Start(b); M.AddVersion(b, 3); M.AddOperatorCodes(b, cv); M.AddSubgraphs(b, sgv); M.AddBuffers(b, bv)
-    b.Finish(M.End(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    return _finish_model(b, tensors, ops, bufs, inputs=[0], outputs=[4, 6], opcodes=(
+        (tflite.BuiltinOperator.ADD, 1), (tflite.BuiltinOperator.RESIZE_BILINEAR, 3), (tflite.BuiltinOperator.MUL, 1)))
 
 
 async def test_a_cpu_operation_on_a_side_branch_does_not_split_the_nnapi_chain(nn):
